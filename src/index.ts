@@ -1,0 +1,3 @@
+// Public API: re-exports only.
+export * from './errors.js';
+export * from './tensor.js';

@@ -1,0 +1,36 @@
+// The library's one tensor type: a dense float32 array in C (row-major) order with its
+// dimensions. Latents are (B, C, H, W) for image families and (B, C, F, H, W) for video
+// families; decoder outputs follow the same layout.
+
+import { invalidArgument } from './errors.js';
+
+export interface Tensor {
+  readonly dims: readonly number[];
+  readonly data: Float32Array;
+}
+
+export function elementCount(dims: readonly number[]): number {
+  let n = 1;
+  for (const d of dims) n *= d;
+  return n;
+}
+
+export function tensor(dims: readonly number[], data?: Float32Array): Tensor {
+  for (const [i, d] of dims.entries()) {
+    if (!Number.isInteger(d) || d < 0) invalidArgument(`dims[${i}]`, d, 'a non-negative integer');
+  }
+  const n = elementCount(dims);
+  if (data && data.length !== n) invalidArgument('data.length', data.length, `${n} elements for dims [${dims.join(', ')}]`);
+  return { dims: [...dims], data: data ?? new Float32Array(n) };
+}
+
+/** Row-major strides of a shape, in elements. */
+export function stridesOf(dims: readonly number[]): number[] {
+  const strides = new Array<number>(dims.length);
+  let s = 1;
+  for (let i = dims.length - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= dims[i]!;
+  }
+  return strides;
+}
