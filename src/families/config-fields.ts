@@ -1,0 +1,150 @@
+// Typed readers for diffusers `config.json` fields. Each reader applies the family's default
+// when the field is absent and records a reason when the value has the wrong type or range,
+// so a config with several problems is refused once, listing all of them.
+
+import { DistVaeError, reason, type Reason } from '../errors.js';
+import type { RawConfig } from './types.js';
+
+export class ConfigReader {
+  readonly reasons: Reason[] = [];
+  readonly fields: Record<string, unknown> = {};
+
+  constructor(
+    private readonly raw: RawConfig,
+    private readonly familyName: string,
+  ) {}
+
+  private present(key: string): boolean {
+    return this.raw[key] !== undefined && this.raw[key] !== null;
+  }
+
+  private refuse(key: string, value: unknown, valid: string): void {
+    this.reasons.push(reason('CONFIG_FIELD_INVALID', key, value, valid, `config field ${key} = ${JSON.stringify(value)} is invalid for ${this.familyName}: expected ${valid}`));
+  }
+
+  int(key: string, fallback: number, min = 1): number {
+    const value = this.present(key) ? this.raw[key] : fallback;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+      this.refuse(key, value, `an integer >= ${min}`);
+      return (this.fields[key] = fallback);
+    }
+    return (this.fields[key] = value);
+  }
+
+  /** An integer that may also be given as a list whose first entry counts (diffusers' sample_size). */
+  intOrFirst(key: string, fallback: number, min = 1): number {
+    const value = this.present(key) ? this.raw[key] : fallback;
+    const first = Array.isArray(value) ? value[0] : value;
+    if (typeof first !== 'number' || !Number.isInteger(first) || first < min) {
+      this.refuse(key, value, `an integer >= ${min} (or a list whose first entry is one)`);
+      return (this.fields[key] = fallback);
+    }
+    this.fields[key] = value;
+    return first;
+  }
+
+  optionalInt(key: string, min = 1): number | null {
+    if (!this.present(key)) return (this.fields[key] = null);
+    const value = this.raw[key];
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+      this.refuse(key, value, `an integer >= ${min} or null`);
+      return (this.fields[key] = null);
+    }
+    return (this.fields[key] = value);
+  }
+
+  number(key: string, fallback: number): number {
+    const value = this.present(key) ? this.raw[key] : fallback;
+    if (typeof value !== 'number' || !Number.isFinite(value)) {
+      this.refuse(key, value, 'a finite number');
+      return (this.fields[key] = fallback);
+    }
+    return (this.fields[key] = value);
+  }
+
+  bool(key: string, fallback: boolean): boolean {
+    const value = this.present(key) ? this.raw[key] : fallback;
+    if (typeof value !== 'boolean') {
+      this.refuse(key, value, 'true or false');
+      return (this.fields[key] = fallback);
+    }
+    return (this.fields[key] = value);
+  }
+
+  string(key: string, fallback: string, allowed?: readonly string[]): string {
+    const value = this.present(key) ? this.raw[key] : fallback;
+    if (typeof value !== 'string' || (allowed && !allowed.includes(value))) {
+      this.refuse(key, value, allowed ? `one of ${allowed.join(', ')}` : 'a string');
+      return (this.fields[key] = fallback);
+    }
+    return (this.fields[key] = value);
+  }
+
+  intList(key: string, fallback: readonly number[], opts: { min?: number; minLength?: number } = {}): number[] {
+    const min = opts.min ?? 1;
+    const minLength = opts.minLength ?? 1;
+    const value = this.present(key) ? this.raw[key] : fallback;
+    if (!Array.isArray(value) || value.length < minLength || !value.every((v) => typeof v === 'number' && Number.isInteger(v) && v >= min)) {
+      this.refuse(key, value, `a list of at least ${minLength} integer(s) >= ${min}`);
+      return (this.fields[key] = [...fallback]) as number[];
+    }
+    return (this.fields[key] = [...(value as number[])]) as number[];
+  }
+
+  /** A list of integers, or one integer repeated `length` times (diffusers accepts both for per-block settings). */
+  intOrIntList(key: string, fallback: number | readonly number[], length: number, min = 1): number[] {
+    const value = this.present(key) ? this.raw[key] : fallback;
+    if (typeof value === 'number' && Number.isInteger(value) && value >= min) {
+      return (this.fields[key] = new Array<number>(length).fill(value)) as number[];
+    }
+    if (Array.isArray(value) && value.length === length && value.every((v) => typeof v === 'number' && Number.isInteger(v) && v >= min)) {
+      return (this.fields[key] = [...(value as number[])]) as number[];
+    }
+    this.refuse(key, value, `an integer >= ${min} or a list of ${length} of them`);
+    const fb = typeof fallback === 'number' ? new Array<number>(length).fill(fallback) : [...fallback];
+    return (this.fields[key] = fb) as number[];
+  }
+
+  /** A list of booleans, or one boolean repeated `length` times. */
+  boolOrBoolList(key: string, fallback: boolean | readonly boolean[], length: number | null): boolean[] {
+    const value = this.present(key) ? this.raw[key] : fallback;
+    if (typeof value === 'boolean' && length !== null) return (this.fields[key] = new Array<boolean>(length).fill(value)) as boolean[];
+    if (Array.isArray(value) && (length === null || value.length === length) && value.every((v) => typeof v === 'boolean')) {
+      return (this.fields[key] = [...(value as boolean[])]) as boolean[];
+    }
+    this.refuse(key, value, length === null ? 'a list of booleans' : `a boolean or a list of ${length} booleans`);
+    const fb = typeof fallback === 'boolean' ? new Array<boolean>(length ?? 0).fill(fallback) : [...fallback];
+    return (this.fields[key] = fb) as boolean[];
+  }
+
+  stringList(key: string, fallback: readonly string[]): string[] {
+    const value = this.present(key) ? this.raw[key] : fallback;
+    if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) {
+      this.refuse(key, value, 'a list of strings');
+      return (this.fields[key] = [...fallback]) as string[];
+    }
+    return (this.fields[key] = [...(value as string[])]) as string[];
+  }
+
+  /** Keeps a field as given (e.g. latents_mean) without interpreting it. */
+  passthrough(key: string, fallback: unknown = null): unknown {
+    return (this.fields[key] = this.present(key) ? this.raw[key] : fallback);
+  }
+
+  /** Adds a cross-field refusal. */
+  check(ok: boolean, key: string, value: unknown, valid: string, message: string): void {
+    if (!ok) this.reasons.push(reason('CONFIG_INCONSISTENT', key, value, valid, message));
+  }
+
+  /** Throws CONFIG_INVALID listing every reason collected, if any. */
+  finish(): void {
+    if (this.reasons.length > 0) {
+      throw new DistVaeError('CONFIG_INVALID', `${this.familyName} config refused: ${this.reasons.map((r) => r.message).join('; ')}`, { reasons: this.reasons });
+    }
+  }
+}
+
+export function log2Exact(n: number): number | null {
+  const l = Math.log2(n);
+  return Number.isInteger(l) ? l : null;
+}

@@ -1,0 +1,33 @@
+// AutoencoderKLFlux2 (FLUX.2): the AutoencoderKL decoder with 32 latent channels and batch-norm
+// statistics (`bn.*`) that only the pipeline uses; its `patch_size` is the pipeline's latent
+// packing and adds no tiling constraint.
+
+import { ConfigReader } from './config-fields.js';
+import { klResolved, readKlFields } from './autoencoder-kl.js';
+import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
+
+export const flux2: FamilySpec = {
+  name: 'flux2',
+  description: 'AutoencoderKLFlux2: FLUX.2',
+  classNames: ['AutoencoderKLFlux2'],
+  diffusersTiling: 'square-with-overlap-factor',
+  temporal: { kind: 'none' },
+  ignoredKeyPrefixes: ['encoder.', 'quant_conv.', 'bn.'],
+  minWindowLatent: 1,
+  resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
+    const r = new ConfigReader(raw ?? {}, 'flux2');
+    const kl = readKlFields(r, { latentChannels: 32, sampleSize: 1024 });
+    const decoderBlockOut = r.intList('decoder_block_out_channels', kl.blockOut);
+    r.check(
+      decoderBlockOut.length === kl.blockOut.length,
+      'decoder_block_out_channels',
+      decoderBlockOut,
+      `${kl.blockOut.length} entries, like block_out_channels`,
+      'decoder_block_out_channels must have as many levels as block_out_channels (diffusers derives the tile size from block_out_channels)',
+    );
+    r.intList('patch_size', [2, 2]);
+    r.number('batch_norm_eps', 1e-4);
+    r.finish();
+    return klResolved('AutoencoderKLFlux2', r, kl);
+  },
+};

@@ -1,0 +1,46 @@
+// AutoencoderKLHunyuanVideo: causal 3-D decoder over whole temporal chunks. Temporal tiling
+// (diffusers' framewise decoding) is on by default at 16 frames with stride 12; chunks after
+// the first drop their first decoded frame before blend_t.
+
+import { ConfigReader, log2Exact } from './config-fields.js';
+import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
+
+export const hunyuanVideo: FamilySpec = {
+  name: 'hunyuan-video',
+  description: 'AutoencoderKLHunyuanVideo: HunyuanVideo',
+  classNames: ['AutoencoderKLHunyuanVideo'],
+  diffusersTiling: 'window-and-stride',
+  temporal: { kind: 'temporal-chunks', dropFrame: 'first' },
+  ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
+  minWindowLatent: 1,
+  resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
+    const r = new ConfigReader(raw ?? {}, 'hunyuan-video');
+    r.int('in_channels', 3);
+    const outChannels = r.int('out_channels', 3);
+    const latentChannels = r.int('latent_channels', 16);
+    const blockOut = r.intList('block_out_channels', [128, 256, 512, 512]);
+    r.int('layers_per_block', 2);
+    r.string('act_fn', 'silu', ['silu']);
+    r.int('norm_num_groups', 32);
+    r.passthrough('scaling_factor', 0.476986);
+    const spatialRatio = r.int('spatial_compression_ratio', 8);
+    const temporalRatio = r.int('temporal_compression_ratio', 4);
+    r.bool('mid_block_add_attention', true);
+    const spatialLevels = log2Exact(spatialRatio);
+    r.check(
+      spatialLevels !== null && spatialLevels <= blockOut.length - 1,
+      'spatial_compression_ratio',
+      spatialRatio,
+      `a power of two up to 2^${blockOut.length - 1}`,
+      `spatial_compression_ratio = ${spatialRatio} cannot be built from ${blockOut.length} decoder levels`,
+    );
+    r.check(temporalRatio === 4, 'temporal_compression_ratio', temporalRatio, '4', `temporal_compression_ratio = ${temporalRatio}: the HunyuanVideo decoder only supports 4`);
+    r.finish();
+    return {
+      className: 'AutoencoderKLHunyuanVideo',
+      geometry: { spatialRatio, temporalRatio, patchSize: 1, latentChannels, outChannels, fiveDimLatents: true },
+      tiling: { window: { height: 256, width: 256 }, overlap: { height: 64, width: 64 }, frames: { enabled: true, window: 16, overlap: 4 } },
+      fields: r.fields,
+    };
+  },
+};

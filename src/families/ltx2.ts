@@ -1,0 +1,76 @@
+// AutoencoderKLLTX2Video (LTX-2): video decoder with depth-to-space up-sampling and an output
+// patch of `patch_size`, unpatchified inside the decoder, so blending sees whole pixels.
+// Temporal tiling is off by default (16 frames, stride 8 when on); later chunks drop their
+// last decoded frame. Defaults are the published LTX-2.0 config.
+
+import { ConfigReader } from './config-fields.js';
+import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
+
+export const ltx2: FamilySpec = {
+  name: 'ltx2',
+  description: 'AutoencoderKLLTX2Video: LTX-2',
+  classNames: ['AutoencoderKLLTX2Video'],
+  diffusersTiling: 'window-and-stride',
+  temporal: { kind: 'temporal-chunks', dropFrame: 'last' },
+  ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
+  // The decoder pads spatially by reflection, which needs at least two rows and columns.
+  minWindowLatent: 2,
+  resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
+    const r = new ConfigReader(raw ?? {}, 'ltx2');
+    r.int('in_channels', 3);
+    const outChannels = r.int('out_channels', 3);
+    const latentChannels = r.int('latent_channels', 128);
+    const encoderBlockOut = r.intList('block_out_channels', [256, 512, 1024, 2048]);
+    const decoderBlockOut = r.intList('decoder_block_out_channels', [256, 512, 1024]);
+    r.intOrIntList('decoder_layers_per_block', [5, 5, 5, 5], decoderBlockOut.length + 1);
+    const encoderScaling = r.boolOrBoolList('spatio_temporal_scaling', true, encoderBlockOut.length);
+    const decoderScaling = r.boolOrBoolList('decoder_spatio_temporal_scaling', true, decoderBlockOut.length);
+    r.boolOrBoolList('decoder_inject_noise', false, decoderBlockOut.length + 1);
+    const upsampleType = r.stringList('upsample_type', decoderBlockOut.map(() => 'spatiotemporal'));
+    r.boolOrBoolList('upsample_residual', true, decoderBlockOut.length);
+    // upsample_factor divides channels in the up-sampler; it does not change the spatial ratio.
+    r.intOrIntList('upsample_factor', 2, decoderBlockOut.length);
+    r.bool('timestep_conditioning', false);
+    const patch = r.int('patch_size', 4);
+    const patchT = r.int('patch_size_t', 1);
+    r.number('resnet_norm_eps', 1e-6);
+    r.bool('decoder_causal', false);
+    r.string('decoder_spatial_padding_mode', 'reflect', ['reflect', 'zeros']);
+    const encoderLevels = encoderScaling.filter(Boolean).length;
+    const spatialRatio = r.optionalInt('spatial_compression_ratio') ?? patch * 2 ** encoderLevels;
+    const temporalRatio = r.optionalInt('temporal_compression_ratio') ?? patchT * 2 ** encoderLevels;
+    r.fields['spatial_compression_ratio'] = spatialRatio;
+    r.fields['temporal_compression_ratio'] = temporalRatio;
+
+    let decoderSpatial = patch;
+    let decoderTemporal = patchT;
+    decoderScaling.forEach((scales, i) => {
+      if (!scales) return;
+      const type = upsampleType[i] ?? 'spatiotemporal';
+      r.check(['spatial', 'temporal', 'spatiotemporal'].includes(type), `upsample_type[${i}]`, type, 'spatial, temporal or spatiotemporal', `upsample_type[${i}] = ${JSON.stringify(type)} is unknown`);
+      if (type !== 'temporal') decoderSpatial *= 2;
+      if (type !== 'spatial') decoderTemporal *= 2;
+    });
+    r.check(
+      spatialRatio === decoderSpatial,
+      'spatial_compression_ratio',
+      spatialRatio,
+      `${decoderSpatial} (patch_size x the decoder's spatial up-sampling)`,
+      `spatial_compression_ratio = ${spatialRatio} disagrees with the decoder (${decoderSpatial})`,
+    );
+    r.check(
+      temporalRatio === decoderTemporal,
+      'temporal_compression_ratio',
+      temporalRatio,
+      `${decoderTemporal} (patch_size_t x the decoder's temporal up-sampling)`,
+      `temporal_compression_ratio = ${temporalRatio} disagrees with the decoder (${decoderTemporal})`,
+    );
+    r.finish();
+    return {
+      className: 'AutoencoderKLLTX2Video',
+      geometry: { spatialRatio, temporalRatio, patchSize: 1, latentChannels, outChannels, fiveDimLatents: true },
+      tiling: { window: { height: 512, width: 512 }, overlap: { height: 64, width: 64 }, frames: { enabled: false, window: 16, overlap: 8 } },
+      fields: r.fields,
+    };
+  },
+};

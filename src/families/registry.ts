@@ -1,0 +1,68 @@
+// The family registry: names, diffusers class names, and `createVae`, which makes a
+// plan-only VAE from a family name and an optional config (decoding adds to it elsewhere).
+
+import { DistVaeError, reason } from '../errors.js';
+import { autoencoderKl } from './autoencoder-kl.js';
+import { flux2 } from './flux2.js';
+import { hunyuanVideo } from './hunyuan-video.js';
+import { ltx2 } from './ltx2.js';
+import { qwenImage } from './qwen-image.js';
+import { tae } from './tae.js';
+import type { FamilyName, FamilySpec, RawConfig, TilingState, VaeSpec } from './types.js';
+import { wan } from './wan.js';
+
+export const FAMILIES: readonly FamilySpec[] = [autoencoderKl, flux2, tae, wan, qwenImage, hunyuanVideo, ltx2];
+
+export const FAMILY_NAMES: readonly FamilyName[] = FAMILIES.map((f) => f.name);
+
+export function getFamily(name: string): FamilySpec {
+  const family = FAMILIES.find((f) => f.name === name);
+  if (!family) {
+    const r = reason('UNKNOWN_FAMILY', 'family', name, `one of ${FAMILY_NAMES.join(', ')}`, `unknown family ${JSON.stringify(name)}: expected one of ${FAMILY_NAMES.join(', ')}`);
+    throw new DistVaeError('UNKNOWN_FAMILY', r.message, { reasons: [r] });
+  }
+  return family;
+}
+
+/** The family a diffusers `_class_name` names, or null when none does. */
+export function familyForClassName(className: string): FamilySpec | null {
+  return FAMILIES.find((f) => f.classNames.includes(className)) ?? null;
+}
+
+/**
+ * Picks the family from an explicit name and/or a config's `_class_name` (DESIGN §9): either
+ * suffices; both must agree.
+ */
+export function resolveFamily(explicit: string | undefined, config: RawConfig | undefined): FamilySpec {
+  const className = typeof config?.['_class_name'] === 'string' ? (config['_class_name'] as string) : undefined;
+  const fromConfig = className === undefined ? null : familyForClassName(className);
+  if (className !== undefined && fromConfig === null && explicit === undefined) {
+    const known = FAMILIES.flatMap((f) => f.classNames).join(', ');
+    const r = reason('UNKNOWN_CLASS_NAME', '_class_name', className, `one of ${known}`, `config _class_name ${JSON.stringify(className)} names no known family (known: ${known}); pass --family to choose one`);
+    throw new DistVaeError('UNKNOWN_FAMILY', r.message, { reasons: [r] });
+  }
+  if (explicit === undefined) {
+    if (fromConfig) return fromConfig;
+    const r = reason('FAMILY_REQUIRED', 'family', undefined, `one of ${FAMILY_NAMES.join(', ')}`, `no family given and no config _class_name to infer it from: pass --family (one of ${FAMILY_NAMES.join(', ')})`);
+    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+  }
+  const family = getFamily(explicit);
+  if (fromConfig && fromConfig !== family) {
+    const r = reason('FAMILY_CONFLICT', 'family', explicit, fromConfig.name, `--family ${explicit} conflicts with the config's _class_name ${className} (family ${fromConfig.name})`);
+    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+  }
+  return family;
+}
+
+/** Tiling off (diffusers' default), with the family's default window and overlap ready. */
+export function defaultTiling(vae: Pick<VaeSpec, 'config'>): TilingState {
+  const t = vae.config.tiling;
+  return { enabled: false, window: { ...t.window }, overlap: { ...t.overlap }, frames: t.frames ? { ...t.frames } : null, planned: false };
+}
+
+/** A plan-only VAE: family + resolved config + tiling state. */
+export function createVae(family: FamilyName | string | undefined, config?: RawConfig): VaeSpec {
+  const spec = resolveFamily(family, config);
+  const resolved = spec.resolveConfig(config);
+  return { family: spec, config: resolved, geometry: resolved.geometry, tiling: defaultTiling({ config: resolved }) };
+}

@@ -1,0 +1,118 @@
+// What a VAE family declares: how it reads its diffusers config, the compression ratios and
+// patch size the engine computes with, its tiling defaults and the rule for a valid window,
+// and how it iterates time. Engine code reads these declarations; it never branches on a
+// family's name.
+
+import type { Reason } from '../errors.js';
+
+export type FamilyName = 'autoencoder-kl' | 'flux2' | 'tae' | 'wan' | 'qwen-image' | 'hunyuan-video' | 'ltx2';
+
+export interface Size2 {
+  height: number;
+  width: number;
+}
+
+/** Raw config as read from a diffusers `config.json` (or given in code). */
+export type RawConfig = Readonly<Record<string, unknown>>;
+
+export interface VaeGeometry {
+  /** Output pixels per latent unit along height and width (diffusers' spatial compression ratio). */
+  spatialRatio: number;
+  /** Output frames per latent frame step (1 for image families). */
+  temporalRatio: number;
+  /**
+   * Spatial patch size folded into the decoder's channels (Wan 2.2: 2). Blending happens on the
+   * raw decoder output, at spatialRatio / patchSize px per latent unit.
+   */
+  patchSize: number;
+  latentChannels: number;
+  outChannels: number;
+  /** Latents are 5-D (B, C, F, H, W) when true, 4-D (B, C, H, W) otherwise. */
+  fiveDimLatents: boolean;
+}
+
+/** How a tile's frames are produced (DESIGN §3, temporal policy). */
+export type TemporalPolicy =
+  /** Image family: no time axis. */
+  | { kind: 'none' }
+  /** Wan / Qwen-Image: inside each spatial tile, step through latent frames with a causal cache cleared per tile. */
+  | { kind: 'frame-steps' }
+  /**
+   * HunyuanVideo / LTX-2: temporal chunks of window/rt + 1 latent frames every stride/rt; the
+   * spatial tiling operation runs once per chunk; chunks after the first drop one decoded frame.
+   */
+  | { kind: 'temporal-chunks'; dropFrame: 'first' | 'last' };
+
+/** How diffusers itself expresses this family's tiling, to say whether a plan is diffusers-equivalent. */
+export type DiffusersTiling =
+  /** AutoencoderKL / Flux.2: square `tile_sample_min_size` + `tile_overlap_factor`. */
+  | 'square-with-overlap-factor'
+  /** Family B: `tile_sample_min_{height,width}` + `tile_sample_stride_{height,width}` in pixels. */
+  | 'window-and-stride'
+  /** No diffusers tiling loop of its own (TAE): the project's loop is used. */
+  | 'none';
+
+export interface FrameTiling {
+  /** Whether temporal tiling is on. */
+  enabled: boolean;
+  /** Window and overlap in output frames (multiples of the temporal ratio). */
+  window: number;
+  overlap: number;
+}
+
+export interface TilingDefaults {
+  window: Size2;
+  overlap: Size2;
+  /** Temporal tiling defaults for families that have it; null otherwise. */
+  frames: FrameTiling | null;
+}
+
+/** A family's config after defaults were applied and derived values computed. */
+export interface ResolvedConfig {
+  /** The diffusers `_class_name` this config corresponds to (or the TAE variant). */
+  className: string;
+  geometry: VaeGeometry;
+  tiling: TilingDefaults;
+  /** Every field the family reads, with defaults filled in, for graph builders and reports. */
+  fields: Readonly<Record<string, unknown>>;
+}
+
+export interface FamilySpec {
+  name: FamilyName;
+  /** One line for humans: which models use it. */
+  description: string;
+  /** diffusers `_class_name` values that select this family. */
+  classNames: readonly string[];
+  diffusersTiling: DiffusersTiling;
+  temporal: TemporalPolicy;
+  /** Key prefixes of a full checkpoint that the decoder does not own (skipped by strict binding). */
+  ignoredKeyPrefixes: readonly string[];
+  /** Smallest window, in latent units, the decoder accepts on an axis. */
+  minWindowLatent: number;
+  /** Reads a raw config (absent → published defaults); throws CONFIG_INVALID with reasons. */
+  resolveConfig(raw: RawConfig | undefined): ResolvedConfig;
+  /**
+   * Family-specific refusals of an otherwise valid window (beyond whole latent units and
+   * overlap < window). Empty when the family adds none.
+   */
+  extraWindowReasons?(config: ResolvedConfig, window: Size2): Reason[];
+}
+
+/** The tiling a VAE will use, in output pixels / frames. Mutated by `applyTilePlan`. */
+export interface TilingState {
+  /** Whether decode tiles at all (diffusers' `use_tiling`). */
+  enabled: boolean;
+  window: Size2;
+  overlap: Size2;
+  frames: FrameTiling | null;
+  /** True once a tile plan was applied (shape and/or overlap); `tiledDecodeFor` needs one. */
+  planned: boolean;
+}
+
+/** A VAE as the planner sees it: family, resolved config and current tiling. */
+export interface VaeSpec {
+  readonly family: FamilySpec;
+  readonly config: ResolvedConfig;
+  readonly geometry: VaeGeometry;
+  tiling: TilingState;
+}

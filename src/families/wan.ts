@@ -1,0 +1,71 @@
+// AutoencoderKLWan (Wan 2.1; Wan 2.2 when the config has a patch size): causal 3-D decoder run
+// frame by frame inside each spatial tile. The spatial ratio is the config's
+// scale_factor_spatial, as in diffusers; the decoder's own up-sampling must agree with it.
+
+import { ConfigReader } from './config-fields.js';
+import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
+
+export const wan: FamilySpec = {
+  name: 'wan',
+  description: 'AutoencoderKLWan: Wan 2.1 and Wan 2.2 (patch size 2)',
+  classNames: ['AutoencoderKLWan'],
+  diffusersTiling: 'window-and-stride',
+  temporal: { kind: 'frame-steps' },
+  ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
+  minWindowLatent: 1,
+  resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
+    const r = new ConfigReader(raw ?? {}, 'wan');
+    r.int('base_dim', 96);
+    r.optionalInt('decoder_base_dim');
+    const zDim = r.int('z_dim', 16);
+    const dimMult = r.intList('dim_mult', [1, 2, 4, 4]);
+    r.int('num_res_blocks', 2);
+    r.passthrough('attn_scales', []);
+    const temporalDown = r.boolOrBoolList('temperal_downsample', [false, true, true], null);
+    r.bool('is_residual', false);
+    r.int('in_channels', 3);
+    const outChannels = r.int('out_channels', 3);
+    const patchSize = r.optionalInt('patch_size') ?? 1;
+    const temporalRatio = r.int('scale_factor_temporal', 4);
+    const spatialRatio = r.int('scale_factor_spatial', 8);
+    r.passthrough('latents_mean');
+    r.passthrough('latents_std');
+    r.check(
+      temporalDown.length === dimMult.length - 1,
+      'temperal_downsample',
+      temporalDown,
+      `${dimMult.length - 1} entries (one per level of dim_mult after the first)`,
+      `temperal_downsample has ${temporalDown.length} entries but dim_mult has ${dimMult.length} levels`,
+    );
+    const decoderSpatial = 2 ** (dimMult.length - 1) * patchSize;
+    r.check(
+      spatialRatio === decoderSpatial,
+      'scale_factor_spatial',
+      spatialRatio,
+      `${decoderSpatial} (2^(len(dim_mult)-1) x patch_size)`,
+      `scale_factor_spatial = ${spatialRatio} disagrees with the decoder's up-sampling (${decoderSpatial})`,
+    );
+    const decoderTemporal = 2 ** temporalDown.filter(Boolean).length;
+    r.check(
+      temporalRatio === decoderTemporal,
+      'scale_factor_temporal',
+      temporalRatio,
+      `${decoderTemporal} (2^count(temperal_downsample))`,
+      `scale_factor_temporal = ${temporalRatio} disagrees with the decoder's temporal up-sampling (${decoderTemporal})`,
+    );
+    r.check(
+      outChannels % (patchSize * patchSize) === 0,
+      'out_channels',
+      outChannels,
+      `a multiple of patch_size^2 = ${patchSize * patchSize}`,
+      `out_channels = ${outChannels} cannot be unpatchified with patch_size ${patchSize}`,
+    );
+    r.finish();
+    return {
+      className: 'AutoencoderKLWan',
+      geometry: { spatialRatio, temporalRatio, patchSize, latentChannels: zDim, outChannels: outChannels / (patchSize * patchSize), fiveDimLatents: true },
+      tiling: { window: { height: 256, width: 256 }, overlap: { height: 64, width: 64 }, frames: null },
+      fields: r.fields,
+    };
+  },
+};

@@ -1,0 +1,123 @@
+// Tile grids (DESIGN §3): the axis rule `range(0, L, stride)` with clipped last tiles, the
+// family's rule for when tiling happens at all, temporal chunks, and the blend / keep extents
+// on the raw decoder output. Pure arithmetic on latent units.
+
+import type { Size2, VaeSpec } from '../families/types.js';
+import type { LatentShape } from './shapes.js';
+
+/** A half-open latent range [start, end). */
+export interface Span {
+  start: number;
+  end: number;
+}
+
+export interface Tile {
+  /** Raster index (row-major). */
+  index: number;
+  row: number;
+  col: number;
+  /** Latent extents, half-open. */
+  y0: number;
+  y1: number;
+  x0: number;
+  x1: number;
+}
+
+export interface TileGrid {
+  latent: LatentShape;
+  /** False when the latent is decoded in one call (tiling off, or the latent fits in the window). */
+  tiled: boolean;
+  /** Window and stride in latent units (the whole latent when untiled). */
+  windowLatent: Size2;
+  strideLatent: Size2;
+  /** Raw decoder output units per latent unit: spatialRatio / patchSize. */
+  outputPerLatent: number;
+  /** Blend extent E and kept crop per tile, in raw decoder output units. */
+  blend: Size2;
+  keep: Size2;
+  rows: Span[];
+  cols: Span[];
+  tiles: Tile[];
+  /** Temporal chunks in latent frames; one chunk spanning all frames when time is not tiled. */
+  chunks: Span[];
+  /** Temporal blend and keep in output frames (0 when time is not tiled). */
+  frameBlend: number;
+  frameKeep: number;
+}
+
+/** Starts 0, stride, 2·stride, … while start < length; each covers min(window, length − start). */
+export function axisSpans(length: number, window: number, stride: number): Span[] {
+  const spans: Span[] = [];
+  for (let start = 0; start < length; start += stride) spans.push({ start, end: Math.min(start + window, length) });
+  return spans;
+}
+
+/** Whether decode tiles spatially: tiling on and the latent exceeds the window on either axis. */
+export function tilesSpatially(vae: VaeSpec, latent: LatentShape): boolean {
+  const r = vae.geometry.spatialRatio;
+  const t = vae.tiling;
+  return t.enabled && (latent.height > t.window.height / r || latent.width > t.window.width / r);
+}
+
+/** Temporal chunks (latent frames) under the family's temporal policy and the current frame tiling. */
+export function temporalChunks(vae: VaeSpec, latentFrames: number): { chunks: Span[]; blend: number; keep: number } {
+  const frames = vae.tiling.frames;
+  const rt = vae.geometry.temporalRatio;
+  if (vae.family.temporal.kind !== 'temporal-chunks' || !frames || !frames.enabled || latentFrames <= frames.window / rt) {
+    return { chunks: [{ start: 0, end: latentFrames }], blend: 0, keep: 0 };
+  }
+  const windowLatent = frames.window / rt;
+  const strideLatent = (frames.window - frames.overlap) / rt;
+  const chunks = axisSpans(latentFrames, windowLatent + 1, strideLatent);
+  return { chunks, blend: frames.overlap, keep: frames.window - frames.overlap };
+}
+
+export function tileGrid(vae: VaeSpec, latent: LatentShape): TileGrid {
+  const { spatialRatio: r, patchSize: p } = vae.geometry;
+  const outputPerLatent = r / p;
+  const time = temporalChunks(vae, latent.frames);
+  const base = { latent, outputPerLatent, chunks: time.chunks, frameBlend: time.blend, frameKeep: time.keep };
+  if (!tilesSpatially(vae, latent)) {
+    const whole = { height: latent.height, width: latent.width };
+    return {
+      ...base,
+      tiled: false,
+      windowLatent: whole,
+      strideLatent: whole,
+      blend: { height: 0, width: 0 },
+      keep: { height: latent.height * outputPerLatent, width: latent.width * outputPerLatent },
+      rows: [{ start: 0, end: latent.height }],
+      cols: [{ start: 0, end: latent.width }],
+      tiles: [{ index: 0, row: 0, col: 0, y0: 0, y1: latent.height, x0: 0, x1: latent.width }],
+    };
+  }
+  const { window, overlap } = vae.tiling;
+  const windowLatent = { height: window.height / r, width: window.width / r };
+  const strideLatent = { height: (window.height - overlap.height) / r, width: (window.width - overlap.width) / r };
+  const rows = axisSpans(latent.height, windowLatent.height, strideLatent.height);
+  const cols = axisSpans(latent.width, windowLatent.width, strideLatent.width);
+  const tiles: Tile[] = [];
+  rows.forEach((rs, row) =>
+    cols.forEach((cs, col) => tiles.push({ index: tiles.length, row, col, y0: rs.start, y1: rs.end, x0: cs.start, x1: cs.end })),
+  );
+  return {
+    ...base,
+    tiled: true,
+    windowLatent,
+    strideLatent,
+    blend: { height: overlap.height / p, width: overlap.width / p },
+    keep: { height: strideLatent.height * outputPerLatent, width: strideLatent.width * outputPerLatent },
+    rows,
+    cols,
+    tiles,
+  };
+}
+
+export function tileArea(t: Tile): number {
+  return (t.y1 - t.y0) * (t.x1 - t.x0);
+}
+
+/** Latent frames a tile carries over all chunks (each chunk repeats the spatial grid). */
+export function framesPerTile(grid: TileGrid): number {
+  return grid.chunks.reduce((n, c) => n + (c.end - c.start), 0);
+}

@@ -1,0 +1,182 @@
+// The planner contract (DESIGN §4): validate an exact window / overlap request against a VAE
+// and return a plan or null — never a rounded one — with siblings that say why a request was
+// refused, and `applyTilePlan`, which installs a plan on the VAE.
+
+import { DistVaeError, reason, type Reason } from '../errors.js';
+import type { Size2, VaeSpec } from '../families/types.js';
+import { isPositiveInteger, latentShapeOf, sampleShapeReasons, type SampleShape } from './shapes.js';
+
+export interface TileShapePlan {
+  readonly kind: 'shape';
+  readonly family: string;
+  /** Window in output pixels. */
+  readonly window: Size2;
+  /** Default overlap kept with this window: floor(window_lat / 4) latent units on tiled axes, 0 on untiled ones. */
+  readonly overlap: Size2;
+}
+
+export interface TileOverlapPlan {
+  readonly kind: 'overlap';
+  readonly family: string;
+  /** The window this overlap was validated against (must still be installed when applied). */
+  readonly window: Size2;
+  readonly overlap: Size2;
+}
+
+export interface TileFramePlan {
+  readonly kind: 'frames';
+  readonly family: string;
+  /** null turns temporal tiling off. */
+  readonly frames: { window: number; overlap: number } | null;
+}
+
+export type TilePlan = TileShapePlan | TileOverlapPlan | TileFramePlan;
+
+export interface PlanOptions {
+  /** The output size the plan is for; axes it leaves untiled must have overlap 0. */
+  sampleShape?: SampleShape;
+}
+
+const AXES = ['height', 'width'] as const;
+
+/** Reasons the window request is refused (empty when `tileShapePlan` would return a plan). */
+export function explainTileShapePlan(vae: VaeSpec, heightPx: number, widthPx: number, options: PlanOptions = {}): Reason[] {
+  const r = vae.geometry.spatialRatio;
+  const min = vae.family.minWindowLatent;
+  const reasons: Reason[] = [];
+  const window = { height: heightPx, width: widthPx };
+  for (const axis of AXES) {
+    const v = window[axis];
+    const field = `window.${axis}`;
+    if (!isPositiveInteger(v)) {
+      reasons.push(reason('WINDOW_INVALID', field, v, `a positive multiple of ${r} px`));
+    } else if (v % r !== 0) {
+      reasons.push(reason('WINDOW_NOT_WHOLE_LATENT', field, v, `a multiple of ${r} px`, `${field} = ${v} px is not a whole number of latent units for ${vae.family.name} (${r} px per latent unit)`));
+    } else if (v / r < min) {
+      reasons.push(reason('WINDOW_TOO_SMALL', field, v, `at least ${min * r} px (${min} latent units)`, `${field} = ${v} px is below the ${vae.family.name} decoder's minimum of ${min * r} px`));
+    }
+  }
+  if (reasons.length === 0 && vae.family.extraWindowReasons) reasons.push(...vae.family.extraWindowReasons(vae.config, window));
+  if (options.sampleShape) reasons.push(...sampleShapeReasons(vae.geometry, options.sampleShape));
+  return reasons;
+}
+
+/** Validates an exact window in output pixels; null when refused (see `explainTileShapePlan`). */
+export function tileShapePlan(vae: VaeSpec, heightPx: number, widthPx: number, options: PlanOptions = {}): TileShapePlan | null {
+  if (explainTileShapePlan(vae, heightPx, widthPx, options).length > 0) return null;
+  const r = vae.geometry.spatialRatio;
+  const window = { height: heightPx, width: widthPx };
+  const untiled = untiledAxes(vae, window, options.sampleShape);
+  const overlap = {
+    height: untiled.height ? 0 : Math.floor(heightPx / r / 4) * r,
+    width: untiled.width ? 0 : Math.floor(widthPx / r / 4) * r,
+  };
+  return { kind: 'shape', family: vae.family.name, window, overlap };
+}
+
+/** Reasons the overlap request is refused against the window now installed on the VAE. */
+export function explainTileOverlapPlan(vae: VaeSpec, overlapH: number, overlapW: number, options: PlanOptions = {}): Reason[] {
+  const r = vae.geometry.spatialRatio;
+  const p = vae.geometry.patchSize;
+  const window = vae.tiling.window;
+  const overlap = { height: overlapH, width: overlapW };
+  const reasons: Reason[] = [];
+  const sampleReasons = options.sampleShape ? sampleShapeReasons(vae.geometry, options.sampleShape) : [];
+  const untiled = options.sampleShape && sampleReasons.length === 0 ? untiledAxes(vae, window, options.sampleShape) : { height: false, width: false };
+  for (const axis of AXES) {
+    const v = overlap[axis];
+    const field = `overlap.${axis}`;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
+      reasons.push(reason('OVERLAP_INVALID', field, v, `an integer number of pixels in [0, ${window[axis] - r}], a multiple of ${r}`));
+    } else if (v % r !== 0 || v % p !== 0) {
+      reasons.push(reason('OVERLAP_NOT_WHOLE_LATENT', field, v, `a multiple of ${r} px`, `${field} = ${v} px is not a whole number of latent units for ${vae.family.name} (${r} px per latent unit)`));
+    } else if (v >= window[axis]) {
+      reasons.push(reason('OVERLAP_NOT_BELOW_WINDOW', field, v, `at most ${window[axis] - r} px (below the ${window[axis]} px window)`, `${field} = ${v} px must be smaller than the window (${window[axis]} px): at most ${window[axis] - r} px`));
+    } else if (untiled[axis] && v !== 0) {
+      reasons.push(
+        reason('OVERLAP_ON_UNTILED_AXIS', field, v, '0 (the sample fits in one window on this axis)', `${field} = ${v} px but the ${axis} of the sample (${options.sampleShape?.[axis]} px) fits in one ${window[axis]} px window, so this axis is untiled and must have overlap 0`),
+      );
+    }
+  }
+  reasons.push(...sampleReasons);
+  return reasons;
+}
+
+/** Validates an exact overlap (output pixels) for the installed window; null when refused. */
+export function tileOverlapPlan(vae: VaeSpec, overlapH: number, overlapW: number, options: PlanOptions = {}): TileOverlapPlan | null {
+  if (explainTileOverlapPlan(vae, overlapH, overlapW, options).length > 0) return null;
+  return { kind: 'overlap', family: vae.family.name, window: { ...vae.tiling.window }, overlap: { height: overlapH, width: overlapW } };
+}
+
+/** Reasons a temporal tiling request (output frames) is refused. */
+export function explainTileFramePlan(vae: VaeSpec, windowFrames: number, overlapFrames: number): Reason[] {
+  const rt = vae.geometry.temporalRatio;
+  if (vae.family.temporal.kind !== 'temporal-chunks') {
+    return [reason('NO_TEMPORAL_TILING', 'frames.window', windowFrames, 'no temporal tiling for this family', `${vae.family.name} has no temporal tiling (its time axis is ${vae.family.temporal.kind === 'none' ? 'absent' : 'stepped frame by frame inside each tile'})`)];
+  }
+  const reasons: Reason[] = [];
+  if (!isPositiveInteger(windowFrames) || windowFrames % rt !== 0) {
+    reasons.push(reason('FRAME_WINDOW_INVALID', 'frames.window', windowFrames, `a positive multiple of ${rt} frames`));
+  }
+  if (typeof overlapFrames !== 'number' || !Number.isInteger(overlapFrames) || overlapFrames < 0 || overlapFrames % rt !== 0) {
+    reasons.push(reason('FRAME_OVERLAP_INVALID', 'frames.overlap', overlapFrames, `a non-negative multiple of ${rt} frames`));
+  } else if (isPositiveInteger(windowFrames) && overlapFrames >= windowFrames) {
+    reasons.push(reason('FRAME_OVERLAP_NOT_BELOW_WINDOW', 'frames.overlap', overlapFrames, `below the ${windowFrames}-frame window`));
+  }
+  return reasons;
+}
+
+/** Validates temporal tiling (output frames); `null` frames turn it off. */
+export function tileFramePlan(vae: VaeSpec, frames: { window: number; overlap: number } | null): TileFramePlan | null {
+  if (frames === null) return vae.family.temporal.kind === 'temporal-chunks' ? { kind: 'frames', family: vae.family.name, frames: null } : null;
+  if (explainTileFramePlan(vae, frames.window, frames.overlap).length > 0) return null;
+  return { kind: 'frames', family: vae.family.name, frames: { ...frames } };
+}
+
+/** Installs a plan on the VAE: tiling is enabled and the window / overlap / frames set exactly. */
+export function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
+  if (plan.family !== vae.family.name) {
+    throw new DistVaeError('PLAN_REFUSED', `a ${plan.family} plan cannot be applied to a ${vae.family.name} VAE`, {
+      reasons: [reason('PLAN_FAMILY_MISMATCH', 'plan.family', plan.family, vae.family.name)],
+    });
+  }
+  switch (plan.kind) {
+    case 'shape':
+      vae.tiling = { ...vae.tiling, enabled: true, planned: true, window: { ...plan.window }, overlap: { ...plan.overlap } };
+      return;
+    case 'overlap':
+      if (plan.window.height !== vae.tiling.window.height || plan.window.width !== vae.tiling.window.width) {
+        const r = reason(
+          'PLAN_WINDOW_CHANGED',
+          'plan.window',
+          plan.window,
+          `${vae.tiling.window.height}x${vae.tiling.window.width}`,
+          `this overlap plan was validated for a ${plan.window.height}x${plan.window.width} window but the VAE now has ${vae.tiling.window.height}x${vae.tiling.window.width}; make the overlap plan again`,
+        );
+        throw new DistVaeError('PLAN_REFUSED', r.message, { reasons: [r] });
+      }
+      vae.tiling = { ...vae.tiling, enabled: true, planned: true, overlap: { ...plan.overlap } };
+      return;
+    case 'frames':
+      vae.tiling = {
+        ...vae.tiling,
+        planned: true,
+        frames: plan.frames ? { enabled: true, ...plan.frames } : vae.tiling.frames ? { ...vae.tiling.frames, enabled: false } : null,
+      };
+      return;
+  }
+}
+
+/** Turns diffusers-style tiling on with the family's default window and overlap. */
+export function enableDefaultTiling(vae: VaeSpec): void {
+  const t = vae.config.tiling;
+  vae.tiling = { ...vae.tiling, enabled: true, window: { ...t.window }, overlap: { ...t.overlap } };
+}
+
+/** Axes on which the sample fits in one window (so the plan leaves them untiled). */
+export function untiledAxes(vae: VaeSpec, window: Size2, sample: SampleShape | undefined): { height: boolean; width: boolean } {
+  if (!sample) return { height: false, width: false };
+  const latent = latentShapeOf(vae.geometry, sample);
+  const r = vae.geometry.spatialRatio;
+  return { height: latent.height <= window.height / r, width: latent.width <= window.width / r };
+}

@@ -1,0 +1,212 @@
+// The scheduler (DESIGN §5): deals tiles to ranks by work (latent area × frames), not by count,
+// minimising the heaviest rank's load over all assignments (a rank's tiles need not be
+// contiguous). Deterministic: two starts — optimal contiguous raster-order runs and
+// largest-first — each improved by local search out of the heaviest rank (single moves and
+// swaps, and an exhaustive re-split of the heaviest rank with another when the two hold few
+// tiles); the better result wins. With fewer tiles than ranks each tile gets its own rank and
+// the others stay idle: work is never duplicated.
+
+export interface Schedule {
+  /** Tile indices per rank, in raster order; idle ranks have none. */
+  ranks: number[][];
+  /** Load per rank (sum of its tiles' work). */
+  loads: number[];
+  maxLoad: number;
+  /** max load / (total / ranks) − 1; 0 is perfect balance. */
+  imbalance: number;
+  /** Ranks that received no tile (only when there are fewer tiles than ranks). */
+  idleRanks: number[];
+  /** Lower bound on any assignment's heaviest load; maxLoad equals it when provably optimal. */
+  lowerBound: number;
+}
+
+/** Pairs holding at most this many tiles are re-split exhaustively (2^n subsets). */
+const EXHAUSTIVE_PAIR_TILES = 16;
+
+export function scheduleTiles(work: readonly number[], ranks: number): Schedule {
+  if (!Number.isInteger(ranks) || ranks < 1) throw new RangeError(`ranks must be a positive integer, got ${ranks}`);
+  const n = work.length;
+  if (n <= ranks) return finish(work, work.map((_, i) => i), ranks);
+  const starts = [contiguousRuns(work, ranks), largestFirst(work, ranks)];
+  let best: number[] | null = null;
+  let bestKey: [number, number] = [Infinity, Infinity];
+  for (const owner of starts) {
+    localSearch(work, owner, ranks);
+    const loads = loadsOf(work, owner, ranks);
+    const key: [number, number] = [Math.max(...loads), loads.reduce((s, l) => s + l * l, 0)];
+    if (key[0] < bestKey[0] || (key[0] === bestKey[0] && key[1] < bestKey[1])) {
+      best = owner;
+      bestKey = key;
+    }
+  }
+  return finish(work, best!, ranks);
+}
+
+function finish(work: readonly number[], owner: readonly number[], ranks: number): Schedule {
+  const assignment = Array.from({ length: ranks }, () => [] as number[]);
+  owner.forEach((r, i) => assignment[r]!.push(i));
+  const loads = loadsOf(work, owner, ranks);
+  const total = loads.reduce((a, b) => a + b, 0);
+  const maxLoad = Math.max(...loads);
+  return {
+    ranks: assignment,
+    loads,
+    maxLoad,
+    imbalance: total > 0 ? maxLoad / (total / ranks) - 1 : 0,
+    idleRanks: assignment.flatMap((tiles, r) => (tiles.length === 0 ? [r] : [])),
+    lowerBound: maxLoadLowerBound(work, ranks),
+  };
+}
+
+/**
+ * Lower bound on the heaviest load over all assignments: the largest tile, the mean, and the
+ * pigeonhole bound — among the k·R + 1 largest tiles some rank holds k + 1, so the heaviest
+ * rank carries at least the k + 1 smallest of them.
+ */
+export function maxLoadLowerBound(work: readonly number[], ranks: number): number {
+  const sorted = [...work].sort((a, b) => b - a);
+  const total = sorted.reduce((a, b) => a + b, 0);
+  let bound = Math.max(sorted[0] ?? 0, total / ranks);
+  for (let k = 1; k * ranks < sorted.length; k++) {
+    let sum = 0;
+    for (let j = k * ranks - k; j <= k * ranks; j++) sum += sorted[j]!;
+    bound = Math.max(bound, sum);
+  }
+  return bound;
+}
+
+function loadsOf(work: readonly number[], owner: readonly number[], ranks: number): number[] {
+  const loads = new Array<number>(ranks).fill(0);
+  owner.forEach((r, i) => (loads[r]! += work[i]!));
+  return loads;
+}
+
+/** Raster-order runs with the smallest possible heaviest run (binary search on the bound). */
+function contiguousRuns(work: readonly number[], ranks: number): number[] {
+  const runsNeeded = (bound: number): number => {
+    let runs = 1;
+    let load = 0;
+    for (const w of work) {
+      if (load + w > bound) {
+        runs++;
+        load = 0;
+      }
+      load += w;
+    }
+    return runs;
+  };
+  let lo = Math.max(...work);
+  let hi = work.reduce((a, b) => a + b, 0);
+  if (work.every(Number.isInteger)) {
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (runsNeeded(mid) <= ranks) hi = mid;
+      else lo = mid + 1;
+    }
+  } else {
+    for (let i = 0; i < 100 && hi - lo > 1e-12 * hi; i++) {
+      const mid = (lo + hi) / 2;
+      if (runsNeeded(mid) <= ranks) hi = mid;
+      else lo = mid;
+    }
+  }
+  const owner: number[] = [];
+  let rank = 0;
+  let load = 0;
+  for (const w of work) {
+    if (load + w > hi && rank < ranks - 1) {
+      rank++;
+      load = 0;
+    }
+    load += w;
+    owner.push(rank);
+  }
+  return owner;
+}
+
+/** Largest tile first onto the least-loaded rank (ties: lower index). */
+function largestFirst(work: readonly number[], ranks: number): number[] {
+  const order = work.map((_, i) => i).sort((a, b) => work[b]! - work[a]! || a - b);
+  const loads = new Array<number>(ranks).fill(0);
+  const owner = new Array<number>(work.length).fill(0);
+  for (const t of order) {
+    let k = 0;
+    for (let r = 1; r < ranks; r++) if (loads[r]! < loads[k]!) k = r;
+    owner[t] = k;
+    loads[k]! += work[t]!;
+  }
+  return owner;
+}
+
+/**
+ * Repeatedly lowers the heaviest rank: the best single move or swap with any other rank, or,
+ * when the heaviest and another rank hold few tiles together, their best exhaustive re-split.
+ * A step is taken only when both touched loads end below the old maximum, so the sum of squared
+ * loads falls and the search ends.
+ */
+function localSearch(work: readonly number[], owner: number[], ranks: number): void {
+  const loads = loadsOf(work, owner, ranks);
+  for (;;) {
+    let heavy = 0;
+    for (let r = 1; r < ranks; r++) if (loads[r]! > loads[heavy]!) heavy = r;
+    const top = loads[heavy]!;
+    let bestPeak = top;
+    let bestChange: { tiles: number[]; to: number[] } | null = null;
+    const heavyTiles = owner.flatMap((r, t) => (r === heavy ? [t] : []));
+    for (let k = 0; k < ranks; k++) {
+      if (k === heavy) continue;
+      const otherTiles = owner.flatMap((r, t) => (r === k ? [t] : []));
+      const pair = [...heavyTiles, ...otherTiles];
+      if (pair.length <= EXHAUSTIVE_PAIR_TILES) {
+        const split = bestSplit(work, pair);
+        if (split.peak < bestPeak) {
+          bestPeak = split.peak;
+          bestChange = { tiles: pair, to: split.inFirst.map((first) => (first ? heavy : k)) };
+        }
+        continue;
+      }
+      for (const t of heavyTiles) {
+        const wt = work[t]!;
+        const movePeak = Math.max(top - wt, loads[k]! + wt);
+        if (movePeak < bestPeak) {
+          bestPeak = movePeak;
+          bestChange = { tiles: [t], to: [k] };
+        }
+        for (const u of otherTiles) {
+          const delta = wt - work[u]!;
+          if (delta <= 0) continue;
+          const swapPeak = Math.max(top - delta, loads[k]! + delta);
+          if (swapPeak < bestPeak) {
+            bestPeak = swapPeak;
+            bestChange = { tiles: [t, u], to: [k, heavy] };
+          }
+        }
+      }
+    }
+    if (!bestChange) return;
+    bestChange.tiles.forEach((t, i) => {
+      loads[owner[t]!]! -= work[t]!;
+      owner[t] = bestChange!.to[i]!;
+      loads[owner[t]!]! += work[t]!;
+    });
+  }
+}
+
+/** The split of `tiles` into two sets with the smallest larger half (first found on ties). */
+function bestSplit(work: readonly number[], tiles: readonly number[]): { peak: number; inFirst: boolean[] } {
+  const n = tiles.length;
+  const total = tiles.reduce((s, t) => s + work[t]!, 0);
+  let bestPeak = Infinity;
+  let bestMask = 0;
+  // The first tile stays in the first set: the mirror image of a split is the same split.
+  for (let mask = 1; mask < 1 << n; mask += 2) {
+    let first = 0;
+    for (let i = 0; i < n; i++) if (mask & (1 << i)) first += work[tiles[i]!]!;
+    const peak = Math.max(first, total - first);
+    if (peak < bestPeak) {
+      bestPeak = peak;
+      bestMask = mask;
+    }
+  }
+  return { peak: bestPeak, inFirst: tiles.map((_, i) => (bestMask & (1 << i)) !== 0) };
+}

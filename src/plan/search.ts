@@ -1,0 +1,172 @@
+// Plan search (DESIGN §5): enumerate candidate grids with between max(2, R) and 4·R tiles under
+// the conservative constraints (narrow axis ≥ 16 latent units and ≥ R units, overlap
+// ceil(window/4) on tiled axes, windows the VAE accepts), keep the Pareto frontier over
+// (window area, decoded area, imbalance, tile columns), and pick coarse / balanced / fine.
+// Profile names describe geometry, not speed.
+
+import type { Size2, VaeSpec } from '../families/types.js';
+import { axisSpans } from './grid.js';
+import { scheduleTiles } from './scheduler.js';
+import { latentShapeOf, type SampleShape } from './shapes.js';
+
+export const MIN_NARROW_AXIS_LATENT = 16;
+
+export interface SearchCandidate {
+  /** Window and overlap in output pixels. */
+  window: Size2;
+  overlap: Size2;
+  /** Effective window in latent units (an untiled axis spans the whole latent). */
+  windowLatent: Size2;
+  tiles: number;
+  rows: number;
+  columns: number;
+  /** Effective window area in latent units². */
+  windowArea: number;
+  decodedAreaRatio: number;
+  activationShare: number;
+  seams: number;
+  imbalance: number;
+}
+
+export interface SearchResult {
+  /** How many candidates met the constraints. */
+  candidates: number;
+  /** Undominated candidates, largest window first. */
+  frontier: SearchCandidate[];
+  picks: { coarse: SearchCandidate | null; balanced: SearchCandidate | null; fine: SearchCandidate | null };
+}
+
+interface AxisOption {
+  window: number;
+  overlap: number;
+  count: number;
+  extents: number[];
+  extentSum: number;
+  maxExtent: number;
+}
+
+/**
+ * Window options on one axis: for each tile count, the smallest window (≥ `minWindow` latent
+ * units, overlap ceil(w/4)) that produces it, plus the whole axis untiled. A larger window with
+ * the same count is a larger activation for the same grid whose extra reach only adds clipped
+ * slivers at the end of the axis, so candidates are grids, each at its tightest window.
+ */
+function axisOptions(length: number, minWindow: number): AxisOption[] {
+  const byCount = new Map<number, AxisOption>();
+  for (let w = Math.max(2, minWindow); w < length; w++) {
+    const overlap = Math.ceil(w / 4);
+    const count = Math.ceil(length / (w - overlap));
+    if (byCount.has(count)) continue;
+    const extents = axisSpans(length, w, w - overlap).map((s) => s.end - s.start);
+    byCount.set(count, { window: w, overlap, count, extents, extentSum: extents.reduce((a, b) => a + b, 0), maxExtent: Math.max(...extents) });
+  }
+  const options = [...byCount.values()];
+  if (length >= minWindow) options.push({ window: length, overlap: 0, count: 1, extents: [length], extentSum: length, maxExtent: length });
+  return options;
+}
+
+/** Searches plans for a (valid) sample shape over `ranks`. */
+export function searchPlans(vae: VaeSpec, sample: SampleShape, ranks: number): SearchResult {
+  const latent = latentShapeOf(vae.geometry, sample);
+  const r = vae.geometry.spatialRatio;
+  const minTiles = Math.max(2, ranks);
+  const maxTiles = 4 * ranks;
+  const minNarrow = Math.max(MIN_NARROW_AXIS_LATENT, ranks);
+  const minWindow = Math.max(vae.family.minWindowLatent, minNarrow);
+  const rowsOptions = axisOptions(latent.height, minWindow);
+  const colsOptions = axisOptions(latent.width, minWindow);
+  const latentArea = latent.height * latent.width;
+  const candidates: SearchCandidate[] = [];
+  for (const h of rowsOptions) {
+    for (const w of colsOptions) {
+      const tiles = h.count * w.count;
+      if (tiles < minTiles || tiles > maxTiles) continue;
+      const window = { height: h.window * r, width: w.window * r };
+      if (vae.family.extraWindowReasons && vae.family.extraWindowReasons(vae.config, window).length > 0) continue;
+      const areas: number[] = [];
+      for (const eh of h.extents) for (const ew of w.extents) areas.push(eh * ew);
+      candidates.push({
+        window,
+        overlap: { height: h.overlap * r, width: w.overlap * r },
+        windowLatent: { height: h.maxExtent, width: w.maxExtent },
+        tiles,
+        rows: h.count,
+        columns: w.count,
+        windowArea: h.maxExtent * w.maxExtent,
+        decodedAreaRatio: (h.extentSum * w.extentSum) / latentArea,
+        activationShare: (h.maxExtent * w.maxExtent) / latentArea,
+        seams: w.count * (h.count - 1) + h.count * (w.count - 1),
+        imbalance: scheduleTiles(areas, ranks).imbalance,
+      });
+    }
+  }
+  const frontier = paretoFrontier(candidates);
+  return { candidates: candidates.length, frontier, picks: pickProfiles(frontier) };
+}
+
+function dominates(a: SearchCandidate, b: SearchCandidate): boolean {
+  const le = a.windowArea <= b.windowArea && a.decodedAreaRatio <= b.decodedAreaRatio && a.imbalance <= b.imbalance && a.columns <= b.columns;
+  const lt = a.windowArea < b.windowArea || a.decodedAreaRatio < b.decodedAreaRatio || a.imbalance < b.imbalance || a.columns < b.columns;
+  return le && lt;
+}
+
+/** Candidates no other candidate dominates, largest window first (ties: see `byLargerWindow`). */
+export function paretoFrontier(candidates: readonly SearchCandidate[]): SearchCandidate[] {
+  const sorted = [...candidates].sort(byObjectives);
+  const frontier: SearchCandidate[] = [];
+  for (const c of sorted) {
+    // Sorted ascending by every objective in turn, so only earlier candidates can dominate c.
+    if (!frontier.some((f) => dominates(f, c))) frontier.push(c);
+  }
+  return frontier.sort(byLargerWindow);
+}
+
+function byObjectives(a: SearchCandidate, b: SearchCandidate): number {
+  return a.windowArea - b.windowArea || a.decodedAreaRatio - b.decodedAreaRatio || a.imbalance - b.imbalance || a.columns - b.columns || tieBreak(a, b);
+}
+
+/** Larger window first; then lower decoded area, imbalance, columns; then taller window. */
+function byLargerWindow(a: SearchCandidate, b: SearchCandidate): number {
+  return b.windowArea - a.windowArea || a.decodedAreaRatio - b.decodedAreaRatio || a.imbalance - b.imbalance || a.columns - b.columns || tieBreak(a, b);
+}
+
+function tieBreak(a: SearchCandidate, b: SearchCandidate): number {
+  return b.window.height - a.window.height || b.window.width - a.window.width;
+}
+
+function sameWindow(a: SearchCandidate, b: SearchCandidate): boolean {
+  return a.window.height === b.window.height && a.window.width === b.window.width;
+}
+
+/**
+ * coarse = largest window, fine = smallest, balanced = among the others the one minimising the
+ * worst of the min–max normalised window-area, decoded-area and imbalance scores (ties to the
+ * larger window). Picks are distinct windows; one that does not exist is null.
+ */
+export function pickProfiles(frontier: readonly SearchCandidate[]): SearchResult['picks'] {
+  if (frontier.length === 0) return { coarse: null, balanced: null, fine: null };
+  const coarse = frontier[0]!;
+  const smallestArea = frontier[frontier.length - 1]!.windowArea;
+  const fineCandidates = frontier.filter((c) => c.windowArea === smallestArea && !sameWindow(c, coarse));
+  const fine = fineCandidates[0] ?? null;
+  const others = frontier.filter((c) => !sameWindow(c, coarse) && (fine === null || !sameWindow(c, fine)));
+  const norm = (values: number[]) => {
+    const lo = Math.min(...values);
+    const hi = Math.max(...values);
+    return (v: number) => (hi > lo ? (v - lo) / (hi - lo) : 0);
+  };
+  const nArea = norm(frontier.map((c) => c.windowArea));
+  const nDecoded = norm(frontier.map((c) => c.decodedAreaRatio));
+  const nImbalance = norm(frontier.map((c) => c.imbalance));
+  let balanced: SearchCandidate | null = null;
+  let bestScore = Infinity;
+  for (const c of others) {
+    // `others` keeps the frontier's larger-window-first order, so strict < sends ties to the larger window.
+    const score = Math.max(nArea(c.windowArea), nDecoded(c.decodedAreaRatio), nImbalance(c.imbalance));
+    if (score < bestScore) {
+      bestScore = score;
+      balanced = c;
+    }
+  }
+  return { coarse, balanced, fine };
+}
