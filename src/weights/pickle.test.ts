@@ -100,5 +100,6 @@ test('malformed pickles are FILE_INVALID with the byte offset', () => {
   invalid(latin1('\x80\x02s.'), /stack underflow/);
   invalid(latin1('\x80\x02NN.'), /STOP with 2 values/);
   invalid(latin1('\x80\x02K\x01'), /pickle byte 4: truncated/);
+  invalid(latin1('\x80\x02\x8b\x00\x00\x01\x00.'), /integer of 65536 bytes is wider than the 64 bytes accepted/);
   invalid(latin1('\x80\x02N\x85Na.'), /APPEND\(S\) target is not a list/);
 });

@@ -28,6 +28,8 @@ const REFUSED_OPCODES: ReadonlyMap<number, string> = new Map([
   [0x84, 'EXT4'],
 ]);
 
+const MAX_LONG_BYTES = 64;
+
 export function unpickle(bytes: Uint8Array, options: UnpickleOptions): unknown {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -154,6 +156,8 @@ export function unpickle(bytes: Uint8Array, options: UnpickleOptions): unknown {
       case 0x8a: // LONG1
       case 0x8b: { // LONG4
         const n = op === 0x8a ? u8() : u32();
+        // Decoding is quadratic in the length; torch never writes integers wider than 8 bytes.
+        if (n > MAX_LONG_BYTES) invalid(`integer of ${n} bytes is wider than the ${MAX_LONG_BYTES} bytes accepted`);
         const at = need(n);
         let value = 0n;
         for (let i = n - 1; i >= 0; i--) value = (value << 8n) | BigInt(bytes[at + i]!);
@@ -230,7 +234,8 @@ export function unpickle(bytes: Uint8Array, options: UnpickleOptions): unknown {
       }
       case 0x65: { // APPENDS
         const items = popMark();
-        listOf(top()).push(...items);
+        const list = listOf(top());
+        for (const item of items) list.push(item);
         break;
       }
       case 0x71: // BINPUT
