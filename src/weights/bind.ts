@@ -1,0 +1,63 @@
+// Strict binding of a loaded weight map to the parameters a decoder graph expects: every
+// expected key present with exactly the expected shape, and no key left over except under
+// the family's ignored prefixes (e.g. `encoder.`, `quant_conv.`). All problems are reported
+// at once, one reason per key, so a wrong checkpoint is diagnosed in one run.
+
+import { DistVaeError, reason, type Reason } from '../errors.js';
+import type { Tensor } from '../tensor.js';
+
+/** What binding needs of a parameter spec (a ParamSpec satisfies it). */
+export interface ExpectedParam {
+  readonly name: string;
+  readonly dims: readonly number[];
+}
+
+export interface BindOptions {
+  /** Keys starting with any of these are skipped, unless a parameter expects them. */
+  ignorePrefixes?: readonly string[];
+  /** Names the weight file in messages. */
+  source?: string;
+}
+
+/** Messages quoted in the error's text; the full list is always in `reasons`. */
+const MESSAGES_SHOWN = 8;
+
+/** Returns the expected tensors in `expected` order, or throws WEIGHTS_MISMATCH naming every problem. */
+export function bindWeights(expected: readonly ExpectedParam[], weights: ReadonlyMap<string, Tensor>, options: BindOptions = {}): Map<string, Tensor> {
+  const source = options.source ?? 'the weights';
+  const ignore = options.ignorePrefixes ?? [];
+  const expectedNames = new Set(expected.map((p) => p.name));
+  const reasons: Reason[] = [];
+  const bound = new Map<string, Tensor>();
+  for (const param of expected) {
+    const want = `[${param.dims.join(', ')}]`;
+    const t = weights.get(param.name);
+    if (!t) {
+      reasons.push(reason('WEIGHT_MISSING', param.name, null, `a tensor of shape ${want}`, `${param.name} (shape ${want}) is missing from ${source}`));
+    } else if (t.dims.length !== param.dims.length || t.dims.some((d, i) => d !== param.dims[i])) {
+      const got = `[${t.dims.join(', ')}]`;
+      reasons.push(reason('WEIGHT_SHAPE', param.name, t.dims, `shape ${want}`, `${param.name} has shape ${got} in ${source}, the decoder expects ${want}`));
+    } else {
+      bound.set(param.name, t);
+    }
+  }
+  for (const [name, t] of weights) {
+    if (expectedNames.has(name) || ignore.some((prefix) => name.startsWith(prefix))) continue;
+    const ignored = ignore.length ? ` or under an ignored prefix (${ignore.join(', ')})` : '';
+    reasons.push(
+      reason('WEIGHT_UNEXPECTED', name, t.dims, `a key the decoder expects${ignored}`, `${name} (shape [${t.dims.join(', ')}]) in ${source} is not a parameter of this decoder`),
+    );
+  }
+  if (reasons.length === 0) return bound;
+
+  const count = (code: string): number => reasons.filter((r) => r.code === code).length;
+  const hint = bound.size === 0 && weights.size > 0 ? ' No expected key matched: wrong family, or keys under another prefix?' : '';
+  const shown = reasons.slice(0, MESSAGES_SHOWN).map((r) => r.message);
+  if (reasons.length > MESSAGES_SHOWN) shown.push(`... and ${reasons.length - MESSAGES_SHOWN} more`);
+  throw new DistVaeError(
+    'WEIGHTS_MISMATCH',
+    `${source} does not match the decoder: ${count('WEIGHT_MISSING')} missing, ${count('WEIGHT_UNEXPECTED')} unexpected, ` +
+      `${count('WEIGHT_SHAPE')} wrongly shaped.${hint} ${shown.join('; ')}`,
+    { reasons },
+  );
+}
