@@ -167,9 +167,23 @@ export function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
   }
 }
 
-/** Turns diffusers-style tiling on with the family's default window and overlap. */
+/**
+ * Turns diffusers-style tiling on with the family's default window and overlap. Refuses (with
+ * reasons) a default that does not land on whole latent units — diffusers' own output would be
+ * misshapen there — rather than rounding it.
+ */
 export function enableDefaultTiling(vae: VaeSpec): void {
   const t = vae.config.tiling;
+  const probe: VaeSpec = { ...vae, tiling: { ...vae.tiling, window: { ...t.window } } };
+  const reasons = [
+    ...explainTileShapePlan(vae, t.window.height, t.window.width),
+    ...explainTileOverlapPlan(probe, t.overlap.height, t.overlap.width),
+  ].map((r) => ({
+    ...r,
+    code: 'DEFAULT_PLAN_NOT_WHOLE_LATENT',
+    message: `the ${vae.family.name} default plan (window ${t.window.height}x${t.window.width}, overlap ${t.overlap.height}x${t.overlap.width} px from the config) is refused: ${r.message}; diffusers' own tiled output would be misshapen here — pass an explicit window and overlap`,
+  }));
+  if (reasons.length > 0) throw new DistVaeError('PLAN_REFUSED', reasons.map((r) => r.message).join('; '), { reasons });
   vae.tiling = { ...vae.tiling, enabled: true, window: { ...t.window }, overlap: { ...t.overlap } };
 }
 

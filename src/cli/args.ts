@@ -1,0 +1,151 @@
+// Declarative command-line options: one table per command drives parsing (node:util
+// parseArgs, strict), validation into typed values with DistVaeError reasons, and --help
+// text (which the documentation's CLI reference is generated from).
+
+import { parseArgs } from 'node:util';
+import { DistVaeError, reason, type Reason } from '../errors.js';
+import type { Size2 } from '../families/types.js';
+
+export interface OptionSpec {
+  name: string;
+  kind: 'string' | 'boolean';
+  /** Placeholder shown in help, e.g. `HxW`, `N`, `PATH`. */
+  value?: string;
+  description: string;
+  /** Shown in help; applied by the command, not by the parser. */
+  defaultText?: string;
+}
+
+export interface CliIO {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  /** True when stderr is a terminal (progress bars are drawn only then). */
+  stderrIsTTY: boolean;
+}
+
+export interface CommandSpec {
+  name: string;
+  summary: string;
+  usage: string[];
+  options: OptionSpec[];
+  /** Extra help text (examples, notes). */
+  details?: string[];
+  run(args: Args, io: CliIO): Promise<number>;
+}
+
+export const JSON_OPTION: OptionSpec = { name: 'json', kind: 'boolean', description: 'print exactly one JSON object on stdout' };
+
+/** Parsed options with typed, validating readers. Reasons accumulate; `done()` throws them. */
+export class Args {
+  private readonly reasons: Reason[] = [];
+
+  constructor(
+    readonly values: Record<string, string | boolean | undefined>,
+    readonly positionals: string[],
+  ) {}
+
+  has(name: string): boolean {
+    return this.values[name] !== undefined;
+  }
+
+  flag(name: string): boolean {
+    return this.values[name] === true;
+  }
+
+  string(name: string, opts: { required?: boolean } = {}): string | undefined {
+    const v = this.values[name];
+    if (v === undefined || v === '') {
+      if (opts.required) this.reasons.push(reason('MISSING_OPTION', `--${name}`, v, 'a value', `--${name} is required`));
+      return undefined;
+    }
+    return String(v);
+  }
+
+  choice<T extends string>(name: string, choices: readonly T[], opts: { required?: boolean } = {}): T | undefined {
+    const v = this.string(name, opts);
+    if (v === undefined) return undefined;
+    if (!choices.includes(v as T)) {
+      this.reasons.push(reason('INVALID_CHOICE', `--${name}`, v, `one of ${choices.join(', ')}`, `--${name} ${JSON.stringify(v)} is not one of ${choices.join(', ')}`));
+      return undefined;
+    }
+    return v as T;
+  }
+
+  int(name: string, opts: { required?: boolean; min?: number; max?: number } = {}): number | undefined {
+    const v = this.string(name, opts);
+    if (v === undefined) return undefined;
+    const min = opts.min ?? 1;
+    const max = opts.max ?? Number.MAX_SAFE_INTEGER;
+    const n = /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max) {
+      const range = max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer in [${min}, ${max}]`;
+      this.reasons.push(reason('INVALID_NUMBER', `--${name}`, v, range, `--${name} ${JSON.stringify(v)} is not ${range}`));
+      return undefined;
+    }
+    return n;
+  }
+
+  number(name: string, opts: { required?: boolean; min?: number } = {}): number | undefined {
+    const v = this.string(name, opts);
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isFinite(n) || (opts.min !== undefined && n < opts.min)) {
+      const range = opts.min !== undefined ? `a number >= ${opts.min}` : 'a finite number';
+      this.reasons.push(reason('INVALID_NUMBER', `--${name}`, v, range, `--${name} ${JSON.stringify(v)} is not ${range}`));
+      return undefined;
+    }
+    return n;
+  }
+
+  /** `HxW` (height × width, DESIGN §9), or a single `N` for N×N; integers >= min. */
+  size(name: string, opts: { required?: boolean; min?: number } = {}): Size2 | undefined {
+    const v = this.string(name, opts);
+    if (v === undefined) return undefined;
+    const min = opts.min ?? 1;
+    const m = /^(\d+)(?:x(\d+))?$/.exec(v.trim());
+    const size = m ? { height: Number(m[1]), width: Number(m[2] ?? m[1]) } : null;
+    if (!size || size.height < min || size.width < min) {
+      this.reasons.push(reason('INVALID_SIZE', `--${name}`, v, `HEIGHTxWIDTH with integers >= ${min} (e.g. 512x512)`, `--${name} ${JSON.stringify(v)} is not HEIGHTxWIDTH with integers >= ${min}`));
+      return undefined;
+    }
+    return size;
+  }
+
+  /** Records a cross-option refusal. */
+  refuse(field: string, value: unknown, valid: string, message: string): void {
+    this.reasons.push(reason('INVALID_ARGUMENT', field, value, valid, message));
+  }
+
+  /** Throws every problem found so far as one INVALID_ARGUMENT error. */
+  done(): void {
+    if (this.reasons.length > 0) {
+      throw new DistVaeError('INVALID_ARGUMENT', this.reasons.map((r) => r.message).join('; '), { reasons: [...this.reasons] });
+    }
+  }
+}
+
+export function parseCommandArgs(spec: CommandSpec, argv: string[]): Args {
+  const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
+  for (const o of spec.options) options[o.name] = { type: o.kind };
+  try {
+    const parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
+    return new Args(parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
+  } catch (e) {
+    const known = spec.options.map((o) => `--${o.name}`).join(', ');
+    const message = (e as Error).message.replace(/\. To specify a positional argument.*$/s, '');
+    const r = reason('BAD_ARGUMENTS', 'argv', argv.join(' '), `options of "distvae ${spec.name}": ${known}`, `${message} (distvae ${spec.name} takes ${known}; see distvae ${spec.name} --help)`);
+    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+  }
+}
+
+export function commandHelp(spec: CommandSpec): string {
+  const lines = [`distvae ${spec.name} — ${spec.summary}`, '', 'Usage:', ...spec.usage.map((u) => `  ${u}`), '', 'Options:'];
+  const label = (o: OptionSpec) => `--${o.name}${o.value ? ` ${o.value}` : ''}`;
+  const width = Math.max(...spec.options.map((o) => label(o).length), 6) + 2;
+  for (const o of spec.options) {
+    lines.push(`  ${label(o).padEnd(width)}${o.description}${o.defaultText ? ` (default: ${o.defaultText})` : ''}`);
+  }
+  lines.push(`  ${'--help'.padEnd(width)}show this help`);
+  if (spec.details) lines.push('', ...spec.details);
+  return lines.join('\n') + '\n';
+}
