@@ -1,0 +1,138 @@
+// Streaming assembly of decoded tiles into the output (DESIGN §3): diffusers' in-place raster
+// blend (blend_v with the tile above, then blend_h with the tile on the left), crop to the
+// stride, concatenate. Tiles may arrive in any order; each is blended and written as soon as
+// the tiles before it in raster order are in, and only the blended last rows of the previous
+// tile row and the last columns of the previous tile are kept — live memory is the output plus
+// about one row of edges, never all tiles.
+
+import { DistVaeError } from '../errors.js';
+import { blendH, blendV, sliceCols, sliceRows, writeBlock, type Planes } from './blend.js';
+import { cropPlacement, type TileLayout } from './layout.js';
+
+export class RasterAssembler {
+  private readonly aboveRows: (Planes | null)[];
+  private leftCols: Planes | null = null;
+  private readonly pending = new Map<number, Planes>();
+  private next = 0;
+
+  constructor(
+    private readonly layout: TileLayout,
+    readonly output: Planes,
+  ) {
+    this.aboveRows = new Array<Planes | null>(layout.cols).fill(null);
+  }
+
+  get complete(): boolean {
+    return this.next === this.layout.extents.length;
+  }
+
+  /** Accepts raw tile `index` (planes × extent); blends and writes every tile now in order. */
+  add(index: number, tile: Planes): void {
+    checkTile(this.layout, index, tile, this.output.planes);
+    if (index < this.next || this.pending.has(index)) {
+      throw new DistVaeError('RUNTIME_FAILED', `tile ${index} was delivered twice`);
+    }
+    this.pending.set(index, tile);
+    while (this.pending.has(this.next)) {
+      const t = this.pending.get(this.next)!;
+      this.pending.delete(this.next);
+      this.place(this.next++, t);
+    }
+  }
+
+  private place(index: number, tile: Planes): void {
+    const { blend, cols, rows } = this.layout;
+    const row = Math.floor(index / cols);
+    const col = index % cols;
+    const above = this.aboveRows[col];
+    if (row > 0 && above) blendV(above, tile, Math.min(above.height, tile.height, blend.height));
+    if (col > 0 && this.leftCols) blendH(this.leftCols, tile, Math.min(this.leftCols.width, tile.width, blend.width));
+    const at = cropPlacement(this.layout, index);
+    writeBlock(tile, at.h, at.w, this.output, at.y, at.x);
+    this.aboveRows[col] = row + 1 < rows ? sliceRows(tile, tile.height - Math.min(blend.height, tile.height), tile.height) : null;
+    this.leftCols = col + 1 < cols ? sliceCols(tile, tile.width - Math.min(blend.width, tile.width), tile.width) : null;
+  }
+}
+
+/** The raw edges of a decoded tile that its neighbours' blends read (one blend deep). */
+export interface TileEdges {
+  /** Last min(E_h, extent) rows, full width. */
+  lastRows: Planes;
+  /** Last min(E_w, extent) columns, full height. */
+  lastCols: Planes;
+}
+
+export function tileEdges(layout: TileLayout, tile: Planes): TileEdges {
+  return {
+    lastRows: sliceRows(tile, tile.height - Math.min(layout.blend.height, tile.height), tile.height),
+    lastCols: sliceCols(tile, tile.width - Math.min(layout.blend.width, tile.width), tile.width),
+  };
+}
+
+/** Indices of the tiles whose edges tile `index` needs: above, left and above-left. */
+export function edgeSources(layout: TileLayout, index: number): { above: number | null; left: number | null; corner: number | null } {
+  const row = Math.floor(index / layout.cols);
+  const col = index % layout.cols;
+  return {
+    above: row > 0 ? index - layout.cols : null,
+    left: col > 0 ? index - 1 : null,
+    corner: row > 0 && col > 0 ? index - layout.cols - 1 : null,
+  };
+}
+
+/**
+ * A tile's final crop from its raw decode and its neighbours' raw edges (valid when
+ * `layout.edgesSuffice`): the tile above's last rows are first blended with the above-left
+ * corner, the left tile's last columns with the same corner — exactly what the in-place raster
+ * loop would have done to them — then this tile is blended and cropped. Same arithmetic as
+ * `RasterAssembler`, so the result is bitwise identical.
+ */
+export function finalizeTile(
+  layout: TileLayout,
+  index: number,
+  tile: Planes,
+  edges: { above: TileEdges | null; left: TileEdges | null; corner: TileEdges | null },
+): Planes {
+  if (!layout.edgesSuffice) {
+    throw new DistVaeError('UNSUPPORTED', 'raw edges do not suffice when the overlap exceeds half the window; assemble tiles in raster order instead');
+  }
+  const { blend } = layout;
+  const { above, left, corner } = edges;
+  const cornerBlock = corner ? sliceCols(corner.lastRows, corner.lastRows.width - Math.min(blend.width, corner.lastRows.width), corner.lastRows.width) : null;
+  if (above) {
+    const rowsOfAbove = copy(above.lastRows);
+    if (cornerBlock) blendH(cornerBlock, rowsOfAbove, Math.min(cornerBlock.width, rowsOfAbove.width, blend.width));
+    blendV(rowsOfAbove, tile, Math.min(rowsOfAbove.height, tile.height, blend.height));
+  }
+  if (left) {
+    const colsOfLeft = copy(left.lastCols);
+    if (cornerBlock) blendV(cornerBlock, colsOfLeft, Math.min(cornerBlock.height, colsOfLeft.height, blend.height));
+    blendH(colsOfLeft, tile, Math.min(colsOfLeft.width, tile.width, blend.width));
+  }
+  const at = cropPlacement(layout, index);
+  return sliceCols(sliceRows(tile, 0, at.h), 0, at.w);
+}
+
+/** Writes a finished crop (from `finalizeTile`) into the output. */
+export function writeCrop(layout: TileLayout, index: number, crop: Planes, output: Planes): void {
+  const at = cropPlacement(layout, index);
+  if (crop.height !== at.h || crop.width !== at.w || crop.planes !== output.planes) {
+    throw new DistVaeError('TENSOR_INVALID', `crop of tile ${index} is ${crop.planes}x${crop.height}x${crop.width}, expected ${output.planes}x${at.h}x${at.w}`);
+  }
+  writeBlock(crop, at.h, at.w, output, at.y, at.x);
+}
+
+function copy(p: Planes): Planes {
+  return { planes: p.planes, height: p.height, width: p.width, data: p.data.slice() };
+}
+
+function checkTile(layout: TileLayout, index: number, tile: Planes, planeCount: number): void {
+  const ext = layout.extents[index];
+  if (!ext) throw new DistVaeError('TENSOR_INVALID', `tile index ${index} is outside the grid (0..${layout.extents.length - 1})`);
+  if (tile.planes !== planeCount || tile.height !== ext.height || tile.width !== ext.width || tile.data.length !== planeCount * ext.height * ext.width) {
+    throw new DistVaeError(
+      'TENSOR_INVALID',
+      `decoded tile ${index} is ${tile.planes}x${tile.height}x${tile.width} (${tile.data.length} values), expected ${planeCount}x${ext.height}x${ext.width}`,
+    );
+  }
+}
