@@ -72,10 +72,14 @@ export function temporalChunks(vae: VaeSpec, latentFrames: number): { chunks: Sp
   return { chunks, blend: frames.overlap, keep: frames.window - frames.overlap };
 }
 
-export function tileGrid(vae: VaeSpec, latent: LatentShape): TileGrid {
+/**
+ * The tile grid of a latent under the VAE's tiling. `spatialOnly` treats all frames as one
+ * chunk: the grid of one temporal chunk, as the spatial tiling operation sees it.
+ */
+export function tileGrid(vae: VaeSpec, latent: LatentShape, options: { spatialOnly?: boolean } = {}): TileGrid {
   const { spatialRatio: r, patchSize: p } = vae.geometry;
   const outputPerLatent = r / p;
-  const time = temporalChunks(vae, latent.frames);
+  const time = options.spatialOnly ? { chunks: [{ start: 0, end: latent.frames }], blend: 0, keep: 0 } : temporalChunks(vae, latent.frames);
   const base = { latent, outputPerLatent, chunks: time.chunks, frameBlend: time.blend, frameKeep: time.keep };
   if (!tilesSpatially(vae, latent)) {
     const whole = { height: latent.height, width: latent.width };

@@ -1,0 +1,95 @@
+// The decode engine: validates latents, decides whole / tiled / temporally chunked from the
+// installed plan (DESIGN §3), runs the spatial tiling operation through the replaceable
+// `tiledDecode` once per temporal chunk, assembles chunks, and applies the family's
+// post-processing once, after assembly — never per tile.
+
+import { DistVaeError } from '../errors.js';
+import type { FamilyRuntime } from '../families/runtime-types.js';
+import type { VaeSpec } from '../families/types.js';
+import { tileGrid } from '../plan/grid.js';
+import type { Tensor } from '../tensor.js';
+import { planes } from '../tile/blend.js';
+import { RasterAssembler } from '../tile/assembler.js';
+import { tileLayout } from '../tile/layout.js';
+import { TemporalAssembler } from '../tile/temporal.js';
+import { checkLatents, sliceFrames, sliceLatent } from './latents.js';
+import { ProgressCounter, type DecodeOptions, type TiledDecode, type TileRunner } from './types.js';
+
+export interface DecodingVae extends VaeSpec {
+  readonly runtime: FamilyRuntime;
+  readonly runner: TileRunner;
+  tiledDecode: TiledDecode;
+}
+
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) {
+    throw new DistVaeError('ABORTED', `decode aborted${signal.reason instanceof Error ? `: ${signal.reason.message}` : ''}`, { cause: signal.reason });
+  }
+}
+
+/** `vae.decode`: whole, tiled or chunked as the VAE's tiling and the latent size decide. */
+export async function decodeLatents(vae: DecodingVae, latents: Tensor, options: DecodeOptions = {}): Promise<Tensor> {
+  const latent = checkLatents(vae, latents);
+  const grid = tileGrid(vae, latent);
+  const tilesPerChunk = grid.tiles.length;
+  const progress = new ProgressCounter(tilesPerChunk * grid.chunks.length, options.onProgress);
+  const decodeChunk = async (chunkLatents: Tensor, chunk?: number): Promise<Tensor> => {
+    throwIfAborted(options.signal);
+    if (grid.tiled) return vae.tiledDecode(chunkLatents, { ...options, progress });
+    const raw = await vae.runner.decode(chunkLatents, options.signal);
+    progress.tileDone(chunk === undefined ? {} : { chunk });
+    return raw;
+  };
+  let raw: Tensor;
+  if (grid.chunks.length === 1) {
+    raw = await decodeChunk(latents);
+  } else {
+    if (vae.family.temporal.kind !== 'temporal-chunks') throw new Error('unreachable: chunks without a chunked temporal policy');
+    let assembler: TemporalAssembler | null = null;
+    for (const [i, span] of grid.chunks.entries()) {
+      const out = await decodeChunk(sliceFrames(latents, span), i);
+      if (!assembler) {
+        const [b, c, , h, w] = out.dims as number[];
+        assembler = new TemporalAssembler(
+          { chunks: grid.chunks.length, blend: grid.frameBlend, keep: grid.frameKeep, dropFrame: vae.family.temporal.dropFrame, outFrames: (latent.frames - 1) * vae.geometry.temporalRatio + 1 },
+          { batch: b!, channels: c!, height: h!, width: w! },
+        );
+      }
+      assembler.add(i, out);
+    }
+    raw = { dims: assembler!.outputDims, data: assembler!.output };
+  }
+  return vae.runtime.postprocess(raw, { spatiallyTiled: grid.tiled });
+}
+
+/** Treats a (B, C, [F,] h, w) tensor as B·C·F planes of h × w (same memory, no copy). */
+export function asPlanes(t: Tensor): { planes: number; height: number; width: number; data: Float32Array } {
+  const [h, w] = t.dims.slice(-2) as [number, number];
+  return { planes: t.data.length / (h * w), height: h, width: w, data: t.data };
+}
+
+/**
+ * The single-rank spatial tiling operation: decode tiles in raster order on this process's
+ * runner and stream them through the assembler as they finish.
+ */
+export function localTiledDecode(vae: VaeSpec, runner: TileRunner): TiledDecode {
+  return async (latents, options = {}) => {
+    const latent = checkLatents(vae, latents);
+    const grid = tileGrid(vae, latent, { spatialOnly: true });
+    const layout = tileLayout(grid);
+    let assembler: RasterAssembler | null = null;
+    let leading: number[] = [];
+    for (const tile of grid.tiles) {
+      throwIfAborted(options.signal);
+      const raw = await runner.decode(sliceLatent(latents, tile), options.signal);
+      if (!assembler) {
+        leading = raw.dims.slice(0, -2) as number[];
+        const p = asPlanes(raw).planes;
+        assembler = new RasterAssembler(layout, planes(p, layout.outHeight, layout.outWidth));
+      }
+      assembler.add(tile.index, asPlanes(raw));
+      options.progress?.tileDone();
+    }
+    return { dims: [...leading, layout.outHeight, layout.outWidth], data: assembler!.output.data };
+  };
+}

@@ -1,0 +1,58 @@
+// Contracts between the decode engine, the families' runtimes and the rank groups.
+
+import type { Tensor } from '../tensor.js';
+
+/** Decodes latent tiles to raw decoder output on one rank (one onnxruntime session set). */
+export interface TileRunner {
+  /**
+   * Raw decoder output of one latent tile (B, C, [F,] h, w) — before unpatchify and clamp —
+   * exactly as the family's decoder produces it for that tile alone.
+   */
+  decode(latentTile: Tensor, signal?: AbortSignal): Promise<Tensor>;
+  dispose(): Promise<void>;
+}
+
+export interface DecodeProgress {
+  /** Tiles finished / total over the whole decode (all temporal chunks). */
+  tilesDone: number;
+  tilesTotal: number;
+  /** The rank that finished the tile, when distributed. */
+  rank?: number;
+  /** Temporal chunk index for chunked video decodes. */
+  chunk?: number;
+}
+
+export interface DecodeOptions {
+  signal?: AbortSignal;
+  onProgress?: (event: DecodeProgress) => void;
+}
+
+/** Per-rank accounting of a distributed decode (DESIGN §9 `decode --json`). */
+export interface RankStats {
+  rank: number;
+  tiles: number[];
+  load: number;
+  seconds: number;
+  peakRssBytes?: number;
+}
+
+/**
+ * The spatial tiling operation on one latent (or one temporal chunk of it): returns the raw
+ * assembled decoder output (before unpatchify / clamp). `vae.tiledDecode` holds one; a rank
+ * group's `tiledDecodeFor` returns a drop-in replacement.
+ */
+export type TiledDecode = (latents: Tensor, options?: DecodeOptions & { progress?: ProgressCounter }) => Promise<Tensor>;
+
+/** Counts finished tiles across the chunks of one decode and reports them. */
+export class ProgressCounter {
+  private done = 0;
+  constructor(
+    readonly total: number,
+    private readonly listener?: (e: DecodeProgress) => void,
+  ) {}
+
+  tileDone(extra: { rank?: number; chunk?: number } = {}): void {
+    this.done++;
+    this.listener?.({ tilesDone: this.done, tilesTotal: this.total, ...extra });
+  }
+}

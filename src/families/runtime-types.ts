@@ -1,0 +1,28 @@
+// What a family supplies to run its decoder: the parameters it owns, a tile runner built from
+// bound weights (one onnxruntime session set), and the post-processing diffusers applies after
+// assembly. Engine code calls these; it never branches on a family's name.
+
+import type { TileRunner } from '../decode/types.js';
+import type { SessionOptions } from '../runtime/session.js';
+import type { Tensor } from '../tensor.js';
+import type { ParamSpec } from '../weights/synthetic.js';
+import type { RawConfig, ResolvedConfig } from './types.js';
+
+export interface FamilyRuntime {
+  /** Decoder parameters under the checkpoint's own key names, with shapes and synthetic init. */
+  decoderParams(config: ResolvedConfig): ParamSpec[];
+  /** A runner that decodes latent tiles with these (bound) weights. */
+  createTileRunner(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, session: SessionOptions): Promise<TileRunner>;
+  /**
+   * diffusers' post-processing of the assembled raw output (unpatchify, clamp) — `spatiallyTiled`
+   * tells whether the spatial tiling loop produced it (Qwen-Image clamps only when it did not).
+   */
+  postprocess(raw: Tensor, context: { spatiallyTiled: boolean }): Tensor;
+  /** Reads the config a bare weights file implies (e.g. the TAE variant from its keys), if the family can. */
+  configFromWeights?(weights: ReadonlyMap<string, Tensor>): RawConfig;
+  /** The encoder (image in [0, 1] → latents), for families that ship one here. */
+  encoder?: {
+    params(config: ResolvedConfig): ParamSpec[];
+    createRunner(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, session: SessionOptions): Promise<TileRunner>;
+  };
+}
