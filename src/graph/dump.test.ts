@@ -36,12 +36,9 @@ node   decoder/Concat = Concat(decoder.conv_in/Conv, decoder.conv_in/Conv, decod
 node   decoder.norm/Reshape = Reshape(decoder/Concat, int64[3]{0,2,-1})
 node   decoder.norm/InstanceNormalization = InstanceNormalization(decoder.norm/Reshape, float32[2]{1,1}, float32[2]{0,0}) epsilon=0.000001
 node   decoder.norm/Reshape_1 = Reshape(decoder.norm/InstanceNormalization, int64[3]{0,32,-1})
-node   decoder.norm/Unsqueeze = Unsqueeze(decoder.norm.weight, int64[1]{1})
-node   decoder.norm/Mul = Mul(decoder.norm/Reshape_1, decoder.norm/Unsqueeze)
-node   decoder.norm/Unsqueeze_1 = Unsqueeze(decoder.norm.bias, int64[1]{1})
-node   decoder.norm/Add = Add(decoder.norm/Mul, decoder.norm/Unsqueeze_1)
+node   decoder.norm/BatchNormalization = BatchNormalization(decoder.norm/Reshape_1, decoder.norm.weight, decoder.norm.bias, float32[32]{all 0}, float32[32]{all 0.99999}) epsilon=0.00001
 node   decoder.norm/Shape = Shape(decoder/Concat)
-node   decoder.norm/Reshape_2 = Reshape(decoder.norm/Add, decoder.norm/Shape)
+node   decoder.norm/Reshape_2 = Reshape(decoder.norm/BatchNormalization, decoder.norm/Shape)
 node   decoder/Sigmoid = Sigmoid(decoder.norm/Reshape_2)
 node   decoder/Mul = Mul(decoder.norm/Reshape_2, decoder/Sigmoid)
 node   decoder.up/Resize = Resize(decoder/Mul, _, float32[4]{1,1,2,2}) mode="nearest" coordinate_transformation_mode="asymmetric" nearest_mode="floor"
@@ -53,7 +50,7 @@ output sample float32[batch,32,2*height,2*width]
 output skip float32 (shape not declared)
 `;
 
-test('dump: one line per input, initializer, node and output; small literals inline', () => {
+test('dump: one line per input, initializer, node and output; small and uniform literals inline', () => {
   assert.equal(tinyDecoder().dump(), GOLDEN);
 });
 

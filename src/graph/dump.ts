@@ -2,8 +2,9 @@
 // anyone can see what a built graph computes without opening the bytes. It is a function of the
 // ModelProto alone, which makes it work equally on a builder's model and on decoded bytes (the
 // round-trip test compares the two). Small tensors (≤ 16 elements: shapes, axes, scalars) are
-// printed with their values, larger ones by type and shape; a small Constant node gets no line
-// of its own: its literal is printed where it is used, e.g. `Reshape(h, int64[3]{0,32,-1})`.
+// printed with their values, larger ones by type and shape. A Constant node that is small or
+// uniform gets no line of its own: its literal is printed where it is used, e.g.
+// `Reshape(h, int64[3]{0,32,-1})` or `float32[512]{all 1}`.
 
 import { elementCount } from '../tensor.js';
 import { AttributeType, type AttributeProto, type ModelProto, type NodeProto, type TensorProto, type ValueInfoProto } from './onnx-proto.js';
@@ -39,14 +40,19 @@ function formatValueInfo(v: ValueInfoProto): string {
   return `${v.name ?? ''} ${dataTypeName(tensorType.elem_type)}[${dims.join(',')}]`;
 }
 
-/** Values of small Constant nodes, keyed by output name, already formatted as literals. */
+/** Values of small or uniform Constant nodes, keyed by output name, formatted as literals. */
 function inlineConstants(nodes: readonly NodeProto[]): Map<string, string> {
   const literals = new Map<string, string>();
   for (const node of nodes) {
     const value = node.attribute?.find((a) => a.name === 'value')?.t;
     const output = node.output?.[0];
-    if (node.op_type !== 'Constant' || node.domain || !value || !output || elementCount(value.dims ?? []) > INLINE_VALUES_MAX) continue;
-    literals.set(output, formatTensor(value));
+    if (node.op_type !== 'Constant' || node.domain || !value || !output) continue;
+    if (elementCount(value.dims ?? []) <= INLINE_VALUES_MAX) {
+      literals.set(output, formatTensor(value));
+      continue;
+    }
+    const values = tensorProtoValues(value);
+    if (values.every((v) => v === values[0])) literals.set(output, `${formatTensorType(value)}{all ${formatFloat32(values[0]!)}}`);
   }
   return literals;
 }

@@ -41,6 +41,10 @@ export interface ProviderStatus {
   detail?: string;
 }
 
+/** Providers that failed their initialisation probe in this process, with ORT's message. */
+const failedProbes = new Map<string, string>();
+const probes = new Map<string, Promise<void>>();
+
 function bindingDirectory(): string {
   const packageMain = createRequire(import.meta.url).resolve('onnxruntime-node');
   return join(dirname(packageMain), '..', 'bin', 'napi-v6', process.platform, process.arch);
@@ -65,10 +69,6 @@ export function listProviders(): ProviderStatus[] {
     };
   });
 }
-
-/** Providers that failed their initialisation probe in this process, with ORT's message. */
-const failedProbes = new Map<string, string>();
-const probes = new Map<string, Promise<void>>();
 
 /**
  * Confirms a non-CPU provider initialises on this machine (a WebGPU build without an adapter,
@@ -98,7 +98,7 @@ export function availableProviderNames(): string[] {
 }
 
 /** Throws PROVIDER_UNAVAILABLE naming the request, the reason and what is available. */
-export function providerUnavailable(name: string, detail: string, cause?: unknown): never {
+function providerUnavailable(name: string, detail: string, cause?: unknown): never {
   const available = availableProviderNames();
   const valid = `one of: ${available.join(', ')}`;
   const message = `execution provider '${name}' is not available: ${detail}; available here: ${available.join(', ')}`;
