@@ -102,9 +102,7 @@ class GraphState {
     if (name.length === 0) invalidArgument(field, name, 'a non-empty name');
     if (this.usedNames.has(name)) invalidArgument(field, name, 'a name not yet used in this graph');
     this.usedNames.add(name);
-    const value: Value = Object.freeze({ name });
-    this.ownValues.add(value);
-    return value;
+    return this.adopt(name);
   }
 
   /** A fresh name from a base: the base itself, else base_1, base_2, … */
@@ -120,6 +118,7 @@ class GraphState {
     return value.name;
   }
 
+  /** A handle for a name this graph defines (node outputs already named by fresh()). */
   adopt(name: string): Value {
     const value: Value = Object.freeze({ name });
     this.ownValues.add(value);
