@@ -1,0 +1,124 @@
+// The execution-provider table: which providers distvae knows how to request, which ones this
+// onnxruntime-node build has, and the ORT configuration for a request. A provider the build
+// lacks (or whose runtime library is not installed, or that fails to initialise on this
+// machine) is a PROVIDER_UNAVAILABLE error listing what is available — a request is never
+// quietly served by the CPU instead.
+//
+// onnxruntime-node reports its compiled-in providers with listSupportedBackends(); entries
+// marked `bundled: false` (CUDA, TensorRT on Linux) also need a provider library that the
+// package's install script downloads separately, so their presence is checked on disk.
+
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import ort from 'onnxruntime-node';
+import { DistVaeError, invalidArgument, reason } from '../errors.js';
+import { GraphBuilder } from '../graph/builder.js';
+
+export type ProviderName = 'cpu' | 'cuda' | 'tensorrt' | 'webgpu' | 'dml' | 'coreml';
+
+interface ProviderSpec {
+  /** What the provider runs on, for messages. */
+  readonly description: string;
+  /** Whether ORT's node binding passes a `deviceId` to this provider. */
+  readonly takesDeviceId: boolean;
+}
+
+export const EXECUTION_PROVIDERS: Readonly<Record<ProviderName, ProviderSpec>> = {
+  cpu: { description: 'CPU (MLAS kernels)', takesDeviceId: false },
+  cuda: { description: 'NVIDIA GPU via CUDA 12', takesDeviceId: true },
+  tensorrt: { description: 'NVIDIA GPU via TensorRT', takesDeviceId: true },
+  webgpu: { description: 'GPU via WebGPU (Dawn)', takesDeviceId: false },
+  dml: { description: 'GPU via DirectML (Windows)', takesDeviceId: true },
+  coreml: { description: 'Apple Neural Engine / GPU via CoreML', takesDeviceId: false },
+};
+
+export interface ProviderStatus {
+  name: string;
+  /** Compiled into this build, its library installed where separate, and not failed a probe here. */
+  available: boolean;
+  /** Why it is not available, when it is not. */
+  detail?: string;
+}
+
+/** Providers that failed their initialisation probe in this process, with ORT's message. */
+const failedProbes = new Map<string, string>();
+const probes = new Map<string, Promise<void>>();
+
+function bindingDirectory(): string {
+  const packageMain = createRequire(import.meta.url).resolve('onnxruntime-node');
+  return join(dirname(packageMain), '..', 'bin', 'napi-v6', process.platform, process.arch);
+}
+
+function providerLibraryFile(name: string): string {
+  return process.platform === 'win32' ? `onnxruntime_providers_${name}.dll` : `libonnxruntime_providers_${name}.so`;
+}
+
+/** Every provider this onnxruntime-node build knows, with whether it can be requested here. */
+export function listProviders(): ProviderStatus[] {
+  return ort.listSupportedBackends().map(({ name, bundled }) => {
+    const failed = failedProbes.get(name);
+    if (failed !== undefined) return { name, available: false, detail: failed };
+    if (bundled) return { name, available: true };
+    const library = join(bindingDirectory(), providerLibraryFile(name));
+    if (existsSync(library)) return { name, available: true };
+    return {
+      name,
+      available: false,
+      detail: `its library ${library} is not installed (onnxruntime-node's install script fetches it, e.g. with ONNXRUNTIME_NODE_INSTALL=cuda12)`,
+    };
+  });
+}
+
+/**
+ * Confirms a non-CPU provider initialises on this machine (a WebGPU build without an adapter,
+ * a CUDA build without a GPU) by opening a one-node session once per provider and device.
+ */
+export function probeProvider(name: string, config: ProviderConfig): Promise<void> {
+  const key = JSON.stringify(config);
+  let probe = probes.get(key);
+  if (probe === undefined) {
+    const g = new GraphBuilder('provider_probe');
+    g.output('y', g.identity(g.input('x', [1])), [1]);
+    probe = ort.InferenceSession.create(g.toModelBytes(), { executionProviders: [config], logSeverityLevel: 4 }).then(
+      (session) => session.release(),
+      (cause: unknown) => {
+        const detail = `it failed to initialise on this machine (${(cause as Error).message.trim().split('\n')[0]})`;
+        failedProbes.set(name, detail);
+        providerUnavailable(name, detail, cause);
+      },
+    );
+    probes.set(key, probe);
+  }
+  return probe;
+}
+
+export function availableProviderNames(): string[] {
+  return listProviders().filter((p) => p.available).map((p) => p.name);
+}
+
+/** Throws PROVIDER_UNAVAILABLE naming the request, the reason and what is available. */
+function providerUnavailable(name: string, detail: string, cause?: unknown): never {
+  const available = availableProviderNames();
+  const valid = `one of: ${available.join(', ')}`;
+  const message = `execution provider '${name}' is not available: ${detail}; available here: ${available.join(', ')}`;
+  throw new DistVaeError('PROVIDER_UNAVAILABLE', message, { reasons: [reason('PROVIDER_UNAVAILABLE', 'provider', name, valid, message)], cause });
+}
+
+export type ProviderConfig = string | { name: string; deviceId: number };
+
+/** The onnxruntime `executionProviders` entry for a request, after checking it can be served. */
+export function providerConfig(name: string, deviceId: number | undefined): ProviderConfig {
+  const spec = (EXECUTION_PROVIDERS as Record<string, ProviderSpec | undefined>)[name];
+  if (spec === undefined) providerUnavailable(name, `distvae knows ${Object.keys(EXECUTION_PROVIDERS).join(', ')}`);
+  const status = listProviders().find((p) => p.name === name);
+  if (status === undefined) providerUnavailable(name, `this onnxruntime-node build (${process.platform}/${process.arch}) does not include it`);
+  if (!status.available) providerUnavailable(name, status.detail ?? 'not installed');
+  if (deviceId === undefined) return name;
+  if (!spec.takesDeviceId) {
+    const takers = Object.entries(EXECUTION_PROVIDERS).filter(([, s]) => s.takesDeviceId).map(([n]) => n);
+    invalidArgument('deviceId', deviceId, `no device id for provider '${name}' (only ${takers.join(', ')} take one)`);
+  }
+  if (!Number.isSafeInteger(deviceId) || deviceId < 0) invalidArgument('deviceId', deviceId, 'a non-negative integer');
+  return { name, deviceId };
+}

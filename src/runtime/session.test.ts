@@ -1,0 +1,102 @@
+// Sessions: running on our Tensor type, input validation before any work, and providers that
+// cannot be served failing loudly (PROVIDER_UNAVAILABLE with the list of what is available).
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { DistVaeError } from '../errors.js';
+import { GraphBuilder } from '../graph/builder.js';
+import { EXECUTION_PROVIDERS, listProviders } from './providers.js';
+import { createSession } from './session.js';
+
+function affineModel(): Uint8Array {
+  const g = new GraphBuilder('affine');
+  const x = g.input('x', ['n', 3]);
+  g.output('y', g.add(g.mul(x, 2), 1), ['n', 3]);
+  g.output('relu', g.relu(x), ['n', 3]);
+  return g.toModelBytes();
+}
+
+const isCode = (code: string) => (e: unknown) => e instanceof DistVaeError && e.code === code;
+
+test('run: feeds and outputs are our Tensor type; inputs are left unchanged', async () => {
+  const session = await createSession(affineModel(), { intraOpThreads: 1, graphOptimization: 'basic' });
+  assert.deepEqual(session.inputNames, ['x']);
+  assert.deepEqual(session.outputNames, ['y', 'relu']);
+  const x = { dims: [2, 3], data: Float32Array.of(-1, 0, 1, 2, 3, -4) };
+  const out = await session.run({ x });
+  assert.deepEqual(out.y!.dims, [2, 3]);
+  assert.deepEqual(Array.from(out.y!.data), [-1, 1, 3, 5, 7, -7]);
+  assert.deepEqual(Array.from(out.relu!.data), [0, 0, 1, 2, 3, 0]);
+  assert.ok(out.y!.data instanceof Float32Array);
+  assert.deepEqual(Array.from(x.data), [-1, 0, 1, 2, 3, -4]);
+  await session.dispose();
+});
+
+test('run refuses missing, unknown and mis-sized feeds before running', async () => {
+  const session = await createSession(affineModel(), { intraOpThreads: 1 });
+  await assert.rejects(session.run({}), (e: unknown) => isCode('INVALID_ARGUMENT')(e) && /missing x/.test((e as Error).message));
+  const x = { dims: [1, 3], data: new Float32Array(3) };
+  await assert.rejects(session.run({ x, z: x }), (e: unknown) => isCode('INVALID_ARGUMENT')(e) && /unknown z/.test((e as Error).message));
+  await assert.rejects(session.run({ x: { dims: [2, 3], data: new Float32Array(5) } }), isCode('INVALID_ARGUMENT'));
+  // A shape the graph rejects is reported as a runtime failure (onnxruntime's message kept).
+  await assert.rejects(session.run({ x: { dims: [1, 4], data: new Float32Array(4) } }), isCode('RUNTIME_FAILED'));
+  await session.dispose();
+});
+
+test('session options are validated', async () => {
+  await assert.rejects(createSession(affineModel(), { intraOpThreads: 0 }), isCode('INVALID_ARGUMENT'));
+  await assert.rejects(createSession(affineModel(), { interOpThreads: 1.5 }), isCode('INVALID_ARGUMENT'));
+  await assert.rejects(createSession(affineModel(), { deviceId: 0 }), (e: unknown) => isCode('INVALID_ARGUMENT')(e) && (e as DistVaeError).reasons[0]!.field === 'deviceId');
+  await assert.rejects(createSession(Uint8Array.of(1, 2, 3)), isCode('RUNTIME_FAILED'));
+});
+
+test('every optimisation level gives the same result', async () => {
+  const x = { dims: [1, 3], data: Float32Array.of(0.5, -2, 3) };
+  for (const level of ['disabled', 'basic', 'extended', 'all'] as const) {
+    const session = await createSession(affineModel(), { intraOpThreads: 1, graphOptimization: level, allowSpinning: false, enableCpuMemArena: false });
+    assert.deepEqual(Array.from((await session.run({ x })).y!.data), [2, -3, 7], level);
+    await session.dispose();
+  }
+});
+
+test('an unknown provider name is PROVIDER_UNAVAILABLE and lists what is available', async () => {
+  await assert.rejects(createSession(affineModel(), { provider: 'cdua' }), (e: unknown) => {
+    assert.ok(isCode('PROVIDER_UNAVAILABLE')(e));
+    const err = e as DistVaeError;
+    assert.equal(err.reasons[0]!.field, 'provider');
+    assert.equal(err.reasons[0]!.value, 'cdua');
+    assert.match(err.message, /available here: .*cpu/);
+    return true;
+  });
+});
+
+test('a known provider this build or machine cannot serve is PROVIDER_UNAVAILABLE, never a CPU session', async (t) => {
+  const compiledIn = new Set(listProviders().map((p) => p.name));
+  const missing = Object.keys(EXECUTION_PROVIDERS).filter((name) => !compiledIn.has(name));
+  assert.ok(missing.length > 0, 'some provider of the table is absent from every onnxruntime-node build');
+  for (const name of missing) {
+    await assert.rejects(createSession(affineModel(), { provider: name }), (e: unknown) => isCode('PROVIDER_UNAVAILABLE')(e) && /does not include it/.test((e as Error).message));
+  }
+  const notInstalled = listProviders().filter((p) => !p.available);
+  if (notInstalled.length === 0) t.diagnostic('every compiled-in provider is installed here; the not-installed case is not exercised');
+  for (const { name } of notInstalled) {
+    await assert.rejects(createSession(affineModel(), { provider: name }), isCode('PROVIDER_UNAVAILABLE'));
+  }
+});
+
+test('a compiled-in provider that fails to initialise here is PROVIDER_UNAVAILABLE and then listed as unavailable', async (t) => {
+  const candidate = listProviders().find((p) => p.available && p.name !== 'cpu');
+  if (candidate === undefined) return t.skip('no non-CPU provider is installed in this build');
+  let session;
+  try {
+    session = await createSession(affineModel(), { provider: candidate.name });
+  } catch (e) {
+    assert.ok(isCode('PROVIDER_UNAVAILABLE')(e), String(e));
+    assert.match((e as Error).message, /failed to initialise on this machine/);
+    assert.equal(listProviders().find((p) => p.name === candidate.name)!.available, false);
+    return;
+  }
+  t.diagnostic(`${candidate.name} initialised on this machine`);
+  assert.equal(session.provider, candidate.name);
+  await session.dispose();
+});

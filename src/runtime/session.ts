@@ -1,0 +1,137 @@
+// Inference sessions: the only place an ONNX model meets onnxruntime-node. createSession takes
+// model bytes and explicit provider, thread and optimisation settings (every one is passed to
+// ORT; the defaults are the measured best on CPU, bench/conv-throughput.md), and returns a
+// session that runs on our Tensor type. Inputs are wrapped without copying (ort.Tensor keeps a
+// reference to the Float32Array); each output arrives as a new Float32Array (the node binding
+// copies ORT's result into a fresh JS buffer once) and is handed over as it is.
+//
+// Note: onnxruntime-node runs a session synchronously on the calling thread (inside a
+// setImmediate), so a long run blocks that thread's event loop; run ranks in worker threads.
+
+import { availableParallelism } from 'node:os';
+import ort from 'onnxruntime-node';
+import { DistVaeError, invalidArgument } from '../errors.js';
+import { elementCount, type Tensor } from '../tensor.js';
+import { probeProvider, providerConfig, type ProviderConfig } from './providers.js';
+
+export type GraphOptimizationLevel = 'disabled' | 'basic' | 'extended' | 'all';
+
+export interface SessionOptions {
+  /** Execution provider; 'cpu' by default. Never silently replaced by another. */
+  provider?: string;
+  /** Device ordinal for providers that take one (cuda, tensorrt, dml). */
+  deviceId?: number;
+  /** Threads one operator may use; default: all logical CPUs of this machine. */
+  intraOpThreads?: number;
+  /** Threads for running independent nodes concurrently (only with executionMode 'parallel'); default 1. */
+  interOpThreads?: number;
+  /** Default 'all': adds ORT's NCHWc convolution layout (≈10–15 % faster 512-channel convs). */
+  graphOptimization?: GraphOptimizationLevel;
+  /** Default 'sequential': decoder graphs are chains; 'parallel' measured ~2× slower. */
+  executionMode?: 'sequential' | 'parallel';
+  /** ORT's arena allocator for CPU tensors; default true (off, every run re-faults fresh pages: 2–4× slower). */
+  enableCpuMemArena?: boolean;
+  /** Whether idle intra-op threads spin waiting for work; default true (ORT's). Turn off when sessions share cores. */
+  allowSpinning?: boolean;
+  /** Writes the model as optimised by onnxruntime to this path (for inspection). */
+  optimizedModelPath?: string;
+  /** Enables ORT's per-node profiler; the JSON trace is written as `<prefix>_<timestamp>.json` on endProfiling(). */
+  profileFilePrefix?: string;
+}
+
+export interface Session {
+  readonly provider: string;
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
+  /** Runs the graph; feeds must name exactly the graph inputs. Returns every graph output. */
+  run(feeds: Readonly<Record<string, Tensor>>): Promise<Record<string, Tensor>>;
+  /** Ends profiling and writes the trace (only with profileFilePrefix). */
+  endProfiling(): void;
+  dispose(): Promise<void>;
+}
+
+function checkThreads(field: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1 || value > 1024) invalidArgument(field, value, 'an integer in [1, 1024]');
+  return value;
+}
+
+function ortOptions(options: SessionOptions, config: ProviderConfig): ort.InferenceSession.SessionOptions {
+  const sessionConfig: Record<string, string> = { 'intra_op.allow_spinning': options.allowSpinning === false ? '0' : '1' };
+  return {
+    executionProviders: [config],
+    intraOpNumThreads: checkThreads('intraOpThreads', options.intraOpThreads ?? availableParallelism()),
+    interOpNumThreads: checkThreads('interOpThreads', options.interOpThreads ?? 1),
+    graphOptimizationLevel: options.graphOptimization ?? 'all',
+    executionMode: options.executionMode ?? 'sequential',
+    enableCpuMemArena: options.enableCpuMemArena ?? true,
+    enableMemPattern: true,
+    logSeverityLevel: 3,
+    extra: { session: sessionConfig },
+    ...(options.optimizedModelPath === undefined ? {} : { optimizedModelFilePath: options.optimizedModelPath }),
+    ...(options.profileFilePrefix === undefined ? {} : { enableProfiling: true, profileFilePrefix: options.profileFilePrefix }),
+  };
+}
+
+/** Opens a session on ONNX model bytes. Fails before any work if the provider cannot be served. */
+export async function createSession(modelBytes: Uint8Array, options: SessionOptions = {}): Promise<Session> {
+  const provider = options.provider ?? 'cpu';
+  const config = providerConfig(provider, options.deviceId);
+  const settings = ortOptions(options, config);
+  if (provider !== 'cpu') await probeProvider(provider, config);
+  let session: ort.InferenceSession;
+  try {
+    session = await ort.InferenceSession.create(modelBytes, settings);
+  } catch (cause) {
+    throw new DistVaeError('RUNTIME_FAILED', `onnxruntime could not load the model on '${provider}': ${(cause as Error).message}`, { cause });
+  }
+  return wrapSession(session, provider);
+}
+
+function toOrtTensor(name: string, t: Tensor): ort.Tensor {
+  if (!(t.data instanceof Float32Array)) invalidArgument(`feeds.${name}.data`, typeof t.data, 'a Float32Array');
+  const n = elementCount(t.dims);
+  if (t.data.length !== n) invalidArgument(`feeds.${name}.data.length`, t.data.length, `${n} elements for dims [${t.dims.join(', ')}]`);
+  return new ort.Tensor('float32', t.data, t.dims);
+}
+
+function fromOrtTensor(name: string, value: ort.OnnxValue): Tensor {
+  if (value.type !== 'float32' || !(value.data instanceof Float32Array)) {
+    throw new DistVaeError('UNSUPPORTED', `graph output ${name} has type ${value.type}; distvae graphs must output float32`);
+  }
+  return { dims: [...value.dims], data: value.data };
+}
+
+function wrapSession(session: ort.InferenceSession, provider: string): Session {
+  const inputNames = [...session.inputNames];
+  const outputNames = [...session.outputNames];
+  return {
+    provider,
+    inputNames,
+    outputNames,
+    async run(feeds) {
+      const given = Object.keys(feeds);
+      const missing = inputNames.filter((n) => !(n in feeds));
+      const unknown = given.filter((n) => !inputNames.includes(n));
+      if (missing.length > 0 || unknown.length > 0) {
+        invalidArgument('feeds', given, `exactly the graph inputs [${inputNames.join(', ')}]` + (missing.length ? `; missing ${missing.join(', ')}` : '') + (unknown.length ? `; unknown ${unknown.join(', ')}` : ''));
+      }
+      const ortFeeds: Record<string, ort.Tensor> = {};
+      for (const name of inputNames) ortFeeds[name] = toOrtTensor(name, feeds[name]!);
+      let results: ort.InferenceSession.ReturnType;
+      try {
+        results = await session.run(ortFeeds);
+      } catch (cause) {
+        throw new DistVaeError('RUNTIME_FAILED', `onnxruntime run failed on '${provider}': ${(cause as Error).message}`, { cause });
+      }
+      const out: Record<string, Tensor> = {};
+      for (const name of outputNames) out[name] = fromOrtTensor(name, results[name]!);
+      return out;
+    },
+    endProfiling() {
+      session.endProfiling();
+    },
+    dispose() {
+      return session.release();
+    },
+  };
+}
