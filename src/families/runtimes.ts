@@ -1,0 +1,18 @@
+// The runtime of each family (graph builders, tile runners, post-processing), looked up by
+// name. Kept apart from the registry of declarations so the planner stays free of graphs.
+
+import { DistVaeError, reason } from '../errors.js';
+import type { FamilyRuntime } from './runtime-types.js';
+import type { FamilyName, FamilySpec } from './types.js';
+
+const RUNTIMES: Partial<Record<FamilyName, FamilyRuntime>> = {};
+
+export function runtimeOf(family: FamilySpec): FamilyRuntime {
+  const runtime = RUNTIMES[family.name];
+  if (!runtime) {
+    const available = Object.keys(RUNTIMES).join(', ') || 'none yet';
+    const r = reason('NO_DECODER', 'family', family.name, `a family with a decoder: ${available}`, `decoding ${family.name} is not implemented yet (decoders: ${available}); planning works for every family`);
+    throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
+  }
+  return runtime;
+}
