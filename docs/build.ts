@@ -79,7 +79,7 @@ function pageHtml(slug: string, title: string, body: string, instruments: string
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeXml(title)} · distvae</title>
+<title>${escapeXml(slug === 'index' ? `${title} documentation` : `${title} · distvae`)}</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="assets/site.css">
 </head>

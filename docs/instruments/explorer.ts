@@ -1,8 +1,8 @@
 // The tile window explorer in the page: a form (family, image size, frames, window, overlap,
-// ranks) that redraws the plan to scale on every input, with the same figure and metric lines
+// ranks) that redraws the plan to scale on every input, with the same figure (metrics beside it)
 // the built pages use, or the planner's reasons when it refuses the request.
 
-import { formatPercent, formatRatio, planFigureSvg, planMetricLines, escapeXml } from '../../src/bench/plan-figure.js';
+import { escapeXml, formatPercent, formatRatio, planFigureSvg } from '../../src/bench/plan-figure.js';
 import { FAMILY_NAMES } from '../../src/families/registry.js';
 import { reasonsTableHtml } from '../lib/reasons-table.js';
 import { defaultVae, explore, fieldValue, MAX_TILES_DRAWN, type ExplorerInput } from './explorer-model.js';
@@ -82,8 +82,7 @@ function mount(root: HTMLElement): void {
     }
     const r = outcome.report;
     summary.textContent = `${r.tiles} tile(s), decoded-area ratio ${formatRatio(r.decodedAreaRatio)}, activation share ${formatPercent(r.activationShare)}, ${r.seams} seam(s), imbalance ${formatPercent(r.imbalance)}.${r.note ? ` ${r.note}.` : ''}`;
-    const metrics = planMetricLines(r).map((l) => `<dt>${escapeXml(l.label)}</dt><dd>${escapeXml(l.value)}</dd>`).join('');
-    result.innerHTML = `<figure class="plan">${planFigureSvg(r, { idPrefix: 'explorer' })}</figure><dl class="explorer-metrics">${metrics}</dl>`;
+    result.innerHTML = `<figure class="plan">${planFigureSvg(r, { idPrefix: 'explorer' })}</figure>`;
   };
 
   // A new family starts from its own default window and overlap.

@@ -3,6 +3,9 @@
 
 export const STAGE_COUNT = 3;
 
+/** The rule `tolerance` implements, in the words the page quotes. */
+export const TOLERANCE_RULE = 'within 1% of y, or within 0.01 when |y| is below 1';
+
 /** A prediction matches when it is within 1% of y, or within 0.01 when |y| < 1. */
 export function tolerance(y: number): number {
   return 0.01 * Math.max(1, Math.abs(y));

@@ -62,7 +62,9 @@ function mount(root: HTMLElement): void {
         parts.push(`<circle class="prediction" cx="${px(x)}" cy="${py(prediction)}" r="5" fill="none" stroke="#D55E00" stroke-width="2"><title>your prediction ${formatNumber(prediction)}</title></circle>`);
       }
       parts.push(`<circle class="point" cx="${px(x)}" cy="${py(a * x * x)}" r="5" fill="#0072B2"><title>(${formatNumber(x)}, ${formatNumber(a * x * x)})</title></circle>`);
-      parts.push(`<text x="${Math.min(px(x) + 8, width - 90)}" y="${Math.max(py(a * x * x) - 8, 14)}" font-size="12">(${formatNumber(x)}, ${formatNumber(a * x * x)})</text>`);
+      // The label goes on the side of the point with more room, clear of the dashed prediction line.
+      const right = px(x) < width / 2;
+      parts.push(`<text x="${px(x) + (right ? 10 : -10)}" y="${Math.max(py(a * x * x) + 4, 14)}" font-size="12" text-anchor="${right ? 'start' : 'end'}">(${formatNumber(x)}, ${formatNumber(a * x * x)})</text>`);
     }
     plot.innerHTML = parts.join('');
   };

@@ -34,4 +34,6 @@ test('the HTML links type names to their entries', () => {
   const html = renderApi(modules);
   assert.match(html, /<section class="api-entry" id="api-tileOverlapPlan">/);
   assert.match(html, /tileOverlapPlan\(vae: <a href="#api-VaeSpec">VaeSpec<\/a>/);
+  // Not inside comments: Reason's field comment mentions the word "reason", which is also an export.
+  assert.match(html, /\/\*\* The request field the reason is about/);
 });

@@ -119,8 +119,12 @@ function classOutline(node: ts.ClassDeclaration): string {
 /** The reference as HTML: a contents list, then one section per module, one entry per export. */
 export function renderApi(modules: ApiModule[]): string {
   const names = new Set(modules.flatMap((m) => m.entries.map((e) => e.name)));
+  // Exported names in code (not in comments) link to their entries.
   const linkNames = (escaped: string, self: string) =>
-    escaped.replace(/\b[A-Za-z_][A-Za-z0-9_]*\b/g, (word) => (names.has(word) && word !== self ? `<a href="#api-${word}">${word}</a>` : word));
+    escaped
+      .split(/(\/\*[\s\S]*?\*\/|\/\/[^\n]*)/)
+      .map((part, i) => (i % 2 === 1 ? part : part.replace(/\b[A-Za-z_][A-Za-z0-9_]*\b/g, (word) => (names.has(word) && word !== self ? `<a href="#api-${word}">${word}</a>` : word))))
+      .join('');
   const contents = modules
     .map((m) => `<li><a href="#module-${slugOf(m.path)}"><code>${escapeXml(m.path)}</code></a>: ${m.entries.map((e) => `<a href="#api-${e.name}"><code>${e.name}</code></a>`).join(', ')}</li>`)
     .join('');
@@ -129,12 +133,17 @@ export function renderApi(modules: ApiModule[]): string {
       (e) =>
         `<section class="api-entry" id="api-${e.name}"><h3><code>${e.name}</code> <span class="api-kind">${e.kind}</span></h3>` +
         `<pre class="api-signature"><code>${linkNames(escapeXml(e.signature), e.name)}</code></pre>` +
-        (e.doc ? `<p class="api-doc">${escapeXml(e.doc).replace(/`([^`]+)`/g, '<code>$1</code>').replace(/\n/g, '<br>')}</p>` : '') +
+        (e.doc ? `<p class="api-doc">${prose(e.doc).replace(/\n/g, '<br>')}</p>` : '') +
         `</section>`,
     );
-    return `<section class="api-module" id="module-${slugOf(m.path)}"><h2><code>${escapeXml(m.path)}</code></h2>${m.header ? `<p>${escapeXml(m.header)}</p>` : ''}${entries.join('')}</section>`;
+    return `<section class="api-module" id="module-${slugOf(m.path)}"><h2><code>${escapeXml(m.path)}</code></h2>${m.header ? `<p>${prose(m.header)}</p>` : ''}${entries.join('')}</section>`;
   });
   return `<nav class="api-contents" aria-label="Modules"><ul>${contents}</ul></nav>${sections.join('')}`;
+}
+
+/** Comment text as HTML: escaped, with `backticks` as code. */
+function prose(text: string): string {
+  return escapeXml(text).replace(/`([^`]+)`/g, '<code>$1</code>');
 }
 
 function slugOf(path: string): string {

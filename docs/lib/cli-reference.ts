@@ -32,18 +32,19 @@ function runCli(root: string, args: string[]): Promise<RunResult> {
 }
 
 /**
- * Command names from a top-level help text: the first word of each indented line in a section
- * whose heading mentions "command" (e.g. `Commands:`), up to the next unindented line.
+ * Command names from a top-level help text: the first word of each indented line (after a
+ * leading `distvae`) in a section whose heading is `Commands:`, `Available commands:`,
+ * `COMMANDS` or the like, up to the next unindented line.
  */
 export function commandsFromHelp(help: string): string[] {
   const names: string[] = [];
   let inCommands = false;
   for (const line of help.split('\n')) {
     if (/^\S/.test(line)) {
-      inCommands = /command/i.test(line) && /:\s*$/.test(line);
+      inCommands = /^[\w ]*commands?\s*:?\s*$/i.test(line);
       continue;
     }
-    const m = /^\s+([a-z][a-z0-9-]*)(\s|$)/.exec(line);
+    const m = /^\s+(?:distvae\s+)?([a-z][a-z0-9-]*)(\s|$)/.exec(line);
     if (inCommands && m && !names.includes(m[1]!)) names.push(m[1]!);
   }
   return names;

@@ -6,11 +6,12 @@
 //       a plan drawn to scale (no window: the family's default tiling, as diffusers enables it)
 //   {{plan:NAME …same…}}             the same plan, defined for metrics but not drawn
 //   {{search:NAME family=F h=H w=W ranks=R}}   plan search: frontier table and the picks drawn
-//   {{refusal:family=F h=H w=W window=HxW [overlap=HxW]}}   a refused request and its reasons
+//   {{refusal:family=F h=H w=W window=HxW [overlap=HxW] [caption="…"]}}   a refused request's reasons
 //   {{bucket:NAME h=H w=W buckets=HxW,… }}    the three bucket policies for one request
 //   {{families}} {{scaling}} {{api}} {{cli}} {{bench}} {{instrument:ID [key=value…]}}
 //   {{include:PATH}}                 a source file (relative to the repository) as a code block
-// Inline: {{metric:NAME.path[|ratio|percent|size|px|mib]}} quotes a value of a defined name.
+// Inline: {{metric:NAME.path[|ratio|percent|size|px|mib]}} quotes a value of a defined name;
+// the name `lib` is always defined and holds constants of the code that prose quotes.
 // Anything unknown, undefined or no longer true (a refusal that is now accepted) fails the build.
 
 import { readFileSync } from 'node:fs';
@@ -23,10 +24,11 @@ import { chooseBucket, parseBuckets, BUCKET_POLICIES } from '../../src/plan/buck
 import { tileArea, tileGrid } from '../../src/plan/grid.js';
 import { applyTilePlan, enableDefaultTiling, explainTileOverlapPlan, explainTileShapePlan, tileOverlapPlan, tileShapePlan } from '../../src/plan/planner.js';
 import { planReport, type PlanReport } from '../../src/plan/report.js';
-import { searchPlans, type SearchCandidate } from '../../src/plan/search.js';
+import { MIN_NARROW_AXIS_LATENT, searchPlans, type SearchCandidate } from '../../src/plan/search.js';
 import { sampleShapeReasons, type SampleShape } from '../../src/plan/shapes.js';
 import { reasonsTableHtml } from './reasons-table.js';
 import { scalingChartSvg } from './scaling-chart.js';
+import { TOLERANCE_RULE } from '../instruments/quadratic-model.js';
 
 /** HTML generated once per build and placed by `{{api}}`, `{{cli}}` and `{{bench}}`. */
 export interface Generated {
@@ -179,7 +181,7 @@ function refusalHtml(args: Args): string {
     reasons = explainTileOverlapPlan(vae, overlap.height, overlap.width, { sampleShape: sample });
   }
   if (reasons.length === 0) throw new DirectiveError('the planner accepts this request now; the page claims it is refused');
-  return reasonsTableHtml(reasons);
+  return reasonsTableHtml(reasons, args.values.get('caption'));
 }
 
 function bucketHtml(args: Args): { html: string; value: Record<string, unknown> } {
@@ -213,7 +215,7 @@ function familiesHtml(): string {
     const g = vae.geometry;
     const t = vae.config.tiling;
     const frames = t.frames ? `${t.frames.enabled ? 'on' : 'off'}, ${t.frames.window} / ${t.frames.overlap}` : '–';
-    return `<tr><th scope="row"><code>${f.name}</code></th><td>${escapeXml(f.description)}</td><td>${g.spatialRatio} px${g.patchSize > 1 ? ` (patch ${g.patchSize})` : ''}, ${g.temporalRatio} frame(s)</td><td>${formatSize(t.window)} / ${formatSize(t.overlap)}</td><td>${f.minWindowLatent * g.spatialRatio}</td><td>${frames}</td><td>${escapeXml(TEMPORAL_WORDS[f.temporal.kind](f))}</td></tr>`;
+    return `<tr><th scope="row"><code>${f.name}</code></th><td>${escapeXml(f.description)}</td><td>${g.spatialRatio} px${g.patchSize > 1 ? ` (patch ${g.patchSize})` : ''}, ${g.temporalRatio} frame${g.temporalRatio === 1 ? '' : 's'}</td><td>${formatSize(t.window)} / ${formatSize(t.overlap)}</td><td>${f.minWindowLatent * g.spatialRatio}</td><td>${frames}</td><td>${escapeXml(TEMPORAL_WORDS[f.temporal.kind](f))}</td></tr>`;
   });
   const head = ['family', 'models', 'per latent unit', 'default window / overlap (px)', 'smallest window (px)', 'frame tiling (frames)', 'time axis'].map((h) => `<th scope="col">${h}</th>`).join('');
   return `<div class="table-scroll"><table class="families"><caption>Families with their published default configs, read from <code>src/families/</code></caption><thead><tr>${head}</tr></thead><tbody>${rows.join('')}</tbody></table></div>`;
@@ -278,13 +280,22 @@ function resolvePath(defs: Map<string, unknown>, path: string): unknown {
   return value;
 }
 
+/** Constants of the code that pages quote, under the predefined name `lib`. */
+function libConstants(): Record<string, unknown> {
+  return {
+    minNarrowAxisLatent: MIN_NARROW_AXIS_LATENT,
+    minWindowLatent: Object.fromEntries(FAMILIES.map((f) => [f.name, f.minWindowLatent])),
+    predictionTolerance: TOLERANCE_RULE,
+  };
+}
+
 const DIRECTIVE = /\{\{(\w+)(?::([^}]*))?\}\}/g;
 
 /** Expands a page's directives; throws DirectiveError naming the page, line and directive. */
 export function expandDirectives(page: string, markdown: string, root: string, generated: Generated): ExpandedPage {
   const blocks: string[] = [];
   const instruments: string[] = [];
-  const defs = new Map<string, unknown>();
+  const defs = new Map<string, unknown>([['lib', libConstants()]]);
   const define = (name: string | null, value: unknown) => {
     if (!name) throw new DirectiveError('needs a name as its first word');
     if (defs.has(name)) throw new DirectiveError(`${name} is defined twice`);

@@ -51,7 +51,7 @@ export function planMetricLines(report: PlanReport): MetricLine[] {
     { label: 'Window', value: formatSize(report.window, ' px') },
     { label: 'Overlap', value: formatSize(report.overlap, ' px') },
     { label: 'Stride', value: formatSize(report.stride, ' latent') },
-    { label: 'Tiles', value: `${report.tiles} (${report.rows} rows × ${report.columns} columns)` },
+    { label: 'Tiles', value: `${report.tiles} (${count(report.rows, 'row')} × ${count(report.columns, 'column')})` },
     { label: 'Decoded-area ratio', value: formatRatio(report.decodedAreaRatio) },
     { label: 'Activation share', value: formatPercent(report.activationShare) },
     { label: 'Seams', value: String(report.seams) },
@@ -116,9 +116,11 @@ export function planFigureSvg(report: PlanReport, options: PlanFigureOptions = {
     owned.push(
       `<rect x="${fmtCoord(x)}" y="${fmtCoord(y)}" width="${fmtCoord(w)}" height="${fmtCoord(h)}" fill="${rankColour(rank)}" stroke="#ffffff" stroke-width="1" data-tile="${t.index}" data-rank="${rank}"><title>tile ${t.index} (row ${t.row}, column ${t.col}) on rank ${rank}: latent rows ${t.y0}–${t.y1}, columns ${t.x0}–${t.x1}</title></rect>`,
     );
-    if (w >= 34 && h >= 14) {
-      const size = Math.min(12, h * 0.6);
-      labels.push(`<text x="${fmtCoord(x + w / 2)}" y="${fmtCoord(y + h / 2 + size * 0.35)}" font-size="${fmtCoord(size)}" text-anchor="middle">#${t.index} r${rank}</text>`);
+    // A label only where it fits (about 0.6 em per character at this font).
+    const label = `#${t.index} r${rank}`;
+    const size = Math.min(12, h * 0.6);
+    if (h >= 14 && w >= label.length * size * 0.6 + 4) {
+      labels.push(`<text x="${fmtCoord(x + w / 2)}" y="${fmtCoord(y + h / 2 + size * 0.35)}" font-size="${fmtCoord(size)}" text-anchor="middle">${label}</text>`);
     }
   }
 
@@ -163,6 +165,10 @@ export function planFigureSvg(report: PlanReport, options: PlanFigureOptions = {
     `<g class="metrics" fill="#111111">${metricText.join('')}${legend.join('')}${hatchLegend}</g>`,
     `</svg>`,
   ].join('');
+}
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 function listText(items: number[]): string {
