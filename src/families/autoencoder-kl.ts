@@ -58,6 +58,7 @@ export const autoencoderKl: FamilySpec = {
   temporal: { kind: 'none' },
   ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
   minWindowLatent: 1,
+  sampleRange: 'signed',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'autoencoder-kl');
     const kl = readKlFields(r, { latentChannels: 4, sampleSize: 512 });

@@ -14,6 +14,7 @@ export const flux2: FamilySpec = {
   temporal: { kind: 'none' },
   ignoredKeyPrefixes: ['encoder.', 'quant_conv.', 'bn.'],
   minWindowLatent: 1,
+  sampleRange: 'signed',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'flux2');
     const kl = readKlFields(r, { latentChannels: 32, sampleSize: 1024 });

@@ -15,6 +15,7 @@ export const ltx2: FamilySpec = {
   ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
   // The decoder pads spatially by reflection, which needs at least two rows and columns.
   minWindowLatent: 2,
+  sampleRange: 'signed',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'ltx2');
     r.int('in_channels', 3);

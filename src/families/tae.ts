@@ -24,6 +24,7 @@ export const tae: FamilySpec = {
   temporal: { kind: 'none' },
   ignoredKeyPrefixes: [],
   minWindowLatent: 1,
+  sampleRange: 'unit',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'tae');
     const variant = r.string('variant', 'taesd', Object.keys(TAE_VARIANTS)) as TaeVariant;
