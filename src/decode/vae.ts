@@ -139,7 +139,8 @@ export function readVaeSource(source: VaeSource): { family: FamilySpec; config: 
   }
   const family = resolveFamily(source.family, raw);
   const runtime = runtimeOf(family);
-  const weights = readWeights(weightsPath);
+  const stored = readWeights(weightsPath);
+  const weights = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
   const implied = runtime.configFromWeights?.(weights);
   const config = family.resolveConfig(implied ? { ...implied, ...(raw ?? {}) } : raw);
   const bound = bindWeights(runtime.decoderParams(config), weights, { ignorePrefixes: family.ignoredKeyPrefixes, source: weightsPath });

@@ -2,10 +2,14 @@
 // name. Kept apart from the registry of declarations so the planner stays free of graphs.
 
 import { DistVaeError, reason } from '../errors.js';
+import { klRuntime } from './autoencoder-kl.graph.js';
 import type { FamilyRuntime } from './runtime-types.js';
 import type { FamilyName, FamilySpec } from './types.js';
 
-const RUNTIMES: Partial<Record<FamilyName, FamilyRuntime>> = {};
+const RUNTIMES: Partial<Record<FamilyName, FamilyRuntime>> = {
+  'autoencoder-kl': klRuntime,
+  flux2: klRuntime,
+};
 
 export function runtimeOf(family: FamilySpec): FamilyRuntime {
   const runtime = RUNTIMES[family.name];

@@ -34,3 +34,21 @@ export function assertClose(actual: NumericTensor, expected: NumericTensor, labe
   const bound = rtol * Math.max(scale, 1e-30);
   assert.ok(maxAbs <= bound, `${label}: max |actual - expected| = ${maxAbs} at ${worstIndex} (actual ${actual.data[worstIndex]}, expected ${expected.data[worstIndex]}) exceeds ${rtol} x ${scale}`);
 }
+
+/** ‖actual − expected‖₂ / ‖expected‖₂ over all elements. */
+export function relativeL2Error(actual: NumericTensor, expected: NumericTensor): number {
+  let diff = 0;
+  let norm = 0;
+  for (let i = 0; i < expected.data.length; i++) {
+    diff += (actual.data[i]! - expected.data[i]!) ** 2;
+    norm += expected.data[i]! ** 2;
+  }
+  return Math.sqrt(diff / norm);
+}
+
+/** Same dims and ‖actual − expected‖ / ‖expected‖ below `tolerance`. */
+export function assertRelativeL2(actual: NumericTensor, expected: NumericTensor, label: string, tolerance = 1e-5): void {
+  assert.deepEqual([...actual.dims], [...expected.dims], `${label}: dims`);
+  const error = relativeL2Error(actual, expected);
+  assert.ok(error < tolerance, `${label}: ‖actual − expected‖/‖expected‖ = ${error} exceeds ${tolerance} (max abs ${difference(actual, expected).maxAbs})`);
+}
