@@ -7,12 +7,32 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { DistVaeError } from '../errors.js';
+import type { RankGroup } from './group.js';
 import type { LocalGroup } from './local/local-group.js';
 import { PROGRAMS, type Fault } from './testing/programs.js';
 
+/** A new group (the suite closes it). */
 export type GroupFactory = (options: { ranks: number; threadsPerRank?: number; devices?: (number | undefined)[] }) => LocalGroup;
+
+/**
+ * Groups shared by the suites of one test file, one per rank count, with one decoder thread per
+ * rank (starting ranks costs time); suites must leave them usable, the file closes them.
+ */
+export function sharedGroups<G extends RankGroup>(make: (ranks: number) => G): { get: (ranks: number) => G; closeAll: () => Promise<void> } {
+  const groups = new Map<number, G>();
+  return {
+    get: (ranks) => {
+      let g = groups.get(ranks);
+      if (!g) groups.set(ranks, (g = make(ranks)));
+      return g;
+    },
+    closeAll: async () => {
+      await Promise.all([...groups.values()].map((g) => g.close()));
+    },
+  };
+}
 
 /** Child processes of this process, from the process table. */
 export function childPids(): number[] {
@@ -46,16 +66,15 @@ async function rejectsWith(promise: Promise<unknown>, code: string, pattern: Reg
   assert.fail(`expected ${code}`);
 }
 
-export function groupConformance(name: string, isolation: 'thread' | 'process', makeGroup: GroupFactory): void {
+export function groupConformance(name: string, isolation: 'thread' | 'process', shared: (ranks: number) => LocalGroup, makeGroup: GroupFactory): void {
   describe(`rank group conformance: ${name}`, () => {
-    const group = makeGroup({ ranks: 3, threadsPerRank: 1, devices: [undefined, 4] });
-    after(() => group.close());
+    const group = shared(3);
 
-    test('ranks know their identity, size, threads and device', async () => {
+    test('ranks know their identity, size and threads', async () => {
       const ids = await group.run<{ rank: number; size: number; threads: number; deviceId: number | null; pid: number; threadId: number; input: unknown }>(PROGRAMS.identity, ['a', 'b', 'c']);
       assert.deepEqual(ids.map((i) => [i.rank, i.size, i.threads, i.deviceId, i.input]), [
         [0, 3, 1, null, 'a'],
-        [1, 3, 1, 4, 'b'],
+        [1, 3, 1, null, 'b'],
         [2, 3, 1, null, 'c'],
       ]);
       if (isolation === 'process') {
@@ -166,10 +185,11 @@ export function groupConformance(name: string, isolation: 'thread' | 'process', 
       await rejectsWith(group.run(PROGRAMS.identity, [0, 1, 2], { signal: controller.signal }), 'ABORTED', /user pressed stop/);
     });
 
-    test('close() ends every rank: no child processes, no worker threads', async () => {
+    test('devices map to ranks; close() ends every rank: no child processes, no worker threads', async () => {
       const threadsBefore = osThreads();
-      const own = makeGroup({ ranks: 2, threadsPerRank: 1 });
-      await own.run(PROGRAMS.identity, [0, 1]);
+      const own = makeGroup({ ranks: 2, threadsPerRank: 2, devices: [undefined, 4] });
+      const ids = await own.run<{ threads: number; deviceId: number | null }>(PROGRAMS.identity, [0, 1]);
+      assert.deepEqual(ids.map((i) => [i.threads, i.deviceId]), [[2, null], [2, 4]], 'threads per rank and the device map reach the ranks');
       const pids = own.pids();
       if (isolation === 'process') assert.ok(pids.every((p) => p !== undefined && childPids().includes(p)), 'ranks run as child processes');
       else assert.ok(osThreads() >= threadsBefore + 2, 'ranks run as threads of this process');

@@ -1,5 +1,11 @@
-// The rank-group conformance suite on child-process ranks.
-import { groupConformance } from '../conformance.js';
+// The rank-group and tile-decode conformance suites on child-process ranks.
+import { after } from 'node:test';
+import { groupConformance, sharedGroups } from '../conformance.js';
 import { localGroup } from '../local.js';
+import { localTileFaults, tileConformance } from '../tile-conformance.js';
 
-groupConformance('local processes', 'process', (options) => localGroup({ ...options, isolation: 'process' }));
+const shared = sharedGroups((ranks) => localGroup({ ranks, isolation: 'process', threadsPerRank: 1 }));
+after(() => shared.closeAll());
+groupConformance('local processes', 'process', shared.get, (options) => localGroup({ ...options, isolation: 'process' }));
+tileConformance('local processes', shared.get);
+localTileFaults('local processes', 'process', shared.get);

@@ -4,7 +4,7 @@
 // last loaded VAE across runs (keyed by content hash and load options).
 
 import { DistVaeError } from '../../errors.js';
-import { loadVae, type Vae } from '../../decode/vae.js';
+import type { Vae } from '../../decode/vae.js';
 import type { ProgramRef, RankContext, RankProgram, VaeRef } from '../program.js';
 import { RankCommunicator } from './communicator.js';
 import { serializeError, transferables, type FromRank, type RankInit, type ToRank } from './protocol.js';
@@ -39,6 +39,8 @@ export function serveRank(endpoint: RankEndpoint): void {
     const previous = cached?.vae;
     const vae = (async () => {
       await previous?.then((v) => v.dispose(), () => undefined);
+      // Imported on first use: ranks that only run programs without a VAE start faster.
+      const { loadVae } = await import('../../decode/vae.js');
       const loaded = await loadVae(ref.source, options);
       const hash = loaded.contentHash();
       if (hash !== ref.hash) {
