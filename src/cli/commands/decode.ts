@@ -4,7 +4,12 @@
 
 import { extname } from 'node:path';
 import { checkLatents } from '../../decode/latents.js';
-import { loadVae, vaeSpecOfSource } from '../../decode/vae.js';
+import type { RankStats } from '../../decode/types.js';
+import { loadVae, vaeSpecOfSource, type Vae } from '../../decode/vae.js';
+import type { RankFailure } from '../../dist/group.js';
+import { ISOLATIONS, localGroup } from '../../dist/local.js';
+import type { LocalGroup } from '../../dist/local/local-group.js';
+import { tiledDecodeFor } from '../../dist/tiled-decode.js';
 import { scheduleGrid } from '../../plan/metrics.js';
 import type { VaeSpec } from '../../families/types.js';
 import { writeSamplePng } from '../../io/image.js';
@@ -23,6 +28,7 @@ export const decodeCommand: CommandSpec = {
   summary: 'decode latents to a sample (.npy) or an image (.png), whole or tiled',
   usage: [
     'distvae decode --vae PATH [--family F] --latents X.npy --out Y.(npy|png) [--window HxW --overlap HxW | --full] [--threads N] [--json]',
+    'distvae decode ... --ranks R [--isolation thread|process] [--threads N per rank]',
     'distvae decode --synthetic --family F [--config config.json] [--seed N] --latents X.npy --out Y.png',
   ],
   options: [
@@ -34,11 +40,16 @@ export const decodeCommand: CommandSpec = {
     { name: 'full', kind: 'boolean', description: 'one decoder call over everything: no spatial and no temporal tiling' },
     { name: 'bit-depth', kind: 'string', value: '8|16', description: 'PNG bit depth', defaultText: '8' },
     ...RUNTIME_OPTIONS,
+    { name: 'ranks', kind: 'string', value: 'R', description: 'local ranks the tiles are dealt to (by work); --threads is per rank', defaultText: '1' },
+    { name: 'isolation', kind: 'string', value: 'thread|process', description: 'ranks as worker threads, or as child processes (a crash stays in its rank; per-rank peak RSS)', defaultText: 'thread' },
     JSON_OPTION,
   ],
   details: [
     "Without --window/--overlap the family's default plan is used with tiling on (it tiles only when the latent exceeds",
     'the window). With --json: { shape, tiles, seconds, ranks: [...] } where seconds is the decode time without loading.',
+    'With --ranks R > 1 the tiles are decoded on R local ranks (each loads the VAE once) and ranks[] gives each rank\'s',
+    'tiles, load (latent area), seconds and, with --isolation process, peak RSS; a latent that fits one tile is decoded',
+    'whole on one rank and the others stay idle.',
   ],
   async run(args, io) {
     const latentsPath = args.string('latents', { required: true });
@@ -54,6 +65,8 @@ export const decodeCommand: CommandSpec = {
     }
     const source = readVaeSourceOptions(args);
     const loadOptions = readLoadOptions(args);
+    const ranks = args.int('ranks', { min: 1, max: 1024 }) ?? 1;
+    const isolation = args.choice('isolation', ISOLATIONS) ?? 'thread';
     args.done();
 
     const latents = readLatents(latentsPath!);
@@ -68,22 +81,68 @@ export const decodeCommand: CommandSpec = {
     };
     if (spec) configure(spec);
 
-    const vae = await loadVae(source, loadOptions);
+    // Ranks start while the coordinator loads the VAE; the timed decode then includes each
+    // rank's own VAE load (once per rank) but not starting it.
+    const group = ranks > 1 ? localGroup({ ranks, isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) }) : null;
+    const started = group?.start();
+    started?.catch(() => undefined);
+    let vae: Vae | null = null;
     try {
+      vae = await loadVae(source, loadOptions);
+      await started;
       const latent = configure(vae);
       const grid = tileGrid(vae, latent);
+      const rankStats = group ? distribute(vae, group) : null;
       const bar = progressBar(io, 'decode');
-      const started = performance.now();
+      const t0 = performance.now();
       const sample = await vae.decode(latents, { onProgress: bar.update });
-      const seconds = (performance.now() - started) / 1000;
+      const seconds = (performance.now() - t0) / 1000;
       bar.finish();
       const written = extname(out!).toLowerCase() === '.npy' ? (writeNpy(out!, sample), [out!]) : writeSamplePng(out!, sample, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
-      const schedule = scheduleGrid(grid, 1);
-      const summary = { shape: sample.dims, tiles: grid.tiles.length * grid.chunks.length, seconds, ranks: [{ rank: 0, tiles: schedule.ranks[0]!, load: schedule.loads[0]!, seconds }], files: written };
-      io.stdout(args.flag('json') ? JSON.stringify(summary) + '\n' : `decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles} tile(s)) -> ${written.join(', ')}\n`);
+      const single = scheduleGrid(grid, 1);
+      const summary = {
+        shape: sample.dims,
+        tiles: grid.tiles.length * grid.chunks.length,
+        seconds,
+        ranks: rankStats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }],
+        ...(rankStats?.failures().length ? { failures: rankStats.failures() } : {}),
+        files: written,
+      };
+      if (args.flag('json')) {
+        io.stdout(JSON.stringify(summary) + '\n');
+      } else {
+        const over = group ? ` over ${ranks} ${isolation} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
+        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles} tile(s)${over}) -> ${written.join(', ')}\n`);
+        for (const f of rankStats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
+      }
       return 0;
     } finally {
-      await vae.dispose();
+      await group?.close();
+      await vae?.dispose();
     }
   },
 };
+
+/**
+ * Installs the group's distributed tiling operation on the VAE (the family's default plan
+ * counts as the plan to distribute) and sums its statistics over the temporal chunks.
+ */
+function distribute(vae: Vae, group: LocalGroup): { ranks: () => RankStats[]; failures: () => RankFailure[] } {
+  vae.tiling = { ...vae.tiling, planned: true };
+  const ranks: RankStats[] = Array.from({ length: group.size }, (_, rank) => ({ rank, tiles: [], load: 0, seconds: 0 }));
+  const failures: RankFailure[] = [];
+  const decode = tiledDecodeFor(vae, group, {
+    onStats: (stats) => {
+      failures.push(...stats.failures);
+      for (const r of stats.ranks) {
+        const total = ranks[r.rank]!;
+        total.tiles = [...total.tiles, ...r.tiles].sort((a, b) => a - b);
+        total.load += r.load;
+        total.seconds += r.seconds;
+        if (r.peakRssBytes !== undefined) total.peakRssBytes = Math.max(total.peakRssBytes ?? 0, r.peakRssBytes);
+      }
+    },
+  });
+  vae.tiledDecode = decode!;
+  return { ranks: () => ranks, failures: () => failures };
+}
