@@ -5,8 +5,11 @@
 // check that it is still usable afterwards.
 
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readdirSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import type { RankGroup } from './group.js';
@@ -170,6 +173,20 @@ export function groupConformance(name: string, isolation: 'thread' | 'process', 
         assert.ok(!isAlive(pid));
         const ids = await group.run<{ rank: number }>(PROGRAMS.identity, [0, 1, 2]);
         assert.deepEqual(ids.map((i) => i.rank), [0, 1, 2]);
+      });
+    }
+
+    if (isolation === 'process') {
+      test('a coordinator killed with SIGKILL leaves no rank processes behind', async () => {
+        const script = fileURLToPath(new URL('./testing/orphan-coordinator.ts', import.meta.url));
+        const coordinator = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), script], { stdio: ['ignore', 'pipe', 'inherit'] });
+        const [line] = (await once(createInterface({ input: coordinator.stdout! }), 'line')) as [string];
+        const pids = JSON.parse(line) as number[];
+        assert.ok(pids.length === 2 && pids.every(isAlive));
+        coordinator.kill('SIGKILL');
+        await once(coordinator, 'exit');
+        for (let i = 0; i < 100 && pids.some(isAlive); i++) await new Promise((r) => setTimeout(r, 100));
+        assert.deepEqual(pids.filter(isAlive), [], 'the ranks exit when their coordinator is gone');
       });
     }
 

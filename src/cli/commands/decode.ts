@@ -106,6 +106,7 @@ export const decodeCommand: CommandSpec = {
         seconds,
         ranks: rankStats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }],
         ...(rankStats?.failures().length ? { failures: rankStats.failures() } : {}),
+        ...(rankStats?.notes().length ? { note: rankStats.notes().join('; ') } : {}),
         files: written,
       };
       if (args.flag('json')) {
@@ -114,6 +115,7 @@ export const decodeCommand: CommandSpec = {
         const over = group ? ` over ${ranks} ${isolation} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
         io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles} tile(s)${over}) -> ${written.join(', ')}\n`);
         for (const f of rankStats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
+        for (const note of rankStats?.notes() ?? []) io.stdout(`${note}\n`);
       }
       return 0;
     } finally {
@@ -127,13 +129,16 @@ export const decodeCommand: CommandSpec = {
  * Installs the group's distributed tiling operation on the VAE (the family's default plan
  * counts as the plan to distribute) and sums its statistics over the temporal chunks.
  */
-function distribute(vae: Vae, group: LocalGroup): { ranks: () => RankStats[]; failures: () => RankFailure[] } {
+function distribute(vae: Vae, group: LocalGroup): { ranks: () => RankStats[]; failures: () => RankFailure[]; notes: () => string[] } {
   vae.tiling = { ...vae.tiling, planned: true };
   const ranks: RankStats[] = Array.from({ length: group.size }, (_, rank) => ({ rank, tiles: [], load: 0, seconds: 0 }));
   const failures: RankFailure[] = [];
+  const notes = new Set<string>();
   const decode = tiledDecodeFor(vae, group, {
     onStats: (stats) => {
       failures.push(...stats.failures);
+      if (stats.idleRanks.length > 0) notes.add(`${stats.tiles} tile(s) for ${group.size} ranks: ${stats.idleRanks.length} rank(s) stayed idle (work is never duplicated)`);
+      if (stats.assembly === 'raster') notes.add('the overlap exceeds half the window: ranks returned raw tiles and the coordinator blended them in raster order');
       for (const r of stats.ranks) {
         const total = ranks[r.rank]!;
         total.tiles = [...total.tiles, ...r.tiles].sort((a, b) => a - b);
@@ -144,5 +149,5 @@ function distribute(vae: Vae, group: LocalGroup): { ranks: () => RankStats[]; fa
     },
   });
   vae.tiledDecode = decode!;
-  return { ranks: () => ranks, failures: () => failures };
+  return { ranks: () => ranks, failures: () => failures, notes: () => [...notes] };
 }
