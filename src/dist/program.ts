@@ -1,7 +1,24 @@
 // The contract of a rank program: an SPMD function every rank of a local group runs with its
 // own input, a communicator for point-to-point messages and collectives among the ranks, a
 // message channel to the coordinator, and a per-rank cache of loaded VAEs. Programs are named
-// by module URL and export name (functions cannot cross threads or processes).
+// by module URL and export name (functions cannot cross threads or processes). Writing one:
+//
+//   // bands.ts — runs on every rank
+//   export async function bandDecode(ctx: RankContext, input: BandInput): Promise<Band> {
+//     const vae = await ctx.loadVae(input.vae);                  // loaded once per rank, cached
+//     const sums = await ctx.comm.allReduce(localSums, 'sum');    // the same bits on every rank
+//     const { previous, next } = await ctx.comm.neighbourExchange(firstRows, lastRows);
+//     ctx.post({ done: 1 });                                      // to the coordinator's onPost
+//     return band;                                                // one result per rank
+//   }
+//   // coordinator
+//   const bands = await group.run<Band>(programRef(new URL('./bands.js', import.meta.url), 'bandDecode'),
+//     (rank) => ({ vae: { source: vae.source, loadOptions: vae.loadOptions, hash: vae.contentHash() }, rows: rowsOf(rank) }),
+//     { signal, onPost: (rank, data) => ... });
+//
+// A rank that throws or dies fails `run` with RANK_FAILED naming it (the others are cancelled:
+// their pending `recv`s reject with ABORTED); `group.launch` gives the lower-level handle
+// (per-rank outcomes, posts to running ranks) the tile decode uses to re-deal lost work.
 
 import type { LoadOptions, Vae, VaeSource } from '../decode/vae.js';
 
