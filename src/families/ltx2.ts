@@ -6,6 +6,13 @@
 import { ConfigReader } from './config-fields.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
+/**
+ * Without a config the published LTX-2.0 VAE is meant. Its config.json states both ratios; the
+ * diffusers class fallback for absent ratios (patch · 2^count(encoder spatio_temporal_scaling) =
+ * 64 / 16 with the class defaults) would disagree with the published decoder (32 / 8).
+ */
+const PUBLISHED_RATIOS: RawConfig = { spatial_compression_ratio: 32, temporal_compression_ratio: 8 };
+
 export const ltx2: FamilySpec = {
   name: 'ltx2',
   description: 'AutoencoderKLLTX2Video: LTX-2',
@@ -16,7 +23,7 @@ export const ltx2: FamilySpec = {
   // The decoder pads spatially by reflection, which needs at least two rows and columns.
   minWindowLatent: 2,
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
-    const r = new ConfigReader(raw ?? {}, 'ltx2');
+    const r = new ConfigReader(raw ?? PUBLISHED_RATIOS, 'ltx2');
     r.int('in_channels', 3);
     const outChannels = r.int('out_channels', 3);
     const latentChannels = r.int('latent_channels', 128);
