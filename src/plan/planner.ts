@@ -142,6 +142,7 @@ export function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
   }
   switch (plan.kind) {
     case 'shape':
+      refuseUnfit(plan, explainTileShapePlan(vae, plan.window.height, plan.window.width));
       vae.tiling = { ...vae.tiling, enabled: true, planned: true, window: { ...plan.window }, overlap: { ...plan.overlap } };
       return;
     case 'overlap':
@@ -155,9 +156,11 @@ export function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
         );
         throw new DistVaeError('PLAN_REFUSED', r.message, { reasons: [r] });
       }
+      refuseUnfit(plan, explainTileOverlapPlan(vae, plan.overlap.height, plan.overlap.width));
       vae.tiling = { ...vae.tiling, enabled: true, planned: true, overlap: { ...plan.overlap } };
       return;
     case 'frames':
+      if (plan.frames) refuseUnfit(plan, explainTileFramePlan(vae, plan.frames.window, plan.frames.overlap));
       vae.tiling = {
         ...vae.tiling,
         planned: true,
@@ -165,6 +168,15 @@ export function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
       };
       return;
   }
+}
+
+/**
+ * A plan validated on another VAE of the same family (another config, so another ratio) may not
+ * fit this one; installing it would give fractional latent tiles.
+ */
+function refuseUnfit(plan: TilePlan, reasons: Reason[]): void {
+  if (reasons.length === 0) return;
+  throw new DistVaeError('PLAN_REFUSED', `this ${plan.kind} plan does not fit this VAE: ${reasons.map((r) => r.message).join('; ')}`, { reasons });
 }
 
 /**
