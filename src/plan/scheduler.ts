@@ -22,13 +22,13 @@ export interface Schedule {
 }
 
 /** Pairs holding at most this many tiles are re-split exhaustively (2^n subsets). */
-const EXHAUSTIVE_PAIR_TILES = 16;
+const EXHAUSTIVE_PAIR_TILES = 12;
 
 /** A heaviest load at most this factor above the lower bound is within 1% of the optimum: no exact search needed. */
 const WITHIN_OPTIMUM = 1.01;
 
 /** Node budget of the exact search that follows the heuristics (deterministic: nodes, not time). */
-const EXACT_SEARCH_NODES = 1_000;
+const EXACT_SEARCH_NODES = 200;
 
 export function scheduleTiles(work: readonly number[], ranks: number): Schedule {
   if (!Number.isInteger(ranks) || ranks < 1) throw new RangeError(`ranks must be a positive integer, got ${ranks}`);
@@ -190,57 +190,69 @@ function largestFirst(work: readonly number[], ranks: number): number[] {
 }
 
 /**
- * Repeatedly lowers the heaviest rank: the best single move or swap with any other rank, or,
- * when the heaviest and another rank hold few tiles together, their best exhaustive re-split.
- * A step is taken only when both touched loads end below the old maximum, so the sum of squared
- * loads falls and the search ends.
+ * Repeatedly lowers the heaviest rank: with each other rank in turn, lightest first, it tries
+ * their best exhaustive re-split when the two hold few tiles, else the best single move or swap
+ * between them, and applies the first change that leaves both below the old maximum. Each step
+ * lowers the sum of squared loads, so the search ends.
  */
 function localSearch(work: readonly number[], owner: number[], ranks: number): void {
   const loads = loadsOf(work, owner, ranks);
+  const tilesOf: number[][] = Array.from({ length: ranks }, () => []);
+  owner.forEach((r, t) => tilesOf[r]!.push(t));
+  const byLoad = Array.from({ length: ranks }, (_, r) => r);
   for (;;) {
     let heavy = 0;
     for (let r = 1; r < ranks; r++) if (loads[r]! > loads[heavy]!) heavy = r;
     const top = loads[heavy]!;
-    let bestPeak = top;
-    let bestChange: { tiles: number[]; to: number[] } | null = null;
-    const heavyTiles = owner.flatMap((r, t) => (r === heavy ? [t] : []));
-    for (let k = 0; k < ranks; k++) {
+    byLoad.sort((a, b) => loads[a]! - loads[b]! || a - b);
+    let change: { tiles: number[]; to: number[] } | null = null;
+    for (const k of byLoad) {
       if (k === heavy) continue;
-      const otherTiles = owner.flatMap((r, t) => (r === k ? [t] : []));
-      const pair = [...heavyTiles, ...otherTiles];
-      if (pair.length <= EXHAUSTIVE_PAIR_TILES) {
-        const split = bestSplit(work, pair);
-        if (split.peak < bestPeak) {
-          bestPeak = split.peak;
-          bestChange = { tiles: pair, to: split.inFirst.map((first) => (first ? heavy : k)) };
-        }
-        continue;
-      }
-      for (const t of heavyTiles) {
-        const wt = work[t]!;
-        const movePeak = Math.max(top - wt, loads[k]! + wt);
-        if (movePeak < bestPeak) {
-          bestPeak = movePeak;
-          bestChange = { tiles: [t], to: [k] };
-        }
-        for (const u of otherTiles) {
-          const delta = wt - work[u]!;
-          if (delta <= 0) continue;
-          const swapPeak = Math.max(top - delta, loads[k]! + delta);
-          if (swapPeak < bestPeak) {
-            bestPeak = swapPeak;
-            bestChange = { tiles: [t, u], to: [k, heavy] };
-          }
-        }
+      change = improvePair(work, tilesOf[heavy]!, tilesOf[k]!, heavy, k, top, loads[k]!);
+      if (change) break;
+    }
+    if (!change) return;
+    change.tiles.forEach((t, i) => {
+      const from = owner[t]!;
+      const to = change!.to[i]!;
+      if (from === to) return;
+      loads[from]! -= work[t]!;
+      loads[to]! += work[t]!;
+      owner[t] = to;
+      tilesOf[from]!.splice(tilesOf[from]!.indexOf(t), 1);
+      tilesOf[to]!.push(t);
+    });
+    for (const list of tilesOf) list.sort((a, b) => a - b);
+  }
+}
+
+/** The best re-split (small pairs) or move/swap between `heavy` and `k` whose larger load ends below `top`; null if none. */
+function improvePair(work: readonly number[], heavyTiles: readonly number[], otherTiles: readonly number[], heavy: number, k: number, top: number, otherLoad: number): { tiles: number[]; to: number[] } | null {
+  const pair = [...heavyTiles, ...otherTiles];
+  if (pair.length <= EXHAUSTIVE_PAIR_TILES) {
+    const split = bestSplit(work, pair);
+    return split.peak < top ? { tiles: pair, to: split.inFirst.map((first) => (first ? heavy : k)) } : null;
+  }
+  let bestPeak = top;
+  let best: { tiles: number[]; to: number[] } | null = null;
+  for (const t of heavyTiles) {
+    const wt = work[t]!;
+    const movePeak = Math.max(top - wt, otherLoad + wt);
+    if (movePeak < bestPeak) {
+      bestPeak = movePeak;
+      best = { tiles: [t], to: [k] };
+    }
+    for (const u of otherTiles) {
+      const delta = wt - work[u]!;
+      if (delta <= 0) continue;
+      const swapPeak = Math.max(top - delta, otherLoad + delta);
+      if (swapPeak < bestPeak) {
+        bestPeak = swapPeak;
+        best = { tiles: [t, u], to: [k, heavy] };
       }
     }
-    if (!bestChange) return;
-    bestChange.tiles.forEach((t, i) => {
-      loads[owner[t]!]! -= work[t]!;
-      owner[t] = bestChange!.to[i]!;
-      loads[owner[t]!]! += work[t]!;
-    });
   }
+  return best;
 }
 
 /** The split of `tiles` into two sets with the smallest larger half (first found on ties). */

@@ -1,7 +1,7 @@
 // Plan search (DESIGN §5) against an independent brute-force enumeration of its candidate rule:
 // per axis the whole axis untiled (overlap 0), or a tiled window of w >= max(16, R) latent
-// units with overlap ceil(w/4) — for each tile count the smallest such window (the search keeps
-// each grid at its tightest window) — paired into grids of max(2, R)..4R tiles. Checks every
+// units with overlap ceil(w/4) — among windows with the same tile count, those decoding less of
+// the axis than every smaller one — paired into grids of max(2, R)..4R tiles. Checks every
 // candidate metric of the frontier, that the frontier is exactly the undominated set, and the
 // coarse / balanced / fine picks computed here from the frontier.
 
@@ -27,12 +27,13 @@ function extents(L: number, w: number, stride: number): number[] {
 
 function axisChoices(L: number, minWindow: number): AxisChoice[] {
   const choices: AxisChoice[] = [];
-  const counts = new Set<number>();
+  const smallestSum = new Map<number, number>();
   for (let w = minWindow; w < L; w++) {
     const overlap = Math.ceil(w / 4);
     const e = extents(L, w, w - overlap);
-    if (counts.has(e.length)) continue;
-    counts.add(e.length);
+    const sum = e.reduce((a, b) => a + b, 0);
+    if (sum >= (smallestSum.get(e.length) ?? Infinity)) continue;
+    smallestSum.set(e.length, sum);
     choices.push({ window: w, overlap, extents: e });
   }
   if (L >= minWindow) choices.push({ window: L, overlap: 0, extents: [L] });
