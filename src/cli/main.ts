@@ -7,9 +7,10 @@ import { isDistVaeError } from '../errors.js';
 import { commandHelp, parseCommandArgs, type CliIO, type CommandSpec } from './args.js';
 import { bucketCommand } from './commands/bucket.js';
 import { demoCommand } from './commands/demo.js';
+import { encodeCommand } from './commands/encode.js';
 import { planCommand } from './commands/plan.js';
 
-export const COMMANDS: readonly CommandSpec[] = [planCommand, bucketCommand, demoCommand];
+export const COMMANDS: readonly CommandSpec[] = [planCommand, bucketCommand, encodeCommand, demoCommand];
 
 export function mainHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length)) + 2;

@@ -3,9 +3,10 @@
 
 import { DistVaeError, reason } from '../errors.js';
 import type { FamilyRuntime } from './runtime-types.js';
+import { taeRuntime } from './tae.runtime.js';
 import type { FamilyName, FamilySpec } from './types.js';
 
-const RUNTIMES: Partial<Record<FamilyName, FamilyRuntime>> = {};
+const RUNTIMES: Partial<Record<FamilyName, FamilyRuntime>> = { tae: taeRuntime };
 
 export function runtimeOf(family: FamilySpec): FamilyRuntime {
   const runtime = RUNTIMES[family.name];

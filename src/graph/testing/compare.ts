@@ -34,3 +34,21 @@ export function assertClose(actual: NumericTensor, expected: NumericTensor, labe
   const bound = rtol * Math.max(scale, 1e-30);
   assert.ok(maxAbs <= bound, `${label}: max |actual - expected| = ${maxAbs} at ${worstIndex} (actual ${actual.data[worstIndex]}, expected ${expected.data[worstIndex]}) exceeds ${rtol} x ${scale}`);
 }
+
+/** ‖actual − expected‖₂ / ‖expected‖₂. */
+export function relativeL2Error(actual: NumericTensor, expected: NumericTensor): number {
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < expected.data.length; i++) {
+    num += (actual.data[i]! - expected.data[i]!) ** 2;
+    den += expected.data[i]! ** 2;
+  }
+  return Math.sqrt(num / den);
+}
+
+/** Both criteria at `rtol`: assertClose's max-abs against the tensor's scale, and the relative L2 error. */
+export function assertMatchesReference(actual: NumericTensor, expected: NumericTensor, label: string, rtol = 1e-5): void {
+  assertClose(actual, expected, label, rtol);
+  const e = relativeL2Error(actual, expected);
+  assert.ok(e < rtol, `${label}: ||actual - expected|| / ||expected|| = ${e} exceeds ${rtol}`);
+}
