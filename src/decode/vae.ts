@@ -10,10 +10,10 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DistVaeError, reason } from '../errors.js';
 import { readConfigJson } from '../families/config-file.js';
-import { defaultTiling, resolveFamily } from '../families/registry.js';
+import { createVae, defaultTiling, resolveFamily } from '../families/registry.js';
 import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
-import type { FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeGeometry } from '../families/types.js';
+import type { FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeGeometry, VaeSpec } from '../families/types.js';
 import type { SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
@@ -29,7 +29,7 @@ export type VaeSource =
   /** A diffusers folder, or a single weights file (.safetensors / .pth) with `family` (and optionally `config`). */
   | { path: string; family?: string; config?: RawConfig }
   /** Seeded synthetic weights for an architecture config. */
-  | { family: string; config?: RawConfig; weights: 'synthetic'; seed: number };
+  | { family?: string; config?: RawConfig; weights: 'synthetic'; seed: number };
 
 export interface LoadOptions {
   /** Execution provider (default 'cpu'); a missing one is an error, never a silent fallback. */
@@ -91,6 +91,22 @@ function isSynthetic(source: VaeSource): source is Extract<VaeSource, { weights:
   return (source as { weights?: unknown }).weights === 'synthetic';
 }
 
+/** The folder's config.json merged with explicit overrides, or the explicit config alone. */
+function sourceConfig(source: VaeSource): RawConfig | undefined {
+  if (!isSynthetic(source) && existsSync(source.path) && statSync(source.path).isDirectory()) return { ...readConfigJson(source.path), ...(source.config ?? {}) };
+  return source.config;
+}
+
+/**
+ * The planner's view of a source without reading weights, so a request can be checked before
+ * loading; null for a bare weights file with no config (its variant is known only from its keys).
+ */
+export function vaeSpecOfSource(source: VaeSource): VaeSpec | null {
+  const config = sourceConfig(source);
+  if (!isSynthetic(source) && config === undefined && !(existsSync(source.path) && statSync(source.path).isDirectory())) return null;
+  return createVae(source.family, config);
+}
+
 /** Which half of an autoencoder a source is read for. */
 export type VaePart = 'decoder' | 'encoder';
 
@@ -124,10 +140,9 @@ export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { f
     const r = reason('FILE_NOT_FOUND', 'vae', path, 'a diffusers folder or a weights file', `VAE not found: ${path}`);
     throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
   }
-  let raw: RawConfig | undefined = source.config;
+  const raw = sourceConfig(source);
   let weightsPath = path;
   if (statSync(path).isDirectory()) {
-    raw = { ...readConfigJson(path), ...(source.config ?? {}) };
     weightsPath = join(path, DIFFUSERS_WEIGHTS_FILE);
     if (!existsSync(weightsPath)) {
       const r = reason('WEIGHTS_NOT_FOUND', 'vae', weightsPath, `${DIFFUSERS_WEIGHTS_FILE} inside the folder`, `the diffusers folder ${path} has no ${DIFFUSERS_WEIGHTS_FILE}`);
@@ -140,7 +155,8 @@ export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { f
   const family = resolveFamily(source.family, raw);
   const runtime = runtimeOf(family);
   const half = partOf(family, runtime, part);
-  const weights = readWeights(weightsPath);
+  const stored = readWeights(weightsPath);
+  const weights = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
   const implied = half.configFromWeights?.(weights);
   const config = family.resolveConfig(implied ? { ...implied, ...(raw ?? {}) } : raw);
   const bound = bindWeights(half.params(config), weights, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });

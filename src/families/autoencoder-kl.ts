@@ -16,6 +16,7 @@ export function readKlFields(r: ConfigReader, defaults: { latentChannels: number
   sampleSize: number;
   latentChannels: number;
   outChannels: number;
+  normGroups: number;
 } {
   const blockOut = r.intList('block_out_channels', [128, 256, 512, 512]);
   r.int('layers_per_block', 2);
@@ -31,12 +32,19 @@ export function readKlFields(r: ConfigReader, defaults: { latentChannels: number
   r.bool('force_upcast', true);
   r.passthrough('scaling_factor');
   r.passthrough('shift_factor');
-  r.stringList('up_block_types', blockOut.map(() => 'UpDecoderBlock2D'));
+  const upBlocks = r.stringList('up_block_types', blockOut.map(() => 'UpDecoderBlock2D'));
+  r.check(
+    upBlocks.length === blockOut.length && upBlocks.every((t) => t === 'UpDecoderBlock2D'),
+    'up_block_types',
+    upBlocks,
+    `${blockOut.length} × UpDecoderBlock2D (one per block_out_channels entry)`,
+    `up_block_types must list UpDecoderBlock2D once per block_out_channels entry (${blockOut.length}); got ${JSON.stringify(upBlocks)}`,
+  );
   r.stringList('down_block_types', blockOut.map(() => 'DownEncoderBlock2D'));
   for (const [i, c] of blockOut.entries()) {
     r.check(c % normGroups === 0, `block_out_channels[${i}]`, c, `a multiple of norm_num_groups (${normGroups})`, `block_out_channels[${i}] = ${c} is not divisible by norm_num_groups = ${normGroups}`);
   }
-  return { blockOut, sampleSize, latentChannels, outChannels };
+  return { blockOut, sampleSize, latentChannels, outChannels, normGroups };
 }
 
 export function klResolved(className: string, r: ConfigReader, kl: ReturnType<typeof readKlFields>): ResolvedConfig {
@@ -58,6 +66,7 @@ export const autoencoderKl: FamilySpec = {
   temporal: { kind: 'none' },
   ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
   minWindowLatent: 1,
+  sampleRange: 'signed',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'autoencoder-kl');
     const kl = readKlFields(r, { latentChannels: 4, sampleSize: 512 });

@@ -14,6 +14,7 @@ export const flux2: FamilySpec = {
   temporal: { kind: 'none' },
   ignoredKeyPrefixes: ['encoder.', 'quant_conv.', 'bn.'],
   minWindowLatent: 1,
+  sampleRange: 'signed',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'flux2');
     const kl = readKlFields(r, { latentChannels: 32, sampleSize: 1024 });
@@ -25,6 +26,9 @@ export const flux2: FamilySpec = {
       `${kl.blockOut.length} entries, like block_out_channels`,
       'decoder_block_out_channels must have as many levels as block_out_channels (diffusers derives the tile size from block_out_channels)',
     );
+    for (const [i, c] of decoderBlockOut.entries()) {
+      r.check(c % kl.normGroups === 0, `decoder_block_out_channels[${i}]`, c, `a multiple of norm_num_groups (${kl.normGroups})`, `decoder_block_out_channels[${i}] = ${c} is not divisible by norm_num_groups = ${kl.normGroups}`);
+    }
     r.intList('patch_size', [2, 2]);
     r.number('batch_norm_eps', 1e-4);
     r.finish();

@@ -13,6 +13,7 @@ export const hunyuanVideo: FamilySpec = {
   temporal: { kind: 'temporal-chunks', dropFrame: 'first' },
   ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
   minWindowLatent: 1,
+  sampleRange: 'signed',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'hunyuan-video');
     r.int('in_channels', 3);

@@ -6,6 +6,13 @@
 import { ConfigReader } from './config-fields.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
+/**
+ * Without a config, the published LTX-2.0 VAE: its config.json states the ratios (32 / 8)
+ * explicitly — diffusers' fallback formula, which reads the encoder's scaling flags, would give
+ * 64 / 16 for these defaults.
+ */
+const PUBLISHED_LTX2_CONFIG: RawConfig = { spatial_compression_ratio: 32, temporal_compression_ratio: 8 };
+
 export const ltx2: FamilySpec = {
   name: 'ltx2',
   description: 'AutoencoderKLLTX2Video: LTX-2',
@@ -15,8 +22,9 @@ export const ltx2: FamilySpec = {
   ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
   // The decoder pads spatially by reflection, which needs at least two rows and columns.
   minWindowLatent: 2,
+  sampleRange: 'signed',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
-    const r = new ConfigReader(raw ?? {}, 'ltx2');
+    const r = new ConfigReader(raw ?? PUBLISHED_LTX2_CONFIG, 'ltx2');
     r.int('in_channels', 3);
     const outChannels = r.int('out_channels', 3);
     const latentChannels = r.int('latent_channels', 128);

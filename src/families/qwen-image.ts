@@ -12,6 +12,7 @@ export const qwenImage: FamilySpec = {
   temporal: { kind: 'frame-steps' },
   ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
   minWindowLatent: 1,
+  sampleRange: 'signed',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'qwen-image');
     r.int('base_dim', 96);

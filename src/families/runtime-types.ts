@@ -18,6 +18,8 @@ export interface FamilyRuntime {
    * tells whether the spatial tiling loop produced it (Qwen-Image clamps only when it did not).
    */
   postprocess(raw: Tensor, context: { spatiallyTiled: boolean }): Tensor;
+  /** Renames legacy checkpoint keys to the ones `decoderParams` lists (as diffusers does on load), before binding. */
+  renameKeys?<T>(weights: ReadonlyMap<string, T>): Map<string, T>;
   /** Reads the config a bare weights file implies (e.g. the TAE variant from its keys), if the family can. */
   configFromWeights?(weights: ReadonlyMap<string, Tensor>): RawConfig;
   /** The encoder (image in [0, 1] → latents), for families that ship one here. */

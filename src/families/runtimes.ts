@@ -2,11 +2,16 @@
 // name. Kept apart from the registry of declarations so the planner stays free of graphs.
 
 import { DistVaeError, reason } from '../errors.js';
+import { klRuntime } from './autoencoder-kl.graph.js';
 import type { FamilyRuntime } from './runtime-types.js';
 import { taeRuntime } from './tae.runtime.js';
 import type { FamilyName, FamilySpec } from './types.js';
 
-const RUNTIMES: Partial<Record<FamilyName, FamilyRuntime>> = { tae: taeRuntime };
+const RUNTIMES: Partial<Record<FamilyName, FamilyRuntime>> = {
+  'autoencoder-kl': klRuntime,
+  flux2: klRuntime,
+  tae: taeRuntime,
+};
 
 export function runtimeOf(family: FamilySpec): FamilyRuntime {
   const runtime = RUNTIMES[family.name];

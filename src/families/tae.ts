@@ -72,6 +72,7 @@ export const tae: FamilySpec = {
   // A diffusers AutoencoderTiny checkpoint holds both halves; madebyollin ships them apart.
   ignoredKeyPrefixes: ['encoder.'],
   minWindowLatent: 1,
+  sampleRange: 'unit',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const given = raw ?? {};
     const r = new ConfigReader(given, 'tae');

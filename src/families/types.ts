@@ -89,6 +89,11 @@ export interface FamilySpec {
   ignoredKeyPrefixes: readonly string[];
   /** Smallest window, in latent units, the decoder accepts on an axis. */
   minWindowLatent: number;
+  /**
+   * Range of the decoded sample for image output (DESIGN §9): 'signed' maps x/2 + 0.5, 'unit'
+   * (TAE) takes x as is; both then clamp to [0, 1].
+   */
+  sampleRange: 'signed' | 'unit';
   /** Reads a raw config (absent → published defaults); throws CONFIG_INVALID with reasons. */
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig;
   /**

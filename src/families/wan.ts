@@ -13,6 +13,7 @@ export const wan: FamilySpec = {
   temporal: { kind: 'frame-steps' },
   ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
   minWindowLatent: 1,
+  sampleRange: 'signed',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'wan');
     r.int('base_dim', 96);

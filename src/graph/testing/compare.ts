@@ -35,20 +35,26 @@ export function assertClose(actual: NumericTensor, expected: NumericTensor, labe
   assert.ok(maxAbs <= bound, `${label}: max |actual - expected| = ${maxAbs} at ${worstIndex} (actual ${actual.data[worstIndex]}, expected ${expected.data[worstIndex]}) exceeds ${rtol} x ${scale}`);
 }
 
-/** ‖actual − expected‖₂ / ‖expected‖₂. */
+/** ‖actual − expected‖₂ / ‖expected‖₂ over all elements. */
 export function relativeL2Error(actual: NumericTensor, expected: NumericTensor): number {
-  let num = 0;
-  let den = 0;
+  let diff = 0;
+  let norm = 0;
   for (let i = 0; i < expected.data.length; i++) {
-    num += (actual.data[i]! - expected.data[i]!) ** 2;
-    den += expected.data[i]! ** 2;
+    diff += (actual.data[i]! - expected.data[i]!) ** 2;
+    norm += expected.data[i]! ** 2;
   }
-  return Math.sqrt(num / den);
+  return Math.sqrt(diff / norm);
 }
 
-/** Both criteria at `rtol`: assertClose's max-abs against the tensor's scale, and the relative L2 error. */
+/** Same dims and ‖actual − expected‖ / ‖expected‖ below `tolerance`. */
+export function assertRelativeL2(actual: NumericTensor, expected: NumericTensor, label: string, tolerance = 1e-5): void {
+  assert.deepEqual([...actual.dims], [...expected.dims], `${label}: dims`);
+  const error = relativeL2Error(actual, expected);
+  assert.ok(error < tolerance, `${label}: ‖actual − expected‖/‖expected‖ = ${error} exceeds ${tolerance} (max abs ${difference(actual, expected).maxAbs})`);
+}
+
+/** Both criteria at `rtol`: assertClose's max abs against the tensor's scale, and assertRelativeL2. */
 export function assertMatchesReference(actual: NumericTensor, expected: NumericTensor, label: string, rtol = 1e-5): void {
   assertClose(actual, expected, label, rtol);
-  const e = relativeL2Error(actual, expected);
-  assert.ok(e < rtol, `${label}: ||actual - expected|| / ||expected|| = ${e} exceeds ${rtol}`);
+  assertRelativeL2(actual, expected, label, rtol);
 }

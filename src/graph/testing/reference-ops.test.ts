@@ -35,6 +35,18 @@ test('conv: asymmetric pads, dilation and groups', () => {
   assert.deepEqual(values(y2), [2, 4, 15, 18]);
 });
 
+test('conv: the 2-D loops agree with the general N-d path (a depth-1 3-D conv)', () => {
+  const x = { dims: [2, 4, 5, 6], data: Float64Array.from({ length: 240 }, (_, i) => Math.sin(i * 0.37)) };
+  const w = { dims: [6, 2, 3, 2], data: Float64Array.from({ length: 72 }, (_, i) => Math.cos(i * 0.91)) };
+  const bias = t([6], [0.1, -0.2, 0.3, -0.4, 0.5, -0.6]);
+  const params = { pads: [1, 0, 2, 1], strides: [2, 1], dilations: [1, 2], group: 2 };
+  const y2 = ref.conv(x, w, bias, params);
+  const lift = (v: ref.RefTensor): ref.RefTensor => ({ dims: [v.dims[0]!, v.dims[1]!, 1, ...v.dims.slice(2)], data: v.data });
+  const y3 = ref.conv(lift(x), lift(w), bias, { pads: [0, 1, 0, 0, 2, 1], strides: [1, 2, 1], dilations: [1, 1, 2], group: 2 });
+  assert.deepEqual(y3.dims, [y2.dims[0], y2.dims[1], 1, ...y2.dims.slice(2)]);
+  assert.deepEqual(values(y3), values(y2));
+});
+
 test('groupNorm: one group of four values normalises to zero mean, unit variance, then affine per channel', () => {
   const x = t([1, 2, 1, 2], [1, 2, 3, 4]);
   const y = ref.groupNorm(x, 1, t([2], [1, 2]), t([2], [0, 10]), 0);

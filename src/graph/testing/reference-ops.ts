@@ -73,6 +73,7 @@ export function conv(x: NumericTensor, w: NumericTensor, bias: NumericTensor | u
   if (cin! !== cinPerGroup! * group || cout! % group !== 0) throw new Error(`conv: channels ${cin} / weight ${w.dims} / group ${group} mismatch`);
   const outSpatial = inSpatial.map((s, i) => Math.floor((s + pads[i]! + pads[i + rank]! - dil[i]! * (kernel[i]! - 1) - 1) / st[i]!) + 1);
   const outDims = [n!, cout!, ...outSpatial];
+  if (rank === 2) return conv2dLoops(x, w, bias, outDims, pads, st, dil, group);
   const out = new Float64Array(size(outDims));
   const xs = strides(x.dims);
   const ws = strides(w.dims);
@@ -96,6 +97,44 @@ export function conv(x: NumericTensor, w: NumericTensor, bias: NumericTensor | u
     }
     out[flat] = acc;
   });
+  return { dims: outDims, data: out };
+}
+
+/**
+ * The 2-D case of `conv` as plain loops (the general path runs a closure per tap, ~100× slower):
+ * the same sum, accumulated per output row over (ci, ky, kx) with the row's columns innermost.
+ */
+function conv2dLoops(x: NumericTensor, w: NumericTensor, bias: NumericTensor | undefined, outDims: number[], pads: readonly number[], st: readonly number[], dil: readonly number[], group: number): RefTensor {
+  const [n, cout, oh, ow] = outDims as [number, number, number, number];
+  const [, cin, ih, iw] = x.dims as [number, number, number, number];
+  const [, cinPerGroup, kh, kw] = w.dims as [number, number, number, number];
+  const coutPerGroup = cout / group;
+  const out = new Float64Array(n * cout * oh * ow);
+  const row = new Float64Array(ow);
+  for (let b = 0; b < n; b++) {
+    for (let co = 0; co < cout; co++) {
+      const g = Math.floor(co / coutPerGroup);
+      for (let oy = 0; oy < oh; oy++) {
+        row.fill(bias ? bias.data[co]! : 0);
+        for (let ci = 0; ci < cinPerGroup; ci++) {
+          const plane = (b * cin + g * cinPerGroup + ci) * ih * iw;
+          for (let ky = 0; ky < kh; ky++) {
+            const iy = oy * st[0]! - pads[0]! + ky * dil[0]!;
+            if (iy < 0 || iy >= ih) continue;
+            for (let kx = 0; kx < kw; kx++) {
+              const weight = w.data[((co * cinPerGroup + ci) * kh + ky) * kw + kx]!;
+              const offset = kx * dil[1]! - pads[1]!;
+              for (let ox = 0; ox < ow; ox++) {
+                const ix = ox * st[1]! + offset;
+                if (ix >= 0 && ix < iw) row[ox]! += x.data[plane + iy * iw + ix]! * weight;
+              }
+            }
+          }
+        }
+        out.set(row, ((b * cout + co) * oh + oy) * ow);
+      }
+    }
+  }
   return { dims: outDims, data: out };
 }
 

@@ -1,0 +1,42 @@
+// Options that name a VAE to load and how to run it (--vae / --synthetic / --seed, --threads,
+// --provider, --device), shared by every command that decodes.
+
+import type { LoadOptions, VaeSource } from '../decode/vae.js';
+import { readConfigJson } from '../families/config-file.js';
+import type { RawConfig } from '../families/types.js';
+import type { Args, OptionSpec } from './args.js';
+
+export const VAE_SOURCE_OPTIONS: OptionSpec[] = [
+  { name: 'vae', kind: 'string', value: 'PATH', description: 'diffusers folder (config.json + diffusion_pytorch_model.safetensors) or a weights file (.safetensors/.pth, with --family)' },
+  { name: 'synthetic', kind: 'boolean', description: 'seeded synthetic weights for --family/--config instead of --vae' },
+  { name: 'seed', kind: 'string', value: 'N', description: 'seed of the synthetic weights', defaultText: '0' },
+];
+
+export const RUNTIME_OPTIONS: OptionSpec[] = [
+  { name: 'threads', kind: 'string', value: 'N', description: 'intra-op threads per rank', defaultText: 'all cores' },
+  { name: 'provider', kind: 'string', value: 'NAME', description: 'onnxruntime execution provider (cpu, cuda, webgpu, ...); a missing one is an error', defaultText: 'cpu' },
+  { name: 'device', kind: 'string', value: 'ID', description: 'device id for the execution provider' },
+];
+
+/** Reads --vae / --synthetic / --family / --config / --seed into a VaeSource (opens config.json only). */
+export function readVaeSourceOptions(args: Args): VaeSource {
+  const path = args.string('vae');
+  const family = args.string('family');
+  const configPath = args.string('config');
+  const seed = args.int('seed', { min: 0 }) ?? 0;
+  const synthetic = args.flag('synthetic');
+  if (path !== undefined && synthetic) args.refuse('--synthetic', true, 'either --vae or --synthetic', '--vae and --synthetic are exclusive');
+  if (path === undefined && !synthetic) args.refuse('--vae', undefined, 'a path, or --synthetic', 'pass --vae PATH (a diffusers folder or weights file) or --synthetic with --family/--config');
+  args.done();
+  const config: RawConfig | undefined = configPath === undefined ? undefined : readConfigJson(configPath);
+  const named = { ...(family !== undefined ? { family } : {}), ...(config !== undefined ? { config } : {}) };
+  return synthetic ? { ...named, weights: 'synthetic', seed } : { path: path!, ...named };
+}
+
+export function readLoadOptions(args: Args): LoadOptions {
+  const threads = args.int('threads', { min: 1, max: 1024 });
+  const provider = args.string('provider');
+  const deviceId = args.int('device', { min: 0 });
+  args.done();
+  return { ...(threads !== undefined ? { threads } : {}), ...(provider !== undefined ? { provider } : {}), ...(deviceId !== undefined ? { deviceId } : {}) };
+}

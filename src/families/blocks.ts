@@ -1,0 +1,245 @@
+// Shared decoder building blocks (diffusers' ResnetBlock2D, single-head mid-block Attention,
+// UpDecoderBlock2D with Upsample2D, UNetMidBlock2D), each in two halves kept side by side:
+// a `…Params` function that lists the checkpoint keys, shapes and synthetic inits a block owns
+// (the config arithmetic lives here), and a graph function that appends the block's nodes,
+// reading its weights by the same keys and taking channel counts from their shapes.
+//
+// Video families reuse the pattern: convolutions go through a `ConvFlavour` (2-D here; a causal
+// 3-D flavour has its own keys, e.g. `conv1.conv.weight`, and padding), and GroupNorm and the
+// attention block read the rank from the tensor at run time, so they serve 5-D inputs as they are.
+
+import { DistVaeError } from '../errors.js';
+import type { Scope, Value } from '../graph/builder.js';
+import type { Tensor } from '../tensor.js';
+import type { ParamSpec } from '../weights/synthetic.js';
+
+/** diffusers' hard-coded epsilon of every decoder GroupNorm (resnets, attention, conv_norm_out). */
+export const DECODER_NORM_EPSILON = 1e-6;
+
+/**
+ * Synthetic-init gains (weights draw N(0, (gain/√fanIn)²)): a conv fed by SiLU compensates
+ * SiLU's second moment (E[silu(z)²] ≈ 0.356 for z ~ N(0, 1), so gain 1/√0.356 ≈ 1.68); the last
+ * layer of a residual branch is damped so the residual stream grows slowly with depth.
+ */
+export const GAIN_AFTER_SILU = 1.68;
+export const GAIN_RESIDUAL_BRANCH_END = 0.5;
+
+/**
+ * The bound checkpoint tensors as a graph reads them. Each key is taken at most once, and a
+ * finished graph must have taken every key: the graph functions and the `…Params` lists can
+ * then never drift apart unnoticed.
+ */
+export class WeightTable {
+  private readonly unused: Set<string>;
+
+  constructor(private readonly weights: ReadonlyMap<string, Tensor>) {
+    this.unused = new Set(weights.keys());
+  }
+
+  /** The tensor under `key` (shape only; the key stays untaken). */
+  peek(key: string): Tensor {
+    const t = this.weights.get(key);
+    if (!t) throw new DistVaeError('WEIGHTS_MISMATCH', `the decoder graph needs ${key}, which the bound weights lack`);
+    return t;
+  }
+
+  take(key: string): Tensor {
+    const t = this.peek(key);
+    if (!this.unused.delete(key)) throw new DistVaeError('WEIGHTS_MISMATCH', `the decoder graph read ${key} twice`);
+    return t;
+  }
+
+  /** Throws when a bound key was never read: a parameter list and its graph disagree. */
+  assertAllTaken(graph: string): void {
+    if (this.unused.size > 0) {
+      throw new DistVaeError('WEIGHTS_MISMATCH', `the ${graph} graph did not use ${this.unused.size} bound weight(s): ${[...this.unused].slice(0, 8).join(', ')}`);
+    }
+  }
+}
+
+/** A module of the checkpoint and of the graph at once: its scope names nodes and keys alike. */
+export class Module {
+  constructor(
+    readonly scope: Scope,
+    readonly weights: WeightTable,
+  ) {}
+
+  child(name: string): Module {
+    return new Module(this.scope.scope(name), this.weights);
+  }
+
+  /** The checkpoint key of a parameter of this module. */
+  key(name: string): string {
+    return this.scope.path ? `${this.scope.path}.${name}` : name;
+  }
+
+  /** The parameter as a graph initializer named by its checkpoint key. */
+  param(name: string): Value {
+    return this.scope.param(name, this.weights.take(this.key(name)));
+  }
+
+  dims(name: string): readonly number[] {
+    return this.weights.peek(this.key(name)).dims;
+  }
+}
+
+// ---- parameter lists ----------------------------------------------------------------------
+
+export function normParams(key: string, channels: number): ParamSpec[] {
+  return [
+    { name: `${key}.weight`, dims: [channels], init: 'norm-weight' },
+    { name: `${key}.bias`, dims: [channels], init: 'norm-bias' },
+  ];
+}
+
+export function linearParams(key: string, inFeatures: number, outFeatures: number, gain = 1): ParamSpec[] {
+  return [
+    { name: `${key}.weight`, dims: [outFeatures, inFeatures], init: 'linear', gain },
+    { name: `${key}.bias`, dims: [outFeatures], init: 'bias' },
+  ];
+}
+
+// ---- convolutions -------------------------------------------------------------------------
+
+/**
+ * How a family spells a same-size convolution module: its keys and shapes, and its nodes.
+ * `apply` reads the kernel size from the weight and pads so the spatial size is kept.
+ */
+export interface ConvFlavour {
+  params(key: string, cin: number, cout: number, kernel: number, gain?: number): ParamSpec[];
+  apply(m: Module, x: Value): Value;
+}
+
+/** nn.Conv2d(cin, cout, k, padding=k//2) with bias: keys `<key>.weight` [cout, cin, k, k], `<key>.bias`. */
+export const conv2d: ConvFlavour = {
+  params(key, cin, cout, kernel, gain = 1) {
+    return [
+      { name: `${key}.weight`, dims: [cout, cin, kernel, kernel], init: 'conv', gain },
+      { name: `${key}.bias`, dims: [cout], init: 'bias' },
+    ];
+  },
+  apply(m, x) {
+    const k = m.dims('weight')[2]!;
+    return m.scope.conv(x, m.param('weight'), m.param('bias'), { pads: Math.floor(k / 2) });
+  },
+};
+
+// ---- normalisation ------------------------------------------------------------------------
+
+export interface NormSettings {
+  groups: number;
+  epsilon: number;
+}
+
+/** GroupNorm of the module `m` (keys `weight`, `bias`), any rank. */
+export function groupNorm(m: Module, x: Value, norm: NormSettings): Value {
+  return m.scope.groupNorm(x, m.param('weight'), m.param('bias'), norm);
+}
+
+/** GroupNorm then SiLU: the pre-activation every resnet conv and the decoder's conv_out see. */
+export function groupNormSilu(m: Module, x: Value, norm: NormSettings): Value {
+  return m.scope.silu(groupNorm(m, x, norm));
+}
+
+// ---- resnet block -------------------------------------------------------------------------
+
+export interface BlockSettings {
+  norm: NormSettings;
+  conv: ConvFlavour;
+}
+
+/** ResnetBlock2D without time embedding: norm1, conv1, norm2, conv2, conv_shortcut (1×1) when cin ≠ cout. */
+export function resnetParams(key: string, cin: number, cout: number, conv: ConvFlavour): ParamSpec[] {
+  return [
+    ...normParams(`${key}.norm1`, cin),
+    ...conv.params(`${key}.conv1`, cin, cout, 3, GAIN_AFTER_SILU),
+    ...normParams(`${key}.norm2`, cout),
+    ...conv.params(`${key}.conv2`, cout, cout, 3, GAIN_AFTER_SILU * GAIN_RESIDUAL_BRANCH_END),
+    ...(cin === cout ? [] : conv.params(`${key}.conv_shortcut`, cin, cout, 1)),
+  ];
+}
+
+/** out = shortcut(x) + conv2(silu(norm2(conv1(silu(norm1(x)))))); dropout is the identity at inference. */
+export function resnetBlock(m: Module, x: Value, s: BlockSettings): Value {
+  const cin = m.dims('norm1.weight')[0];
+  const cout = m.dims('norm2.weight')[0];
+  let h = s.conv.apply(m.child('conv1'), groupNormSilu(m.child('norm1'), x, s.norm));
+  h = s.conv.apply(m.child('conv2'), groupNormSilu(m.child('norm2'), h, s.norm));
+  const shortcut = cin === cout ? x : s.conv.apply(m.child('conv_shortcut'), x);
+  return m.scope.add(shortcut, h);
+}
+
+// ---- attention ----------------------------------------------------------------------------
+
+/** The VAE mid-block Attention (one head of width C): group_norm, to_q, to_k, to_v, to_out.0. */
+export function attentionParams(key: string, channels: number): ParamSpec[] {
+  return [
+    ...normParams(`${key}.group_norm`, channels),
+    ...linearParams(`${key}.to_q`, channels, channels),
+    ...linearParams(`${key}.to_k`, channels, channels),
+    ...linearParams(`${key}.to_v`, channels, channels),
+    ...linearParams(`${key}.to_out.0`, channels, channels, GAIN_RESIDUAL_BRANCH_END),
+  ];
+}
+
+/**
+ * Single-head self-attention over every position of x (B, C, …), GroupNorm first and the
+ * residual added after to_out. Computed channel-major — projections are W·t on t = (B, C, N) —
+ * so only q and the attention matrix are transposed, never the whole activation twice.
+ * The 1/√C scale is applied to q (N × C) rather than to the N × N scores.
+ */
+export function attentionBlock(m: Module, x: Value, norm: NormSettings): Value {
+  const sc = m.scope;
+  const c = m.dims('to_q.weight')[0]!;
+  const t = sc.reshape(groupNorm(m.child('group_norm'), x, norm), [0, c, -1]);
+  const project = (name: string, input: Value): Value => {
+    const p = m.child(name);
+    return sc.add(sc.matMul(p.param('weight'), input), sc.reshape(p.param('bias'), [c, 1]));
+  };
+  const q = sc.transpose(sc.mul(project('to_q', t), 1 / Math.sqrt(c)), [0, 2, 1]);
+  const k = project('to_k', t);
+  const v = project('to_v', t);
+  const probabilities = sc.softmax(sc.matMul(q, k), -1);
+  const attended = sc.matMul(v, sc.transpose(probabilities, [0, 2, 1]));
+  const out = project('to_out.0', attended);
+  return sc.add(sc.reshape(out, sc.shape(x)), x);
+}
+
+// ---- up block and mid block ----------------------------------------------------------------
+
+/** Upsample2D (nearest 2×, then a 3×3 conv): key `<key>.conv`. */
+export function upsamplerParams(key: string, channels: number): ParamSpec[] {
+  return conv2d.params(`${key}.conv`, channels, channels, 3);
+}
+
+export function upsampler2d(m: Module, x: Value): Value {
+  return conv2d.apply(m.child('conv'), m.scope.resizeNearest(x, [1, 1, 2, 2]));
+}
+
+/** UpDecoderBlock2D: `resnets.0…layers` (the first maps cin → cout), then `upsamplers.0` when asked. */
+export function upBlockParams(key: string, cin: number, cout: number, resnets: number, upsample: boolean, conv: ConvFlavour): ParamSpec[] {
+  const specs: ParamSpec[] = [];
+  for (let j = 0; j < resnets; j++) specs.push(...resnetParams(`${key}.resnets.${j}`, j === 0 ? cin : cout, cout, conv));
+  if (upsample) specs.push(...upsamplerParams(`${key}.upsamplers.0`, cout));
+  return specs;
+}
+
+export function upBlock(m: Module, x: Value, resnets: number, upsample: boolean, s: BlockSettings, upsampler: (m: Module, x: Value) => Value = upsampler2d): Value {
+  for (let j = 0; j < resnets; j++) x = resnetBlock(m.child(`resnets.${j}`), x, s);
+  return upsample ? upsampler(m.child('upsamplers.0'), x) : x;
+}
+
+/** UNetMidBlock2D with one layer: resnets.0, attentions.0 (optional), resnets.1, all at `channels`. */
+export function midBlockParams(key: string, channels: number, attention: boolean, conv: ConvFlavour): ParamSpec[] {
+  return [
+    ...resnetParams(`${key}.resnets.0`, channels, channels, conv),
+    ...(attention ? attentionParams(`${key}.attentions.0`, channels) : []),
+    ...resnetParams(`${key}.resnets.1`, channels, channels, conv),
+  ];
+}
+
+export function midBlock(m: Module, x: Value, attention: boolean, s: BlockSettings): Value {
+  x = resnetBlock(m.child('resnets.0'), x, s);
+  if (attention) x = attentionBlock(m.child('attentions.0'), x, s.norm);
+  return resnetBlock(m.child('resnets.1'), x, s);
+}
