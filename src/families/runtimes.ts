@@ -4,11 +4,13 @@
 import { DistVaeError, reason } from '../errors.js';
 import { klRuntime } from './autoencoder-kl.graph.js';
 import type { FamilyRuntime } from './runtime-types.js';
+import { taeRuntime } from './tae.runtime.js';
 import type { FamilyName, FamilySpec } from './types.js';
 
 const RUNTIMES: Partial<Record<FamilyName, FamilyRuntime>> = {
   'autoencoder-kl': klRuntime,
   flux2: klRuntime,
+  tae: taeRuntime,
 };
 
 export function runtimeOf(family: FamilySpec): FamilyRuntime {
