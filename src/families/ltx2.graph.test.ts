@@ -9,10 +9,10 @@ import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { assertRelativeL2 } from '../graph/testing/compare.js';
 import { seededTensor } from '../graph/testing/random.js';
-import { runGraph } from '../graph/testing/run-graph.js';
+import { createStagedSession } from '../runtime/staged-session.js';
 import type { Tensor } from '../tensor.js';
 import { syntheticWeights } from '../weights/synthetic.js';
-import { buildLtx2DecoderGraph, ltx2DecoderParams } from './ltx2.graph.js';
+import { buildLtx2DecoderStages, ltx2DecoderParams } from './ltx2.graph.js';
 import { getFamily } from './registry.js';
 import { referenceLtx2Decode, type Ltx2ReferenceConfig } from './testing/ltx2-reference.js';
 import type { RawConfig } from './types.js';
@@ -90,7 +90,12 @@ async function runDecoder(c: Case, weights: ReadonlyMap<string, Tensor>, z: Tens
   const config = getFamily('ltx2').resolveConfig(configs(c.fields).raw);
   const feeds: Record<string, Tensor> = { latent: z };
   if (c.temb) feeds['timestep'] = { dims: [c.temb.length], data: Float32Array.from(c.temb) };
-  return (await runGraph(buildLtx2DecoderGraph(config, weights), feeds))['sample']!;
+  const session = await createStagedSession(buildLtx2DecoderStages(config, weights), { intraOpThreads: 1 });
+  try {
+    return (await session.run(feeds))['sample']!;
+  } finally {
+    await session.dispose();
+  }
 }
 
 for (const c of CASES) {
@@ -117,14 +122,17 @@ test('the timestep changes a conditioned decode (the input is used)', async () =
   assert.deepEqual(a.data.subarray(half), b.data.subarray(half));
 });
 
-test('graph initializers are exactly the parameter list; a conditioned decoder also takes `timestep`', () => {
+test('the stages hold exactly the parameter list, one stage per block; a conditioned decoder also takes `timestep`', () => {
   for (const c of [CASES[1]!, CASES[3]!]) {
     const config = getFamily('ltx2').resolveConfig(configs(c.fields).raw);
     const specs = ltx2DecoderParams(config);
-    const model = buildLtx2DecoderGraph(config, syntheticWeights(specs, 1)).toModel();
-    const initializers = model.graph!.initializer!.map((t) => [t.name, (t.dims ?? []).map(Number)]);
+    const models = buildLtx2DecoderStages(config, syntheticWeights(specs, 1)).map((g) => g.toModel());
+    assert.equal(models.length, 3);
+    const initializers = models.flatMap((m) => m.graph!.initializer!.map((t) => [t.name, (t.dims ?? []).map(Number)]));
+    assert.equal(initializers.length, specs.length);
     assert.deepEqual(new Map(initializers as [string, number[]][]), new Map(specs.map((s) => [s.name, [...s.dims]])));
-    assert.deepEqual(model.graph!.input!.map((i) => i.name), c.temb ? ['latent', 'timestep'] : ['latent']);
+    assert.deepEqual(models[0]!.graph!.input!.map((i) => i.name), c.temb ? ['latent', 'timestep'] : ['latent']);
+    assert.deepEqual(models[2]!.graph!.output!.map((o) => o.name), ['sample']);
   }
 });
 

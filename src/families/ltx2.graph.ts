@@ -3,12 +3,14 @@
 // reflect or zero padding in space), per-voxel RMS norms, resnets with an optional LayerNorm +
 // 1×1×1 shortcut, depth-to-space up-samplers with an optional residual branch, timestep
 // conditioning when the config asks for it, and the final unpatchify. One call decodes every
-// frame it is given. Also the parameter list under diffusers' keys and the family runtime,
+// frame it is given, as a chain of stage graphs (one per block) so that no model nears
+// protobuf's 2 GiB limit. Also the parameter list under diffusers' keys and the family runtime,
 // which feeds the decode timestep (config `decode_timestep`) to conditioned decoders.
 
 import { DistVaeError, reason, type Reason } from '../errors.js';
 import { GraphBuilder, type Scope, type Value } from '../graph/builder.js';
-import { createSession, type SessionOptions } from '../runtime/session.js';
+import type { SessionOptions } from '../runtime/session.js';
+import { createStagedSession } from '../runtime/staged-session.js';
 import type { Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
 import type { ParamSpec } from '../weights/synthetic.js';
@@ -263,43 +265,70 @@ function upsampler(m: Module, x: Value, cout: number, up: Ltx2Upsampler, conv: C
   return sc.add(y, dropLeadingFrames(sc, tiled, skip));
 }
 
+/** Values a stage hands to later ones: the activation after a block and, when conditioned, the time embeddings. */
+const activationAfter = (block: string) => `after.${block}`;
+const embeddingName = (block: string) => `embedding.${block}`;
+
 /**
- * The decoder graph: inputs `latent` (batch, Cz, frames, height, width) and, for a
- * timestep-conditioned decoder, `timestep` (batch); output `sample` (batch, out_channels,
- * frames·…, height·r, width·r) after unpatchify, raw (no clamp).
+ * The decoder as a chain of graphs (run by runtime/staged-session): stage 0 takes `latent`
+ * (batch, Cz, frames, height, width) and, for a timestep-conditioned decoder, `timestep`
+ * (batch); it runs conv_in and the mid block and computes every block's time embedding. Then one
+ * stage per up block; the last also runs the output norm, conv_out and unpatchify, and outputs
+ * `sample` (batch, out_channels, frames·…, height·r, width·r), raw (no clamp). Staging keeps each
+ * model well under protobuf's 2 GiB (the published decoder has 2.1 GB of float32 weights).
  */
-export function buildLtx2DecoderGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): GraphBuilder {
+export function buildLtx2DecoderStages(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): GraphBuilder[] {
   const a = ltx2Architecture(config);
   const conv = convFlavour(a);
-  const g = new GraphBuilder(config.className, { docString: `${config.className} decoder built by distvae` });
   const table = new WeightTable(weights);
-  const decoder = new Module(g, table).child('decoder');
-  let x: Value = g.input('latent', ['batch', a.latentChannels, 'frames', 'height', 'width']);
-  let t: Value | null = null;
-  if (a.timestepConditioning) t = g.mul(g.input('timestep', ['batch']), decoder.param('timestep_scale_multiplier'));
-  const embed = (m: Module): Value | null => (t ? timeEmbedding(m.child('time_embedder'), t) : null);
-  x = conv.apply(decoder.child('conv_in'), x);
-  const mid = decoder.child('mid_block');
-  const midEmbedding = embed(mid);
+  const stages: GraphBuilder[] = [];
+  const stage = (part: string): { g: GraphBuilder; decoder: Module } => {
+    const g = new GraphBuilder(`${config.className} ${part}`, { docString: `${config.className} decoder (${part}) built by distvae` });
+    stages.push(g);
+    return { g, decoder: new Module(g, table).child('decoder') };
+  };
+  const video = (channels: number) => ['batch', channels, 'frames', 'height', 'width'];
+
+  const first = stage('conv_in, mid_block');
+  let g = first.g;
+  let x: Value = g.input('latent', video(a.latentChannels));
+  let midEmbedding: Value | null = null;
+  if (a.timestepConditioning) {
+    const t = g.mul(g.input('timestep', ['batch']), first.decoder.param('timestep_scale_multiplier'));
+    midEmbedding = timeEmbedding(first.decoder.child('mid_block').child('time_embedder'), t);
+    a.upBlocks.forEach((block, i) => g.output(embeddingName(`up_blocks.${i}`), timeEmbedding(first.decoder.child(`up_blocks.${i}`).child('time_embedder'), t), ['batch', 4 * block.cin]));
+    g.output(embeddingName('out'), timeEmbedding(first.decoder.child('time_embedder'), t), ['batch', 2 * (a.upBlocks[a.upBlocks.length - 1]?.cout ?? a.top)]);
+  }
+  x = conv.apply(first.decoder.child('conv_in'), x);
+  const mid = first.decoder.child('mid_block');
   for (let j = 0; j < a.midResnets; j++) x = resnet(mid.child(`resnets.${j}`), x, conv, midEmbedding, a.layerNormEpsilon);
+
+  let decoder = first.decoder;
+  let channels = a.top;
+  let previous = 'mid_block';
   a.upBlocks.forEach((block, i) => {
+    g.output(activationAfter(previous), x, video(channels));
+    ({ g, decoder } = stage(`up_blocks.${i}`));
+    x = g.input(activationAfter(previous), video(channels));
+    previous = `up_blocks.${i}`;
     const up = decoder.child(`up_blocks.${i}`);
     if (block.cin !== block.cout) x = resnet(up.child('conv_in'), x, conv, null, a.layerNormEpsilon);
-    const embedding = embed(up);
+    const embedding = a.timestepConditioning ? g.input(embeddingName(`up_blocks.${i}`), ['batch', 4 * block.cin]) : null;
     if (block.upsampler) x = upsampler(up.child('upsamplers.0'), x, block.cout, block.upsampler, conv);
     for (let j = 0; j < block.resnets; j++) x = resnet(up.child(`resnets.${j}`), x, conv, embedding, a.layerNormEpsilon);
+    channels = block.cout;
   });
+
   x = rmsNorm(g, x);
-  const finalEmbedding = embed(decoder);
-  if (finalEmbedding) {
-    const [shift, scale] = modulation(decoder, finalEmbedding, 2);
+  if (a.timestepConditioning) {
+    const [shift, scale] = modulation(decoder, g.input(embeddingName('out'), ['batch', 2 * channels]), 2);
     x = modulate(g, x, shift!, scale!);
   }
   x = conv.apply(decoder.child('conv_out'), g.silu(x));
   x = channelsToSpace3d(g, x, a.outChannels, [a.patchSizeT, a.patchSize, a.patchSize], true);
   g.output('sample', x, ['batch', a.outChannels, 'out_frames', 'out_height', 'out_width']);
   table.assertAllTaken(config.className);
-  return g;
+  return stages;
 }
 
 // ---- runtime ---------------------------------------------------------------------------------
@@ -314,7 +343,7 @@ export const ltx2Runtime: FamilyRuntime = {
   async createTileRunner(config, weights, session: SessionOptions) {
     const a = ltx2Architecture(config);
     const bound = bindWeights(ltx2DecoderParams(config), weights, { source: 'the weights given to the decoder' });
-    const s = await createSession(buildLtx2DecoderGraph(config, bound).toModelBytes(), session);
+    const s = await createStagedSession(buildLtx2DecoderStages(config, bound), session);
     const timestep = decodeTimestepOf(config);
     return {
       async decode(latentTile: Tensor) {

@@ -72,7 +72,6 @@ export const decodeCommand: CommandSpec = {
     const source = decodeTimestep === undefined ? given : { ...given, config: { ...(given.config ?? {}), decode_timestep: decodeTimestep } };
     const loadOptions = readLoadOptions(args);
     args.done();
-    if (video) checkFfmpeg();
 
     const latents = readLatents(latentsPath!);
     // A plan-only view checks the latent and the plan before any weights are read, when the
@@ -89,6 +88,7 @@ export const decodeCommand: CommandSpec = {
       return latent;
     };
     if (spec) configure(spec);
+    if (video) checkFfmpeg();
 
     const vae = await loadVae(source, loadOptions);
     try {
