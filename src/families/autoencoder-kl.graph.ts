@@ -23,6 +23,7 @@ import {
   upBlockParams,
   WeightTable,
   type BlockSettings,
+  type UpsamplerForm,
 } from './blocks.js';
 import type { FamilyRuntime } from './runtime-types.js';
 import type { ResolvedConfig } from './types.js';
@@ -74,7 +75,11 @@ export function klDecoderParams(config: ResolvedConfig): ParamSpec[] {
  * (batch, out_channels, height·r, width·r), raw (no clamp), with the bound weights as
  * initializers under their checkpoint keys.
  */
-export function buildKlDecoderGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): GraphBuilder {
+export interface KlGraphOptions {
+  upsampler?: UpsamplerForm;
+}
+
+export function buildKlDecoderGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, options: KlGraphOptions = {}): GraphBuilder {
   const a = klDecoderArchitecture(config);
   const g = new GraphBuilder(config.className, { docString: `${config.className} decoder built by distvae` });
   const table = new WeightTable(weights);
@@ -86,7 +91,8 @@ export function buildKlDecoderGraph(config: ResolvedConfig, weights: ReadonlyMap
   x = conv2d.apply(decoder.child('conv_in'), x);
   x = midBlock(decoder.child('mid_block'), x, a.midAttention, s);
   const levels = a.blockOut.length;
-  for (let i = 0; i < levels; i++) x = upBlock(decoder.child(`up_blocks.${i}`), x, a.layersPerBlock + 1, i < levels - 1, s);
+  const upsampler = options.upsampler ?? 'resize-conv';
+  for (let i = 0; i < levels; i++) x = upBlock(decoder.child(`up_blocks.${i}`), x, a.layersPerBlock + 1, i < levels - 1 ? upsampler : null, s);
   x = conv2d.apply(decoder.child('conv_out'), groupNormSilu(decoder.child('conv_norm_out'), x, s.norm));
   g.output('sample', x, ['batch', a.outChannels, 'out_height', 'out_width']);
   table.assertAllTaken(config.className);

@@ -174,7 +174,8 @@ export function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
  */
 export function enableDefaultTiling(vae: VaeSpec): void {
   const t = vae.config.tiling;
-  const probe: VaeSpec = { ...vae, tiling: { ...vae.tiling, window: { ...t.window } } };
+  // Named fields, not a spread: a loaded Vae is a class whose geometry is a getter.
+  const probe: VaeSpec = { family: vae.family, config: vae.config, geometry: vae.geometry, tiling: { ...vae.tiling, window: { ...t.window } } };
   const reasons = [
     ...explainTileShapePlan(vae, t.window.height, t.window.width),
     ...explainTileOverlapPlan(probe, t.overlap.height, t.overlap.width),
