@@ -219,14 +219,18 @@ export function upsamplerParams(key: string, channels: number): ParamSpec[] {
  * - 'polyphase': output pixel (2i+a, 2j+b) only ever sees input rows {i−1, i} (a = 0) or
  *   {i, i+1} (a = 1), and likewise columns, with the 3×3 taps that land on the same input pixel
  *   summed. So four 2×2 convs on the low-resolution input (4/9 of the MACs), one per phase
- *   (a, b) with its padding on the side it reads, then DepthToSpace interleaves them;
- * - 'polyphase-fused': the four phase kernels as one conv with 4·C outputs on the input padded
- *   by 1, each phase sliced at its offset;
- * - 'conv-transpose': the same phase kernels as one ConvTranspose (4×4, stride 2, pad 1).
- * Phase kernels are computed in the graph from the checkpoint weight (onnxruntime folds them to
- * constants when the session is created), so initializers stay the checkpoint's tensors.
+ *   (a, b) with its padding on the side it reads, then DepthToSpace interleaves them. The
+ *   phase kernels are computed in the graph from the checkpoint weight (onnxruntime folds them
+ *   into constants when the session is created), so initializers stay the checkpoint's tensors.
+ * bench/sd-decoder.md has the measurements (and the spellings that lost: one conv with 4·C
+ * outputs plus slices, and ConvTranspose 4×4 stride 2).
  */
-export type UpsamplerForm = 'resize-conv' | 'polyphase' | 'polyphase-fused' | 'conv-transpose';
+export type UpsamplerForm = 'resize-conv' | 'polyphase';
+
+export const UPSAMPLER_FORMS: readonly UpsamplerForm[] = ['resize-conv', 'polyphase'];
+
+/** The faster spelling on onnxruntime's CPU provider (bench/sd-decoder.md). */
+export const DEFAULT_UPSAMPLER_FORM: UpsamplerForm = 'polyphase';
 
 /** Row taps of phase a: which of the 3×3 kernel's rows act on input rows (i−1+a, i+a). */
 const PHASE_TAPS: readonly (readonly number[])[] = [
@@ -234,40 +238,21 @@ const PHASE_TAPS: readonly (readonly number[])[] = [
   [1, 1, 0, 0, 0, 1],
 ];
 
+/** The 2×2 kernel of phase (a, b): rows·W·colsᵀ per (out, in) channel pair. */
 function phaseKernel(sc: Scope, weight: Value, a: number, b: number): Value {
   const rows = sc.constant({ dims: [2, 3], data: Float32Array.from(PHASE_TAPS[a]!) });
   const colsT = sc.transpose(sc.constant({ dims: [2, 3], data: Float32Array.from(PHASE_TAPS[b]!) }), [1, 0]);
   return sc.matMul(sc.matMul(rows, weight), colsT);
 }
 
-export function upsampler2d(m: Module, x: Value, form: UpsamplerForm = 'resize-conv'): Value {
+export function upsampler2d(m: Module, x: Value, form: UpsamplerForm = DEFAULT_UPSAMPLER_FORM): Value {
   const c = m.child('conv');
   const sc = m.scope;
   if (form === 'resize-conv') return conv2d.apply(c, sc.resizeNearest(x, [1, 1, 2, 2]));
   const weight = c.param('weight');
   const bias = c.param('bias');
-  const phases = [0, 1].flatMap((a) => [0, 1].map((b) => ({ a, b })));
-  if (form === 'polyphase') {
-    const outs = phases.map(({ a, b }) => sc.conv(x, phaseKernel(sc, weight, a, b), bias, { kernelShape: [2, 2], pads: [1 - a, 1 - b, a, b] }));
-    return sc.depthToSpace(sc.concat(outs, 1), 2, 'DCR');
-  }
-  if (form === 'polyphase-fused') {
-    const cout = c.dims('weight')[0]!;
-    const kernels = sc.concat(phases.map(({ a, b }) => phaseKernel(sc, weight, a, b)), 0);
-    const y = sc.conv(x, kernels, sc.concat([bias, bias, bias, bias], 0), { kernelShape: [2, 2], pads: 1 });
-    const shape = sc.shape(x);
-    const outs = phases.map(({ a, b }, p) => {
-      const h = sc.slice(shape, { starts: [2], ends: [3] });
-      const w = sc.slice(shape, { starts: [3], ends: [4] });
-      const ends = sc.concat([sc.int64Constant([(p + 1) * cout]), sc.add(h, sc.int64Constant([a])), sc.add(w, sc.int64Constant([b]))], 0);
-      return sc.op('Slice', [y, sc.int64Constant([p * cout, a, b]), ends, sc.int64Constant([1, 2, 3])]);
-    });
-    return sc.depthToSpace(sc.concat(outs, 1), 2, 'DCR');
-  }
-  // ConvTranspose taps per axis: kernel index k = o + 1 − 2i → [K2, K1+K2, K0+K1, K0].
-  const taps = sc.constant({ dims: [4, 3], data: Float32Array.of(0, 0, 1, 0, 1, 1, 1, 1, 0, 1, 0, 0) });
-  const kernel = sc.matMul(sc.matMul(taps, weight), sc.transpose(taps, [1, 0]));
-  return sc.convTranspose(x, sc.transpose(kernel, [1, 0, 2, 3]), bias, { kernelShape: [4, 4], strides: 2, pads: 1 });
+  const phases = [0, 1].flatMap((a) => [0, 1].map((b) => sc.conv(x, phaseKernel(sc, weight, a, b), bias, { kernelShape: [2, 2], pads: [1 - a, 1 - b, a, b] })));
+  return sc.depthToSpace(sc.concat(phases, 1), 2, 'DCR');
 }
 
 /** UpDecoderBlock2D: `resnets.0…layers` (the first maps cin → cout), then `upsamplers.0` when asked. */
