@@ -120,7 +120,10 @@ if (SECTIONS.has('decoder')) {
   const latent = { latent: seededTensor(LATENT, 7) };
   const models = names.map((name) => {
     const options = VARIANTS[name];
-    if (!options) throw new Error(`unknown variant ${name}; known: ${Object.keys(VARIANTS).join(', ')}`);
+    if (!options) {
+      console.error(`unknown variant ${name}; known: ${Object.keys(VARIANTS).join(', ')}`);
+      process.exit(2);
+    }
     return buildKlDecoderGraph(config, weights, options).toModelBytes();
   });
   const sessions = [

@@ -29,7 +29,10 @@ const { values: args } = parseArgs({
     'latent-out': { type: 'string' },
   },
 });
-if (!args.from || !args.out) throw new Error('usage: --from DIR --out DIR --seed N [--latent B,C,H,W --latent-seed S --latent-out z.npy]');
+if (!args.from || !args.out) {
+  console.error('usage: npx tsx scripts/synthetic-vae-folder.ts --from DIR --out DIR --seed N [--latent B,C,H,W --latent-seed S --latent-out z.npy]');
+  process.exit(2);
+}
 
 const raw = readConfigJson(args.from);
 const family = resolveFamily(undefined, raw);
