@@ -1,20 +1,24 @@
-// Runs the test suite with Node's own runner: collects *.test.ts under src/ (Node 20's
-// --test takes no globs), optionally filtered by substrings given on the command line.
+// Runs the test suite with Node's own runner: collects *.test.ts under src/ and docs/ (Node 20's
+// --test takes no globs; build outputs are skipped), optionally filtered by substrings given on
+// the command line.
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { spawnSync } from 'node:child_process';
 
+const SKIPPED_DIRS = new Set(['node_modules', 'dist']);
+
 function collect(dir, out) {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
-    if (statSync(path).isDirectory()) collect(path, out);
-    else if (name.endsWith('.test.ts')) out.push(relative(process.cwd(), path));
+    if (statSync(path).isDirectory()) {
+      if (!SKIPPED_DIRS.has(name)) collect(path, out);
+    } else if (name.endsWith('.test.ts')) out.push(relative(process.cwd(), path));
   }
   return out;
 }
 
 const filters = process.argv.slice(2);
-const files = collect('src', []).sort().filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)));
+const files = ['src', 'docs'].flatMap((dir) => collect(dir, [])).sort().filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)));
 if (files.length === 0) {
   console.error(`no test files match ${filters.join(' ')}`);
   process.exit(1);

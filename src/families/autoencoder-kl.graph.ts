@@ -24,6 +24,7 @@ import {
   normParams,
   upBlock,
   upBlockParams,
+  upsampler2d,
   WeightTable,
   type BlockSettings,
   type UpsamplerForm,
@@ -96,7 +97,8 @@ export function buildKlDecoderGraph(config: ResolvedConfig, weights: ReadonlyMap
   x = midBlock(decoder.child('mid_block'), x, a.midAttention, s);
   const levels = a.blockOut.length;
   const upsampler = options.upsampler ?? DEFAULT_UPSAMPLER_FORM;
-  for (let i = 0; i < levels; i++) x = upBlock(decoder.child(`up_blocks.${i}`), x, a.layersPerBlock + 1, i < levels - 1 ? upsampler : null, s);
+  const upsample = (m: Module, h: Value) => upsampler2d(m, h, upsampler);
+  for (let i = 0; i < levels; i++) x = upBlock(decoder.child(`up_blocks.${i}`), x, a.layersPerBlock + 1, i < levels - 1, s, upsample);
   x = conv2d.apply(decoder.child('conv_out'), groupNormSilu(decoder.child('conv_norm_out'), x, s.norm));
   g.output('sample', x, ['batch', a.outChannels, 'out_height', 'out_width']);
   table.assertAllTaken(config.className);

@@ -187,9 +187,10 @@ export function attentionParams(key: string, channels: number): ParamSpec[] {
  * residual added after to_out. The N × N probabilities are never transposed (at a whole-image
  * decode they are the largest tensor of the graph): q and k are projected channel-major
  * (W·t on t = (B, C, N)), and only N × C tensors change layout. The 1/√C scale is applied to
- * q rather than to the N × N scores.
+ * q rather than to the N × N scores. `maskScores`, when given, rewrites the (B, N query,
+ * N key) scores before the softmax (HunyuanVideo's frame-causal mask).
  */
-export function attentionBlock(m: Module, x: Value, norm: NormSettings): Value {
+export function attentionBlock(m: Module, x: Value, norm: NormSettings, maskScores?: (scores: Value) => Value): Value {
   const sc = m.scope;
   const c = m.dims('to_q.weight')[0]!;
   const t = sc.reshape(groupNorm(m.child('group_norm'), x, norm), [0, c, -1]);
@@ -199,7 +200,8 @@ export function attentionBlock(m: Module, x: Value, norm: NormSettings): Value {
     return sc.add(sc.matMul(p.param('weight'), t), bias(p));
   };
   const q = sc.transpose(sc.mul(channelMajor('to_q'), 1 / Math.sqrt(c)), [0, 2, 1]);
-  const probabilities = sc.softmax(sc.matMul(q, channelMajor('to_k')), -1);
+  const scores = sc.matMul(q, channelMajor('to_k'));
+  const probabilities = sc.softmax(maskScores ? maskScores(scores) : scores, -1);
   const attended = sc.matMul(probabilities, sc.transpose(channelMajor('to_v'), [0, 2, 1]));
   const proj = m.child('to_out.0');
   const out = sc.add(sc.matMul(proj.param('weight'), sc.transpose(attended, [0, 2, 1])), bias(proj));
@@ -263,9 +265,9 @@ export function upBlockParams(key: string, cin: number, cout: number, resnets: n
   return specs;
 }
 
-export function upBlock(m: Module, x: Value, resnets: number, upsample: UpsamplerForm | null, s: BlockSettings): Value {
+export function upBlock(m: Module, x: Value, resnets: number, upsample: boolean, s: BlockSettings, upsampler: (m: Module, x: Value) => Value = upsampler2d): Value {
   for (let j = 0; j < resnets; j++) x = resnetBlock(m.child(`resnets.${j}`), x, s);
-  return upsample ? upsampler2d(m.child('upsamplers.0'), x, upsample) : x;
+  return upsample ? upsampler(m.child('upsamplers.0'), x) : x;
 }
 
 /** UNetMidBlock2D with one layer: resnets.0, attentions.0 (optional), resnets.1, all at `channels`. */

@@ -1,0 +1,39 @@
+import assert from 'node:assert/strict';
+import { dirname, join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import * as api from '../../src/index.js';
+import { readApi, renderApi } from './api-reference.js';
+
+const index = join(dirname(fileURLToPath(import.meta.url)), '../../src/index.ts');
+const modules = readApi(index);
+const entries = new Map(modules.flatMap((m) => m.entries.map((e) => [e.name, { ...e, path: m.path }] as const)));
+
+test('every runtime export of src/index.ts has an entry, under the module that declares it', () => {
+  assert.deepEqual(Object.keys(api).filter((name) => !entries.has(name)), []);
+  assert.equal(entries.get('createVae')!.path, 'families/registry.ts');
+  assert.equal(entries.get('tileShapePlan')!.path, 'plan/planner.ts');
+  // Type-only exports are read from the code too.
+  assert.equal(entries.get('PlanReport')!.kind, 'interface');
+  assert.equal(entries.get('BucketPolicy')!.kind, 'type');
+});
+
+test('signatures come without bodies or export keywords, with their JSDoc', () => {
+  const e = entries.get('tileOverlapPlan')!;
+  assert.equal(e.signature, 'function tileOverlapPlan(vae: VaeSpec, overlapH: number, overlapW: number, options: PlanOptions = {}): TileOverlapPlan | null');
+  assert.equal(e.doc, 'Validates an exact overlap (output pixels) for the installed window; null when refused.');
+  assert.equal(entries.get('FAMILIES')!.signature, 'const FAMILIES: readonly FamilySpec[]');
+  const cls = entries.get('DistVaeError')!.signature;
+  assert.match(cls, /^class DistVaeError extends Error \{\n/);
+  assert.ok(cls.includes('  toJSON(): { code: ErrorCode; message: string; reasons: Reason[] }'));
+  assert.ok(!cls.includes('return'));
+  assert.match(modules.find((m) => m.path === 'plan/planner.ts')!.header, /^The planner contract/);
+});
+
+test('the HTML links type names to their entries', () => {
+  const html = renderApi(modules);
+  assert.match(html, /<section class="api-entry" id="api-tileOverlapPlan">/);
+  assert.match(html, /tileOverlapPlan\(vae: <a href="#api-VaeSpec">VaeSpec<\/a>/);
+  // Not inside comments: Reason's field comment mentions the word "reason", which is also an export.
+  assert.match(html, /\/\*\* The request field the reason is about/);
+});
