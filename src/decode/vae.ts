@@ -37,6 +37,8 @@ export interface LoadOptions {
   deviceId?: number;
   /** Intra-op threads for this VAE's sessions (per rank). */
   threads?: number;
+  /** Whether idle intra-op threads spin (default true); off suits cores shared with other work. */
+  allowSpinning?: boolean;
 }
 
 export class Vae implements DecodingVae {
@@ -174,6 +176,7 @@ export function sessionOptionsOf(options: LoadOptions): SessionOptions {
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
     ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
     ...(options.threads !== undefined ? { intraOpThreads: options.threads } : {}),
+    ...(options.allowSpinning !== undefined ? { allowSpinning: options.allowSpinning } : {}),
   };
 }
 
@@ -189,6 +192,7 @@ export async function loadVae(source: string | VaeSource, options: LoadOptions &
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
     ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(options.allowSpinning !== undefined ? { allowSpinning: options.allowSpinning } : {}),
   };
   return new Vae(family, config, runtime, runner, resolved, loadOptions, weights);
 }

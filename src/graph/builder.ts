@@ -40,6 +40,12 @@ export interface ConvOptions {
   strides?: number | readonly number[];
   dilations?: number | readonly number[];
   group?: number;
+  /**
+   * The kernel's spatial size; needed only when the weight is computed in the graph (e.g.
+   * derived from a checkpoint weight, which onnxruntime then folds into a constant) rather than
+   * an initializer, whose shape gives it.
+   */
+  kernelShape?: readonly number[];
 }
 
 export interface ConvTransposeOptions extends ConvOptions {
@@ -160,7 +166,7 @@ export class Scope {
   }
 
   convTranspose(x: Value, weight: Value, bias: Value | undefined, options: ConvTransposeOptions = {}): Value {
-    const spatial = this.weightDims('ConvTranspose weight', weight).length - 2;
+    const spatial = this.kernelShape('ConvTranspose', weight, options).length;
     const extra = options.outputPadding === undefined ? [] : [attr.ints('output_padding', perAxis('outputPadding', options.outputPadding, spatial, 0))];
     return this.convLike('ConvTranspose', x, weight, bias, options, extra);
   }
@@ -342,19 +348,29 @@ export class Scope {
   }
 
   private convLike(opType: string, x: Value, weight: Value, bias: Value | undefined, options: ConvOptions, extra: AttributeProto[]): Value {
-    const w = this.weightDims(`${opType} weight`, weight);
-    const spatial = w.length - 2;
-    if (spatial < 1) invalidArgument(`${opType} weight dims`, w, 'rank ≥ 3 ([out, in/group, k1, …])');
+    const kernel = this.kernelShape(opType, weight, options);
+    const spatial = kernel.length;
     const group = options.group ?? 1;
     checkInts('group', [group], 1);
     return this.op(opType, [x, weight, bias], [
-      attr.ints('kernel_shape', w.slice(2)),
+      attr.ints('kernel_shape', kernel),
       attr.ints('pads', perAxis('pads', options.pads ?? 0, 2 * spatial, 0)),
       attr.ints('strides', perAxis('strides', options.strides ?? 1, spatial, 1)),
       attr.ints('dilations', perAxis('dilations', options.dilations ?? 1, spatial, 1)),
       attr.int('group', group),
       ...extra,
     ]);
+  }
+
+  private kernelShape(opType: string, weight: Value, options: ConvOptions): readonly number[] {
+    if (options.kernelShape !== undefined) {
+      checkInts('kernelShape', options.kernelShape, 1);
+      if (options.kernelShape.length < 1) invalidArgument('kernelShape', options.kernelShape, 'one size per spatial axis');
+      return [...options.kernelShape];
+    }
+    const w = this.weightDims(`${opType} weight`, weight);
+    if (w.length < 3) invalidArgument(`${opType} weight dims`, w, 'rank ≥ 3 ([out, in/group, k1, …])');
+    return w.slice(2);
   }
 
   private weightDims(field: string, value: Value): readonly number[] {
