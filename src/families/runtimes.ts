@@ -4,11 +4,14 @@
 import { DistVaeError, reason } from '../errors.js';
 import { klRuntime } from './autoencoder-kl.graph.js';
 import type { FamilyRuntime } from './runtime-types.js';
+import { qwenImageRuntime, wanRuntime } from './wan.runtime.js';
 import type { FamilyName, FamilySpec } from './types.js';
 
 const RUNTIMES: Partial<Record<FamilyName, FamilyRuntime>> = {
   'autoencoder-kl': klRuntime,
   flux2: klRuntime,
+  wan: wanRuntime,
+  'qwen-image': qwenImageRuntime,
 };
 
 export function runtimeOf(family: FamilySpec): FamilyRuntime {
