@@ -8,9 +8,10 @@ import { commandHelp, parseCommandArgs, type CliIO, type CommandSpec } from './a
 import { bucketCommand } from './commands/bucket.js';
 import { decodeCommand } from './commands/decode.js';
 import { demoCommand } from './commands/demo.js';
+import { encodeCommand } from './commands/encode.js';
 import { planCommand } from './commands/plan.js';
 
-export const COMMANDS: readonly CommandSpec[] = [decodeCommand, planCommand, bucketCommand, demoCommand];
+export const COMMANDS: readonly CommandSpec[] = [decodeCommand, encodeCommand, planCommand, bucketCommand, demoCommand];
 
 export function mainHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length)) + 2;

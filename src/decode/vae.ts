@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { DistVaeError, reason } from '../errors.js';
 import { readConfigJson } from '../families/config-file.js';
 import { createVae, defaultTiling, resolveFamily } from '../families/registry.js';
-import type { FamilyRuntime } from '../families/runtime-types.js';
+import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeGeometry, VaeSpec } from '../families/types.js';
 import type { SessionOptions } from '../runtime/session.js';
@@ -107,18 +107,33 @@ export function vaeSpecOfSource(source: VaeSource): VaeSpec | null {
   return createVae(source.family, config);
 }
 
-/** Reads the architecture and weights a source names (no onnxruntime involved). */
-export function readVaeSource(source: VaeSource): { family: FamilySpec; config: ResolvedConfig; runtime: FamilyRuntime; weights: Map<string, Tensor> } {
+/** Which half of an autoencoder a source is read for. */
+export type VaePart = 'decoder' | 'encoder';
+
+/** What reading a source needs of one half: its parameters, the config its weights imply, the keys it ignores. */
+function partOf(family: FamilySpec, runtime: FamilyRuntime, part: VaePart): Pick<FamilyEncoder, 'params' | 'configFromWeights' | 'ignoredKeyPrefixes'> {
+  if (part === 'decoder') {
+    return { params: (c) => runtime.decoderParams(c), configFromWeights: runtime.configFromWeights, ignoredKeyPrefixes: family.ignoredKeyPrefixes };
+  }
+  if (!runtime.encoder) {
+    const r = reason('NO_ENCODER', 'family', family.name, 'a family with an encoder (tae)', `the ${family.name} family has no encoder here; encoding is available for tae`);
+    throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
+  }
+  return runtime.encoder;
+}
+
+/** Reads the architecture and the weights of one half (default: the decoder) a source names (no onnxruntime involved). */
+export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { family: FamilySpec; config: ResolvedConfig; runtime: FamilyRuntime; weights: Map<string, Tensor> } {
   if (isSynthetic(source)) {
     const family = resolveFamily(source.family, source.config);
     const runtime = runtimeOf(family);
+    const half = partOf(family, runtime, part);
     const config = family.resolveConfig(source.config);
     if (!Number.isSafeInteger(source.seed)) {
       const r = reason('SEED_INVALID', 'seed', source.seed, 'an integer');
       throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
     }
-    const specs = runtime.decoderParams(config);
-    return { family, config, runtime, weights: syntheticWeights(specs, source.seed) };
+    return { family, config, runtime, weights: syntheticWeights(half.params(config), source.seed) };
   }
   const path = source.path;
   if (!existsSync(path)) {
@@ -139,12 +154,27 @@ export function readVaeSource(source: VaeSource): { family: FamilySpec; config: 
   }
   const family = resolveFamily(source.family, raw);
   const runtime = runtimeOf(family);
+  const half = partOf(family, runtime, part);
   const stored = readWeights(weightsPath);
   const weights = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
-  const implied = runtime.configFromWeights?.(weights);
+  const implied = half.configFromWeights?.(weights);
   const config = family.resolveConfig(implied ? { ...implied, ...(raw ?? {}) } : raw);
-  const bound = bindWeights(runtime.decoderParams(config), weights, { ignorePrefixes: family.ignoredKeyPrefixes, source: weightsPath });
+  const bound = bindWeights(half.params(config), weights, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
   return { family, config, runtime, weights: bound };
+}
+
+/** A source from a path (with an optional family) or as given. */
+export function vaeSourceOf(source: string | VaeSource, family: string | undefined): VaeSource {
+  return typeof source === 'string' ? { path: source, ...(family !== undefined ? { family } : {}) } : source;
+}
+
+/** The onnxruntime session settings that load options ask for. */
+export function sessionOptionsOf(options: LoadOptions): SessionOptions {
+  return {
+    ...(options.provider !== undefined ? { provider: options.provider } : {}),
+    ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
+    ...(options.threads !== undefined ? { intraOpThreads: options.threads } : {}),
+  };
 }
 
 /**
@@ -152,14 +182,9 @@ export function readVaeSource(source: VaeSource): { family: FamilySpec; config: 
  * { family: 'tae' })`, or `loadVae({ family, config, weights: 'synthetic', seed })`.
  */
 export async function loadVae(source: string | VaeSource, options: LoadOptions & { family?: string } = {}): Promise<Vae> {
-  const resolved: VaeSource = typeof source === 'string' ? { path: source, ...(options.family !== undefined ? { family: options.family } : {}) } : source;
+  const resolved = vaeSourceOf(source, options.family);
   const { family, config, runtime, weights } = readVaeSource(resolved);
-  const session: SessionOptions = {
-    ...(options.provider !== undefined ? { provider: options.provider } : {}),
-    ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
-    ...(options.threads !== undefined ? { intraOpThreads: options.threads } : {}),
-  };
-  const runner = await runtime.createTileRunner(config, weights, session);
+  const runner = await runtime.createTileRunner(config, weights, sessionOptionsOf(options));
   const loadOptions: LoadOptions = {
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
     ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),

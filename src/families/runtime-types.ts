@@ -24,8 +24,18 @@ export interface FamilyRuntime {
   /** Reads the config a bare weights file implies (e.g. the TAE variant from its keys), if the family can. */
   configFromWeights?(weights: ReadonlyMap<string, Tensor>): RawConfig;
   /** The encoder (image in [0, 1] → latents), for families that ship one here. */
-  encoder?: {
-    params(config: ResolvedConfig): ParamSpec[];
-    createRunner(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, session: SessionOptions): Promise<TileRunner>;
-  };
+  encoder?: FamilyEncoder;
+}
+
+/**
+ * An encoder: the counterpart of the decoder entries above. Its runner's `decode` runs the
+ * encoder on an image (B, C, H, W) with H and W multiples of the geometry's spatial ratio.
+ */
+export interface FamilyEncoder {
+  params(config: ResolvedConfig): ParamSpec[];
+  createRunner(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, session: SessionOptions): Promise<TileRunner>;
+  /** Reads the config a bare encoder weights file implies, if the family can. */
+  configFromWeights?(weights: ReadonlyMap<string, Tensor>): RawConfig;
+  /** Key prefixes of a full checkpoint that the encoder does not own (e.g. `decoder.`). */
+  ignoredKeyPrefixes: readonly string[];
 }

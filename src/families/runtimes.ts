@@ -4,12 +4,14 @@
 import { DistVaeError, reason } from '../errors.js';
 import { klRuntime } from './autoencoder-kl.graph.js';
 import type { FamilyRuntime } from './runtime-types.js';
-import { qwenImageRuntime, wanRuntime } from './wan.runtime.js';
+import { taeRuntime } from './tae.runtime.js';
 import type { FamilyName, FamilySpec } from './types.js';
+import { qwenImageRuntime, wanRuntime } from './wan.runtime.js';
 
 const RUNTIMES: Partial<Record<FamilyName, FamilyRuntime>> = {
   'autoencoder-kl': klRuntime,
   flux2: klRuntime,
+  tae: taeRuntime,
   wan: wanRuntime,
   'qwen-image': qwenImageRuntime,
 };

@@ -142,6 +142,7 @@ export function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
   }
   switch (plan.kind) {
     case 'shape':
+      refuseUnfit(plan, explainTileShapePlan(vae, plan.window.height, plan.window.width));
       vae.tiling = { ...vae.tiling, enabled: true, planned: true, window: { ...plan.window }, overlap: { ...plan.overlap } };
       return;
     case 'overlap':
@@ -155,9 +156,11 @@ export function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
         );
         throw new DistVaeError('PLAN_REFUSED', r.message, { reasons: [r] });
       }
+      refuseUnfit(plan, explainTileOverlapPlan(vae, plan.overlap.height, plan.overlap.width));
       vae.tiling = { ...vae.tiling, enabled: true, planned: true, overlap: { ...plan.overlap } };
       return;
     case 'frames':
+      if (plan.frames) refuseUnfit(plan, explainTileFramePlan(vae, plan.frames.window, plan.frames.overlap));
       vae.tiling = {
         ...vae.tiling,
         planned: true,
@@ -168,13 +171,23 @@ export function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
 }
 
 /**
+ * A plan validated on another VAE of the same family (another config, so another ratio) may not
+ * fit this one; installing it would give fractional latent tiles.
+ */
+function refuseUnfit(plan: TilePlan, reasons: Reason[]): void {
+  if (reasons.length === 0) return;
+  throw new DistVaeError('PLAN_REFUSED', `this ${plan.kind} plan does not fit this VAE: ${reasons.map((r) => r.message).join('; ')}`, { reasons });
+}
+
+/**
  * Turns diffusers-style tiling on with the family's default window and overlap. Refuses (with
  * reasons) a default that does not land on whole latent units — diffusers' own output would be
  * misshapen there — rather than rounding it.
  */
 export function enableDefaultTiling(vae: VaeSpec): void {
   const t = vae.config.tiling;
-  const probe: VaeSpec = { ...vae, tiling: { ...vae.tiling, window: { ...t.window } } };
+  // Named fields, not a spread: a loaded Vae's geometry is a getter that a spread would drop.
+  const probe: VaeSpec = { family: vae.family, config: vae.config, geometry: vae.geometry, tiling: { ...vae.tiling, window: { ...t.window } } };
   const reasons = [
     ...explainTileShapePlan(vae, t.window.height, t.window.width),
     ...explainTileOverlapPlan(probe, t.overlap.height, t.overlap.width),

@@ -3,7 +3,8 @@
 // contiguous). Deterministic: two starts — optimal contiguous raster-order runs and
 // largest-first — each improved by local search out of the heaviest rank (single moves and
 // swaps, and an exhaustive re-split of the heaviest rank with another when the two hold few
-// tiles); the better result wins. With fewer tiles than ranks each tile gets its own rank and
+// tiles); the better result wins; when it is not provably within 1% of the optimum, a
+// node-bounded exact search follows. With fewer tiles than ranks each tile gets its own rank and
 // the others stay idle: work is never duplicated.
 
 export interface Schedule {
@@ -21,7 +22,13 @@ export interface Schedule {
 }
 
 /** Pairs holding at most this many tiles are re-split exhaustively (2^n subsets). */
-const EXHAUSTIVE_PAIR_TILES = 16;
+const EXHAUSTIVE_PAIR_TILES = 12;
+
+/** A heaviest load at most this factor above the lower bound is within 1% of the optimum: no exact search needed. */
+const WITHIN_OPTIMUM = 1.01;
+
+/** Node budget of the exact search that follows the heuristics (deterministic: nodes, not time). */
+const EXACT_SEARCH_NODES = 200;
 
 export function scheduleTiles(work: readonly number[], ranks: number): Schedule {
   if (!Number.isInteger(ranks) || ranks < 1) throw new RangeError(`ranks must be a positive integer, got ${ranks}`);
@@ -39,7 +46,51 @@ export function scheduleTiles(work: readonly number[], ranks: number): Schedule 
       bestKey = key;
     }
   }
+  // Moves and pair re-splits can stall where only a three-way exchange helps (up to 4% above the
+  // optimum on small grids); a bounded exact search closes that gap when the bound is not met.
+  if (bestKey[0] > WITHIN_OPTIMUM * maxLoadLowerBound(work, ranks)) best = exactSearch(work, ranks, best!, bestKey[0]) ?? best;
   return finish(work, best!, ranks);
+}
+
+/**
+ * Depth-first search for an assignment whose heaviest load is below `peak`: largest tile first,
+ * ranks with equal loads tried once, pruned when the remaining work cannot fit in the room the
+ * ranks have left under the best peak so far. Returns the best assignment found, or null when
+ * none beat `peak` within the node budget.
+ */
+function exactSearch(work: readonly number[], ranks: number, start: readonly number[], peak: number): number[] | null {
+  const order = work.map((_, i) => i).sort((a, b) => work[b]! - work[a]! || a - b);
+  const smallest = work[order[order.length - 1]!]!;
+  const remaining = new Array<number>(order.length + 1).fill(0);
+  for (let k = order.length - 1; k >= 0; k--) remaining[k] = remaining[k + 1]! + work[order[k]!]!;
+  const lowerBound = maxLoadLowerBound(work, ranks);
+  const loads = new Array<number>(ranks).fill(0);
+  const owner = [...start];
+  let best = peak;
+  let found: number[] | null = null;
+  let nodes = 0;
+  const visit = (k: number): void => {
+    if (k === order.length) {
+      best = Math.max(...loads);
+      found = [...owner];
+      return;
+    }
+    // Every rank must end strictly below `best`; a rank without room for the smallest tile takes nothing more.
+    let room = 0;
+    for (const l of loads) if (best - l > smallest) room += best - l;
+    if (remaining[k]! >= room) return;
+    const w = work[order[k]!]!;
+    for (let r = 0; r < ranks && best > lowerBound && nodes < EXACT_SEARCH_NODES; r++) {
+      if (loads[r]! + w >= best || loads.indexOf(loads[r]!) < r) continue;
+      nodes++;
+      loads[r]! += w;
+      owner[order[k]!] = r;
+      visit(k + 1);
+      loads[r]! -= w;
+    }
+  };
+  visit(0);
+  return found;
 }
 
 function finish(work: readonly number[], owner: readonly number[], ranks: number): Schedule {
@@ -139,57 +190,69 @@ function largestFirst(work: readonly number[], ranks: number): number[] {
 }
 
 /**
- * Repeatedly lowers the heaviest rank: the best single move or swap with any other rank, or,
- * when the heaviest and another rank hold few tiles together, their best exhaustive re-split.
- * A step is taken only when both touched loads end below the old maximum, so the sum of squared
- * loads falls and the search ends.
+ * Repeatedly lowers the heaviest rank: with each other rank in turn, lightest first, it tries
+ * their best exhaustive re-split when the two hold few tiles, else the best single move or swap
+ * between them, and applies the first change that leaves both below the old maximum. Each step
+ * lowers the sum of squared loads, so the search ends.
  */
 function localSearch(work: readonly number[], owner: number[], ranks: number): void {
   const loads = loadsOf(work, owner, ranks);
+  const tilesOf: number[][] = Array.from({ length: ranks }, () => []);
+  owner.forEach((r, t) => tilesOf[r]!.push(t));
+  const byLoad = Array.from({ length: ranks }, (_, r) => r);
   for (;;) {
     let heavy = 0;
     for (let r = 1; r < ranks; r++) if (loads[r]! > loads[heavy]!) heavy = r;
     const top = loads[heavy]!;
-    let bestPeak = top;
-    let bestChange: { tiles: number[]; to: number[] } | null = null;
-    const heavyTiles = owner.flatMap((r, t) => (r === heavy ? [t] : []));
-    for (let k = 0; k < ranks; k++) {
+    byLoad.sort((a, b) => loads[a]! - loads[b]! || a - b);
+    let change: { tiles: number[]; to: number[] } | null = null;
+    for (const k of byLoad) {
       if (k === heavy) continue;
-      const otherTiles = owner.flatMap((r, t) => (r === k ? [t] : []));
-      const pair = [...heavyTiles, ...otherTiles];
-      if (pair.length <= EXHAUSTIVE_PAIR_TILES) {
-        const split = bestSplit(work, pair);
-        if (split.peak < bestPeak) {
-          bestPeak = split.peak;
-          bestChange = { tiles: pair, to: split.inFirst.map((first) => (first ? heavy : k)) };
-        }
-        continue;
-      }
-      for (const t of heavyTiles) {
-        const wt = work[t]!;
-        const movePeak = Math.max(top - wt, loads[k]! + wt);
-        if (movePeak < bestPeak) {
-          bestPeak = movePeak;
-          bestChange = { tiles: [t], to: [k] };
-        }
-        for (const u of otherTiles) {
-          const delta = wt - work[u]!;
-          if (delta <= 0) continue;
-          const swapPeak = Math.max(top - delta, loads[k]! + delta);
-          if (swapPeak < bestPeak) {
-            bestPeak = swapPeak;
-            bestChange = { tiles: [t, u], to: [k, heavy] };
-          }
-        }
+      change = improvePair(work, tilesOf[heavy]!, tilesOf[k]!, heavy, k, top, loads[k]!);
+      if (change) break;
+    }
+    if (!change) return;
+    change.tiles.forEach((t, i) => {
+      const from = owner[t]!;
+      const to = change!.to[i]!;
+      if (from === to) return;
+      loads[from]! -= work[t]!;
+      loads[to]! += work[t]!;
+      owner[t] = to;
+      tilesOf[from]!.splice(tilesOf[from]!.indexOf(t), 1);
+      tilesOf[to]!.push(t);
+    });
+    for (const list of tilesOf) list.sort((a, b) => a - b);
+  }
+}
+
+/** The best re-split (small pairs) or move/swap between `heavy` and `k` whose larger load ends below `top`; null if none. */
+function improvePair(work: readonly number[], heavyTiles: readonly number[], otherTiles: readonly number[], heavy: number, k: number, top: number, otherLoad: number): { tiles: number[]; to: number[] } | null {
+  const pair = [...heavyTiles, ...otherTiles];
+  if (pair.length <= EXHAUSTIVE_PAIR_TILES) {
+    const split = bestSplit(work, pair);
+    return split.peak < top ? { tiles: pair, to: split.inFirst.map((first) => (first ? heavy : k)) } : null;
+  }
+  let bestPeak = top;
+  let best: { tiles: number[]; to: number[] } | null = null;
+  for (const t of heavyTiles) {
+    const wt = work[t]!;
+    const movePeak = Math.max(top - wt, otherLoad + wt);
+    if (movePeak < bestPeak) {
+      bestPeak = movePeak;
+      best = { tiles: [t], to: [k] };
+    }
+    for (const u of otherTiles) {
+      const delta = wt - work[u]!;
+      if (delta <= 0) continue;
+      const swapPeak = Math.max(top - delta, otherLoad + delta);
+      if (swapPeak < bestPeak) {
+        bestPeak = swapPeak;
+        best = { tiles: [t, u], to: [k, heavy] };
       }
     }
-    if (!bestChange) return;
-    bestChange.tiles.forEach((t, i) => {
-      loads[owner[t]!]! -= work[t]!;
-      owner[t] = bestChange!.to[i]!;
-      loads[owner[t]!]! += work[t]!;
-    });
   }
+  return best;
 }
 
 /** The split of `tiles` into two sets with the smallest larger half (first found on ties). */

@@ -6,7 +6,7 @@
 
 import type { Size2, VaeSpec } from '../families/types.js';
 import { axisSpans } from './grid.js';
-import { scheduleTiles } from './scheduler.js';
+import { maxLoadLowerBound, scheduleTiles } from './scheduler.js';
 import { latentShapeOf, type SampleShape } from './shapes.js';
 
 export const MIN_NARROW_AXIS_LATENT = 16;
@@ -36,7 +36,7 @@ export interface SearchResult {
   picks: { coarse: SearchCandidate | null; balanced: SearchCandidate | null; fine: SearchCandidate | null };
 }
 
-interface AxisOption {
+export interface AxisOption {
   window: number;
   overlap: number;
   count: number;
@@ -46,21 +46,24 @@ interface AxisOption {
 }
 
 /**
- * Window options on one axis: for each tile count, the smallest window (≥ `minWindow` latent
- * units, overlap ceil(w/4)) that produces it, plus the whole axis untiled. A larger window with
- * the same count is a larger activation for the same grid whose extra reach only adds clipped
- * slivers at the end of the axis, so candidates are grids, each at its tightest window.
+ * Window options on one axis (windows ≥ `minWindow` latent units, overlap ceil(w/4)), plus the
+ * whole axis untiled. Among windows giving the same tile count only those that decode less of
+ * the axis than every smaller window with that count are kept: a larger window with no smaller
+ * extent sum is no better on window area, decoded area or tile columns, and its only chance —
+ * a better balance — comes from clipped slivers that a smaller window also produces.
  */
-function axisOptions(length: number, minWindow: number): AxisOption[] {
-  const byCount = new Map<number, AxisOption>();
+export function axisOptions(length: number, minWindow: number): AxisOption[] {
+  const bestSum = new Map<number, number>();
+  const options: AxisOption[] = [];
   for (let w = Math.max(2, minWindow); w < length; w++) {
     const overlap = Math.ceil(w / 4);
-    const count = Math.ceil(length / (w - overlap));
-    if (byCount.has(count)) continue;
     const extents = axisSpans(length, w, w - overlap).map((s) => s.end - s.start);
-    byCount.set(count, { window: w, overlap, count, extents, extentSum: extents.reduce((a, b) => a + b, 0), maxExtent: Math.max(...extents) });
+    const count = extents.length;
+    const extentSum = extents.reduce((a, b) => a + b, 0);
+    if (extentSum >= (bestSum.get(count) ?? Infinity)) continue;
+    bestSum.set(count, extentSum);
+    options.push({ window: w, overlap, count, extents, extentSum, maxExtent: Math.max(...extents) });
   }
-  const options = [...byCount.values()];
   if (length >= minWindow) options.push({ window: length, overlap: 0, count: 1, extents: [length], extentSum: length, maxExtent: length });
   return options;
 }
@@ -76,7 +79,7 @@ export function searchPlans(vae: VaeSpec, sample: SampleShape, ranks: number): S
   const rowsOptions = axisOptions(latent.height, minWindow);
   const colsOptions = axisOptions(latent.width, minWindow);
   const latentArea = latent.height * latent.width;
-  const candidates: SearchCandidate[] = [];
+  const candidates: { candidate: SearchCandidate; areas: number[]; imbalanceBound: number }[] = [];
   for (const h of rowsOptions) {
     for (const w of colsOptions) {
       const tiles = h.count * w.count;
@@ -85,23 +88,38 @@ export function searchPlans(vae: VaeSpec, sample: SampleShape, ranks: number): S
       if (vae.family.extraWindowReasons && vae.family.extraWindowReasons(vae.config, window).length > 0) continue;
       const areas: number[] = [];
       for (const eh of h.extents) for (const ew of w.extents) areas.push(eh * ew);
+      const total = h.extentSum * w.extentSum;
       candidates.push({
-        window,
-        overlap: { height: h.overlap * r, width: w.overlap * r },
-        windowLatent: { height: h.maxExtent, width: w.maxExtent },
-        tiles,
-        rows: h.count,
-        columns: w.count,
-        windowArea: h.maxExtent * w.maxExtent,
-        decodedAreaRatio: (h.extentSum * w.extentSum) / latentArea,
-        activationShare: (h.maxExtent * w.maxExtent) / latentArea,
-        seams: w.count * (h.count - 1) + h.count * (w.count - 1),
-        imbalance: scheduleTiles(areas, ranks).imbalance,
+        candidate: {
+          window,
+          overlap: { height: h.overlap * r, width: w.overlap * r },
+          windowLatent: { height: h.maxExtent, width: w.maxExtent },
+          tiles,
+          rows: h.count,
+          columns: w.count,
+          windowArea: h.maxExtent * w.maxExtent,
+          decodedAreaRatio: total / latentArea,
+          activationShare: (h.maxExtent * w.maxExtent) / latentArea,
+          seams: w.count * (h.count - 1) + h.count * (w.count - 1),
+          imbalance: NaN,
+        },
+        areas,
+        imbalanceBound: maxLoadLowerBound(areas, ranks) / (total / ranks) - 1,
       });
     }
   }
-  const frontier = paretoFrontier(candidates);
-  return { candidates: candidates.length, frontier, picks: pickProfiles(frontier) };
+  // Lazy frontier: candidates in ascending objective order; one is scheduled only when no member
+  // found so far would dominate it even at its imbalance lower bound.
+  candidates.sort((a, b) => byObjectives(a.candidate, b.candidate) || a.imbalanceBound - b.imbalanceBound);
+  let frontier: SearchCandidate[] = [];
+  for (const { candidate: c, areas, imbalanceBound } of candidates) {
+    if (frontier.some((f) => dominates(f, { ...c, imbalance: imbalanceBound }))) continue;
+    c.imbalance = scheduleTiles(areas, ranks).imbalance;
+    if (frontier.some((f) => dominates(f, c))) continue;
+    frontier = frontier.filter((f) => !dominates(c, f));
+    frontier.push(c);
+  }
+  return { candidates: candidates.length, frontier: frontier.sort(byLargerWindow), picks: pickProfiles(frontier) };
 }
 
 function dominates(a: SearchCandidate, b: SearchCandidate): boolean {

@@ -59,7 +59,8 @@ export function sampleShapeOf(g: VaeGeometry, latent: LatentShape): Required<Sam
   return { height: latent.height * g.spatialRatio, width: latent.width * g.spatialRatio, frames: (latent.frames - 1) * g.temporalRatio + 1 };
 }
 
-function nearestMultiples(v: number, m: number): string {
+/** The multiples of m nearest to v, in words: `lo or lo + m` (just `m` below it). */
+export function nearestMultiples(v: number, m: number): string {
   const lo = Math.floor(v / m) * m;
   return lo === 0 ? `${m}` : `${lo} or ${lo + m}`;
 }

@@ -52,3 +52,9 @@ export function assertRelativeL2(actual: NumericTensor, expected: NumericTensor,
   const error = relativeL2Error(actual, expected);
   assert.ok(error < tolerance, `${label}: ‖actual − expected‖/‖expected‖ = ${error} exceeds ${tolerance} (max abs ${difference(actual, expected).maxAbs})`);
 }
+
+/** Both criteria at `rtol`: assertClose's max abs against the tensor's scale, and assertRelativeL2. */
+export function assertMatchesReference(actual: NumericTensor, expected: NumericTensor, label: string, rtol = 1e-5): void {
+  assertClose(actual, expected, label, rtol);
+  assertRelativeL2(actual, expected, label, rtol);
+}

@@ -1,0 +1,83 @@
+// `distvae encode` end to end on a synthetic full-size TAESD encoder saved as a bare
+// .safetensors file (its variant read from the keys) and small PNG images.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { PNG } from 'pngjs';
+import { loadEncoder } from '../../encode/encoder.js';
+import { tae } from '../../families/tae.js';
+import { taeRuntime } from '../../families/tae.runtime.js';
+import { readImage } from '../../io/image.js';
+import { readLatents } from '../../io/latents.js';
+import { writeSafetensors } from '../../weights/safetensors.js';
+import { syntheticWeights } from '../../weights/synthetic.js';
+import { runCli } from '../main.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'distvae-encode-'));
+const encoderPath = join(dir, 'taesd_encoder.safetensors');
+writeSafetensors(encoderPath, syntheticWeights(taeRuntime.encoder!.params(tae.resolveConfig({ variant: 'taesd' })), 3));
+
+function writePng(name: string, height: number, width: number): string {
+  const png = new PNG({ width, height });
+  for (let i = 0; i < width * height; i++) png.data.set([(i * 7) % 256, (i * 13) % 256, (i * 29) % 256, 255], i * 4);
+  const path = join(dir, name);
+  writeFileSync(path, PNG.sync.write(png));
+  return path;
+}
+
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(['encode', ...args], { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), stderrIsTTY: false });
+  return { code, stdout, stderr };
+}
+
+test('encode writes the latents the library computes, to .npy and .safetensors, with a JSON summary', async () => {
+  const image = writePng('photo.png', 16, 24);
+  const npy = join(dir, 'z.npy');
+  const st = join(dir, 'z.safetensors');
+  const run = await cli(['--vae', encoderPath, '--family', 'tae', '--image', image, '--out', npy, '--threads', '1', '--json']);
+  assert.equal(run.code, 0, run.stderr);
+  const summary = JSON.parse(run.stdout);
+  assert.deepEqual(summary.shape, [1, 4, 2, 3]);
+  assert.deepEqual(summary.image, { height: 16, width: 24 });
+  assert.equal(typeof summary.seconds, 'number');
+
+  const encoder = await loadEncoder(encoderPath, { family: 'tae', threads: 1 });
+  try {
+    const expected = await encoder.encode(readImage(image));
+    assert.deepEqual(readLatents(npy).data, expected.data);
+    assert.equal((await cli(['--vae', encoderPath, '--family', 'tae', '--image', image, '--out', st, '--threads', '1'])).code, 0);
+    assert.deepEqual(readLatents(st).data, expected.data);
+  } finally {
+    await encoder.dispose();
+  }
+});
+
+test('encode refuses sizes off the ratio (naming the nearest), or crops them with --crop', async () => {
+  const image = writePng('odd.png', 20, 27);
+  const out = join(dir, 'odd.npy');
+  const refused = await cli(['--vae', encoderPath, '--family', 'tae', '--image', image, '--out', out, '--threads', '1']);
+  assert.equal(refused.code, 2);
+  assert.match(refused.stderr, /height 20 px is not a multiple of 8 \(nearest: 16 or 24\)/);
+  assert.equal(existsSync(out), false);
+
+  const cropped = await cli(['--vae', encoderPath, '--family', 'tae', '--image', image, '--out', out, '--crop', '--threads', '1', '--json']);
+  assert.equal(cropped.code, 0, cropped.stderr);
+  const summary = JSON.parse(cropped.stdout);
+  assert.deepEqual(summary.encoded, { height: 16, width: 24 });
+  assert.deepEqual(summary.shape, [1, 4, 2, 3]);
+});
+
+test('encode refuses a bad --out before reading anything, and a missing --image', async () => {
+  const bad = await cli(['--vae', join(dir, 'absent.pth'), '--image', join(dir, 'absent.png'), '--out', join(dir, 'z.png'), '--json']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--out .* must end in \.npy or \.safetensors/);
+  assert.equal(JSON.parse(bad.stdout).error.code, 'INVALID_ARGUMENT');
+  const missing = await cli(['--vae', encoderPath, '--family', 'tae', '--out', join(dir, 'z.npy')]);
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /--image is required/);
+});

@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { DistVaeError } from '../errors.js';
+import { tae } from '../families/tae.js';
+import { taeRuntime } from '../families/tae.runtime.js';
+import { referenceArch, referenceEncode } from '../families/testing/tae-reference.js';
+import { assertMatchesReference } from '../graph/testing/compare.js';
+import { seededTensor } from '../graph/testing/random.js';
+import { syntheticWeights } from '../weights/synthetic.js';
+import { checkImage, cropToMultiple, loadEncoder } from './encoder.js';
+
+const TINY = { latent_channels: 4, use_midblock_gn: true, decoder_block_out_channels: [8, 8, 8, 8], encoder_block_out_channels: [8, 8, 8, 8], num_decoder_blocks: [1, 1, 1, 1], num_encoder_blocks: [1, 1, 1, 1] };
+
+const invalid = (pattern: RegExp) => (e: unknown) => e instanceof DistVaeError && e.code === 'TENSOR_INVALID' && pattern.test(e.message);
+
+test('loadEncoder with synthetic weights encodes like the float64 reference', async () => {
+  const source = { family: 'tae', config: TINY, weights: 'synthetic' as const, seed: 8 };
+  const encoder = await loadEncoder(source, { threads: 1 });
+  try {
+    const image = seededTensor([1, 3, 16, 32], 2, 0.5);
+    const latents = await encoder.encode(image);
+    assert.deepEqual(latents.dims, [1, 4, 2, 4]);
+    const weights = syntheticWeights(taeRuntime.encoder!.params(tae.resolveConfig(TINY)), 8);
+    assertMatchesReference(latents, referenceEncode(weights, referenceArch(TINY, 'encoder'), image), 'encode');
+  } finally {
+    await encoder.dispose();
+  }
+});
+
+test('checkImage refuses sizes off the spatial ratio with the nearest valid ones, and wrong rank, channels or values', () => {
+  const config = tae.resolveConfig(TINY);
+  assert.throws(() => checkImage(config, seededTensor([1, 3, 30, 33], 1)), invalid(/height 30 px is not a multiple of 8 \(nearest: 24 or 32\).*width 33 px is not a multiple of 8 \(nearest: 32 or 40\)/));
+  assert.throws(() => checkImage(config, seededTensor([1, 3, 4, 8], 1)), invalid(/height 4 px is not a multiple of 8 \(nearest: 8\)/));
+  assert.throws(() => checkImage(config, seededTensor([1, 4, 8, 8], 1)), invalid(/4 channels; the encoder takes 3/));
+  assert.throws(() => checkImage(config, seededTensor([3, 8, 8], 1)), invalid(/3 dimensions/));
+  const nan = seededTensor([1, 3, 8, 8], 1);
+  nan.data[70] = Number.NaN;
+  assert.throws(() => checkImage(config, nan), invalid(/non-finite value \(NaN\) at flat index 70/));
+  assert.doesNotThrow(() => checkImage(config, seededTensor([2, 3, 8, 16], 1)));
+});
+
+test('cropToMultiple keeps the centred largest multiple-of-r window', () => {
+  const image = { dims: [1, 2, 10, 19], data: Float32Array.from({ length: 380 }, (_, i) => i) };
+  const cropped = cropToMultiple(image, 8);
+  assert.deepEqual(cropped.dims, [1, 2, 8, 16]);
+  // Rows 1..8, columns 1..16 of each plane: (10 − 8) / 2 = 1 and floor((19 − 16) / 2) = 1.
+  assert.equal(cropped.data[0], 1 * 19 + 1);
+  assert.equal(cropped.data[8 * 16 - 1], 8 * 19 + 16);
+  assert.equal(cropped.data[8 * 16], 190 + 19 + 1);
+  assert.equal(cropToMultiple(cropped, 8), cropped, 'already valid: unchanged');
+  assert.throws(() => cropToMultiple({ dims: [1, 3, 7, 16], data: new Float32Array(336) }, 8), invalid(/smaller than 8 px/));
+});
+
+test('loadEncoder refuses a family without an encoder', async () => {
+  await assert.rejects(loadEncoder({ family: 'autoencoder-kl', weights: 'synthetic', seed: 0 }), (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED');
+});

@@ -1,0 +1,19 @@
+// A TileRunner over one built graph: one onnxruntime session, one input, one output. Families
+// whose decoder (or encoder) is a single graph run it through this.
+
+import { throwIfAborted } from '../decode/engine.js';
+import type { TileRunner } from '../decode/types.js';
+import type { GraphBuilder } from '../graph/builder.js';
+import { createSession, type SessionOptions } from '../runtime/session.js';
+
+export async function graphRunner(graph: GraphBuilder, io: { input: string; output: string }, session: SessionOptions): Promise<TileRunner> {
+  const s = await createSession(graph.toModelBytes(), session);
+  return {
+    async decode(tile, signal) {
+      throwIfAborted(signal);
+      const out = await s.run({ [io.input]: tile });
+      return out[io.output]!;
+    },
+    dispose: () => s.dispose(),
+  };
+}
