@@ -13,7 +13,7 @@ import type { TileRunner } from '../decode/types.js';
 import { createSession, type Session, type SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
 import { LATENT_INPUT, SAMPLE_OUTPUT } from './wan.graph.js';
-import { pastInputName, type WanStep } from './wan-blocks.js';
+import { pastInputName, presentOutputName, type WanStep } from './wan-blocks.js';
 
 const PRESENT_PREFIX = 'present:';
 
@@ -42,20 +42,27 @@ export class FrameStepRunner implements TileRunner {
     const outFrames = 1 + (frames - 1) * this.temporalRatio;
     let out: { data: Float32Array; dims: number[] } | null = null;
     for (let b = 0; b < batch; b++) {
-      let past: Record<string, Tensor> = {};
+      // The history read by a step becomes the output buffers of the step after it (same
+      // shapes), and a next step's sample buffer is reused by the following one: from the third
+      // step on, a step allocates nothing, and two copies of the history exist, never more.
+      let past = new Map<string, Tensor>();
+      let into: Record<string, Tensor> = {};
       let outFrame = 0;
       for (let f = 0; f < frames; f++) {
         throwIfAborted(signal);
         const step: WanStep = frames === 1 ? 'only' : f === 0 ? 'first' : 'next';
-        const results = await (await this.session(step)).run({ [LATENT_INPUT]: latentFrame(tile, b, f), ...past });
+        const feeds = { [LATENT_INPUT]: latentFrame(tile, b, f), ...Object.fromEntries([...past].map(([key, t]) => [pastInputName(key), t])) };
+        const results = await (await this.session(step)).run(feeds, step === 'next' ? into : {});
         const sample = results[SAMPLE_OUTPUT]!;
         const [count, channels, height, width] = sample.dims as [number, number, number, number];
         out ??= { data: new Float32Array(batch * channels * outFrames * height * width), dims: [batch, channels, outFrames, height, width] };
         writeFrames(out.data, out.dims, b, outFrame, sample);
         outFrame += count;
-        past = {};
+        into = step === 'next' ? { [SAMPLE_OUTPUT]: sample } : {};
+        for (const [key, t] of past) into[presentOutputName(key)] = t;
+        past = new Map();
         for (const [name, value] of Object.entries(results)) {
-          if (name.startsWith(PRESENT_PREFIX)) past[pastInputName(name.slice(PRESENT_PREFIX.length))] = value;
+          if (name.startsWith(PRESENT_PREFIX)) past.set(name.slice(PRESENT_PREFIX.length), value);
         }
       }
     }
