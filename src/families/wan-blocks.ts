@@ -1,46 +1,47 @@
 // The layers of diffusers' Wan VAE decoder (AutoencoderKLWan 2.1 / 2.2 and AutoencoderKLQwenImage,
 // which shares the 2.1 layers), each as a `…Params` list beside the graph function that reads
-// the same checkpoint keys, built for ONE STEP of the frame loop (DESIGN §3 'frame-steps'):
-// a step decodes one latent frame and threads the causal history to the next step.
+// the same checkpoint keys, built to decode ONE FRAME per call (DESIGN §3 'frame-steps').
 //
-// Layout: a step's activation holds its frames on the batch axis, (frames, C, H, W). Every
-// per-frame op (RMS norm, the mid-block attention, the spatial resample, 1×1×1 convs) is then a
-// plain 4-D op, and a causal 3×3×3 conv is ONE 2-D conv over the three input frames it reads,
-// stacked on the channel axis (oldest first) with the kernel rearranged to match — ORT runs that
-// on its fast 2-D path (no 3-D im2col). The tile runner steps through batch elements.
+// Layout: an activation holds its frames on the batch axis, (frames, C, H, W) — one frame,
+// except for the two a temporal upsampler makes of one. Every per-frame op (RMS norm, the
+// mid-block attention, the spatial resample, 1×1×1 convs) is a plain 4-D op, and a causal
+// 3×3×3 conv is ONE 2-D conv over the three input frames it reads, stacked on the channel axis
+// (oldest first) with the kernel rearranged to match — ORT runs that on its fast 2-D path.
 //
-// Time: output frame t of a causal conv reads input frames t−2, t−1, t. In the step that starts
-// the sequence ('only' or 'first') the two earlier frames are zeros, so only the kernel's last
-// temporal slice is applied (a third of the work); a 'next' step reads them from the graph input
-// `past:<conv key>` (the last two input frames of the previous step) and every step that has a
-// successor emits `present:<conv key>` for it. This is exactly diffusers' feat_cache protocol,
-// which equals one causal pass over all frames (wan.md §5).
+// Time: output frame t of a causal conv reads input frames t−2, t−1, t. When the frame is the
+// first of its sequence ('only' / 'first' graphs) the two earlier frames are zeros, so only the
+// kernel's last temporal slice is applied (a third of the work); otherwise ('next') they are the
+// graph inputs `past0:<conv key>` and `past1:<conv key>`. A graph with a successor emits
+// `present:<conv key>`, the conv's input frame, which the runner shifts into its history. This
+// is exactly diffusers' feat_cache protocol, which equals one causal pass over all frames
+// (wan.md §5).
 
 import { attr } from '../graph/attributes.js';
 import type { GraphBuilder, Scope, Value } from '../graph/builder.js';
 import type { ParamSpec } from '../weights/synthetic.js';
 import { conv2d, GAIN_AFTER_SILU, GAIN_RESIDUAL_BRANCH_END, type Module } from './blocks.js';
 
-/** diffusers' CACHE_T: the input frames of history a causal conv (temporal kernel 3) carries. */
-export const CACHE_FRAMES = 2;
-const TEMPORAL_KERNEL = CACHE_FRAMES + 1;
+/** A causal conv's temporal kernel: it reads diffusers' CACHE_T = 2 earlier input frames. */
+const TEMPORAL_KERNEL = 3;
 
 /** `F.normalize`'s eps: a floor on the L2 norm, not a term under a square root. */
 const RMS_NORM_EPSILON = 1e-12;
 
 /**
- * Which step of the frame loop a graph runs: `first` starts a sequence that continues, `next`
- * continues one, `only` is a one-frame sequence (a Qwen-Image image): it starts like `first`
- * but emits no history, which would be large and never read.
+ * Which frame of its sequence a graph decodes: `first` starts a sequence that continues, `next`
+ * continues one, `only` is a one-frame sequence (a Qwen-Image image): it starts like `first` but
+ * emits no history, which would be large and never read.
  */
 export type WanStep = 'only' | 'first' | 'next';
 
-export const pastInputName = (key: string): string => `past:${key}`;
-export const presentOutputName = (key: string): string => `present:${key}`;
+/** The two history frames a causal conv reads, oldest first. */
+export const pastInputName = (key: string, age: 0 | 1): string => `past${age}:${key}`;
+export const PRESENT_PREFIX = 'present:';
+export const presentOutputName = (key: string): string => `${PRESENT_PREFIX}${key}`;
 
 /**
- * An activation of one step: `count` consecutive frames on the batch axis, (count, C, H, W),
- * at `scale` × the latent tile's height and width.
+ * An activation: `count` consecutive frames on the batch axis, (count, C, H, W), at `scale` ×
+ * the latent tile's height and width.
  */
 export interface Frames {
   readonly value: Value;
@@ -48,7 +49,8 @@ export interface Frames {
   readonly scale: number;
 }
 
-const dimName = (axis: 'height' | 'width', scale: number): string => (scale === 1 ? axis : `${axis}*${scale}`);
+/** Documented dims of `count` frames at `scale` × the latent tile's named height and width. */
+export const frameDims = (count: number, channels: number, scale: number): (number | string)[] => [count, channels, scale === 1 ? 'height' : `height*${scale}`, scale === 1 ? 'width' : `width*${scale}`];
 
 /** The step a graph is built for, and the history inputs and outputs it declares. */
 export class StepContext {
@@ -57,23 +59,24 @@ export class StepContext {
     readonly step: WanStep,
   ) {}
 
-  /** The step's input is frame 0 of the sequence: every causal history is still zeros. */
+  /** The frame is the first of its sequence: every causal history is still zeros. */
   get startsSequence(): boolean {
     return this.step !== 'next';
   }
 
-  /** Another step follows, so this one emits its history. */
+  /** Another frame follows, so the graph emits its history. */
   get emitsHistory(): boolean {
     return this.step !== 'only';
   }
 
-  /** The previous step's last CACHE_FRAMES input frames of the layer `key`: (2, C, H, W). */
-  past(key: string, channels: number, scale: number): Value {
-    return this.graph.input(pastInputName(key), [CACHE_FRAMES, channels, dimName('height', scale), dimName('width', scale)]);
+  /** Input frames t−2 and t−1 of the conv `key`: (1, C, H, W) each. */
+  past(key: string, channels: number, scale: number): [Value, Value] {
+    return [this.graph.input(pastInputName(key, 0), frameDims(1, channels, scale)), this.graph.input(pastInputName(key, 1), frameDims(1, channels, scale))];
   }
 
+  /** The conv's input frame t, which becomes frame t−1 of its next call. */
   present(key: string, value: Value, channels: number, scale: number): void {
-    this.graph.output(presentOutputName(key), value, [CACHE_FRAMES, channels, dimName('height', scale), dimName('width', scale)]);
+    this.graph.output(presentOutputName(key), value, frameDims(1, channels, scale));
   }
 }
 
@@ -129,33 +132,23 @@ export function upsamplerParams(key: string, channels: number, outChannels: numb
 
 // ---- layers -------------------------------------------------------------------------------
 
-/** WanCausalConv3d with temporal kernel 3 (zero front pad 2 in time, kernel//2 in space), threading its history. */
+/** WanCausalConv3d with temporal kernel 3 (zero front pad 2 in time, kernel//2 in space) on one frame, threading its history. */
 export function causalConv(m: Module, x: Frames, steps: StepContext): Frames {
   const sc = m.scope;
-  const dims = m.dims('weight') as [number, number, number, number, number];
-  const [cout, cin, kt, kh, kw] = dims;
-  if (kt !== TEMPORAL_KERNEL || kh !== kw || kh % 2 !== 1) throw new Error(`unreachable: ${m.key('weight')} has kernel ${dims.slice(2)}`);
+  const shape = m.dims('weight') as [number, number, number, number, number];
+  const [cout, cin, kt, kh, kw] = shape;
+  if (kt !== TEMPORAL_KERNEL || kh !== kw || kh % 2 !== 1 || x.count !== 1) throw new Error(`unreachable: ${m.key('weight')} has kernel ${shape.slice(2)}, input of ${x.count} frames`);
   const pad = (kh - 1) / 2;
   const weight = m.param('weight');
   const bias = m.param('bias');
   const key = sc.path;
+  if (steps.emitsHistory) steps.present(key, x.value, cin, x.scale);
   if (steps.startsSequence) {
     // History is zeros: the earlier taps add nothing, so apply only W[:, :, 2].
-    if (steps.emitsHistory) steps.present(key, sc.pad(x.value, [CACHE_FRAMES - x.count, 0, 0, 0, 0, 0, 0, 0]), cin, x.scale);
     const lastSlice = sc.reshape(sc.slice(weight, { starts: [kt - 1], ends: [kt], axes: [2] }), [cout, cin, kh, kw]);
     return withValue(x, conv2dNode(sc, x.value, lastSlice, bias, pad));
   }
-  const full = sc.concat([steps.past(key, cin, x.scale), x.value], 0); // (count + 2, C, H, W)
-  // Output frame t reads full[t], full[t+1], full[t+2]; with one frame that is all of `full`,
-  // whose memory already is the stacked (1, 3C, H, W) tensor.
-  const stacked =
-    x.count === 1
-      ? sc.reshape(full, [1, kt * cin, 0, 0])
-      : sc.concat(
-          Array.from({ length: kt }, (_, k) => sc.slice(full, { starts: [k], ends: [k + x.count], axes: [0] })),
-          1,
-        );
-  steps.present(key, sc.slice(full, { starts: [x.count], ends: [x.count + CACHE_FRAMES], axes: [0] }), cin, x.scale);
+  const stacked = sc.concat([...steps.past(key, cin, x.scale), x.value], 1); // (1, 3C, H, W), oldest first
   // W [O, C, kt, kh, kw] → [O, kt·C, kh, kw] with channel kt·C + c, the order of `stacked`.
   const stackedKernel = sc.reshape(sc.transpose(weight, [0, 2, 1, 3, 4]), [cout, kt * cin, kh, kw]);
   return withValue(x, conv2dNode(sc, stacked, stackedKernel, bias, pad));
@@ -225,8 +218,8 @@ export function upsampler(m: Module, x: Frames, temporal: boolean, steps: StepCo
 /**
  * The temporal half of upsample3d. The sequence's first frame is passed through unchanged
  * (diffusers stores "Rep" in the first chunk): the time conv only ever sees frames 1, 2, …, with
- * zeros before frame 1. Its 2C output channels are two frames (channel block s → frame 2t + s),
- * which on the frames-on-batch layout is a plain reshape.
+ * zeros before frame 1 — so its first history frame is zeros too. Its 2C output channels are two
+ * frames (channel block s → frame 2t + s), which on the frames-on-batch layout is a reshape.
  */
 function timeUpsample(m: Module, x: Frames, steps: StepContext): Frames {
   const sc = m.scope;
@@ -236,13 +229,13 @@ function timeUpsample(m: Module, x: Frames, steps: StepContext): Frames {
     m.weights.take(timeConv.key('weight'));
     m.weights.take(timeConv.key('bias'));
     if (steps.emitsHistory) {
-      const zerosShape = sc.concat([sc.int64Constant([CACHE_FRAMES]), sc.op('Shape', [x.value], [attr.int('start', 1)])], 0);
-      steps.present(timeConv.scope.path, sc.op('ConstantOfShape', [zerosShape]), channels, x.scale);
+      const zeros = sc.op('ConstantOfShape', [sc.shape(x.value)]);
+      steps.present(timeConv.scope.path, zeros, channels, x.scale);
     }
     return x;
   }
   const doubled = causalConv(timeConv, x, steps);
-  return { value: sc.reshape(doubled.value, [2 * x.count, channels, 0, 0]), count: 2 * x.count, scale: x.scale };
+  return { value: sc.reshape(doubled.value, [2, channels, 0, 0]), count: 2, scale: x.scale };
 }
 
 /**

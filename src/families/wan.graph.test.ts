@@ -1,7 +1,7 @@
-// The Wan / Qwen-Image step graphs, run frame by frame by the tile runner, against the
-// independent float64 reference decoder (testing/wan-reference.ts: one causal pass over all
-// frames, written from the architecture notes); the parameter lists against diffusers' keys and
-// shapes; and what each kind of step graph takes and returns.
+// The Wan / Qwen-Image graphs, run frame by frame and segment by segment by the tile runner,
+// against the independent float64 reference decoder (testing/wan-reference.ts: one causal pass
+// over all frames, written from the architecture notes); the parameter lists against diffusers'
+// keys and shapes; and what each graph takes and returns.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -12,7 +12,7 @@ import { syntheticWeights } from '../weights/synthetic.js';
 import { getFamily } from './registry.js';
 import { referenceWanDecode, type WanReferenceConfig } from './testing/wan-reference.js';
 import type { RawConfig } from './types.js';
-import { buildWanStepGraph, wanDecoderParams } from './wan.graph.js';
+import { buildWanGraph, wanDecoderParams, wanSegmentCount } from './wan.graph.js';
 import { qwenImageRuntime, wanRuntime } from './wan.runtime.js';
 
 interface Case {
@@ -45,7 +45,7 @@ const QWEN: RawConfig = { base_dim: 4, dim_mult: [1, 2], num_res_blocks: 1, temp
 
 const CASES: Case[] = [
   {
-    label: 'Wan 2.1 with two temporal upsamples (steps of 1, 2 and 4 frames), 3 latent frames',
+    label: 'Wan 2.1 with two temporal upsamples (three segments; 1, 2 and 4 frames per latent frame), 3 latent frames',
     family: 'wan',
     config: WAN21_TWO_TEMPORAL,
     reference: { baseDim: 4, dimMult: [1, 2, 2], numResBlocks: 1, temperalDownsample: [true, true] },
@@ -84,7 +84,7 @@ const CASES: Case[] = [
 const runtimeOf = (family: Case['family']) => (family === 'wan' ? wanRuntime : qwenImageRuntime);
 
 for (const c of CASES) {
-  test(`frame-stepped graphs equal the float64 one-pass reference: ${c.label}`, async () => {
+  test(`frame-by-frame graphs equal the float64 one-pass reference: ${c.label}`, async () => {
     const config = getFamily(c.family).resolveConfig(c.config);
     const weights = syntheticWeights(wanDecoderParams(config), 7);
     const z = seededTensor(c.latent, 11);
@@ -103,7 +103,7 @@ for (const c of CASES) {
   });
 }
 
-test('the runner reports an abort between frame steps', async () => {
+test('the runner reports an abort between frames', async () => {
   const config = getFamily('wan').resolveConfig(WAN21_ONE_TEMPORAL);
   const runner = await wanRuntime.createTileRunner(config, syntheticWeights(wanDecoderParams(config), 1), { intraOpThreads: 1 });
   try {
@@ -161,31 +161,39 @@ test('the published Wan 2.2 decoder lists diffusers keys and shapes (110 tensors
   assert.deepEqual(specs.get('decoder.conv_out.weight'), [12, 256, 3, 3, 3]);
 });
 
-test('step graphs: inputs, outputs and initializers of the only, first and next steps', () => {
+test('graphs: the only-step decoder, and the segments cut after the temporal upsampler with their history inputs and outputs', () => {
   const config = getFamily('wan').resolveConfig(WAN21_ONE_TEMPORAL);
   const specs = wanDecoderParams(config);
   const weights = syntheticWeights(specs, 1);
-  const io = (step: 'only' | 'first' | 'next') => {
-    const graph = buildWanStepGraph(config, weights, step).toModel().graph!;
+  assert.equal(wanSegmentCount(config), 2);
+  const io = (segment: number | null, step: 'only' | 'first' | 'next') => {
+    const graph = buildWanGraph(config, weights, segment, step).toModel().graph!;
     return { inputs: graph.input!.map((i) => i.name!), outputs: graph.output!.map((o) => o.name!), initializers: new Set(graph.initializer!.map((t) => t.name!)) };
   };
-  const only = io('only');
-  const first = io('first');
-  const next = io('next');
-  assert.deepEqual(only.inputs, ['latent']);
-  assert.deepEqual(only.outputs, ['sample']);
-  assert.deepEqual(first.inputs, ['latent']);
-  // One history per causal conv with a temporal kernel: conv_in, 2 per residual block (2 mid + 2 + 2), conv_out, the time conv.
-  const histories = first.outputs.filter((n) => n.startsWith('present:'));
-  assert.equal(histories.length, 1 + 2 * 6 + 1 + 1);
-  assert.ok(histories.includes('present:decoder.up_blocks.0.upsamplers.0.time_conv'));
-  assert.deepEqual(new Set(next.inputs), new Set(['latent', ...histories.map((n) => n.replace('present:', 'past:'))]));
-  assert.deepEqual(new Set(next.outputs), new Set(first.outputs));
   const all = new Set(specs.map((s) => s.name));
-  assert.deepEqual(next.initializers, all);
   const timeConv = [...all].filter((n) => n.includes('time_conv'));
-  assert.deepEqual(first.initializers, new Set([...all].filter((n) => !timeConv.includes(n))), 'the first step never runs a time conv');
-  assert.deepEqual(only.initializers, first.initializers);
+  const only = io(null, 'only');
+  assert.deepEqual(only.inputs, ['x']);
+  assert.deepEqual(only.outputs, ['y']);
+  assert.deepEqual(only.initializers, new Set([...all].filter((n) => !timeConv.includes(n))), 'a first frame never runs a time conv');
+
+  const histories = (outputs: string[]) => outputs.filter((n) => n.startsWith('present:')).map((n) => n.slice('present:'.length));
+  const first0 = io(0, 'first');
+  const next0 = io(0, 'next');
+  const first1 = io(1, 'first');
+  const next1 = io(1, 'next');
+  // Segment 0: conv_in, the mid block's 4 convs, up block 0's 4 convs and its time conv; segment 1: up block 1's 4 convs and conv_out.
+  assert.deepEqual(histories(first0.outputs), ['decoder.conv_in', ...['0', '1'].flatMap((r) => [`decoder.mid_block.resnets.${r}.conv1`, `decoder.mid_block.resnets.${r}.conv2`]), ...['0', '1'].flatMap((r) => [`decoder.up_blocks.0.resnets.${r}.conv1`, `decoder.up_blocks.0.resnets.${r}.conv2`]), 'decoder.up_blocks.0.upsamplers.0.time_conv']);
+  assert.deepEqual(histories(first1.outputs), [...['0', '1'].flatMap((r) => [`decoder.up_blocks.1.resnets.${r}.conv1`, `decoder.up_blocks.1.resnets.${r}.conv2`]), 'decoder.conv_out']);
+  for (const [first, next] of [[first0, next0], [first1, next1]] as const) {
+    assert.deepEqual(first.inputs, ['x']);
+    assert.deepEqual(new Set(next.outputs), new Set(first.outputs));
+    assert.deepEqual(new Set(next.inputs), new Set(['x', ...histories(first.outputs).flatMap((k) => [`past0:${k}`, `past1:${k}`])]));
+  }
+  assert.deepEqual(new Set([...next0.initializers, ...next1.initializers]), all);
+  assert.equal(next0.initializers.size + next1.initializers.size, all.size, 'segments own disjoint weights');
+  assert.deepEqual(first0.initializers, new Set([...next0.initializers].filter((n) => !timeConv.includes(n))));
+  assert.deepEqual(first1.initializers, next1.initializers);
 });
 
 test('a Wan 2.2 config whose DupUp3D cannot repeat channels evenly is refused, as diffusers asserts', () => {

@@ -1,15 +1,19 @@
 // The Wan VAE decoder (diffusers' WanDecoder3d behind post_quant_conv; Wan 2.1, Wan 2.2 with
-// residual up blocks, and Qwen-Image, whose decoder is Wan 2.1's) as step graphs: its
-// architecture read from a resolved config, its parameter list under the checkpoint's own keys,
-// and the ONNX graph of one step of the frame loop (wan-blocks.ts says how a step threads time).
+// residual up blocks, and Qwen-Image, whose decoder is Wan 2.1's): its architecture read from a
+// resolved config, its parameter list under the checkpoint's own keys, and its ONNX graphs, each
+// decoding one frame (wan-blocks.ts says how a graph threads time).
 //
-// A step graph takes `latent` (1, z, h, w) — one latent frame of one batch element — plus, in a
-// `next` step, every `past:<conv key>`; it returns `sample` (frames, out_channels, h·s, w·s), the
-// raw decoder output of that frame (1 frame in the sequence's first step, temporalRatio frames
-// after), plus every `present:<conv key>` unless the step is the only one.
+// A video frame goes through the decoder in segments cut after each temporal upsampler, one
+// frame per call: a temporal upsampler turns one frame into two (after its sequence's first),
+// and each of those continues alone through the next segment. So a call holds the activations
+// of one frame at one resolution, never the 2^k frames a latent frame becomes at full size, and
+// a tile's memory is its causal history (two frames per temporal conv) plus one frame's work.
+// A segment graph takes `x` (1, C, H, W) plus, for a `next` frame, `past0:` / `past1:<conv key>`
+// of each of its temporal convs; it returns `y` and, unless the step is `only`,
+// `present:<conv key>`. An image (one latent frame) runs the whole decoder as one `only` graph.
 //
-// Why separate graphs for the first step rather than an input flag: the first step differs in
-// structure, not in values — it never runs the time convs, keeps one frame where later steps
+// Why separate graphs for a sequence's first frame rather than an input flag: that frame differs
+// in structure, not in values — it never runs the time conv, keeps one frame where later ones
 // make two, keeps one DupUp3D frame instead of two, and its causal convs need only the last
 // temporal kernel slice (a third of the FLOPs). A flag could only express that with ONNX `If`
 // subgraphs holding both versions.
@@ -23,6 +27,7 @@ import {
   causalConv,
   causalConvParams,
   dupUp3d,
+  frameDims,
   midBlock,
   midBlockParams,
   pointwiseConv,
@@ -37,8 +42,8 @@ import {
   type WanStep,
 } from './wan-blocks.js';
 
-export const LATENT_INPUT = 'latent';
-export const SAMPLE_OUTPUT = 'sample';
+export const SEGMENT_INPUT = 'x';
+export const SEGMENT_OUTPUT = 'y';
 
 export type WanUpsample = 'none' | 'spatial' | 'spatio-temporal';
 
@@ -96,23 +101,54 @@ const upBlockKey = (i: number): string => `decoder.up_blocks.${i}`;
 /** Wan 2.1 / Qwen-Image: `upsamplers.0` (a ModuleList); Wan 2.2: `upsampler`. */
 const upsamplerName = (a: WanDecoderArchitecture): string => (a.residual ? 'upsampler' : 'upsamplers.0');
 
-/** Every decoder parameter (post_quant_conv.* and decoder.*) with its checkpoint key, shape and synthetic init. */
-export function wanDecoderParams(config: ResolvedConfig): ParamSpec[] {
-  const a = wanDecoderArchitecture(config);
+/** A piece of the decoder in execution order: the parameters it owns beside its graph function. */
+interface DecoderPart {
+  params: ParamSpec[];
+  apply(root: Module, x: Frames, steps: StepContext): Frames;
+  /** Channels and scale (× the latent's size) of its output. */
+  out: { channels: number; scale: number };
+  /** Ends in a temporal upsampler: after its sequence's first frame, one frame in makes two out. */
+  doublesFrames: boolean;
+}
+
+/** WanDecoder3d behind post_quant_conv, as parts: post_quant_conv + conv_in + mid block, each up block, the head. */
+function decoderParts(a: WanDecoderArchitecture): DecoderPart[] {
   const z = a.latentChannels;
-  const specs: ParamSpec[] = [
-    ...causalConvParams('post_quant_conv', z, z, [1, 1, 1]),
-    ...causalConvParams('decoder.conv_in', z, a.midChannels, [3, 3, 3]),
-    ...midBlockParams('decoder.mid_block', a.midChannels),
+  const parts: DecoderPart[] = [
+    {
+      params: [...causalConvParams('post_quant_conv', z, z, [1, 1, 1]), ...causalConvParams('decoder.conv_in', z, a.midChannels, [3, 3, 3]), ...midBlockParams('decoder.mid_block', a.midChannels)],
+      apply(root, x, steps) {
+        const decoder = root.child('decoder');
+        x = { ...x, value: pointwiseConv(root.child('post_quant_conv'), x.value) };
+        return midBlock(decoder.child('mid_block'), causalConv(decoder.child('conv_in'), x, steps), steps);
+      },
+      out: { channels: a.midChannels, scale: 1 },
+      doublesFrames: false,
+    },
   ];
   a.upBlocks.forEach((b, i) => {
-    for (let j = 0; j < a.resnetsPerBlock; j++) specs.push(...residualBlockParams(`${upBlockKey(i)}.resnets.${j}`, j === 0 ? b.inChannels : b.outChannels, b.outChannels));
-    if (b.upsample !== 'none') specs.push(...upsamplerParams(`${upBlockKey(i)}.${upsamplerName(a)}`, b.outChannels, b.resampleChannels, b.upsample === 'spatio-temporal'));
+    const temporal = b.upsample === 'spatio-temporal';
+    const params: ParamSpec[] = [];
+    for (let j = 0; j < a.resnetsPerBlock; j++) params.push(...residualBlockParams(`${upBlockKey(i)}.resnets.${j}`, j === 0 ? b.inChannels : b.outChannels, b.outChannels));
+    if (b.upsample !== 'none') params.push(...upsamplerParams(`${upBlockKey(i)}.${upsamplerName(a)}`, b.outChannels, b.resampleChannels, temporal));
+    parts.push({
+      params,
+      apply: (root, x, steps) => upBlock(root.child(upBlockKey(i)), x, b, a, steps),
+      out: { channels: b.upsample === 'none' ? b.outChannels : b.resampleChannels, scale: 2 ** (i + (b.upsample === 'none' ? 0 : 1)) },
+      doublesFrames: temporal,
+    });
   });
   const last = a.upBlocks[a.upBlocks.length - 1]!.outChannels;
-  specs.push(...rmsNormParams('decoder.norm_out', last, 'video'));
-  specs.push(...causalConvParams('decoder.conv_out', last, a.convOutChannels, [3, 3, 3], GAIN_AFTER_SILU));
-  return specs;
+  parts.push({
+    params: [...rmsNormParams('decoder.norm_out', last, 'video'), ...causalConvParams('decoder.conv_out', last, a.convOutChannels, [3, 3, 3], GAIN_AFTER_SILU)],
+    apply(root, x, steps) {
+      const decoder = root.child('decoder');
+      return causalConv(decoder.child('conv_out'), { ...x, value: root.scope.silu(rmsNorm(decoder.child('norm_out'), x.value)) }, steps);
+    },
+    out: { channels: a.convOutChannels, scale: 2 ** (a.upBlocks.length - 1) },
+    doublesFrames: false,
+  });
+  return parts;
 }
 
 /** WanUpBlock (2.1) or WanResidualUpBlock (2.2): resnets, the upsampler, and for 2.2 the DupUp3D shortcut. */
@@ -127,22 +163,50 @@ function upBlock(m: Module, x: Frames, b: WanUpBlockArchitecture, a: WanDecoderA
   return { ...x, value: m.scope.add(x.value, shortcut.value) };
 }
 
-/** The graph of one step of the frame loop, with the bound weights as initializers under their checkpoint keys. */
-export function buildWanStepGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, step: WanStep): GraphBuilder {
+/** Every decoder parameter (post_quant_conv.* and decoder.*) with its checkpoint key, shape and synthetic init. */
+export function wanDecoderParams(config: ResolvedConfig): ParamSpec[] {
+  return decoderParts(wanDecoderArchitecture(config)).flatMap((p) => p.params);
+}
+
+/**
+ * The decoder cut after every temporal upsampler: each segment takes one frame, so every call
+ * holds one frame's activations (two at most, in the upsampler that ends a segment).
+ */
+function segmentsOf(a: WanDecoderArchitecture): DecoderPart[][] {
+  const segments: DecoderPart[][] = [[]];
+  for (const part of decoderParts(a)) {
+    segments[segments.length - 1]!.push(part);
+    if (part.doublesFrames) segments.push([]);
+  }
+  return segments;
+}
+
+/** How many segment graphs a video frame goes through (1 + the number of temporal upsamplers). */
+export function wanSegmentCount(config: ResolvedConfig): number {
+  return segmentsOf(wanDecoderArchitecture(config)).length;
+}
+
+/**
+ * The graph of one decoder segment for one frame (`segment` null: the whole decoder, as the
+ * `only` step runs it), with the segment's bound weights as initializers under their checkpoint
+ * keys. Input `x` (1, C, h·s, w·s); output `y` (frames, C', h·s', w·s'): for the first segment
+ * `x` is a latent frame, for the last `y` is raw decoder output.
+ */
+export function buildWanGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, segment: number | null, step: WanStep): GraphBuilder {
   const a = wanDecoderArchitecture(config);
-  const g = new GraphBuilder(`${config.className}.${step}`, { docString: `${config.className} decoder, ${step} step of the frame loop, built by distvae` });
-  const table = new WeightTable(weights);
+  const segments = segmentsOf(a);
+  const parts = segment === null ? segments.flat() : segments[segment]!;
+  const first = segments.flat().indexOf(parts[0]!);
+  const input = first === 0 ? { channels: a.latentChannels, scale: 1 } : segments.flat()[first - 1]!.out;
+  const name = `${config.className}.${segment === null ? 'decoder' : `segment${segment}`}.${step}`;
+  const g = new GraphBuilder(name, { docString: `${config.className} decoder ${segment === null ? '' : `segment ${segment} of ${segments.length} `}for the ${step} frame of a sequence, built by distvae` });
+  const own = new Set(parts.flatMap((p) => p.params.map((s) => s.name)));
+  const table = new WeightTable(new Map([...weights].filter(([key]) => own.has(key))));
   const root = new Module(g, table);
   const steps = new StepContext(g, step);
-  let x: Frames = { value: g.input(LATENT_INPUT, [1, a.latentChannels, 'height', 'width']), count: 1, scale: 1 };
-  x = { ...x, value: pointwiseConv(root.child('post_quant_conv'), x.value) };
-  const decoder = root.child('decoder');
-  x = causalConv(decoder.child('conv_in'), x, steps);
-  x = midBlock(decoder.child('mid_block'), x, steps);
-  a.upBlocks.forEach((b, i) => (x = upBlock(decoder.child(`up_blocks.${i}`), x, b, a, steps)));
-  x = { ...x, value: g.silu(rmsNorm(decoder.child('norm_out'), x.value)) };
-  x = causalConv(decoder.child('conv_out'), x, steps);
-  g.output(SAMPLE_OUTPUT, x.value, [x.count, a.convOutChannels, `height*${x.scale}`, `width*${x.scale}`]);
-  table.assertAllTaken(`${config.className} ${step}-step`);
+  let x: Frames = { value: g.input(SEGMENT_INPUT, frameDims(1, input.channels, input.scale)), count: 1, scale: input.scale };
+  for (const part of parts) x = part.apply(root, x, steps);
+  g.output(SEGMENT_OUTPUT, x.value, frameDims(x.count, parts[parts.length - 1]!.out.channels, x.scale));
+  table.assertAllTaken(name);
   return g;
 }

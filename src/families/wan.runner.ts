@@ -1,78 +1,153 @@
-// The frame-stepping tile runner of the Wan family (DESIGN §3 'frame-steps'): a tile's decode is
-// a run of step-graph calls, one per latent frame of each batch element, threading the causal
-// history (`present:*` outputs of one step fed back as `past:*` inputs of the next) and writing
-// each step's frames into the tile's (B, C, F, H, W) raw output. The history lives only inside
-// one `decode` call, so it is cleared per tile as diffusers clears its cache per tile.
+// The frame-stepping tile runner of the Wan family (DESIGN §3 'frame-steps'): a tile's decode
+// sends each latent frame of each batch element through the decoder's segment graphs, one frame
+// per call, depth first (a frame a temporal upsampler makes goes through the rest of the decoder
+// before its sibling), threading every temporal conv's history — the last two input frames it
+// saw — and writing the last segment's frames into the tile's (B, C, F, H, W) raw output. The
+// history lives only inside one `decode` call, so it is cleared per tile as diffusers clears its
+// cache per tile.
 //
-// Sessions are made on first use, one per kind of step: a one-frame tile (a Qwen-Image image)
-// needs only the `only` graph, a video tile `first` and `next` — a session holds its own copy of
-// the weights, so graphs a decode never runs are never built.
+// Sessions are made on first use, one per (segment, kind of frame): a one-frame tile (a
+// Qwen-Image image) needs only the whole-decoder `only` graph, a video tile the segments'
+// `first` and `next` graphs — a session holds its own copy of its weights, so graphs a decode
+// never runs are never built.
 
 import { throwIfAborted } from '../decode/engine.js';
 import type { TileRunner } from '../decode/types.js';
 import { createSession, type Session, type SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
-import { LATENT_INPUT, SAMPLE_OUTPUT } from './wan.graph.js';
-import { pastInputName, presentOutputName, type WanStep } from './wan-blocks.js';
-
-const PRESENT_PREFIX = 'present:';
+import { SEGMENT_INPUT, SEGMENT_OUTPUT } from './wan.graph.js';
+import { pastInputName, PRESENT_PREFIX, type WanStep } from './wan-blocks.js';
 
 export class FrameStepRunner implements TileRunner {
-  private readonly sessions = new Map<WanStep, Promise<Session>>();
+  private readonly sessions = new Map<string, Promise<Session>>();
 
   constructor(
-    /** The ONNX bytes of a step graph. */
-    private readonly buildStep: (step: WanStep) => Uint8Array,
+    /** The ONNX bytes of a segment's graph (null: the whole decoder) for a kind of frame. */
+    private readonly buildGraph: (segment: number | null, step: WanStep) => Uint8Array,
+    private readonly segments: number,
     private readonly sessionOptions: SessionOptions,
     /** Output frames per latent frame after the first (2^number of temporal upsamples). */
     private readonly temporalRatio: number,
   ) {}
 
-  private session(step: WanStep): Promise<Session> {
-    let session = this.sessions.get(step);
+  session(segment: number | null, step: WanStep): Promise<Session> {
+    const key = `${segment ?? 'decoder'}.${step}`;
+    let session = this.sessions.get(key);
     if (!session) {
-      session = createSession(this.buildStep(step), this.sessionOptions);
-      this.sessions.set(step, session);
+      session = createSession(this.buildGraph(segment, step), this.sessionOptions);
+      this.sessions.set(key, session);
     }
     return session;
   }
 
   async decode(tile: Tensor, signal?: AbortSignal): Promise<Tensor> {
     const [batch, , frames] = tile.dims as [number, number, number, number, number];
-    const outFrames = 1 + (frames - 1) * this.temporalRatio;
-    let out: { data: Float32Array; dims: number[] } | null = null;
+    const output = new TileOutput(batch, 1 + (frames - 1) * this.temporalRatio);
     for (let b = 0; b < batch; b++) {
-      // The history read by a step becomes the output buffers of the step after it (same
-      // shapes), and a next step's sample buffer is reused by the following one: from the third
-      // step on, a step allocates nothing, and two copies of the history exist, never more.
-      let past = new Map<string, Tensor>();
-      let into: Record<string, Tensor> = {};
-      let outFrame = 0;
-      for (let f = 0; f < frames; f++) {
-        throwIfAborted(signal);
-        const step: WanStep = frames === 1 ? 'only' : f === 0 ? 'first' : 'next';
-        const feeds = { [LATENT_INPUT]: latentFrame(tile, b, f), ...Object.fromEntries([...past].map(([key, t]) => [pastInputName(key), t])) };
-        const results = await (await this.session(step)).run(feeds, step === 'next' ? into : {});
-        const sample = results[SAMPLE_OUTPUT]!;
-        const [count, channels, height, width] = sample.dims as [number, number, number, number];
-        out ??= { data: new Float32Array(batch * channels * outFrames * height * width), dims: [batch, channels, outFrames, height, width] };
-        writeFrames(out.data, out.dims, b, outFrame, sample);
-        outFrame += count;
-        into = step === 'next' ? { [SAMPLE_OUTPUT]: sample } : {};
-        for (const [key, t] of past) into[presentOutputName(key)] = t;
-        past = new Map();
-        for (const [name, value] of Object.entries(results)) {
-          if (name.startsWith(PRESENT_PREFIX)) past.set(name.slice(PRESENT_PREFIX.length), value);
-        }
+      throwIfAborted(signal);
+      if (frames === 1) {
+        const results = await (await this.session(null, 'only')).run({ [SEGMENT_INPUT]: latentFrame(tile, b, 0) });
+        output.write(b, results[SEGMENT_OUTPUT]!);
+        continue;
       }
+      const sequence = new Sequence(this, this.segments, (y) => output.write(b, y), signal);
+      for (let f = 0; f < frames; f++) await sequence.feed(0, latentFrame(tile, b, f));
     }
-    return out!;
+    return output.tensor();
   }
 
   async dispose(): Promise<void> {
     const sessions = await Promise.all(this.sessions.values());
     this.sessions.clear();
     await Promise.all(sessions.map((s) => s.dispose()));
+  }
+}
+
+/** One batch element's frames on their way through the segments, with every temporal conv's history. */
+class Sequence {
+  /** Per temporal conv: its input frames t−2 and t−1 (oldest first). */
+  private readonly history = new Map<string, [Tensor, Tensor]>();
+  /** All-zero frames, shared per shape (inputs are only read). */
+  private readonly zeros = new Map<string, Tensor>();
+  private readonly started: boolean[];
+
+  constructor(
+    private readonly runner: FrameStepRunner,
+    private readonly segments: number,
+    private readonly emit: (frames: Tensor) => void,
+    private readonly signal: AbortSignal | undefined,
+  ) {
+    this.started = new Array<boolean>(segments).fill(false);
+  }
+
+  async feed(segment: number, x: Tensor): Promise<void> {
+    throwIfAborted(this.signal);
+    const step: WanStep = this.started[segment] ? 'next' : 'first';
+    this.started[segment] = true;
+    const session = await this.runner.session(segment, step);
+    const feeds: Record<string, Tensor> = { [SEGMENT_INPUT]: x };
+    for (const [key, [oldest, latest]] of this.history) {
+      if (!session.inputNames.includes(pastInputName(key, 0))) continue;
+      feeds[pastInputName(key, 0)] = oldest;
+      feeds[pastInputName(key, 1)] = latest;
+    }
+    const results = await session.run(feeds);
+    for (const [name, present] of Object.entries(results)) {
+      if (!name.startsWith(PRESENT_PREFIX)) continue;
+      const key = name.slice(PRESENT_PREFIX.length);
+      this.history.set(key, [step === 'first' ? this.zerosLike(present) : this.history.get(key)![1], present]);
+    }
+    const y = results[SEGMENT_OUTPUT]!;
+    if (segment === this.segments - 1) {
+      this.emit(y);
+      return;
+    }
+    for (let t = 0; t < y.dims[0]!; t++) await this.feed(segment + 1, frameOf(y, t));
+  }
+
+  private zerosLike(t: Tensor): Tensor {
+    const key = t.dims.join('x');
+    let zeros = this.zeros.get(key);
+    if (!zeros) {
+      zeros = { dims: [...t.dims], data: new Float32Array(t.data.length) };
+      this.zeros.set(key, zeros);
+    }
+    return zeros;
+  }
+}
+
+/** A tile's raw output (B, C, F, H, W), allocated when the first frames arrive, filled in order per batch element. */
+class TileOutput {
+  private data: Float32Array | null = null;
+  private dims: number[] = [];
+  private readonly next: number[];
+
+  constructor(
+    private readonly batch: number,
+    private readonly frames: number,
+  ) {
+    this.next = new Array<number>(batch).fill(0);
+  }
+
+  /** Appends (count, C, H, W) frames to batch element b. */
+  write(b: number, y: Tensor): void {
+    const [count, channels, height, width] = y.dims as [number, number, number, number];
+    if (!this.data) {
+      this.dims = [this.batch, channels, this.frames, height, width];
+      this.data = new Float32Array(this.batch * channels * this.frames * height * width);
+    }
+    const plane = height * width;
+    for (let t = 0; t < count; t++) {
+      for (let c = 0; c < channels; c++) {
+        const from = (t * channels + c) * plane;
+        this.data.set(y.data.subarray(from, from + plane), ((b * channels + c) * this.frames + this.next[b]! + t) * plane);
+      }
+    }
+    this.next[b]! += count;
+  }
+
+  tensor(): Tensor {
+    return { dims: this.dims, data: this.data! };
   }
 }
 
@@ -88,15 +163,8 @@ function latentFrame(tile: Tensor, b: number, f: number): Tensor {
   return { dims: [1, channels, height, width], data };
 }
 
-/** Copies a step's (count, C, H, W) frames to frames [first, first + count) of batch element b of a (B, C, F, H, W) output. */
-function writeFrames(out: Float32Array, dims: readonly number[], b: number, first: number, sample: Tensor): void {
-  const [, channels, frames, height, width] = dims as [number, number, number, number, number];
-  const count = sample.dims[0]!;
-  const plane = height * width;
-  for (let t = 0; t < count; t++) {
-    for (let c = 0; c < channels; c++) {
-      const from = (t * channels + c) * plane;
-      out.set(sample.data.subarray(from, from + plane), ((b * channels + c) * frames + first + t) * plane);
-    }
-  }
+/** Frame t of (count, C, H, W) as (1, C, H, W), sharing its memory. */
+function frameOf(y: Tensor, t: number): Tensor {
+  const size = y.data.length / y.dims[0]!;
+  return { dims: [1, ...y.dims.slice(1)], data: y.data.subarray(t * size, (t + 1) * size) };
 }

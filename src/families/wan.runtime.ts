@@ -6,7 +6,7 @@
 import type { Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
 import type { FamilyRuntime } from './runtime-types.js';
-import { buildWanStepGraph, wanDecoderParams } from './wan.graph.js';
+import { buildWanGraph, wanDecoderParams, wanSegmentCount } from './wan.graph.js';
 import { FrameStepRunner } from './wan.runner.js';
 
 /**
@@ -54,10 +54,7 @@ export function clampSigned(t: Tensor): Tensor {
 
 const createTileRunner: FamilyRuntime['createTileRunner'] = async (config, weights, session) => {
   const bound = bindWeights(wanDecoderParams(config), weights, { source: 'the weights given to the decoder' });
-  // Without ORT's memory pattern a 256 px step's arena settled ≈ 0.7 GB lower (Wan 2.1, the
-  // same step repeated) at no measurable cost in time: the step's intermediates are large and
-  // short-lived, and the pattern keeps a planned block of them per input shape.
-  return new FrameStepRunner((step) => buildWanStepGraph(config, bound, step).toModelBytes(), { ...session, enableMemPattern: false }, config.geometry.temporalRatio);
+  return new FrameStepRunner((segment, step) => buildWanGraph(config, bound, segment, step).toModelBytes(), wanSegmentCount(config), session, config.geometry.temporalRatio);
 };
 
 export const wanRuntime: FamilyRuntime = {

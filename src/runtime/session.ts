@@ -31,11 +31,6 @@ export interface SessionOptions {
   executionMode?: 'sequential' | 'parallel';
   /** ORT's arena allocator for CPU tensors; default true (off, every run re-faults fresh pages: 2–4× slower). */
   enableCpuMemArena?: boolean;
-  /**
-   * ORT's memory pattern: per input shape, one planned block for all intermediates, kept in the
-   * arena; default true. Off saves memory on graphs whose intermediates dwarf their weights.
-   */
-  enableMemPattern?: boolean;
   /** Whether idle intra-op threads spin waiting for work; default true (ORT's). Turn off when sessions share cores. */
   allowSpinning?: boolean;
   /** Writes the model as optimised by onnxruntime to this path (for inspection). */
@@ -48,13 +43,8 @@ export interface Session {
   readonly provider: string;
   readonly inputNames: readonly string[];
   readonly outputNames: readonly string[];
-  /**
-   * Runs the graph; feeds must name exactly the graph inputs. Returns every graph output. Outputs
-   * named in `into` are written into those tensors' buffers (which must have the output's shape)
-   * and returned as those same tensors: a caller that runs a graph repeatedly can reuse buffers
-   * instead of receiving fresh memory every run.
-   */
-  run(feeds: Readonly<Record<string, Tensor>>, into?: Readonly<Record<string, Tensor>>): Promise<Record<string, Tensor>>;
+  /** Runs the graph; feeds must name exactly the graph inputs. Returns every graph output. */
+  run(feeds: Readonly<Record<string, Tensor>>): Promise<Record<string, Tensor>>;
   /** Ends profiling and writes the trace (only with profileFilePrefix). */
   endProfiling(): void;
   dispose(): Promise<void>;
@@ -74,7 +64,7 @@ function ortOptions(options: SessionOptions, config: ProviderConfig): ort.Infere
     graphOptimizationLevel: options.graphOptimization ?? 'all',
     executionMode: options.executionMode ?? 'sequential',
     enableCpuMemArena: options.enableCpuMemArena ?? true,
-    enableMemPattern: options.enableMemPattern ?? true,
+    enableMemPattern: true,
     logSeverityLevel: 3,
     extra: { session: sessionConfig },
     ...(options.optimizedModelPath === undefined ? {} : { optimizedModelFilePath: options.optimizedModelPath }),
@@ -118,27 +108,23 @@ function wrapSession(session: ort.InferenceSession, provider: string): Session {
     provider,
     inputNames,
     outputNames,
-    async run(feeds, into = {}) {
+    async run(feeds) {
       const given = Object.keys(feeds);
       const missing = inputNames.filter((n) => !(n in feeds));
       const unknown = given.filter((n) => !inputNames.includes(n));
       if (missing.length > 0 || unknown.length > 0) {
         invalidArgument('feeds', given, `exactly the graph inputs [${inputNames.join(', ')}]` + (missing.length ? `; missing ${missing.join(', ')}` : '') + (unknown.length ? `; unknown ${unknown.join(', ')}` : ''));
       }
-      const notOutputs = Object.keys(into).filter((n) => !outputNames.includes(n));
-      if (notOutputs.length > 0) invalidArgument('into', notOutputs, `graph outputs [${outputNames.join(', ')}]`);
       const ortFeeds: Record<string, ort.Tensor> = {};
       for (const name of inputNames) ortFeeds[name] = toOrtTensor(name, feeds[name]!);
-      const fetches: Record<string, ort.Tensor | null> = {};
-      for (const name of outputNames) fetches[name] = into[name] ? toOrtTensor(`into.${name}`, into[name]) : null;
       let results: ort.InferenceSession.ReturnType;
       try {
-        results = await session.run(ortFeeds, fetches);
+        results = await session.run(ortFeeds);
       } catch (cause) {
         throw new DistVaeError('RUNTIME_FAILED', `onnxruntime run failed on '${provider}': ${(cause as Error).message}`, { cause });
       }
       const out: Record<string, Tensor> = {};
-      for (const name of outputNames) out[name] = into[name] ?? fromOrtTensor(name, results[name]!);
+      for (const name of outputNames) out[name] = fromOrtTensor(name, results[name]!);
       return out;
     },
     endProfiling() {
