@@ -2,9 +2,10 @@
 // synthetic weights): a video latent decoded whole and with the family's default tiling (window
 // 256 px, overlap 64 px), each case in its own child process so that its peak RSS
 // (`process.resourceUsage().maxRSS`) is its own. Besides latency and peak RSS it prints what a
-// decode holds by design: the weights, and the causal history a frame step threads (two input
-// frames of every temporal conv, at the size of the largest tile) — the temporal state that
-// sets a Wan tile's peak. Not a test: it measures, it does not assert.
+// decode holds by design: the weights, and the causal history the frame loop threads (two input
+// frames of every temporal conv, at the size of the largest tile) — the temporal state that,
+// with one frame's activations, sets a Wan tile's memory whatever the frame count. Not a test:
+// it measures, it does not assert.
 //
 //   npx tsx bench/wan-decode.ts [--cases tile,whole] [--height 480] [--width 832] [--frames 17] [--threads 2] [--seed 0]
 
