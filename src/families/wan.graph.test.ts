@@ -161,21 +161,23 @@ test('the published Wan 2.2 decoder lists diffusers keys and shapes (110 tensors
   assert.deepEqual(specs.get('decoder.conv_out.weight'), [12, 256, 3, 3, 3]);
 });
 
-test('graphs: the only-step decoder, and the segments cut after the temporal upsampler with their history inputs and outputs', () => {
+test('graphs: the segments cut after the temporal upsampler, with their history inputs and outputs per kind of frame', () => {
   const config = getFamily('wan').resolveConfig(WAN21_ONE_TEMPORAL);
   const specs = wanDecoderParams(config);
   const weights = syntheticWeights(specs, 1);
   assert.equal(wanSegmentCount(config), 2);
-  const io = (segment: number | null, step: 'only' | 'first' | 'next') => {
+  const io = (segment: number, step: 'only' | 'first' | 'next') => {
     const graph = buildWanGraph(config, weights, segment, step).toModel().graph!;
     return { inputs: graph.input!.map((i) => i.name!), outputs: graph.output!.map((o) => o.name!), initializers: new Set(graph.initializer!.map((t) => t.name!)) };
   };
   const all = new Set(specs.map((s) => s.name));
   const timeConv = [...all].filter((n) => n.includes('time_conv'));
-  const only = io(null, 'only');
-  assert.deepEqual(only.inputs, ['x']);
-  assert.deepEqual(only.outputs, ['y']);
-  assert.deepEqual(only.initializers, new Set([...all].filter((n) => !timeConv.includes(n))), 'a first frame never runs a time conv');
+  for (const segment of [0, 1]) {
+    const only = io(segment, 'only');
+    assert.deepEqual(only.inputs, ['x']);
+    assert.deepEqual(only.outputs, ['y']);
+    assert.deepEqual(only.initializers, io(segment, 'first').initializers);
+  }
 
   const histories = (outputs: string[]) => outputs.filter((n) => n.startsWith('present:')).map((n) => n.slice('present:'.length));
   const first0 = io(0, 'first');
@@ -192,7 +194,7 @@ test('graphs: the only-step decoder, and the segments cut after the temporal ups
   }
   assert.deepEqual(new Set([...next0.initializers, ...next1.initializers]), all);
   assert.equal(next0.initializers.size + next1.initializers.size, all.size, 'segments own disjoint weights');
-  assert.deepEqual(first0.initializers, new Set([...next0.initializers].filter((n) => !timeConv.includes(n))));
+  assert.deepEqual(first0.initializers, new Set([...next0.initializers].filter((n) => !timeConv.includes(n))), 'a first frame never runs a time conv');
   assert.deepEqual(first1.initializers, next1.initializers);
 });
 

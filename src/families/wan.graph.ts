@@ -10,7 +10,8 @@
 // a tile's memory is its causal history (two frames per temporal conv) plus one frame's work.
 // A segment graph takes `x` (1, C, H, W) plus, for a `next` frame, `past0:` / `past1:<conv key>`
 // of each of its temporal convs; it returns `y` and, unless the step is `only`,
-// `present:<conv key>`. An image (one latent frame) runs the whole decoder as one `only` graph.
+// `present:<conv key>`. An image (one latent frame) runs the segments' `only` graphs. Segments
+// also keep each model under protobuf's 2 GiB (the published Wan 2.2 decoder has 2.2 GB of weights).
 //
 // Why separate graphs for a sequence's first frame rather than an input flag: that frame differs
 // in structure, not in values — it never runs the time conv, keeps one frame where later ones
@@ -187,19 +188,18 @@ export function wanSegmentCount(config: ResolvedConfig): number {
 }
 
 /**
- * The graph of one decoder segment for one frame (`segment` null: the whole decoder, as the
- * `only` step runs it), with the segment's bound weights as initializers under their checkpoint
- * keys. Input `x` (1, C, h·s, w·s); output `y` (frames, C', h·s', w·s'): for the first segment
- * `x` is a latent frame, for the last `y` is raw decoder output.
+ * The graph of one decoder segment for one frame, with the segment's bound weights as
+ * initializers under their checkpoint keys. Input `x` (1, C, h·s, w·s); output `y` (frames, C',
+ * h·s', w·s'): for the first segment `x` is a latent frame, for the last `y` is raw decoder output.
  */
-export function buildWanGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, segment: number | null, step: WanStep): GraphBuilder {
+export function buildWanGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, segment: number, step: WanStep): GraphBuilder {
   const a = wanDecoderArchitecture(config);
   const segments = segmentsOf(a);
-  const parts = segment === null ? segments.flat() : segments[segment]!;
+  const parts = segments[segment]!;
   const first = segments.flat().indexOf(parts[0]!);
   const input = first === 0 ? { channels: a.latentChannels, scale: 1 } : segments.flat()[first - 1]!.out;
-  const name = `${config.className}.${segment === null ? 'decoder' : `segment${segment}`}.${step}`;
-  const g = new GraphBuilder(name, { docString: `${config.className} decoder ${segment === null ? '' : `segment ${segment} of ${segments.length} `}for the ${step} frame of a sequence, built by distvae` });
+  const name = `${config.className}.segment${segment}.${step}`;
+  const g = new GraphBuilder(name, { docString: `${config.className} decoder segment ${segment} of ${segments.length} for the ${step} frame of a sequence, built by distvae` });
   const own = new Set(parts.flatMap((p) => p.params.map((s) => s.name)));
   const table = new WeightTable(new Map([...weights].filter(([key]) => own.has(key))));
   const root = new Module(g, table);

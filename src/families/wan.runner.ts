@@ -7,9 +7,8 @@
 // cache per tile.
 //
 // Sessions are made on first use, one per (segment, kind of frame): a one-frame tile (a
-// Qwen-Image image) needs only the whole-decoder `only` graph, a video tile the segments'
-// `first` and `next` graphs — a session holds its own copy of its weights, so graphs a decode
-// never runs are never built.
+// Qwen-Image image) needs only the `only` graphs, a video tile the `first` and `next` graphs — a
+// session holds its own copy of its weights, so graphs a decode never runs are never built.
 
 import { throwIfAborted } from '../decode/engine.js';
 import type { TileRunner } from '../decode/types.js';
@@ -22,16 +21,16 @@ export class FrameStepRunner implements TileRunner {
   private readonly sessions = new Map<string, Promise<Session>>();
 
   constructor(
-    /** The ONNX bytes of a segment's graph (null: the whole decoder) for a kind of frame. */
-    private readonly buildGraph: (segment: number | null, step: WanStep) => Uint8Array,
+    /** The ONNX bytes of a segment's graph for a kind of frame. */
+    private readonly buildGraph: (segment: number, step: WanStep) => Uint8Array,
     private readonly segments: number,
     private readonly sessionOptions: SessionOptions,
     /** Output frames per latent frame after the first (2^number of temporal upsamples). */
     private readonly temporalRatio: number,
   ) {}
 
-  session(segment: number | null, step: WanStep): Promise<Session> {
-    const key = `${segment ?? 'decoder'}.${step}`;
+  session(segment: number, step: WanStep): Promise<Session> {
+    const key = `${segment}.${step}`;
     let session = this.sessions.get(key);
     if (!session) {
       session = createSession(this.buildGraph(segment, step), this.sessionOptions);
@@ -44,13 +43,7 @@ export class FrameStepRunner implements TileRunner {
     const [batch, , frames] = tile.dims as [number, number, number, number, number];
     const output = new TileOutput(batch, 1 + (frames - 1) * this.temporalRatio);
     for (let b = 0; b < batch; b++) {
-      throwIfAborted(signal);
-      if (frames === 1) {
-        const results = await (await this.session(null, 'only')).run({ [SEGMENT_INPUT]: latentFrame(tile, b, 0) });
-        output.write(b, results[SEGMENT_OUTPUT]!);
-        continue;
-      }
-      const sequence = new Sequence(this, this.segments, (y) => output.write(b, y), signal);
+      const sequence = new Sequence(this, this.segments, frames === 1, (y) => output.write(b, y), signal);
       for (let f = 0; f < frames; f++) await sequence.feed(0, latentFrame(tile, b, f));
     }
     return output.tensor();
@@ -74,6 +67,8 @@ class Sequence {
   constructor(
     private readonly runner: FrameStepRunner,
     private readonly segments: number,
+    /** A one-frame sequence: nothing follows, so no history is made. */
+    private readonly single: boolean,
     private readonly emit: (frames: Tensor) => void,
     private readonly signal: AbortSignal | undefined,
   ) {
@@ -82,7 +77,7 @@ class Sequence {
 
   async feed(segment: number, x: Tensor): Promise<void> {
     throwIfAborted(this.signal);
-    const step: WanStep = this.started[segment] ? 'next' : 'first';
+    const step: WanStep = this.single ? 'only' : this.started[segment] ? 'next' : 'first';
     this.started[segment] = true;
     const session = await this.runner.session(segment, step);
     const feeds: Record<string, Tensor> = { [SEGMENT_INPUT]: x };
