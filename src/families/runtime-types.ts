@@ -15,9 +15,10 @@ export interface FamilyRuntime {
   createTileRunner(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, session: SessionOptions): Promise<TileRunner>;
   /**
    * diffusers' post-processing of the assembled raw output (unpatchify, clamp) — `spatiallyTiled`
-   * tells whether the spatial tiling loop produced it (Qwen-Image clamps only when it did not).
+   * tells whether the spatial tiling loop produced it (Qwen-Image clamps only when it did not);
+   * `config` is the VAE's (e.g. Wan 2.2's patch size). May reuse `raw`'s buffer.
    */
-  postprocess(raw: Tensor, context: { spatiallyTiled: boolean }): Tensor;
+  postprocess(raw: Tensor, context: { spatiallyTiled: boolean; config: ResolvedConfig }): Tensor;
   /** Renames legacy checkpoint keys to the ones `decoderParams` lists (as diffusers does on load), before binding. */
   renameKeys?<T>(weights: ReadonlyMap<string, T>): Map<string, T>;
   /** Reads the config a bare weights file implies (e.g. the TAE variant from its keys), if the family can. */
