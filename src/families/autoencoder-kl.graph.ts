@@ -115,6 +115,7 @@ export function renameLegacyAttentionKeys<T>(weights: ReadonlyMap<string, T>): M
 /** Runtime shared by autoencoder-kl and flux2: the decoder differs only by config. */
 export const klRuntime: FamilyRuntime = {
   decoderParams: klDecoderParams,
+  decoderGraph: buildKlDecoderGraph,
   renameKeys: renameLegacyAttentionKeys,
   async createTileRunner(config, weights, session: SessionOptions) {
     const bound = bindWeights(klDecoderParams(config), weights, { source: 'the weights given to the decoder' });

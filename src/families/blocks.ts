@@ -199,9 +199,7 @@ export function attentionBlock(m: Module, x: Value, norm: NormSettings): Value {
   const q = sc.transpose(sc.mul(project('to_q', t), 1 / Math.sqrt(c)), [0, 2, 1]);
   const k = project('to_k', t);
   const v = project('to_v', t);
-  const probabilities = sc.softmax(sc.matMul(q, k), -1);
-  const attended = sc.matMul(v, sc.transpose(probabilities, [0, 2, 1]));
-  const out = project('to_out.0', attended);
+  const out = project('to_out.0', sc.attention(q, k, v));
   return sc.add(sc.reshape(out, sc.shape(x)), x);
 }
 
