@@ -10,7 +10,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DistVaeError, reason } from '../errors.js';
 import { readConfigJson } from '../families/config-file.js';
-import { createVae, defaultTiling, resolveFamily } from '../families/registry.js';
+import { createVae, defaultTiling, resolveFamily, resolveFamilyConfig } from '../families/registry.js';
 import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeGeometry, VaeSpec } from '../families/types.js';
@@ -135,7 +135,7 @@ export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { f
     const family = resolveFamily(source.family, source.config);
     const runtime = runtimeOf(family);
     const half = partOf(family, runtime, part);
-    const config = family.resolveConfig(source.config);
+    const config = resolveFamilyConfig(family, source.config);
     if (!Number.isSafeInteger(source.seed)) {
       const r = reason('SEED_INVALID', 'seed', source.seed, 'an integer');
       throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
@@ -165,7 +165,7 @@ export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { f
   const stored = readWeights(weightsPath);
   const weights = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
   const implied = half.configFromWeights?.(weights);
-  const config = family.resolveConfig(implied ? { ...implied, ...(raw ?? {}) } : raw);
+  const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
   const bound = bindWeights(half.params(config), weights, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
   return { family, config, runtime, weights: bound };
 }

@@ -186,9 +186,11 @@ export function attentionParams(key: string, channels: number): ParamSpec[] {
  * Single-head self-attention over every position of x (B, C, …), GroupNorm first and the
  * residual added after to_out. Computed channel-major — projections are W·t on t = (B, C, N) —
  * so only q and the attention matrix are transposed, never the whole activation twice.
- * The 1/√C scale is applied to q (N × C) rather than to the N × N scores.
+ * The 1/√C scale is applied to q (N × C) rather than to the N × N scores. `maskScores`, when
+ * given, rewrites the (B, N query, N key) scores before the softmax (HunyuanVideo's
+ * frame-causal mask).
  */
-export function attentionBlock(m: Module, x: Value, norm: NormSettings): Value {
+export function attentionBlock(m: Module, x: Value, norm: NormSettings, maskScores?: (scores: Value) => Value): Value {
   const sc = m.scope;
   const c = m.dims('to_q.weight')[0]!;
   const t = sc.reshape(groupNorm(m.child('group_norm'), x, norm), [0, c, -1]);
@@ -199,7 +201,7 @@ export function attentionBlock(m: Module, x: Value, norm: NormSettings): Value {
   const q = sc.transpose(sc.mul(project('to_q', t), 1 / Math.sqrt(c)), [0, 2, 1]);
   const k = project('to_k', t);
   const v = project('to_v', t);
-  const out = project('to_out.0', sc.attention(q, k, v));
+  const out = project('to_out.0', sc.attention(q, k, v, maskScores));
   return sc.add(sc.reshape(out, sc.shape(x)), x);
 }
 

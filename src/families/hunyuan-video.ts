@@ -22,7 +22,8 @@ export const hunyuanVideo: FamilySpec = {
     const blockOut = r.intList('block_out_channels', [128, 256, 512, 512]);
     r.int('layers_per_block', 2);
     r.string('act_fn', 'silu', ['silu']);
-    r.int('norm_num_groups', 32);
+    const groups = r.int('norm_num_groups', 32);
+    const upTypes = r.stringList('up_block_types', blockOut.map(() => 'HunyuanVideoUpBlock3D'));
     r.passthrough('scaling_factor', 0.476986);
     const spatialRatio = r.int('spatial_compression_ratio', 8);
     const temporalRatio = r.int('temporal_compression_ratio', 4);
@@ -35,6 +36,14 @@ export const hunyuanVideo: FamilySpec = {
       `a power of two up to 2^${blockOut.length - 1}`,
       `spatial_compression_ratio = ${spatialRatio} cannot be built from ${blockOut.length} decoder levels`,
     );
+    r.check(
+      upTypes.length === blockOut.length && upTypes.every((t) => t === 'HunyuanVideoUpBlock3D'),
+      'up_block_types',
+      upTypes,
+      `${blockOut.length} x "HunyuanVideoUpBlock3D"`,
+      `up_block_types ${JSON.stringify(upTypes)}: the HunyuanVideo decoder has one HunyuanVideoUpBlock3D per block_out_channels entry`,
+    );
+    r.check(blockOut.every((c) => c % groups === 0), 'norm_num_groups', groups, `a divisor of every block_out_channels entry (${blockOut.join(', ')})`, `norm_num_groups = ${groups} does not divide block_out_channels ${JSON.stringify(blockOut)}`);
     r.check(temporalRatio === 4, 'temporal_compression_ratio', temporalRatio, '4', `temporal_compression_ratio = ${temporalRatio}: the HunyuanVideo decoder only supports 4`);
     r.finish();
     return {

@@ -2,16 +2,26 @@
 // patch of `patch_size`, unpatchified inside the decoder, so blending sees whole pixels.
 // Temporal tiling is off by default (16 frames, stride 8 when on); later chunks drop their
 // last decoded frame. Defaults are the published LTX-2.0 config.
+//
+// Besides diffusers' own fields the config may carry `decode_timestep`: the timestep a
+// timestep-conditioned decoder is given (diffusers' `decode(z, temb)`; the LTX-2 pipeline's
+// `decode_timestep`, default 0), read only when the config has timestep conditioning.
 
-import { ConfigReader } from './config-fields.js';
+import { ConfigReader, DECODE_SETTING_FIELDS } from './config-fields.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
 /**
  * Without a config, the published LTX-2.0 VAE: its config.json states the ratios (32 / 8)
  * explicitly — diffusers' fallback formula, which reads the encoder's scaling flags, would give
- * 64 / 16 for these defaults.
+ * 64 / 16 for these defaults — and a non-causal decoder (the class default is causal).
  */
-const PUBLISHED_LTX2_CONFIG: RawConfig = { spatial_compression_ratio: 32, temporal_compression_ratio: 8 };
+const PUBLISHED_LTX2_CONFIG: RawConfig = { spatial_compression_ratio: 32, temporal_compression_ratio: 8, decoder_causal: false };
+
+/** A config that holds only decode settings names no architecture: the published one applies. */
+function withPublishedDefaults(raw: RawConfig | undefined): RawConfig {
+  const namesArchitecture = raw !== undefined && Object.keys(raw).some((k) => !DECODE_SETTING_FIELDS.includes(k));
+  return namesArchitecture ? raw : { ...PUBLISHED_LTX2_CONFIG, ...(raw ?? {}) };
+}
 
 export const ltx2: FamilySpec = {
   name: 'ltx2',
@@ -19,12 +29,14 @@ export const ltx2: FamilySpec = {
   classNames: ['AutoencoderKLLTX2Video'],
   diffusersTiling: 'window-and-stride',
   temporal: { kind: 'temporal-chunks', dropFrame: 'last' },
-  ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
+  // latents_mean / latents_std are the pipeline's de-normalisation buffers.
+  ignoredKeyPrefixes: ['encoder.', 'latents_mean', 'latents_std'],
   // The decoder pads spatially by reflection, which needs at least two rows and columns.
   minWindowLatent: 2,
   sampleRange: 'signed',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
-    const r = new ConfigReader(raw ?? PUBLISHED_LTX2_CONFIG, 'ltx2');
+    const given = withPublishedDefaults(raw);
+    const r = new ConfigReader(given, 'ltx2');
     r.int('in_channels', 3);
     const outChannels = r.int('out_channels', 3);
     const latentChannels = r.int('latent_channels', 128);
@@ -38,11 +50,12 @@ export const ltx2: FamilySpec = {
     r.boolOrBoolList('upsample_residual', true, decoderBlockOut.length);
     // upsample_factor divides channels in the up-sampler; it does not change the spatial ratio.
     r.intOrIntList('upsample_factor', 2, decoderBlockOut.length);
-    r.bool('timestep_conditioning', false);
+    // Only a conditioned decoder reads a decode timestep; the registry refuses it for others.
+    if (r.bool('timestep_conditioning', false)) r.number('decode_timestep', 0);
     const patch = r.int('patch_size', 4);
     const patchT = r.int('patch_size_t', 1);
     r.number('resnet_norm_eps', 1e-6);
-    r.bool('decoder_causal', false);
+    r.bool('decoder_causal', true);
     r.string('decoder_spatial_padding_mode', 'reflect', ['reflect', 'zeros']);
     const encoderLevels = encoderScaling.filter(Boolean).length;
     const spatialRatio = r.optionalInt('spatial_compression_ratio') ?? patch * 2 ** encoderLevels;

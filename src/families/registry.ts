@@ -3,12 +3,13 @@
 
 import { DistVaeError, reason } from '../errors.js';
 import { autoencoderKl } from './autoencoder-kl.js';
+import { DECODE_SETTING_FIELDS } from './config-fields.js';
 import { flux2 } from './flux2.js';
 import { hunyuanVideo } from './hunyuan-video.js';
 import { ltx2 } from './ltx2.js';
 import { qwenImage } from './qwen-image.js';
 import { tae } from './tae.js';
-import type { FamilyName, FamilySpec, RawConfig, TilingState, VaeSpec } from './types.js';
+import type { FamilyName, FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeSpec } from './types.js';
 import { wan } from './wan.js';
 
 export const FAMILIES: readonly FamilySpec[] = [autoencoderKl, flux2, tae, wan, qwenImage, hunyuanVideo, ltx2];
@@ -54,6 +55,22 @@ export function resolveFamily(explicit: string | undefined, config: RawConfig | 
   return family;
 }
 
+/**
+ * `family.resolveConfig(raw)`, refusing decode settings (e.g. `decode_timestep`) the family did
+ * not read: they would otherwise be ignored silently.
+ */
+export function resolveFamilyConfig(family: FamilySpec, raw: RawConfig | undefined): ResolvedConfig {
+  const config = family.resolveConfig(raw);
+  const unused = DECODE_SETTING_FIELDS.filter((key) => raw?.[key] !== undefined && !(key in config.fields));
+  if (unused.length > 0) {
+    const reasons = unused.map((key) =>
+      reason('DECODE_SETTING_UNUSED', key, raw![key], 'absent for this decoder', `${key} = ${JSON.stringify(raw![key])} was given, but this ${family.name} decoder does not take it (only a decoder with timestep conditioning takes a decode timestep)`),
+    );
+    throw new DistVaeError('CONFIG_INVALID', reasons.map((r) => r.message).join('; '), { reasons });
+  }
+  return config;
+}
+
 /** Tiling off (diffusers' default), with the family's default window and overlap ready. */
 export function defaultTiling(vae: Pick<VaeSpec, 'config'>): TilingState {
   const t = vae.config.tiling;
@@ -63,6 +80,6 @@ export function defaultTiling(vae: Pick<VaeSpec, 'config'>): TilingState {
 /** A plan-only VAE: family + resolved config + tiling state. */
 export function createVae(family: FamilyName | string | undefined, config?: RawConfig): VaeSpec {
   const spec = resolveFamily(family, config);
-  const resolved = spec.resolveConfig(config);
+  const resolved = resolveFamilyConfig(spec, config);
   return { family: spec, config: resolved, geometry: resolved.geometry, tiling: defaultTiling({ config: resolved }) };
 }

@@ -3,6 +3,8 @@
 
 import { DistVaeError, reason } from '../errors.js';
 import { klRuntime } from './autoencoder-kl.graph.js';
+import { hunyuanVideoRuntime } from './hunyuan-video.graph.js';
+import { ltx2Runtime } from './ltx2.graph.js';
 import type { FamilyRuntime } from './runtime-types.js';
 import { taeRuntime } from './tae.runtime.js';
 import type { FamilyName, FamilySpec } from './types.js';
@@ -11,6 +13,8 @@ const RUNTIMES: Partial<Record<FamilyName, FamilyRuntime>> = {
   'autoencoder-kl': klRuntime,
   flux2: klRuntime,
   tae: taeRuntime,
+  'hunyuan-video': hunyuanVideoRuntime,
+  ltx2: ltx2Runtime,
 };
 
 export function runtimeOf(family: FamilySpec): FamilyRuntime {

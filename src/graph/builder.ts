@@ -270,12 +270,14 @@ export class Scope {
 
   /**
    * Single-head attention core, channel-major: q (B, Nq, C) already scaled by 1/√C, k and v
-   * (B, C, Nk) → (B, C, Nq) = v · softmax(q·k)ᵀ. Recorded as a sync region: every query reads
-   * every key, so a sharded run gathers k and v from all bands.
+   * (B, C, Nk) → (B, C, Nq) = v · softmax(q·k)ᵀ; `maskScores` may rewrite the (B, Nq, Nk)
+   * scores before the softmax. Recorded as a sync region: every query reads every key, so a
+   * sharded run gathers k and v from all bands.
    */
-  attention(q: Value, k: Value, v: Value): Value {
+  attention(q: Value, k: Value, v: Value, maskScores?: (scores: Value) => Value): Value {
     const first = this.state.nodes.length;
-    const probabilities = this.softmax(this.matMul(q, k), -1);
+    const scores = this.matMul(q, k);
+    const probabilities = this.softmax(maskScores ? maskScores(scores) : scores, -1);
     const out = this.matMul(v, this.transpose(probabilities, [0, 2, 1]));
     this.state.regions.push({ kind: 'attention', name: this.path || 'attention', nodes: this.nodeNamesSince(first), query: q.name, key: k.name, value: v.name, output: out.name });
     return out;

@@ -69,3 +69,28 @@ test('a built model survives encode → decode: structure and weights bit-exact'
 test('decodeModel refuses bytes that are not a ModelProto', () => {
   assert.throws(() => decodeModel(Uint8Array.of(0x0a, 0xff, 0xff)), (e: unknown) => e instanceof DistVaeError && e.code === 'FILE_INVALID');
 });
+
+test('initializers written by hand (raw_data of any size, a 0-d tensor) decode back to the model as built', () => {
+  const g = new GraphBuilder('two', { docString: 'd' });
+  const x = g.input('x', [1, 2, 3, 3]);
+  const a = g.scope('a');
+  const big = seededTensor([4, 2, 3, 3], 3); // 288 bytes: a two-byte length varint
+  const y = a.conv(x, a.param('weight', big), a.param('bias', seededTensor([4], 4)));
+  g.output('y', g.add(y, g.scope('b').param('shift', { dims: [], data: Float32Array.of(0.5) })));
+  const model = g.toModel();
+  const decoded = decodeModel(encodeModel(model));
+  // Proto3 does not write empty repeated fields, so they decode as absent.
+  const plain = (v: unknown) => JSON.parse(JSON.stringify(v, (_, x) => (x instanceof Uint8Array ? Array.from(x) : Array.isArray(x) && x.length === 0 ? undefined : x)));
+  assert.deepEqual(
+    decoded.graph!.initializer!.map((t) => plain({ ...t, dims: t.dims ?? [] })),
+    model.graph!.initializer!.map((t) => plain(t)),
+  );
+  assert.deepEqual(plain({ ...decoded.graph, initializer: undefined }), plain({ ...model.graph, initializer: undefined }));
+  assert.deepEqual([decoded.ir_version, decoded.producer_name, decoded.doc_string], [model.ir_version, model.producer_name, 'd']);
+});
+
+test('a model over protobuf\'s 2 GiB is refused before any buffer is allocated', () => {
+  // A stand-in raw_data that only reports its length: the size check comes first.
+  const huge = { length: 2 ** 31 } as unknown as Uint8Array;
+  assert.throws(() => encodeModel({ graph: { name: 'big', initializer: [{ name: 'w', dims: [2 ** 29], data_type: DataType.FLOAT, raw_data: huge }] } }), (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED' && /2 GiB/.test(e.message));
+});

@@ -215,11 +215,78 @@ export interface ModelProto {
   metadata_props?: { key?: string; value?: string }[];
 }
 
-const modelType = protobuf.parse(ONNX_PROTO_SUBSET, { keepCase: true }).root.lookupType('onnx.ModelProto');
+const root = protobuf.parse(ONNX_PROTO_SUBSET, { keepCase: true }).root;
+const modelType = root.lookupType('onnx.ModelProto');
+const graphType = root.lookupType('onnx.GraphProto');
+const tensorType = root.lookupType('onnx.TensorProto');
 
-/** Serialises a model object to ONNX bytes (the bytes onnxruntime and onnx.load read). */
+/** protobuf's limit on one message: onnxruntime cannot parse a larger model. */
+const MAX_MODEL_BYTES = 2 ** 31 - 1;
+
+/** Wire tags (field << 3 | 2, length-delimited) of the fields written by hand below. */
+const TAG_MODEL_GRAPH = (7 << 3) | 2;
+const TAG_GRAPH_INITIALIZER = (5 << 3) | 2;
+const TAG_TENSOR_RAW_DATA = (9 << 3) | 2;
+
+function varintLength(n: number): number {
+  let length = 1;
+  for (let v = n; v >= 128; v = Math.floor(v / 128)) length++;
+  return length;
+}
+
+function writeVarint(out: Uint8Array, at: number, n: number): number {
+  let v = n;
+  while (v >= 128) {
+    out[at++] = (v % 128) | 128;
+    v = Math.floor(v / 128);
+  }
+  out[at++] = v;
+  return at;
+}
+
+/**
+ * Serialises a model object to ONNX bytes (the bytes onnxruntime and onnx.load read).
+ * protobufjs encodes everything but the initializers' raw_data; those bytes (nearly all of a
+ * decoder) are copied once, straight into the output buffer — encoding them through protobufjs
+ * took minutes and several times the model's size in memory for a 1 GB model. Protobuf
+ * accepts fields in any order, so the initializers follow the rest of the graph.
+ */
 export function encodeModel(model: ModelProto): Uint8Array {
-  return modelType.encode(model).finish();
+  const graph = model.graph;
+  if (!graph?.initializer?.length) return modelType.encode(model).finish();
+  const head = modelType.encode({ ...model, graph: undefined }).finish();
+  const graphRest = graphType.encode({ ...graph, initializer: [] }).finish();
+  const tensors = graph.initializer.map((t) => {
+    const meta = tensorType.encode({ ...t, raw_data: undefined }).finish();
+    const raw = t.raw_data ?? new Uint8Array(0);
+    const length = meta.length + (raw.length > 0 ? 1 + varintLength(raw.length) + raw.length : 0);
+    return { meta, raw, length };
+  });
+  const graphLength = graphRest.length + tensors.reduce((sum, t) => sum + 1 + varintLength(t.length) + t.length, 0);
+  const total = head.length + 1 + varintLength(graphLength) + graphLength;
+  if (total > MAX_MODEL_BYTES) {
+    throw new DistVaeError('UNSUPPORTED', `the model ${graph.name ?? ''} would take ${total} bytes, over protobuf's 2 GiB limit for one ONNX model; split it into stages (runtime/staged-session.ts)`);
+  }
+  const out = new Uint8Array(total);
+  out.set(head, 0);
+  let at = head.length;
+  out[at++] = TAG_MODEL_GRAPH;
+  at = writeVarint(out, at, graphLength);
+  out.set(graphRest, at);
+  at += graphRest.length;
+  for (const t of tensors) {
+    out[at++] = TAG_GRAPH_INITIALIZER;
+    at = writeVarint(out, at, t.length);
+    out.set(t.meta, at);
+    at += t.meta.length;
+    if (t.raw.length > 0) {
+      out[at++] = TAG_TENSOR_RAW_DATA;
+      at = writeVarint(out, at, t.raw.length);
+      out.set(t.raw, at);
+      at += t.raw.length;
+    }
+  }
+  return out;
 }
 
 /** Parses ONNX bytes into a model object; int64 fields become numbers, bytes stay Uint8Array. */

@@ -57,3 +57,12 @@ test('an expected key under an ignored prefix is still bound; a wholly foreign f
   assert.equal(bindWeights([{ name: 'bn.weight', dims: [2] }], weightsOf([['bn.weight', [2]]]), { ignorePrefixes: ['bn.'] }).size, 1);
   assert.throws(() => bindWeights(expected, weightsOf([['model.x', [1]]])), /No expected key matched: wrong family, or keys under another prefix\?/);
 });
+
+test('a 0-d parameter binds from a stored 0-d tensor or from shape [1]; other shapes are refused', () => {
+  const scalar: ExpectedParam[] = [{ name: 'decoder.timestep_scale_multiplier', dims: [] }];
+  const fromZeroD = bindWeights(scalar, new Map([['decoder.timestep_scale_multiplier', { dims: [], data: Float32Array.of(1000) }]]));
+  const fromOne = bindWeights(scalar, new Map([['decoder.timestep_scale_multiplier', { dims: [1], data: Float32Array.of(1000) }]]));
+  assert.deepEqual(fromZeroD.get('decoder.timestep_scale_multiplier'), { dims: [], data: Float32Array.of(1000) });
+  assert.deepEqual(fromOne.get('decoder.timestep_scale_multiplier'), { dims: [], data: Float32Array.of(1000) });
+  assert.throws(() => bindWeights(scalar, weightsOf([['decoder.timestep_scale_multiplier', [2]]])), /has shape \[2\].*expects \[\]/);
+});

@@ -22,6 +22,14 @@ export interface BindOptions {
 /** Messages quoted in the error's text; the full list is always in `reasons`. */
 const MESSAGES_SHOWN = 8;
 
+/**
+ * A 0-d parameter stored with shape [1]: writers without 0-d tensors (numpy-based safetensors
+ * writers) store scalars that way, and the value is the same.
+ */
+function storedScalar(t: Tensor, param: ExpectedParam): boolean {
+  return param.dims.length === 0 && t.dims.length === 1 && t.dims[0] === 1;
+}
+
 /** Returns the expected tensors in `expected` order, or throws WEIGHTS_MISMATCH naming every problem. */
 export function bindWeights(expected: readonly ExpectedParam[], weights: ReadonlyMap<string, Tensor>, options: BindOptions = {}): Map<string, Tensor> {
   const source = options.source ?? 'the weights';
@@ -34,6 +42,8 @@ export function bindWeights(expected: readonly ExpectedParam[], weights: Readonl
     const t = weights.get(param.name);
     if (!t) {
       reasons.push(reason('WEIGHT_MISSING', param.name, null, `a tensor of shape ${want}`, `${param.name} (shape ${want}) is missing from ${source}`));
+    } else if (storedScalar(t, param)) {
+      bound.set(param.name, { dims: [], data: t.data });
     } else if (t.dims.length !== param.dims.length || t.dims.some((d, i) => d !== param.dims[i])) {
       const got = `[${t.dims.join(', ')}]`;
       reasons.push(reason('WEIGHT_SHAPE', param.name, t.dims, `shape ${want}`, `${param.name} has shape ${got} in ${source}, the decoder expects ${want}`));

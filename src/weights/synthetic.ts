@@ -54,8 +54,8 @@ function validateSpecs(specs: readonly ParamSpec[], seed: number): void {
     seen.add(spec.name);
     if (!spec.dims.every((d) => Number.isInteger(d) && d > 0)) reasons.push(reason('INVALID_ARGUMENT', `${field}.dims`, spec.dims, 'positive integers'));
     const rank = spec.dims.length;
-    const rankOk = spec.init === 'conv' ? rank >= 3 : spec.init === 'linear' ? rank === 2 : rank >= 1;
-    if (!rankOk) reasons.push(reason('INVALID_ARGUMENT', `${field}.dims`, spec.dims, `a shape of the right rank for a ${spec.init} parameter (conv >= 3, linear 2, else >= 1)`));
+    const rankOk = spec.init === 'conv' ? rank >= 3 : spec.init === 'linear' ? rank === 2 : true;
+    if (!rankOk) reasons.push(reason('INVALID_ARGUMENT', `${field}.dims`, spec.dims, `a shape of the right rank for a ${spec.init} parameter (conv >= 3, linear 2)`));
     if (spec.gain !== undefined && !(spec.gain > 0 && Number.isFinite(spec.gain))) reasons.push(reason('INVALID_ARGUMENT', `${field}.gain`, spec.gain, 'a positive finite number'));
   }
   if (reasons.length) throw new DistVaeError('INVALID_ARGUMENT', `invalid synthetic weight request: ${reasons.map((r) => r.message).join('; ')}`, { reasons });

@@ -47,6 +47,17 @@ test('conv: the 2-D loops agree with the general N-d path (a depth-1 3-D conv)',
   assert.deepEqual(values(y3), values(y2));
 });
 
+test('conv: the 3-D loops agree with the general N-d path (a depth-1 4-D conv)', () => {
+  const x = { dims: [2, 3, 4, 5, 6], data: Float64Array.from({ length: 720 }, (_, i) => Math.sin(i * 0.37)) };
+  const w = { dims: [4, 3, 3, 2, 3], data: Float64Array.from({ length: 216 }, (_, i) => Math.cos(i * 0.91)) };
+  const bias = t([4], [0.1, -0.2, 0.3, -0.4]);
+  const y3 = ref.conv(x, w, bias, { pads: [2, 0, 1, 0, 1, 1] });
+  const lift = (v: { dims: number[]; data: Float64Array }): ref.RefTensor => ({ dims: [v.dims[0]!, v.dims[1]!, 1, ...v.dims.slice(2)], data: v.data });
+  const y4 = ref.conv(lift(x), lift(w), bias, { pads: [0, 2, 0, 1, 0, 0, 1, 1] });
+  assert.deepEqual(y4.dims, [y3.dims[0], y3.dims[1], 1, ...y3.dims.slice(2)]);
+  assert.deepEqual(values(y4), values(y3));
+});
+
 test('groupNorm: one group of four values normalises to zero mean, unit variance, then affine per channel', () => {
   const x = t([1, 2, 1, 2], [1, 2, 3, 4]);
   const y = ref.groupNorm(x, 1, t([2], [1, 2]), t([2], [0, 10]), 0);
@@ -90,6 +101,9 @@ test('elementwise activations', () => {
 test('pad, slice and concat', () => {
   const x = t([2, 2], [1, 2, 3, 4]);
   assert.deepEqual(values(ref.pad(x, [1, 0, 0, 1], 9)), [9, 9, 9, 1, 2, 9, 3, 4, 9]);
+  const row = t([1, 3], [1, 2, 3]);
+  assert.deepEqual(values(ref.pad(row, [0, 2, 0, 1], 'edge')), [1, 1, 1, 2, 3, 3]);
+  assert.deepEqual(values(ref.pad(row, [0, 2, 0, 2], 'reflect')), [3, 2, 1, 2, 3, 2, 1]);
   assert.deepEqual(values(ref.slice(t([1, 5], [0, 1, 2, 3, 4]), 1, 1, 5, 2)), [1, 3]);
   const c = ref.concat([x, t([2, 1], [5, 6])], 1);
   assert.deepEqual(c.dims, [2, 3]);

@@ -74,6 +74,7 @@ export function conv(x: NumericTensor, w: NumericTensor, bias: NumericTensor | u
   const outSpatial = inSpatial.map((s, i) => Math.floor((s + pads[i]! + pads[i + rank]! - dil[i]! * (kernel[i]! - 1) - 1) / st[i]!) + 1);
   const outDims = [n!, cout!, ...outSpatial];
   if (rank === 2) return conv2dLoops(x, w, bias, outDims, pads, st, dil, group);
+  if (rank === 3 && group === 1 && st.every((v) => v === 1) && dil.every((v) => v === 1)) return conv3dLoops(x, w, bias, outDims, pads);
   const out = new Float64Array(size(outDims));
   const xs = strides(x.dims);
   const ws = strides(w.dims);
@@ -132,6 +133,48 @@ function conv2dLoops(x: NumericTensor, w: NumericTensor, bias: NumericTensor | u
           }
         }
         out.set(row, ((b * cout + co) * oh + oy) * ow);
+      }
+    }
+  }
+  return { dims: outDims, data: out };
+}
+
+/**
+ * The 3-D case of `conv` (stride 1, no dilation, one group) as plain loops, for video decoders:
+ * the same sum, accumulated per output row over (ci, kt, ky, kx) with the row's columns innermost.
+ */
+function conv3dLoops(x: NumericTensor, w: NumericTensor, bias: NumericTensor | undefined, outDims: number[], pads: readonly number[]): RefTensor {
+  const [n, cout, ot, oh, ow] = outDims as [number, number, number, number, number];
+  const [, cin, it, ih, iw] = x.dims as [number, number, number, number, number];
+  const [, , kt, kh, kw] = w.dims as [number, number, number, number, number];
+  const out = new Float64Array(n * cout * ot * oh * ow);
+  const row = new Float64Array(ow);
+  for (let b = 0; b < n; b++) {
+    for (let co = 0; co < cout; co++) {
+      for (let oz = 0; oz < ot; oz++) {
+        for (let oy = 0; oy < oh; oy++) {
+          row.fill(bias ? bias.data[co]! : 0);
+          for (let ci = 0; ci < cin; ci++) {
+            const volume = (b * cin + ci) * it * ih * iw;
+            for (let kz = 0; kz < kt; kz++) {
+              const iz = oz - pads[0]! + kz;
+              if (iz < 0 || iz >= it) continue;
+              for (let ky = 0; ky < kh; ky++) {
+                const iy = oy - pads[1]! + ky;
+                if (iy < 0 || iy >= ih) continue;
+                const line = volume + (iz * ih + iy) * iw;
+                for (let kx = 0; kx < kw; kx++) {
+                  const weight = w.data[(((co * cin + ci) * kt + kz) * kh + ky) * kw + kx]!;
+                  const offset = kx - pads[2]!;
+                  const from = Math.max(0, -offset);
+                  const to = Math.min(ow, iw - offset);
+                  for (let ox = from; ox < to; ox++) row[ox]! += x.data[line + ox + offset]! * weight;
+                }
+              }
+            }
+          }
+          out.set(row, (((b * cout + co) * ot + oz) * oh + oy) * ow);
+        }
       }
     }
   }
@@ -258,18 +301,31 @@ export function attention(q: NumericTensor, k: NumericTensor, v: NumericTensor, 
   return matmul(softmax(scores, -1), v);
 }
 
-/** Constant padding with ONNX-ordered pads [begin…, end…] (negative values crop). */
-export function pad(x: NumericTensor, pads: readonly number[], value = 0): RefTensor {
+/**
+ * Padding with ONNX-ordered pads [begin…, end…] (negative values crop): a number fills with
+ * that constant; 'edge' repeats the border element (PyTorch 'replicate'); 'reflect' mirrors
+ * without repeating the border (index −1 reads 1, index L reads L − 2).
+ */
+export function pad(x: NumericTensor, pads: readonly number[], value: number | 'edge' | 'reflect' = 0): RefTensor {
   const rank = x.dims.length;
   const outDims = x.dims.map((d, i) => d + pads[i]! + pads[i + rank]!);
   const xs = strides(x.dims);
   const out = new Float64Array(size(outDims));
+  const source = (pos: number, length: number): number => {
+    if (pos >= 0 && pos < length) return pos;
+    if (value === 'edge') return pos < 0 ? 0 : length - 1;
+    if (value === 'reflect') {
+      if (length < 2) throw new Error(`pad: reflect needs an extent of at least 2, got ${length}`);
+      return pos < 0 ? -pos : 2 * (length - 1) - pos;
+    }
+    return -1;
+  };
   forEachIndex(outDims, (o, flat) => {
     let offset = 0;
     for (let d = 0; d < rank; d++) {
-      const pos = o[d]! - pads[d]!;
-      if (pos < 0 || pos >= x.dims[d]!) {
-        out[flat] = value;
+      const pos = source(o[d]! - pads[d]!, x.dims[d]!);
+      if (pos < 0) {
+        out[flat] = value as number;
         return;
       }
       offset += pos * xs[d]!;

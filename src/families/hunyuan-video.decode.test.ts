@@ -1,0 +1,162 @@
+// HunyuanVideo end to end through the public path: `loadVae` (synthetic weights or a diffusers
+// folder), plans from the planner, `vae.decode` — whole, spatially tiled, temporally chunked
+// (drop the first frame of later chunks, blend_t) and both — against a plain transcription of
+// diffusers' `_decode` / `tiled_decode` / `_temporal_tiled_decode` running the float64 reference
+// decoder per tile and chunk; and strict binding of folders.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { diffusersVideoDecode, type DiffusersVideoTiling } from '../decode/testing/diffusers-video-decode.js';
+import { loadVae, type Vae } from '../decode/vae.js';
+import { DistVaeError } from '../errors.js';
+import { assertRelativeL2 } from '../graph/testing/compare.js';
+import { seededTensor } from '../graph/testing/random.js';
+import { applyTilePlan, tileFramePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
+import type { Tensor } from '../tensor.js';
+import { writeSafetensors } from '../weights/safetensors.js';
+import { syntheticWeights } from '../weights/synthetic.js';
+import { hunyuanVideoDecoderParams } from './hunyuan-video.graph.js';
+import { getFamily } from './registry.js';
+import { referenceHunyuanVideoDecode, type HunyuanVideoReferenceArchitecture } from './testing/hunyuan-video-reference.js';
+import type { RawConfig } from './types.js';
+
+const SEED = 5;
+const TINY: RawConfig = { block_out_channels: [8, 16, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4, spatial_compression_ratio: 4 };
+const TINY_ARCH: HunyuanVideoReferenceArchitecture = { blockOut: [8, 16, 16], layersPerBlock: 1, groups: 4, attention: true, spatialRatio: 4 };
+
+interface Case {
+  label: string;
+  latent: number[];
+  /** Spatial plan in output pixels, or null to leave spatial tiling off. */
+  window: [number, number] | null;
+  overlap?: [number, number];
+  /** Temporal plan in output frames; 'default' keeps the family default (on, 16 / 4); null turns it off. */
+  frames: { window: number; overlap: number } | 'default' | null;
+  /** diffusers' tile attributes for the same decode. */
+  diffusers: Omit<DiffusersVideoTiling, 'spatialRatio' | 'temporalRatio' | 'dropFrame'>;
+  calls: number;
+}
+
+const CASES: Case[] = [
+  {
+    label: 'spatial tiles only: window 16 px, overlap 4 px, 1-row and 3-column edge tiles',
+    latent: [1, 4, 2, 7, 9],
+    window: [16, 16],
+    overlap: [4, 4],
+    frames: null,
+    diffusers: { tiling: { minHeight: 16, minWidth: 16, strideHeight: 12, strideWidth: 12 }, framewise: null },
+    calls: 9,
+  },
+  {
+    label: "diffusers' default temporal tiling (16 / 12 frames) on 6 latent frames, space untiled",
+    latent: [1, 4, 6, 3, 4],
+    window: null,
+    frames: 'default',
+    diffusers: { tiling: null, framewise: { minFrames: 16, strideFrames: 12 } },
+    calls: 2,
+  },
+  {
+    label: 'temporal chunks of 8 frames every 4 with spatial tiles per chunk, short trailing chunks, batch 2',
+    latent: [2, 4, 4, 5, 6],
+    window: [16, 16],
+    overlap: [4, 4],
+    frames: { window: 8, overlap: 4 },
+    diffusers: { tiling: { minHeight: 16, minWidth: 16, strideHeight: 12, strideWidth: 12 }, framewise: { minFrames: 8, strideFrames: 4 } },
+    calls: 4 * 4,
+  },
+];
+
+const loadTiny = () => loadVae({ family: 'hunyuan-video', config: TINY, weights: 'synthetic', seed: SEED }, { threads: 1 });
+
+function plan(vae: Vae, c: Case): void {
+  if (c.window) {
+    applyTilePlan(vae, tileShapePlan(vae, c.window[0], c.window[1])!);
+    applyTilePlan(vae, tileOverlapPlan(vae, c.overlap![0], c.overlap![1])!);
+  }
+  if (c.frames !== 'default') applyTilePlan(vae, tileFramePlan(vae, c.frames)!);
+}
+
+for (const c of CASES) {
+  test(`vae.decode equals diffusers' loops over the float64 reference: ${c.label}`, async () => {
+    const vae = await loadTiny();
+    try {
+      plan(vae, c);
+      const z = seededTensor(c.latent, 21);
+      let calls = 0;
+      const out = await vae.decode(z, { onProgress: (e) => (calls = e.tilesTotal) });
+      assert.equal(calls, c.calls);
+      const weights = syntheticWeights(hunyuanVideoDecoderParams(vae.config), SEED);
+      let referenceCalls = 0;
+      const expected = diffusersVideoDecode(
+        z,
+        (tile) => (referenceCalls++, referenceHunyuanVideoDecode(TINY_ARCH, weights, tile)),
+        { ...c.diffusers, spatialRatio: 4, temporalRatio: 4, dropFrame: 'first' },
+      );
+      assert.equal(referenceCalls, c.calls);
+      assertRelativeL2(out, expected, c.label);
+    } finally {
+      await vae.dispose();
+    }
+  });
+}
+
+// ---- loading diffusers folders ---------------------------------------------------------------
+
+const dirs: string[] = [];
+after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function diffusersFolder(config: RawConfig, weights: ReadonlyMap<string, Tensor>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'distvae-hv-'));
+  dirs.push(dir);
+  writeFileSync(join(dir, 'config.json'), JSON.stringify({ _class_name: 'AutoencoderKLHunyuanVideo', ...config }));
+  writeSafetensors(join(dir, 'diffusion_pytorch_model.safetensors'), weights);
+  return dir;
+}
+
+const tinyWeights = () => syntheticWeights(hunyuanVideoDecoderParams(getFamily('hunyuan-video').resolveConfig(TINY)), SEED);
+
+async function decodeWhole(source: Parameters<typeof loadVae>[0], z: Tensor): Promise<Tensor> {
+  const vae = await loadVae(source, { threads: 1 });
+  try {
+    applyTilePlan(vae, tileFramePlan(vae, null)!);
+    return await vae.decode(z);
+  } finally {
+    await vae.dispose();
+  }
+}
+
+test('a full folder (encoder.*, quant_conv.*) and one with legacy attention names load as is and decode like the synthetic weights', async () => {
+  const z = seededTensor([1, 4, 2, 3, 3], 2);
+  const synthetic = await decodeWhole({ family: 'hunyuan-video', config: TINY, weights: 'synthetic', seed: SEED }, z);
+  const full = new Map([...tinyWeights(), ['encoder.conv_in.conv.weight', seededTensor([8, 3, 3, 3, 3], 1)], ['quant_conv.weight', seededTensor([8, 8, 1, 1, 1], 1)], ['quant_conv.bias', seededTensor([8], 1)]]);
+  assert.deepEqual(await decodeWhole(diffusersFolder(TINY, full), z), synthetic);
+  const legacy = new Map([...tinyWeights()].map(([k, t]) => [k.replace('.to_q.', '.query.').replace('.to_out.0.', '.proj_attn.'), t]));
+  assert.ok(legacy.has('decoder.mid_block.attentions.0.proj_attn.weight'));
+  assert.deepEqual(await decodeWhole(diffusersFolder(TINY, legacy), z), synthetic);
+});
+
+test('a folder of another architecture is refused before any decode, naming each key', async () => {
+  const other = tinyWeights();
+  other.delete('decoder.conv_out.conv.bias');
+  other.set('decoder.conv_in.weight', seededTensor([16, 4, 3, 3, 3], 1));
+  await assert.rejects(loadVae(diffusersFolder({ ...TINY, norm_num_groups: 8, block_out_channels: [8, 16, 32] }, other)), (e: unknown) => {
+    assert.ok(e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH', String(e));
+    const byKey = new Map(e.reasons.map((r) => [r.field, r.code]));
+    assert.equal(byKey.get('decoder.conv_out.conv.bias'), 'WEIGHT_MISSING');
+    assert.equal(byKey.get('decoder.conv_in.weight'), 'WEIGHT_UNEXPECTED');
+    assert.equal(byKey.get('decoder.conv_in.conv.weight'), 'WEIGHT_SHAPE');
+    return true;
+  });
+});
+
+test('a decode timestep is refused: HunyuanVideo has no timestep conditioning', async () => {
+  await assert.rejects(loadVae({ family: 'hunyuan-video', config: { ...TINY, decode_timestep: 0.05 }, weights: 'synthetic', seed: 1 }), (e: unknown) => {
+    assert.ok(e instanceof DistVaeError && e.code === 'CONFIG_INVALID');
+    assert.equal(e.reasons[0]!.code, 'DECODE_SETTING_UNUSED');
+    assert.match(e.message, /decode_timestep = 0\.05 .*hunyuan-video/);
+    return true;
+  });
+});

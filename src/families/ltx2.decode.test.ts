@@ -1,0 +1,197 @@
+// LTX-2 end to end through the public path: `loadVae`, plans from the planner, `vae.decode` —
+// spatially tiled over all frames (temporal tiling off by default), and temporally chunked when
+// enabled (drop the last frame of later chunks, blend_t) — against a plain transcription of
+// diffusers' loops running the float64 reference decoder per tile and chunk, with and without
+// timestep conditioning; the decode timestep from the config; strict binding of folders.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { diffusersVideoDecode, type DiffusersVideoTiling } from '../decode/testing/diffusers-video-decode.js';
+import { loadVae, type Vae } from '../decode/vae.js';
+import { DistVaeError } from '../errors.js';
+import { assertRelativeL2 } from '../graph/testing/compare.js';
+import { seededTensor } from '../graph/testing/random.js';
+import { applyTilePlan, tileFramePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
+import type { Tensor } from '../tensor.js';
+import { writeSafetensors } from '../weights/safetensors.js';
+import { syntheticWeights } from '../weights/synthetic.js';
+import { ltx2DecoderParams } from './ltx2.graph.js';
+import { getFamily } from './registry.js';
+import { referenceLtx2Decode, type Ltx2ReferenceConfig } from './testing/ltx2-reference.js';
+import type { RawConfig } from './types.js';
+
+const SEED = 5;
+/** Two residual spatio-temporal up-samplers, patch 4: ratios 16 / 4, reflect padding, non-causal. */
+const TINY: RawConfig = {
+  latent_channels: 4,
+  block_out_channels: [8, 16],
+  decoder_block_out_channels: [8, 16],
+  decoder_layers_per_block: [1, 1, 1],
+  decoder_spatio_temporal_scaling: [true, true],
+  upsample_type: ['spatiotemporal', 'spatiotemporal'],
+  upsample_residual: [true, true],
+  upsample_factor: [2, 2],
+  decoder_causal: false,
+  spatial_compression_ratio: 16,
+  temporal_compression_ratio: 4,
+};
+const TINY_REFERENCE: Ltx2ReferenceConfig = {
+  decoderBlockOut: [8, 16],
+  layersPerBlock: [1, 1, 1],
+  scaling: [true, true],
+  upsampleType: ['spatiotemporal', 'spatiotemporal'],
+  residual: [true, true],
+  factor: [2, 2],
+  patchSize: 4,
+  patchSizeT: 1,
+  causal: false,
+  padding: 'reflect',
+  timestepConditioning: false,
+  layerNormEpsilon: 1e-6,
+};
+const CONDITIONED: RawConfig = { ...TINY, timestep_conditioning: true, decoder_causal: true, decode_timestep: 0.2 };
+const CONDITIONED_REFERENCE: Ltx2ReferenceConfig = { ...TINY_REFERENCE, timestepConditioning: true, causal: true };
+
+interface Case {
+  label: string;
+  config: RawConfig;
+  reference: Ltx2ReferenceConfig;
+  temb: number | null;
+  latent: number[];
+  window: [number, number];
+  overlap: [number, number];
+  /** Temporal plan in output frames; 'default' keeps the family default (off). */
+  frames: { window: number; overlap: number } | 'default';
+  diffusers: Omit<DiffusersVideoTiling, 'spatialRatio' | 'temporalRatio' | 'dropFrame'>;
+  calls: number;
+}
+
+const CASES: Case[] = [
+  {
+    label: 'spatial tiles over all 5 latent frames: temporal tiling is off by default',
+    config: TINY,
+    reference: TINY_REFERENCE,
+    temb: null,
+    latent: [1, 4, 5, 5, 6],
+    window: [64, 64],
+    overlap: [16, 16],
+    frames: 'default',
+    diffusers: { tiling: { minHeight: 64, minWidth: 64, strideHeight: 48, strideWidth: 48 }, framewise: null },
+    calls: 4,
+  },
+  {
+    label: 'temporal chunks of 8 frames every 4 (last frame dropped), spatial tiles per chunk',
+    config: TINY,
+    reference: TINY_REFERENCE,
+    temb: null,
+    latent: [1, 4, 3, 5, 5],
+    window: [64, 64],
+    overlap: [16, 16],
+    frames: { window: 8, overlap: 4 },
+    diffusers: { tiling: { minHeight: 64, minWidth: 64, strideHeight: 48, strideWidth: 48 }, framewise: { minFrames: 8, strideFrames: 4 } },
+    calls: 3 * 4,
+  },
+  {
+    label: 'timestep-conditioned causal decoder, decode_timestep 0.2 from the config, tiled in space and time',
+    config: CONDITIONED,
+    reference: CONDITIONED_REFERENCE,
+    temb: 0.2,
+    latent: [1, 4, 3, 4, 4],
+    window: [48, 48],
+    overlap: [16, 16],
+    frames: { window: 8, overlap: 0 },
+    diffusers: { tiling: { minHeight: 48, minWidth: 48, strideHeight: 32, strideWidth: 32 }, framewise: { minFrames: 8, strideFrames: 8 } },
+    calls: 2 * 4,
+  },
+];
+
+function plan(vae: Vae, c: Case): void {
+  applyTilePlan(vae, tileShapePlan(vae, c.window[0], c.window[1])!);
+  applyTilePlan(vae, tileOverlapPlan(vae, c.overlap[0], c.overlap[1])!);
+  if (c.frames !== 'default') applyTilePlan(vae, tileFramePlan(vae, c.frames)!);
+}
+
+for (const c of CASES) {
+  test(`vae.decode equals diffusers' loops over the float64 reference: ${c.label}`, async () => {
+    const vae = await loadVae({ family: 'ltx2', config: c.config, weights: 'synthetic', seed: SEED }, { threads: 1 });
+    try {
+      plan(vae, c);
+      const z = seededTensor(c.latent, 21);
+      let calls = 0;
+      const out = await vae.decode(z, { onProgress: (e) => (calls = e.tilesTotal) });
+      assert.equal(calls, c.calls);
+      const weights = syntheticWeights(ltx2DecoderParams(vae.config), SEED);
+      const temb = c.temb === null ? null : new Array<number>(c.latent[0]!).fill(c.temb);
+      let referenceCalls = 0;
+      const expected = diffusersVideoDecode(
+        z,
+        (tile) => (referenceCalls++, referenceLtx2Decode(c.reference, weights, tile, temb)),
+        { ...c.diffusers, spatialRatio: 16, temporalRatio: 4, dropFrame: 'last' },
+      );
+      assert.equal(referenceCalls, c.calls);
+      assertRelativeL2(out, expected, c.label);
+    } finally {
+      await vae.dispose();
+    }
+  });
+}
+
+test('an edge tile one latent unit wide is refused with reflect padding, as diffusers does', async () => {
+  const vae = await loadVae({ family: 'ltx2', config: TINY, weights: 'synthetic', seed: SEED }, { threads: 1 });
+  try {
+    applyTilePlan(vae, tileShapePlan(vae, 64, 64)!);
+    applyTilePlan(vae, tileOverlapPlan(vae, 16, 16)!);
+    // Width 7 with stride 3: tiles start at 0, 3, 6 and the last is 1 unit wide.
+    await assert.rejects(vae.decode(seededTensor([1, 4, 1, 3, 7], 1)), (e: unknown) => e instanceof DistVaeError && e.reasons[0]?.code === 'TILE_TOO_SMALL');
+  } finally {
+    await vae.dispose();
+  }
+});
+
+// ---- loading diffusers folders ---------------------------------------------------------------
+
+const dirs: string[] = [];
+after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function diffusersFolder(config: RawConfig, weights: ReadonlyMap<string, Tensor>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'distvae-ltx2-'));
+  dirs.push(dir);
+  writeFileSync(join(dir, 'config.json'), JSON.stringify({ _class_name: 'AutoencoderKLLTX2Video', ...config }));
+  writeSafetensors(join(dir, 'diffusion_pytorch_model.safetensors'), weights);
+  return dir;
+}
+
+async function decodeWith(source: Parameters<typeof loadVae>[0], z: Tensor): Promise<Tensor> {
+  const vae = await loadVae(source, { threads: 1 });
+  try {
+    return await vae.decode(z);
+  } finally {
+    await vae.dispose();
+  }
+}
+
+test('a conditioned folder (encoder.*, latents_mean/std, the multiplier stored as [1]) loads as is; decode_timestep comes from the config, an override wins', async () => {
+  const { decode_timestep: _, ...architecture } = CONDITIONED;
+  const weights = syntheticWeights(ltx2DecoderParams(getFamily('ltx2').resolveConfig(architecture)), SEED);
+  const multiplier = weights.get('decoder.timestep_scale_multiplier')!;
+  const stored = new Map([...weights, ['decoder.timestep_scale_multiplier', { dims: [1], data: multiplier.data }], ['encoder.conv_in.conv.weight', seededTensor([8, 48, 3, 3, 3], 1)], ['latents_mean', seededTensor([4], 1)], ['latents_std', seededTensor([4], 2)]]);
+  const dir = diffusersFolder(architecture, stored);
+  const z = seededTensor([1, 4, 2, 2, 3], 2);
+  const expectedAt = (t: number) => referenceLtx2Decode(CONDITIONED_REFERENCE, weights, z, [t]);
+  assertRelativeL2(await decodeWith(dir, z), expectedAt(0), 'default decode timestep 0');
+  assertRelativeL2(await decodeWith({ path: dir, config: { decode_timestep: 0.3 } }, z), expectedAt(0.3), 'decode_timestep override 0.3');
+});
+
+test('a decode timestep is refused for an LTX-2 decoder without timestep conditioning', async () => {
+  await assert.rejects(loadVae({ family: 'ltx2', config: { ...TINY, decode_timestep: 0.05 }, weights: 'synthetic', seed: 1 }), (e: unknown) => e instanceof DistVaeError && e.code === 'CONFIG_INVALID' && e.reasons[0]!.code === 'DECODE_SETTING_UNUSED');
+  // Published defaults plus a decode timestep alone: still the published (unconditioned) decoder.
+  await assert.rejects(loadVae({ family: 'ltx2', config: { decode_timestep: 0.05 }, weights: 'synthetic', seed: 1 }), /does not take it/);
+});
+
+test('keys of another family are refused: a HunyuanVideo-style post_quant_conv is not an LTX-2 parameter', async () => {
+  const weights = new Map([...syntheticWeights(ltx2DecoderParams(getFamily('ltx2').resolveConfig(TINY)), SEED), ['post_quant_conv.weight', seededTensor([4, 4, 1, 1, 1], 1)]]);
+  await assert.rejects(loadVae(diffusersFolder(TINY, weights)), (e: unknown) => e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH' && e.reasons.length === 1 && e.reasons[0]!.field === 'post_quant_conv.weight');
+});
