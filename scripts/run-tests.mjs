@@ -5,13 +5,14 @@ import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { spawnSync } from 'node:child_process';
 
-const SKIPPED_DIRS = new Set(['node_modules', 'dist']);
+// Build outputs by path, not by name: src/dist/ holds the rank-group sources and their tests.
+const SKIPPED = (path) => path.endsWith('node_modules') || path === join('docs', 'dist');
 
 function collect(dir, out) {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) {
-      if (!SKIPPED_DIRS.has(name)) collect(path, out);
+      if (!SKIPPED(path)) collect(path, out);
     } else if (name.endsWith('.test.ts')) out.push(relative(process.cwd(), path));
   }
   return out;

@@ -21,10 +21,13 @@ export interface DecodingVae extends VaeSpec {
   tiledDecode: TiledDecode;
 }
 
+/** ABORTED for an aborted signal, with its reason's message when it has one. */
+export function abortedError(signal: AbortSignal, what = 'decode'): DistVaeError {
+  return new DistVaeError('ABORTED', `${what} aborted${signal.reason instanceof Error ? `: ${signal.reason.message}` : ''}`, { cause: signal.reason });
+}
+
 export function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) {
-    throw new DistVaeError('ABORTED', `decode aborted${signal.reason instanceof Error ? `: ${signal.reason.message}` : ''}`, { cause: signal.reason });
-  }
+  if (signal?.aborted) throw abortedError(signal);
 }
 
 /** `vae.decode`: whole, tiled or chunked as the VAE's tiling and the latent size decide. */
@@ -35,7 +38,7 @@ export async function decodeLatents(vae: DecodingVae, latents: Tensor, options: 
   const progress = new ProgressCounter(tilesPerChunk * grid.chunks.length, options.onProgress);
   const decodeChunk = async (chunkLatents: Tensor, chunk?: number): Promise<Tensor> => {
     throwIfAborted(options.signal);
-    if (grid.tiled) return vae.tiledDecode(chunkLatents, { ...options, progress });
+    if (grid.tiled || vae.tiledDecode.decodesUntiled) return vae.tiledDecode(chunkLatents, { ...options, progress });
     const raw = await vae.runner.decode(chunkLatents, options.signal);
     progress.tileDone(chunk === undefined ? {} : { chunk });
     return raw;

@@ -41,7 +41,11 @@ export interface RankStats {
  * assembled decoder output (before unpatchify / clamp). `vae.tiledDecode` holds one; a rank
  * group's `tiledDecodeFor` returns a drop-in replacement.
  */
-export type TiledDecode = (latents: Tensor, options?: DecodeOptions & { progress?: ProgressCounter }) => Promise<Tensor>;
+export interface TiledDecode {
+  (latents: Tensor, options?: DecodeOptions & { progress?: ProgressCounter }): Promise<Tensor>;
+  /** True when latents that fit one tile go through it too (a distributed one decodes them whole on one rank). */
+  readonly decodesUntiled?: boolean;
+}
 
 /** Counts finished tiles across the chunks of one decode and reports them. */
 export class ProgressCounter {

@@ -91,7 +91,7 @@ export function finalizeTile(
   layout: TileLayout,
   index: number,
   tile: Planes,
-  edges: { above: TileEdges | null; left: TileEdges | null; corner: TileEdges | null },
+  edges: { above: Pick<TileEdges, 'lastRows'> | null; left: Pick<TileEdges, 'lastCols'> | null; corner: Pick<TileEdges, 'lastRows'> | null },
 ): Planes {
   if (!layout.edgesSuffice) {
     throw new DistVaeError('UNSUPPORTED', 'raw edges do not suffice when the overlap exceeds half the window; assemble tiles in raster order instead');

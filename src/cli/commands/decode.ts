@@ -5,7 +5,12 @@
 
 import { extname } from 'node:path';
 import { checkLatents } from '../../decode/latents.js';
-import { loadVae, vaeSpecOfSource } from '../../decode/vae.js';
+import type { RankStats } from '../../decode/types.js';
+import { loadVae, vaeSpecOfSource, type Vae } from '../../decode/vae.js';
+import type { RankFailure } from '../../dist/group.js';
+import { ISOLATIONS, localGroup } from '../../dist/local.js';
+import type { LocalGroup } from '../../dist/local/local-group.js';
+import { tiledDecodeFor } from '../../dist/tiled-decode.js';
 import { scheduleGrid } from '../../plan/metrics.js';
 import type { VaeSpec } from '../../families/types.js';
 import { writeSamplePng } from '../../io/image.js';
@@ -25,6 +30,7 @@ export const decodeCommand: CommandSpec = {
   summary: 'decode latents to a sample (.npy), an image (.png) or a video (.mp4/.webm), whole or tiled',
   usage: [
     'distvae decode --vae PATH [--family F] --latents X.npy --out Y.(npy|png|mp4|webm) [--window HxW --overlap HxW | --full] [--threads N] [--json]',
+    'distvae decode ... --ranks R [--isolation thread|process] [--threads N per rank]',
     'distvae decode --synthetic --family F [--config config.json] [--seed N] --latents X.npy --out Y.png',
   ],
   options: [
@@ -44,11 +50,16 @@ export const decodeCommand: CommandSpec = {
       defaultText: "the config's, else 0 as in diffusers' pipeline",
     },
     ...RUNTIME_OPTIONS,
+    { name: 'ranks', kind: 'string', value: 'R', description: 'local ranks the tiles are dealt to (by work); --threads is per rank', defaultText: '1' },
+    { name: 'isolation', kind: 'string', value: 'thread|process', description: 'ranks as worker threads, or as child processes (a crash stays in its rank; per-rank peak RSS)', defaultText: 'thread' },
     JSON_OPTION,
   ],
   details: [
     "Without --window/--overlap the family's default plan is used with tiling on (it tiles only when the latent exceeds",
     'the window). With --json: { shape, tiles, seconds, ranks: [...] } where seconds is the decode time without loading.',
+    'With --ranks R > 1 the tiles are decoded on R local ranks (each loads the VAE once) and ranks[] gives each rank\'s',
+    'tiles, load (latent area), seconds and, with --isolation process, peak RSS; a latent that fits one tile is decoded',
+    'whole on one rank and the others stay idle.',
   ],
   async run(args, io) {
     const latentsPath = args.string('latents', { required: true });
@@ -71,6 +82,8 @@ export const decodeCommand: CommandSpec = {
     // The decode timestep is a config setting (DESIGN §9); the option overrides config.json's.
     const source = decodeTimestep === undefined ? given : { ...given, config: { ...(given.config ?? {}), decode_timestep: decodeTimestep } };
     const loadOptions = readLoadOptions(args);
+    const ranks = args.int('ranks', { min: 1, max: 1024 }) ?? 1;
+    const isolation = args.choice('isolation', ISOLATIONS) ?? 'thread';
     args.done();
 
     const latents = readLatents(latentsPath!);
@@ -90,14 +103,22 @@ export const decodeCommand: CommandSpec = {
     if (spec) configure(spec);
     if (video) checkFfmpeg();
 
-    const vae = await loadVae(source, loadOptions);
+    // Ranks start while the coordinator loads the VAE; the timed decode then includes each
+    // rank's own VAE load (once per rank) but not starting it.
+    const group = ranks > 1 ? localGroup({ ranks, isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) }) : null;
+    const started = group?.start();
+    started?.catch(() => undefined);
+    let vae: Vae | null = null;
     try {
+      vae = await loadVae(source, loadOptions);
+      await started;
       const latent = configure(vae);
       const grid = tileGrid(vae, latent);
+      const rankStats = group ? distribute(vae, group) : null;
       const bar = progressBar(io, 'decode');
-      const started = performance.now();
+      const t0 = performance.now();
       const sample = await vae.decode(latents, { onProgress: bar.update });
-      const seconds = (performance.now() - started) / 1000;
+      const seconds = (performance.now() - t0) / 1000;
       bar.finish();
       const written =
         extname(out!).toLowerCase() === '.npy'
@@ -105,12 +126,55 @@ export const decodeCommand: CommandSpec = {
           : video
             ? await writeSampleVideo(out!, sample, vae.family.sampleRange, fps !== undefined ? { fps } : {})
             : writeSamplePng(out!, sample, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
-      const schedule = scheduleGrid(grid, 1);
-      const summary = { shape: sample.dims, tiles: grid.tiles.length * grid.chunks.length, seconds, ranks: [{ rank: 0, tiles: schedule.ranks[0]!, load: schedule.loads[0]!, seconds }], files: written };
-      io.stdout(args.flag('json') ? JSON.stringify(summary) + '\n' : `decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles} tile(s)) -> ${written.join(', ')}\n`);
+      const single = scheduleGrid(grid, 1);
+      const summary = {
+        shape: sample.dims,
+        tiles: grid.tiles.length * grid.chunks.length,
+        seconds,
+        ranks: rankStats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }],
+        ...(rankStats?.failures().length ? { failures: rankStats.failures() } : {}),
+        ...(rankStats?.notes().length ? { note: rankStats.notes().join('; ') } : {}),
+        files: written,
+      };
+      if (args.flag('json')) {
+        io.stdout(JSON.stringify(summary) + '\n');
+      } else {
+        const over = group ? ` over ${ranks} ${isolation} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
+        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles} tile(s)${over}) -> ${written.join(', ')}\n`);
+        for (const f of rankStats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
+        for (const note of rankStats?.notes() ?? []) io.stdout(`${note}\n`);
+      }
       return 0;
     } finally {
-      await vae.dispose();
+      await group?.close();
+      await vae?.dispose();
     }
   },
 };
+
+/**
+ * Installs the group's distributed tiling operation on the VAE (the family's default plan
+ * counts as the plan to distribute) and sums its statistics over the temporal chunks.
+ */
+function distribute(vae: Vae, group: LocalGroup): { ranks: () => RankStats[]; failures: () => RankFailure[]; notes: () => string[] } {
+  vae.tiling = { ...vae.tiling, planned: true };
+  const ranks: RankStats[] = Array.from({ length: group.size }, (_, rank) => ({ rank, tiles: [], load: 0, seconds: 0 }));
+  const failures: RankFailure[] = [];
+  const notes = new Set<string>();
+  const decode = tiledDecodeFor(vae, group, {
+    onStats: (stats) => {
+      failures.push(...stats.failures);
+      if (stats.idleRanks.length > 0) notes.add(`${stats.tiles} tile(s) for ${group.size} ranks: ${stats.idleRanks.length} rank(s) stayed idle (work is never duplicated)`);
+      if (stats.assembly === 'raster') notes.add('the overlap exceeds half the window: ranks returned raw tiles and the coordinator blended them in raster order');
+      for (const r of stats.ranks) {
+        const total = ranks[r.rank]!;
+        total.tiles = [...total.tiles, ...r.tiles].sort((a, b) => a - b);
+        total.load += r.load;
+        total.seconds += r.seconds;
+        if (r.peakRssBytes !== undefined) total.peakRssBytes = Math.max(total.peakRssBytes ?? 0, r.peakRssBytes);
+      }
+    },
+  });
+  vae.tiledDecode = decode!;
+  return { ranks: () => ranks, failures: () => failures, notes: () => [...notes] };
+}

@@ -1,11 +1,13 @@
 // `distvae demo` (npm run demo): the main job on a built-in default, end to end and offline —
 // a small AutoencoderKL-architecture decoder with seeded synthetic weights, a smooth seeded
-// latent, a validated tile plan, a tiled decode, and the image and plan summary written to
-// demo-output/.
+// latent, a validated tile plan, a tiled decode across 2 local ranks (worker threads), and the
+// image and plan summary written to demo-output/.
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadVae } from '../../decode/vae.js';
+import { localGroup } from '../../dist/local.js';
+import { tiledDecodeFor } from '../../dist/tiled-decode.js';
 import { writeSamplePng } from '../../io/image.js';
 import { applyTilePlan, explainTileShapePlan, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
 import { planReport } from '../../plan/report.js';
@@ -24,6 +26,7 @@ export const DEMO_CONFIG = {
   sample_size: 256,
 };
 export const DEMO_SAMPLE = { height: 512, width: 768 };
+export const DEMO_RANKS = 2;
 
 /** A smooth seeded latent: a few low-frequency waves per channel, so the image has structure. */
 export function demoLatent(height: number, width: number, channels = 4): Tensor {
@@ -42,13 +45,14 @@ export function demoLatent(height: number, width: number, channels = 4): Tensor 
 
 export const demoCommand: CommandSpec = {
   name: 'demo',
-  summary: 'decode a built-in synthetic default (512x768, tiled) and write demo-output/demo.png and plan.json',
+  summary: 'decode a built-in synthetic default (512x768, tiled, 2 ranks) and write demo-output/demo.png and plan.json',
   usage: ['distvae demo [--out-dir DIR]'],
   options: [{ name: 'out-dir', kind: 'string', value: 'DIR', description: 'where the image and plan summary go', defaultText: 'demo-output' }],
   async run(args, io) {
     const outDir = args.string('out-dir') ?? 'demo-output';
     args.done();
     const vae = await loadVae({ family: 'autoencoder-kl', config: DEMO_CONFIG, weights: 'synthetic', seed: 0 });
+    const group = localGroup({ ranks: DEMO_RANKS });
     try {
       const sampleShape = DEMO_SAMPLE;
       const shape = tileShapePlan(vae, 256, 256, { sampleShape });
@@ -56,8 +60,10 @@ export const demoCommand: CommandSpec = {
       applyTilePlan(vae, shape);
       const overlap = tileOverlapPlan(vae, 64, 64, { sampleShape });
       if (overlap) applyTilePlan(vae, overlap);
-      const report = planReport(vae, sampleShape, 1);
+      const report = planReport(vae, sampleShape, DEMO_RANKS);
       io.stdout(formatPlan(report));
+      const distributed = tiledDecodeFor(vae, group);
+      if (distributed) vae.tiledDecode = distributed;
 
       const r = vae.geometry.spatialRatio;
       const latents = demoLatent(sampleShape.height / r, sampleShape.width / r);
@@ -71,9 +77,11 @@ export const demoCommand: CommandSpec = {
       const [image] = writeSamplePng(join(outDir, 'demo.png'), sample, vae.family.sampleRange);
       const planPath = join(outDir, 'plan.json');
       writeFileSync(planPath, JSON.stringify({ ...report, seconds }, null, 2) + '\n');
-      io.stdout(`\ndecoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s over ${report.tiles} tiles\nwrote ${image} and ${planPath}\n`);
+      const ranks = distributed?.lastStats?.ranks.map((r) => `rank ${r.rank}: ${r.tiles.length} tiles in ${r.seconds.toFixed(2)} s`).join(', ');
+      io.stdout(`\ndecoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s over ${report.tiles} tiles${ranks ? ` (${ranks})` : ''}\nwrote ${image} and ${planPath}\n`);
       return 0;
     } finally {
+      await group.close();
       await vae.dispose();
     }
   },
