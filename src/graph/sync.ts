@@ -53,8 +53,8 @@ export function regionInputs(region: SyncRegion): string[] {
 /** What the op computes, in words (for reports). */
 export function describeRegion(region: SyncRegion): string {
   return region.kind === 'group-norm'
-    ? `GroupNorm(${region.groups} groups): statistics over every position`
-    : 'attention: every query attends to every position';
+    ? `${region.groups} groups, statistics over every position`
+    : 'every query attends to every position';
 }
 
 export function syncRegionsEntry(regions: readonly SyncRegion[]): { key: string; value: string } {

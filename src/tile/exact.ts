@@ -42,18 +42,34 @@ export function exactTiles(grid: TileGrid, halo: Halo): ExactTile[] {
   });
 }
 
-/** Copies the core of a decoded tile (decoded over `tile.read`) into the output planes. */
-export function writeCore(raw: { planes: number; height: number; width: number; data: Float32Array }, tile: ExactTile, perLatent: number, out: { height: number; width: number; data: Float32Array }): void {
-  const dy = (tile.core.y0 - tile.read.y0) * perLatent;
-  const dx = (tile.core.x0 - tile.read.x0) * perLatent;
-  const h = (tile.core.y1 - tile.core.y0) * perLatent;
-  const w = (tile.core.x1 - tile.core.x0) * perLatent;
-  for (let p = 0; p < raw.planes; p++) {
+/** Planes of an image stack: `planes` × height × width values. */
+export interface PlaneBlock {
+  planes: number;
+  height: number;
+  width: number;
+  data: Float32Array;
+}
+
+/** Copies rows [sy, sy + h) × cols [sx, sx + w) of every plane of `from` to (dy, dx) of `to`. */
+export function copyBlock(from: PlaneBlock, sy: number, sx: number, h: number, w: number, to: PlaneBlock, dy: number, dx: number): void {
+  for (let p = 0; p < from.planes; p++) {
     for (let y = 0; y < h; y++) {
-      const from = (p * raw.height + dy + y) * raw.width + dx;
-      out.data.set(raw.data.subarray(from, from + w), (p * out.height + tile.core.y0 * perLatent + y) * out.width + tile.core.x0 * perLatent);
+      const source = (p * from.height + sy + y) * from.width + sx;
+      to.data.set(from.data.subarray(source, source + w), (p * to.height + dy + y) * to.width + dx);
     }
   }
+}
+
+/** Where a tile's core lies in its decoded output and in the whole output (output units). */
+export function corePlacement(tile: ExactTile, perLatent: number): { sy: number; sx: number; h: number; w: number; y: number; x: number } {
+  return {
+    sy: (tile.core.y0 - tile.read.y0) * perLatent,
+    sx: (tile.core.x0 - tile.read.x0) * perLatent,
+    h: (tile.core.y1 - tile.core.y0) * perLatent,
+    w: (tile.core.x1 - tile.core.x0) * perLatent,
+    y: tile.core.y0 * perLatent,
+    x: tile.core.x0 * perLatent,
+  };
 }
 
 /**
@@ -66,7 +82,7 @@ export function exactTiledDecode(vae: VaeSpec, runner: TileRunner, model: ModelP
     const latent = checkLatents(vae, latents);
     const grid = tileGrid(vae, latent, { spatialOnly: true });
     const u = grid.outputPerLatent;
-    let out: { height: number; width: number; data: Float32Array } | null = null;
+    let out: PlaneBlock | null = null;
     let leading: number[] = [];
     for (const tile of exactTiles(grid, halo)) {
       throwIfAborted(options.signal);
@@ -74,9 +90,10 @@ export function exactTiledDecode(vae: VaeSpec, runner: TileRunner, model: ModelP
       const planes = asPlanes(raw);
       if (!out) {
         leading = raw.dims.slice(0, -2) as number[];
-        out = { height: latent.height * u, width: latent.width * u, data: new Float32Array(planes.planes * latent.height * u * latent.width * u) };
+        out = { planes: planes.planes, height: latent.height * u, width: latent.width * u, data: new Float32Array(planes.planes * latent.height * u * latent.width * u) };
       }
-      writeCore(planes, tile, u, out);
+      const c = corePlacement(tile, u);
+      copyBlock(planes, c.sy, c.sx, c.h, c.w, out, c.y, c.x);
       options.progress?.tileDone();
     }
     return { dims: [...leading, out!.height, out!.width], data: out!.data };
