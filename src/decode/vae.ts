@@ -19,6 +19,8 @@ import type { Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
 import { readWeights } from '../weights/load.js';
 import { syntheticWeights } from '../weights/synthetic.js';
+import type { ModelProto } from '../graph/onnx-proto.js';
+import { decoderModelOf } from './decoder-model.js';
 import { decodeLatents, localTiledDecode, type DecodingVae } from './engine.js';
 import type { DecodeOptions, TiledDecode, TileRunner } from './types.js';
 
@@ -67,6 +69,11 @@ export class Vae implements DecodingVae {
   /** `decode(z).sample` as diffusers returns it, including the family's post-processing. */
   decode(latents: Tensor, options: DecodeOptions = {}): Promise<Tensor> {
     return decodeLatents(this, latents, options);
+  }
+
+  /** The fused decoder graph with the bound weights (sync regions in its metadata); refused for families without one. */
+  decoderModel(): ModelProto {
+    return decoderModelOf(this.family, this.runtime, this.config, this.weights);
   }
 
   /** SHA-256 of the resolved config and the bound decoder weights: names a VAE across machines. */

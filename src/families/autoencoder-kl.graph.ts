@@ -156,6 +156,7 @@ export function checkAttentionMemory(latentDims: readonly number[], limitBytes: 
 /** Runtime shared by autoencoder-kl and flux2: the decoder differs only by config. */
 export const klRuntime: FamilyRuntime = {
   decoderParams: klDecoderParams,
+  decoderGraph: buildKlDecoderGraph,
   renameKeys: renameLegacyAttentionKeys,
   async createTileRunner(config, weights, session: SessionOptions) {
     const bound = bindWeights(klDecoderParams(config), weights, { source: 'the weights given to the decoder' });

@@ -194,17 +194,14 @@ export function attentionBlock(m: Module, x: Value, norm: NormSettings, maskScor
   const sc = m.scope;
   const c = m.dims('to_q.weight')[0]!;
   const t = sc.reshape(groupNorm(m.child('group_norm'), x, norm), [0, c, -1]);
-  const bias = (p: Module): Value => sc.reshape(p.param('bias'), [c, 1]);
-  const channelMajor = (name: string): Value => {
+  const project = (name: string, input: Value): Value => {
     const p = m.child(name);
-    return sc.add(sc.matMul(p.param('weight'), t), bias(p));
+    return sc.add(sc.matMul(p.param('weight'), input), sc.reshape(p.param('bias'), [c, 1]));
   };
-  const q = sc.transpose(sc.mul(channelMajor('to_q'), 1 / Math.sqrt(c)), [0, 2, 1]);
-  const scores = sc.matMul(q, channelMajor('to_k'));
-  const probabilities = sc.softmax(maskScores ? maskScores(scores) : scores, -1);
-  const attended = sc.matMul(probabilities, sc.transpose(channelMajor('to_v'), [0, 2, 1]));
-  const proj = m.child('to_out.0');
-  const out = sc.add(sc.matMul(proj.param('weight'), sc.transpose(attended, [0, 2, 1])), bias(proj));
+  const q = sc.transpose(sc.mul(project('to_q', t), 1 / Math.sqrt(c)), [0, 2, 1]);
+  const k = project('to_k', t);
+  const v = project('to_v', t);
+  const out = project('to_out.0', sc.attention(q, k, v, maskScores));
   return sc.add(sc.reshape(out, sc.shape(x)), x);
 }
 

@@ -3,6 +3,7 @@
 // assembly. Engine code calls these; it never branches on a family's name.
 
 import type { TileRunner } from '../decode/types.js';
+import type { GraphBuilder } from '../graph/builder.js';
 import type { SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
 import type { ParamSpec } from '../weights/synthetic.js';
@@ -11,6 +12,11 @@ import type { RawConfig, ResolvedConfig } from './types.js';
 export interface FamilyRuntime {
   /** Decoder parameters under the checkpoint's own key names, with shapes and synthetic init. */
   decoderParams(config: ResolvedConfig): ParamSpec[];
+  /**
+   * The fused decoder graph (one input, one output) with these (bound) weights, for locality
+   * analysis, staging and row sharding; families without it decode only whole tiles.
+   */
+  decoderGraph?(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): GraphBuilder;
   /** A runner that decodes latent tiles with these (bound) weights. */
   createTileRunner(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, session: SessionOptions): Promise<TileRunner>;
   /**
