@@ -38,3 +38,8 @@ export * from './dist/program.js';
 export { localGroup, ISOLATIONS } from './dist/local.js';
 export { LocalGroup, type Isolation, type LaunchOptions, type LocalGroupOptions, type RankOutcome, type RankRun } from './dist/local/local-group.js';
 export * from './dist/tiled-decode.js';
+export { analyzeLocality, type LocalityReport } from './graph/locality.js';
+export { shardedDecodeFor, type ShardableVae, type ShardedDecode, type ShardStats, type ShardRankStats } from './shard/sharded-decode.js';
+export { splitBands, type Band } from './shard/bands.js';
+export { exactTiledDecode, exactTilingHalo, type Halo } from './tile/exact.js';
+export { exactTiledDecodeFor, type DistributedExactTiledDecode, type ExactTileStats } from './tile/exact-distributed.js';

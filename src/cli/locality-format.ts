@@ -63,6 +63,11 @@ export function localityJson(report: LocalityReport): LocalityJson {
 
 const KINDS = ['send', 'allReduce', 'allGather'] as const;
 
+/** The collectives row sharding uses, as `kind calls / bytes` (what a rank or a run sent). */
+export function formatCollectives(c: CommCounters): string {
+  return KINDS.map((k) => `${k} ${c[k].calls} / ${c[k].bytes}`).join(', ');
+}
+
 export function formatLocality(j: LocalityJson): string {
   const lines = [`decoder graph ${j.graph}: ${j.input} -> ${j.output} (${j.outputScale})`, ''];
   lines.push('step                    halo (latent rows)  inputs (scale+halo rows)            outputs (scale, wrong rows at a cut)');
@@ -92,7 +97,7 @@ export function formatLocality(j: LocalityJson): string {
   );
   if (j.collectives) {
     lines.push('', `collectives per rank for a ${j.collectives.latent.height}x${j.collectives.latent.width} latent on ${j.collectives.ranks} ranks (calls / bytes sent):`);
-    j.collectives.perRank.forEach((c, rank) => lines.push(`  rank ${rank}: ${KINDS.map((k) => `${k} ${c[k].calls} / ${c[k].bytes}`).join(', ')}`));
+    j.collectives.perRank.forEach((c, rank) => lines.push(`  rank ${rank}: ${formatCollectives(c)}`));
   }
   return lines.join('\n') + '\n';
 }

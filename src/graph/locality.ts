@@ -307,6 +307,19 @@ class Interpreter {
       const known = out.filter((d) => d !== -1).reduce((a, b) => a * b, 1);
       return out.map((d) => (d === -1 ? total / known : d));
     }
+    if (op === 'Transpose' && first) {
+      const perm = attrInts(node, 'perm') ?? first.map((_, i) => first.length - 1 - i);
+      return perm.map((p) => first[p]!);
+    }
+    // Kernels computed in the graph (the polyphase upsampler's phase kernels: rows · W · colsᵀ).
+    const second = dimsOf(ins[1]);
+    if (op === 'MatMul' && first && second && first.length >= 2 && second.length >= 2) {
+      const batchA = first.slice(0, -2);
+      const batchB = second.slice(0, -2);
+      const rank = Math.max(batchA.length, batchB.length);
+      const batch = Array.from({ length: rank }, (_, i) => Math.max(batchA[i - (rank - batchA.length)] ?? 1, batchB[i - (rank - batchB.length)] ?? 1));
+      return [...batch, first[first.length - 2]!, second[second.length - 1]!];
+    }
     return null;
   }
 

@@ -26,15 +26,16 @@ export interface GroupNormParams {
  * may be `x.data` itself, when x is not read again).
  */
 export async function groupNormBand(comm: SumAllReduce, x: Tensor, p: GroupNormParams, out: Float32Array): Promise<Tensor> {
+  // Locals for the hot loops: V8 then keeps the arrays in registers instead of reloading x.data.
+  const data = x.data;
   const [batch, channels] = x.dims as [number, number];
-  const perChannel = x.data.length / (batch * channels);
+  const perChannel = data.length / (batch * channels);
   const perGroup = (channels / p.groups) * perChannel;
   const slots = batch * p.groups;
   const first = new Float64Array(2 * slots);
   for (let s = 0; s < slots; s++) {
     let sum = 0;
-    const base = s * perGroup;
-    for (let i = 0; i < perGroup; i++) sum += x.data[base + i]!;
+    for (let i = s * perGroup, end = i + perGroup; i < end; i++) sum += data[i]!;
     first[s] = sum;
     first[slots + s] = perGroup;
   }
@@ -44,25 +45,24 @@ export async function groupNormBand(comm: SumAllReduce, x: Tensor, p: GroupNormP
   const second = new Float64Array(slots);
   for (let s = 0; s < slots; s++) {
     let squares = 0;
-    const base = s * perGroup;
     const m = mean[s]!;
-    for (let i = 0; i < perGroup; i++) {
-      const d = x.data[base + i]! - m;
+    for (let i = s * perGroup, end = i + perGroup; i < end; i++) {
+      const d = data[i]! - m;
       squares += d * d;
     }
     second[s] = squares;
   }
   const deviations = await comm.allReduce(second, 'sum');
+  const perGroupChannels = channels / p.groups;
   for (let s = 0; s < slots; s++) {
     const m = mean[s]!;
     const inverse = 1 / Math.sqrt(deviations[s]! / totals[slots + s]! + p.epsilon);
     const b = Math.floor(s / p.groups);
     const g = s % p.groups;
-    for (let c = g * (channels / p.groups); c < (g + 1) * (channels / p.groups); c++) {
+    for (let c = g * perGroupChannels; c < (g + 1) * perGroupChannels; c++) {
       const gamma = p.scale[c]! * inverse;
       const beta = p.bias[c]!;
-      const base = (b * channels + c) * perChannel;
-      for (let i = base; i < base + perChannel; i++) out[i] = (x.data[i]! - m) * gamma + beta;
+      for (let i = (b * channels + c) * perChannel, end = i + perChannel; i < end; i++) out[i] = (data[i]! - m) * gamma + beta;
     }
   }
   return { dims: x.dims, data: out };

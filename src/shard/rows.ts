@@ -14,12 +14,16 @@ function blocks(dims: readonly number[], axis: number): { outer: number; inner: 
   return { outer, inner };
 }
 
-/** Rows [from, to) of `t` along `axis`, each `unit` entries long (a copy). */
+/**
+ * Rows [from, to) of `t` along `axis`, each `unit` entries long: a copy, or `t` itself when the
+ * rows are all of it (a band whose halo lies outside the image has nothing to crop).
+ */
 export function sliceRows(t: Tensor, axis: number, unit: number, from: number, to: number): Tensor {
   const length = t.dims[axis]!;
   if (from < 0 || to < from || to * unit > length) {
     throw new DistVaeError('TENSOR_INVALID', `rows [${from}, ${to}) of ${unit} entries lie outside axis ${axis} of [${t.dims.join(', ')}]`);
   }
+  if (from === 0 && to * unit === length) return t;
   const { outer, inner } = blocks(t.dims, axis);
   const span = (to - from) * unit * inner;
   const out = new Float32Array(outer * span);

@@ -1,8 +1,8 @@
 // Row-sharded decode through real local groups (worker threads): for 1–4 ranks the stacked
 // bands equal the unsharded whole decode within max abs 1e-4 — tiny AutoencoderKL configs with
 // mid-block attention (odd latent heights, batch 2, bands thinner than a stage's halo), Flux.2,
-// and the trained TAEF2 decoder (pool GroupNorms) on a latent encoded from a photo — and every
-// rank sends exactly the collectives the locality analysis predicts. Also: more ranks than
+// tiny TAEs with and without the TAEF2 GroupNorm pool, and the trained TAEF2 decoder (pool
+// GroupNorms) on a latent encoded from a photo — and every rank sends exactly the collectives the locality analysis predicts. Also: more ranks than
 // latent rows, and graphs whose nonlocal ops are not sync regions, are refused before work.
 
 import assert from 'node:assert/strict';
@@ -98,6 +98,22 @@ test('Flux.2: 1–4 ranks equal the whole decode', async (t) => {
     await checkSharded(t, vae, seededTensor([1, 8, 9, 6], 2, 2));
   } finally {
     await vae.dispose();
+  }
+});
+
+test('TAE, tiny synthetic: without pool blocks only halos travel; with the TAEF2 GroupNorm pool, two all-reduces per pool', async (t) => {
+  const tiny: RawConfig = { latent_channels: 4, decoder_block_out_channels: [8, 8, 8, 8], encoder_block_out_channels: [8, 8, 8, 8], num_decoder_blocks: [1, 1, 1, 1], num_encoder_blocks: [1, 1, 1, 1] };
+  for (const [pool, allReducesPerRank] of [[false, 0], [true, 2]] as const) {
+    const vae = await loadVae({ family: 'tae', config: { ...tiny, use_midblock_gn: pool }, weights: 'synthetic', seed: 6 }, { threads: 1 });
+    try {
+      const stats = await checkSharded(t, vae, seededTensor([1, 4, 7, 9], 7, 2));
+      for (const s of stats) {
+        assert.equal(s.collectives.allReduce.calls, allReducesPerRank * s.bands.length, `pool ${pool}: all-reduces`);
+        assert.equal(s.collectives.allGather.calls, 0);
+      }
+    } finally {
+      await vae.dispose();
+    }
   }
 });
 

@@ -1,17 +1,15 @@
 // `distvae decode`: latents (.npy / .safetensors) → decoded sample (.npy, exactly diffusers'
 // `decode(z).sample`), image (.png with the family's value mapping) or video (.mp4 / .webm
-// through the system ffmpeg, same mapping). Arguments, files, the latent shape, the tile plan
-// and ffmpeg's presence are all checked before the decoder is built.
+// through the system ffmpeg, same mapping). Arguments, files, the latent shape, the tile plan,
+// the row-sharding bands and ffmpeg's presence are all checked before the decoder is built.
+// --strategy picks the spatial strategy (decode-strategy.ts).
 
 import { extname } from 'node:path';
 import { checkLatents } from '../../decode/latents.js';
-import type { RankStats } from '../../decode/types.js';
 import { loadVae, vaeSpecOfSource, type Vae } from '../../decode/vae.js';
-import type { RankFailure } from '../../dist/group.js';
 import { ISOLATIONS, localGroup } from '../../dist/local.js';
-import type { LocalGroup } from '../../dist/local/local-group.js';
-import { tiledDecodeFor } from '../../dist/tiled-decode.js';
 import { scheduleGrid } from '../../plan/metrics.js';
+import { splitBands } from '../../shard/bands.js';
 import type { VaeSpec } from '../../families/types.js';
 import { writeSamplePng } from '../../io/image.js';
 import { checkFfmpeg, DEFAULT_FPS, isVideoPath, VIDEO_EXTENSIONS, writeSampleVideo } from '../../io/video.js';
@@ -19,9 +17,11 @@ import { readLatents } from '../../io/latents.js';
 import { writeNpy } from '../../io/npy.js';
 import { tileGrid } from '../../plan/grid.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
+import { formatCollectives } from '../locality-format.js';
 import { progressBar } from '../progress.js';
 import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-options.js';
 import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
+import { installStrategy, STRATEGIES } from './decode-strategy.js';
 
 const OUTPUT_EXTENSIONS = ['.npy', '.png', ...VIDEO_EXTENSIONS];
 
@@ -31,6 +31,8 @@ export const decodeCommand: CommandSpec = {
   usage: [
     'distvae decode --vae PATH [--family F] --latents X.npy --out Y.(npy|png|mp4|webm) [--window HxW --overlap HxW | --full] [--threads N] [--json]',
     'distvae decode ... --ranks R [--isolation thread|process] [--threads N per rank]',
+    'distvae decode ... --strategy shard --ranks R   (row sharding: equals the whole decode)',
+    'distvae decode ... --strategy exact-tile [--window HxW --overlap HxW] [--ranks R]   (local decoders only)',
     'distvae decode --synthetic --family F [--config config.json] [--seed N] --latents X.npy --out Y.png',
   ],
   options: [
@@ -50,7 +52,15 @@ export const decodeCommand: CommandSpec = {
       defaultText: "the config's, else 0 as in diffusers' pipeline",
     },
     ...RUNTIME_OPTIONS,
-    { name: 'ranks', kind: 'string', value: 'R', description: 'local ranks the tiles are dealt to (by work); --threads is per rank', defaultText: '1' },
+    {
+      name: 'strategy',
+      kind: 'string',
+      value: 'tile|shard|exact-tile',
+      description:
+        "tile: the plan's tiles, blended (diffusers); shard: every layer split into bands of latent rows across the ranks, with halos, GroupNorm statistics and attention keys/values exchanged (equals the whole decode; no plan); exact-tile: the plan's tiles decoded with the analysed halo and cropped (equals the whole decode; decoders without GroupNorm/attention only)",
+      defaultText: 'tile',
+    },
+    { name: 'ranks', kind: 'string', value: 'R', description: 'local ranks the tiles (or bands) are dealt to; --threads is per rank', defaultText: '1' },
     { name: 'isolation', kind: 'string', value: 'thread|process', description: 'ranks as worker threads, or as child processes (a crash stays in its rank; per-rank peak RSS)', defaultText: 'thread' },
     JSON_OPTION,
   ],
@@ -60,6 +70,10 @@ export const decodeCommand: CommandSpec = {
     'With --ranks R > 1 the tiles are decoded on R local ranks (each loads the VAE once) and ranks[] gives each rank\'s',
     'tiles, load (latent area), seconds and, with --isolation process, peak RSS; a latent that fits one tile is decoded',
     'whole on one rank and the others stay idle.',
+    'With --strategy shard each rank decodes a band of at least one latent row (refused otherwise), the JSON adds',
+    'strategy, bands, collectives ({ send, allReduce, allGather, ...: { calls, bytes } } summed over ranks) and each',
+    "rank's band and collectives; tiles is 0. With --strategy exact-tile a decoder the locality analysis finds nonlocal",
+    'is refused with the ops named (see distvae analyze).',
   ],
   async run(args, io) {
     const latentsPath = args.string('latents', { required: true });
@@ -73,7 +87,14 @@ export const decodeCommand: CommandSpec = {
     }
     if (fps !== undefined && !(fps > 0)) args.refuse('--fps', fps, 'a number > 0', `--fps ${fps}: frames per second must be > 0`);
     if (fps !== undefined && !video) args.refuse('--fps', fps, 'only with --out .mp4/.webm', '--fps applies only to video output (--out .mp4 or .webm)');
-    if (args.flag('full')) {
+    const strategy = args.choice('strategy', STRATEGIES) ?? 'tile';
+    // Row sharding has no tile plan; exact tiles need the plan's tiles.
+    const planOptions = ['window', 'overlap', 'frame-window', 'frame-overlap', 'no-frame-tiling', 'full'];
+    const refusedWith = strategy === 'shard' ? planOptions : strategy === 'exact-tile' ? ['full'] : [];
+    for (const name of refusedWith) {
+      if (args.has(name)) args.refuse(`--${name}`, args.values[name], `absent with --strategy ${strategy}`, `--${name} cannot be combined with --strategy ${strategy} (${strategy === 'shard' ? 'row sharding splits every layer into bands, it has no tile plan' : 'halo-exact tiles are the plan\'s tiles'})`);
+    }
+    if (args.flag('full') && strategy !== 'shard') {
       for (const name of ['window', 'overlap', 'frame-window', 'frame-overlap']) {
         if (args.has(name)) args.refuse(`--${name}`, args.values[name], 'absent with --full', `--${name} cannot be combined with --full (one decoder call over everything)`);
       }
@@ -96,7 +117,8 @@ export const decodeCommand: CommandSpec = {
         args.refuse('--out', out, '.npy or .png for an image family', `--out ${out}: ${vae.family.name} decodes images, not video; write .npy or .png`);
         args.done();
       }
-      if (args.flag('full')) vae.tiling = { ...vae.tiling, enabled: false, frames: vae.tiling.frames ? { ...vae.tiling.frames, enabled: false } : null };
+      if (strategy === 'shard') splitBands(latent.height, ranks, vae.geometry.spatialRatio);
+      else if (args.flag('full')) vae.tiling = { ...vae.tiling, enabled: false, frames: vae.tiling.frames ? { ...vae.tiling.frames, enabled: false } : null };
       else applyTilingOptions(args, vae, undefined);
       return latent;
     };
@@ -105,7 +127,7 @@ export const decodeCommand: CommandSpec = {
 
     // Ranks start while the coordinator loads the VAE; the timed decode then includes each
     // rank's own VAE load (once per rank) but not starting it.
-    const group = ranks > 1 ? localGroup({ ranks, isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) }) : null;
+    const group = ranks > 1 || strategy === 'shard' ? localGroup({ ranks, isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) }) : null;
     const started = group?.start();
     started?.catch(() => undefined);
     let vae: Vae | null = null;
@@ -114,7 +136,7 @@ export const decodeCommand: CommandSpec = {
       await started;
       const latent = configure(vae);
       const grid = tileGrid(vae, latent);
-      const rankStats = group ? distribute(vae, group) : null;
+      const rankStats = installStrategy(strategy, vae, group);
       const bar = progressBar(io, 'decode');
       const t0 = performance.now();
       const sample = await vae.decode(latents, { onProgress: bar.update });
@@ -127,20 +149,28 @@ export const decodeCommand: CommandSpec = {
             ? await writeSampleVideo(out!, sample, vae.family.sampleRange, fps !== undefined ? { fps } : {})
             : writeSamplePng(out!, sample, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
       const single = scheduleGrid(grid, 1);
+      const shard = rankStats?.shard() ?? null;
       const summary = {
         shape: sample.dims,
-        tiles: grid.tiles.length * grid.chunks.length,
+        tiles: shard ? 0 : grid.tiles.length * grid.chunks.length,
         seconds,
         ranks: rankStats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }],
+        strategy,
+        ...(shard ? { bands: shard.bands.length, collectives: shard.collectives } : {}),
         ...(rankStats?.failures().length ? { failures: rankStats.failures() } : {}),
         ...(rankStats?.notes().length ? { note: rankStats.notes().join('; ') } : {}),
         files: written,
       };
       if (args.flag('json')) {
         io.stdout(JSON.stringify(summary) + '\n');
+      } else if (shard) {
+        const bands = shard.bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
+        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${ranks} ${isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
+        io.stdout(`collectives (calls / bytes sent, all ranks): ${formatCollectives(shard.collectives)}\n`);
       } else {
         const over = group ? ` over ${ranks} ${isolation} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
-        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles} tile(s)${over}) -> ${written.join(', ')}\n`);
+        const exact = strategy === 'exact-tile' ? ' halo-exact' : '';
+        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles}${exact} tile(s)${over}) -> ${written.join(', ')}\n`);
         for (const f of rankStats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
         for (const note of rankStats?.notes() ?? []) io.stdout(`${note}\n`);
       }
@@ -151,30 +181,3 @@ export const decodeCommand: CommandSpec = {
     }
   },
 };
-
-/**
- * Installs the group's distributed tiling operation on the VAE (the family's default plan
- * counts as the plan to distribute) and sums its statistics over the temporal chunks.
- */
-function distribute(vae: Vae, group: LocalGroup): { ranks: () => RankStats[]; failures: () => RankFailure[]; notes: () => string[] } {
-  vae.tiling = { ...vae.tiling, planned: true };
-  const ranks: RankStats[] = Array.from({ length: group.size }, (_, rank) => ({ rank, tiles: [], load: 0, seconds: 0 }));
-  const failures: RankFailure[] = [];
-  const notes = new Set<string>();
-  const decode = tiledDecodeFor(vae, group, {
-    onStats: (stats) => {
-      failures.push(...stats.failures);
-      if (stats.idleRanks.length > 0) notes.add(`${stats.tiles} tile(s) for ${group.size} ranks: ${stats.idleRanks.length} rank(s) stayed idle (work is never duplicated)`);
-      if (stats.assembly === 'raster') notes.add('the overlap exceeds half the window: ranks returned raw tiles and the coordinator blended them in raster order');
-      for (const r of stats.ranks) {
-        const total = ranks[r.rank]!;
-        total.tiles = [...total.tiles, ...r.tiles].sort((a, b) => a - b);
-        total.load += r.load;
-        total.seconds += r.seconds;
-        if (r.peakRssBytes !== undefined) total.peakRssBytes = Math.max(total.peakRssBytes ?? 0, r.peakRssBytes);
-      }
-    },
-  });
-  vae.tiledDecode = decode!;
-  return { ranks: () => ranks, failures: () => failures, notes: () => [...notes] };
-}
