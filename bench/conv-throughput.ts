@@ -16,6 +16,7 @@ import { GROUP_NORM_FORMS, type GroupNormForm } from '../src/graph/group-norm.js
 import { decodeModel, encodeModel, type ModelProto } from '../src/graph/onnx-proto.js';
 import { seededTensor } from '../src/graph/testing/random.js';
 import { createSession, type GraphOptimizationLevel, type SessionOptions } from '../src/runtime/session.js';
+import { cpuPressure, roundRobin, summarise, timedRun, waitForIdleCpus, type Timing } from './timing.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -60,58 +61,7 @@ function graph(name: string, shape: Shape, body: (g: GraphBuilder, x: Value) => 
   return g;
 }
 
-interface Timing { medianMs: number; minMs: number; cleanRuns: number }
 interface Variant { model: Uint8Array | GraphBuilder; options?: SessionOptions }
-
-/**
- * Runs a session once and says whether the run had the CPUs to itself: its process CPU time
- * over wall time must reach 85% of the thread count (another process holding a core drops it
- * towards half). Spinning ORT threads keep the ratio high only while they own their core.
- */
-async function timedRun(run: () => Promise<unknown>): Promise<{ ms: number; clean: boolean }> {
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  await run();
-  const ms = performance.now() - t0;
-  const cpu = process.cpuUsage(cpu0);
-  return { ms, clean: (cpu.user + cpu.system) / 1000 / ms >= 0.85 * THREADS };
-}
-
-function summarise(runs: { ms: number; clean: boolean }[]): Timing {
-  const clean = runs.filter((r) => r.clean);
-  const list = (clean.length > 0 ? clean : runs).map((r) => r.ms).sort((a, b) => a - b);
-  return { medianMs: list[Math.floor(list.length / 2)]!, minMs: list[0]!, cleanRuns: clean.length };
-}
-
-/** CPU pressure (PSI 'some avg10', % of the last 10 s in which runnable tasks waited for a CPU). */
-function cpuPressure(): number {
-  try {
-    return Number(/avg10=([\d.]+)/.exec(readFileSync('/proc/pressure/cpu', 'utf8'))?.[1] ?? NaN);
-  } catch {
-    return NaN;
-  }
-}
-
-/** Runnable tasks on the machine right now (the 4th field of /proc/loadavg, "running/total"). */
-function runnableTasks(): number {
-  try {
-    return Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[3]!.split('/')[0]);
-  } catch {
-    return 1;
-  }
-}
-
-/**
- * This machine is shared: waits (up to 5 s) until only this process is runnable in three
- * samples 100 ms apart, so a measurement round starts with the CPUs free.
- */
-async function waitForIdleCpus(): Promise<void> {
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-  for (let tries = 0, quiet = 0; tries < 50 && quiet < 3; tries++) {
-    quiet = runnableTasks() <= 1 ? quiet + 1 : 0;
-    await sleep(100);
-  }
-}
 
 /**
  * Times several models on the same input, round-robin (A B C A B C …) so that load from other
@@ -127,11 +77,7 @@ async function measure(shape: Shape, variants: Variant[]): Promise<Timing[]> {
   const x = seededTensor([1, shape.c, shape.h, shape.w], 99);
   for (const session of sessions) await session.run({ x });
   const pressureBefore = cpuPressure();
-  const runs: { ms: number; clean: boolean }[][] = sessions.map(() => []);
-  for (let r = 0; r < REPEAT; r++) {
-    await waitForIdleCpus();
-    for (const [i, session] of sessions.entries()) runs[i]!.push(await timedRun(() => session.run({ x })));
-  }
+  const runs = await roundRobin(THREADS, REPEAT, sessions.map((session) => () => session.run({ x })));
   for (const session of sessions) await session.dispose();
   console.log(`  [cpu pressure avg10 before ${pressureBefore}%, after ${cpuPressure()}%; clean runs ${runs.map((list) => list.filter((r) => r.clean).length).join(',')} of ${REPEAT}]`);
   return runs.map(summarise);
@@ -169,7 +115,7 @@ async function profile(g: GraphBuilder, shape: Shape, options: SessionOptions): 
   const clean: boolean[] = [];
   for (let r = 0; r <= REPEAT; r++) {
     await waitForIdleCpus();
-    clean.push((await timedRun(() => session.run({ x }))).clean);
+    clean.push((await timedRun(THREADS, () => session.run({ x }))).clean);
   }
   clean[0] = false; // the warm-up run first-touches the arena
   const useRun = clean.some((c) => c) ? clean : clean.map((_, r) => r > 0);

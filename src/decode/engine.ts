@@ -62,7 +62,7 @@ export async function decodeLatents(vae: DecodingVae, latents: Tensor, options: 
     }
     raw = { dims: assembler!.outputDims, data: assembler!.output };
   }
-  return vae.runtime.postprocess(raw, { spatiallyTiled: grid.tiled });
+  return vae.runtime.postprocess(raw, { spatiallyTiled: grid.tiled, config: vae.config });
 }
 
 /** Treats a (B, C, [F,] h, w) tensor as B·C·F planes of h × w (same memory, no copy). */

@@ -19,6 +19,8 @@ import type { Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
 import { readWeights } from '../weights/load.js';
 import { syntheticWeights } from '../weights/synthetic.js';
+import type { ModelProto } from '../graph/onnx-proto.js';
+import { decoderModelOf } from './decoder-model.js';
 import { decodeLatents, localTiledDecode, type DecodingVae } from './engine.js';
 import type { DecodeOptions, TiledDecode, TileRunner } from './types.js';
 
@@ -37,6 +39,8 @@ export interface LoadOptions {
   deviceId?: number;
   /** Intra-op threads for this VAE's sessions (per rank). */
   threads?: number;
+  /** Whether idle intra-op threads spin (default true); off suits cores shared with other work. */
+  allowSpinning?: boolean;
 }
 
 export class Vae implements DecodingVae {
@@ -65,6 +69,11 @@ export class Vae implements DecodingVae {
   /** `decode(z).sample` as diffusers returns it, including the family's post-processing. */
   decode(latents: Tensor, options: DecodeOptions = {}): Promise<Tensor> {
     return decodeLatents(this, latents, options);
+  }
+
+  /** The fused decoder graph with the bound weights (sync regions in its metadata); refused for families without one. */
+  decoderModel(): ModelProto {
+    return decoderModelOf(this.family, this.runtime, this.config, this.weights);
   }
 
   /** SHA-256 of the resolved config and the bound decoder weights: names a VAE across machines. */
@@ -174,6 +183,7 @@ export function sessionOptionsOf(options: LoadOptions): SessionOptions {
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
     ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
     ...(options.threads !== undefined ? { intraOpThreads: options.threads } : {}),
+    ...(options.allowSpinning !== undefined ? { allowSpinning: options.allowSpinning } : {}),
   };
 }
 
@@ -189,6 +199,7 @@ export async function loadVae(source: string | VaeSource, options: LoadOptions &
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
     ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(options.allowSpinning !== undefined ? { allowSpinning: options.allowSpinning } : {}),
   };
   return new Vae(family, config, runtime, runner, resolved, loadOptions, weights);
 }

@@ -13,7 +13,7 @@ import { diffusersTiledDecode, diffusersTiling, type DiffusersTiling } from '../
 import { DistVaeError } from '../errors.js';
 import { assertRelativeL2 } from '../graph/testing/compare.js';
 import { seededTensor } from '../graph/testing/random.js';
-import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
+import { applyTilePlan, enableDefaultTiling, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import type { Tensor } from '../tensor.js';
 import { writeSafetensors } from '../weights/safetensors.js';
 import { syntheticWeights } from '../weights/synthetic.js';
@@ -126,6 +126,19 @@ for (const c of TILED) {
     }
   });
 }
+
+test("the family's default plan on a loaded VAE is diffusers' own tiling (sample_size window, factor 0.25)", async () => {
+  const vae = await loadVae({ family: 'autoencoder-kl', config: TINY, weights: 'synthetic', seed: SEED }, { threads: 1 });
+  try {
+    enableDefaultTiling(vae);
+    const z = seededTensor([1, 4, 13, 21], 21);
+    const weights = syntheticWeights(klDecoderParams(vae.config), SEED);
+    const expected = diffusersTiledDecode(z, (tile) => referenceKlDecode(TINY_ARCH, weights, tile), diffusersTiling(16, 2, 0.25));
+    assertRelativeL2(await vae.decode(z), expected, 'default plan');
+  } finally {
+    await vae.dispose();
+  }
+});
 
 // ---- loading diffusers folders ---------------------------------------------------------------
 

@@ -9,7 +9,8 @@ import { assertRelativeL2 } from '../graph/testing/compare.js';
 import { seededTensor } from '../graph/testing/random.js';
 import { runGraph } from '../graph/testing/run-graph.js';
 import { syntheticWeights } from '../weights/synthetic.js';
-import { buildKlDecoderGraph, klDecoderParams, renameLegacyAttentionKeys } from './autoencoder-kl.graph.js';
+import { attentionBytes, buildKlDecoderGraph, checkAttentionMemory, klDecoderParams, renameLegacyAttentionKeys } from './autoencoder-kl.graph.js';
+import { UPSAMPLER_FORMS } from './blocks.js';
 import { getFamily } from './registry.js';
 import { referenceKlDecode, type KlReferenceArchitecture } from './testing/kl-reference.js';
 import type { RawConfig } from './types.js';
@@ -70,6 +71,17 @@ for (const c of CASES) {
   });
 }
 
+for (const upsampler of UPSAMPLER_FORMS) {
+  test(`every upsampler spelling computes diffusers' nearest-2× + 3×3 conv: ${upsampler}`, async () => {
+    const c = CASES[1]!;
+    const config = getFamily(c.family).resolveConfig(c.config);
+    const weights = syntheticWeights(klDecoderParams(config), 8);
+    const z = seededTensor([2, 16, 5, 4], 12);
+    const { sample } = await runGraph(buildKlDecoderGraph(config, weights, { upsampler }), { latent: z });
+    assertRelativeL2(sample!, referenceKlDecode(c.arch, weights, z), upsampler);
+  });
+}
+
 test('the SD 1.x decoder lists diffusers keys and shapes (140 tensors incl. post_quant_conv)', () => {
   const specs = new Map(klDecoderParams(getFamily('autoencoder-kl').resolveConfig(undefined)).map((s) => [s.name, s.dims]));
   assert.equal(specs.size, 140);
@@ -111,4 +123,13 @@ test('configs the decoder cannot build are refused with the field named', () => 
   assert.deepEqual(refusedFields('autoencoder-kl', { block_out_channels: [16, 32], norm_num_groups: 8, up_block_types: ['UpDecoderBlock2D', 'AttnUpDecoderBlock2D'] }), ['up_block_types']);
   assert.deepEqual(refusedFields('flux2', { block_out_channels: [16, 32], decoder_block_out_channels: [16, 20], norm_num_groups: 8 }), ['decoder_block_out_channels[1]']);
   assert.deepEqual(refusedFields('flux2', { block_out_channels: [16, 32], decoder_block_out_channels: [16, 24], norm_num_groups: 8 }), []);
+});
+
+test('a whole decode whose attention cannot fit in memory is refused before any work, with the numbers', () => {
+  assert.equal(attentionBytes([1, 4, 256, 256]), 2 * 65536 ** 2 * 4);
+  assert.doesNotThrow(() => checkAttentionMemory([1, 4, 64, 64], 24 * 2 ** 30));
+  assert.throws(
+    () => checkAttentionMemory([1, 4, 256, 256], 24 * 2 ** 30),
+    (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED' && e.reasons[0]!.code === 'ATTENTION_MEMORY' && /256×256 latent.*32\.0 GiB.*24\.0 GiB.*tiled/.test(e.message),
+  );
 });

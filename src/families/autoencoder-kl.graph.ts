@@ -5,6 +5,8 @@
 // runtime (one onnxruntime session with dynamic batch and spatial axes, reused for every tile),
 // and the rename of legacy attention keys diffusers applies on load.
 
+import { totalmem } from 'node:os';
+import { DistVaeError, reason } from '../errors.js';
 import { GraphBuilder, type Value } from '../graph/builder.js';
 import { createSession, type SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
@@ -13,6 +15,7 @@ import type { ParamSpec } from '../weights/synthetic.js';
 import {
   conv2d,
   DECODER_NORM_EPSILON,
+  DEFAULT_UPSAMPLER_FORM,
   GAIN_AFTER_SILU,
   groupNormSilu,
   midBlock,
@@ -21,8 +24,10 @@ import {
   normParams,
   upBlock,
   upBlockParams,
+  upsampler2d,
   WeightTable,
   type BlockSettings,
+  type UpsamplerForm,
 } from './blocks.js';
 import type { FamilyRuntime } from './runtime-types.js';
 import type { ResolvedConfig } from './types.js';
@@ -74,7 +79,12 @@ export function klDecoderParams(config: ResolvedConfig): ParamSpec[] {
  * (batch, out_channels, height·r, width·r), raw (no clamp), with the bound weights as
  * initializers under their checkpoint keys.
  */
-export function buildKlDecoderGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): GraphBuilder {
+export interface KlGraphOptions {
+  /** How the upsamplers are spelled (default: the fastest measured, DEFAULT_UPSAMPLER_FORM). */
+  upsampler?: UpsamplerForm;
+}
+
+export function buildKlDecoderGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, options: KlGraphOptions = {}): GraphBuilder {
   const a = klDecoderArchitecture(config);
   const g = new GraphBuilder(config.className, { docString: `${config.className} decoder built by distvae` });
   const table = new WeightTable(weights);
@@ -86,7 +96,9 @@ export function buildKlDecoderGraph(config: ResolvedConfig, weights: ReadonlyMap
   x = conv2d.apply(decoder.child('conv_in'), x);
   x = midBlock(decoder.child('mid_block'), x, a.midAttention, s);
   const levels = a.blockOut.length;
-  for (let i = 0; i < levels; i++) x = upBlock(decoder.child(`up_blocks.${i}`), x, a.layersPerBlock + 1, i < levels - 1, s);
+  const upsampler = options.upsampler ?? DEFAULT_UPSAMPLER_FORM;
+  const upsample = (m: Module, h: Value) => upsampler2d(m, h, upsampler);
+  for (let i = 0; i < levels; i++) x = upBlock(decoder.child(`up_blocks.${i}`), x, a.layersPerBlock + 1, i < levels - 1, s, upsample);
   x = conv2d.apply(decoder.child('conv_out'), groupNormSilu(decoder.child('conv_norm_out'), x, s.norm));
   g.output('sample', x, ['batch', a.outChannels, 'out_height', 'out_width']);
   table.assertAllTaken(config.className);
@@ -112,15 +124,46 @@ export function renameLegacyAttentionKeys<T>(weights: ReadonlyMap<string, T>): M
   return out;
 }
 
+/**
+ * Bytes the mid-block attention holds at once for a latent (B, C, h, w): the N × N scores and
+ * their softmax, N = h·w, float32, per sample. It grows with the fourth power of the side, so a
+ * whole decode of a large image needs more than most machines have (2048² px in SD: 32 GiB).
+ */
+export function attentionBytes(latentDims: readonly number[]): number {
+  const [batch, , h, w] = latentDims as [number, number, number, number];
+  return 2 * batch * (h * w) ** 2 * 4;
+}
+
+/**
+ * Refuses, before any work, a decode whose attention alone exceeds `limitBytes` (the machine's
+ * memory): it could only end in an allocation failure or the kernel killing the process.
+ */
+export function checkAttentionMemory(latentDims: readonly number[], limitBytes: number): void {
+  const bytes = attentionBytes(latentDims);
+  if (bytes <= limitBytes) return;
+  const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
+  const [, , h, w] = latentDims as [number, number, number, number];
+  const r = reason(
+    'ATTENTION_MEMORY',
+    'latents',
+    [...latentDims],
+    `a decoder call whose attention fits in ${gib(limitBytes)}`,
+    `decoding a ${h}×${w} latent in one call needs ${gib(bytes)} for the mid-block attention (${h * w}² scores and probabilities) but this machine has ${gib(limitBytes)}: decode it tiled`,
+  );
+  throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
+}
+
 /** Runtime shared by autoencoder-kl and flux2: the decoder differs only by config. */
 export const klRuntime: FamilyRuntime = {
   decoderParams: klDecoderParams,
+  decoderGraph: buildKlDecoderGraph,
   renameKeys: renameLegacyAttentionKeys,
   async createTileRunner(config, weights, session: SessionOptions) {
     const bound = bindWeights(klDecoderParams(config), weights, { source: 'the weights given to the decoder' });
     const s = await createSession(buildKlDecoderGraph(config, bound).toModelBytes(), session);
     return {
       async decode(latentTile: Tensor) {
+        if (klDecoderArchitecture(config).midAttention) checkAttentionMemory(latentTile.dims, totalmem());
         return (await s.run({ latent: latentTile }))['sample']!;
       },
       dispose: () => s.dispose(),

@@ -184,11 +184,11 @@ export function attentionParams(key: string, channels: number): ParamSpec[] {
 
 /**
  * Single-head self-attention over every position of x (B, C, …), GroupNorm first and the
- * residual added after to_out. Computed channel-major — projections are W·t on t = (B, C, N) —
- * so only q and the attention matrix are transposed, never the whole activation twice.
- * The 1/√C scale is applied to q (N × C) rather than to the N × N scores. `maskScores`, when
- * given, rewrites the (B, N query, N key) scores before the softmax (HunyuanVideo's
- * frame-causal mask).
+ * residual added after to_out. The N × N probabilities are never transposed (at a whole-image
+ * decode they are the largest tensor of the graph): q and k are projected channel-major
+ * (W·t on t = (B, C, N)), and only N × C tensors change layout. The 1/√C scale is applied to
+ * q rather than to the N × N scores. `maskScores`, when given, rewrites the (B, N query,
+ * N key) scores before the softmax (HunyuanVideo's frame-causal mask).
  */
 export function attentionBlock(m: Module, x: Value, norm: NormSettings, maskScores?: (scores: Value) => Value): Value {
   const sc = m.scope;
@@ -201,10 +201,7 @@ export function attentionBlock(m: Module, x: Value, norm: NormSettings, maskScor
   const q = sc.transpose(sc.mul(project('to_q', t), 1 / Math.sqrt(c)), [0, 2, 1]);
   const k = project('to_k', t);
   const v = project('to_v', t);
-  const scores = sc.matMul(q, k);
-  const probabilities = sc.softmax(maskScores ? maskScores(scores) : scores, -1);
-  const attended = sc.matMul(v, sc.transpose(probabilities, [0, 2, 1]));
-  const out = project('to_out.0', attended);
+  const out = project('to_out.0', sc.attention(q, k, v, maskScores));
   return sc.add(sc.reshape(out, sc.shape(x)), x);
 }
 
@@ -215,8 +212,46 @@ export function upsamplerParams(key: string, channels: number): ParamSpec[] {
   return conv2d.params(`${key}.conv`, channels, channels, 3);
 }
 
-export function upsampler2d(m: Module, x: Value): Value {
-  return conv2d.apply(m.child('conv'), m.scope.resizeNearest(x, [1, 1, 2, 2]));
+/**
+ * How Upsample2D's nearest-2× upsample + 3×3 conv is spelled. Same function, different work:
+ * - 'resize-conv': diffusers' literal form (Resize, then the conv on 4× the pixels);
+ * - 'polyphase': output pixel (2i+a, 2j+b) only ever sees input rows {i−1, i} (a = 0) or
+ *   {i, i+1} (a = 1), and likewise columns, with the 3×3 taps that land on the same input pixel
+ *   summed. So four 2×2 convs on the low-resolution input (4/9 of the MACs), one per phase
+ *   (a, b) with its padding on the side it reads, then DepthToSpace interleaves them. The
+ *   phase kernels are computed in the graph from the checkpoint weight (onnxruntime folds them
+ *   into constants when the session is created), so initializers stay the checkpoint's tensors.
+ * bench/sd-decoder.md has the measurements (and the spellings that lost: one conv with 4·C
+ * outputs plus slices, and ConvTranspose 4×4 stride 2).
+ */
+export type UpsamplerForm = 'resize-conv' | 'polyphase';
+
+export const UPSAMPLER_FORMS: readonly UpsamplerForm[] = ['resize-conv', 'polyphase'];
+
+/** The faster spelling on onnxruntime's CPU provider (bench/sd-decoder.md). */
+export const DEFAULT_UPSAMPLER_FORM: UpsamplerForm = 'polyphase';
+
+/** Row taps of phase a: which of the 3×3 kernel's rows act on input rows (i−1+a, i+a). */
+const PHASE_TAPS: readonly (readonly number[])[] = [
+  [1, 0, 0, 0, 1, 1],
+  [1, 1, 0, 0, 0, 1],
+];
+
+/** The 2×2 kernel of phase (a, b): rows·W·colsᵀ per (out, in) channel pair. */
+function phaseKernel(sc: Scope, weight: Value, a: number, b: number): Value {
+  const rows = sc.constant({ dims: [2, 3], data: Float32Array.from(PHASE_TAPS[a]!) });
+  const colsT = sc.transpose(sc.constant({ dims: [2, 3], data: Float32Array.from(PHASE_TAPS[b]!) }), [1, 0]);
+  return sc.matMul(sc.matMul(rows, weight), colsT);
+}
+
+export function upsampler2d(m: Module, x: Value, form: UpsamplerForm = DEFAULT_UPSAMPLER_FORM): Value {
+  const c = m.child('conv');
+  const sc = m.scope;
+  if (form === 'resize-conv') return conv2d.apply(c, sc.resizeNearest(x, [1, 1, 2, 2]));
+  const weight = c.param('weight');
+  const bias = c.param('bias');
+  const phases = [0, 1].flatMap((a) => [0, 1].map((b) => sc.conv(x, phaseKernel(sc, weight, a, b), bias, { kernelShape: [2, 2], pads: [1 - a, 1 - b, a, b] })));
+  return sc.depthToSpace(sc.concat(phases, 1), 2, 'DCR');
 }
 
 /** UpDecoderBlock2D: `resnets.0…layers` (the first maps cin → cout), then `upsamplers.0` when asked. */

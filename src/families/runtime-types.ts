@@ -3,6 +3,7 @@
 // assembly. Engine code calls these; it never branches on a family's name.
 
 import type { TileRunner } from '../decode/types.js';
+import type { GraphBuilder } from '../graph/builder.js';
 import type { SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
 import type { ParamSpec } from '../weights/synthetic.js';
@@ -11,13 +12,19 @@ import type { RawConfig, ResolvedConfig } from './types.js';
 export interface FamilyRuntime {
   /** Decoder parameters under the checkpoint's own key names, with shapes and synthetic init. */
   decoderParams(config: ResolvedConfig): ParamSpec[];
+  /**
+   * The fused decoder graph (one input, one output) with these (bound) weights, for locality
+   * analysis, staging and row sharding; families without it decode only whole tiles.
+   */
+  decoderGraph?(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): GraphBuilder;
   /** A runner that decodes latent tiles with these (bound) weights. */
   createTileRunner(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, session: SessionOptions): Promise<TileRunner>;
   /**
    * diffusers' post-processing of the assembled raw output (unpatchify, clamp) — `spatiallyTiled`
-   * tells whether the spatial tiling loop produced it (Qwen-Image clamps only when it did not).
+   * tells whether the spatial tiling loop produced it (Qwen-Image clamps only when it did not);
+   * `config` is the VAE's (e.g. Wan 2.2's patch size). May reuse `raw`'s buffer.
    */
-  postprocess(raw: Tensor, context: { spatiallyTiled: boolean }): Tensor;
+  postprocess(raw: Tensor, context: { spatiallyTiled: boolean; config: ResolvedConfig }): Tensor;
   /** Renames legacy checkpoint keys to the ones `decoderParams` lists (as diffusers does on load), before binding. */
   renameKeys?<T>(weights: ReadonlyMap<string, T>): Map<string, T>;
   /** Reads the config a bare weights file implies (e.g. the TAE variant from its keys), if the family can. */

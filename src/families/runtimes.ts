@@ -8,6 +8,7 @@ import { ltx2Runtime } from './ltx2.graph.js';
 import type { FamilyRuntime } from './runtime-types.js';
 import { taeRuntime } from './tae.runtime.js';
 import type { FamilyName, FamilySpec } from './types.js';
+import { qwenImageRuntime, wanRuntime } from './wan.runtime.js';
 
 const RUNTIMES: Partial<Record<FamilyName, FamilyRuntime>> = {
   'autoencoder-kl': klRuntime,
@@ -15,6 +16,8 @@ const RUNTIMES: Partial<Record<FamilyName, FamilyRuntime>> = {
   tae: taeRuntime,
   'hunyuan-video': hunyuanVideoRuntime,
   ltx2: ltx2Runtime,
+  wan: wanRuntime,
+  'qwen-image': qwenImageRuntime,
 };
 
 export function runtimeOf(family: FamilySpec): FamilyRuntime {

@@ -64,6 +64,7 @@ export function taeConfigFromWeights(weights: ReadonlyMap<string, Tensor>, half:
 
 export const taeRuntime: FamilyRuntime = {
   decoderParams: (config) => layersParams(decoderLayers(taeArchitecture(config))),
+  decoderGraph: (config, weights) => buildDecoderGraph(taeArchitecture(config), weights),
   createTileRunner: (config, weights, session) => graphRunner(buildDecoderGraph(taeArchitecture(config), weights), DECODER_IO, session),
   postprocess: (raw) => raw,
   configFromWeights: (weights) => taeConfigFromWeights(weights, 'decoder'),

@@ -16,14 +16,14 @@ export const wan: FamilySpec = {
   sampleRange: 'signed',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'wan');
-    r.int('base_dim', 96);
-    r.optionalInt('decoder_base_dim');
+    const baseDim = r.int('base_dim', 96);
+    const decoderBaseDim = r.optionalInt('decoder_base_dim');
     const zDim = r.int('z_dim', 16);
     const dimMult = r.intList('dim_mult', [1, 2, 4, 4]);
     r.int('num_res_blocks', 2);
     r.passthrough('attn_scales', []);
     const temporalDown = r.boolOrBoolList('temperal_downsample', [false, true, true], null);
-    r.bool('is_residual', false);
+    const residual = r.bool('is_residual', false);
     r.int('in_channels', 3);
     const outChannels = r.int('out_channels', 3);
     const patchSize = r.optionalInt('patch_size') ?? 1;
@@ -61,6 +61,7 @@ export const wan: FamilySpec = {
       `a multiple of patch_size^2 = ${patchSize * patchSize}`,
       `out_channels = ${outChannels} cannot be unpatchified with patch_size ${patchSize}`,
     );
+    if (residual) checkDupUpRepeats(r, decoderBaseDim ?? baseDim, dimMult, temporalDown);
     r.finish();
     return {
       className: 'AutoencoderKLWan',
@@ -70,3 +71,22 @@ export const wan: FamilySpec = {
     };
   },
 };
+
+/**
+ * Wan 2.2's DupUp3D repeats each of an up block's input channels out·F/in times (F = 8 with a
+ * temporal upsample, else 4); diffusers asserts the division is exact when it builds the model.
+ */
+function checkDupUpRepeats(r: ConfigReader, base: number, dimMult: readonly number[], temporalDown: readonly boolean[]): void {
+  const dims = [dimMult[dimMult.length - 1]!, ...[...dimMult].reverse()].map((m) => base * m);
+  const temporalUp = [...temporalDown].reverse();
+  for (let i = 0; i < dimMult.length - 1; i++) {
+    const factor = (temporalUp[i] ? 2 : 1) * 4;
+    r.check(
+      (dims[i + 1]! * factor) % dims[i]! === 0,
+      'dim_mult',
+      dimMult,
+      'widths whose up blocks can repeat channels evenly (out·F divisible by in)',
+      `up block ${i} maps ${dims[i]} to ${dims[i + 1]} channels: its DupUp3D shortcut cannot repeat ${dims[i]} channels to ${dims[i + 1]! * factor}`,
+    );
+  }
+}

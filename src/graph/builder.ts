@@ -8,7 +8,9 @@
 //   their checkpoint shapes (a GroupNorm weight stays [C]; broadcasting is done by nodes);
 // - every other literal (shapes, axes, scalars) is a Constant node, printed inline by the dump;
 // - a node is named `<scope path>/<OpType>` (suffix `_1`, `_2`, … on repeats) and its single
-//   output carries the node's name; multi-output nodes name outputs `<node>:<index>`.
+//   output carries the node's name; multi-output nodes name outputs `<node>:<index>`;
+// - ops that read every spatial position (groupNorm, attention) record themselves as sync
+//   regions (sync.ts), which the model carries in its metadata_props.
 
 import { DistVaeError, invalidArgument } from '../errors.js';
 import type { Tensor } from '../tensor.js';
@@ -16,6 +18,7 @@ import { dumpModel } from './dump.js';
 import { DEFAULT_GROUP_NORM_FORM, groupNormNodes, type GroupNormForm } from './group-norm.js';
 import { attr } from './attributes.js';
 import { DataType, encodeModel, type AttributeProto, type DataTypeCode, type ModelProto, type NodeProto, type TensorProto, type ValueInfoProto } from './onnx-proto.js';
+import { syncRegionsEntry, type SyncRegion } from './sync.js';
 import { float32TensorProto, int64TensorProto } from './tensor-proto.js';
 
 /** The ONNX opset every built graph imports (ai.onnx domain); ORT 1.30 runs all of it on CPU. */
@@ -40,6 +43,12 @@ export interface ConvOptions {
   strides?: number | readonly number[];
   dilations?: number | readonly number[];
   group?: number;
+  /**
+   * The kernel's spatial size; needed only when the weight is computed in the graph (e.g.
+   * derived from a checkpoint weight, which onnxruntime then folds into a constant) rather than
+   * an initializer, whose shape gives it.
+   */
+  kernelShape?: readonly number[];
 }
 
 export interface ConvTransposeOptions extends ConvOptions {
@@ -94,6 +103,7 @@ class GraphState {
   readonly inputs: ValueInfoProto[] = [];
   readonly outputs: ValueInfoProto[] = [];
   readonly initializerDims = new Map<string, readonly number[]>();
+  readonly regions: SyncRegion[] = [];
   private readonly ownValues = new WeakSet<Value>();
   private readonly usedNames = new Set<string>();
 
@@ -160,7 +170,7 @@ export class Scope {
   }
 
   convTranspose(x: Value, weight: Value, bias: Value | undefined, options: ConvTransposeOptions = {}): Value {
-    const spatial = this.weightDims('ConvTranspose weight', weight).length - 2;
+    const spatial = this.kernelShape('ConvTranspose', weight, options).length;
     const extra = options.outputPadding === undefined ? [] : [attr.ints('output_padding', perAxis('outputPadding', options.outputPadding, spatial, 0))];
     return this.convLike('ConvTranspose', x, weight, bias, options, extra);
   }
@@ -176,7 +186,20 @@ export class Scope {
       invalidArgument('groups', options.groups, `a positive divisor of the channel count ${c}`);
     }
     this.checkEpsilon(options.epsilon);
-    return groupNormNodes(this, x, scale, bias, { channels: c, groups: options.groups, epsilon: options.epsilon, form: options.form ?? DEFAULT_GROUP_NORM_FORM });
+    const first = this.state.nodes.length;
+    const y = groupNormNodes(this, x, scale, bias, { channels: c, groups: options.groups, epsilon: options.epsilon, form: options.form ?? DEFAULT_GROUP_NORM_FORM });
+    this.state.regions.push({
+      kind: 'group-norm',
+      name: this.path || 'GroupNorm',
+      nodes: this.nodeNamesSince(first),
+      input: x.name,
+      output: y.name,
+      scale: scale.name,
+      bias: bias.name,
+      groups: options.groups,
+      epsilon: options.epsilon,
+    });
+    return y;
   }
 
   instanceNorm(x: Value, scale: Value, bias: Value, options: { epsilon: number }): Value {
@@ -250,6 +273,22 @@ export class Scope {
   }
 
   softmax(x: Value, axis = -1): Value { return this.op('Softmax', [x], [attr.int('axis', axis)]); }
+
+  /**
+   * Single-head attention core, channel-major: q (B, Nq, C) already scaled by 1/√C, k and v
+   * (B, C, Nk) → (B, C, Nq) = v · softmax(q·k)ᵀ; `maskScores` may rewrite the (B, Nq, Nk)
+   * scores before the softmax. Recorded as a sync region: every query reads every key, so a
+   * sharded run gathers k and v from all bands.
+   */
+  attention(q: Value, k: Value, v: Value, maskScores?: (scores: Value) => Value): Value {
+    const first = this.state.nodes.length;
+    const scores = this.matMul(q, k);
+    const probabilities = this.softmax(maskScores ? maskScores(scores) : scores, -1);
+    // (probabilities · vᵀ)ᵀ: only the N × C product changes layout, never the N × N matrix.
+    const out = this.transpose(this.matMul(probabilities, this.transpose(v, [0, 2, 1])), [0, 2, 1]);
+    this.state.regions.push({ kind: 'attention', name: this.path || 'attention', nodes: this.nodeNamesSince(first), query: q.name, key: k.name, value: v.name, output: out.name });
+    return out;
+  }
 
   // ---- shape manipulation ------------------------------------------------------------------
 
@@ -342,13 +381,12 @@ export class Scope {
   }
 
   private convLike(opType: string, x: Value, weight: Value, bias: Value | undefined, options: ConvOptions, extra: AttributeProto[]): Value {
-    const w = this.weightDims(`${opType} weight`, weight);
-    const spatial = w.length - 2;
-    if (spatial < 1) invalidArgument(`${opType} weight dims`, w, 'rank ≥ 3 ([out, in/group, k1, …])');
+    const kernel = this.kernelShape(opType, weight, options);
+    const spatial = kernel.length;
     const group = options.group ?? 1;
     checkInts('group', [group], 1);
     return this.op(opType, [x, weight, bias], [
-      attr.ints('kernel_shape', w.slice(2)),
+      attr.ints('kernel_shape', kernel),
       attr.ints('pads', perAxis('pads', options.pads ?? 0, 2 * spatial, 0)),
       attr.ints('strides', perAxis('strides', options.strides ?? 1, spatial, 1)),
       attr.ints('dilations', perAxis('dilations', options.dilations ?? 1, spatial, 1)),
@@ -357,10 +395,25 @@ export class Scope {
     ]);
   }
 
+  private kernelShape(opType: string, weight: Value, options: ConvOptions): readonly number[] {
+    if (options.kernelShape !== undefined) {
+      checkInts('kernelShape', options.kernelShape, 1);
+      if (options.kernelShape.length < 1) invalidArgument('kernelShape', options.kernelShape, 'one size per spatial axis');
+      return [...options.kernelShape];
+    }
+    const w = this.weightDims(`${opType} weight`, weight);
+    if (w.length < 3) invalidArgument(`${opType} weight dims`, w, 'rank ≥ 3 ([out, in/group, k1, …])');
+    return w.slice(2);
+  }
+
   private weightDims(field: string, value: Value): readonly number[] {
     const dims = this.initializerDims(value);
     if (dims === undefined) invalidArgument(field, value.name, 'an initializer created with param()');
     return dims;
+  }
+
+  private nodeNamesSince(first: number): string[] {
+    return this.state.nodes.slice(first).map((n) => n.name!);
   }
 
   private checkEpsilon(epsilon: number): void {
@@ -424,6 +477,7 @@ export class GraphBuilder extends Scope {
       opset_import: [{ domain: '', version: OPSET_VERSION }],
       producer_name: 'distvae',
       ...(this.options.docString ? { doc_string: this.options.docString } : {}),
+      ...(this.state.regions.length > 0 ? { metadata_props: [syncRegionsEntry(this.state.regions)] } : {}),
       graph: {
         name: this.name,
         node: [...this.state.nodes],

@@ -48,6 +48,7 @@ node   sample = Identity(decoder.up/Concat)
 node   skip = Identity(decoder.up/Split:0)
 output sample float32[batch,32,2*height,2*width]
 output skip float32 (shape not declared)
+sync   group-norm decoder.norm: decoder/Concat -> decoder.norm/Reshape_2 (12 nodes)
 `;
 
 test('dump: one line per input, initializer, node and output; small and uniform literals inline', () => {

@@ -4,10 +4,12 @@
 // round-trip test compares the two). Small tensors (≤ 16 elements: shapes, axes, scalars) are
 // printed with their values, larger ones by type and shape. A Constant node that is small or
 // uniform gets no line of its own: its literal is printed where it is used, e.g.
-// `Reshape(h, int64[3]{0,32,-1})` or `float32[512]{all 1}`.
+// `Reshape(h, int64[3]{0,32,-1})` or `float32[512]{all 1}`. Sync regions (sync.ts) close the
+// dump, one line each: kind, module, inputs → output, node count.
 
 import { elementCount } from '../tensor.js';
 import { AttributeType, type AttributeProto, type ModelProto, type NodeProto, type TensorProto, type ValueInfoProto } from './onnx-proto.js';
+import { regionInputs, syncRegionsOf } from './sync.js';
 import { dataTypeName, tensorProtoValues } from './tensor-proto.js';
 
 const INLINE_VALUES_MAX = 16;
@@ -91,5 +93,6 @@ export function dumpModel(model: ModelProto): string {
     lines.push(`node   ${named}${outputs} = ${op}(${inputs})${attributes ? ' ' + attributes : ''}`);
   }
   for (const output of graph.output ?? []) lines.push(`output ${formatValueInfo(output)}`);
+  for (const r of syncRegionsOf(model)) lines.push(`sync   ${r.kind} ${r.name}: ${regionInputs(r).join(', ')} -> ${r.output} (${r.nodes.length} nodes)`);
   return lines.join('\n') + '\n';
 }

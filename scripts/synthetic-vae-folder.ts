@@ -1,0 +1,52 @@
+// Development aid for goldens: writes a diffusers folder whose decoder weights are distvae's
+// seeded synthetic ones, so a reference implementation (diffusers) can decode exactly the
+// weights a test regenerates from (family, config, seed) — no weight file needs committing.
+// The other tensors of the source folder (encoder.*, quant_conv.*, bn.*) are copied unchanged,
+// because diffusers loads a folder strictly. Optionally writes a seeded latent too.
+//
+//   npx tsx scripts/synthetic-vae-folder.ts --from DIR --out DIR --seed N [--latent B,C,H,W --latent-seed S --latent-out z.npy]
+
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { DIFFUSERS_WEIGHTS_FILE } from '../src/decode/vae.js';
+import { readConfigJson } from '../src/families/config-file.js';
+import { resolveFamily } from '../src/families/registry.js';
+import { runtimeOf } from '../src/families/runtimes.js';
+import { seededTensor } from '../src/graph/testing/random.js';
+import { writeNpy } from '../src/io/npy.js';
+import type { Tensor } from '../src/tensor.js';
+import { readSafetensors, writeSafetensors } from '../src/weights/safetensors.js';
+import { syntheticWeights } from '../src/weights/synthetic.js';
+
+const { values: args } = parseArgs({
+  options: {
+    from: { type: 'string' },
+    out: { type: 'string' },
+    seed: { type: 'string', default: '0' },
+    latent: { type: 'string' },
+    'latent-seed': { type: 'string', default: '1' },
+    'latent-out': { type: 'string' },
+  },
+});
+if (!args.from || !args.out) {
+  console.error('usage: npx tsx scripts/synthetic-vae-folder.ts --from DIR --out DIR --seed N [--latent B,C,H,W --latent-seed S --latent-out z.npy]');
+  process.exit(2);
+}
+
+const raw = readConfigJson(args.from);
+const family = resolveFamily(undefined, raw);
+const config = family.resolveConfig(raw);
+const decoder = syntheticWeights(runtimeOf(family).decoderParams(config), Number(args.seed));
+const tensors = new Map<string, Tensor>();
+for (const [name, t] of readSafetensors(join(args.from, DIFFUSERS_WEIGHTS_FILE)).tensors) {
+  if (!decoder.has(name)) tensors.set(name, t);
+}
+for (const [name, t] of decoder) tensors.set(name, t);
+mkdirSync(args.out, { recursive: true });
+copyFileSync(join(args.from, 'config.json'), join(args.out, 'config.json'));
+writeSafetensors(join(args.out, DIFFUSERS_WEIGHTS_FILE), tensors);
+console.log(JSON.stringify({ family: family.name, decoderTensors: decoder.size, copied: tensors.size - decoder.size, out: args.out }));
+if (args.latent && args['latent-out']) {
+  writeNpy(args['latent-out'], seededTensor(args.latent.split(',').map(Number), Number(args['latent-seed'])));
+}

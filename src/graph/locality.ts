@@ -1,0 +1,631 @@
+// Locality analysis (DESIGN §7): whether — and with how much halo — a band or tile of a built
+// graph's input reproduces the matching part of the whole decode, computed from the graph's own
+// nodes (no architecture knowledge). The model is cut at its sync regions (stages.ts); through
+// each stage every value is interpreted abstractly: which axis holds its rows (and columns, or
+// rows·columns once flattened to tokens), its resolution relative to the latent (a ratio), the
+// channel sizes that are known, and how deep wrong values reach in from a cut edge — the rows a
+// banded run must crop. A cut edge behaves like the image border to the graph's zero padding,
+// so a same-size convolution with pads (pb, pe) deepens the wrong band by pb rows at the top and
+// pe at the bottom; a nearest 2× upsample (or depth-to-space) doubles it, in rows of the finer
+// grid; a stride-s convolution divides it (rounded up). Ops that read every position
+// (normalisation statistics, softmax or matrix products over positions) are nonlocal; ops whose
+// effect on positions the analysis does not model (padding or slicing of spatial axes, size
+// changing convolutions, resizes other than integer nearest) are reported as unanalysed — both
+// rule exactness out for their stage, naming the node.
+//
+// Per stage the halo is the smallest number of latent rows (and columns) that covers the depth
+// of every stage output and lands on whole rows of every stage input and output.
+
+import { DistVaeError } from '../errors.js';
+import { AttributeType, type AttributeProto, type ModelProto, type NodeProto, type TensorProto } from './onnx-proto.js';
+import { ceilToWholeRows, divRatio, equalRatio, formatRatio, maxRatio, mulRatio, ONE, ratio, wholeTimes, ZERO, type Ratio } from './ratio.js';
+import { graphIO, segmentGraph, type Segment } from './stages.js';
+import { ATTENTION_TOKEN_AXES, describeRegion, regionInputs, syncRegionsOf, type SyncRegion } from './sync.js';
+import { tensorProtoValues } from './tensor-proto.js';
+
+/** Rows and columns of a value per latent row and column. */
+export interface Scale {
+  rows: Ratio;
+  cols: Ratio;
+}
+
+/** How far wrong values reach in from each cut edge, in the value's own rows and columns. */
+export interface Depth {
+  top: number;
+  bottom: number;
+  left: number;
+  right: number;
+}
+
+/** A value that varies with position: where its rows are and at what resolution. */
+export interface SpatialFact {
+  kind: 'spatial';
+  rank: number;
+  rowAxis: number;
+  /** The column axis; null when rows and columns are flattened into `rowAxis` (tokens, row-major). */
+  colAxis: number | null;
+  scale: Scale;
+  /** Known sizes of the other axes (null: unknown or symbolic; the spatial axes are null). */
+  dims: (number | null)[];
+  depth: Depth;
+}
+
+export type Fact =
+  | SpatialFact
+  /** The same for every position (initializers, literals and what is computed from them only). */
+  | { kind: 'const'; dims: number[] | null }
+  /** Shape(x) of a spatial x: a reshape target that follows x's band. */
+  | { kind: 'shape'; of: string }
+  /** Depends on every position: the output of a nonlocal or unanalysed op. */
+  | { kind: 'mixed'; origin: string };
+
+export type FindingKind = 'nonlocal' | 'unanalysed';
+
+/** An op that breaks the finite-receptive-field argument. */
+export interface Finding {
+  kind: FindingKind;
+  node: string;
+  op: string;
+  reason: string;
+}
+
+/** A node that grows the receptive field or changes the resolution. */
+export interface Growth {
+  node: string;
+  op: string;
+  /** Depth added at each edge by this node, in rows/columns of its output (before earlier depth is rescaled). */
+  added: Depth;
+  /** Resolution of the output relative to the input, when the node resamples. */
+  resample?: Scale;
+  scaleAfter: Scale;
+}
+
+export interface StageValue {
+  name: string;
+  scale: Scale;
+  /** Halo of this value for the stage's halo, in its own rows and columns. */
+  haloRows: number;
+  haloCols: number;
+}
+
+export interface StageLocality {
+  index: number;
+  nodes: { first: string; last: string; count: number };
+  inputs: StageValue[];
+  /** Stage outputs, with the depth of wrong values at a cut edge before cropping. */
+  outputs: (StageValue & { depth: Depth })[];
+  /** Halo in latent rows / columns (exact ratios); null when the stage has findings. */
+  halo: { rows: Ratio; cols: Ratio } | null;
+  growth: Growth[];
+  findings: Finding[];
+}
+
+export interface RegionLocality {
+  kind: SyncRegion['kind'];
+  name: string;
+  description: string;
+  inputs: string[];
+  output: string;
+  nodes: string[];
+}
+
+export interface LocalityReport {
+  graph: string;
+  input: string;
+  output: string;
+  /** Output resolution relative to the input (the spatial compression ratio). */
+  outputScale: Scale;
+  /** Steps in graph order: stage indices and region names. */
+  order: ({ kind: 'stage'; index: number } | { kind: 'region'; name: string })[];
+  stages: StageLocality[];
+  regions: RegionLocality[];
+  /** Every op that rules out halo-exact tiling: sync regions, then unmarked findings. */
+  nonlocal: { kind: 'sync-region' | FindingKind; op: string; node: string; reason: string }[];
+  /** Halo-exact tiling: the latent halo when the whole graph is local. */
+  exactTiling: { possible: true; halo: { rows: number; cols: number } } | { possible: false; blockers: string[] };
+  /** Row sharding: every nonlocal op is a sync region and every stage has a halo. */
+  sharding: { possible: boolean; blockers: string[] };
+  /** Layout of every value that crosses a step boundary (what a sharded run slices and exchanges). */
+  values: Map<string, SpatialFact>;
+}
+
+const UNARY = new Set([
+  'Relu', 'Sigmoid', 'Tanh', 'Sqrt', 'Exp', 'Log', 'Neg', 'Abs', 'Erf', 'Identity', 'Cast', 'Softplus', 'Softsign', 'LeakyRelu',
+  'Elu', 'Selu', 'Gelu', 'HardSigmoid', 'HardSwish', 'Mish', 'Reciprocal', 'Floor', 'Ceil', 'Round', 'Sign', 'Sin', 'Cos', 'Not', 'Dropout', 'Clip',
+]);
+const ELEMENTWISE = new Set(['Add', 'Sub', 'Mul', 'Div', 'Pow', 'Max', 'Min', 'Sum', 'Mean', 'PRelu', 'Where', 'Equal', 'Less', 'Greater', 'And', 'Or', 'Mod']);
+const NORMALISE_OVER_REST = new Set(['InstanceNormalization', 'GroupNormalization', 'MeanVarianceNormalization', 'LpNormalization']);
+const REDUCTIONS = new Set(['ReduceMean', 'ReduceSum', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'ReduceL1', 'ReduceL2', 'ReduceSumSquare', 'ReduceLogSum', 'ReduceLogSumExp', 'ArgMax', 'ArgMin']);
+
+const NO_DEPTH: Depth = { top: 0, bottom: 0, left: 0, right: 0 };
+
+function attribute(node: NodeProto, name: string): AttributeProto | undefined {
+  return node.attribute?.find((a) => a.name === name);
+}
+
+function attrInt(node: NodeProto, name: string, fallback: number): number {
+  const a = attribute(node, name);
+  return a && a.type === AttributeType.INT ? Number(a.i ?? 0) : fallback;
+}
+
+function attrInts(node: NodeProto, name: string): number[] | undefined {
+  const a = attribute(node, name);
+  return a && a.type === AttributeType.INTS ? (a.ints ?? []).map(Number) : undefined;
+}
+
+function attrString(node: NodeProto, name: string, fallback: string): string {
+  const a = attribute(node, name);
+  return a && a.type === AttributeType.STRING ? new TextDecoder().decode(a.s ?? new Uint8Array()) : fallback;
+}
+
+function maxDepth(a: Depth, b: Depth): Depth {
+  return { top: Math.max(a.top, b.top), bottom: Math.max(a.bottom, b.bottom), left: Math.max(a.left, b.left), right: Math.max(a.right, b.right) };
+}
+
+function normaliseAxis(axis: number, rank: number): number {
+  return axis < 0 ? axis + rank : axis;
+}
+
+function sameLayout(a: SpatialFact, b: SpatialFact): boolean {
+  return a.rank === b.rank && a.rowAxis === b.rowAxis && a.colAxis === b.colAxis && equalRatio(a.scale.rows, b.scale.rows) && equalRatio(a.scale.cols, b.scale.cols);
+}
+
+function isSpatialAxis(f: SpatialFact, axis: number): boolean {
+  return axis === f.rowAxis || axis === f.colAxis;
+}
+
+export function formatScale(s: Scale): string {
+  return equalRatio(s.rows, s.cols) ? `${formatRatio(s.rows)}x` : `${formatRatio(s.rows)}x${formatRatio(s.cols)}`;
+}
+
+/** Abstract interpretation of one node list. */
+class Interpreter {
+  readonly facts = new Map<string, Fact>();
+  readonly findings: Finding[] = [];
+  readonly growth: Growth[] = [];
+  private readonly literals = new Map<string, TensorProto>();
+
+  constructor(model: ModelProto) {
+    const graph = model.graph!;
+    for (const t of graph.initializer ?? []) {
+      this.facts.set(t.name!, { kind: 'const', dims: (t.dims ?? []).map(Number) });
+      this.literals.set(t.name!, t);
+    }
+    for (const input of graph.input ?? []) {
+      const dims = input.type?.tensor_type?.shape?.dim?.map((d) => (d.dim_value !== undefined ? Number(d.dim_value) : null)) ?? [null, null, null, null];
+      if (dims.length !== 4) throw new DistVaeError('UNSUPPORTED', `graph input ${input.name} has rank ${dims.length}; the locality analysis reads (batch, channels, height, width) images`);
+      this.facts.set(input.name!, { kind: 'spatial', rank: 4, rowAxis: 2, colAxis: 3, scale: { rows: ONE, cols: ONE }, dims: [dims[0]!, dims[1]!, null, null], depth: NO_DEPTH });
+    }
+  }
+
+  fact(name: string): Fact {
+    const f = this.facts.get(name);
+    if (!f) throw new DistVaeError('INVALID_ARGUMENT', `value ${name} is read before any node produces it`);
+    return f;
+  }
+
+  /** The values of a literal input (a Constant node's or an initializer's), or undefined. */
+  private literal(name: string | undefined): number[] | undefined {
+    if (!name) return undefined;
+    const t = this.literals.get(name);
+    return t ? tensorProtoValues(t) : undefined;
+  }
+
+  run(node: NodeProto): void {
+    const outputs = (node.output ?? []).filter((o) => o);
+    const result = this.interpret(node);
+    for (const o of outputs) this.facts.set(o, result);
+  }
+
+  private flag(node: NodeProto, kind: FindingKind, reason: string): Fact {
+    this.findings.push({ kind, node: node.name ?? '', op: node.op_type ?? '', reason });
+    return { kind: 'mixed', origin: node.name ?? '' };
+  }
+
+  private interpret(node: NodeProto): Fact {
+    const op = node.op_type ?? '';
+    if (op === 'Constant') {
+      const t = attribute(node, 'value')?.t;
+      if (t && node.output?.[0]) this.literals.set(node.output[0], t);
+      return { kind: 'const', dims: t ? (t.dims ?? []).map(Number) : null };
+    }
+    const names = node.input ?? [];
+    const ins = names.map((n) => (n ? this.fact(n) : undefined));
+    const mixed = ins.find((f): f is Extract<Fact, { kind: 'mixed' }> => f?.kind === 'mixed');
+    if (mixed) return mixed;
+    const spatial = ins.filter((f): f is SpatialFact => f?.kind === 'spatial');
+    if (op === 'Shape') return spatial.length > 0 ? { kind: 'shape', of: names[0]! } : { kind: 'const', dims: null };
+    if (spatial.length === 0 && !ins.some((f) => f?.kind === 'shape')) return { kind: 'const', dims: this.constDims(node, ins) };
+    const x = spatial[0];
+    if (UNARY.has(op)) return x && ins[0]?.kind === 'spatial' && spatial.length === 1 ? x : this.flag(node, 'unanalysed', `${op} with a position-dependent parameter`);
+    if (ELEMENTWISE.has(op)) return this.elementwise(node, ins);
+    if (!x) return this.flag(node, 'unanalysed', `${op} with a shape computed from a band`);
+    switch (op) {
+      case 'Conv':
+        return this.conv(node, x, ins);
+      case 'Resize':
+        return this.resize(node, x);
+      case 'DepthToSpace':
+      case 'SpaceToDepth':
+        return this.blocks(node, x, op === 'DepthToSpace');
+      case 'BatchNormalization':
+        return spatial.length === 1 && !isSpatialAxis(x, 1) ? x : this.flag(node, 'unanalysed', 'BatchNormalization over a spatial axis');
+      case 'Reshape':
+        return this.reshape(node, x, names[1]);
+      case 'Transpose':
+        return this.transpose(node, x);
+      case 'MatMul':
+        return this.matMul(node, ins);
+      case 'Softmax':
+      case 'LogSoftmax':
+      case 'Hardmax': {
+        const axis = normaliseAxis(attrInt(node, 'axis', -1), x.rank);
+        return isSpatialAxis(x, axis) ? this.flag(node, 'nonlocal', `${op} over positions (axis ${axis})`) : x;
+      }
+      case 'LayerNormalization': {
+        const axis = normaliseAxis(attrInt(node, 'axis', -1), x.rank);
+        return x.rowAxis >= axis || (x.colAxis ?? -1) >= axis ? this.flag(node, 'nonlocal', `LayerNormalization statistics over positions (axes ${axis}…)`) : x;
+      }
+      case 'Concat':
+        return this.concat(node, ins);
+      case 'Split':
+        return this.split(node, x);
+      case 'Slice':
+        return this.slice(node, x, names);
+      case 'Pad': {
+        const pads = this.literal(names[1]);
+        if (!pads) return this.flag(node, 'unanalysed', 'Pad with computed pads');
+        const r = pads.length / 2;
+        return [x.rowAxis, x.colAxis].some((a) => a !== null && (pads[a] !== 0 || pads[a + r] !== 0)) ? this.flag(node, 'unanalysed', 'Pad of a spatial axis shifts positions') : x;
+      }
+      case 'Unsqueeze':
+        return this.unsqueeze(node, x, names[1]);
+      default:
+        if (NORMALISE_OVER_REST.has(op)) return this.flag(node, 'nonlocal', `${op}: statistics over every position`);
+        if (REDUCTIONS.has(op)) return this.reduce(node, x, names[1]);
+        return this.flag(node, 'unanalysed', `${op} is not modelled by the locality analysis`);
+    }
+  }
+
+  /** Dims of an op on constants, where they are easy to know (for broadcasting checks). */
+  private constDims(node: NodeProto, ins: (Fact | undefined)[]): number[] | null {
+    const op = node.op_type ?? '';
+    const dimsOf = (f: Fact | undefined) => (f?.kind === 'const' ? f.dims : null);
+    const first = dimsOf(ins[0]);
+    if (UNARY.has(op)) return first;
+    if (ELEMENTWISE.has(op)) {
+      const all = ins.filter((f) => f !== undefined).map(dimsOf);
+      if (all.some((d) => d === null)) return null;
+      const rank = Math.max(...all.map((d) => d!.length));
+      return Array.from({ length: rank }, (_, i) => Math.max(...all.map((d) => d![i - (rank - d!.length)] ?? 1)));
+    }
+    if (op === 'Reshape' && first) {
+      const target = this.literal(node.input?.[1]);
+      if (!target) return null;
+      const total = first.reduce((a, b) => a * b, 1);
+      const out = target.map((t, i) => (t === 0 ? first[i]! : t));
+      const known = out.filter((d) => d !== -1).reduce((a, b) => a * b, 1);
+      return out.map((d) => (d === -1 ? total / known : d));
+    }
+    return null;
+  }
+
+  private elementwise(node: NodeProto, ins: (Fact | undefined)[]): Fact {
+    const spatial = ins.filter((f): f is SpatialFact => f?.kind === 'spatial');
+    const x = spatial[0]!;
+    if (spatial.some((s) => !sameLayout(s, x))) return this.flag(node, 'unanalysed', `${node.op_type} of values at different positions or resolutions`);
+    let depth = x.depth;
+    for (const s of spatial) depth = maxDepth(depth, s.depth);
+    let rank = x.rank;
+    for (const f of ins) {
+      if (f?.kind !== 'const') continue;
+      if (f.dims === null) return this.flag(node, 'unanalysed', `${node.op_type} with an operand of unknown shape (it could vary with position)`);
+      rank = Math.max(rank, f.dims.length);
+    }
+    const shift = rank - x.rank;
+    for (const f of ins) {
+      if (f?.kind !== 'const' || f.dims === null) continue;
+      for (const axis of [x.rowAxis, x.colAxis]) {
+        if (axis === null) continue;
+        const i = axis + shift - (rank - f.dims.length);
+        if (i >= 0 && f.dims[i] !== 1) return this.flag(node, 'unanalysed', `${node.op_type} with an operand that varies along the spatial axis ${axis} (position-dependent)`);
+      }
+    }
+    const dims = Array.from({ length: rank }, (_, i) => (i < shift ? null : x.dims[i - shift]!));
+    return { ...x, rank, rowAxis: x.rowAxis + shift, colAxis: x.colAxis === null ? null : x.colAxis + shift, dims, depth };
+  }
+
+  private conv(node: NodeProto, x: SpatialFact, ins: (Fact | undefined)[]): Fact {
+    const w = ins[1];
+    if (w?.kind !== 'const' || !w.dims || w.dims.length !== 4 || ins[2]?.kind === 'spatial') return this.flag(node, 'unanalysed', 'Conv whose weight is not a 2-D kernel literal');
+    if (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3) return this.flag(node, 'unanalysed', 'Conv over axes other than the rows and columns');
+    if (attrString(node, 'auto_pad', 'NOTSET') !== 'NOTSET') return this.flag(node, 'unanalysed', 'Conv with auto_pad');
+    const kernel = w.dims.slice(2);
+    const pads = attrInts(node, 'pads') ?? [0, 0, 0, 0];
+    const strides = attrInts(node, 'strides') ?? [1, 1];
+    const dilations = attrInts(node, 'dilations') ?? [1, 1];
+    const axis = (i: 0 | 1, before: number, after: number) => {
+      const reach = dilations[i]! * (kernel[i]! - 1);
+      const s = strides[i]!;
+      const begin = pads[i]!;
+      const total = begin + pads[i + 2]!;
+      // Output position j covers input [s·j, s·j + s) only when the size maps one to one.
+      if (total > reach || total < reach + 1 - s) return null;
+      return { before: Math.ceil((before + begin) / s), after: Math.max(0, Math.ceil((after + reach - begin - s + 1) / s)), stride: s };
+    };
+    const rows = axis(0, x.depth.top, x.depth.bottom);
+    const cols = axis(1, x.depth.left, x.depth.right);
+    if (!rows || !cols) return this.flag(node, 'unanalysed', `Conv pads [${pads.join(',')}] with kernel ${kernel.join('x')} change the spatial size: positions do not map one to one`);
+    const scale = { rows: divRatio(x.scale.rows, ratio(rows.stride)), cols: divRatio(x.scale.cols, ratio(cols.stride)) };
+    const depth = { top: rows.before, bottom: rows.after, left: cols.before, right: cols.after };
+    const resampled = rows.stride !== 1 || cols.stride !== 1;
+    if (kernel.some((k) => k > 1) || resampled) {
+      this.growth.push({
+        node: node.name ?? '',
+        op: 'Conv',
+        added: { top: depth.top - Math.ceil(x.depth.top / rows.stride), bottom: depth.bottom - Math.ceil(x.depth.bottom / rows.stride), left: depth.left - Math.ceil(x.depth.left / cols.stride), right: depth.right - Math.ceil(x.depth.right / cols.stride) },
+        ...(resampled ? { resample: { rows: ratio(1, rows.stride), cols: ratio(1, cols.stride) } } : {}),
+        scaleAfter: scale,
+      });
+    }
+    return { ...x, scale, dims: [x.dims[0]!, w.dims[0]!, null, null], depth };
+  }
+
+  private upsampled(node: NodeProto, x: SpatialFact, fy: Ratio, fx: Ratio, channels: number | null): Fact {
+    const grow = (d: number, f: Ratio) => Math.ceil((d * f.num) / f.den);
+    const scale = { rows: mulRatio(x.scale.rows, fy), cols: mulRatio(x.scale.cols, fx) };
+    this.growth.push({ node: node.name ?? '', op: node.op_type ?? '', added: NO_DEPTH, resample: { rows: fy, cols: fx }, scaleAfter: scale });
+    return {
+      ...x,
+      scale,
+      dims: [x.dims[0]!, channels, null, null],
+      depth: { top: grow(x.depth.top, fy), bottom: grow(x.depth.bottom, fy), left: grow(x.depth.left, fx), right: grow(x.depth.right, fx) },
+    };
+  }
+
+  private resize(node: NodeProto, x: SpatialFact): Fact {
+    const mode = attrString(node, 'mode', 'nearest');
+    const transform = attrString(node, 'coordinate_transformation_mode', 'half_pixel');
+    const nearest = attrString(node, 'nearest_mode', 'round_prefer_floor');
+    const scales = this.literal(node.input?.[2]);
+    if (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3 || !scales || scales.length !== 4) return this.flag(node, 'unanalysed', 'Resize without literal scales over (batch, channels, rows, columns)');
+    const [sb, sc, fy, fx] = scales as [number, number, number, number];
+    // With whole factors, 'asymmetric'+'floor' and 'half_pixel'+'round_prefer_*' both read source row ⌊i/f⌋.
+    const floorMapping = (transform === 'asymmetric' && nearest === 'floor') || (transform === 'half_pixel' && nearest.startsWith('round_prefer'));
+    if (mode !== 'nearest' || !floorMapping || sb !== 1 || sc !== 1 || !Number.isInteger(fy) || !Number.isInteger(fx) || fy < 1 || fx < 1) {
+      return this.flag(node, 'unanalysed', `Resize mode=${mode} coordinate_transformation_mode=${transform} nearest_mode=${nearest} scales [${scales.join(',')}]: only whole-factor nearest upsampling is modelled`);
+    }
+    return this.upsampled(node, x, ratio(fy), ratio(fx), x.dims[1]!);
+  }
+
+  private blocks(node: NodeProto, x: SpatialFact, toSpace: boolean): Fact {
+    const b = attrInt(node, 'blocksize', 0);
+    if (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3 || b < 1) return this.flag(node, 'unanalysed', `${node.op_type} over axes other than the rows and columns`);
+    const c = x.dims[1];
+    if (toSpace) return this.upsampled(node, x, ratio(b), ratio(b), c == null ? null : c / (b * b));
+    return this.upsampled(node, x, ratio(1, b), ratio(1, b), c == null ? null : c * b * b);
+  }
+
+  private reshape(node: NodeProto, x: SpatialFact, targetName: string | undefined): Fact {
+    const targetFact = targetName ? this.facts.get(targetName) : undefined;
+    if (targetFact?.kind === 'shape') {
+      // Back to the layout of the tensor whose shape is the target (tokens → image).
+      const like = this.fact(targetFact.of) as SpatialFact;
+      const channels = x.dims[1];
+      if (x.colAxis !== null || x.rank !== 3 || x.rowAxis !== 2 || !equalRatio(x.scale.rows, like.scale.rows) || !equalRatio(x.scale.cols, like.scale.cols) || (channels != null && like.dims[1] != null && channels !== like.dims[1])) {
+        return this.flag(node, 'unanalysed', `Reshape to the shape of ${targetFact.of} from a value of another layout`);
+      }
+      return { ...like, depth: x.depth };
+    }
+    const target = this.literal(targetName);
+    const c = x.dims[1];
+    // (B, C, H, W) → (B, C, H·W): tokens, row-major, so rows stay contiguous.
+    if (target && target.length === 3 && target[0] === 0 && target[2] === -1 && x.rank === 4 && x.rowAxis === 2 && x.colAxis === 3 && c != null && target[1] === c) {
+      return { ...x, rank: 3, colAxis: null, dims: [x.dims[0]!, c, null] };
+    }
+    return this.flag(node, 'unanalysed', `Reshape${target ? ` to [${target.join(',')}]` : ''} merges positions with other axes`);
+  }
+
+  private transpose(node: NodeProto, x: SpatialFact): Fact {
+    const perm = attrInts(node, 'perm') ?? Array.from({ length: x.rank }, (_, i) => x.rank - 1 - i);
+    if (perm.length !== x.rank) return this.flag(node, 'unanalysed', 'Transpose with a permutation of another rank');
+    return { ...x, rowAxis: perm.indexOf(x.rowAxis), colAxis: x.colAxis === null ? null : perm.indexOf(x.colAxis), dims: perm.map((p) => x.dims[p]!) };
+  }
+
+  private matMul(node: NodeProto, ins: (Fact | undefined)[]): Fact {
+    const [a, b] = ins;
+    if (a?.kind === 'spatial' && b?.kind === 'spatial') return this.flag(node, 'nonlocal', 'MatMul of two position-dependent operands (scores between every pair of positions)');
+    if (b?.kind === 'spatial' && a?.kind === 'const') {
+      if (b.colAxis !== null || b.rowAxis === b.rank - 2) return this.flag(node, 'nonlocal', 'MatMul contracting over positions');
+      const dims = [...b.dims];
+      dims[b.rank - 2] = a.dims ? a.dims[a.dims.length - 2] ?? null : null;
+      return { ...b, dims };
+    }
+    if (a?.kind === 'spatial' && b?.kind === 'const') {
+      if (a.colAxis !== null || a.rowAxis === a.rank - 1) return this.flag(node, 'nonlocal', 'MatMul contracting over positions');
+      const dims = [...a.dims];
+      dims[a.rank - 1] = b.dims ? b.dims[b.dims.length - 1] ?? null : null;
+      return { ...a, dims };
+    }
+    return this.flag(node, 'unanalysed', 'MatMul with a computed shape operand');
+  }
+
+  private concat(node: NodeProto, ins: (Fact | undefined)[]): Fact {
+    const spatial = ins.filter((f): f is SpatialFact => f?.kind === 'spatial');
+    const x = spatial[0]!;
+    const axis = normaliseAxis(attrInt(node, 'axis', 0), x.rank);
+    if (spatial.length !== ins.length || spatial.some((s) => !sameLayout(s, x)) || isSpatialAxis(x, axis)) return this.flag(node, 'unanalysed', `Concat along axis ${axis} of values with different layouts or along positions`);
+    let depth = x.depth;
+    for (const s of spatial) depth = maxDepth(depth, s.depth);
+    const dims = [...x.dims];
+    dims[axis] = spatial.every((s) => s.dims[axis] != null) ? spatial.reduce((n, s) => n + s.dims[axis]!, 0) : null;
+    return { ...x, dims, depth };
+  }
+
+  private split(node: NodeProto, x: SpatialFact): Fact {
+    const axis = normaliseAxis(attrInt(node, 'axis', 0), x.rank);
+    if (isSpatialAxis(x, axis)) return this.flag(node, 'unanalysed', 'Split along positions');
+    const dims = [...x.dims];
+    dims[axis] = null;
+    return { ...x, dims };
+  }
+
+  private slice(node: NodeProto, x: SpatialFact, names: string[]): Fact {
+    const axes = names[3] ? this.literal(names[3]) : Array.from({ length: x.rank }, (_, i) => i);
+    if (!axes) return this.flag(node, 'unanalysed', 'Slice with computed axes');
+    if (axes.some((a) => isSpatialAxis(x, normaliseAxis(a, x.rank)))) return this.flag(node, 'unanalysed', 'Slice of a spatial axis shifts positions');
+    const dims = [...x.dims];
+    for (const a of axes) dims[normaliseAxis(a, x.rank)] = null;
+    return { ...x, dims };
+  }
+
+  private unsqueeze(node: NodeProto, x: SpatialFact, axesName: string | undefined): Fact {
+    const axes = this.literal(axesName);
+    if (!axes) return this.flag(node, 'unanalysed', 'Unsqueeze with computed axes');
+    const rank = x.rank + axes.length;
+    const inserted = new Set(axes.map((a) => normaliseAxis(a, rank)));
+    const map: number[] = [];
+    for (let i = 0; i < rank; i++) if (!inserted.has(i)) map.push(i);
+    const dims: (number | null)[] = Array.from({ length: rank }, () => 1);
+    map.forEach((to, from) => (dims[to] = x.dims[from]!));
+    return { ...x, rank, rowAxis: map[x.rowAxis]!, colAxis: x.colAxis === null ? null : map[x.colAxis]!, dims };
+  }
+
+  private reduce(node: NodeProto, x: SpatialFact, axesName: string | undefined): Fact {
+    const axes = (this.literal(axesName) ?? attrInts(node, 'axes') ?? (node.op_type?.startsWith('Arg') ? [attrInt(node, 'axis', 0)] : [])).map((a) => normaliseAxis(a, x.rank));
+    if (axes.length === 0 || axes.some((a) => isSpatialAxis(x, a))) return this.flag(node, 'nonlocal', `${node.op_type} over positions`);
+    if (attrInt(node, 'keepdims', 1) === 1) return x;
+    const keep = Array.from({ length: x.rank }, (_, i) => i).filter((i) => !axes.includes(i));
+    return { ...x, rank: keep.length, rowAxis: keep.indexOf(x.rowAxis), colAxis: x.colAxis === null ? null : keep.indexOf(x.colAxis), dims: keep.map((i) => x.dims[i]!) };
+  }
+}
+
+function regionChecks(region: SyncRegion, facts: Interpreter['facts']): string | null {
+  const spatial = (name: string) => {
+    const f = facts.get(name);
+    return f?.kind === 'spatial' ? f : null;
+  };
+  if (region.kind === 'group-norm') {
+    const x = spatial(region.input);
+    return x && x.rowAxis >= 2 && (x.colAxis === null || x.colAxis >= 2) ? null : `its input ${region.input} is not a (batch, channels, positions…) value`;
+  }
+  const axes = [
+    [region.query, ATTENTION_TOKEN_AXES.query],
+    [region.key, ATTENTION_TOKEN_AXES.key],
+    [region.value, ATTENTION_TOKEN_AXES.value],
+  ] as const;
+  for (const [name, axis] of axes) {
+    const f = spatial(name);
+    if (!f || f.colAxis !== null || f.rowAxis !== axis || f.rank !== 3) return `${name} is not a (…) token tensor with positions on axis ${axis}`;
+  }
+  return null;
+}
+
+/** Output fact of a region from its inputs' facts: same positions, nothing wrong near edges. */
+function regionOutput(region: SyncRegion, facts: Interpreter['facts']): SpatialFact {
+  if (region.kind === 'group-norm') return { ...(facts.get(region.input) as SpatialFact), depth: NO_DEPTH };
+  const q = facts.get(region.query) as SpatialFact;
+  const v = facts.get(region.value) as SpatialFact;
+  return { kind: 'spatial', rank: 3, rowAxis: ATTENTION_TOKEN_AXES.output, colAxis: null, scale: q.scale, dims: [q.dims[0]!, v.dims[1]!, null], depth: NO_DEPTH };
+}
+
+function valueInfo(name: string, f: SpatialFact, halo: { rows: Ratio; cols: Ratio }): StageValue {
+  return { name, scale: f.scale, haloRows: wholeTimes(1, mulRatio(halo.rows, f.scale.rows)), haloCols: f.colAxis === null ? 0 : wholeTimes(1, mulRatio(halo.cols, f.scale.cols)) };
+}
+
+/** The locality report of a built model (its sync regions read from its metadata). */
+export function analyzeLocality(model: ModelProto): LocalityReport {
+  const regions = syncRegionsOf(model);
+  const io = graphIO(model);
+  const segments: Segment[] = segmentGraph(model, regions);
+  const interpreter = new Interpreter(model);
+  const facts = interpreter.facts;
+  const stages: StageLocality[] = [];
+  const regionReports: RegionLocality[] = [];
+  const order: LocalityReport['order'] = [];
+  const values = new Map<string, SpatialFact>();
+  const blockers: string[] = [];
+  const produced = new Map<string, number>();
+  segments.forEach((s, i) => s.nodes.forEach((n) => (n.output ?? []).forEach((o) => produced.set(o, i))));
+  const crossing = new Set<string>([io.input, io.output]);
+  segments.forEach((s, i) => {
+    for (const n of s.nodes) for (const v of n.input ?? []) if (v && (produced.get(v) ?? -1) !== i && produced.has(v)) crossing.add(v);
+  });
+
+  for (const [i, segment] of segments.entries()) {
+    if (segment.kind === 'region') {
+      const r = segment.region;
+      const problem = regionChecks(r, facts);
+      if (problem) throw new DistVaeError('INVALID_ARGUMENT', `sync region ${r.name} (${r.kind}) disagrees with the graph: ${problem}`);
+      const out = regionOutput(r, facts);
+      facts.set(r.output, out);
+      regionReports.push({ kind: r.kind, name: r.name, description: describeRegion(r), inputs: regionInputs(r), output: r.output, nodes: r.nodes });
+      order.push({ kind: 'region', name: r.name });
+      continue;
+    }
+    // Values computed by earlier steps arrive cropped to the band: nothing wrong near its edges.
+    const external = new Set<string>();
+    for (const n of segment.nodes) for (const v of n.input ?? []) if (v && produced.get(v) !== i && facts.get(v)?.kind === 'spatial') external.add(v);
+    for (const v of external) facts.set(v, { ...(facts.get(v) as SpatialFact), depth: NO_DEPTH });
+    const findingsBefore = interpreter.findings.length;
+    const growthBefore = interpreter.growth.length;
+    for (const n of segment.nodes) interpreter.run(n);
+    const findings = interpreter.findings.slice(findingsBefore);
+    const growth = interpreter.growth.slice(growthBefore);
+    const outputs = segment.nodes.flatMap((n) => n.output ?? []).filter((o) => crossing.has(o) && facts.get(o)?.kind === 'spatial');
+    const inputFacts = [...external].map((n) => [n, facts.get(n) as SpatialFact] as const);
+    const outputFacts = outputs.map((n) => [n, facts.get(n) as SpatialFact] as const);
+    let halo: StageLocality['halo'] = null;
+    if (findings.length === 0 && !outputs.some((o) => facts.get(o)?.kind === 'mixed')) {
+      let rows = ZERO;
+      let cols = ZERO;
+      for (const [, f] of outputFacts) {
+        rows = maxRatio(rows, divRatio(ratio(Math.max(f.depth.top, f.depth.bottom)), f.scale.rows));
+        cols = maxRatio(cols, divRatio(ratio(Math.max(f.depth.left, f.depth.right)), f.scale.cols));
+      }
+      const all = [...inputFacts, ...outputFacts].map(([, f]) => f);
+      halo = { rows: ceilToWholeRows(rows, all.map((f) => f.scale.rows)), cols: ceilToWholeRows(cols, all.map((f) => f.scale.cols)) };
+    }
+    const zero = { rows: ZERO, cols: ZERO };
+    stages.push({
+      index: segment.index,
+      nodes: { first: segment.nodes[0]!.name ?? '', last: segment.nodes[segment.nodes.length - 1]!.name ?? '', count: segment.nodes.length },
+      inputs: inputFacts.map(([n, f]) => valueInfo(n, f, halo ?? zero)),
+      outputs: outputFacts.map(([n, f]) => ({ ...valueInfo(n, f, halo ?? zero), depth: f.depth })),
+      halo,
+      growth,
+      findings,
+    });
+    for (const f of findings) blockers.push(`${f.node} (${f.op}: ${f.reason})`);
+    order.push({ kind: 'stage', index: segment.index });
+  }
+  for (const v of crossing) {
+    const f = facts.get(v);
+    if (f?.kind === 'spatial') values.set(v, f);
+  }
+  const outFact = facts.get(io.output);
+  const outputScale = outFact?.kind === 'spatial' ? outFact.scale : { rows: ONE, cols: ONE };
+  const nonlocal: LocalityReport['nonlocal'] = [
+    ...regions.map((r) => ({ kind: 'sync-region' as const, op: r.kind === 'group-norm' ? 'GroupNorm' : 'Attention', node: r.name, reason: describeRegion(r) })),
+    ...stages.flatMap((s) => s.findings.map((f) => ({ kind: f.kind, op: f.op, node: f.node, reason: f.reason }))),
+  ];
+  // The graph input is at latent resolution, so a whole-graph halo is whole latent units.
+  const whole = stages.length === 1 && regions.length === 0 ? stages[0]!.halo : null;
+  const exactTiling: LocalityReport['exactTiling'] =
+    whole
+      ? { possible: true, halo: { rows: wholeTimes(1, whole.rows), cols: wholeTimes(1, whole.cols) } }
+      : { possible: false, blockers: nonlocal.map((n) => `${n.node} (${n.op}: ${n.reason})`) };
+  return {
+    graph: model.graph?.name ?? '',
+    input: io.input,
+    output: io.output,
+    outputScale,
+    order,
+    stages,
+    regions: regionReports,
+    nonlocal,
+    exactTiling,
+    sharding: { possible: blockers.length === 0, blockers },
+    values,
+  };
+}

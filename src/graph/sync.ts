@@ -1,0 +1,73 @@
+// Synchronisation regions: the parts of a built graph that read information from every spatial
+// position — GroupNorm (statistics over all of H×W per group) and attention (every query reads
+// every key). The builder records each region as it appends its nodes; the finished model
+// carries the list in its metadata_props, so locality analysis and staging read a ModelProto
+// alone. A region is a contiguous run of nodes with named inputs and one output; the fused graph
+// computes it as usual, a sharded run replaces it by collectives (DESIGN §6).
+
+import { DistVaeError } from '../errors.js';
+import type { ModelProto } from './onnx-proto.js';
+
+/** metadata_props key of the JSON list of regions. */
+export const SYNC_REGIONS_KEY = 'distvae.sync_regions';
+
+interface RegionBase {
+  /** Module path of the op, e.g. `decoder.mid_block.resnets.0.norm1`. */
+  name: string;
+  /** Names of the region's nodes, in graph order (a contiguous run of the node list). */
+  nodes: string[];
+  output: string;
+}
+
+/** PyTorch GroupNorm of `input` ([B, C, …], statistics per (sample, group)), affine by the [C] initializers. */
+export interface GroupNormRegion extends RegionBase {
+  kind: 'group-norm';
+  input: string;
+  scale: string;
+  bias: string;
+  groups: number;
+  epsilon: number;
+}
+
+/**
+ * Single-head attention core, channel-major: `query` (B, Nq, C) already scaled, `key` and
+ * `value` (B, C, Nk) → `output` (B, C, Nq) = value · softmax(query · key)ᵀ.
+ */
+export interface AttentionRegion extends RegionBase {
+  kind: 'attention';
+  query: string;
+  key: string;
+  value: string;
+}
+
+export type SyncRegion = GroupNormRegion | AttentionRegion;
+
+/** The token axis of each attention operand (the layout documented on AttentionRegion). */
+export const ATTENTION_TOKEN_AXES = { query: 1, key: 2, value: 2, output: 2 } as const;
+
+/** The values a region reads (initializers excluded). */
+export function regionInputs(region: SyncRegion): string[] {
+  return region.kind === 'group-norm' ? [region.input] : [region.query, region.key, region.value];
+}
+
+/** What the op computes, in words (for reports). */
+export function describeRegion(region: SyncRegion): string {
+  return region.kind === 'group-norm'
+    ? `${region.groups} groups, statistics over every position`
+    : 'every query attends to every position';
+}
+
+export function syncRegionsEntry(regions: readonly SyncRegion[]): { key: string; value: string } {
+  return { key: SYNC_REGIONS_KEY, value: JSON.stringify(regions) };
+}
+
+/** The regions a model records (none for a model built without them). */
+export function syncRegionsOf(model: ModelProto): SyncRegion[] {
+  const entry = (model.metadata_props ?? []).find((p) => p.key === SYNC_REGIONS_KEY);
+  if (!entry?.value) return [];
+  try {
+    return JSON.parse(entry.value) as SyncRegion[];
+  } catch (cause) {
+    throw new DistVaeError('FILE_INVALID', `the model's ${SYNC_REGIONS_KEY} metadata is not valid JSON`, { cause });
+  }
+}
