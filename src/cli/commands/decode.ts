@@ -7,9 +7,10 @@ import { extname } from 'node:path';
 import { checkLatents } from '../../decode/latents.js';
 import type { RankStats } from '../../decode/types.js';
 import { loadVae, vaeSpecOfSource, type Vae } from '../../decode/vae.js';
-import type { RankFailure } from '../../dist/group.js';
+import type { RankFailure, RankGroup } from '../../dist/group.js';
 import { ISOLATIONS, localGroup } from '../../dist/local.js';
-import type { LocalGroup } from '../../dist/local/local-group.js';
+import { queueGroup } from '../../dist/queue.js';
+import { DEFAULT_QUEUE } from '../../dist/queue/protocol.js';
 import { tiledDecodeFor } from '../../dist/tiled-decode.js';
 import { scheduleGrid } from '../../plan/metrics.js';
 import type { VaeSpec } from '../../families/types.js';
@@ -21,6 +22,7 @@ import { tileGrid } from '../../plan/grid.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { progressBar } from '../progress.js';
 import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-options.js';
+import { REDIS_OPTIONS } from './redis-options.js';
 import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
 
 const OUTPUT_EXTENSIONS = ['.npy', '.png', ...VIDEO_EXTENSIONS];
@@ -31,6 +33,7 @@ export const decodeCommand: CommandSpec = {
   usage: [
     'distvae decode --vae PATH [--family F] --latents X.npy --out Y.(npy|png|mp4|webm) [--window HxW --overlap HxW | --full] [--threads N] [--json]',
     'distvae decode ... --ranks R [--isolation thread|process] [--threads N per rank]',
+    'distvae decode ... --redis URL [--queue NAME] [--ranks R] [--queue-timeout MS]   (tiles decoded by `distvae worker`s)',
     'distvae decode --synthetic --family F [--config config.json] [--seed N] --latents X.npy --out Y.png',
   ],
   options: [
@@ -52,6 +55,8 @@ export const decodeCommand: CommandSpec = {
     ...RUNTIME_OPTIONS,
     { name: 'ranks', kind: 'string', value: 'R', description: 'local ranks the tiles are dealt to (by work); --threads is per rank', defaultText: '1' },
     { name: 'isolation', kind: 'string', value: 'thread|process', description: 'ranks as worker threads, or as child processes (a crash stays in its rank; per-rank peak RSS)', defaultText: 'thread' },
+    ...REDIS_OPTIONS,
+    { name: 'queue-timeout', kind: 'string', value: 'MS', description: 'with --redis: fail when no worker takes or finishes a tile for this long', defaultText: '120000' },
     JSON_OPTION,
   ],
   details: [
@@ -60,6 +65,9 @@ export const decodeCommand: CommandSpec = {
     'With --ranks R > 1 the tiles are decoded on R local ranks (each loads the VAE once) and ranks[] gives each rank\'s',
     'tiles, load (latent area), seconds and, with --isolation process, peak RSS; a latent that fits one tile is decoded',
     'whole on one rank and the others stay idle.',
+    'With --redis URL the tiles go to `distvae worker` processes serving the same --queue (on any machine, each with its',
+    'own copy of the VAE); --ranks is then the number of runs (jobs) a decode is dealt into, by default the number of',
+    'workers listening (at least 2). Redis is reached before the VAE is loaded; nothing of the decode stays in Redis.',
   ],
   async run(args, io) {
     const latentsPath = args.string('latents', { required: true });
@@ -84,6 +92,15 @@ export const decodeCommand: CommandSpec = {
     const loadOptions = readLoadOptions(args);
     const ranks = args.int('ranks', { min: 1, max: 1024 }) ?? 1;
     const isolation = args.choice('isolation', ISOLATIONS) ?? 'thread';
+    const redis = args.string('redis');
+    const queue = args.string('queue');
+    const queueTimeout = args.int('queue-timeout', { min: 1 });
+    if (redis === undefined) {
+      for (const name of ['queue', 'queue-timeout']) if (args.has(name)) args.refuse(`--${name}`, args.values[name], 'only with --redis', `--${name} applies only to a queue decode (--redis URL)`);
+    } else {
+      if (args.has('ranks') && ranks < 2) args.refuse('--ranks', ranks, 'an integer >= 2 with --redis', `--ranks ${ranks}: a queue decode deals its tiles into at least 2 runs`);
+      if (args.has('isolation')) args.refuse('--isolation', isolation, 'absent with --redis', '--isolation applies to local ranks; with --redis the tiles are decoded by `distvae worker` processes');
+    }
     args.done();
 
     const latents = readLatents(latentsPath!);
@@ -103,10 +120,23 @@ export const decodeCommand: CommandSpec = {
     if (spec) configure(spec);
     if (video) checkFfmpeg();
 
-    // Ranks start while the coordinator loads the VAE; the timed decode then includes each
-    // rank's own VAE load (once per rank) but not starting it.
-    const group = ranks > 1 ? localGroup({ ranks, isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) }) : null;
-    const started = group?.start();
+    // Ranks start (or Redis is reached) while the coordinator loads the VAE; the timed decode
+    // then includes each rank's own VAE load (once per rank) but not starting it.
+    let group: RankGroup | null = null;
+    let started: Promise<void> | undefined;
+    if (redis !== undefined) {
+      const q = queueGroup({ connection: redis, ...(queue !== undefined ? { queue } : {}), ...(args.has('ranks') ? { ranks } : {}), ...(queueTimeout !== undefined ? { timeoutMs: queueTimeout } : {}) });
+      group = q;
+      // An unreachable Redis is reported before any weights are read.
+      await q.connect().catch(async (e: unknown) => {
+        await q.close();
+        throw e;
+      });
+    } else if (ranks > 1) {
+      const local = localGroup({ ranks, isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
+      group = local;
+      started = local.start();
+    }
     started?.catch(() => undefined);
     let vae: Vae | null = null;
     try {
@@ -139,7 +169,8 @@ export const decodeCommand: CommandSpec = {
       if (args.flag('json')) {
         io.stdout(JSON.stringify(summary) + '\n');
       } else {
-        const over = group ? ` over ${ranks} ${isolation} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
+        const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : `${isolation}`;
+        const over = group ? ` over ${group.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
         io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles} tile(s)${over}) -> ${written.join(', ')}\n`);
         for (const f of rankStats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
         for (const note of rankStats?.notes() ?? []) io.stdout(`${note}\n`);
@@ -156,7 +187,7 @@ export const decodeCommand: CommandSpec = {
  * Installs the group's distributed tiling operation on the VAE (the family's default plan
  * counts as the plan to distribute) and sums its statistics over the temporal chunks.
  */
-function distribute(vae: Vae, group: LocalGroup): { ranks: () => RankStats[]; failures: () => RankFailure[]; notes: () => string[] } {
+function distribute(vae: Vae, group: RankGroup): { ranks: () => RankStats[]; failures: () => RankFailure[]; notes: () => string[] } {
   vae.tiling = { ...vae.tiling, planned: true };
   const ranks: RankStats[] = Array.from({ length: group.size }, (_, rank) => ({ rank, tiles: [], load: 0, seconds: 0 }));
   const failures: RankFailure[] = [];
