@@ -38,3 +38,7 @@ export * from './dist/program.js';
 export { localGroup, ISOLATIONS } from './dist/local.js';
 export { LocalGroup, type Isolation, type LaunchOptions, type LocalGroupOptions, type RankOutcome, type RankRun } from './dist/local/local-group.js';
 export * from './dist/tiled-decode.js';
+export { queueGroup } from './dist/queue.js';
+export { QueueGroup, type QueueGroupOptions, type QueueTraffic } from './dist/queue/queue-group.js';
+export { startQueueWorker, type QueueWorker, type QueueWorkerOptions } from './dist/queue/worker.js';
+export { redisOptionsOf, type RedisConnection } from './dist/queue/connection.js';

@@ -56,7 +56,6 @@ export interface RunJobResult {
   /** Tiles this attempt decoded (a retried run skips those already delivered). */
   tiles: number[];
   decoderSeconds: number;
-  loadSeconds: number;
   busySeconds: number;
   /** The decode had ended (failed or aborted) when the run was taken or between its tiles. */
   cancelled: boolean;

@@ -171,10 +171,11 @@ export class QueueGroup implements RankGroup {
         options.signal?.removeEventListener('abort', onAbort);
         for (const id of runIds) this.listeners.delete(id);
         if (error) return reject(error);
+        // Workers load their VAE when they start, never inside a decode: loadSeconds is 0.
         const ranks: DistRankStats[] = job.schedule.ranks.map((_, rank) => {
           const r = completed.get(rank);
           const tiles = [...delivered[rank]!].sort((a, b) => a - b);
-          return { rank, tiles, load: tiles.reduce((s, t) => s + job.work[t]!, 0), seconds: r?.busySeconds ?? 0, decoderSeconds: r?.decoderSeconds ?? 0, loadSeconds: r?.loadSeconds ?? 0 };
+          return { rank, tiles, load: tiles.reduce((s, t) => s + job.work[t]!, 0), seconds: r?.busySeconds ?? 0, decoderSeconds: r?.decoderSeconds ?? 0, loadSeconds: 0 };
         });
         while (ranks.length < this.size) ranks.push({ rank: ranks.length, tiles: [], load: 0, seconds: 0, decoderSeconds: 0, loadSeconds: 0 });
         resolve({ ranks, failures, redealt: [...redealt].sort((a, b) => a - b), edgeRedecodes: [] });

@@ -4,14 +4,16 @@
 // corrupted tiles, a worker drained with SIGTERM — and after each decode, no key of it left.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { localTiledDecode } from '../../decode/engine.js';
 import { ProgressCounter } from '../../decode/types.js';
 import { loadVae, type Vae } from '../../decode/vae.js';
+import { runCli } from '../../cli/main.js';
 import { DistVaeError } from '../../errors.js';
+import { writeNpy } from '../../io/npy.js';
 import type { Tensor } from '../../tensor.js';
 import { sharedGroups } from '../conformance.js';
 import type { VaeRef } from '../program.js';
@@ -19,7 +21,7 @@ import { queueGroup } from '../queue.js';
 import { tileConformance } from '../tile-conformance.js';
 import { tiledDecodeFor } from '../tiled-decode.js';
 import { freePort, redisServerPath, startRedisServer, type RedisServer } from '../testing/redis-server.js';
-import { startCorruptingWorker, startWorkerProcess, tinyConfigFile, type WorkerProcess } from '../testing/queue-workers.js';
+import { startCorruptingWorker, startWorkerProcess, tinyWorkerArgs, type WorkerProcess } from '../testing/queue-workers.js';
 import { TINY_KL, installPlan, loadTinyVae, seededLatent } from '../testing/tiny-vae.js';
 import { redisOptionsOf } from './connection.js';
 import { startQueueWorker } from './worker.js';
@@ -72,7 +74,7 @@ if (!server) test('queue transport against redis-server', { skip: 'redis-server 
 else
   describe('queue transport against redis-server', () => {
     let dir: string;
-    let config: string;
+    let workerArgs: string[];
     let workers: WorkerProcess[] = [];
     let vae: Vae;
     let latents: Tensor;
@@ -83,8 +85,8 @@ else
 
     before(async () => {
       dir = mkdtempSync(join(tmpdir(), 'distvae-queue-'));
-      config = tinyConfigFile(dir);
-      workers = await Promise.all([0, 1].map(() => startWorkerProcess(server.url, 'conformance', config)));
+      workerArgs = tinyWorkerArgs(dir);
+      workers = await Promise.all([0, 1].map(() => startWorkerProcess(server.url, 'conformance', workerArgs)));
       vae = await loadTinyVae();
       installPlan(vae, [32, 32], [8, 8]);
       latents = seededLatent(40, 56, 3);
@@ -109,7 +111,7 @@ else
     });
 
     test('a worker SIGKILLed mid-run: the run stalls, another worker takes it, the image is identical', async () => {
-      const victim = await startWorkerProcess(server.url, 'kill', config);
+      const victim = await startWorkerProcess(server.url, 'kill', workerArgs);
       const group = queueGroup({ connection: server.url, queue: 'kill', ranks: 2, timeoutMs: 30000 });
       let rescuer: Awaited<ReturnType<typeof startQueueWorker>> | null = null;
       const rescuerVae = await loadTinyVae();
@@ -177,6 +179,35 @@ else
         }
       });
     }
+
+    test('distvae decode --redis: the local bits, ranks defaulting to the workers listening; refusals before work', async () => {
+      const run = async (...argv: string[]) => {
+        let stdout = '';
+        let stderr = '';
+        const code = await runCli(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), stderrIsTTY: false });
+        return { code, stdout, stderr };
+      };
+      writeNpy(join(dir, 'z.npy'), latents);
+      const plan = ['--family', 'autoencoder-kl', '--config', join(dir, 'tiny-kl.json'), '--latents', join(dir, 'z.npy'), '--window', '32x32', '--overlap', '8x8', '--threads', '1', '--json'];
+      const common = ['decode', '--synthetic', ...plan];
+      const local = await run(...common, '--out', join(dir, 'local.npy'));
+      assert.equal(local.code, 0, local.stderr);
+      const queued = await run(...common, '--out', join(dir, 'queue.npy'), '--redis', server.url, '--queue', 'conformance');
+      assert.equal(queued.code, 0, queued.stderr);
+      assert.deepEqual(readFileSync(join(dir, 'queue.npy')), readFileSync(join(dir, 'local.npy')));
+      const summary = JSON.parse(queued.stdout) as { tiles: number; ranks: { rank: number; tiles: number[] }[] };
+      assert.deepEqual(summary.ranks.map((r) => r.rank), [0, 1], 'two workers listen: two runs');
+      assert.deepEqual(summary.ranks.flatMap((r) => r.tiles).sort((a, b) => a - b), Array.from({ length: summary.tiles }, (_, i) => i));
+      const port = await freePort();
+      // Redis is reached before the weights are read: the missing weights file is never opened.
+      const unreachable = await run('decode', '--vae', join(dir, 'missing.safetensors'), ...plan, '--out', join(dir, 'x.npy'), '--redis', `redis://127.0.0.1:${port}`);
+      assert.equal(unreachable.code, 2);
+      assert.match(unreachable.stderr, new RegExp(`TRANSPORT_FAILED: cannot reach Redis at redis://127\\.0\\.0\\.1:${port}`));
+      const refused = await run(...common, '--out', join(dir, 'x.npy'), '--redis', server.url, '--isolation', 'process', '--ranks', '1');
+      assert.equal(refused.code, 2);
+      assert.match(refused.stderr, /--ranks 1: a queue decode deals its tiles into at least 2 runs; --isolation applies to local ranks/);
+      assert.deepEqual(await leftovers(), []);
+    });
 
     test('SIGTERM drains a worker: the tile in hand is finished, its run goes to the other worker, the image is identical', async () => {
       const group = shared.get(2);

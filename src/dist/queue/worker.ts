@@ -97,7 +97,7 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<Que
 
   const decodeRun = async (job: Job<RunJobData, RunJobResult>, token: string | undefined, keys: DecodeKeys, decoder: LocalGroup, started: number): Promise<RunJobResult> => {
     const data = job.data;
-    const result: RunJobResult = { worker: name, tiles: [], decoderSeconds: 0, loadSeconds: 0, busySeconds: 0, cancelled: false };
+    const result: RunJobResult = { worker: name, tiles: [], decoderSeconds: 0, busySeconds: 0, cancelled: false };
     for (const tile of data.tiles) {
       if (draining) {
         // The rest of the run goes back to the queue; tiles already delivered are skipped there.

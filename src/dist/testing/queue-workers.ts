@@ -1,5 +1,6 @@
-// Queue workers for the tests: `distvae worker` child processes on the tiny synthetic VAE (the
-// real entry point), and an in-process worker that corrupts the tiles it returns.
+// Queue workers for the tests and the benchmark: `distvae worker` child processes (the real entry
+// point), the tiny synthetic VAE's worker arguments, and an in-process worker that corrupts the
+// tiles it returns.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -25,16 +26,19 @@ export interface WorkerProcess {
   stop(): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string }>;
 }
 
-/** Writes the tiny VAE's config for `--config` into `dir` and returns its path. */
-export function tinyConfigFile(dir: string): string {
-  const path = join(dir, 'tiny-kl.json');
-  writeFileSync(path, JSON.stringify(TINY_KL));
-  return path;
+/**
+ * Worker arguments for the tiny VAE (its config written into `dir`): one thread, and a short lock
+ * so a killed worker's run is taken again within about a second.
+ */
+export function tinyWorkerArgs(dir: string): string[] {
+  const config = join(dir, 'tiny-kl.json');
+  writeFileSync(config, JSON.stringify(TINY_KL));
+  return ['--synthetic', '--family', 'autoencoder-kl', '--config', config, '--threads', '1', '--lock-duration', '1000', '--stalled-interval', '300'];
 }
 
-/** A `distvae worker` process on the tiny VAE (1 thread, short lock so a killed worker's run is retaken fast). */
-export async function startWorkerProcess(redisUrl: string, queue: string, config: string, extra: string[] = []): Promise<WorkerProcess> {
-  const args = ['--import', import.meta.resolve('tsx'), CLI, 'worker', '--redis', redisUrl, '--queue', queue, '--synthetic', '--family', 'autoencoder-kl', '--config', config, '--threads', '1', '--lock-duration', '1000', '--stalled-interval', '300', ...extra];
+/** A `distvae worker` process on `queue` with `workerArgs` (VAE and runtime options); resolves once it serves. */
+export async function startWorkerProcess(redisUrl: string, queue: string, workerArgs: string[]): Promise<WorkerProcess> {
+  const args = ['--import', import.meta.resolve('tsx'), CLI, 'worker', '--redis', redisUrl, '--queue', queue, ...workerArgs];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
@@ -83,7 +87,7 @@ export async function startCorruptingWorker(redisUrl: string, queue: string, mod
         await redis.eval(write, 2, keys.alive, keys.output(tile.index), bytes, JSON.stringify(dims), hash, `corrupting-${mode}`);
         await job.updateProgress({ tile: tile.index } satisfies RunProgress);
       }
-      return { worker: `corrupting-${mode}`, tiles: [], decoderSeconds: 0, loadSeconds: 0, busySeconds: 0, cancelled: false };
+      return { worker: `corrupting-${mode}`, tiles: [], decoderSeconds: 0, busySeconds: 0, cancelled: false };
     },
     { connection: { ...redisOptionsOf(redisUrl), maxRetriesPerRequest: null } },
   );
