@@ -183,14 +183,24 @@ export class QueueGroup implements RankGroup {
       const maybeDone = () => {
         if (next === tileCount && runsWithTiles.every((r) => completed.has(r))) finish(null);
       };
+      // A decode times out after `timeoutMs` without a tile taken or finished — unless a worker
+      // still holds one of its runs (a long tile): its job lock, renewed while it lives, says so.
       const armIdle = () => {
         if (idle) clearTimeout(idle);
         idle = setTimeout(() => {
-          finish(
-            new DistVaeError(
-              'TIMEOUT',
-              `no worker on queue "${this.queueName}" at ${describeServer(this.redisOptions)} took or finished a tile for ${timeoutMs} ms (${next} of ${tileCount} tile(s) assembled): start workers with \`distvae worker --redis URL --queue ${this.queueName}\` and the same VAE`,
-            ),
+          const locks = runsWithTiles.filter((r) => !completed.has(r)).map((r) => `${c.queue.toKey(runIds[r]!)}:lock`);
+          (locks.length > 0 ? c.redis.exists(...locks) : Promise.resolve(0)).then(
+            (held) => {
+              if (settled) return;
+              if (held > 0) return armIdle();
+              finish(
+                new DistVaeError(
+                  'TIMEOUT',
+                  `no worker on queue "${this.queueName}" at ${describeServer(this.redisOptions)} took or finished a tile for ${timeoutMs} ms (${next} of ${tileCount} tile(s) assembled): start workers with \`distvae worker --redis URL --queue ${this.queueName}\` and the same VAE`,
+                ),
+              );
+            },
+            (e: unknown) => finish(new DistVaeError('TRANSPORT_FAILED', `Redis stopped answering during the decode: ${(e as Error).message}`, { cause: e })),
           );
         }, timeoutMs);
       };

@@ -110,6 +110,21 @@ else
       assert.deepEqual(await leftovers(), []);
     });
 
+    test('a tile that takes longer than the timeout does not time out while its worker holds the run', async () => {
+      const group = queueGroup({ connection: server.url, queue: 'conformance', ranks: 2, timeoutMs: 200 });
+      installPlan(vae, [128, 128], [32, 32]);
+      try {
+        const big = seededLatent(100, 100, 4);
+        const reference = await localTiledDecode(vae, vae.runner)(big);
+        const decode = tiledDecodeFor(vae, group)!;
+        assertSameBits(await decode(big), reference, 'slow tiles');
+        assert.ok(Math.min(...decode.lastStats!.ranks.map((r) => r.decoderSeconds / r.tiles.length)) > 0.2, 'each tile took longer than the timeout');
+      } finally {
+        installPlan(vae, [32, 32], [8, 8]);
+        await group.close();
+      }
+    });
+
     test('a worker SIGKILLed mid-run: the run stalls, another worker takes it, the image is identical', async () => {
       const victim = await startWorkerProcess(server.url, 'kill', workerArgs);
       const group = queueGroup({ connection: server.url, queue: 'kill', ranks: 2, timeoutMs: 30000 });
