@@ -53,7 +53,7 @@ export const decodeCommand: CommandSpec = {
       defaultText: "the config's, else 0 as in diffusers' pipeline",
     },
     ...RUNTIME_OPTIONS,
-    { name: 'ranks', kind: 'string', value: 'R', description: 'local ranks the tiles are dealt to (by work); --threads is per rank', defaultText: '1' },
+    { name: 'ranks', kind: 'string', value: 'R', description: 'ranks the tiles are dealt to (by work): local ranks, or with --redis the runs (jobs) workers take; --threads is per rank', defaultText: '1; with --redis the workers listening, at least 2' },
     { name: 'isolation', kind: 'string', value: 'thread|process', description: 'ranks as worker threads, or as child processes (a crash stays in its rank; per-rank peak RSS)', defaultText: 'thread' },
     ...REDIS_OPTIONS,
     { name: 'queue-timeout', kind: 'string', value: 'MS', description: 'with --redis: fail when no worker takes or finishes a tile for this long', defaultText: '120000' },
