@@ -11,7 +11,7 @@
 //   npx tsx bench/queue-vs-process.ts [--size 2048] [--window 512] [--overlap 128]
 
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { demoLatent } from '../src/cli/commands/demo.js';
 import { loadVae } from '../src/decode/vae.js';
@@ -66,7 +66,7 @@ async function measure(group: RankGroup): Promise<{ measured: Measured; output: 
   return { measured, output: out.data, stats };
 }
 
-const result: Record<string, unknown> = { architecture: 'autoencoder-kl (SD 1.x), synthetic weights', size, window, overlap, tiles: metrics.tiles, ranks: RANKS, threadsPerRank: 1 };
+const result: Record<string, unknown> = { architecture: 'autoencoder-kl (SD 1.x), synthetic weights' };
 
 // Queue: 2 worker processes on a loopback redis-server.
 const server = await startRedisServer();
@@ -121,10 +121,30 @@ try {
 }
 const q = result['queue'] as Measured;
 const p = result['process'] as Measured;
-result['queueOverProcessWall'] = q.wall / p.wall;
 log(`queue ${q.wall.toFixed(1)} s vs process ${p.wall.toFixed(1)} s (${(q.wall / p.wall).toFixed(3)}x), transport share ${(q.transportShare * 100).toFixed(2)} % vs ${(p.transportShare * 100).toFixed(2)} %, bitwise identical: ${result['bitwiseIdentical']}`);
 await vae.dispose();
+// Schema 1 of bench/results (rendered by the documentation site): one cell, one arm per transport.
+const report = {
+  schema: 1,
+  benchmark: 'queue-vs-process',
+  ran: { date: new Date().toISOString(), node: process.version, cores: availableParallelism(), loadAverage: loadavg(), architecture: result['architecture'], ranks: RANKS, threadsPerRank: 1 },
+  headline: { case: `${size}x${size}, ${RANKS} queue workers vs ${RANKS} process ranks`, queueWall: q.wall, processWall: p.wall, queueTransportShare: q.transportShare, bitwiseIdentical: result['bitwiseIdentical'] },
+  cells: [
+    {
+      size,
+      window,
+      overlap,
+      tiles: metrics.tiles,
+      bitwiseIdentical: result['bitwiseIdentical'],
+      queueOverProcessWall: q.wall / p.wall,
+      arms: [
+        { arm: 'queue', ...(result['queue'] as object) },
+        { arm: 'process', ...(result['process'] as object) },
+      ],
+    },
+  ],
+};
 const path = new URL('./results/queue-vs-process.json', import.meta.url);
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-writeFileSync(path, JSON.stringify(result, null, 2) + '\n');
-process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+writeFileSync(path, JSON.stringify(report, null, 2) + '\n');
+process.stdout.write(JSON.stringify(report, null, 2) + '\n');

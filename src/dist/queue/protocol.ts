@@ -81,7 +81,7 @@ export function float32Of(bytes: Uint8Array): Float32Array {
   return new Float32Array(copy.buffer);
 }
 
-/** Writes a decoded tile unless the decode has ended or the tile is already assembled; 1 when written. */
+/** Writes a decoded tile unless the decode has ended (0) or the tile is already assembled (2); 1 when written. */
 const WRITE_TILE = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 2 end
@@ -89,10 +89,10 @@ redis.call('HSET', KEYS[3], 'data', ARGV[3], 'dims', ARGV[4], 'dtype', 'float32'
 redis.call('PEXPIRE', KEYS[3], ARGV[2])
 return 1`;
 
-export async function writeTile(redis: Redis, keys: DecodeKeys, index: number, tile: Tensor, ttlMs: number, worker: string): Promise<boolean> {
+export async function writeTile(redis: Redis, keys: DecodeKeys, index: number, tile: Tensor, ttlMs: number, worker: string): Promise<'written' | 'ended' | 'assembled'> {
   const bytes = bytesOf(tile.data);
   const written = await redis.eval(WRITE_TILE, 3, keys.alive, keys.done, keys.output(index), index, ttlMs, bytes, JSON.stringify(tile.dims), sha256(bytes), worker);
-  return written === 1;
+  return written === 1 ? 'written' : written === 0 ? 'ended' : 'assembled';
 }
 
 /** A decoded tile as it came back, before it is checked. */

@@ -104,7 +104,13 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<Que
         await job.moveToWait(token);
         throw new WaitingError();
       }
-      const [[, alive], [, done], [, written]] = (await redis.multi().exists(keys.alive).sismember(keys.done, String(tile.index)).exists(keys.output(tile.index)).exec()) as [unknown, number][];
+      const check = redis.multi().exists(keys.alive).sismember(keys.done, String(tile.index)).exists(keys.output(tile.index)).get(`${worker.toKey(job.id!)}:lock`);
+      const [[, alive], [, done], [, written], [, lock]] = (await check.exec()) as [unknown, unknown][];
+      if (token !== undefined && lock !== token) {
+        // The lock expired (this worker looked dead): the run is back in the queue or with another
+        // worker, which skips what is delivered; going on would only duplicate its work.
+        throw new Error(`run ${job.id} was taken from worker ${name} (its lock expired); stopping it here`);
+      }
       if (alive === 0) {
         result.cancelled = true;
         break;
@@ -121,10 +127,13 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<Que
       const [decoded] = await decoder.run<{ tile: Tensor; decoderSeconds: number }>(DECODE_TILE, [{ vae, latent: { dims: tile.dims, data: float32Of(bytes) } }]);
       const out = decoded!.tile;
       result.decoderSeconds += decoded!.decoderSeconds;
-      if (!(await writeTile(redis, keys, tile.index, out, data.tileTtlMs, name))) {
+      const outcome = await writeTile(redis, keys, tile.index, out, data.tileTtlMs, name);
+      if (outcome === 'ended') {
         result.cancelled = true;
         break;
       }
+      // 'assembled': another attempt of this run delivered the tile first; the rest of the run is still due.
+      if (outcome === 'assembled') continue;
       tilesDecoded++;
       result.tiles.push(tile.index);
       await job.updateProgress({ tile: tile.index } satisfies RunProgress);
