@@ -43,3 +43,7 @@ export { shardedDecodeFor, type ShardableVae, type ShardedDecode, type ShardStat
 export { splitBands, type Band } from './shard/bands.js';
 export { exactTiledDecode, exactTilingHalo, type Halo } from './tile/exact.js';
 export { exactTiledDecodeFor, type DistributedExactTiledDecode, type ExactTileStats } from './tile/exact-distributed.js';
+export { queueGroup } from './dist/queue.js';
+export { QueueGroup, type QueueGroupOptions, type QueueTraffic } from './dist/queue/queue-group.js';
+export { startQueueWorker, type QueueWorker, type QueueWorkerOptions } from './dist/queue/worker.js';
+export { redisOptionsOf, type RedisConnection } from './dist/queue/connection.js';

@@ -11,8 +11,9 @@ import { decodeCommand } from './commands/decode.js';
 import { demoCommand } from './commands/demo.js';
 import { encodeCommand } from './commands/encode.js';
 import { planCommand } from './commands/plan.js';
+import { workerCommand } from './commands/worker.js';
 
-export const COMMANDS: readonly CommandSpec[] = [decodeCommand, encodeCommand, planCommand, analyzeCommand, bucketCommand, demoCommand];
+export const COMMANDS: readonly CommandSpec[] = [decodeCommand, encodeCommand, planCommand, analyzeCommand, bucketCommand, workerCommand, demoCommand];
 
 export function mainHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length)) + 2;

@@ -7,8 +7,9 @@
 
 import type { RankStats } from '../../decode/types.js';
 import type { Vae } from '../../decode/vae.js';
-import type { RankFailure } from '../../dist/group.js';
-import type { LocalGroup } from '../../dist/local/local-group.js';
+import { DistVaeError } from '../../errors.js';
+import type { RankFailure, RankGroup } from '../../dist/group.js';
+import { LocalGroup } from '../../dist/local/local-group.js';
 import type { CommCounters } from '../../dist/program.js';
 import { tiledDecodeFor } from '../../dist/tiled-decode.js';
 import type { Band } from '../../shard/bands.js';
@@ -53,8 +54,8 @@ function addRanks(totals: RankStats[], stats: readonly RankStats[]): void {
  * distribute). Returns null where nothing is reported beyond the single-process decode
  * (tile or exact-tile without a group). Shard needs a group (of one rank too).
  */
-export function installStrategy(strategy: Strategy, vae: Vae, group: LocalGroup | null): StrategyStats | null {
-  if (strategy === 'shard') return installShard(vae, group!);
+export function installStrategy(strategy: Strategy, vae: Vae, group: RankGroup | null): StrategyStats | null {
+  if (strategy === 'shard') return installShard(vae, localRanks(strategy, group));
   if (!group) {
     if (strategy === 'exact-tile') vae.tiledDecode = exactTiledDecode(vae, vae.runner, vae.decoderModel());
     return null;
@@ -64,7 +65,7 @@ export function installStrategy(strategy: Strategy, vae: Vae, group: LocalGroup 
   const failures: RankFailure[] = [];
   const notes = new Set<string>();
   if (strategy === 'exact-tile') {
-    vae.tiledDecode = exactTiledDecodeFor(vae, vae.decoderModel(), group, {
+    vae.tiledDecode = exactTiledDecodeFor(vae, vae.decoderModel(), localRanks(strategy, group), {
       onStats: (stats) => {
         notes.add(`halo-exact tiles with a halo of ${stats.halo.rows}x${stats.halo.cols} latent units`);
         addRanks(ranks, stats.ranks);
@@ -81,6 +82,12 @@ export function installStrategy(strategy: Strategy, vae: Vae, group: LocalGroup 
     })!;
   }
   return { ranks: () => ranks, failures: () => failures, notes: () => [...notes], shard: () => null };
+}
+
+/** Row sharding and halo-exact tiles message between ranks, which only local groups do. */
+function localRanks(strategy: Strategy, group: RankGroup | null): LocalGroup {
+  if (group instanceof LocalGroup) return group;
+  throw new DistVaeError('UNSUPPORTED', `--strategy ${strategy} needs a local rank group; ${group ? `the ${group.transport} transport` : 'no group'} cannot exchange halos`);
 }
 
 /** Image latents only (video is refused), so a decode is one sharded call: its stats are the last call's. */

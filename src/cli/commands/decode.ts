@@ -7,7 +7,10 @@
 import { extname } from 'node:path';
 import { checkLatents } from '../../decode/latents.js';
 import { loadVae, vaeSpecOfSource, type Vae } from '../../decode/vae.js';
+import type { RankGroup } from '../../dist/group.js';
 import { ISOLATIONS, localGroup } from '../../dist/local.js';
+import { queueGroup } from '../../dist/queue.js';
+import { DEFAULT_QUEUE } from '../../dist/queue/protocol.js';
 import { scheduleGrid } from '../../plan/metrics.js';
 import { splitBands } from '../../shard/bands.js';
 import type { VaeSpec } from '../../families/types.js';
@@ -20,6 +23,7 @@ import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatCollectives } from '../locality-format.js';
 import { progressBar } from '../progress.js';
 import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-options.js';
+import { REDIS_OPTIONS } from './redis-options.js';
 import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
 import { installStrategy, STRATEGIES } from './decode-strategy.js';
 
@@ -33,6 +37,7 @@ export const decodeCommand: CommandSpec = {
     'distvae decode ... --ranks R [--isolation thread|process] [--threads N per rank]',
     'distvae decode ... --strategy shard --ranks R   (row sharding: equals the whole decode)',
     'distvae decode ... --strategy exact-tile [--window HxW --overlap HxW] [--ranks R]   (local decoders only)',
+    'distvae decode ... --redis URL [--queue NAME] [--ranks R] [--queue-timeout MS]   (tiles decoded by `distvae worker`s)',
     'distvae decode --synthetic --family F [--config config.json] [--seed N] --latents X.npy --out Y.png',
   ],
   options: [
@@ -60,8 +65,10 @@ export const decodeCommand: CommandSpec = {
         "tile: the plan's tiles, blended (diffusers); shard: every layer split into bands of latent rows across the ranks, with halos, GroupNorm statistics and attention keys/values exchanged (equals the whole decode; no plan); exact-tile: the plan's tiles decoded with the analysed halo and cropped (equals the whole decode; decoders without GroupNorm/attention only)",
       defaultText: 'tile',
     },
-    { name: 'ranks', kind: 'string', value: 'R', description: 'local ranks the tiles (or bands) are dealt to; --threads is per rank', defaultText: '1' },
+    { name: 'ranks', kind: 'string', value: 'R', description: 'ranks the tiles (or bands) are dealt to (by work): local ranks, or with --redis the runs (jobs) workers take; --threads is per rank', defaultText: '1; with --redis the workers listening, at least 2' },
     { name: 'isolation', kind: 'string', value: 'thread|process', description: 'ranks as worker threads, or as child processes (a crash stays in its rank; per-rank peak RSS)', defaultText: 'thread' },
+    ...REDIS_OPTIONS,
+    { name: 'queue-timeout', kind: 'string', value: 'MS', description: 'with --redis: fail when no worker takes or finishes a tile for this long', defaultText: '120000' },
     JSON_OPTION,
   ],
   details: [
@@ -74,6 +81,9 @@ export const decodeCommand: CommandSpec = {
     'strategy, bands, collectives ({ send, allReduce, allGather, ...: { calls, bytes } } summed over ranks) and each',
     "rank's band and collectives; tiles is 0. With --strategy exact-tile a decoder the locality analysis finds nonlocal",
     'is refused with the ops named (see distvae analyze).',
+    'With --redis URL the tiles go to `distvae worker` processes serving the same --queue (on any machine, each with its',
+    'own copy of the VAE); --ranks is then the number of runs (jobs) a decode is dealt into, by default the number of',
+    'workers listening (at least 2). Redis is reached before the VAE is loaded; nothing of the decode stays in Redis.',
   ],
   async run(args, io) {
     const latentsPath = args.string('latents', { required: true });
@@ -105,6 +115,16 @@ export const decodeCommand: CommandSpec = {
     const loadOptions = readLoadOptions(args);
     const ranks = args.int('ranks', { min: 1, max: 1024 }) ?? 1;
     const isolation = args.choice('isolation', ISOLATIONS) ?? 'thread';
+    const redis = args.string('redis');
+    const queue = args.string('queue');
+    const queueTimeout = args.int('queue-timeout', { min: 1 });
+    if (redis === undefined) {
+      for (const name of ['queue', 'queue-timeout']) if (args.has(name)) args.refuse(`--${name}`, args.values[name], 'only with --redis', `--${name} applies only to a queue decode (--redis URL)`);
+    } else {
+      if (strategy !== 'tile') args.refuse('--strategy', strategy, 'tile with --redis', `--strategy ${strategy} needs local ranks; a queue decode deals blended tiles (--strategy tile)`);
+      if (args.has('ranks') && ranks < 2) args.refuse('--ranks', ranks, 'an integer >= 2 with --redis', `--ranks ${ranks}: a queue decode deals its tiles into at least 2 runs`);
+      if (args.has('isolation')) args.refuse('--isolation', isolation, 'absent with --redis', '--isolation applies to local ranks; with --redis the tiles are decoded by `distvae worker` processes');
+    }
     args.done();
 
     const latents = readLatents(latentsPath!);
@@ -125,10 +145,23 @@ export const decodeCommand: CommandSpec = {
     if (spec) configure(spec);
     if (video) checkFfmpeg();
 
-    // Ranks start while the coordinator loads the VAE; the timed decode then includes each
-    // rank's own VAE load (once per rank) but not starting it.
-    const group = ranks > 1 || strategy === 'shard' ? localGroup({ ranks, isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) }) : null;
-    const started = group?.start();
+    // Ranks start (or Redis is reached) while the coordinator loads the VAE; the timed decode
+    // then includes each rank's own VAE load (once per rank) but not starting it.
+    let group: RankGroup | null = null;
+    let started: Promise<void> | undefined;
+    if (redis !== undefined) {
+      const q = queueGroup({ connection: redis, ...(queue !== undefined ? { queue } : {}), ...(args.has('ranks') ? { ranks } : {}), ...(queueTimeout !== undefined ? { timeoutMs: queueTimeout } : {}) });
+      group = q;
+      // An unreachable Redis is reported before any weights are read.
+      await q.connect().catch(async (e: unknown) => {
+        await q.close();
+        throw e;
+      });
+    } else if (ranks > 1 || strategy === 'shard') {
+      const local = localGroup({ ranks, isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
+      group = local;
+      started = local.start();
+    }
     started?.catch(() => undefined);
     let vae: Vae | null = null;
     try {
@@ -168,7 +201,8 @@ export const decodeCommand: CommandSpec = {
         io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${ranks} ${isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
         io.stdout(`collectives (calls / bytes sent, all ranks): ${formatCollectives(shard.collectives)}\n`);
       } else {
-        const over = group ? ` over ${ranks} ${isolation} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
+        const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : isolation;
+        const over = group ? ` over ${group.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
         const exact = strategy === 'exact-tile' ? ' halo-exact' : '';
         io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles}${exact} tile(s)${over}) -> ${written.join(', ')}\n`);
         for (const f of rankStats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
