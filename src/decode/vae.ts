@@ -1,7 +1,8 @@
 // Loading a VAE for decoding: from a diffusers folder (config.json +
 // diffusion_pytorch_model.safetensors), a single weights file plus a family, or synthetic
 // weights. Weights are bound strictly to the decoder's own keys (the family's ignored prefixes
-// skipped), a tile runner is built, and the result is a `Vae`: the planner's view plus
+// skipped), the provider is checked, a tile runner is prepared (its sessions are built by the
+// first decode), and the result is a `Vae`: the planner's view plus
 // `decode` and a replaceable `tiledDecode`. A `VaeSource` is plain data, so a rank in another
 // thread, process or machine can load the same VAE.
 
@@ -14,7 +15,7 @@ import { createVae, defaultTiling, resolveFamily, resolveFamilyConfig } from '..
 import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeGeometry, VaeSpec } from '../families/types.js';
-import type { SessionOptions } from '../runtime/session.js';
+import { checkProvider, type SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
 import { readWeights } from '../weights/load.js';
@@ -22,6 +23,7 @@ import { syntheticWeights } from '../weights/synthetic.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { decoderModelOf } from './decoder-model.js';
 import { decodeLatents, localTiledDecode, type DecodingVae } from './engine.js';
+import { LazyTileRunner } from './lazy-runner.js';
 import type { DecodeOptions, TiledDecode, TileRunner } from './types.js';
 
 export const DIFFUSERS_WEIGHTS_FILE = 'diffusion_pytorch_model.safetensors';
@@ -194,7 +196,10 @@ export function sessionOptionsOf(options: LoadOptions): SessionOptions {
 export async function loadVae(source: string | VaeSource, options: LoadOptions & { family?: string } = {}): Promise<Vae> {
   const resolved = vaeSourceOf(source, options.family);
   const { family, config, runtime, weights } = readVaeSource(resolved);
-  const runner = await runtime.createTileRunner(config, weights, sessionOptionsOf(options));
+  const sessionOptions = sessionOptionsOf(options);
+  // The provider is checked now; the decoder's sessions are built by the first decode.
+  await checkProvider(sessionOptions);
+  const runner = new LazyTileRunner(() => runtime.createTileRunner(config, weights, sessionOptions));
   const loadOptions: LoadOptions = {
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
     ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),

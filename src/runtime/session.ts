@@ -72,12 +72,18 @@ function ortOptions(options: SessionOptions, config: ProviderConfig): ort.Infere
   };
 }
 
+/** Fails, naming what is available, when the options' provider cannot be served here. */
+export async function checkProvider(options: SessionOptions = {}): Promise<void> {
+  const provider = options.provider ?? 'cpu';
+  if (provider !== 'cpu') await probeProvider(provider, providerConfig(provider, options.deviceId));
+}
+
 /** Opens a session on ONNX model bytes. Fails before any work if the provider cannot be served. */
 export async function createSession(modelBytes: Uint8Array, options: SessionOptions = {}): Promise<Session> {
   const provider = options.provider ?? 'cpu';
   const config = providerConfig(provider, options.deviceId);
   const settings = ortOptions(options, config);
-  if (provider !== 'cpu') await probeProvider(provider, config);
+  await checkProvider(options);
   let session: ort.InferenceSession;
   try {
     session = await ort.InferenceSession.create(modelBytes, settings);
