@@ -156,7 +156,10 @@ export function checkAttentionMemory(latentDims: readonly number[], limitBytes: 
 /** Runtime shared by autoencoder-kl and flux2: the decoder differs only by config. */
 export const klRuntime: FamilyRuntime = {
   decoderParams: klDecoderParams,
-  decoderGraph: buildKlDecoderGraph,
+  // The graph row sharding stages and the locality analysis read spells the upsamplers as Resize
+  // + conv (the same values): after the polyphase DepthToSpace the analysis no longer sees a
+  // (batch, channels, positions) layout and refuses the next GroupNorm as a sync region.
+  decoderGraph: (config, weights) => buildKlDecoderGraph(config, weights, { upsampler: 'resize-conv' }),
   renameKeys: renameLegacyAttentionKeys,
   async createTileRunner(config, weights, session: SessionOptions) {
     const bound = bindWeights(klDecoderParams(config), weights, { source: 'the weights given to the decoder' });
