@@ -73,6 +73,8 @@ export const benchCommand: CommandSpec = {
     // latent now when it is, else right after loading and before any rank starts.
     const spec = vaeSpecOfSource(source);
     const checked = spec ? checkRequest(args, spec, latents, latentsPath) : null;
+    // Described before the run: the commit recorded is the code that runs.
+    const ran = describeRun(commandLine(args), threads);
     let vae: Vae | null = null;
     try {
       io.stderr(`bench: loading the VAE on the coordinator\n`);
@@ -92,7 +94,7 @@ export const benchCommand: CommandSpec = {
         warmup,
         onProgress: (line) => io.stderr(`bench: ${line}\n`),
       });
-      const written = writeBenchReport(out, benchReport(describeRun(commandLine(args), threads), [cell]));
+      const written = writeBenchReport(out, benchReport(ran, [cell]));
       io.stderr(`bench: wrote ${written.slice(1).join(', ')}\n`);
       io.stdout(`${out}\n`);
       return 0;
