@@ -98,24 +98,25 @@ test('bench on a tiny synthetic AutoencoderKL writes a schema-1 report, a Markdo
   const report = JSON.parse(readFileSync(out, 'utf8')) as Json;
   assert.deepEqual(schemaProblems(report, 2, 1), []);
   const cell = report['cells'][0] as Json;
-  const arms = new Map((cell['arms'] as Json[]).map((a) => [a['name'], a]));
+  const arms = new Map((cell['arms'] as Json[]).map((a) => [a['name'] as string, a]));
+  const arm = (name: string): Json => arms.get(name)!;
   assert.deepEqual([...arms.keys()], ['none', 'shard', 'coarse', 'fine'], 'arms run in a fixed order');
   assert.equal(cell['reference'], 'none');
-  for (const arm of arms.values()) assert.equal(arm['status'], 'ok', `${arm['name']}: ${arm['reason']}`);
+  for (const a of arms.values()) assert.equal(a['status'], 'ok', `${a['name']}: ${a['reason']}`);
   // Row sharding reproduces the baseline; its GroupNorms and attention talk between the ranks.
-  assert.ok(arms.get('shard')['agreement']['maxAbs'] <= 1e-4);
-  assert.ok(arms.get('shard')['collectives']['byKind']['allReduce']['calls'] > 0);
+  assert.ok(arm('shard')['agreement']['maxAbs'] <= 1e-4);
+  assert.ok(arm('shard')['collectives']['byKind']['allReduce']['calls'] > 0);
   // The searched arms are searchPlans' picks.
   const picks = searchPlans(createVae('autoencoder-kl', TINY_KL), { height: 64, width: 96 }, 2).picks;
   for (const name of ['coarse', 'fine'] as const) {
     const pick = picks[name]!;
-    assert.equal(arms.get(name)['window'], `${pick.window.height}x${pick.window.width}`, name);
-    assert.equal(arms.get(name)['overlap'], `${pick.overlap.height}x${pick.overlap.width}`, name);
+    assert.equal(arm(name)['window'], `${pick.window.height}x${pick.window.width}`, name);
+    assert.equal(arm(name)['overlap'], `${pick.overlap.height}x${pick.overlap.width}`, name);
   }
   const files = readdirSync(dir).filter((f) => f.startsWith('report.')).sort();
   assert.deepEqual(files, ['report.coarse.svg', 'report.fine.svg', 'report.json', 'report.md']);
   const svg = readFileSync(join(dir, 'report.coarse.svg'), 'utf8');
-  assert.match(svg, new RegExp(`^<svg [^>]*data-tiles="${arms.get('coarse')['tiles']}" data-ranks="2"`));
+  assert.match(svg, new RegExp(`^<svg [^>]*data-tiles="${arm('coarse')['tiles']}" data-ranks="2"`));
   assert.match(svg, /coarse: autoencoder-kl 64×96, window \d+x\d+, 2 rank\(s\), median [\d.]+ s/);
   const md = readFileSync(join(dir, 'report.md'), 'utf8');
   for (const name of arms.keys()) assert.match(md, new RegExp(`^\\| ${name} \\| `, 'm'));
