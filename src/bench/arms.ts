@@ -81,6 +81,8 @@ export interface BenchCell {
   ranks: number;
   repeat: number;
   warmup: number;
+  /** False in the reports written after each arm while later arms were still to run. */
+  complete: boolean;
   /** The arm the agreement and ratios are measured against, and why when it is not `none`. */
   reference: ArmName | null;
   referenceNote?: string;
@@ -101,6 +103,8 @@ export interface BenchCellOptions {
   repeat: number;
   warmup: number;
   onProgress?: (line: string) => void;
+  /** The cell so far after each arm (`complete: false`), so an interrupted run leaves its finished arms. */
+  onArm?: (partial: BenchCell) => void;
 }
 
 /** One timed decode: the output, each rank's peak RSS (null when idle) and rank-to-rank traffic. */
@@ -282,13 +286,17 @@ export async function runBenchCell(o: BenchCellOptions): Promise<BenchCell> {
   let reference: { name: ArmName; output: Tensor; median: number; peak: number } | null = null;
   let referenceNote: string | undefined;
   const requested = ARM_NAMES.filter((a) => o.arms.includes(a));
+  const record = (arm: ArmResult) => {
+    arms.push(arm);
+    if (arms.length < requested.length) o.onArm?.(cellOf(false));
+  };
 
   for (const name of requested) {
     const pick = name === 'coarse' || name === 'balanced' || name === 'fine' ? search.picks[name] : undefined;
     if (pick === null) {
       const why = search.candidates === 0 ? 'the search found no candidate plan for this size and rank count' : `the frontier (${search.frontier.length} plan(s)) has no distinct ${name} pick`;
       progress(`${name}: no plan (${why})`);
-      arms.push({ name, status: 'no-plan', reason: why });
+      record({ name, status: 'no-plan', reason: why });
       continue;
     }
     const group = o.makeGroup();
@@ -302,7 +310,7 @@ export async function runBenchCell(o: BenchCellOptions): Promise<BenchCell> {
       await group.close();
       const why = failureText(e);
       progress(`${name}: not supported (${why})`);
-      arms.push({ name, status: 'unsupported', reason: why });
+      record({ name, status: 'unsupported', reason: why });
       continue;
     }
     const result: ArmResult = { name, status: 'ok', ...prepared.metrics };
@@ -344,32 +352,39 @@ export async function runBenchCell(o: BenchCellOptions): Promise<BenchCell> {
     } catch (e) {
       const why = failureText(e);
       progress(`${name}: failed (${why})`);
-      arms.push({ name, status: 'failed', reason: why, ...prepared.metrics });
+      record({ name, status: 'failed', reason: why, ...prepared.metrics });
       continue;
     } finally {
       prepared.cleanup?.();
       await group.close();
     }
-    arms.push(result);
+    record(result);
   }
-  for (const arm of arms) {
-    if (arm.status !== 'ok' || !reference) continue;
-    arm.speedup = reference.median / arm.latency!.median;
-    arm.memoryRatio = arm.maxPeakRssBytes !== undefined && Number.isFinite(reference.peak) ? arm.maxPeakRssBytes / reference.peak : null;
+  return cellOf(true);
+
+  /** The cell as measured so far (ratios against the reference once it ran). */
+  function cellOf(complete: boolean): BenchCell {
+    const ref = reference as { name: ArmName; median: number; peak: number } | null;
+    const measured = arms.map((arm): ArmResult => {
+      if (arm.status !== 'ok' || !ref) return arm;
+      const memoryRatio = arm.maxPeakRssBytes !== undefined && Number.isFinite(ref.peak) ? arm.maxPeakRssBytes / ref.peak : null;
+      return { ...arm, speedup: ref.median / arm.latency!.median, memoryRatio };
+    });
+    const noReference = complete ? 'neither the baseline nor the shard arm produced an output: no agreement or ratios' : 'no reference arm has run yet';
+    return {
+      family: vae.family.name,
+      className: vae.config.className,
+      sample,
+      latentDims: [...o.latents.dims],
+      latentSource: o.latentSource,
+      ranks: o.ranks,
+      repeat: o.repeat,
+      warmup: o.warmup,
+      complete,
+      reference: ref?.name ?? null,
+      ...(ref === null ? { referenceNote: noReference } : referenceNote ? { referenceNote } : {}),
+      search: { candidates: search.candidates, frontier: search.frontier.length },
+      arms: measured,
+    };
   }
-  const ref = reference as { name: ArmName } | null;
-  return {
-    family: vae.family.name,
-    className: vae.config.className,
-    sample,
-    latentDims: [...o.latents.dims],
-    latentSource: o.latentSource,
-    ranks: o.ranks,
-    repeat: o.repeat,
-    warmup: o.warmup,
-    reference: ref?.name ?? null,
-    ...(ref === null ? { referenceNote: 'neither the baseline nor the shard arm produced an output: no agreement or ratios' } : referenceNote ? { referenceNote } : {}),
-    search: { candidates: search.candidates, frontier: search.frontier.length },
-    arms,
-  };
 }

@@ -36,6 +36,7 @@ export function cellMarkdown(cell: BenchCell): string {
   const lines = [
     `### ${cell.family} (${cell.className}), ${sample} px, ${cell.ranks} rank(s)`,
     '',
+    ...(cell.complete ? [] : [`**Incomplete**: written after ${cell.arms.length} arm(s); the run did not finish the others.`, '']),
     `Latent [${cell.latentDims.join(', ')}] (${cell.latentSource}); ${cell.warmup} warm-up + ${cell.repeat} timed run(s) per arm; reference: ${cell.reference ?? 'none available'}${cell.referenceNote ? ` (${cell.referenceNote})` : ''}; search: ${cell.search.candidates} candidate(s), ${cell.search.frontier} on the frontier.`,
     '',
     '| arm | window (px) | overlap | tiles | ranks | latency median (min–max) s | speedup | peak RSS MiB (per rank) | memory ratio | decoded area | activation share | seams | imbalance | collectives (calls / MiB) | max abs | PSNR dB | seam / interior PSNR dB |',

@@ -50,6 +50,7 @@ function schemaProblems(report: Json, ranks: number, repeat: number): string[] {
   check(['height', 'width', 'frames'].every((k) => Number.isInteger(cell['sample']?.[k])), 'cell.sample');
   check(Array.isArray(cell['latentDims']) && typeof cell['latentSource'] === 'string', 'cell.latentDims / latentSource');
   check(cell['ranks'] === ranks && cell['repeat'] === repeat && Number.isInteger(cell['warmup']), 'cell.ranks / repeat / warmup');
+  check(cell['complete'] === true, 'cell.complete');
   check(cell['reference'] === null || (ARM_NAMES as readonly string[]).includes(cell['reference']), 'cell.reference is an arm or null');
   check(isNumber(cell['search']?.['candidates']) && isNumber(cell['search']?.['frontier']), 'cell.search');
   check(Array.isArray(cell['arms']), 'cell.arms is a list');

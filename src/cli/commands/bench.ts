@@ -50,6 +50,7 @@ export const benchCommand: CommandSpec = {
     'plans `distvae plan --search` picks. Every arm gets fresh process ranks that load the VAE before timing, so each',
     "rank's peak RSS is the arm's own. Agreement (max abs, PSNR; seam bands vs interior for tiled arms) and the",
     'speedup / memory ratio are against the baseline, or against the exact shard arm when the baseline failed.',
+    'The report is rewritten after every arm ("complete": false until the last), so an interrupted run keeps its arms.',
     '--threads is per rank. Progress goes to stderr; the report path is printed last on stdout.',
   ],
   async run(args, io) {
@@ -93,6 +94,7 @@ export const benchCommand: CommandSpec = {
         repeat,
         warmup,
         onProgress: (line) => io.stderr(`bench: ${line}\n`),
+        onArm: (partial) => writeBenchReport(out, benchReport(ran, [partial])),
       });
       const written = writeBenchReport(out, benchReport(ran, [cell]));
       io.stderr(`bench: wrote ${written.slice(1).join(', ')}\n`);
