@@ -33,7 +33,9 @@ export const benchCommand: CommandSpec = {
     'distvae bench --family F [--vae PATH | --config config.json] --height H --width W [--frames N] --ranks R [--arms none,shard,tile,coarse,balanced,fine] [--repeat N] [--out report.json]',
   ],
   options: [
-    ...VAE_SOURCE_OPTIONS.filter((o) => o.name !== 'synthetic').map((o) => (o.name === 'vae' ? { ...o, description: `${o.description}; absent: seeded synthetic weights` } : o)),
+    ...VAE_SOURCE_OPTIONS.filter((o) => o.name !== 'synthetic').map((o) =>
+      o.name === 'vae' ? { ...o, description: `${o.description}; absent: seeded synthetic weights` } : o.name === 'seed' ? { ...o, description: 'seed of the synthetic weights and of the seeded latent' } : o,
+    ),
     ...FAMILY_OPTIONS,
     ...SIZE_OPTIONS,
     { name: 'ranks', kind: 'string', value: 'R', description: `local process ranks (1..${MAX_RANKS}); the baseline and untiled plans use one` },
