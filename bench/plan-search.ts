@@ -6,10 +6,11 @@
 //   npx tsx bench/plan-search.ts [--runs N] [--warmup N]
 
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { describeRun } from '../src/bench/machine.js';
 import { createVae, searchPlans, type SampleShape, type SearchCandidate, type SearchResult } from '../src/index.js';
 
 interface Case {
@@ -102,11 +103,7 @@ writeFileSync(
       schema: 1,
       benchmark: 'plan-search',
       ran: {
-        date: new Date().toISOString(),
-        node: process.version,
-        cpu: cpus()[0]?.model ?? 'unknown',
-        cores: cpus().length,
-        loadAverage: loadavg(),
+        ...describeRun(['bench/plan-search.ts', ...process.argv.slice(2)], null),
         warmup,
         runs,
         budgetMs: BUDGET_MS,

@@ -6,6 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { isDistVaeError } from '../errors.js';
 import { commandHelp, parseCommandArgs, type CliIO, type CommandSpec } from './args.js';
 import { analyzeCommand } from './commands/analyze.js';
+import { benchCommand } from './commands/bench.js';
 import { bucketCommand } from './commands/bucket.js';
 import { decodeCommand } from './commands/decode.js';
 import { demoCommand } from './commands/demo.js';
@@ -13,7 +14,7 @@ import { encodeCommand } from './commands/encode.js';
 import { planCommand } from './commands/plan.js';
 import { workerCommand } from './commands/worker.js';
 
-export const COMMANDS: readonly CommandSpec[] = [decodeCommand, encodeCommand, planCommand, analyzeCommand, bucketCommand, workerCommand, demoCommand];
+export const COMMANDS: readonly CommandSpec[] = [decodeCommand, encodeCommand, planCommand, analyzeCommand, bucketCommand, benchCommand, workerCommand, demoCommand];
 
 export function mainHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length)) + 2;

@@ -18,13 +18,16 @@ export const RUNTIME_OPTIONS: OptionSpec[] = [
   { name: 'device', kind: 'string', value: 'ID', description: 'device id for the execution provider' },
 ];
 
-/** Reads --vae / --synthetic / --family / --config / --seed into a VaeSource (opens config.json only). */
-export function readVaeSourceOptions(args: Args): VaeSource {
+/**
+ * Reads --vae / --synthetic / --family / --config / --seed into a VaeSource (opens config.json
+ * only). With `syntheticWithoutVae`, no --vae means synthetic weights (a command without --synthetic).
+ */
+export function readVaeSourceOptions(args: Args, options: { syntheticWithoutVae?: boolean } = {}): VaeSource {
   const path = args.string('vae');
   const family = args.string('family');
   const configPath = args.string('config');
   const seed = args.int('seed', { min: 0 }) ?? 0;
-  const synthetic = args.flag('synthetic');
+  const synthetic = args.flag('synthetic') || (options.syntheticWithoutVae === true && path === undefined);
   if (path !== undefined && synthetic) args.refuse('--synthetic', true, 'either --vae or --synthetic', '--vae and --synthetic are exclusive');
   if (path === undefined && !synthetic) args.refuse('--vae', undefined, 'a path, or --synthetic', 'pass --vae PATH (a diffusers folder or weights file) or --synthetic with --family/--config');
   args.done();

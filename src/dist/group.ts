@@ -9,7 +9,7 @@ import type { Schedule } from '../plan/scheduler.js';
 import type { Tensor } from '../tensor.js';
 import type { Planes } from '../tile/blend.js';
 import type { TileLayout } from '../tile/layout.js';
-import type { VaeRef } from './program.js';
+import type { CommCounters, VaeRef } from './program.js';
 
 /**
  * How tiles come back. 'edges': ranks exchange the raw edges their neighbours' blends read,
@@ -60,6 +60,8 @@ export interface DistRankStats extends RankStats {
   decoderSeconds: number;
   /** Seconds spent loading the VAE in this job (0 when it was cached). */
   loadSeconds: number;
+  /** What the rank sent to other ranks (edges), where the transport counts it; absent for a lost rank. */
+  counters?: CommCounters;
 }
 
 export interface TileJobResult {

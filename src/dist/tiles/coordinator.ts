@@ -153,6 +153,7 @@ export async function runTileJob(group: LocalGroup, job: TileJob, options: TileJ
             seconds: report?.busySeconds ?? lostAfter[rank] ?? 0,
             decoderSeconds: report?.decoderSeconds ?? 0,
             loadSeconds: report?.loadSeconds ?? 0,
+            ...(report?.counters !== undefined ? { counters: report.counters } : {}),
             ...(report?.peakRssBytes !== undefined ? { peakRssBytes: report.peakRssBytes } : {}),
           };
         });

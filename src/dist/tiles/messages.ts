@@ -5,7 +5,7 @@ import type { Tensor } from '../../tensor.js';
 import type { Planes } from '../../tile/blend.js';
 import type { TileLayout } from '../../tile/layout.js';
 import type { Assembly } from '../group.js';
-import type { VaeRef } from '../program.js';
+import type { CommCounters, VaeRef } from '../program.js';
 
 /** A tile to decode; `edgesOnly` when its crop is already in and only a neighbour needs its edges again. */
 export interface TileWork {
@@ -56,6 +56,8 @@ export interface TileRankReport {
   loadSeconds: number;
   /** From the start of the run to the last tile this rank finished. */
   busySeconds: number;
+  /** What this rank sent to other ranks (raw edges), by kind of operation. */
+  counters: CommCounters;
 }
 
 /**

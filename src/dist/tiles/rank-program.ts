@@ -121,5 +121,5 @@ export async function tileRank(ctx: RankContext, input: TileRankInput): Promise<
     finalizeReady();
     if (!next) await new Promise<void>((resolve) => (wake = resolve));
   }
-  return { tiles: delivered, decoderSeconds, loadSeconds, busySeconds: (lastActive - started) / 1000 };
+  return { tiles: delivered, decoderSeconds, loadSeconds, busySeconds: (lastActive - started) / 1000, counters: ctx.comm.counters() };
 }
