@@ -11,9 +11,9 @@ import { readdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
-import { DistVaeError } from '../errors.js';
 import type { RankGroup } from './group.js';
 import type { LocalGroup } from './local/local-group.js';
+import { rejectsWith } from './testing/assertions.js';
 import { PROGRAMS, type Fault } from './testing/programs.js';
 
 /** A new group (the suite closes it). */
@@ -55,18 +55,6 @@ function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-async function rejectsWith(promise: Promise<unknown>, code: string, pattern: RegExp): Promise<DistVaeError> {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof DistVaeError, `expected a DistVaeError, got ${String(e)}`);
-    assert.equal(e.code, code, e.message);
-    assert.match(e.message, pattern);
-    return e;
-  }
-  assert.fail(`expected ${code}`);
 }
 
 export function groupConformance(name: string, isolation: 'thread' | 'process', shared: (ranks: number) => LocalGroup, makeGroup: GroupFactory): void {

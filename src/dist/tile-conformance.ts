@@ -10,32 +10,15 @@ import { after, before, describe, test } from 'node:test';
 import { localTiledDecode } from '../decode/engine.js';
 import { ProgressCounter, type DecodeProgress } from '../decode/types.js';
 import type { Vae } from '../decode/vae.js';
-import { DistVaeError } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import type { RankGroup } from './group.js';
 import type { LocalGroup } from './local/local-group.js';
+import { assertSameBits, rejectsWith } from './testing/assertions.js';
 import { FAULTY_TILE_PROGRAMS } from './testing/faulty-tile-programs.js';
 import { TILE_CASES, installPlan, loadTinyVae, seededLatent } from './testing/tiny-vae.js';
 import { tiledDecodeFor } from './tiled-decode.js';
 import { runTileJob } from './tiles/coordinator.js';
 import type { ProgramRef } from './program.js';
-
-function assertSameBits(actual: Tensor, expected: Tensor, what: string): void {
-  assert.deepEqual(actual.dims, expected.dims, `${what}: dims`);
-  const a = new Uint32Array(actual.data.buffer, actual.data.byteOffset, actual.data.length);
-  const b = new Uint32Array(expected.data.buffer, expected.data.byteOffset, expected.data.length);
-  const first = a.findIndex((v, i) => v !== b[i]);
-  assert.equal(first, -1, `${what}: first differing value at ${first}: ${actual.data[first]} vs ${expected.data[first]}`);
-}
-
-async function rejectsWith(promise: Promise<unknown>, code: string, pattern: RegExp): Promise<void> {
-  await assert.rejects(promise, (e: unknown) => {
-    assert.ok(e instanceof DistVaeError, `expected a DistVaeError, got ${String(e)}`);
-    assert.equal(e.code, code, e.message);
-    assert.match(e.message, pattern);
-    return true;
-  });
-}
 
 /** Runs the tile jobs of `group` with another rank program (the faulty ones). */
 function withProgram(group: LocalGroup, program: ProgramRef): RankGroup {

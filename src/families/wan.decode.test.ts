@@ -24,24 +24,11 @@ import { syntheticWeights } from '../weights/synthetic.js';
 import { getFamily } from './registry.js';
 import { referenceClamp, referenceUnpatchify, referenceWanDecode, type WanReferenceConfig } from './testing/wan-reference.js';
 import type { RawConfig } from './types.js';
+import { WAN21_TINY, WAN22_TINY } from './testing/wan-configs.js';
 import { wanDecoderParams } from './wan.graph.js';
 
 const SEED = 5;
-const WAN21: RawConfig = { base_dim: 4, dim_mult: [1, 2], num_res_blocks: 1, temperal_downsample: [true], z_dim: 4, scale_factor_spatial: 2, scale_factor_temporal: 2 };
 const WAN21_REF: WanReferenceConfig = { baseDim: 4, dimMult: [1, 2], numResBlocks: 1, temperalDownsample: [true] };
-const WAN22: RawConfig = {
-  base_dim: 4,
-  decoder_base_dim: 4,
-  dim_mult: [1, 1, 4],
-  num_res_blocks: 1,
-  temperal_downsample: [true, false],
-  is_residual: true,
-  out_channels: 12,
-  patch_size: 2,
-  z_dim: 8,
-  scale_factor_spatial: 8,
-  scale_factor_temporal: 2,
-};
 const WAN22_REF: WanReferenceConfig = { baseDim: 4, decoderBaseDim: 4, dimMult: [1, 1, 4], numResBlocks: 1, temperalDownsample: [true, false], isResidual: true };
 const QWEN: RawConfig = { base_dim: 4, dim_mult: [1, 2], num_res_blocks: 1, temperal_downsample: [true], z_dim: 16 };
 const QWEN_REF: WanReferenceConfig = WAN21_REF;
@@ -80,7 +67,7 @@ const TILED: TiledCase[] = [
   {
     label: 'Wan 2.1, window 8 px / overlap 2 px on a 7×9 latent of 2 frames (clipped edge tiles), clamped',
     family: 'wan',
-    config: WAN21,
+    config: WAN21_TINY,
     reference: WAN21_REF,
     latent: [1, 4, 2, 7, 9],
     window: 8,
@@ -91,7 +78,7 @@ const TILED: TiledCase[] = [
   {
     label: 'Wan 2.2, window 24 px / overlap 8 px: blend and crop on the raw 12-channel output, then unpatchify and clamp',
     family: 'wan',
-    config: WAN22,
+    config: WAN22_TINY,
     reference: WAN22_REF,
     latent: [1, 8, 2, 4, 5],
     window: 24,
@@ -134,7 +121,7 @@ for (const c of TILED) {
 }
 
 test('whole Wan 2.2 vae.decode (tiling on, the latent fits one window): unpatchify then clamp', async () => {
-  const vae = await loadVae({ family: 'wan', config: WAN22, weights: 'synthetic', seed: SEED }, { threads: 1 });
+  const vae = await loadVae({ family: 'wan', config: WAN22_TINY, weights: 'synthetic', seed: SEED }, { threads: 1 });
   try {
     applyTilePlan(vae, tileShapePlan(vae, 32, 32)!);
     const z = seededTensor([1, 8, 3, 3, 4], 4);
@@ -187,8 +174,8 @@ test('a Qwen-Image folder whose decoder overshoots [−1, 1]: the whole decode i
 
 test('a full AutoencoderKLWan folder (encoder.*, quant_conv.* too) loads as is and decodes like the same weights given directly', async () => {
   const small = (dims: number[]): Tensor => seededTensor(dims, 3);
-  const weights = new Map([...decoderWeights('wan', WAN22), ['encoder.conv1.weight', small([32, 12, 3, 3, 3])], ['quant_conv.weight', small([16, 16, 1, 1, 1])], ['quant_conv.bias', small([16])]]);
-  const dir = diffusersFolder({ _class_name: 'AutoencoderKLWan', ...WAN22 }, weights);
+  const weights = new Map([...decoderWeights('wan', WAN22_TINY), ['encoder.conv1.weight', small([32, 12, 3, 3, 3])], ['quant_conv.weight', small([16, 16, 1, 1, 1])], ['quant_conv.bias', small([16])]]);
+  const dir = diffusersFolder({ _class_name: 'AutoencoderKLWan', ...WAN22_TINY }, weights);
   const z = seededTensor([1, 8, 2, 2, 3], 2);
   const decode = async (source: Parameters<typeof loadVae>[0]) => {
     const vae = await loadVae(source, { threads: 1 });
@@ -198,14 +185,14 @@ test('a full AutoencoderKLWan folder (encoder.*, quant_conv.* too) loads as is a
       await vae.dispose();
     }
   };
-  assert.deepEqual(await decode(dir), await decode({ family: 'wan', config: WAN22, weights: 'synthetic', seed: SEED }));
+  assert.deepEqual(await decode(dir), await decode({ family: 'wan', config: WAN22_TINY, weights: 'synthetic', seed: SEED }));
 });
 
 test('a Wan checkpoint of another architecture is refused before any decode, naming each key and both shapes', async () => {
-  const other = new Map(decoderWeights('wan', { ...WAN21, z_dim: 16 }));
+  const other = new Map(decoderWeights('wan', { ...WAN21_TINY, z_dim: 16 }));
   other.delete('decoder.up_blocks.0.upsamplers.0.time_conv.bias');
   other.set('decoder.up_blocks.0.upsampler.resample.1.weight', seededTensor([8, 8, 3, 3], 1));
-  const dir = diffusersFolder({ _class_name: 'AutoencoderKLWan', ...WAN21 }, other);
+  const dir = diffusersFolder({ _class_name: 'AutoencoderKLWan', ...WAN21_TINY }, other);
   await assert.rejects(loadVae(dir), (e: unknown) => {
     assert.ok(e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH', String(e));
     const byKey = new Map(e.reasons.map((r) => [r.field, r]));

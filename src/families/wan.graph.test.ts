@@ -12,6 +12,7 @@ import { syntheticWeights } from '../weights/synthetic.js';
 import { getFamily } from './registry.js';
 import { referenceWanDecode, type WanReferenceConfig } from './testing/wan-reference.js';
 import type { RawConfig } from './types.js';
+import { WAN21_TINY, WAN22_TINY } from './testing/wan-configs.js';
 import { buildWanGraph, wanDecoderParams, wanSegmentCount } from './wan.graph.js';
 import { qwenImageRuntime, wanRuntime } from './wan.runtime.js';
 
@@ -25,22 +26,6 @@ interface Case {
 }
 
 const WAN21_TWO_TEMPORAL: RawConfig = { base_dim: 4, dim_mult: [1, 2, 2], num_res_blocks: 1, temperal_downsample: [true, true], z_dim: 4, scale_factor_spatial: 4, scale_factor_temporal: 4 };
-const WAN21_ONE_TEMPORAL: RawConfig = { base_dim: 4, dim_mult: [1, 2], num_res_blocks: 1, temperal_downsample: [true], z_dim: 4, scale_factor_spatial: 2, scale_factor_temporal: 2 };
-// Up block 0 is upsample2d (DupUp3D repeats 4), block 1 upsample3d from 16 to 4 channels (factor_t 2,
-// repeats 2: the DupUp3D frame and row offsets pick different channels, so their order is tested).
-const WAN22: RawConfig = {
-  base_dim: 4,
-  decoder_base_dim: 4,
-  dim_mult: [1, 1, 4],
-  num_res_blocks: 1,
-  temperal_downsample: [true, false],
-  is_residual: true,
-  out_channels: 12,
-  patch_size: 2,
-  z_dim: 8,
-  scale_factor_spatial: 8,
-  scale_factor_temporal: 2,
-};
 const QWEN: RawConfig = { base_dim: 4, dim_mult: [1, 2], num_res_blocks: 1, temperal_downsample: [true], z_dim: 16 };
 
 const CASES: Case[] = [
@@ -54,14 +39,14 @@ const CASES: Case[] = [
   {
     label: 'Wan 2.1, batch 2 (the history restarts per element), 2 latent frames',
     family: 'wan',
-    config: WAN21_ONE_TEMPORAL,
+    config: WAN21_TINY,
     reference: { baseDim: 4, dimMult: [1, 2], numResBlocks: 1, temperalDownsample: [true] },
     latent: [2, 4, 2, 4, 5],
   },
   {
     label: 'Wan 2.2: residual up blocks with DupUp3D, 12 raw channels (patch 2), 3 latent frames',
     family: 'wan',
-    config: WAN22,
+    config: WAN22_TINY,
     reference: { baseDim: 4, decoderBaseDim: 4, dimMult: [1, 1, 4], numResBlocks: 1, temperalDownsample: [true, false], isResidual: true },
     latent: [1, 8, 3, 2, 3],
   },
@@ -104,7 +89,7 @@ for (const c of CASES) {
 }
 
 test('the runner reports an abort between frames', async () => {
-  const config = getFamily('wan').resolveConfig(WAN21_ONE_TEMPORAL);
+  const config = getFamily('wan').resolveConfig(WAN21_TINY);
   const runner = await wanRuntime.createTileRunner(config, syntheticWeights(wanDecoderParams(config), 1), { intraOpThreads: 1 });
   try {
     const controller = new AbortController();
@@ -162,7 +147,7 @@ test('the published Wan 2.2 decoder lists diffusers keys and shapes (110 tensors
 });
 
 test('graphs: the segments cut after the temporal upsampler, with their history inputs and outputs per kind of frame', () => {
-  const config = getFamily('wan').resolveConfig(WAN21_ONE_TEMPORAL);
+  const config = getFamily('wan').resolveConfig(WAN21_TINY);
   const specs = wanDecoderParams(config);
   const weights = syntheticWeights(specs, 1);
   assert.equal(wanSegmentCount(config), 2);
@@ -200,7 +185,7 @@ test('graphs: the segments cut after the temporal upsampler, with their history 
 
 test('a Wan 2.2 config whose DupUp3D cannot repeat channels evenly is refused, as diffusers asserts', () => {
   assert.throws(
-    () => getFamily('wan').resolveConfig({ ...WAN22, dim_mult: [1, 1, 3], temperal_downsample: [false, false], scale_factor_temporal: 1 }),
+    () => getFamily('wan').resolveConfig({ ...WAN22_TINY, dim_mult: [1, 1, 3], temperal_downsample: [false, false], scale_factor_temporal: 1 }),
     (e: unknown) => e instanceof DistVaeError && e.code === 'CONFIG_INVALID' && e.reasons.some((r) => r.field === 'dim_mult'),
   );
 });

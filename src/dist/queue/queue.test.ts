@@ -20,6 +20,7 @@ import type { VaeRef } from '../program.js';
 import { queueGroup } from '../queue.js';
 import { tileConformance } from '../tile-conformance.js';
 import { tiledDecodeFor } from '../tiled-decode.js';
+import { assertSameBits, rejectsWith } from '../testing/assertions.js';
 import { freePort, redisServerPath, startRedisServer, type RedisServer } from '../testing/redis-server.js';
 import { startCorruptingWorker, startWorkerProcess, tinyWorkerArgs, type WorkerProcess } from '../testing/queue-workers.js';
 import { TINY_KL, installPlan, loadTinyVae, seededLatent } from '../testing/tiny-vae.js';
@@ -27,23 +28,6 @@ import { redisOptionsOf } from './connection.js';
 import { startQueueWorker } from './worker.js';
 
 const refOf = (vae: Vae): VaeRef => ({ source: vae.source, loadOptions: vae.loadOptions, hash: vae.contentHash() });
-
-function assertSameBits(actual: Tensor, expected: Tensor, what: string): void {
-  assert.deepEqual(actual.dims, expected.dims, `${what}: dims`);
-  assert.ok(Buffer.from(actual.data.buffer, actual.data.byteOffset, actual.data.byteLength).equals(Buffer.from(expected.data.buffer, expected.data.byteOffset, expected.data.byteLength)), `${what}: bits differ`);
-}
-
-async function rejectsWith(promise: Promise<unknown>, code: string, pattern: RegExp): Promise<DistVaeError> {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof DistVaeError, `expected a DistVaeError, got ${String(e)}`);
-    assert.equal(e.code, code, e.message);
-    assert.match(e.message, pattern);
-    return e;
-  }
-  assert.fail(`expected ${code}`);
-}
 
 test('Redis URLs become ioredis options: TLS for rediss://, user and password for ACLs, database', () => {
   assert.deepEqual(redisOptionsOf('redis://127.0.0.1:6380'), { host: '127.0.0.1', port: 6380 });

@@ -1,0 +1,25 @@
+// Tiny Wan configs the Wan graph and decode tests share (diffusers' AutoencoderKLWan field names).
+
+import type { RawConfig } from '../types.js';
+
+/** Wan 2.1 with one temporal upsample: 2 output frames per latent frame after the first. */
+export const WAN21_TINY: RawConfig = { base_dim: 4, dim_mult: [1, 2], num_res_blocks: 1, temperal_downsample: [true], z_dim: 4, scale_factor_spatial: 2, scale_factor_temporal: 2 };
+
+/**
+ * Wan 2.2 (residual, patch 2). Up block 0 is upsample2d (DupUp3D repeats 4), block 1 upsample3d
+ * from 16 to 4 channels (factor_t 2, repeats 2: the DupUp3D frame and row offsets pick
+ * different channels, so their order is tested).
+ */
+export const WAN22_TINY: RawConfig = {
+  base_dim: 4,
+  decoder_base_dim: 4,
+  dim_mult: [1, 1, 4],
+  num_res_blocks: 1,
+  temperal_downsample: [true, false],
+  is_residual: true,
+  out_channels: 12,
+  patch_size: 2,
+  z_dim: 8,
+  scale_factor_spatial: 8,
+  scale_factor_temporal: 2,
+};
