@@ -66,7 +66,10 @@ export const startProcessRank: StartRank = (init, events) =>
     });
     child.on('exit', (code, signal) => {
       exited = true;
-      const cause = spawnError ? `process failed: ${spawnError.message}` : signal ? `process killed by ${signal}` : `process exited with code ${code}`;
+      // A send to a dying child raises EPIPE before its exit is seen: the exit (code or signal)
+      // is the cause then; an error is the cause only when the process never started.
+      const cause =
+        spawnError && child.pid === undefined ? `process failed: ${spawnError.message}` : signal ? `process killed by ${signal}` : code !== null ? `process exited with code ${code}` : `process failed: ${spawnError?.message ?? 'no exit code'}`;
       if (!ready) reject(new DistVaeError('TRANSPORT_FAILED', `rank ${init.rank} (child process) failed to start: ${cause}`, { cause: spawnError }));
       else events.onExit(cause);
     });
