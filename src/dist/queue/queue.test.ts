@@ -95,18 +95,27 @@ else
     });
 
     test('a tile that takes longer than the timeout does not time out while its worker holds the run', async () => {
-      const group = queueGroup({ connection: server.url, queue: 'conformance', ranks: 2, timeoutMs: 200 });
-      installPlan(vae, [128, 128], [32, 32]);
+      // A heavier decoder (128/256 channels, two layers, no attention: its tiles stay small in
+      // memory; ~0.65 s a tile on an idle core) on its own workers, so every tile outlasts the
+      // 200 ms timeout on any machine.
+      const heavyConfig = { block_out_channels: [128, 256], norm_num_groups: 8, layers_per_block: 2, sample_size: 32, mid_block_add_attention: false };
+      const heavyArgs = tinyWorkerArgs(dir, heavyConfig, 'heavy-kl');
+      const heavyWorkers = await Promise.all([0, 1].map(() => startWorkerProcess(server.url, 'slow', heavyArgs)));
+      const heavy = await loadVae({ family: 'autoencoder-kl', config: heavyConfig, weights: 'synthetic', seed: 0 }, { threads: 1 });
+      const group = queueGroup({ connection: server.url, queue: 'slow', ranks: 2, timeoutMs: 200 });
       try {
-        const big = seededLatent(100, 100, 4);
-        const reference = await localTiledDecode(vae, vae.runner)(big);
-        const decode = tiledDecodeFor(vae, group)!;
+        installPlan(heavy, [128, 128], [32, 32]);
+        const big = seededLatent(112, 112, 4);
+        const reference = await localTiledDecode(heavy, heavy.runner)(big);
+        const decode = tiledDecodeFor(heavy, group)!;
         assertSameBits(await decode(big), reference, 'slow tiles');
         assert.ok(Math.min(...decode.lastStats!.ranks.map((r) => r.decoderSeconds / r.tiles.length)) > 0.2, 'each tile took longer than the timeout');
       } finally {
-        installPlan(vae, [32, 32], [8, 8]);
         await group.close();
+        await Promise.all(heavyWorkers.map((w) => w.stop()));
+        await heavy.dispose();
       }
+      assert.deepEqual(await leftovers(), []);
     });
 
     test('a worker SIGKILLed mid-run: the run stalls, another worker takes it, the image is identical', async () => {

@@ -27,12 +27,13 @@ export interface WorkerProcess {
 }
 
 /**
- * Worker arguments for the tiny VAE (its config written into `dir`): one thread, and a short lock
- * so a killed worker's run is taken again within about a second.
+ * Worker arguments for the tiny VAE, or another synthetic autoencoder-kl config (written into
+ * `dir` as `name`.json): one thread, and a short lock so a killed worker's run is taken again
+ * within about a second.
  */
-export function tinyWorkerArgs(dir: string): string[] {
-  const config = join(dir, 'tiny-kl.json');
-  writeFileSync(config, JSON.stringify(TINY_KL));
+export function tinyWorkerArgs(dir: string, klConfig: Record<string, unknown> = TINY_KL, name = 'tiny-kl'): string[] {
+  const config = join(dir, `${name}.json`);
+  writeFileSync(config, JSON.stringify(klConfig));
   return ['--synthetic', '--family', 'autoencoder-kl', '--config', config, '--threads', '1', '--lock-duration', '1000', '--stalled-interval', '300'];
 }
 
