@@ -6,7 +6,7 @@
 
 import { after, test } from 'node:test';
 import { loadVae, type Vae } from '../decode/vae.js';
-import { WAN21_TINY, WAN22_TINY } from '../families/testing/wan-configs.js';
+import { HUNYUAN_VIDEO_TINY, LTX2_TINY, QWEN_IMAGE_TINY, WAN21_TINY, WAN22_TINY } from '../families/testing/video-configs.js';
 import type { RawConfig } from '../families/types.js';
 import { seededTensor } from '../graph/testing/random.js';
 import { applyTilePlan, tileFramePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
@@ -25,28 +25,14 @@ interface Case {
   frames?: { window: number; overlap: number };
 }
 
-const LTX2_TINY: RawConfig = {
-  latent_channels: 4,
-  block_out_channels: [8, 16],
-  decoder_block_out_channels: [8, 16],
-  decoder_layers_per_block: [1, 1, 1],
-  decoder_spatio_temporal_scaling: [true, true],
-  upsample_type: ['spatiotemporal', 'spatiotemporal'],
-  upsample_residual: [true, true],
-  upsample_factor: [2, 2],
-  decoder_causal: false,
-  spatial_compression_ratio: 16,
-  temporal_compression_ratio: 4,
-};
-
 const CASES: Case[] = [
   { label: 'Wan 2.1, clipped edge tiles, 2 latent frames', family: 'wan', config: WAN21_TINY, latent: [1, 4, 2, 7, 9], window: [8, 8], overlap: [2, 2] },
   { label: 'Wan 2.2 (patch 2)', family: 'wan', config: WAN22_TINY, latent: [1, 8, 2, 4, 5], window: [24, 24], overlap: [8, 8] },
-  { label: 'Qwen-Image, batch 2', family: 'qwen-image', config: { base_dim: 4, dim_mult: [1, 2], num_res_blocks: 1, temperal_downsample: [true], z_dim: 16 }, latent: [2, 16, 1, 6, 7], window: [8, 8], overlap: [2, 2] },
+  { label: 'Qwen-Image, batch 2', family: 'qwen-image', config: QWEN_IMAGE_TINY, latent: [2, 16, 1, 6, 7], window: [8, 8], overlap: [2, 2] },
   {
     label: 'HunyuanVideo, temporal chunks with spatial tiles per chunk',
     family: 'hunyuan-video',
-    config: { block_out_channels: [8, 16, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4, spatial_compression_ratio: 4 },
+    config: HUNYUAN_VIDEO_TINY,
     latent: [1, 4, 5, 5, 6],
     window: [16, 16],
     overlap: [4, 4],

@@ -22,9 +22,9 @@ import { hunyuanVideoDecoderParams } from './hunyuan-video.graph.js';
 import { getFamily } from './registry.js';
 import { referenceHunyuanVideoDecode, type HunyuanVideoReferenceArchitecture } from './testing/hunyuan-video-reference.js';
 import type { RawConfig } from './types.js';
+import { HUNYUAN_VIDEO_TINY } from './testing/video-configs.js';
 
 const SEED = 5;
-const TINY: RawConfig = { block_out_channels: [8, 16, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4, spatial_compression_ratio: 4 };
 const TINY_ARCH: HunyuanVideoReferenceArchitecture = { blockOut: [8, 16, 16], layersPerBlock: 1, groups: 4, attention: true, spatialRatio: 4 };
 
 interface Case {
@@ -69,7 +69,7 @@ const CASES: Case[] = [
   },
 ];
 
-const loadTiny = () => loadVae({ family: 'hunyuan-video', config: TINY, weights: 'synthetic', seed: SEED }, { threads: 1 });
+const loadTiny = () => loadVae({ family: 'hunyuan-video', config: HUNYUAN_VIDEO_TINY, weights: 'synthetic', seed: SEED }, { threads: 1 });
 
 function plan(vae: Vae, c: Case): void {
   if (c.window) {
@@ -116,7 +116,7 @@ function diffusersFolder(config: RawConfig, weights: ReadonlyMap<string, Tensor>
   return dir;
 }
 
-const tinyWeights = () => syntheticWeights(hunyuanVideoDecoderParams(getFamily('hunyuan-video').resolveConfig(TINY)), SEED);
+const tinyWeights = () => syntheticWeights(hunyuanVideoDecoderParams(getFamily('hunyuan-video').resolveConfig(HUNYUAN_VIDEO_TINY)), SEED);
 
 async function decodeWhole(source: Parameters<typeof loadVae>[0], z: Tensor): Promise<Tensor> {
   const vae = await loadVae(source, { threads: 1 });
@@ -130,19 +130,19 @@ async function decodeWhole(source: Parameters<typeof loadVae>[0], z: Tensor): Pr
 
 test('a full folder (encoder.*, quant_conv.*) and one with legacy attention names load as is and decode like the synthetic weights', async () => {
   const z = seededTensor([1, 4, 2, 3, 3], 2);
-  const synthetic = await decodeWhole({ family: 'hunyuan-video', config: TINY, weights: 'synthetic', seed: SEED }, z);
+  const synthetic = await decodeWhole({ family: 'hunyuan-video', config: HUNYUAN_VIDEO_TINY, weights: 'synthetic', seed: SEED }, z);
   const full = new Map([...tinyWeights(), ['encoder.conv_in.conv.weight', seededTensor([8, 3, 3, 3, 3], 1)], ['quant_conv.weight', seededTensor([8, 8, 1, 1, 1], 1)], ['quant_conv.bias', seededTensor([8], 1)]]);
-  assert.deepEqual(await decodeWhole(diffusersFolder(TINY, full), z), synthetic);
+  assert.deepEqual(await decodeWhole(diffusersFolder(HUNYUAN_VIDEO_TINY, full), z), synthetic);
   const legacy = new Map([...tinyWeights()].map(([k, t]) => [k.replace('.to_q.', '.query.').replace('.to_out.0.', '.proj_attn.'), t]));
   assert.ok(legacy.has('decoder.mid_block.attentions.0.proj_attn.weight'));
-  assert.deepEqual(await decodeWhole(diffusersFolder(TINY, legacy), z), synthetic);
+  assert.deepEqual(await decodeWhole(diffusersFolder(HUNYUAN_VIDEO_TINY, legacy), z), synthetic);
 });
 
 test('a folder of another architecture is refused before any decode, naming each key', async () => {
   const other = tinyWeights();
   other.delete('decoder.conv_out.conv.bias');
   other.set('decoder.conv_in.weight', seededTensor([16, 4, 3, 3, 3], 1));
-  await assert.rejects(loadVae(diffusersFolder({ ...TINY, norm_num_groups: 8, block_out_channels: [8, 16, 32] }, other)), (e: unknown) => {
+  await assert.rejects(loadVae(diffusersFolder({ ...HUNYUAN_VIDEO_TINY, norm_num_groups: 8, block_out_channels: [8, 16, 32] }, other)), (e: unknown) => {
     assert.ok(e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH', String(e));
     const byKey = new Map(e.reasons.map((r) => [r.field, r.code]));
     assert.equal(byKey.get('decoder.conv_out.conv.bias'), 'WEIGHT_MISSING');
@@ -153,7 +153,7 @@ test('a folder of another architecture is refused before any decode, naming each
 });
 
 test('a decode timestep is refused: HunyuanVideo has no timestep conditioning', async () => {
-  await assert.rejects(loadVae({ family: 'hunyuan-video', config: { ...TINY, decode_timestep: 0.05 }, weights: 'synthetic', seed: 1 }), (e: unknown) => {
+  await assert.rejects(loadVae({ family: 'hunyuan-video', config: { ...HUNYUAN_VIDEO_TINY, decode_timestep: 0.05 }, weights: 'synthetic', seed: 1 }), (e: unknown) => {
     assert.ok(e instanceof DistVaeError && e.code === 'CONFIG_INVALID');
     assert.equal(e.reasons[0]!.code, 'DECODE_SETTING_UNUSED');
     assert.match(e.message, /decode_timestep = 0\.05 .*hunyuan-video/);

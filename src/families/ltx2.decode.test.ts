@@ -22,22 +22,10 @@ import { ltx2DecoderParams } from './ltx2.graph.js';
 import { getFamily } from './registry.js';
 import { referenceLtx2Decode, type Ltx2ReferenceConfig } from './testing/ltx2-reference.js';
 import type { RawConfig } from './types.js';
+import { LTX2_TINY } from './testing/video-configs.js';
 
 const SEED = 5;
 /** Two residual spatio-temporal up-samplers, patch 4: ratios 16 / 4, reflect padding, non-causal. */
-const TINY: RawConfig = {
-  latent_channels: 4,
-  block_out_channels: [8, 16],
-  decoder_block_out_channels: [8, 16],
-  decoder_layers_per_block: [1, 1, 1],
-  decoder_spatio_temporal_scaling: [true, true],
-  upsample_type: ['spatiotemporal', 'spatiotemporal'],
-  upsample_residual: [true, true],
-  upsample_factor: [2, 2],
-  decoder_causal: false,
-  spatial_compression_ratio: 16,
-  temporal_compression_ratio: 4,
-};
 const TINY_REFERENCE: Ltx2ReferenceConfig = {
   decoderBlockOut: [8, 16],
   layersPerBlock: [1, 1, 1],
@@ -52,7 +40,7 @@ const TINY_REFERENCE: Ltx2ReferenceConfig = {
   timestepConditioning: false,
   layerNormEpsilon: 1e-6,
 };
-const CONDITIONED: RawConfig = { ...TINY, timestep_conditioning: true, decoder_causal: true, decode_timestep: 0.2 };
+const CONDITIONED: RawConfig = { ...LTX2_TINY, timestep_conditioning: true, decoder_causal: true, decode_timestep: 0.2 };
 const CONDITIONED_REFERENCE: Ltx2ReferenceConfig = { ...TINY_REFERENCE, timestepConditioning: true, causal: true };
 
 interface Case {
@@ -72,7 +60,7 @@ interface Case {
 const CASES: Case[] = [
   {
     label: 'spatial tiles over all 5 latent frames: temporal tiling is off by default',
-    config: TINY,
+    config: LTX2_TINY,
     reference: TINY_REFERENCE,
     temb: null,
     latent: [1, 4, 5, 5, 6],
@@ -84,7 +72,7 @@ const CASES: Case[] = [
   },
   {
     label: 'temporal chunks of 8 frames every 4 (last frame dropped), spatial tiles per chunk',
-    config: TINY,
+    config: LTX2_TINY,
     reference: TINY_REFERENCE,
     temb: null,
     latent: [1, 4, 3, 5, 5],
@@ -140,7 +128,7 @@ for (const c of CASES) {
 }
 
 test('an edge tile one latent unit wide is refused with reflect padding, as diffusers does', async () => {
-  const vae = await loadVae({ family: 'ltx2', config: TINY, weights: 'synthetic', seed: SEED }, { threads: 1 });
+  const vae = await loadVae({ family: 'ltx2', config: LTX2_TINY, weights: 'synthetic', seed: SEED }, { threads: 1 });
   try {
     applyTilePlan(vae, tileShapePlan(vae, 64, 64)!);
     applyTilePlan(vae, tileOverlapPlan(vae, 16, 16)!);
@@ -186,12 +174,12 @@ test('a conditioned folder (encoder.*, latents_mean/std, the multiplier stored a
 });
 
 test('a decode timestep is refused for an LTX-2 decoder without timestep conditioning', async () => {
-  await assert.rejects(loadVae({ family: 'ltx2', config: { ...TINY, decode_timestep: 0.05 }, weights: 'synthetic', seed: 1 }), (e: unknown) => e instanceof DistVaeError && e.code === 'CONFIG_INVALID' && e.reasons[0]!.code === 'DECODE_SETTING_UNUSED');
+  await assert.rejects(loadVae({ family: 'ltx2', config: { ...LTX2_TINY, decode_timestep: 0.05 }, weights: 'synthetic', seed: 1 }), (e: unknown) => e instanceof DistVaeError && e.code === 'CONFIG_INVALID' && e.reasons[0]!.code === 'DECODE_SETTING_UNUSED');
   // Published defaults plus a decode timestep alone: still the published (unconditioned) decoder.
   await assert.rejects(loadVae({ family: 'ltx2', config: { decode_timestep: 0.05 }, weights: 'synthetic', seed: 1 }), /does not take it/);
 });
 
 test('keys of another family are refused: a HunyuanVideo-style post_quant_conv is not an LTX-2 parameter', async () => {
-  const weights = new Map([...syntheticWeights(ltx2DecoderParams(getFamily('ltx2').resolveConfig(TINY)), SEED), ['post_quant_conv.weight', seededTensor([4, 4, 1, 1, 1], 1)]]);
-  await assert.rejects(loadVae(diffusersFolder(TINY, weights)), (e: unknown) => e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH' && e.reasons.length === 1 && e.reasons[0]!.field === 'post_quant_conv.weight');
+  const weights = new Map([...syntheticWeights(ltx2DecoderParams(getFamily('ltx2').resolveConfig(LTX2_TINY)), SEED), ['post_quant_conv.weight', seededTensor([4, 4, 1, 1, 1], 1)]]);
+  await assert.rejects(loadVae(diffusersFolder(LTX2_TINY, weights)), (e: unknown) => e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH' && e.reasons.length === 1 && e.reasons[0]!.field === 'post_quant_conv.weight');
 });

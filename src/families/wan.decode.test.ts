@@ -24,13 +24,12 @@ import { syntheticWeights } from '../weights/synthetic.js';
 import { getFamily } from './registry.js';
 import { referenceClamp, referenceUnpatchify, referenceWanDecode, type WanReferenceConfig } from './testing/wan-reference.js';
 import type { RawConfig } from './types.js';
-import { WAN21_TINY, WAN22_TINY } from './testing/wan-configs.js';
+import { QWEN_IMAGE_TINY, WAN21_TINY, WAN22_TINY } from './testing/video-configs.js';
 import { wanDecoderParams } from './wan.graph.js';
 
 const SEED = 5;
 const WAN21_REF: WanReferenceConfig = { baseDim: 4, dimMult: [1, 2], numResBlocks: 1, temperalDownsample: [true] };
 const WAN22_REF: WanReferenceConfig = { baseDim: 4, decoderBaseDim: 4, dimMult: [1, 1, 4], numResBlocks: 1, temperalDownsample: [true, false], isResidual: true };
-const QWEN: RawConfig = { base_dim: 4, dim_mult: [1, 2], num_res_blocks: 1, temperal_downsample: [true], z_dim: 16 };
 const QWEN_REF: WanReferenceConfig = WAN21_REF;
 
 /** diffusers' tiled_decode variables for tile_sample_min / tile_sample_stride (output px), ratio r and patch p. */
@@ -89,7 +88,7 @@ const TILED: TiledCase[] = [
   {
     label: 'Qwen-Image image, batch 2, window 8 px / overlap 4 px (half the window): not clamped when tiled',
     family: 'qwen-image',
-    config: QWEN,
+    config: QWEN_IMAGE_TINY,
     reference: QWEN_REF,
     latent: [2, 16, 1, 6, 7],
     window: 8,
@@ -150,10 +149,10 @@ function diffusersFolder(config: RawConfig, weights: ReadonlyMap<string, Tensor>
 const decoderWeights = (family: 'wan' | 'qwen-image', config: RawConfig) => syntheticWeights(wanDecoderParams(getFamily(family).resolveConfig(config)), SEED);
 
 test('a Qwen-Image folder whose decoder overshoots [−1, 1]: the whole decode is clamped, the tiled one is not (as diffusers)', async () => {
-  const weights = decoderWeights('qwen-image', QWEN);
+  const weights = decoderWeights('qwen-image', QWEN_IMAGE_TINY);
   const hot = new Map(weights);
   for (const key of ['decoder.conv_out.weight', 'decoder.conv_out.bias']) hot.set(key, { dims: weights.get(key)!.dims, data: weights.get(key)!.data.map((v) => v * 8) });
-  const dir = diffusersFolder({ _class_name: 'AutoencoderKLQwenImage', ...QWEN }, hot);
+  const dir = diffusersFolder({ _class_name: 'AutoencoderKLQwenImage', ...QWEN_IMAGE_TINY }, hot);
   const vae = await loadVae(dir, { threads: 1 });
   try {
     const z = seededTensor([1, 16, 1, 5, 6], 8);

@@ -12,7 +12,7 @@ import { syntheticWeights } from '../weights/synthetic.js';
 import { getFamily } from './registry.js';
 import { referenceWanDecode, type WanReferenceConfig } from './testing/wan-reference.js';
 import type { RawConfig } from './types.js';
-import { WAN21_TINY, WAN22_TINY } from './testing/wan-configs.js';
+import { QWEN_IMAGE_TINY, WAN21_TINY, WAN22_TINY } from './testing/video-configs.js';
 import { buildWanGraph, wanDecoderParams, wanSegmentCount } from './wan.graph.js';
 import { qwenImageRuntime, wanRuntime } from './wan.runtime.js';
 
@@ -26,7 +26,6 @@ interface Case {
 }
 
 const WAN21_TWO_TEMPORAL: RawConfig = { base_dim: 4, dim_mult: [1, 2, 2], num_res_blocks: 1, temperal_downsample: [true, true], z_dim: 4, scale_factor_spatial: 4, scale_factor_temporal: 4 };
-const QWEN: RawConfig = { base_dim: 4, dim_mult: [1, 2], num_res_blocks: 1, temperal_downsample: [true], z_dim: 16 };
 
 const CASES: Case[] = [
   {
@@ -53,14 +52,14 @@ const CASES: Case[] = [
   {
     label: 'Qwen-Image image: one latent frame (the only-step graph)',
     family: 'qwen-image',
-    config: QWEN,
+    config: QWEN_IMAGE_TINY,
     reference: { baseDim: 4, dimMult: [1, 2], numResBlocks: 1, temperalDownsample: [true] },
     latent: [1, 16, 1, 5, 6],
   },
   {
     label: 'Qwen-Image video: 2 latent frames',
     family: 'qwen-image',
-    config: QWEN,
+    config: QWEN_IMAGE_TINY,
     reference: { baseDim: 4, dimMult: [1, 2], numResBlocks: 1, temperalDownsample: [true] },
     latent: [1, 16, 2, 3, 4],
   },

@@ -1,0 +1,46 @@
+// Tiny video-family configs the family and distribution tests share (diffusers' field names).
+
+import type { RawConfig } from '../types.js';
+
+/** Wan 2.1 with one temporal upsample: 2 output frames per latent frame after the first. */
+export const WAN21_TINY: RawConfig = { base_dim: 4, dim_mult: [1, 2], num_res_blocks: 1, temperal_downsample: [true], z_dim: 4, scale_factor_spatial: 2, scale_factor_temporal: 2 };
+
+/**
+ * Wan 2.2 (residual, patch 2). Up block 0 is upsample2d (DupUp3D repeats 4), block 1 upsample3d
+ * from 16 to 4 channels (factor_t 2, repeats 2: the DupUp3D frame and row offsets pick
+ * different channels, so their order is tested).
+ */
+export const WAN22_TINY: RawConfig = {
+  base_dim: 4,
+  decoder_base_dim: 4,
+  dim_mult: [1, 1, 4],
+  num_res_blocks: 1,
+  temperal_downsample: [true, false],
+  is_residual: true,
+  out_channels: 12,
+  patch_size: 2,
+  z_dim: 8,
+  scale_factor_spatial: 8,
+  scale_factor_temporal: 2,
+};
+
+/** Qwen-Image: the Wan 2.1 layout with 16 latent channels. */
+export const QWEN_IMAGE_TINY: RawConfig = { base_dim: 4, dim_mult: [1, 2], num_res_blocks: 1, temperal_downsample: [true], z_dim: 16 };
+
+/** HunyuanVideo: three levels, 4× spatial and temporal compression. */
+export const HUNYUAN_VIDEO_TINY: RawConfig = { block_out_channels: [8, 16, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4, spatial_compression_ratio: 4 };
+
+/** LTX-2: two spatio-temporal upsamplers, patch 4, not causal, no timestep conditioning. */
+export const LTX2_TINY: RawConfig = {
+  latent_channels: 4,
+  block_out_channels: [8, 16],
+  decoder_block_out_channels: [8, 16],
+  decoder_layers_per_block: [1, 1, 1],
+  decoder_spatio_temporal_scaling: [true, true],
+  upsample_type: ['spatiotemporal', 'spatiotemporal'],
+  upsample_residual: [true, true],
+  upsample_factor: [2, 2],
+  decoder_causal: false,
+  spatial_compression_ratio: 16,
+  temporal_compression_ratio: 4,
+};
