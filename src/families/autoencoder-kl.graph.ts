@@ -160,7 +160,7 @@ export const klRuntime: FamilyRuntime = {
   renameKeys: renameLegacyAttentionKeys,
   async createTileRunner(config, weights, session: SessionOptions) {
     const bound = bindWeights(klDecoderParams(config), weights, { source: 'the weights given to the decoder' });
-    const s = await createSession(buildKlDecoderGraph(config, bound).toModelBytes(), session);
+    const s = await createSession(buildKlDecoderGraph(config, bound).toModel(), session);
     return {
       async decode(latentTile: Tensor) {
         if (klDecoderArchitecture(config).midAttention) checkAttentionMemory(latentTile.dims, totalmem());

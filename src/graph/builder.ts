@@ -19,7 +19,7 @@ import { DEFAULT_GROUP_NORM_FORM, groupNormNodes, type GroupNormForm } from './g
 import { attr } from './attributes.js';
 import { DataType, encodeModel, type AttributeProto, type DataTypeCode, type ModelProto, type NodeProto, type TensorProto, type ValueInfoProto } from './onnx-proto.js';
 import { syncRegionsEntry, type SyncRegion } from './sync.js';
-import { float32TensorProto, int64TensorProto } from './tensor-proto.js';
+import { externalFloat32TensorProto, float32TensorProto, int64TensorProto, type FileBytes } from './tensor-proto.js';
 
 /** The ONNX opset every built graph imports (ai.onnx domain); ORT 1.30 runs all of it on CPU. */
 export const OPSET_VERSION = 21;
@@ -149,11 +149,15 @@ export class Scope {
     return new Scope(this.state, this.qualify(name));
   }
 
-  /** A float32 initializer named `<path>.<name>` (the checkpoint key), shape and data from `t`. */
-  param(name: string, t: Tensor): Value {
+  /**
+   * A float32 initializer named `<path>.<name>` (the checkpoint key), shape and data from `t`;
+   * a tensor whose bytes lie in a file (`file`, as a lazily opened checkpoint's) stays there, as
+   * external data, and its `data` is never read.
+   */
+  param(name: string, t: Tensor & { readonly file?: FileBytes }): Value {
     const key = this.qualify(name);
     const value = this.state.claim(key, 'initializer name');
-    this.state.initializers.push(float32TensorProto(key, t.dims, t.data));
+    this.state.initializers.push(t.file ? externalFloat32TensorProto(key, t.dims, t.file) : float32TensorProto(key, t.dims, t.data));
     this.state.initializerDims.set(key, [...t.dims]);
     return value;
   }
