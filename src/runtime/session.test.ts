@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { GraphBuilder } from '../graph/builder.js';
+import type { Tensor } from '../tensor.js';
 import { openSafetensors, writeSafetensors } from '../weights/safetensors.js';
 import { EXECUTION_PROVIDERS, listProviders } from './providers.js';
 import { createSession } from './session.js';
@@ -113,7 +114,7 @@ test('weights as external data in checkpoint files run as the same weights held 
     mkdirSync(join(dir, 'other'));
     writeSafetensors(join(dir, 'w.safetensors'), { pad: { dims: [3], data: new Float32Array(3) }, w });
     writeSafetensors(join(dir, 'other', 'b.safetensors'), { b });
-    const build = (weight: typeof w, bias: typeof b) => {
+    const build = (weight: Tensor, bias: Tensor) => {
       const g = new GraphBuilder('linear');
       const x = g.input('x', [1, 3]);
       g.output('y', g.add(g.op('MatMul', [x, g.op('Transpose', [g.param('w', weight)])]), g.param('b', bias)), [1, 2]);
