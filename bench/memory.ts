@@ -64,6 +64,8 @@ export interface Measured {
   loadAverage: number;
   collectives?: unknown;
   predicted?: unknown;
+  /** Max |Δ| of the output against distvae's whole decode of the same size (when both ran here). */
+  maxAbsVsWhole?: number;
 }
 
 export const caseName = (c: MemoryCase): string =>
@@ -212,6 +214,18 @@ export function memoryCases(tables: readonly string[], sizes: readonly number[],
   return cases;
 }
 
+const readFloats = (path: string): Float32Array => {
+  const bytes = readFileSync(path);
+  return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+};
+
+function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  if (a.length !== b.length) return Number.POSITIVE_INFINITY;
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+}
+
 const mib = (b: number | null | undefined) => (b == null ? '–' : (b / 2 ** 20).toFixed(0));
 const sec = (s: number | null | undefined) => (s == null ? '–' : s.toFixed(1));
 
@@ -222,12 +236,16 @@ function markdown(cells: { case: MemoryCase; distvae: Measured; diffusers?: Meas
     'Peak RSS in MiB (VmHWM of a fresh process: load and decode); seconds of the decode call; CPU seconds (user + system): distvae the decode call (session creation included: it happens on the first decode), diffusers the whole process.',
     `Timings marked * ran at a load average above ${cores} (this machine's cores) and are not comparable.`,
     '',
-    `| case | distvae peak | per rank | s | CPU s |${withDiffusers ? ' diffusers peak | s | CPU s |' : ''}`,
-    `|---|---:|---|---:|---:|${withDiffusers ? '---:|---:|---:|' : ''}`,
+    'Shard rows: per-rank peaks and the largest |Δ| against the whole decode of the same size (when it ran in the same invocation).',
+    '',
+    `| case | distvae peak | per rank | max abs vs whole | s | CPU s |${withDiffusers ? ' diffusers peak | s | CPU s |' : ''}`,
+    `|---|---:|---|---:|---:|---:|${withDiffusers ? '---:|---:|---:|' : ''}`,
   ];
   for (const { case: c, distvae: d, diffusers: f } of cells) {
     const loaded = (m: Measured) => (m.loadAverage > cores ? '*' : '');
-    const ours = d.ok ? `| ${mib(d.peakRssBytes)} | ${d.perRankPeakRssBytes?.map(mib).join(' / ') ?? ''} | ${sec(d.seconds)}${loaded(d)} | ${sec(d.cpuSeconds)} |` : `| failed: ${d.error} | | | |`;
+    const ours = d.ok
+      ? `| ${mib(d.peakRssBytes)} | ${d.perRankPeakRssBytes?.map(mib).join(' / ') ?? ''} | ${d.maxAbsVsWhole?.toExponential(1) ?? ''} | ${sec(d.seconds)}${loaded(d)} | ${sec(d.cpuSeconds)} |`
+      : `| failed: ${d.error} | | | | |`;
     const theirs = !withDiffusers ? '' : !f ? ' – | – | – |' : f.ok ? ` ${mib(f.peakRssBytes)} | ${sec(f.seconds)}${loaded(f)} | ${sec(f.cpuSeconds)} |` : ` failed (${mib(f.peakRssBytes)}) | | |`;
     lines.push(`| ${caseName(c)} ${ours}${theirs}`);
   }
@@ -264,7 +282,10 @@ async function main(): Promise<void> {
   for (const c of cases) {
     const latent = await latentFile(args.work, c.size);
     process.stderr.write(`${caseName(c)}: distvae…\n`);
-    const distvae = measureDistvae(c, vaeDir, latent);
+    const sample = join(args.work, `out-${c.table}-${c.size}-${c.ranks ?? 1}.f32`);
+    const distvae = measureDistvae(c, vaeDir, latent, sample);
+    const whole = join(args.work, `out-whole-${c.size}-1.f32`);
+    if (distvae.ok && c.table === 'shard' && existsSync(whole)) distvae.maxAbsVsWhole = maxAbsDiff(readFloats(sample), readFloats(whole));
     process.stderr.write(`  ${distvae.ok ? `${mib(distvae.peakRssBytes)} MiB${distvae.perRankPeakRssBytes ? ` (ranks ${distvae.perRankPeakRssBytes.map(mib).join(', ')})` : ''}, ${sec(distvae.seconds)} s` : distvae.error}\n`);
     let diffusers: Measured | undefined;
     if (withDiffusers && c.table !== 'shard') {
