@@ -134,8 +134,8 @@ async function runDistvaeCase(c: MemoryCase, vaeDir: string, latentPath: string,
     vae.tiling = { ...vae.tiling, enabled: false };
   }
   if (c.table === 'shard') {
-    const { localGroup } = await import('../src/dist/local.js');
-    const { shardedDecodeFor } = await import('../src/shard/sharded-decode.js');
+    const { localGroup } = await import('../src/ranks/local/index.js');
+    const { shardedDecodeFor } = await import('../src/strategies/shard/sharded-decode.js');
     const g = localGroup({ ranks, isolation: 'process', threadsPerRank: threads });
     group = g;
     await g.start();

@@ -1,16 +1,11 @@
 // The diffusers `Decoder` of AutoencoderKL and AutoencoderKLFlux2 (they share it: Flux.2 only
 // reads its widths from `decoder_block_out_channels` when set) as an ONNX graph built from the
 // config: post_quant_conv (when configured), conv_in, mid block, up blocks, GroupNorm + SiLU,
-// conv_out. Also the decoder's parameter list under the checkpoint's own keys, the family
-// runtime (one onnxruntime session with dynamic batch and spatial axes, reused for every tile),
-// and the rename of legacy attention keys diffusers applies on load.
+// conv_out. Also the decoder's parameter list under the checkpoint's own keys and the rename of
+// legacy attention keys diffusers applies on load.
 
-import { totalmem } from 'node:os';
-import { DistVaeError, reason } from '../errors.js';
 import { GraphBuilder, type Value } from '../graph/builder.js';
-import { createSession, type Session, type SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
-import { bindWeights } from '../weights/bind.js';
 import type { ParamSpec } from '../weights/synthetic.js';
 import {
   conv2d,
@@ -29,7 +24,6 @@ import {
   type BlockSettings,
   type UpsamplerForm,
 } from './blocks.js';
-import type { FamilyRuntime } from './runtime-types.js';
 import type { ResolvedConfig } from './types.js';
 
 /** The decoder's architecture, read from a resolved AutoencoderKL / Flux.2 config. */
@@ -125,83 +119,3 @@ export function renameLegacyAttentionKeys<T>(weights: ReadonlyMap<string, T>): M
   }
   return out;
 }
-
-/**
- * Bytes the mid-block attention holds at once for a latent (B, C, h, w): the scores and their
- * softmax of one query chunk (⌈N / chunks⌉ × N, N = h·w), float32, for the batch. Unchunked it
- * grows with the fourth power of the side (2048² px in SD: 32 GiB).
- */
-export function attentionBytes(latentDims: readonly number[], queryChunks = 1): number {
-  const [batch, , h, w] = latentDims as [number, number, number, number];
-  const n = h * w;
-  return 2 * batch * Math.ceil(n / queryChunks) * n * 4;
-}
-
-/** Scores + probabilities one attention chunk may hold in the runner's graph (256 MiB). */
-export const ATTENTION_CHUNK_BYTES = 256 * 2 ** 20;
-
-/**
- * Query chunks that keep one chunk's attention within `budgetBytes`: 1 up to about 600² px in
- * SD (a tile of the default plan), a power of two above, so few distinct graphs are built.
- */
-export function attentionChunksFor(latentDims: readonly number[], budgetBytes = ATTENTION_CHUNK_BYTES): number {
-  const [, , h, w] = latentDims as [number, number, number, number];
-  let chunks = 1;
-  while (chunks < h * w && attentionBytes(latentDims, chunks) > budgetBytes) chunks *= 2;
-  return Math.min(chunks, h * w);
-}
-
-/**
- * Refuses, before any work, a decode whose attention alone exceeds `limitBytes` (the machine's
- * memory): it could only end in an allocation failure or the kernel killing the process.
- */
-export function checkAttentionMemory(latentDims: readonly number[], limitBytes: number, queryChunks = 1): void {
-  const bytes = attentionBytes(latentDims, queryChunks);
-  if (bytes <= limitBytes) return;
-  const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
-  const [, , h, w] = latentDims as [number, number, number, number];
-  const r = reason(
-    'ATTENTION_MEMORY',
-    'latents',
-    [...latentDims],
-    `a decoder call whose attention fits in ${gib(limitBytes)}`,
-    `decoding a ${h}×${w} latent in one call needs ${gib(bytes)} for the mid-block attention (${h * w}² scores and probabilities) but this machine has ${gib(limitBytes)}: decode it tiled`,
-  );
-  throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
-}
-
-/** Runtime shared by autoencoder-kl and flux2: the decoder differs only by config. */
-export const klRuntime: FamilyRuntime = {
-  decoderParams: klDecoderParams,
-  decoderGraph: buildKlDecoderGraph,
-  renameKeys: renameLegacyAttentionKeys,
-  async createTileRunner(config, weights, session: SessionOptions) {
-    const bound = bindWeights(klDecoderParams(config), weights, { source: 'the weights given to the decoder' });
-    const attention = klDecoderArchitecture(config).midAttention;
-    // One session at a time, for the attention chunking a tile needs (1 for the default plan's
-    // tiles): a second session would hold a second copy of the weights in onnxruntime.
-    let current: { chunks: number; session: Promise<Session> } | null = null;
-    const sessionFor = async (chunks: number): Promise<Session> => {
-      if (current?.chunks !== chunks) {
-        const previous = current?.session;
-        current = null;
-        await previous?.then((s) => s.dispose(), () => undefined);
-        current = { chunks, session: createSession(buildKlDecoderGraph(config, bound, { attentionChunks: chunks }).toModel(), session) };
-      }
-      return current.session;
-    };
-    return {
-      async decode(latentTile: Tensor) {
-        const chunks = attention ? attentionChunksFor(latentTile.dims) : 1;
-        if (attention) checkAttentionMemory(latentTile.dims, totalmem(), chunks);
-        return (await (await sessionFor(chunks)).run({ latent: latentTile }))['sample']!;
-      },
-      dispose: async () => {
-        const s = current?.session;
-        current = null;
-        await s?.then((x) => x.dispose(), () => undefined);
-      },
-    };
-  },
-  postprocess: (raw) => raw,
-};
