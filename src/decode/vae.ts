@@ -18,6 +18,7 @@ import type { FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeGeometry, V
 import { checkProvider, type SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
+import { checkWeightBytes } from '../weights/budget.js';
 import { readWeights } from '../weights/load.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
@@ -144,7 +145,9 @@ export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { f
       const r = reason('SEED_INVALID', 'seed', source.seed, 'an integer');
       throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
     }
-    return { family, config, runtime, weights: syntheticWeights(half.params(config), source.seed) };
+    const params = half.params(config);
+    checkWeightBytes(params, `the ${family.name} ${part}`);
+    return { family, config, runtime, weights: syntheticWeights(params, source.seed) };
   }
   const path = source.path;
   if (!existsSync(path)) {
@@ -170,7 +173,9 @@ export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { f
   const weights = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
   const implied = half.configFromWeights?.(weights);
   const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
-  const bound = bindWeights(half.params(config), weights, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
+  const params = half.params(config);
+  checkWeightBytes(params, `the ${family.name} ${part} of ${weightsPath}`);
+  const bound = bindWeights(params, weights, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
   return { family, config, runtime, weights: bound };
 }
 

@@ -46,6 +46,8 @@ export interface DistributedTiledDecode extends TiledDecode {
 export interface TiledDecodeForOptions {
   /** Called after every call (once per temporal chunk) with its statistics. */
   onStats?: (stats: DistributedDecodeStats) => void;
+  /** Decode on a group of one rank too (default: null there): keeps decoder calls off the calling thread, so it stays free to act on signals. */
+  evenOnOneRank?: boolean;
 }
 
 /**
@@ -54,7 +56,7 @@ export interface TiledDecodeForOptions {
  * `const r = tiledDecodeFor(vae, group); if (r) vae.tiledDecode = r;`
  */
 export function tiledDecodeFor(vae: DistributableVae, group: RankGroup, options: TiledDecodeForOptions = {}): DistributedTiledDecode | null {
-  if (group.size <= 1 || !vae.tiling.planned) return null;
+  if (group.size < (options.evenOnOneRank ? 1 : 2) || !vae.tiling.planned) return null;
   let lastStats: DistributedDecodeStats | null = null;
   const decode: TiledDecode = async (latents, decodeOptions = {}) => {
     throwIfAborted(decodeOptions.signal);
