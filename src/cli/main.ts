@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { DistVaeError, isDistVaeError } from '../errors.js';
+import { killRankProcesses } from '../ranks/local/process/process-host.js';
 import { commandHelp, parseCommandArgs, type CliIO, type CommandSpec } from './args.js';
 import { analyzeCommand } from './commands/analyze.js';
 import { benchCommand } from './commands/bench.js';
@@ -96,12 +97,19 @@ function runProcess(argv: string[]): void {
   let received: keyof typeof SIGNAL_EXIT_CODES | null = null;
   const command = COMMANDS.find((c) => c.name === argv[0]);
   const exitAfterSignal = () => process.exit(SIGNAL_EXIT_CODES[received!]);
+  // A rank thread inside a decoder call cannot be stopped, and process.exit waits for it: past
+  // the grace period the process ends by the signal itself (the shell sees 128 + its number).
+  const endBySignal = () => {
+    killRankProcesses();
+    process.removeAllListeners(received!);
+    process.kill(process.pid, received!);
+  };
   const onSignal = (signal: keyof typeof SIGNAL_EXIT_CODES) => {
-    if (received !== null) return exitAfterSignal();
+    if (received !== null) return endBySignal();
     received = signal;
     process.stderr.write(`distvae${command ? ` ${command.name}` : ''}: ${signal}: stopping\n`);
     controller.abort(new DistVaeError('ABORTED', `interrupted by ${signal}`));
-    setTimeout(exitAfterSignal, command?.signalGraceMs ?? DEFAULT_SIGNAL_GRACE_MS).unref();
+    setTimeout(endBySignal, command?.signalGraceMs ?? DEFAULT_SIGNAL_GRACE_MS).unref();
   };
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));

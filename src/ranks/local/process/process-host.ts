@@ -19,9 +19,12 @@ export const RANK_INIT_ENV = 'DISTVAE_RANK_INIT';
  * returns, so it would outlive a coordinator that exits on a signal: the exit handler kills them.
  */
 const liveRanks = new Set<ReturnType<typeof fork>>();
-process.on('exit', () => {
+
+/** Kills every rank process of this process at once (a coordinator that must exit now, e.g. on a signal). */
+export function killRankProcesses(): void {
   for (const child of liveRanks) child.kill('SIGKILL');
-});
+}
+process.on('exit', killRankProcesses);
 
 export const startProcessRank: StartRank = (init, events) =>
   new Promise((resolve, reject) => {
