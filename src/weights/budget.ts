@@ -52,10 +52,23 @@ export function formatBytes(bytes: number): string {
   return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 }
 
-/** Refuses (CONFIG_INVALID) decoder weights larger than the default memory budget; `what` names the VAE. */
+/**
+ * Copies of the weights resident while a process decodes: its JS tensors, the serialised model
+ * handed to onnxruntime, and the session's initialisers.
+ */
+export const DECODING_WEIGHT_COPIES = 3;
+
+/** Refuses (CONFIG_INVALID) decoder weights whose resident copies exceed the default memory budget; `what` names the VAE. */
 export function checkWeightBytes(specs: readonly ParamSpec[], what: string, budget = defaultMemoryBudgetBytes()): void {
   const bytes = weightBytes(specs);
-  if (budget === null || bytes <= budget) return;
-  const r = reason('WEIGHTS_TOO_LARGE', 'config', `${formatBytes(bytes)} of weights`, `at most ${formatBytes(budget)} (80 % of this machine's memory)`, `${what} declares ${specs.length} parameters of ${formatBytes(bytes)} (float32), more than the memory budget of ${formatBytes(budget)} (80 % of the memory this process may use): check the config's widths and depths`);
+  const resident = DECODING_WEIGHT_COPIES * bytes;
+  if (budget === null || resident <= budget) return;
+  const r = reason(
+    'WEIGHTS_TOO_LARGE',
+    'config',
+    `${formatBytes(bytes)} of weights`,
+    `at most ${formatBytes(budget / DECODING_WEIGHT_COPIES)} of weights (${DECODING_WEIGHT_COPIES} copies within 80 % of this machine's memory)`,
+    `${what} declares ${formatBytes(bytes)} of float32 weights (${specs.length} parameters); decoding holds ${DECODING_WEIGHT_COPIES} copies, ${formatBytes(resident)}, more than the memory budget of ${formatBytes(budget)} (80 % of the memory this process may use): check the config's widths and depths`,
+  );
   throw new DistVaeError('CONFIG_INVALID', r.message, { reasons: [r] });
 }
