@@ -37,6 +37,8 @@ export interface CommandSpec {
    * anyway (default 1500 ms: a signal takes effect within 2 s).
    */
   signalGraceMs?: number;
+  /** The command stops on the signal by itself and its exit code stands (a worker that drains exits 0). */
+  drainsOnSignal?: boolean;
   run(args: Args, io: CliIO): Promise<number>;
 }
 

@@ -107,7 +107,7 @@ function runProcess(argv: string[]): void {
   const onSignal = (signal: keyof typeof SIGNAL_EXIT_CODES) => {
     if (received !== null) return endBySignal();
     received = signal;
-    process.stderr.write(`distvae${command ? ` ${command.name}` : ''}: ${signal}: stopping\n`);
+    if (!command?.drainsOnSignal) process.stderr.write(`distvae${command ? ` ${command.name}` : ''}: ${signal}: stopping\n`);
     controller.abort(new DistVaeError('ABORTED', `interrupted by ${signal}`));
     setTimeout(endBySignal, command?.signalGraceMs ?? DEFAULT_SIGNAL_GRACE_MS).unref();
   };
@@ -120,8 +120,9 @@ function runProcess(argv: string[]): void {
     signal: controller.signal,
   };
   runCli(argv, io).then((code) => {
-    if (received !== null) exitAfterSignal();
-    process.exitCode = code;
+    if (received === null) process.exitCode = code;
+    else if (command?.drainsOnSignal) process.exit(code);
+    else exitAfterSignal();
   });
 }
 

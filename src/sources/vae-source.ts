@@ -10,7 +10,7 @@ import { createVae, resolveFamily, resolveFamilyConfig } from '../families/regis
 import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, VaeSpec } from '../families/types.js';
-import type { Tensor } from '../tensor.js';
+import { firstNonFinite, type Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
 import { checkWeightBytes } from '../weights/budget.js';
 import { syntheticWeights } from '../weights/synthetic.js';
@@ -103,7 +103,18 @@ export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { f
   const params = half.params(config);
   checkWeightBytes(params, `the ${family.name} ${part} of ${weightsPath}`);
   const bound = bindWeights(params, weights, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
+  checkFiniteWeights(bound, weightsPath);
   return { family, config, runtime, weights: bound };
+}
+
+/** A NaN or Infinity in the weights would decode into an all-NaN sample (a black image): refused at load, naming the tensor. */
+function checkFiniteWeights(weights: ReadonlyMap<string, Tensor>, source: string): void {
+  for (const [name, t] of weights) {
+    const at = firstNonFinite(t.data);
+    if (at < 0) continue;
+    const r = reason('WEIGHT_NOT_FINITE', name, t.data[at], 'finite values', `weight ${name} in ${source} holds ${t.data[at]} at element ${at} of [${t.dims.join(', ')}]: the checkpoint is corrupt (or was saved after training diverged)`);
+    throw new DistVaeError('FILE_INVALID', r.message, { reasons: [r] });
+  }
 }
 
 /** A source from a path (with an optional family) or as given. */

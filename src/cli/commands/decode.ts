@@ -5,7 +5,7 @@
 // --strategy picks the spatial strategy (decode-strategy.ts).
 
 import { extname } from 'node:path';
-import { throwIfAborted } from '../../decode/engine.js';
+import { checkFiniteOutput, throwIfAborted } from '../../decode/engine.js';
 import { checkLatents } from '../../decode/latents.js';
 import { loadVae, type Vae } from '../../decode/vae.js';
 import { vaeSpecOfSource } from '../../sources/vae-source.js';
@@ -200,6 +200,7 @@ export const decodeCommand: CommandSpec = {
       const seconds = (performance.now() - t0) / 1000;
       bar.finish();
       throwIfAborted(io.signal);
+      checkFiniteOutput(sample.data, 'the decode');
       const written =
         extname(out!).toLowerCase() === '.npy'
           ? (writeNpy(out!, sample), [out!])
