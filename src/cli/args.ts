@@ -3,7 +3,7 @@
 // text (which the documentation's CLI reference is generated from).
 
 import { parseArgs } from 'node:util';
-import { DistVaeError, reason, type Reason } from '../errors.js';
+import { reason, type Reason, refuse } from '../errors.js';
 import type { Size2 } from '../families/types.js';
 
 export interface OptionSpec {
@@ -134,8 +134,7 @@ export class Args {
   done(): void {
     if (this.reasons.length > 0) {
       // An option read twice (shared readers) reports its problem once.
-      const reasons = this.reasons.filter((r, i) => this.reasons.findIndex((q) => q.message === r.message) === i);
-      throw new DistVaeError('INVALID_ARGUMENT', reasons.map((r) => r.message).join('; '), { reasons });
+      refuse('INVALID_ARGUMENT', this.reasons.filter((r, i) => this.reasons.findIndex((q) => q.message === r.message) === i));
     }
   }
 }
@@ -164,15 +163,12 @@ export function parseCommandArgs(spec: CommandSpec, argv: string[]): Args {
   const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
   for (const o of spec.options) options[o.name] = { type: o.kind };
   const known = spec.options.map((o) => `--${o.name}`).join(', ');
-  const refuse = (r: Reason) => {
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
-  };
   let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof options; strict: true; allowPositionals: false; tokens: true }>>;
   try {
     parsed = parseArgs({ args: joinDashValues(spec, argv), options, strict: true, allowPositionals: false, tokens: true });
   } catch (e) {
     const message = (e as Error).message.replace(/\. To specify a positional argument.*$/s, '');
-    return refuse(reason('BAD_ARGUMENTS', 'argv', argv.join(' '), `options of "distvae ${spec.name}": ${known}`, `${message} (distvae ${spec.name} takes ${known}; see distvae ${spec.name} --help)`));
+    return refuse('INVALID_ARGUMENT', reason('BAD_ARGUMENTS', 'argv', argv.join(' '), `options of "distvae ${spec.name}": ${known}`, `${message} (distvae ${spec.name} takes ${known}; see distvae ${spec.name} --help)`));
   }
   // The last of two values would win silently (`--out a.png --out b.png`): say which one was meant instead.
   const seen = new Map<string, string[]>();
@@ -183,7 +179,7 @@ export function parseCommandArgs(spec: CommandSpec, argv: string[]): Args {
     seen.set(t.name, values);
   }
   for (const [name, values] of seen) {
-    if (values.length > 1) refuse(reason('OPTION_REPEATED', `--${name}`, values, 'given once', `--${name} is given ${values.length} times (${values.map((v) => JSON.stringify(v)).join(', ')}): give it once`));
+    if (values.length > 1) refuse('INVALID_ARGUMENT', reason('OPTION_REPEATED', `--${name}`, values, 'given once', `--${name} is given ${values.length} times (${values.map((v) => JSON.stringify(v)).join(', ')}): give it once`));
   }
   return new Args(parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
 }

@@ -4,7 +4,7 @@
 
 import { availableParallelism } from 'node:os';
 import type { LoadOptions } from '../decode/vae.js';
-import { DistVaeError, reason } from '../errors.js';
+import { reason, refuse, type Reason } from '../errors.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { VaeSpec } from '../families/types.js';
 import { defaultMemoryBudgetBytes, formatBytes, weightBytes } from '../weights/budget.js';
@@ -22,7 +22,7 @@ export function checkRankMemory(vae: VaeSpec, ranks: number, loadOptions: LoadOp
   const cores = availableParallelism();
   const maxByCores = Math.max(16, RANKS_PER_CORE * cores);
   const perRank = RANK_FIXED_BYTES + RANK_WEIGHT_COPIES * weightBytes(runtimeOf(vae.family).decoderParams(vae.config));
-  const reasons = [];
+  const reasons: Reason[] = [];
   if (ranks > maxByCores) {
     reasons.push(reason('RANKS_TOO_MANY', '--ranks', ranks, `at most ${maxByCores} on ${cores} core(s)`, `--ranks ${ranks}: ${ranks} ranks would share ${cores} core(s); at most ${maxByCores} here`));
   }
@@ -30,5 +30,5 @@ export function checkRankMemory(vae: VaeSpec, ranks: number, loadOptions: LoadOp
     const fit = Math.max(1, Math.floor(budget / perRank));
     reasons.push(reason('RANKS_OVER_BUDGET', '--ranks', ranks, `at most ${fit} rank(s) of about ${formatBytes(perRank)} each`, `--ranks ${ranks}: each rank loads its own VAE (about ${formatBytes(perRank)}), ${formatBytes(ranks * perRank)} in all, more than the memory budget of ${formatBytes(budget)}; at most ${fit} rank(s) fit`));
   }
-  if (reasons.length > 0) throw new DistVaeError('INVALID_ARGUMENT', reasons.map((r) => r.message).join('; '), { reasons });
+  if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
 }

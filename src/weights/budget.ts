@@ -4,7 +4,7 @@
 // any weight is read, generated or built into a graph.
 
 import { existsSync, readFileSync } from 'node:fs';
-import { DistVaeError, reason } from '../errors.js';
+import { reason, refuse } from '../errors.js';
 import type { ParamSpec } from './synthetic.js';
 
 /** Bytes of float32 weights the parameters declare. */
@@ -63,12 +63,14 @@ export function checkWeightBytes(specs: readonly ParamSpec[], what: string, budg
   const bytes = weightBytes(specs);
   const resident = DECODING_WEIGHT_COPIES * bytes;
   if (budget === null || resident <= budget) return;
-  const r = reason(
+  refuse(
+    'CONFIG_INVALID',
+    reason(
     'WEIGHTS_TOO_LARGE',
     'config',
     `${formatBytes(bytes)} of weights`,
     `at most ${formatBytes(budget / DECODING_WEIGHT_COPIES)} of weights (${DECODING_WEIGHT_COPIES} copies within 80 % of this machine's memory)`,
     `${what} declares ${formatBytes(bytes)} of float32 weights (${specs.length} parameters); decoding holds ${DECODING_WEIGHT_COPIES} copies, ${formatBytes(resident)}, more than the memory budget of ${formatBytes(budget)} (80 % of the memory this process may use): check the config's widths and depths`,
+    ),
   );
-  throw new DistVaeError('CONFIG_INVALID', r.message, { reasons: [r] });
 }
