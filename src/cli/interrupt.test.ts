@@ -80,7 +80,7 @@ else {
         if (keys.length === 0) break;
         await new Promise((res) => setTimeout(res, 100));
       }
-      assert.deepEqual(keys, [], 'keys left in Redis');
+      assert.deepEqual(keys, [], `keys left in Redis: ${keys.join(', ')}; coordinator stderr: ${r.stderr}`);
       assert.equal(worker.child.exitCode, null, 'the worker still serves');
     } finally {
       await worker.stop();
