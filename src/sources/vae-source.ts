@@ -5,13 +5,14 @@
 
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { DistVaeError, reason } from '../errors.js';
+import { reason, refuse } from '../errors.js';
 import { createVae, resolveFamily, resolveFamilyConfig } from '../families/registry.js';
 import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, VaeSpec } from '../families/types.js';
-import type { Tensor } from '../tensor.js';
+import { firstNonFinite, type Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
+import { checkWeightBytes } from '../weights/budget.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { readConfigJson } from './config-file.js';
 import { readWeights } from './weights-file.js';
@@ -54,8 +55,7 @@ function partOf(family: FamilySpec, runtime: FamilyRuntime, part: VaePart): Pick
     return { params: (c) => runtime.decoderParams(c), configFromWeights: runtime.configFromWeights, ignoredKeyPrefixes: family.ignoredKeyPrefixes };
   }
   if (!runtime.encoder) {
-    const r = reason('NO_ENCODER', 'family', family.name, 'a family with an encoder (tae)', `the ${family.name} family has no encoder here; encoding is available for tae`);
-    throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
+    refuse('UNSUPPORTED', reason('NO_ENCODER', 'family', family.name, 'a family with an encoder (tae)', `the ${family.name} family has no encoder here; encoding is available for tae`));
   }
   return runtime.encoder;
 }
@@ -68,27 +68,25 @@ export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { f
     const half = partOf(family, runtime, part);
     const config = resolveFamilyConfig(family, source.config);
     if (!Number.isSafeInteger(source.seed)) {
-      const r = reason('SEED_INVALID', 'seed', source.seed, 'an integer');
-      throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+      refuse('INVALID_ARGUMENT', reason('SEED_INVALID', 'seed', source.seed, 'an integer'));
     }
-    return { family, config, runtime, weights: syntheticWeights(half.params(config), source.seed) };
+    const params = half.params(config);
+    checkWeightBytes(params, `the ${family.name} ${part}`);
+    return { family, config, runtime, weights: syntheticWeights(params, source.seed) };
   }
   const path = source.path;
   if (!existsSync(path)) {
-    const r = reason('FILE_NOT_FOUND', 'vae', path, 'a diffusers folder or a weights file', `VAE not found: ${path}`);
-    throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
+    refuse('FILE_NOT_FOUND', reason('FILE_NOT_FOUND', 'vae', path, 'a diffusers folder or a weights file', `VAE not found: ${path}`));
   }
   const raw = sourceConfig(source);
   let weightsPath = path;
   if (statSync(path).isDirectory()) {
     weightsPath = join(path, DIFFUSERS_WEIGHTS_FILE);
     if (!existsSync(weightsPath)) {
-      const r = reason('WEIGHTS_NOT_FOUND', 'vae', weightsPath, `${DIFFUSERS_WEIGHTS_FILE} inside the folder`, `the diffusers folder ${path} has no ${DIFFUSERS_WEIGHTS_FILE}`);
-      throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
+      refuse('FILE_NOT_FOUND', reason('WEIGHTS_NOT_FOUND', 'vae', weightsPath, `${DIFFUSERS_WEIGHTS_FILE} inside the folder`, `the diffusers folder ${path} has no ${DIFFUSERS_WEIGHTS_FILE}`));
     }
   } else if (source.family === undefined && raw === undefined) {
-    const r = reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`);
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    refuse('INVALID_ARGUMENT', reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`));
   }
   const family = resolveFamily(source.family, raw);
   const runtime = runtimeOf(family);
@@ -97,8 +95,20 @@ export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { f
   const weights = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
   const implied = half.configFromWeights?.(weights);
   const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
-  const bound = bindWeights(half.params(config), weights, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
+  const params = half.params(config);
+  checkWeightBytes(params, `the ${family.name} ${part} of ${weightsPath}`);
+  const bound = bindWeights(params, weights, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
+  checkFiniteWeights(bound, weightsPath);
   return { family, config, runtime, weights: bound };
+}
+
+/** A NaN or Infinity in the weights would decode into an all-NaN sample (a black image): refused at load, naming the tensor. */
+function checkFiniteWeights(weights: ReadonlyMap<string, Tensor>, source: string): void {
+  for (const [name, t] of weights) {
+    const at = firstNonFinite(t.data);
+    if (at < 0) continue;
+    refuse('FILE_INVALID', reason('WEIGHT_NOT_FINITE', name, t.data[at], 'finite values', `weight ${name} in ${source} holds ${t.data[at]} at element ${at} of [${t.dims.join(', ')}]: the checkpoint is corrupt (or was saved after training diverged)`));
+  }
 }
 
 /** A source from a path (with an optional family) or as given. */
