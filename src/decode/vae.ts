@@ -17,8 +17,8 @@ import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeGeometry, VaeSpec } from '../families/types.js';
 import { checkProvider, type SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
-import { bindWeights } from '../weights/bind.js';
-import { readWeights } from '../weights/load.js';
+import { withFileSource } from '../sources/file-source.js';
+import { openWeights, readBoundWeights } from '../weights/load.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { decoderModelOf } from './decoder-model.js';
@@ -134,7 +134,7 @@ function partOf(family: FamilySpec, runtime: FamilyRuntime, part: VaePart): Pick
 }
 
 /** Reads the architecture and the weights of one half (default: the decoder) a source names (no onnxruntime involved). */
-export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { family: FamilySpec; config: ResolvedConfig; runtime: FamilyRuntime; weights: Map<string, Tensor> } {
+export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): Promise<{ family: FamilySpec; config: ResolvedConfig; runtime: FamilyRuntime; weights: Map<string, Tensor> }> {
   if (isSynthetic(source)) {
     const family = resolveFamily(source.family, source.config);
     const runtime = runtimeOf(family);
@@ -166,12 +166,14 @@ export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { f
   const family = resolveFamily(source.family, raw);
   const runtime = runtimeOf(family);
   const half = partOf(family, runtime, part);
-  const stored = readWeights(weightsPath);
-  const weights = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
-  const implied = half.configFromWeights?.(weights);
-  const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
-  const bound = bindWeights(half.params(config), weights, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
-  return { family, config, runtime, weights: bound };
+  return withFileSource(weightsPath, async (file) => {
+    const reader = await openWeights(file);
+    const entries = runtime.renameKeys ? runtime.renameKeys(reader.entries) : reader.entries;
+    const implied = half.configFromWeights?.(entries);
+    const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
+    const weights = await readBoundWeights(reader, entries, half.params(config), { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
+    return { family, config, runtime, weights };
+  });
 }
 
 /** A source from a path (with an optional family) or as given. */
@@ -195,7 +197,7 @@ export function sessionOptionsOf(options: LoadOptions): SessionOptions {
  */
 export async function loadVae(source: string | VaeSource, options: LoadOptions & { family?: string } = {}): Promise<Vae> {
   const resolved = vaeSourceOf(source, options.family);
-  const { family, config, runtime, weights } = readVaeSource(resolved);
+  const { family, config, runtime, weights } = await readVaeSource(resolved);
   const sessionOptions = sessionOptionsOf(options);
   // The provider is checked now; the decoder's sessions are built by the first decode.
   await checkProvider(sessionOptions);
