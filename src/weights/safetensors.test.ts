@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { tensor } from '../tensor.js';
 import { float16BitsToFloat32, float32ToFloat16Bits } from './halfprecision.js';
-import { encodeSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './safetensors.js';
+import { readLatents } from '../io/latents.js';
+import { bytesSource } from '../sources/byte-source.js';
+import { readWeights } from './load.js';
+import { encodeSafetensors, openSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './safetensors.js';
 
 const latin1 = (s: string): Uint8Array => Uint8Array.from(s, (c) => c.charCodeAt(0));
 
@@ -130,4 +133,35 @@ test('a truncated file is refused, not read short', async () => {
   assert.equal((await parseSafetensors(good)).tensors.size, 2);
   await assertFileInvalid(good.subarray(0, good.length - 3), /tensor "b": data_offsets \[16, 32\] run past the 29-byte data section/);
   await assertFileInvalid(good.subarray(0, 20), /header length \d+ exceeds the 12 bytes/);
+});
+
+test('a header whose length is not a multiple of 4 (valid by the format) is read, for weights and latents', async () => {
+  const values = Float32Array.from({ length: 16 }, (_, i) => i - 7.5);
+  const header = '{"latents":{"dtype":"F32","shape":[1,4,2,2],"data_offsets":[0,64]}}';
+  for (const pad of [0, 1, 2, 3, 5]) {
+    const text = header + ' '.repeat(pad);
+    const bytes = rawFile(text, new Uint8Array(values.buffer));
+    const { tensors } = await parseSafetensors(Buffer.from(bytes), 'odd.safetensors');
+    assert.deepEqual(tensors.get('latents')!.data, values, `header length ${text.length}`);
+    const dir = mkdtempSync(join(tmpdir(), 'distvae-st-'));
+    try {
+      writeFileSync(join(dir, 'z.safetensors'), bytes);
+      assert.deepEqual((await readLatents(join(dir, 'z.safetensors'))).data, values);
+      assert.deepEqual((await readWeights(join(dir, 'z.safetensors'))).get('latents')!.data, values);
+    } finally {
+      rmSync(dir, { recursive: true });
+    }
+  }
+});
+
+test('opening reads the header only; each tensor is read alone', async () => {
+  const bytes = encodeSafetensors({ a: tensor([3], Float32Array.from([1, 2, 3])), b: tensor([2], Float32Array.from([4, 5])) }, { dtype: 'F16' });
+  const reads: [number, number][] = [];
+  const inner = bytesSource(bytes, 'm.safetensors');
+  const file = await openSafetensors({ ...inner, read: (o, n) => (reads.push([o, n]), inner.read(o, n)) });
+  assert.deepEqual([...file.entries.values()].map((e) => [e.name, e.dtype, e.dims]), [['a', 'F16', [3]], ['b', 'F16', [2]]]);
+  const headerReads = reads.length;
+  assert.deepEqual([...(await file.readTensor('b')).data], [4, 5]);
+  assert.deepEqual(reads.slice(headerReads), [[bytes.length - 4, 4]]);
+  await assert.rejects(file.readTensor('c'), { message: /no tensor named "c"/ });
 });

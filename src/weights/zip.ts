@@ -33,7 +33,11 @@ const EOCD_BYTES = 22;
 const MAX_COMMENT = 65535;
 /** A state dict's directory holds one record per tensor storage: megabytes at most. */
 const MAX_DIRECTORY_BYTES = 64 * 1024 * 1024;
-const INFLATE_PIECE = 1024 * 1024;
+/**
+ * Compressed bytes pushed to the inflater at a time: deflate expands at most about 1032:1, so
+ * one push never produces more than ~17 MB, however the entry was crafted.
+ */
+const INFLATE_PIECE = 16 * 1024;
 
 export async function openZip(source: ByteSource): Promise<ZipArchive> {
   const fail = (message: string): never => {
