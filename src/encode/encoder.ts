@@ -12,7 +12,8 @@ import { DistVaeError, reason, type Reason } from '../errors.js';
 import type { FamilySpec, ResolvedConfig } from '../families/types.js';
 import { nearestMultiples } from '../plan/shapes.js';
 import type { Tensor } from '../tensor.js';
-import { readVaeSource, sessionOptionsOf, vaeSourceOf, type LoadOptions, type VaeSource } from '../decode/vae.js';
+import { sessionOptionsOf, type LoadOptions } from '../decode/vae.js';
+import { readVaeSource, vaeSourceOf, type VaeSource } from '../sources/vae-source.js';
 
 export interface Encoder {
   readonly family: FamilySpec;

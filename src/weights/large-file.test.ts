@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-const LOAD = fileURLToPath(new URL('./load.ts', import.meta.url));
+const LOAD = fileURLToPath(new URL('../sources/weights-file.ts', import.meta.url));
 const SOURCE = fileURLToPath(new URL('../sources/file-source.ts', import.meta.url));
 const HUGE = 5 * 2 ** 30;
 

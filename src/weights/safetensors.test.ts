@@ -8,7 +8,7 @@ import { tensor } from '../tensor.js';
 import { float16BitsToFloat32, float32ToFloat16Bits } from './halfprecision.js';
 import { readLatents } from '../io/latents.js';
 import { bytesSource } from '../sources/byte-source.js';
-import { readWeights } from './load.js';
+import { readWeights } from '../sources/weights-file.js';
 import { encodeSafetensors, openSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './safetensors.js';
 
 const latin1 = (s: string): Uint8Array => Uint8Array.from(s, (c) => c.charCodeAt(0));

@@ -11,7 +11,7 @@ import { loadVae } from '../../decode/vae.js';
 import { DistVaeError } from '../../errors.js';
 import { buildPth } from '../../weights/pth-fixture.js';
 import { readPth } from '../../weights/pth.js';
-import { readWeights } from '../../weights/load.js';
+import { readWeights } from '../../sources/weights-file.js';
 import { readImage } from '../image.js';
 import { readLatents } from '../latents.js';
 import { readNpy } from '../npy.js';
