@@ -1,9 +1,10 @@
-// Whole-file reads and writes for the tensor and weight codecs, with file-system failures
-// turned into DistVaeErrors that name the path.
+// Whole-file reads and (atomic) writes for the tensor and weight codecs, with file-system
+// failures turned into DistVaeErrors that name the path.
 
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
-import { DistVaeError, reason } from '../errors.js';
+import { readFileSync, statSync } from 'node:fs';
+import { DistVaeError } from '../errors.js';
 import { refuseIfNotRegular } from '../sources/file-source.js';
+import { writeFileAtomic } from './atomic-file.js';
 
 /**
  * Reads a whole regular file. A device or pipe (/dev/zero under a `.npy` name) has no size to
@@ -21,12 +22,7 @@ export function readFileBytes(path: string): Uint8Array {
   }
 }
 
+/** Writes a whole file atomically (a temporary file renamed on success; see atomic-file.ts). */
 export function writeFileBytes(path: string, bytes: Uint8Array): void {
-  try {
-    writeFileSync(path, bytes);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code ?? String(e);
-    const r = reason('INVALID_ARGUMENT', 'path', path, 'a writable file path', `cannot write ${path} (${code})`);
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r], cause: e });
-  }
+  writeFileAtomic(path, bytes);
 }

@@ -3,8 +3,6 @@
 // onnxruntime. A `VaeSource` is plain data, so a rank in another thread, process or machine can
 // read the same VAE.
 
-import { existsSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { DistVaeError, reason } from '../errors.js';
 import { createVae, resolveFamily, resolveFamilyConfig } from '../families/registry.js';
 import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
@@ -14,14 +12,20 @@ import type { Tensor } from '../tensor.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { readConfigJson } from './config-file.js';
 import { withFileSource } from './file-source.js';
+import { locateVae, type VaeLocation } from './locate.js';
 import { openWeights, readBoundWeights } from './weights-file.js';
 
-export const DIFFUSERS_WEIGHTS_FILE = 'diffusion_pytorch_model.safetensors';
+export { DIFFUSERS_WEIGHTS_FILE } from './locate.js';
 
 /** Where a VAE's architecture and weights come from (serialisable). */
 export type VaeSource =
-  /** A diffusers folder, or a single weights file (.safetensors / .pth) with `family` (and optionally `config`). */
-  | { path: string; family?: string; config?: RawConfig }
+  /**
+   * A diffusers VAE folder, a pipeline folder, a Hub repo id `org/name[@revision]` in the local
+   * cache, or a single weights file (.safetensors / .pth) with `family` (and optionally
+   * `config`); `subfolder` picks a pipeline component other than `vae`, `variant` a weights
+   * variant such as `fp16` (see locate.ts for diffusers' rule when it is missing).
+   */
+  | { path: string; family?: string; config?: RawConfig; subfolder?: string; variant?: string }
   /** Seeded synthetic weights for an architecture config. */
   | { family?: string; config?: RawConfig; weights: 'synthetic'; seed: number };
 
@@ -29,9 +33,16 @@ function isSynthetic(source: VaeSource): source is Extract<VaeSource, { weights:
   return (source as { weights?: unknown }).weights === 'synthetic';
 }
 
-/** The folder's config.json merged with explicit overrides, or the explicit config alone. */
+/** Where a path source points (file, VAE folder, pipeline component, cached repo). */
+export function locationOf(source: Extract<VaeSource, { path: string }>): VaeLocation {
+  return locateVae(source.path, { ...(source.subfolder !== undefined ? { subfolder: source.subfolder } : {}), ...(source.variant !== undefined ? { variant: source.variant } : {}) });
+}
+
+/** The VAE folder's config.json merged with explicit overrides, or the explicit config alone. */
 export function sourceConfig(source: VaeSource): RawConfig | undefined {
-  if (!isSynthetic(source) && existsSync(source.path) && statSync(source.path).isDirectory()) return { ...readConfigJson(source.path), ...(source.config ?? {}) };
+  if (isSynthetic(source)) return source.config;
+  const location = locationOf(source);
+  if (location.kind === 'folder') return { ...readConfigJson(location.folder), ...(source.config ?? {}) };
   return source.config;
 }
 
@@ -41,7 +52,7 @@ export function sourceConfig(source: VaeSource): RawConfig | undefined {
  */
 export function vaeSpecOfSource(source: VaeSource): VaeSpec | null {
   const config = sourceConfig(source);
-  if (!isSynthetic(source) && config === undefined && !(existsSync(source.path) && statSync(source.path).isDirectory())) return null;
+  if (config === undefined) return null;
   return createVae(source.family, config);
 }
 
@@ -74,19 +85,10 @@ export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'
     return { family, config, runtime, weights: syntheticWeights(half.params(config), source.seed) };
   }
   const path = source.path;
-  if (!existsSync(path)) {
-    const r = reason('FILE_NOT_FOUND', 'vae', path, 'a diffusers folder or a weights file', `VAE not found: ${path}`);
-    throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
-  }
+  const location = locationOf(source);
   const raw = sourceConfig(source);
-  let weightsPath = path;
-  if (statSync(path).isDirectory()) {
-    weightsPath = join(path, DIFFUSERS_WEIGHTS_FILE);
-    if (!existsSync(weightsPath)) {
-      const r = reason('WEIGHTS_NOT_FOUND', 'vae', weightsPath, `${DIFFUSERS_WEIGHTS_FILE} inside the folder`, `the diffusers folder ${path} has no ${DIFFUSERS_WEIGHTS_FILE}`);
-      throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
-    }
-  } else if (source.family === undefined && raw === undefined) {
+  const weightsPath = location.weightsPath;
+  if (location.kind === 'file' && source.family === undefined && raw === undefined) {
     const r = reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`);
     throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
   }
