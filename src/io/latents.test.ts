@@ -6,7 +6,7 @@ import { after, test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { tensor } from '../tensor.js';
 import { writeSafetensors } from '../weights/safetensors.js';
-import { readLatents } from './latents.js';
+import { readLatents, unscaleLatents } from './latents.js';
 import { writeNpy } from './npy.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-latents-'));
@@ -50,4 +50,31 @@ test('non-finite and empty latents are refused with counts and the first index',
 test('other extensions and missing files are refused', async () => {
   await assert.rejects(() => readLatents(join(dir, 'z.pt')), { code: 'INVALID_ARGUMENT', message: /expected a \.npy, \.safetensors/ });
   await assert.rejects(() => readLatents(join(dir, 'missing.npy')), { code: 'FILE_NOT_FOUND' });
+});
+
+test('ComfyUI .latent files: latent_tensor as is with the format marker, times 1/0.18215 without it (LoadLatent)', async () => {
+  writeSafetensors(join(dir, 'new.latent'), { latent_tensor: z, latent_format_version_0: tensor([0]) });
+  assert.deepEqual((await readLatents(join(dir, 'new.latent'))).data, values);
+  writeSafetensors(join(dir, 'old.latent'), { latent_tensor: z });
+  const old = await readLatents(join(dir, 'old.latent'));
+  assert.deepEqual(old.data, values.map((v) => v / 0.18215));
+  writeSafetensors(join(dir, 'other.latent'), { samples: z, x: z });
+  await assert.rejects(readLatents(join(dir, 'other.latent')), { code: 'FILE_INVALID', message: /a ComfyUI \.latent file holds "latent_tensor" \(tensors in the file: "samples", "x"\)/ });
+});
+
+test('file.safetensors:name picks a tensor; a missing name lists the file\'s tensors', async () => {
+  writeSafetensors(join(dir, 'many.safetensors'), { a: tensor([1, 4, 2, 2]), b: z });
+  assert.deepEqual((await readLatents(`${join(dir, 'many.safetensors')}:b`)).data, values);
+  await assert.rejects(readLatents(`${join(dir, 'many.safetensors')}:c`), { code: 'FILE_INVALID', message: /no tensor named "c" \(tensors in the file: "a", "b"\)/ });
+  await assert.rejects(readLatents(join(dir, 'many.safetensors')), { message: /pick one with .*many\.safetensors:<name>/ });
+});
+
+test('pipeline latents: divided by scaling_factor, shift_factor added, as pipelines do before vae.decode', () => {
+  const scaled = tensor([1, 2], Float32Array.from([0.3611, -1.5]));
+  const out = unscaleLatents(scaled, { scalingFactor: 0.3611, shiftFactor: 0.1159 });
+  // torch: float32 tensor / python float, then + python float, each a float32 operation.
+  const f = Math.fround;
+  assert.deepEqual([...out.data], [f(f(f(0.3611) / f(0.3611)) + f(0.1159)), f(f(-1.5 / f(0.3611)) + f(0.1159))]);
+  assert.deepEqual([...unscaleLatents(scaled, { scalingFactor: 0.5 }).data], [f(f(0.3611) / 0.5), -3]);
+  assert.throws(() => unscaleLatents(scaled, { scalingFactor: 0 }), { code: 'CONFIG_INVALID' });
 });

@@ -17,7 +17,7 @@ import { splitBands } from '../../strategies/shard/bands.js';
 import type { VaeSpec } from '../../families/types.js';
 import { writeSamplePng } from '../../io/image.js';
 import { checkFfmpeg, DEFAULT_FPS, isVideoPath, VIDEO_EXTENSIONS, writeSampleVideo } from '../../io/video.js';
-import { readLatents } from '../../io/latents.js';
+import { latentScalingOf, readLatents, unscaleLatents } from '../../io/latents.js';
 import { writeNpy } from '../../io/npy.js';
 import { tileGrid } from '../../plan/grid.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
@@ -44,7 +44,8 @@ export const decodeCommand: CommandSpec = {
   options: [
     ...VAE_SOURCE_OPTIONS,
     ...FAMILY_OPTIONS,
-    { name: 'latents', kind: 'string', value: 'PATH', description: 'latents as diffusers vae.decode receives them: .npy, or .safetensors with a tensor named "latents"' },
+    { name: 'latents', kind: 'string', value: 'PATH', description: 'latents as diffusers vae.decode receives them: .npy; .safetensors with a tensor named "latents", its only tensor, or FILE.safetensors:NAME; a ComfyUI .latent' },
+    { name: 'latents-scaled', kind: 'boolean', description: "the latents are a pipeline's (output_type=\"latent\"): divide by the VAE config's scaling_factor and add its shift_factor first, as pipelines do" },
     { name: 'out', kind: 'string', value: 'PATH', description: ".npy: the raw decode(z).sample; .png: an image with the family's value mapping (one file per image/frame); .mp4/.webm: a video (one per batch item) through the system ffmpeg" },
     ...TILING_OPTIONS,
     { name: 'full', kind: 'boolean', description: 'one decoder call over everything: no spatial and no temporal tiling' },
@@ -128,12 +129,13 @@ export const decodeCommand: CommandSpec = {
     }
     args.done();
 
-    const latents = await readLatents(latentsPath!);
+    const stored = await readLatents(latentsPath!);
+    const latentsScaled = args.flag('latents-scaled');
     // A plan-only view checks the latent and the plan before any weights are read, when the
     // architecture is known without them (a bare weights file names its variant only in its keys).
     const spec = vaeSpecOfSource(source);
     const configure = (vae: VaeSpec) => {
-      const latent = checkLatents(vae, latents, latentsPath);
+      const latent = checkLatents(vae, stored, latentsPath);
       if (video && !vae.geometry.fiveDimLatents) {
         args.refuse('--out', out, '.npy or .png for an image family', `--out ${out}: ${vae.family.name} decodes images, not video; write .npy or .png`);
         args.done();
@@ -169,6 +171,7 @@ export const decodeCommand: CommandSpec = {
       vae = await loadVae(source, loadOptions);
       await started;
       const latent = configure(vae);
+      const latents = latentsScaled ? unscaleLatents(stored, latentScalingOf(vae.config.fields, vae.family.name)) : stored;
       const grid = tileGrid(vae, latent);
       const rankStats = installStrategy(strategy, vae, group);
       const bar = progressBar(io, 'decode');
