@@ -18,6 +18,11 @@ import type { VaeSpec } from '../../families/types.js';
 import { writeSamplePng } from '../../io/image.js';
 import { checkFfmpeg, DEFAULT_FPS, isVideoPath, VIDEO_EXTENSIONS, writeSampleVideo } from '../../io/video.js';
 import { latentScalingOf, readLatents, unscaleLatents } from '../../io/latents.js';
+import { PngBandWriter } from '../../io/png-stream.js';
+import { decodeToBands } from '../../decode/engine.js';
+import type { DecodeProgress } from '../../decode/types.js';
+import type { Tensor } from '../../tensor.js';
+import { DISTVAE_VERSION } from '../../version.js';
 import { writeNpy } from '../../io/npy.js';
 import { tileGrid } from '../../plan/grid.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
@@ -176,15 +181,26 @@ export const decodeCommand: CommandSpec = {
       const rankStats = installStrategy(strategy, vae, group);
       const bar = progressBar(io, 'decode');
       const t0 = performance.now();
-      const sample = await vae.decode(latents, { onProgress: bar.update });
+      // A single image goes to PNG band by band as its tile rows finish (memory independent of
+      // its height); a batch, video frames and .npy are written from the whole sample.
+      const streamPng = extname(out!).toLowerCase() === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1;
+      let sample: { dims: readonly number[] };
+      let written: string[];
+      if (streamPng) {
+        sample = await writeStreamedPng(vae, latents, out!, bitDepth === '16' ? 16 : 8, bar.update);
+        written = [out!];
+      } else {
+        const whole = await vae.decode(latents, { onProgress: bar.update });
+        sample = whole;
+        written =
+          extname(out!).toLowerCase() === '.npy'
+            ? (writeNpy(out!, whole), [out!])
+            : video
+              ? await writeSampleVideo(out!, whole, vae.family.sampleRange, fps !== undefined ? { fps } : {})
+              : writeSamplePng(out!, whole, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
+      }
       const seconds = (performance.now() - t0) / 1000;
       bar.finish();
-      const written =
-        extname(out!).toLowerCase() === '.npy'
-          ? (writeNpy(out!, sample), [out!])
-          : video
-            ? await writeSampleVideo(out!, sample, vae.family.sampleRange, fps !== undefined ? { fps } : {})
-            : writeSamplePng(out!, sample, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
       const single = scheduleGrid(grid, 1);
       const shard = rankStats?.shard() ?? null;
       const summary = {
@@ -219,3 +235,34 @@ export const decodeCommand: CommandSpec = {
     }
   },
 };
+
+/**
+ * Decodes one image into a PNG written band by band, with the plan, the distvae version and the
+ * VAE's content hash in its text chunks; nothing is left at `out` when the decode fails.
+ */
+async function writeStreamedPng(vae: Vae, latents: Tensor, out: string, bitDepth: 8 | 16, onProgress: (e: DecodeProgress) => void): Promise<{ dims: number[] }> {
+  const [, , latentHeight, latentWidth] = latents.dims as number[];
+  const text = {
+    'distvae:plan': JSON.stringify({ enabled: vae.tiling.enabled, window: vae.tiling.window, overlap: vae.tiling.overlap }),
+    'distvae:version': DISTVAE_VERSION,
+    'distvae:vae-sha256': vae.contentHash(),
+  };
+  let writer: PngBandWriter | null = null;
+  try {
+    const result = await decodeToBands(
+      vae,
+      latents,
+      (_y0, band) => {
+        const [, channels, , width] = band.dims as number[];
+        writer ??= new PngBandWriter(out, { width: width!, height: (latentHeight! * width!) / latentWidth!, channels: channels!, bitDepth, range: vae.family.sampleRange, text });
+        writer.writeBand(band);
+      },
+      { onProgress },
+    );
+    writer!.finish();
+    return result;
+  } catch (e) {
+    (writer as PngBandWriter | null)?.abort();
+    throw e;
+  }
+}
