@@ -13,6 +13,7 @@ import { syntheticWeights } from '../weights/synthetic.js';
 import { readConfigJson } from './config-file.js';
 import { withFileSource } from './file-source.js';
 import { locateVae, type VaeLocation } from './locate.js';
+import { ldmToDiffusers, ldmVaeConfig, ldmVaePrefix } from './single-file.js';
 import { openWeights, readBoundWeights } from './weights-file.js';
 
 export { DIFFUSERS_WEIGHTS_FILE } from './locate.js';
@@ -88,17 +89,20 @@ export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'
   const location = locationOf(source);
   const raw = sourceConfig(source);
   const weightsPath = location.weightsPath;
-  if (location.kind === 'file' && source.family === undefined && raw === undefined) {
-    const r = reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`);
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
-  }
-  const family = resolveFamily(source.family, raw);
-  const runtime = runtimeOf(family);
-  const half = partOf(family, runtime, part);
   return withFileSource(weightsPath, async (file) => {
     const reader = await openWeights(file);
-    const entries = runtime.renameKeys ? runtime.renameKeys(reader.entries) : reader.entries;
-    const implied = half.configFromWeights?.(entries);
+    // A bare file in the original ldm layout is an AutoencoderKL whose shapes give its config.
+    const ldmPrefix = location.kind === 'file' && part === 'decoder' && (source.family === undefined || source.family === 'autoencoder-kl') ? ldmVaePrefix(reader.entries) : null;
+    if (location.kind === 'file' && source.family === undefined && raw === undefined && ldmPrefix === null) {
+      const r = reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`);
+      throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    }
+    const family = resolveFamily(ldmPrefix !== null ? 'autoencoder-kl' : source.family, raw);
+    const runtime = runtimeOf(family);
+    const half = partOf(family, runtime, part);
+    const stored = ldmPrefix !== null ? ldmToDiffusers(reader.entries, ldmPrefix) : reader.entries;
+    const entries = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
+    const implied = ldmPrefix !== null ? ldmVaeConfig(reader.entries, ldmPrefix) : half.configFromWeights?.(entries);
     const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
     const weights = await readBoundWeights(reader, entries, half.params(config), { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
     return { family, config, runtime, weights };

@@ -35,7 +35,7 @@ export function readWeights(path: string): Promise<Map<string, StoredTensor>> {
  * The decoder's tensors from an opened file: the shapes are bound first (header only, every
  * problem named at once), then only the expected tensors are read, one after another — a
  * view or storage the decoder does not expect is never materialised. `entries` may rename the
- * reader's keys (each entry keeps its stored name).
+ * reader's keys (each entry keeps its stored name) and reshape them (same element count).
  */
 export async function readBoundWeights(
   reader: TensorReader,
@@ -45,6 +45,11 @@ export async function readBoundWeights(
 ): Promise<Map<string, Tensor>> {
   checkBinding(expected, entries, { source: reader.source, ...options });
   const out = new Map<string, Tensor>();
-  for (const param of expected) out.set(param.name, asParam(await reader.readTensor(entries.get(param.name)!.name), param));
+  for (const param of expected) {
+    const entry = entries.get(param.name)!;
+    const stored = await reader.readTensor(entry.name);
+    // A renamed entry may view the stored values in another shape of the same size (a 1×1 conv as a linear weight).
+    out.set(param.name, asParam({ dims: [...entry.dims], data: stored.data }, param));
+  }
   return out;
 }
