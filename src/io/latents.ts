@@ -4,7 +4,8 @@
 // before any work starts. Rank and channel checks against a family happen where the family is
 // known; `unscaleLatents` turns a pipeline's (scaled) latents into what `vae.decode` takes.
 
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { DistVaeError, reason } from '../errors.js';
 import { withFileSource } from '../sources/file-source.js';
 import { stridesOf, type Tensor } from '../tensor.js';
@@ -41,6 +42,32 @@ export async function readLatents(spec: string): Promise<Tensor> {
   }
   validateLatents(latents, spec);
   return { dims: latents.dims, data: latents.data };
+}
+
+const LATENT_FILE = /\.(npy|safetensors|latent)$/i;
+
+/**
+ * The latent files an argument names: a folder (its .npy / .safetensors / .latent files), a
+ * glob whose last part holds `*` or `?` (matched in its folder), or one file as given. Sorted;
+ * a folder or glob matching nothing is refused.
+ */
+export function expandLatentsArg(arg: string): string[] {
+  const isFolder = existsSync(arg) && statSync(arg).isDirectory();
+  const name = basename(arg);
+  if (!isFolder && !/[*?]/.test(name)) return [arg];
+  const folder = isFolder ? arg : dirname(arg);
+  const pattern = isFolder ? null : new RegExp(`^${name.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+  const files = existsSync(folder) && statSync(folder).isDirectory() ? readdirSync(folder).filter((f) => LATENT_FILE.test(f) && (!pattern || pattern.test(f))).sort() : [];
+  if (files.length === 0) {
+    const r = reason('NO_LATENTS', 'latents', arg, 'a folder or glob matching .npy / .safetensors / .latent files', `--latents ${arg} matches no .npy, .safetensors or .latent file`);
+    throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
+  }
+  return files.map((f) => join(folder, f));
+}
+
+/** The output stem of a latent file: its name without the extension. */
+export function latentsStem(path: string): string {
+  return basename(path).replace(LATENT_FILE, '');
 }
 
 /** `file.safetensors:name` names a tensor, unless a file of that whole name exists. */

@@ -3,7 +3,7 @@
 // with --latents-scaled — each the same sample as the plain equivalent.
 
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -72,4 +72,30 @@ test('--latents-scaled divides by scaling_factor and adds shift_factor before de
   assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, 'scaled.npy'), '--latents-scaled', '--out', viaFlag, '--threads', '1')).code, 0);
   assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, 'unscaled.npy'), '--out', direct, '--threads', '1')).code, 0);
   assert.deepEqual(readNpy(viaFlag), readNpy(direct));
+});
+
+test('a folder or glob of latents decodes with one load into --out-dir, each like its own decode', async () => {
+  const many = join(dir, 'many');
+  mkdirSync(many);
+  const a = seededTensor([1, 4, 4, 4], 1);
+  const b = seededTensor([1, 4, 6, 4], 2);
+  writeNpy(join(many, 'a.npy'), a);
+  writeSafetensors(join(many, 'b.safetensors'), { latents: b });
+  writeFileSync(join(many, 'notes.txt'), 'ignored');
+  const outDir = join(dir, 'outs');
+  mkdirSync(outDir);
+  assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', many, '--out-dir', outDir, '--out-format', 'npy', '--threads', '1')).code, 0);
+  for (const [name, latents] of [['a', a], ['b', b]] as const) {
+    const single = join(dir, `single-${name}.npy`);
+    writeNpy(join(dir, `in-${name}.npy`), latents);
+    assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, `in-${name}.npy`), '--out', single, '--threads', '1')).code, 0);
+    assert.deepEqual(readNpy(join(outDir, `${name}.npy`)), readNpy(single));
+  }
+  const globbed = join(dir, 'globbed');
+  mkdirSync(globbed);
+  assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(many, '*.npy'), '--out-dir', globbed, '--threads', '1')).code, 0);
+  assert.deepEqual(readdirSync(globbed), ['a.png']);
+  const refused = await cli('decode', '--vae', 'org/tiny-pipe', '--latents', many, '--out', join(dir, 'x.png'), '--json');
+  assert.equal(refused.code, 2);
+  assert.match(JSON.parse(refused.stdout).error.message, /names 2 files: give --out-dir DIR/);
 });

@@ -4,7 +4,7 @@
 // the row-sharding bands and ffmpeg's presence are all checked before the decoder is built.
 // --strategy picks the spatial strategy (decode-strategy.ts).
 
-import { extname } from 'node:path';
+import { extname, join } from 'node:path';
 import { checkLatents } from '../../decode/latents.js';
 import { loadVae, type Vae } from '../../decode/vae.js';
 import { vaeSpecOfSource } from '../../sources/vae-source.js';
@@ -17,7 +17,7 @@ import { splitBands } from '../../strategies/shard/bands.js';
 import type { VaeSpec } from '../../families/types.js';
 import { writeSamplePng } from '../../io/image.js';
 import { checkFfmpeg, DEFAULT_FPS, isVideoPath, VIDEO_EXTENSIONS, writeSampleVideo } from '../../io/video.js';
-import { latentScalingOf, readLatents, unscaleLatents } from '../../io/latents.js';
+import { expandLatentsArg, latentScalingOf, latentsStem, readLatents, unscaleLatents } from '../../io/latents.js';
 import { PngBandWriter } from '../../io/png-stream.js';
 import { decodeToBands } from '../../decode/engine.js';
 import type { DecodeProgress } from '../../decode/types.js';
@@ -50,6 +50,8 @@ export const decodeCommand: CommandSpec = {
     ...VAE_SOURCE_OPTIONS,
     ...FAMILY_OPTIONS,
     { name: 'latents', kind: 'string', value: 'PATH', description: 'latents as diffusers vae.decode receives them: .npy; .safetensors with a tensor named "latents", its only tensor, or FILE.safetensors:NAME; a ComfyUI .latent' },
+    { name: 'out-dir', kind: 'string', value: 'DIR', description: 'with a folder or glob of latents: one output per latent, DIR/<stem>.<format>, all with one VAE load' },
+    { name: 'out-format', kind: 'string', value: 'png|npy|mp4|webm', description: 'the outputs of --out-dir', defaultText: 'png' },
     { name: 'latents-scaled', kind: 'boolean', description: "the latents are a pipeline's (output_type=\"latent\"): divide by the VAE config's scaling_factor and add its shift_factor first, as pipelines do" },
     { name: 'out', kind: 'string', value: 'PATH', description: ".npy: the raw decode(z).sample; .png: an image with the family's value mapping (one file per image/frame); .mp4/.webm: a video (one per batch item) through the system ffmpeg" },
     ...TILING_OPTIONS,
@@ -94,7 +96,15 @@ export const decodeCommand: CommandSpec = {
   ],
   async run(args, io) {
     const latentsPath = args.string('latents', { required: true });
-    const out = args.string('out', { required: true });
+    // Several latents (a folder or a glob) decode with one load, each to --out-dir/<stem>.<format>.
+    const outDir = args.string('out-dir');
+    const outFormat = args.choice('out-format', ['png', 'npy', 'mp4', 'webm'] as const);
+    const inputs = latentsPath === undefined ? [] : expandLatentsArg(latentsPath);
+    if (outDir === undefined && inputs.length > 1) args.refuse('--latents', latentsPath, 'one file, or several with --out-dir', `--latents ${latentsPath} names ${inputs.length} files: give --out-dir DIR (one output per latent)`);
+    if (outDir !== undefined && args.has('out')) args.refuse('--out', args.values['out'], 'absent with --out-dir', '--out and --out-dir are exclusive');
+    if (outDir === undefined && outFormat !== undefined) args.refuse('--out-format', outFormat, 'only with --out-dir', '--out-format names the outputs of --out-dir; --out carries its own extension');
+    const outputs = outDir !== undefined ? inputs.map((p) => join(outDir, `${latentsStem(p)}.${outFormat ?? 'png'}`)) : [args.string('out', { required: true })];
+    const out = outputs[0];
     const bitDepth = args.choice('bit-depth', ['8', '16'] as const);
     const fps = args.number('fps');
     const decodeTimestep = args.number('decode-timestep');
@@ -134,12 +144,12 @@ export const decodeCommand: CommandSpec = {
     }
     args.done();
 
-    const stored = await readLatents(latentsPath!);
+    const storedAll = await Promise.all(inputs.map((p) => readLatents(p)));
     const latentsScaled = args.flag('latents-scaled');
     // A plan-only view checks the latent and the plan before any weights are read, when the
     // architecture is known without them (a bare weights file names its variant only in its keys).
     const spec = vaeSpecOfSource(source);
-    const configure = (vae: VaeSpec) => {
+    const configure = (vae: VaeSpec, stored: Tensor, latentsPath: string) => {
       const latent = checkLatents(vae, stored, latentsPath);
       if (video && !vae.geometry.fiveDimLatents) {
         args.refuse('--out', out, '.npy or .png for an image family', `--out ${out}: ${vae.family.name} decodes images, not video; write .npy or .png`);
@@ -150,7 +160,7 @@ export const decodeCommand: CommandSpec = {
       else applyTilingOptions(args, vae, undefined);
       return latent;
     };
-    if (spec) configure(spec);
+    if (spec) storedAll.forEach((stored, i) => configure(spec, stored, inputs[i]!));
     if (video) checkFfmpeg();
 
     // Ranks start (or Redis is reached) while the coordinator loads the VAE; the timed decode
@@ -175,58 +185,62 @@ export const decodeCommand: CommandSpec = {
     try {
       vae = await loadVae(source, loadOptions);
       await started;
-      const latent = configure(vae);
-      const latents = latentsScaled ? unscaleLatents(stored, latentScalingOf(vae.config.fields, vae.family.name)) : stored;
-      const grid = tileGrid(vae, latent);
       const rankStats = installStrategy(strategy, vae, group);
-      const bar = progressBar(io, 'decode');
-      const t0 = performance.now();
-      // A single image goes to PNG band by band as its tile rows finish (memory independent of
-      // its height); a batch, video frames and .npy are written from the whole sample.
-      const streamPng = extname(out!).toLowerCase() === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1;
-      let sample: { dims: readonly number[] };
-      let written: string[];
-      if (streamPng) {
-        sample = await writeStreamedPng(vae, latents, out!, bitDepth === '16' ? 16 : 8, bar.update);
-        written = [out!];
-      } else {
-        const whole = await vae.decode(latents, { onProgress: bar.update });
-        sample = whole;
-        written =
-          extname(out!).toLowerCase() === '.npy'
-            ? (writeNpy(out!, whole), [out!])
-            : video
-              ? await writeSampleVideo(out!, whole, vae.family.sampleRange, fps !== undefined ? { fps } : {})
-              : writeSamplePng(out!, whole, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
-      }
-      const seconds = (performance.now() - t0) / 1000;
-      bar.finish();
-      const single = scheduleGrid(grid, 1);
-      const shard = rankStats?.shard() ?? null;
-      const summary = {
-        shape: sample.dims,
-        tiles: shard ? 0 : grid.tiles.length * grid.chunks.length,
-        seconds,
-        ranks: rankStats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }],
-        strategy,
-        ...(shard ? { bands: shard.bands.length, collectives: shard.collectives } : {}),
-        ...(rankStats?.failures().length ? { failures: rankStats.failures() } : {}),
-        ...(rankStats?.notes().length ? { note: rankStats.notes().join('; ') } : {}),
-        files: written,
-      };
-      if (args.flag('json')) {
-        io.stdout(JSON.stringify(summary) + '\n');
-      } else if (shard) {
-        const bands = shard.bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
-        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${ranks} ${isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
-        io.stdout(`collectives (calls / bytes sent, all ranks): ${formatCollectives(shard.collectives)}\n`);
-      } else {
-        const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : isolation;
-        const over = group ? ` over ${group.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
-        const exact = strategy === 'exact-tile' ? ' halo-exact' : '';
-        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles}${exact} tile(s)${over}) -> ${written.join(', ')}\n`);
-        for (const f of rankStats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
-        for (const note of rankStats?.notes() ?? []) io.stdout(`${note}\n`);
+      for (const [i, stored] of storedAll.entries()) {
+        const out = outputs[i];
+        const latentsPath = inputs[i]!;
+        const latent = configure(vae, stored, latentsPath);
+        const latents = latentsScaled ? unscaleLatents(stored, latentScalingOf(vae.config.fields, vae.family.name)) : stored;
+        const grid = tileGrid(vae, latent);
+        const bar = progressBar(io, 'decode');
+        const t0 = performance.now();
+        // A single image goes to PNG band by band as its tile rows finish (memory independent of
+        // its height); a batch, video frames and .npy are written from the whole sample.
+        const streamPng = extname(out!).toLowerCase() === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1;
+        let sample: { dims: readonly number[] };
+        let written: string[];
+        if (streamPng) {
+          sample = await writeStreamedPng(vae, latents, out!, bitDepth === '16' ? 16 : 8, bar.update);
+          written = [out!];
+        } else {
+          const whole = await vae.decode(latents, { onProgress: bar.update });
+          sample = whole;
+          written =
+            extname(out!).toLowerCase() === '.npy'
+              ? (writeNpy(out!, whole), [out!])
+              : video
+                ? await writeSampleVideo(out!, whole, vae.family.sampleRange, fps !== undefined ? { fps } : {})
+                : writeSamplePng(out!, whole, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
+        }
+        const seconds = (performance.now() - t0) / 1000;
+        bar.finish();
+        const single = scheduleGrid(grid, 1);
+        const shard = rankStats?.shard() ?? null;
+        const summary = {
+          shape: sample.dims,
+          tiles: shard ? 0 : grid.tiles.length * grid.chunks.length,
+          seconds,
+          ranks: rankStats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }],
+          strategy,
+          ...(shard ? { bands: shard.bands.length, collectives: shard.collectives } : {}),
+          ...(rankStats?.failures().length ? { failures: rankStats.failures() } : {}),
+          ...(rankStats?.notes().length ? { note: rankStats.notes().join('; ') } : {}),
+          files: written,
+        };
+        if (args.flag('json')) {
+          io.stdout(JSON.stringify(summary) + '\n');
+        } else if (shard) {
+          const bands = shard.bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
+          io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${ranks} ${isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
+          io.stdout(`collectives (calls / bytes sent, all ranks): ${formatCollectives(shard.collectives)}\n`);
+        } else {
+          const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : isolation;
+          const over = group ? ` over ${group.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
+          const exact = strategy === 'exact-tile' ? ' halo-exact' : '';
+          io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles}${exact} tile(s)${over}) -> ${written.join(', ')}\n`);
+          for (const f of rankStats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
+          for (const note of rankStats?.notes() ?? []) io.stdout(`${note}\n`);
+        }
       }
       return 0;
     } finally {
