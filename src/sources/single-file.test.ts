@@ -15,7 +15,7 @@ import type { Tensor } from '../tensor.js';
 import type { TensorEntry } from '../weights/reader.js';
 import { writeSafetensors } from '../weights/safetensors.js';
 import { syntheticWeights } from '../weights/synthetic.js';
-import { ldmToDiffusers, ldmVaeConfig, ldmVaePrefix } from './single-file.js';
+import { ldmToDiffusers, ldmVaeConfig, ldmVaePrefix, looksLikeTae } from './single-file.js';
 import { readVaeSource } from './vae-source.js';
 
 interface GoldenKey {
@@ -80,4 +80,11 @@ test('a full checkpoint in the ldm layout loads without --family as the same dec
   assert.deepEqual([...read.weights.keys()].sort(), [...weights.keys()].sort());
   for (const [name, t] of weights) assert.deepEqual(read.weights.get(name), { dims: t.dims, data: t.data }, name);
   await assert.rejects(readVaeSource({ path }), { code: 'CONFIG_INVALID' }); // 8 channels do not split into the published 32 groups
+});
+
+test('TAE checkpoints are recognised by their keys (madebyollin layer indices, diffusers decoder.layers.); others are not', () => {
+  assert.equal(looksLikeTae(['1.weight', '3.conv.0.weight', '19.bias']), true);
+  assert.equal(looksLikeTae(['decoder.layers.1.weight']), true);
+  assert.equal(looksLikeTae(['1.weight', 'decoder.conv_in.weight']), false);
+  assert.equal(looksLikeTae([]), false);
 });

@@ -3,7 +3,8 @@
 // ignored), FLUX.1's ae.safetensors — read as diffusers' AutoencoderKL: keys renamed as
 // diffusers' convert_ldm_vae_checkpoint renames them (proved against it by
 // testing/goldens/ldm-vae-keys.json), attention 1×1 convs viewed as linear weights, and the
-// architecture read from the tensor shapes. Only the header is needed to decide all of this.
+// architecture read from the tensor shapes. TAE files are recognised by their keys too (their
+// variant then comes from the shapes, see tae.runtime.ts). Only the header is needed.
 
 import type { RawConfig } from '../families/types.js';
 import type { TensorEntry } from '../weights/reader.js';
@@ -11,6 +12,20 @@ import type { TensorEntry } from '../weights/reader.js';
 const PREFIXES = ['first_stage_model.', ''];
 const PROBE = 'decoder.up.0.block.0.conv1.weight';
 const ATTENTION = { norm: 'group_norm', q: 'to_q', k: 'to_k', v: 'to_v', proj_out: 'to_out.0' } as const;
+
+/**
+ * Whether the keys are a TAE checkpoint's (madebyollin's `taesd_decoder.pth` / `taef1` files:
+ * every key a layer index, `3.conv.0.weight`; or diffusers' AutoencoderTiny `decoder.layers.`).
+ */
+export function looksLikeTae(keys: Iterable<string>): boolean {
+  let any = false;
+  for (const k of keys) {
+    if (k.startsWith('decoder.layers.') || k.startsWith('encoder.layers.')) return true;
+    if (!/^\d+\./.test(k)) return false;
+    any = true;
+  }
+  return any;
+}
 
 /** The key prefix of an ldm-layout AutoencoderKL (`first_stage_model.` or none), or null when the keys are not one. */
 export function ldmVaePrefix(entries: ReadonlyMap<string, unknown>): string | null {

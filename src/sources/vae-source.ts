@@ -13,7 +13,7 @@ import { syntheticWeights } from '../weights/synthetic.js';
 import { readConfigJson } from './config-file.js';
 import { withFileSource } from './file-source.js';
 import { locateVae, type VaeLocation } from './locate.js';
-import { ldmToDiffusers, ldmVaeConfig, ldmVaePrefix } from './single-file.js';
+import { ldmToDiffusers, ldmVaeConfig, ldmVaePrefix, looksLikeTae } from './single-file.js';
 import { openWeights, readBoundWeights } from './weights-file.js';
 
 export { DIFFUSERS_WEIGHTS_FILE } from './locate.js';
@@ -91,13 +91,15 @@ export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'
   const weightsPath = location.weightsPath;
   return withFileSource(weightsPath, async (file) => {
     const reader = await openWeights(file);
-    // A bare file in the original ldm layout is an AutoencoderKL whose shapes give its config.
+    // A bare file in the original ldm layout is an AutoencoderKL whose shapes give its config;
+    // one with TAE keys is a TAE.
     const ldmPrefix = location.kind === 'file' && part === 'decoder' && (source.family === undefined || source.family === 'autoencoder-kl') ? ldmVaePrefix(reader.entries) : null;
-    if (location.kind === 'file' && source.family === undefined && raw === undefined && ldmPrefix === null) {
+    const inferred = ldmPrefix !== null ? 'autoencoder-kl' : location.kind === 'file' && source.family === undefined && raw === undefined && looksLikeTae(reader.entries.keys()) ? 'tae' : source.family;
+    if (location.kind === 'file' && inferred === undefined && raw === undefined) {
       const r = reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`);
       throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
     }
-    const family = resolveFamily(ldmPrefix !== null ? 'autoencoder-kl' : source.family, raw);
+    const family = resolveFamily(inferred, raw);
     const runtime = runtimeOf(family);
     const half = partOf(family, runtime, part);
     const stored = ldmPrefix !== null ? ldmToDiffusers(reader.entries, ldmPrefix) : reader.entries;
