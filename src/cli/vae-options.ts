@@ -34,6 +34,7 @@ export function readVaeSourceOptions(args: Args, options: { syntheticWithoutVae?
   const variant = args.string('variant');
   const synthetic = args.flag('synthetic') || (options.syntheticWithoutVae === true && path === undefined);
   if (path !== undefined && synthetic) args.refuse('--synthetic', true, 'either --vae or --synthetic', '--vae and --synthetic are exclusive');
+  if (path !== undefined && args.has('seed')) args.refuse('--seed', args.values['seed'], 'only with synthetic weights', '--seed seeds synthetic weights; it does nothing with --vae');
   if (synthetic && (subfolder !== undefined || variant !== undefined)) {
     args.refuse(subfolder !== undefined ? '--subfolder' : '--variant', subfolder ?? variant, 'with --vae', '--subfolder and --variant pick files of --vae; synthetic weights have none');
   }

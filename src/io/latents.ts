@@ -6,7 +6,7 @@
 
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { DistVaeError, reason } from '../errors.js';
+import { DistVaeError, reason, refuse } from '../errors.js';
 import { withFileSource } from '../sources/file-source.js';
 import { stridesOf, type Tensor } from '../tensor.js';
 import { openSafetensors } from '../weights/safetensors.js';
@@ -37,8 +37,7 @@ export async function readLatents(spec: string): Promise<Tensor> {
   } else if (lower.endsWith('.safetensors') || lower.endsWith('.latent')) {
     latents = await readSafetensorsLatents(path, tensor, lower.endsWith('.latent'));
   } else {
-    const r = reason('INVALID_ARGUMENT', 'latents', spec, 'a .npy, .safetensors (optionally file.safetensors:tensor) or ComfyUI .latent file');
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    refuse('INVALID_ARGUMENT', reason('INVALID_ARGUMENT', 'latents', spec, 'a .npy, .safetensors (optionally file.safetensors:tensor) or ComfyUI .latent file'));
   }
   validateLatents(latents, spec);
   return { dims: latents.dims, data: latents.data };

@@ -12,6 +12,8 @@ export interface ByteSource {
   readonly size: number;
   /** Names the source in error messages (a path, a file name, a URL). */
   readonly name: string;
+  /** The absolute path of a local file, when the source is one (lets float32 weights stay in it as external data). */
+  readonly path?: string;
   /**
    * Exactly `length` bytes starting at `offset`; a range outside [0, size] is refused with
    * FILE_INVALID. The result may share memory with the source's buffer: treat it as read-only.

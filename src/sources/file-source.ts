@@ -5,6 +5,7 @@
 
 import type { Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { DistVaeError } from '../errors.js';
 import { checkRange, MAX_READ_BYTES, type ByteSource } from './byte-source.js';
 
@@ -23,7 +24,7 @@ export async function openFileSource(path: string): Promise<FileByteSource> {
   try {
     const stats = await handle.stat();
     refuseIfNotRegular(path, stats);
-    return new NodeFileSource(handle, stats.size, path);
+    return new NodeFileSource(handle, stats.size, path, resolve(path));
   } catch (e) {
     await handle.close();
     throw e;
@@ -52,6 +53,7 @@ class NodeFileSource implements FileByteSource {
     private readonly handle: FileHandle,
     readonly size: number,
     readonly name: string,
+    readonly path: string,
   ) {}
 
   async read(offset: number, length: number): Promise<Uint8Array> {

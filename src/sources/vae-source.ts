@@ -3,12 +3,13 @@
 // onnxruntime. A `VaeSource` is plain data, so a rank in another thread, process or machine can
 // read the same VAE.
 
-import { DistVaeError, reason } from '../errors.js';
+import { reason, refuse } from '../errors.js';
 import { createVae, resolveFamily, resolveFamilyConfig } from '../families/registry.js';
 import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, VaeSpec } from '../families/types.js';
-import type { Tensor } from '../tensor.js';
+import { firstNonFinite, type Tensor } from '../tensor.js';
+import { checkWeightBytes } from '../weights/budget.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { readConfigJson } from './config-file.js';
 import { withFileSource } from './file-source.js';
@@ -66,8 +67,7 @@ function partOf(family: FamilySpec, runtime: FamilyRuntime, part: VaePart): Pick
     return { params: (c) => runtime.decoderParams(c), configFromWeights: runtime.configFromWeights, ignoredKeyPrefixes: family.ignoredKeyPrefixes };
   }
   if (!runtime.encoder) {
-    const r = reason('NO_ENCODER', 'family', family.name, 'a family with an encoder (tae)', `the ${family.name} family has no encoder here; encoding is available for tae`);
-    throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
+    refuse('UNSUPPORTED', reason('NO_ENCODER', 'family', family.name, 'a family with an encoder (tae)', `the ${family.name} family has no encoder here; encoding is available for tae`));
   }
   return runtime.encoder;
 }
@@ -80,10 +80,11 @@ export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'
     const half = partOf(family, runtime, part);
     const config = resolveFamilyConfig(family, source.config);
     if (!Number.isSafeInteger(source.seed)) {
-      const r = reason('SEED_INVALID', 'seed', source.seed, 'an integer');
-      throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+      refuse('INVALID_ARGUMENT', reason('SEED_INVALID', 'seed', source.seed, 'an integer'));
     }
-    return { family, config, runtime, weights: syntheticWeights(half.params(config), source.seed) };
+    const params = half.params(config);
+    checkWeightBytes(params, `the ${family.name} ${part}`);
+    return { family, config, runtime, weights: syntheticWeights(params, source.seed) };
   }
   const path = source.path;
   const location = locationOf(source);
@@ -96,8 +97,7 @@ export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'
     const ldmPrefix = location.kind === 'file' && part === 'decoder' && (source.family === undefined || source.family === 'autoencoder-kl') ? ldmVaePrefix(reader.entries) : null;
     const inferred = ldmPrefix !== null ? 'autoencoder-kl' : location.kind === 'file' && source.family === undefined && raw === undefined && looksLikeTae(reader.entries.keys()) ? 'tae' : source.family;
     if (location.kind === 'file' && inferred === undefined && raw === undefined) {
-      const r = reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`);
-      throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+      refuse('INVALID_ARGUMENT', reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`));
     }
     const family = resolveFamily(inferred, raw);
     const runtime = runtimeOf(family);
@@ -106,9 +106,21 @@ export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'
     const entries = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
     const implied = ldmPrefix !== null ? ldmVaeConfig(reader.entries, ldmPrefix) : half.configFromWeights?.(entries);
     const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
-    const weights = await readBoundWeights(reader, entries, half.params(config), { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
+    const params = half.params(config);
+    checkWeightBytes(params, `the ${family.name} ${part} of ${weightsPath}`);
+    const weights = await readBoundWeights(reader, entries, params, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
+    checkFiniteWeights(weights, weightsPath);
     return { family, config, runtime, weights };
   });
+}
+
+/** A NaN or Infinity in the weights would decode into an all-NaN sample (a black image): refused at load, naming the tensor. */
+function checkFiniteWeights(weights: ReadonlyMap<string, Tensor>, source: string): void {
+  for (const [name, t] of weights) {
+    const at = firstNonFinite(t.data);
+    if (at < 0) continue;
+    refuse('FILE_INVALID', reason('WEIGHT_NOT_FINITE', name, t.data[at], 'finite values', `weight ${name} in ${source} holds ${t.data[at]} at element ${at} of [${t.dims.join(', ')}]: the checkpoint is corrupt (or was saved after training diverged)`));
+  }
 }
 
 /** A source from a path (with an optional family) or as given. */

@@ -9,7 +9,8 @@ import { asParam, checkBinding, type BindOptions, type ExpectedParam } from '../
 import type { StoredTensor } from '../weights/dtype.js';
 import { openPth } from '../weights/pth.js';
 import { readTensors, type TensorEntry, type TensorReader } from '../weights/reader.js';
-import { openSafetensors } from '../weights/safetensors.js';
+import { openSafetensors, type SafetensorsReader } from '../weights/safetensors.js';
+import { readExternalBytes, type FileBytes } from '../graph/tensor-proto.js';
 import type { ByteSource } from './byte-source.js';
 import { withFileSource } from './file-source.js';
 
@@ -24,6 +25,35 @@ export async function openWeights(source: ByteSource): Promise<TensorReader> {
   // gets the checkpoint reader's refusal, any other the safetensors reader's.
   const isSafetensors = head[8] === 0x7b;
   return isTorch || (!isSafetensors && TORCH_EXTENSIONS.test(source.name)) ? openPth(source) : openSafetensors(source);
+}
+
+/** A float32 tensor of a file on disk: its bytes are read each time `data` is read; `file` names them. */
+class FileTensor implements StoredTensor {
+  readonly dtype = 'F32' as const;
+  constructor(
+    readonly dims: number[],
+    readonly file: FileBytes,
+  ) {}
+
+  get data(): Float32Array {
+    return new Float32Array(readExternalBytes(this.file).buffer);
+  }
+}
+
+/**
+ * A safetensors file on disk with every tensor lazy: float32 ones name their bytes (`file`, for
+ * onnxruntime's external data) and read them when `data` is asked for; others are converted.
+ */
+export async function openSafetensorsFile(path: string): Promise<{ metadata: Record<string, string>; tensors: Map<string, StoredTensor & { file?: FileBytes }> }> {
+  return withFileSource(path, async (source) => {
+    const reader = await openSafetensors(source);
+    const tensors = new Map<string, StoredTensor & { file?: FileBytes }>();
+    for (const [name, e] of reader.entries) {
+      const file = reader.fileBytes(name)!;
+      tensors.set(name, e.dtype === 'F32' ? new FileTensor([...e.dims], file) : await reader.readTensor(name));
+    }
+    return { metadata: reader.metadata, tensors };
+  });
 }
 
 /** Reads every tensor of a weights file. */
@@ -45,8 +75,16 @@ export async function readBoundWeights(
 ): Promise<Map<string, Tensor>> {
   checkBinding(expected, entries, { source: reader.source, ...options });
   const out = new Map<string, Tensor>();
+  const external = (reader as Partial<SafetensorsReader>).fileBytes;
   for (const param of expected) {
     const entry = entries.get(param.name)!;
+    const file = entry.dtype === 'F32' && param.dims.length > 0 ? external?.(entry.name) : undefined;
+    if (file) {
+      // A float32 tensor in a local file stays there: onnxruntime reads it as external data, and
+      // JS reads it only when its data is asked for.
+      out.set(param.name, new FileTensor([...entry.dims], file));
+      continue;
+    }
     const stored = await reader.readTensor(entry.name);
     // A renamed entry may view the stored values in another shape of the same size (a 1×1 conv as a linear weight).
     out.set(param.name, asParam({ dims: [...entry.dims], data: stored.data }, param));

@@ -8,7 +8,7 @@ import { tensor } from '../tensor.js';
 import { float16BitsToFloat32, float32ToFloat16Bits } from './halfprecision.js';
 import { readLatents } from '../io/latents.js';
 import { bytesSource } from '../sources/byte-source.js';
-import { readWeights } from '../sources/weights-file.js';
+import { openSafetensorsFile, readWeights } from '../sources/weights-file.js';
 import { encodeSafetensors, openSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './safetensors.js';
 
 const latin1 = (s: string): Uint8Array => Uint8Array.from(s, (c) => c.charCodeAt(0));
@@ -164,4 +164,34 @@ test('opening reads the header only; each tensor is read alone', async () => {
   assert.deepEqual([...(await file.readTensor('b')).data], [4, 5]);
   assert.deepEqual(reads.slice(headerReads), [[bytes.length - 4, 4]]);
   await assert.rejects(file.readTensor('c'), { message: /no tensor named "c"/ });
+});
+
+test('opened lazily, a file gives the same tensors; float32 ones name their bytes in the file', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'distvae-st-'));
+  try {
+    const path = join(dir, 'w.safetensors');
+    const tensors = { a: tensor([2, 3], Float32Array.from([1, -2, 3.5, 4, 5, 6])), b: tensor([3], Float32Array.from([0.5, -1, 2])) };
+    writeSafetensors(path, tensors, { metadata: { format: 'pt' } });
+    const eager = await readSafetensors(path);
+    const lazy = await openSafetensorsFile(path);
+    assert.deepEqual(lazy.metadata, { format: 'pt' });
+    assert.deepEqual([...lazy.tensors.keys()], [...eager.tensors.keys()]);
+    const bytes = encodeSafetensors(tensors, { metadata: { format: 'pt' } });
+    for (const [name, t] of lazy.tensors) {
+      assert.deepEqual(t.dims, eager.tensors.get(name)!.dims);
+      assert.deepEqual([...t.data], [...eager.tensors.get(name)!.data]);
+      const file = (t as { file?: { path: string; offset: number; length: number } }).file!;
+      assert.equal(file.path, path);
+      assert.deepEqual(new Float32Array(bytes.slice(file.offset, file.offset + file.length).buffer), t.data);
+    }
+    writeSafetensors(path, tensors, { dtype: 'F16' });
+    const half = (await openSafetensorsFile(path)).tensors.get('a')!;
+    assert.equal((half as { file?: unknown }).file, undefined, 'a float16 tensor must be converted, not passed on as float32 bytes');
+    assert.deepEqual([...half.data], [1, -2, 3.5, 4, 5, 6]);
+    writeFileSync(path, bytes.subarray(0, bytes.length - 3));
+    await assert.rejects(() => openSafetensorsFile(path), (e: unknown) => e instanceof DistVaeError && e.code === 'FILE_INVALID' && /run past the/.test(e.message));
+    await assert.rejects(() => openSafetensorsFile(join(dir, 'missing.safetensors')), { code: 'FILE_NOT_FOUND' });
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
 });

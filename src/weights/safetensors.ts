@@ -25,6 +25,11 @@ export interface SafetensorsContents {
 export interface SafetensorsReader extends TensorReader {
   /** The header's `__metadata__` (empty when absent). */
   readonly metadata: Record<string, string>;
+  /**
+   * Where a tensor's raw bytes lie in a local file (`source.path`), so a float32 tensor can go to
+   * onnxruntime as external data; undefined for a source that is not a local file.
+   */
+  fileBytes(name: string): { path: string; offset: number; length: number } | undefined;
 }
 
 export interface SafetensorsWriteOptions {
@@ -64,6 +69,10 @@ export async function openSafetensors(source: ByteSource): Promise<SafetensorsRe
     source: source.name,
     entries: byName,
     metadata,
+    fileBytes: (name) => {
+      const e = byName.get(name);
+      return e && source.path !== undefined ? { path: source.path, offset: dataStart + e.begin, length: e.end - e.begin } : undefined;
+    },
     readTensor: async (name) => {
       const e = byName.get(name);
       if (!e) throw new DistVaeError('INVALID_ARGUMENT', `${source.name}: no tensor named ${JSON.stringify(name)}`);

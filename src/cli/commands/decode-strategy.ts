@@ -73,6 +73,7 @@ export function installStrategy(strategy: Strategy, vae: Vae, group: RankGroup |
     });
   } else {
     vae.tiledDecode = tiledDecodeFor(vae, group, {
+      evenOnOneRank: true,
       onStats: (stats) => {
         failures.push(...stats.failures);
         if (stats.idleRanks.length > 0) notes.add(`${stats.tiles} tile(s) for ${group.size} ranks: ${stats.idleRanks.length} rank(s) stayed idle (work is never duplicated)`);

@@ -5,6 +5,7 @@
 // --strategy picks the spatial strategy (decode-strategy.ts).
 
 import { extname, join } from 'node:path';
+import { checkFiniteOutput, throwIfAborted } from '../../decode/engine.js';
 import { checkLatents } from '../../decode/latents.js';
 import { loadVae, type Vae } from '../../decode/vae.js';
 import { vaeSpecOfSource } from '../../sources/vae-source.js';
@@ -20,14 +21,16 @@ import { checkFfmpeg, DEFAULT_FPS, isVideoPath, VIDEO_EXTENSIONS, writeSampleVid
 import { expandLatentsArg, latentScalingOf, latentsStem, readLatents, unscaleLatents } from '../../io/latents.js';
 import { PngBandWriter } from '../../io/png-stream.js';
 import { decodeToBands } from '../../decode/engine.js';
-import type { DecodeProgress } from '../../decode/types.js';
+import type { DecodeOptions } from '../../decode/types.js';
 import type { Tensor } from '../../tensor.js';
 import { DISTVAE_VERSION } from '../../version.js';
 import { writeNpy } from '../../io/npy.js';
 import { tileGrid } from '../../plan/grid.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatCollectives } from '../locality-format.js';
+import { checkOutputPath } from '../output-path.js';
 import { progressBar } from '../progress.js';
+import { checkRankMemory } from '../rank-memory.js';
 import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-options.js';
 import { REDIS_OPTIONS } from './redis-options.js';
 import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
@@ -114,6 +117,8 @@ export const decodeCommand: CommandSpec = {
     }
     if (fps !== undefined && !(fps > 0)) args.refuse('--fps', fps, 'a number > 0', `--fps ${fps}: frames per second must be > 0`);
     if (fps !== undefined && !video) args.refuse('--fps', fps, 'only with --out .mp4/.webm', '--fps applies only to video output (--out .mp4 or .webm)');
+    if (bitDepth !== undefined && out !== undefined && extname(out).toLowerCase() !== '.png') args.refuse('--bit-depth', bitDepth, 'only with --out .png', `--bit-depth applies only to PNG output; --out ${out} is not a .png`);
+    if (out !== undefined) checkOutputPath(args, out, { latents: latentsPath, vae: args.string('vae'), config: args.string('config') });
     const strategy = args.choice('strategy', STRATEGIES) ?? 'tile';
     // Row sharding has no tile plan; exact tiles need the plan's tiles.
     const planOptions = ['window', 'overlap', 'frame-window', 'frame-overlap', 'no-frame-tiling', 'full'];
@@ -142,6 +147,9 @@ export const decodeCommand: CommandSpec = {
       if (args.has('ranks') && ranks < 2) args.refuse('--ranks', ranks, 'an integer >= 2 with --redis', `--ranks ${ranks}: a queue decode deals its tiles into at least 2 runs`);
       if (args.has('isolation')) args.refuse('--isolation', isolation, 'absent with --redis', '--isolation applies to local ranks; with --redis the tiles are decoded by `distvae worker` processes');
     }
+    if (redis === undefined && args.has('isolation') && !args.has('ranks') && strategy !== 'shard') {
+      args.refuse('--isolation', isolation, 'with --ranks R', '--isolation says how --ranks are run; without --ranks the decode runs on one decoder thread');
+    }
     args.done();
 
     const storedAll = await Promise.all(inputs.map((p) => readLatents(p)));
@@ -160,9 +168,22 @@ export const decodeCommand: CommandSpec = {
       else applyTilingOptions(args, vae, undefined);
       return latent;
     };
-    if (spec) storedAll.forEach((stored, i) => configure(spec, stored, inputs[i]!));
+    // Ranks without work are never started (each would load the VAE): blended and halo-exact tiles
+    // use at most one rank per tile of a chunk; row sharding refuses more ranks than latent rows.
+    const ranksFor = (vae: VaeSpec, latent: ReturnType<typeof checkLatents>) => (strategy === 'shard' ? ranks : Math.min(ranks, tileGrid(vae, latent, { spatialOnly: true }).tiles.length));
+    storedAll.slice(1).forEach((stored, i) => spec && configure(spec, stored, inputs[i + 1]!));
+    const planned = spec ? ranksFor(spec, configure(spec, storedAll[0]!, inputs[0]!)) : null;
+    if (planned !== null && redis === undefined) checkRankMemory(spec!, planned, loadOptions);
     if (video) checkFfmpeg();
 
+    // Local decodes always run their decoder calls on ranks (one thread without --ranks): a call in
+    // onnxruntime blocks its thread, and the CLI's own thread must stay free to act on SIGINT/SIGTERM.
+    const startLocal = (n: number) => {
+      const local = localGroup({ ranks: n, isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
+      const starting = local.start();
+      starting.catch(() => undefined);
+      return { local, starting };
+    };
     // Ranks start (or Redis is reached) while the coordinator loads the VAE; the timed decode
     // then includes each rank's own VAE load (once per rank) but not starting it.
     let group: RankGroup | null = null;
@@ -175,72 +196,81 @@ export const decodeCommand: CommandSpec = {
         await q.close();
         throw e;
       });
-    } else if (ranks > 1 || strategy === 'shard') {
-      const local = localGroup({ ranks, isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
-      group = local;
-      started = local.start();
+    } else if (planned !== null) {
+      ({ local: group, starting: started } = startLocal(planned));
     }
-    started?.catch(() => undefined);
     let vae: Vae | null = null;
     try {
       vae = await loadVae(source, loadOptions);
+      const first = configure(vae, storedAll[0]!, inputs[0]!);
+      if (redis === undefined && group === null) {
+        const n = ranksFor(vae, first);
+        checkRankMemory(vae, n, loadOptions);
+        ({ local: group, starting: started } = startLocal(n));
+      }
       await started;
+      throwIfAborted(io.signal);
       const rankStats = installStrategy(strategy, vae, group);
       for (const [i, stored] of storedAll.entries()) {
-        const out = outputs[i];
-        const latentsPath = inputs[i]!;
-        const latent = configure(vae, stored, latentsPath);
-        const latents = latentsScaled ? unscaleLatents(stored, latentScalingOf(vae.config.fields, vae.family.name)) : stored;
-        const grid = tileGrid(vae, latent);
-        const bar = progressBar(io, 'decode');
-        const t0 = performance.now();
-        // A single image goes to PNG band by band as its tile rows finish (memory independent of
-        // its height); a batch, video frames and .npy are written from the whole sample.
-        const streamPng = extname(out!).toLowerCase() === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1;
-        let sample: { dims: readonly number[] };
-        let written: string[];
-        if (streamPng) {
-          sample = await writeStreamedPng(vae, latents, out!, bitDepth === '16' ? 16 : 8, bar.update);
-          written = [out!];
-        } else {
-          const whole = await vae.decode(latents, { onProgress: bar.update });
-          sample = whole;
-          written =
-            extname(out!).toLowerCase() === '.npy'
-              ? (writeNpy(out!, whole), [out!])
-              : video
-                ? await writeSampleVideo(out!, whole, vae.family.sampleRange, fps !== undefined ? { fps } : {})
-                : writeSamplePng(out!, whole, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
-        }
-        const seconds = (performance.now() - t0) / 1000;
-        bar.finish();
-        const single = scheduleGrid(grid, 1);
-        const shard = rankStats?.shard() ?? null;
-        const summary = {
-          shape: sample.dims,
-          tiles: shard ? 0 : grid.tiles.length * grid.chunks.length,
-          seconds,
-          ranks: rankStats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }],
-          strategy,
-          ...(shard ? { bands: shard.bands.length, collectives: shard.collectives } : {}),
-          ...(rankStats?.failures().length ? { failures: rankStats.failures() } : {}),
-          ...(rankStats?.notes().length ? { note: rankStats.notes().join('; ') } : {}),
-          files: written,
-        };
-        if (args.flag('json')) {
-          io.stdout(JSON.stringify(summary) + '\n');
-        } else if (shard) {
-          const bands = shard.bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
-          io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${ranks} ${isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
-          io.stdout(`collectives (calls / bytes sent, all ranks): ${formatCollectives(shard.collectives)}\n`);
-        } else {
-          const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : isolation;
-          const over = group ? ` over ${group.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
-          const exact = strategy === 'exact-tile' ? ' halo-exact' : '';
-          io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles}${exact} tile(s)${over}) -> ${written.join(', ')}\n`);
-          for (const f of rankStats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
-          for (const note of rankStats?.notes() ?? []) io.stdout(`${note}\n`);
-        }
+      const out = outputs[i];
+      const latentsPath = inputs[i]!;
+      const latent = configure(vae, stored, latentsPath);
+      const latents = latentsScaled ? unscaleLatents(stored, latentScalingOf(vae.config.fields, vae.family.name)) : stored;
+      const grid = tileGrid(vae, latent);
+      const bar = progressBar(io, 'decode');
+      const t0 = performance.now();
+      const decodeOptions = { onProgress: bar.update, ...(io.signal ? { signal: io.signal } : {}) };
+      // A single image goes to PNG band by band as its tile rows finish (memory independent of
+      // its height); a batch, video frames and .npy are written from the whole sample.
+      const streamPng = extname(out!).toLowerCase() === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1;
+      let sample: { dims: readonly number[] };
+      let written: string[];
+      if (streamPng) {
+        sample = await writeStreamedPng(vae, latents, out!, bitDepth === '16' ? 16 : 8, decodeOptions);
+        written = [out!];
+      } else {
+        const whole = await vae.decode(latents, decodeOptions);
+        throwIfAborted(io.signal);
+        checkFiniteOutput(whole.data, 'the decode');
+        sample = whole;
+        written =
+          extname(out!).toLowerCase() === '.npy'
+            ? (writeNpy(out!, whole), [out!])
+            : video
+              ? await writeSampleVideo(out!, whole, vae.family.sampleRange, fps !== undefined ? { fps } : {})
+              : writeSamplePng(out!, whole, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      bar.finish();
+      const single = scheduleGrid(grid, 1);
+      const shard = rankStats?.shard() ?? null;
+      const notes = [...(redis === undefined && group!.size < ranks ? [`--ranks ${ranks} for ${grid.tiles.length} tile(s): ${group!.size} rank(s) started (a rank without a tile is never started)`] : []), ...(rankStats?.notes() ?? [])];
+      const summary = {
+        shape: sample.dims,
+        tiles: shard ? 0 : grid.tiles.length * grid.chunks.length,
+        seconds,
+        ranks: rankStats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }],
+        strategy,
+        ...(shard ? { bands: shard.bands.length, collectives: shard.collectives } : {}),
+        ...(rankStats?.failures().length ? { failures: rankStats.failures() } : {}),
+        ...(redis === undefined && args.has('ranks') ? { ranksRequested: ranks } : {}),
+        ...(notes.length ? { note: notes.join('; ') } : {}),
+        files: written,
+      };
+      if (args.flag('json')) {
+        io.stdout(JSON.stringify(summary) + '\n');
+      } else if (shard) {
+        const bands = shard.bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
+        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${group!.size} ${isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
+        io.stdout(`collectives (calls / bytes sent, all ranks): ${formatCollectives(shard.collectives)}\n`);
+      } else {
+        const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : isolation;
+        const over = group && group.size > 1 ? ` over ${group.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
+        const exact = strategy === 'exact-tile' ? ' halo-exact' : '';
+        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles}${exact} tile(s)${over}) -> ${written.join(', ')}\n`);
+        for (const f of rankStats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
+        for (const note of notes) io.stdout(`${note}\n`);
+      }
       }
       return 0;
     } finally {
@@ -254,7 +284,7 @@ export const decodeCommand: CommandSpec = {
  * Decodes one image into a PNG written band by band, with the plan, the distvae version and the
  * VAE's content hash in its text chunks; nothing is left at `out` when the decode fails.
  */
-async function writeStreamedPng(vae: Vae, latents: Tensor, out: string, bitDepth: 8 | 16, onProgress: (e: DecodeProgress) => void): Promise<{ dims: number[] }> {
+async function writeStreamedPng(vae: Vae, latents: Tensor, out: string, bitDepth: 8 | 16, options: DecodeOptions): Promise<{ dims: number[] }> {
   const [, , latentHeight, latentWidth] = latents.dims as number[];
   const text = {
     'distvae:plan': JSON.stringify({ enabled: vae.tiling.enabled, window: vae.tiling.window, overlap: vae.tiling.overlap }),
@@ -266,12 +296,13 @@ async function writeStreamedPng(vae: Vae, latents: Tensor, out: string, bitDepth
     const result = await decodeToBands(
       vae,
       latents,
-      (_y0, band) => {
+      (y0, band) => {
         const [, channels, , width] = band.dims as number[];
+        checkFiniteOutput(band.data, `the decode's rows from ${y0}`);
         writer ??= new PngBandWriter(out, { width: width!, height: (latentHeight! * width!) / latentWidth!, channels: channels!, bitDepth, range: vae.family.sampleRange, text });
         writer.writeBand(band);
       },
-      { onProgress },
+      options,
     );
     writer!.finish();
     return result;

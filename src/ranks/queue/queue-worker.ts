@@ -9,7 +9,7 @@
 import { hostname } from 'node:os';
 import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { DistVaeError, reason, type Reason } from '../../errors.js';
+import { reason, type Reason, refuse } from '../../errors.js';
 import { elementCount } from '../../tensor.js';
 import type { Tensor } from '../../tensor.js';
 import { localGroup } from '../local/index.js';
@@ -47,6 +47,11 @@ export interface QueueWorker {
   close(): Promise<void>;
 }
 
+/** How often a draining worker checks that Redis is still reachable (ms). */
+const UNREACHABLE_CHECK_MS = 2000;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
 export async function startQueueWorker(options: QueueWorkerOptions): Promise<QueueWorker> {
   const reasons: Reason[] = [];
   const { concurrency = 1, lockDurationMs = 30000, stalledIntervalMs = 30000 } = options;
@@ -55,7 +60,7 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<Que
   if (!Number.isSafeInteger(lockDurationMs) || lockDurationMs < 100) reasons.push(reason('LOCK_DURATION_INVALID', 'lockDurationMs', lockDurationMs, 'an integer ≥ 100 (ms)'));
   if (!Number.isSafeInteger(stalledIntervalMs) || stalledIntervalMs < 100) reasons.push(reason('STALLED_INTERVAL_INVALID', 'stalledIntervalMs', stalledIntervalMs, 'an integer ≥ 100 (ms)'));
   if (typeof queue !== 'string' || !/^[\w.-]{1,100}$/.test(queue)) reasons.push(reason('QUEUE_INVALID', 'queue', queue, 'a name of 1–100 letters, digits, "_", "." or "-"'));
-  if (reasons.length > 0) throw new DistVaeError('INVALID_ARGUMENT', reasons.map((r) => r.message).join('; '), { reasons });
+  if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
 
   const redisOptions = redisOptionsOf(options.connection);
   const redis: Redis = await connectRedis(redisOptions, options.connectTimeoutMs);
@@ -166,7 +171,22 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<Que
       if (draining) return;
       draining = true;
       log('draining: finishing the tile in hand, taking no new job');
-      await worker.close();
+      // BullMQ's close waits for Redis without bound; with Redis unreachable there is nothing to
+      // hand back, so after a short wait the worker closes by force (its runs' locks expire and
+      // another worker takes them).
+      const closing = worker.close();
+      closing.catch(() => undefined);
+      let forced = false;
+      while (!forced && (await Promise.race([closing.then(() => true, () => true), sleep(UNREACHABLE_CHECK_MS).then(() => false)])) === false) {
+        if (redis.status !== 'ready') {
+          log('Redis is unreachable: closing without handing the run back');
+          forced = true;
+        }
+      }
+      if (forced) {
+        await Promise.race([worker.close(true).catch(() => undefined), sleep(UNREACHABLE_CHECK_MS)]);
+        worker.disconnect().catch(() => undefined);
+      }
       await Promise.all(decoders.map((t) => t.close()));
       redis.disconnect();
     },
