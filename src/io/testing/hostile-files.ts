@@ -81,9 +81,9 @@ export const HOSTILE_CASES: readonly HostileCase[] = [
     run: async (dir) => (writeFileSync(join(dir, 'expand.pth'), expandedPth(30000)), readPth(join(dir, 'expand.pth'))),
   },
   {
-    name: '.pth expand(30000, 30000) loaded as a decoder: shapes are bound before any value is read',
-    code: 'WEIGHTS_MISMATCH',
-    message: /does not match the decoder/,
+    name: '.pth expand(30000, 30000) loaded as a decoder: the config its shapes imply is refused before any value is read',
+    code: 'CONFIG_INVALID',
+    message: /latent_channels = 30000 is invalid/,
     run: async (dir) => (writeFileSync(join(dir, 'expand.pth'), expandedPth(30000)), loadVae(join(dir, 'expand.pth'), { family: 'tae' })),
   },
   {
