@@ -23,6 +23,8 @@ export interface CliIO {
   stderrIsTTY: boolean;
   /** Aborted on SIGINT/SIGTERM: a command stops its work, ends its ranks and returns. */
   signal?: AbortSignal;
+  /** Sets how long this invocation may wind down after a signal (a queue decode removing its jobs from Redis). */
+  setSignalGrace?: (ms: number) => void;
 }
 
 export interface CommandSpec {

@@ -106,12 +106,13 @@ function runProcess(argv: string[]): void {
     process.removeAllListeners(received!);
     process.kill(process.pid, received!);
   };
+  let graceMs = command?.signalGraceMs ?? DEFAULT_SIGNAL_GRACE_MS;
   const onSignal = (signal: keyof typeof SIGNAL_EXIT_CODES) => {
     if (received !== null) return endBySignal();
     received = signal;
     if (!command?.drainsOnSignal) process.stderr.write(`distvae${command ? ` ${command.name}` : ''}: ${signal}: stopping\n`);
     controller.abort(new DistVaeError('ABORTED', `interrupted by ${signal}`));
-    setTimeout(endBySignal, command?.signalGraceMs ?? DEFAULT_SIGNAL_GRACE_MS).unref();
+    setTimeout(endBySignal, graceMs).unref();
   };
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
@@ -120,6 +121,7 @@ function runProcess(argv: string[]): void {
     stderr: (t) => process.stderr.write(t),
     stderrIsTTY: Boolean(process.stderr.isTTY),
     signal: controller.signal,
+    setSignalGrace: (ms) => (graceMs = ms),
   };
   runCli(argv, io).then((code) => {
     if (received === null) process.exitCode = code;

@@ -36,6 +36,9 @@ import { REDIS_OPTIONS } from './redis-options.js';
 import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
 import { installStrategy, STRATEGIES } from './decode-strategy.js';
 
+/** How long an interrupted queue decode may take to remove its jobs from Redis. */
+const QUEUE_SIGNAL_GRACE_MS = 8000;
+
 const OUTPUT_EXTENSIONS = ['.npy', '.png', ...VIDEO_EXTENSIONS];
 
 export const decodeCommand: CommandSpec = {
@@ -191,6 +194,8 @@ export const decodeCommand: CommandSpec = {
     if (redis !== undefined) {
       const q = queueGroup({ connection: redis, ...(queue !== undefined ? { queue } : {}), ...(args.has('ranks') ? { ranks } : {}), ...(queueTimeout !== undefined ? { timeoutMs: queueTimeout } : {}) });
       group = q;
+      // Stopping is at once (the decode's keys go first), removing its jobs takes a round trip each.
+      io.setSignalGrace?.(QUEUE_SIGNAL_GRACE_MS);
       // An unreachable Redis is reported before any weights are read.
       await q.connect().catch(async (e: unknown) => {
         await q.close();
