@@ -94,7 +94,7 @@ test('--ranks 16 on a one-tile latent starts one rank, and the JSON says so', as
 
 test('a NaN in the weights is refused at load, naming the tensor; a decode that overflows names its tile and writes nothing', async () => {
   const source = { family: 'autoencoder-kl', config: TINY, weights: 'synthetic' as const, seed: 0 };
-  const { weights } = readVaeSource(source);
+  const { weights } = await readVaeSource(source);
   const folder = (name: string, edit: (w: Map<string, { dims: readonly number[]; data: Float32Array }>) => void) => {
     const path = join(dir, name);
     mkdirSync(path);

@@ -8,7 +8,9 @@ import type { RawConfig } from '../families/types.js';
 import type { Args, OptionSpec } from './args.js';
 
 export const VAE_SOURCE_OPTIONS: OptionSpec[] = [
-  { name: 'vae', kind: 'string', value: 'PATH', description: 'diffusers folder (config.json + diffusion_pytorch_model.safetensors) or a weights file (.safetensors/.pth, with --family)' },
+  { name: 'vae', kind: 'string', value: 'PATH', description: 'diffusers VAE or pipeline folder, Hub repo id org/name[@revision] in the local cache, or a weights file (.safetensors/.pth, with --family)' },
+  { name: 'subfolder', kind: 'string', value: 'NAME', description: 'pipeline component holding the VAE', defaultText: 'vae' },
+  { name: 'variant', kind: 'string', value: 'NAME', description: 'weights variant, e.g. fp16 or bf16 (diffusion_pytorch_model.<variant>.safetensors)' },
   { name: 'synthetic', kind: 'boolean', description: 'seeded synthetic weights for --family/--config instead of --vae' },
   { name: 'seed', kind: 'string', value: 'N', description: 'seed of the synthetic weights', defaultText: '0' },
 ];
@@ -28,14 +30,20 @@ export function readVaeSourceOptions(args: Args, options: { syntheticWithoutVae?
   const family = args.string('family');
   const configPath = args.string('config');
   const seed = args.int('seed', { min: 0 }) ?? 0;
+  const subfolder = args.string('subfolder');
+  const variant = args.string('variant');
   const synthetic = args.flag('synthetic') || (options.syntheticWithoutVae === true && path === undefined);
   if (path !== undefined && synthetic) args.refuse('--synthetic', true, 'either --vae or --synthetic', '--vae and --synthetic are exclusive');
   if (path !== undefined && args.has('seed')) args.refuse('--seed', args.values['seed'], 'only with synthetic weights', '--seed seeds synthetic weights; it does nothing with --vae');
+  if (synthetic && (subfolder !== undefined || variant !== undefined)) {
+    args.refuse(subfolder !== undefined ? '--subfolder' : '--variant', subfolder ?? variant, 'with --vae', '--subfolder and --variant pick files of --vae; synthetic weights have none');
+  }
   if (path === undefined && !synthetic) args.refuse('--vae', undefined, 'a path, or --synthetic', 'pass --vae PATH (a diffusers folder or weights file) or --synthetic with --family/--config');
   args.done();
   const config: RawConfig | undefined = configPath === undefined ? undefined : readConfigJson(configPath);
   const named = { ...(family !== undefined ? { family } : {}), ...(config !== undefined ? { config } : {}) };
-  return synthetic ? { ...named, weights: 'synthetic', seed } : { path: path!, ...named };
+  const files = { ...(subfolder !== undefined ? { subfolder } : {}), ...(variant !== undefined ? { variant } : {}) };
+  return synthetic ? { ...named, weights: 'synthetic', seed } : { path: path!, ...named, ...files };
 }
 
 export function readLoadOptions(args: Args): LoadOptions {

@@ -8,7 +8,7 @@ import type { FamilyRuntime } from '../families/runtime-types.js';
 import type { VaeSpec } from '../families/types.js';
 import { tileGrid } from '../plan/grid.js';
 import { firstNonFinite, type Tensor } from '../tensor.js';
-import { planes } from '../tile/blend.js';
+import { planes, type Planes } from '../tile/blend.js';
 import { RasterAssembler } from '../tile/assembler.js';
 import { tileLayout } from '../tile/layout.js';
 import { TemporalAssembler } from '../tile/temporal.js';
@@ -82,11 +82,46 @@ export function asPlanes(t: Tensor): { planes: number; height: number; width: nu
 }
 
 /**
+ * A decode whose output arrives as bands of finished rows (`decodeToBands`): each band is the
+ * post-processed sample's rows [y0, y0 + h), in order; `streamed` says whether the image was
+ * assembled band by band (memory independent of its height) or decoded whole first.
+ */
+export async function decodeToBands(
+  vae: DecodingVae,
+  latents: Tensor,
+  onBand: (y0: number, band: Tensor) => void,
+  options: DecodeOptions = {},
+): Promise<{ dims: number[]; streamed: boolean }> {
+  const latent = checkLatents(vae, latents);
+  const grid = tileGrid(vae, latent);
+  const stream = vae.tiledDecode.streamBands;
+  if (!grid.tiled || grid.chunks.length > 1 || vae.geometry.fiveDimLatents || !stream) {
+    const sample = await decodeLatents(vae, latents, options);
+    onBand(0, sample);
+    return { dims: [...sample.dims], streamed: false };
+  }
+  const progress = new ProgressCounter(grid.tiles.length, options.onProgress);
+  let dims: number[] = [];
+  const raw = await stream(
+    latents,
+    (y0, band) => {
+      // Post-processing is row-local (clamp, unpatchify), so it applies band by band.
+      const out = vae.runtime.postprocess(band, { spatiallyTiled: true, config: vae.config });
+      onBand(y0 * (out.dims.at(-2)! / band.dims.at(-2)!), out);
+      dims = [...out.dims];
+    },
+    { ...options, progress },
+  );
+  const scale = dims.at(-1)! / raw.dims.at(-1)!;
+  return { dims: [...raw.dims.slice(0, -2), raw.dims.at(-2)! * scale, raw.dims.at(-1)! * scale], streamed: true };
+}
+
+/**
  * The single-rank spatial tiling operation: decode tiles in raster order on this process's
  * runner and stream them through the assembler as they finish.
  */
 export function localTiledDecode(vae: VaeSpec, runner: TileRunner): TiledDecode {
-  return async (latents, options = {}) => {
+  const run = async (latents: Tensor, options: DecodeOptions & { progress?: ProgressCounter }, onBand?: (y0: number, band: Tensor) => void): Promise<{ dims: number[]; output: Planes | null }> => {
     const latent = checkLatents(vae, latents);
     const grid = tileGrid(vae, latent, { spatialOnly: true });
     const layout = tileLayout(grid);
@@ -98,12 +133,18 @@ export function localTiledDecode(vae: VaeSpec, runner: TileRunner): TiledDecode 
       if (!assembler) {
         leading = raw.dims.slice(0, -2) as number[];
         const p = asPlanes(raw).planes;
-        assembler = new RasterAssembler(layout, planes(p, layout.outHeight, layout.outWidth));
+        const sink = onBand && { planes: p, band: (y0: number, band: Planes) => onBand(y0, { dims: [...leading, band.height, band.width], data: band.data }) };
+        assembler = new RasterAssembler(layout, sink ?? planes(p, layout.outHeight, layout.outWidth));
       }
       checkFiniteOutput(raw.data, `tile ${tile.index}`);
       assembler.add(tile.index, asPlanes(raw));
       options.progress?.tileDone();
     }
-    return { dims: [...leading, layout.outHeight, layout.outWidth], data: assembler!.output.data };
+    return { dims: [...leading, layout.outHeight, layout.outWidth], output: onBand ? null : assembler!.output };
   };
+  const tiled = async (latents: Tensor, options: DecodeOptions & { progress?: ProgressCounter } = {}): Promise<Tensor> => {
+    const { dims, output } = await run(latents, options);
+    return { dims, data: output!.data };
+  };
+  return Object.assign(tiled, { streamBands: async (latents: Tensor, onBand: (y0: number, band: Tensor) => void, options: DecodeOptions & { progress?: ProgressCounter } = {}) => ({ dims: (await run(latents, options, onBand)).dims }) });
 }

@@ -45,6 +45,12 @@ export interface TiledDecode {
   (latents: Tensor, options?: DecodeOptions & { progress?: ProgressCounter }): Promise<Tensor>;
   /** True when latents that fit one tile go through it too (a distributed one decodes them whole on one rank). */
   readonly decodesUntiled?: boolean;
+  /**
+   * The same operation handing the raw output on as bands of finished rows (in order) instead of
+   * returning it whole, so memory does not grow with the image; resolves to the output's dims.
+   * Optional: without it, `decodeToBands` decodes whole first.
+   */
+  readonly streamBands?: (latents: Tensor, onBand: (y0: number, band: Tensor) => void, options?: DecodeOptions & { progress?: ProgressCounter }) => Promise<{ dims: number[] }>;
 }
 
 /** Counts finished tiles across the chunks of one decode and reports them. */

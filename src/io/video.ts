@@ -5,6 +5,7 @@
 
 import { spawn, spawnSync } from 'node:child_process';
 import { extname } from 'node:path';
+import { withTemporaryPath } from './atomic-file.js';
 import { DistVaeError, reason, refuse } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { imagesOf, sampleToImage, type SampleRange } from './image.js';
@@ -114,12 +115,14 @@ export async function writeSampleVideo(path: string, sample: Tensor, range: Samp
       '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${width}x${height}`, '-framerate', String(fps), '-i', '-',
       '-vf', 'pad=ceil(iw/2)*2:ceil(ih/2)*2',
       ...ENCODERS[ext],
-      out,
     ];
     const mine = frames.slice(b * frameCount, (b + 1) * frameCount);
-    await encode(command, args, (function* () {
-      for (const image of mine) yield rgb24(image, channels, height * width);
-    })());
+    // ffmpeg writes a temporary file renamed on success: a failed encode leaves nothing at `out`.
+    await withTemporaryPath(out, (temporary) =>
+      encode(command, [...args, temporary], (function* () {
+        for (const image of mine) yield rgb24(image, channels, height * width);
+      })()),
+    );
   }
   return paths;
 }

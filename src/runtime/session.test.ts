@@ -9,7 +9,8 @@ import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { GraphBuilder } from '../graph/builder.js';
 import type { Tensor } from '../tensor.js';
-import { openSafetensors, writeSafetensors } from '../weights/safetensors.js';
+import { openSafetensorsFile } from '../sources/weights-file.js';
+import { writeSafetensors } from '../weights/safetensors.js';
 import { EXECUTION_PROVIDERS, listProviders } from './providers.js';
 import { createSession } from './session.js';
 
@@ -121,7 +122,7 @@ test('weights as external data in checkpoint files run as the same weights held 
       return g.toModel();
     };
     // Two folders: the one most bytes share is the session's external folder, the other is read in.
-    const fromFiles = build(openSafetensors(join(dir, 'w.safetensors')).tensors.get('w')!, openSafetensors(join(dir, 'other', 'b.safetensors')).tensors.get('b')!);
+    const fromFiles = build((await openSafetensorsFile(join(dir, 'w.safetensors'))).tensors.get('w')!, (await openSafetensorsFile(join(dir, 'other', 'b.safetensors'))).tensors.get('b')!);
     assert.equal(fromFiles.graph!.initializer!.every((t) => t.raw_data === undefined && t.data_location === 1), true);
     const x = { dims: [1, 3], data: Float32Array.of(1, 2, 3) };
     const external = await createSession(fromFiles, { intraOpThreads: 1 });

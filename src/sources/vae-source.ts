@@ -3,26 +3,31 @@
 // onnxruntime. A `VaeSource` is plain data, so a rank in another thread, process or machine can
 // read the same VAE.
 
-import { existsSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { reason, refuse } from '../errors.js';
 import { createVae, resolveFamily, resolveFamilyConfig } from '../families/registry.js';
 import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, VaeSpec } from '../families/types.js';
 import { firstNonFinite, type Tensor } from '../tensor.js';
-import { bindWeights } from '../weights/bind.js';
 import { checkWeightBytes } from '../weights/budget.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { readConfigJson } from './config-file.js';
-import { readWeights } from './weights-file.js';
+import { withFileSource } from './file-source.js';
+import { locateVae, type VaeLocation } from './locate.js';
+import { ldmToDiffusers, ldmVaeConfig, ldmVaePrefix, looksLikeTae } from './single-file.js';
+import { openWeights, readBoundWeights } from './weights-file.js';
 
-export const DIFFUSERS_WEIGHTS_FILE = 'diffusion_pytorch_model.safetensors';
+export { DIFFUSERS_WEIGHTS_FILE } from './locate.js';
 
 /** Where a VAE's architecture and weights come from (serialisable). */
 export type VaeSource =
-  /** A diffusers folder, or a single weights file (.safetensors / .pth) with `family` (and optionally `config`). */
-  | { path: string; family?: string; config?: RawConfig }
+  /**
+   * A diffusers VAE folder, a pipeline folder, a Hub repo id `org/name[@revision]` in the local
+   * cache, or a single weights file (.safetensors / .pth) with `family` (and optionally
+   * `config`); `subfolder` picks a pipeline component other than `vae`, `variant` a weights
+   * variant such as `fp16` (see locate.ts for diffusers' rule when it is missing).
+   */
+  | { path: string; family?: string; config?: RawConfig; subfolder?: string; variant?: string }
   /** Seeded synthetic weights for an architecture config. */
   | { family?: string; config?: RawConfig; weights: 'synthetic'; seed: number };
 
@@ -30,9 +35,16 @@ function isSynthetic(source: VaeSource): source is Extract<VaeSource, { weights:
   return (source as { weights?: unknown }).weights === 'synthetic';
 }
 
-/** The folder's config.json merged with explicit overrides, or the explicit config alone. */
+/** Where a path source points (file, VAE folder, pipeline component, cached repo). */
+export function locationOf(source: Extract<VaeSource, { path: string }>): VaeLocation {
+  return locateVae(source.path, { ...(source.subfolder !== undefined ? { subfolder: source.subfolder } : {}), ...(source.variant !== undefined ? { variant: source.variant } : {}) });
+}
+
+/** The VAE folder's config.json merged with explicit overrides, or the explicit config alone. */
 export function sourceConfig(source: VaeSource): RawConfig | undefined {
-  if (!isSynthetic(source) && existsSync(source.path) && statSync(source.path).isDirectory()) return { ...readConfigJson(source.path), ...(source.config ?? {}) };
+  if (isSynthetic(source)) return source.config;
+  const location = locationOf(source);
+  if (location.kind === 'folder') return { ...readConfigJson(location.folder), ...(source.config ?? {}) };
   return source.config;
 }
 
@@ -42,7 +54,7 @@ export function sourceConfig(source: VaeSource): RawConfig | undefined {
  */
 export function vaeSpecOfSource(source: VaeSource): VaeSpec | null {
   const config = sourceConfig(source);
-  if (!isSynthetic(source) && config === undefined && !(existsSync(source.path) && statSync(source.path).isDirectory())) return null;
+  if (config === undefined) return null;
   return createVae(source.family, config);
 }
 
@@ -61,7 +73,7 @@ function partOf(family: FamilySpec, runtime: FamilyRuntime, part: VaePart): Pick
 }
 
 /** Reads the architecture and the weights of one half (default: the decoder) a source names (no onnxruntime involved). */
-export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { family: FamilySpec; config: ResolvedConfig; runtime: FamilyRuntime; weights: Map<string, Tensor> } {
+export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): Promise<{ family: FamilySpec; config: ResolvedConfig; runtime: FamilyRuntime; weights: Map<string, Tensor> }> {
   if (isSynthetic(source)) {
     const family = resolveFamily(source.family, source.config);
     const runtime = runtimeOf(family);
@@ -75,31 +87,31 @@ export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { f
     return { family, config, runtime, weights: syntheticWeights(params, source.seed) };
   }
   const path = source.path;
-  if (!existsSync(path)) {
-    refuse('FILE_NOT_FOUND', reason('FILE_NOT_FOUND', 'vae', path, 'a diffusers folder or a weights file', `VAE not found: ${path}`));
-  }
+  const location = locationOf(source);
   const raw = sourceConfig(source);
-  let weightsPath = path;
-  if (statSync(path).isDirectory()) {
-    weightsPath = join(path, DIFFUSERS_WEIGHTS_FILE);
-    if (!existsSync(weightsPath)) {
-      refuse('FILE_NOT_FOUND', reason('WEIGHTS_NOT_FOUND', 'vae', weightsPath, `${DIFFUSERS_WEIGHTS_FILE} inside the folder`, `the diffusers folder ${path} has no ${DIFFUSERS_WEIGHTS_FILE}`));
+  const weightsPath = location.weightsPath;
+  return withFileSource(weightsPath, async (file) => {
+    const reader = await openWeights(file);
+    // A bare file in the original ldm layout is an AutoencoderKL whose shapes give its config;
+    // one with TAE keys is a TAE.
+    const ldmPrefix = location.kind === 'file' && part === 'decoder' && (source.family === undefined || source.family === 'autoencoder-kl') ? ldmVaePrefix(reader.entries) : null;
+    const inferred = ldmPrefix !== null ? 'autoencoder-kl' : location.kind === 'file' && source.family === undefined && raw === undefined && looksLikeTae(reader.entries.keys()) ? 'tae' : source.family;
+    if (location.kind === 'file' && inferred === undefined && raw === undefined) {
+      refuse('INVALID_ARGUMENT', reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`));
     }
-  } else if (source.family === undefined && raw === undefined) {
-    refuse('INVALID_ARGUMENT', reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`));
-  }
-  const family = resolveFamily(source.family, raw);
-  const runtime = runtimeOf(family);
-  const half = partOf(family, runtime, part);
-  const stored = readWeights(weightsPath);
-  const weights = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
-  const implied = half.configFromWeights?.(weights);
-  const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
-  const params = half.params(config);
-  checkWeightBytes(params, `the ${family.name} ${part} of ${weightsPath}`);
-  const bound = bindWeights(params, weights, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
-  checkFiniteWeights(bound, weightsPath);
-  return { family, config, runtime, weights: bound };
+    const family = resolveFamily(inferred, raw);
+    const runtime = runtimeOf(family);
+    const half = partOf(family, runtime, part);
+    const stored = ldmPrefix !== null ? ldmToDiffusers(reader.entries, ldmPrefix) : reader.entries;
+    const entries = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
+    const implied = ldmPrefix !== null ? ldmVaeConfig(reader.entries, ldmPrefix) : half.configFromWeights?.(entries);
+    const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
+    const params = half.params(config);
+    checkWeightBytes(params, `the ${family.name} ${part} of ${weightsPath}`);
+    const weights = await readBoundWeights(reader, entries, params, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
+    checkFiniteWeights(weights, weightsPath);
+    return { family, config, runtime, weights };
+  });
 }
 
 /** A NaN or Infinity in the weights would decode into an all-NaN sample (a black image): refused at load, naming the tensor. */

@@ -1,33 +1,93 @@
-// Reads a weight file of either checkpoint format, chosen by content (a zip, or a legacy
-// pickle that parsePth then refuses clearly, is a torch.save .pth; anything else must be
-// .safetensors), so callers need not trust the extension. A safetensors file is opened lazily
-// (each tensor read when its data is asked for, float32 ones passable to onnxruntime as
-// external data); a .pth is read whole.
+// Opens a weight file of either checkpoint format, chosen by content: a zip (or a legacy
+// pickle, which the .pth reader refuses clearly) is a torch.save checkpoint, anything else must
+// be .safetensors — so callers need not trust the extension, and a `.pth` that is neither is
+// named as a bad checkpoint, not as a bad safetensors file. Tensors are then read one at a time.
 
-import { closeSync, openSync, readSync } from 'node:fs';
-import { readFileBytes } from '../io/files.js';
+import { DistVaeError } from '../errors.js';
+import type { Tensor } from '../tensor.js';
+import { asParam, checkBinding, type BindOptions, type ExpectedParam } from '../weights/bind.js';
 import type { StoredTensor } from '../weights/dtype.js';
-import { parsePth } from '../weights/pth.js';
-import { openSafetensors } from '../weights/safetensors.js';
+import { openPth } from '../weights/pth.js';
+import { readTensors, type TensorEntry, type TensorReader } from '../weights/reader.js';
+import { openSafetensors, type SafetensorsReader } from '../weights/safetensors.js';
+import { readExternalBytes, type FileBytes } from '../graph/tensor-proto.js';
+import type { ByteSource } from './byte-source.js';
+import { withFileSource } from './file-source.js';
 
-function firstBytes(path: string): Uint8Array {
-  const head = new Uint8Array(2);
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch {
-    return readFileBytes(path); // reports the failure by path
-  }
-  try {
-    readSync(fd, head, 0, 2, 0);
-  } finally {
-    closeSync(fd);
-  }
-  return head;
+const TORCH_EXTENSIONS = /\.(pth|pt|ckpt|bin)$/i;
+
+/** Opens a weights source for reading tensor by tensor. */
+export async function openWeights(source: ByteSource): Promise<TensorReader> {
+  if (source.size === 0) throw new DistVaeError('FILE_INVALID', `${source.name}: file is empty (0 bytes), not a weights file`);
+  const head = await source.read(0, Math.min(9, source.size));
+  const isTorch = (head[0] === 0x50 && head[1] === 0x4b) || head[0] === 0x80;
+  // A safetensors header is JSON: '{' after the 8-byte length. Neither format: a torch name
+  // gets the checkpoint reader's refusal, any other the safetensors reader's.
+  const isSafetensors = head[8] === 0x7b;
+  return isTorch || (!isSafetensors && TORCH_EXTENSIONS.test(source.name)) ? openPth(source) : openSafetensors(source);
 }
 
-export function readWeights(path: string): Map<string, StoredTensor> {
-  const head = firstBytes(path);
-  const isTorch = (head[0] === 0x50 && head[1] === 0x4b) || head[0] === 0x80;
-  return isTorch ? parsePth(readFileBytes(path), path).tensors : openSafetensors(path).tensors;
+/** A float32 tensor of a file on disk: its bytes are read each time `data` is read; `file` names them. */
+class FileTensor implements StoredTensor {
+  readonly dtype = 'F32' as const;
+  constructor(
+    readonly dims: number[],
+    readonly file: FileBytes,
+  ) {}
+
+  get data(): Float32Array {
+    return new Float32Array(readExternalBytes(this.file).buffer);
+  }
+}
+
+/**
+ * A safetensors file on disk with every tensor lazy: float32 ones name their bytes (`file`, for
+ * onnxruntime's external data) and read them when `data` is asked for; others are converted.
+ */
+export async function openSafetensorsFile(path: string): Promise<{ metadata: Record<string, string>; tensors: Map<string, StoredTensor & { file?: FileBytes }> }> {
+  return withFileSource(path, async (source) => {
+    const reader = await openSafetensors(source);
+    const tensors = new Map<string, StoredTensor & { file?: FileBytes }>();
+    for (const [name, e] of reader.entries) {
+      const file = reader.fileBytes(name)!;
+      tensors.set(name, e.dtype === 'F32' ? new FileTensor([...e.dims], file) : await reader.readTensor(name));
+    }
+    return { metadata: reader.metadata, tensors };
+  });
+}
+
+/** Reads every tensor of a weights file. */
+export function readWeights(path: string): Promise<Map<string, StoredTensor>> {
+  return withFileSource(path, async (source) => readTensors(await openWeights(source)));
+}
+
+/**
+ * The decoder's tensors from an opened file: the shapes are bound first (header only, every
+ * problem named at once), then only the expected tensors are read, one after another — a
+ * view or storage the decoder does not expect is never materialised. `entries` may rename the
+ * reader's keys (each entry keeps its stored name) and reshape them (same element count).
+ */
+export async function readBoundWeights(
+  reader: TensorReader,
+  entries: ReadonlyMap<string, TensorEntry>,
+  expected: readonly ExpectedParam[],
+  options: BindOptions = {},
+): Promise<Map<string, Tensor>> {
+  checkBinding(expected, entries, { source: reader.source, ...options });
+  const out = new Map<string, Tensor>();
+  const external = (reader as Partial<SafetensorsReader>).fileBytes;
+  for (const param of expected) {
+    const entry = entries.get(param.name)!;
+    const file = entry.dtype === 'F32' && param.dims.length > 0 ? external?.(entry.name) : undefined;
+    if (file) {
+      // A float32 tensor in a local file stays there: onnxruntime reads it as external data, and
+      // JS reads it only when its data is asked for.
+      out.set(param.name, new FileTensor([...entry.dims], file));
+      continue;
+    }
+    const stored = await reader.readTensor(entry.name);
+    // A renamed entry may view the stored values in another shape of the same size (a 1×1 conv as a linear weight).
+    out.set(param.name, asParam({ dims: [...entry.dims], data: stored.data }, param));
+  }
+  return out;
 }

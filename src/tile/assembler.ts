@@ -3,23 +3,50 @@
 // stride, concatenate. Tiles may arrive in any order; each is blended and written as soon as
 // the tiles before it in raster order are in, and only the blended last rows of the previous
 // tile row and the last columns of the previous tile are kept — live memory is the output plus
-// about one row of edges, never all tiles.
+// about one row of edges, never all tiles. Given a band sink instead of an output, it holds
+// one tile row's crops only and hands each band of finished rows on as soon as the row's last
+// tile is placed, so memory does not grow with the image's height.
 
 import { DistVaeError } from '../errors.js';
-import { blendH, blendV, sliceCols, sliceRows, writeBlock, type Planes } from './blend.js';
+import { blendH, blendV, planes, sliceCols, sliceRows, writeBlock, type Planes } from './blend.js';
 import { cropPlacement, type TileLayout } from './layout.js';
+
+/** Receives finished output rows [y0, y0 + band.height) of every plane, in order, once each. */
+export interface BandSink {
+  /** Planes of the output (B·C·F). */
+  readonly planes: number;
+  band(y0: number, band: Planes): void;
+}
 
 export class RasterAssembler {
   private readonly aboveRows: (Planes | null)[];
   private leftCols: Planes | null = null;
   private readonly pending = new Map<number, Planes>();
   private next = 0;
+  private readonly whole: Planes | null;
+  private readonly sink: BandSink | null;
+  /** The band of the tile row being placed (band mode). */
+  private band: Planes | null = null;
 
+  /** Assembles into `target`: the whole output, or a sink that takes finished bands of rows. */
   constructor(
     private readonly layout: TileLayout,
-    readonly output: Planes,
+    target: Planes | BandSink,
   ) {
     this.aboveRows = new Array<Planes | null>(layout.cols).fill(null);
+    const isSink = typeof (target as BandSink).band === 'function';
+    this.whole = isSink ? null : (target as Planes);
+    this.sink = isSink ? (target as BandSink) : null;
+  }
+
+  /** The whole output (whole-output mode only). */
+  get output(): Planes {
+    if (!this.whole) throw new Error('unreachable: a banded assembler holds no whole output');
+    return this.whole;
+  }
+
+  private get planeCount(): number {
+    return this.whole ? this.whole.planes : this.sink!.planes;
   }
 
   get complete(): boolean {
@@ -28,7 +55,7 @@ export class RasterAssembler {
 
   /** Accepts raw tile `index` (planes × extent); blends and writes every tile now in order. */
   add(index: number, tile: Planes): void {
-    checkTile(this.layout, index, tile, this.output.planes);
+    checkTile(this.layout, index, tile, this.planeCount);
     if (index < this.next || this.pending.has(index)) {
       throw new DistVaeError('RUNTIME_FAILED', `tile ${index} was delivered twice`);
     }
@@ -48,7 +75,18 @@ export class RasterAssembler {
     if (row > 0 && above) blendV(above, tile, Math.min(above.height, tile.height, blend.height));
     if (col > 0 && this.leftCols) blendH(this.leftCols, tile, Math.min(this.leftCols.width, tile.width, blend.width));
     const at = cropPlacement(this.layout, index);
-    writeBlock(tile, at.h, at.w, this.output, at.y, at.x);
+    if (this.whole) {
+      writeBlock(tile, at.h, at.w, this.whole, at.y, at.x);
+    } else {
+      // The row's crops share its first tile's height (every tile of a row has the same extent rows).
+      this.band ??= planes(this.planeCount, at.h, this.layout.outWidth);
+      writeBlock(tile, at.h, at.w, this.band, 0, at.x);
+      if (col === cols - 1) {
+        const band = this.band;
+        this.band = null;
+        this.sink!.band(at.y, band);
+      }
+    }
     this.aboveRows[col] = row + 1 < rows ? sliceRows(tile, tile.height - Math.min(blend.height, tile.height), tile.height) : null;
     this.leftCols = col + 1 < cols ? sliceCols(tile, tile.width - Math.min(blend.width, tile.width), tile.width) : null;
   }

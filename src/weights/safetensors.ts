@@ -1,22 +1,18 @@
 // The .safetensors format: an 8-byte little-endian header length, a JSON header mapping each
 // tensor name to {dtype, shape, data_offsets} (plus an optional "__metadata__" of strings),
-// then the raw little-endian data. Reading validates the whole header before converting
-// anything and converts every tensor to float32, keeping its stored dtype. Writing matches the
-// Python library: tensors laid out in name order, header padded with spaces to 8 bytes.
-//
-// A checkpoint on disk is opened lazily (openSafetensors): only the header is read, and each
-// tensor's bytes are read when its `data` is asked for, so the tensors a decoder ignores (the
-// encoder's) are never read and no copy of the whole file is held. A float32 tensor also names
-// its bytes in the file (`file`), so a graph can hand them to onnxruntime as external data and
-// JS never holds the weights at all.
+// then the raw little-endian data. Opening a file reads and validates the whole header only;
+// tensors are then read one by one, in bounded pieces, and converted to float32 keeping their
+// stored dtype — so a file of any size is read with memory bounded by the tensors asked for.
+// Writing matches the Python library: tensors laid out in name order, header padded with
+// spaces to 8 bytes.
 
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { DistVaeError } from '../errors.js';
-import { readExternalBytes, type FileBytes } from '../graph/tensor-proto.js';
-import { readFileBytes, writeFileBytes } from '../io/files.js';
+import { writeFileBytes } from '../io/files.js';
+import { bytesSource, type ByteSource } from '../sources/byte-source.js';
+import { withFileSource } from '../sources/file-source.js';
 import { elementCount, type Tensor } from '../tensor.js';
-import { decodeToFloat32, DTYPE_BYTES, encodeFromFloat32, isDType, type DType, type FloatDType, type StoredTensor } from './dtype.js';
+import { DTYPE_BYTES, encodeFromFloat32, isDType, type FloatDType, type StoredTensor } from './dtype.js';
+import { readElements, readTensors, type TensorEntry, type TensorReader } from './reader.js';
 
 export interface SafetensorsContents {
   /** Tensors in file (data offset) order. */
@@ -25,115 +21,79 @@ export interface SafetensorsContents {
   readonly metadata: Record<string, string>;
 }
 
+/** A safetensors file with its header read: tensors are read on demand. */
+export interface SafetensorsReader extends TensorReader {
+  /** The header's `__metadata__` (empty when absent). */
+  readonly metadata: Record<string, string>;
+  /**
+   * Where a tensor's raw bytes lie in a local file (`source.path`), so a float32 tensor can go to
+   * onnxruntime as external data; undefined for a source that is not a local file.
+   */
+  fileBytes(name: string): { path: string; offset: number; length: number } | undefined;
+}
+
 export interface SafetensorsWriteOptions {
   /** Stored element type; default F32. */
   dtype?: FloatDType;
   metadata?: Record<string, string>;
 }
 
-/** The Python library refuses headers above 100 MB; so do we, before parsing them. */
+/** The Python library refuses headers above 100 MB; so do we, before reading them. */
 const MAX_HEADER_BYTES = 100_000_000;
 const METADATA_KEY = '__metadata__';
 
-interface HeaderEntry {
-  name: string;
-  dtype: DType;
+interface HeaderEntry extends TensorEntry {
   dims: number[];
+  /** Byte range in the data section. */
   begin: number;
   end: number;
 }
 
-export function readSafetensors(path: string): SafetensorsContents {
-  return parseSafetensors(readFileBytes(path), path);
-}
-
-function failer(source: string): (message: string) => never {
-  return (message) => {
-    throw new DistVaeError('FILE_INVALID', `${source}: ${message}`);
+/** Reads and validates the header of a safetensors source. */
+export async function openSafetensors(source: ByteSource): Promise<SafetensorsReader> {
+  const fail: (message: string) => never = (message) => {
+    throw new DistVaeError('FILE_INVALID', `${source.name}: ${message}`);
+  };
+  if (source.size < 8) fail(`file is ${source.size} bytes, too short for the 8-byte header length (not a safetensors file?)`);
+  const lengthField = await source.read(0, 8);
+  const headerLength = new DataView(lengthField.buffer, lengthField.byteOffset, 8).getBigUint64(0, true);
+  if (headerLength > BigInt(source.size - 8)) {
+    fail(`header length ${headerLength} exceeds the ${source.size - 8} bytes after the length field (truncated or not a safetensors file)`);
+  }
+  if (headerLength > BigInt(MAX_HEADER_BYTES)) fail(`header length ${headerLength} exceeds the ${MAX_HEADER_BYTES}-byte limit`);
+  const dataStart = 8 + Number(headerLength);
+  const header = parseHeaderJson(await source.read(8, Number(headerLength)), fail);
+  const { entries, metadata } = validateHeader(header, source.size - dataStart, fail);
+  const byName = new Map(entries.map((e) => [e.name, e]));
+  return {
+    source: source.name,
+    entries: byName,
+    metadata,
+    fileBytes: (name) => {
+      const e = byName.get(name);
+      return e && source.path !== undefined ? { path: source.path, offset: dataStart + e.begin, length: e.end - e.begin } : undefined;
+    },
+    readTensor: async (name) => {
+      const e = byName.get(name);
+      if (!e) throw new DistVaeError('INVALID_ARGUMENT', `${source.name}: no tensor named ${JSON.stringify(name)}`);
+      return { dims: e.dims, dtype: e.dtype, data: await readElements(source, dataStart + e.begin, e.end - e.begin, e.dtype) };
+    },
   };
 }
 
-/** The data section's start, from the 8-byte length field, checked against the file's size. */
-function headerEnd(lengthField: Uint8Array, fileBytes: number, fail: (message: string) => never): number {
-  if (fileBytes < 8) fail(`file is ${fileBytes} bytes, too short for the 8-byte header length (not a safetensors file?)`);
-  const headerLength = new DataView(lengthField.buffer, lengthField.byteOffset, 8).getBigUint64(0, true);
-  if (headerLength > BigInt(fileBytes - 8)) {
-    fail(`header length ${headerLength} exceeds the ${fileBytes - 8} bytes after the length field (truncated or not a safetensors file)`);
-  }
-  if (headerLength > BigInt(MAX_HEADER_BYTES)) fail(`header length ${headerLength} exceeds the ${MAX_HEADER_BYTES}-byte limit`);
-  return 8 + Number(headerLength);
+/** Reads every tensor of a safetensors file (bounded reads; memory is the tensors themselves). */
+export function readSafetensors(path: string): Promise<SafetensorsContents> {
+  return withFileSource(path, (source) => readWholeSafetensors(source));
 }
 
-/** Parses safetensors bytes; `source` names the file in error messages. */
-export function parseSafetensors(bytes: Uint8Array, source = '<buffer>'): SafetensorsContents {
-  const fail = failer(source);
-  const dataStart = headerEnd(bytes, bytes.length, fail);
-  const header = parseHeaderJson(bytes.subarray(8, dataStart), fail);
-  const data = bytes.subarray(dataStart);
-  const { entries, metadata } = validateHeader(header, data.length, fail);
-
-  const tensors = new Map<string, StoredTensor>();
-  for (const e of entries) {
-    tensors.set(e.name, { dims: e.dims, dtype: e.dtype, data: decodeToFloat32(data.subarray(e.begin, e.end), e.dtype) });
-  }
-  return { tensors, metadata };
+/** Parses safetensors bytes already in memory; `source` names them in error messages. */
+export function parseSafetensors(bytes: Uint8Array, source = '<buffer>'): Promise<SafetensorsContents> {
+  return readWholeSafetensors(bytesSource(bytes, source));
 }
 
-/** A tensor of a checkpoint on disk: its bytes are read (and converted) each time `data` is read. */
-class FileTensor implements StoredTensor {
-  /** Where a float32 tensor's bytes lie in the file (little-endian, as a TensorProto's raw_data); absent for other dtypes. */
-  readonly file?: FileBytes;
-
-  constructor(
-    readonly dims: number[],
-    readonly dtype: DType,
-    private readonly bytes: FileBytes,
-  ) {
-    if (dtype === 'F32') this.file = bytes;
-  }
-
-  get data(): Float32Array {
-    const raw = readExternalBytes(this.bytes);
-    return this.dtype === 'F32' ? new Float32Array(raw.buffer) : decodeToFloat32(raw, this.dtype);
-  }
-}
-
-function openFile(path: string): number {
-  try {
-    return openSync(path, 'r');
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new DistVaeError('FILE_NOT_FOUND', `${path}: no such file`, { cause: e });
-    throw new DistVaeError('FILE_INVALID', `${path}: cannot read (${code ?? String(e)})`, { cause: e });
-  }
-}
-
-/**
- * Opens a safetensors file lazily: reads and validates the header only; each tensor reads its
- * own bytes when its `data` is asked for (a float32 one also names them in `file`).
- */
-export function openSafetensors(path: string): SafetensorsContents {
-  const fail = failer(path);
-  const absolute = resolve(path);
-  const fd = openFile(absolute);
-  let size: number;
-  let header: Record<string, unknown>;
-  let dataStart: number;
-  try {
-    size = fstatSync(fd).size;
-    const lengthField = new Uint8Array(8);
-    readSync(fd, lengthField, 0, 8, 0);
-    dataStart = headerEnd(lengthField, size, fail);
-    const headerBytes = new Uint8Array(dataStart - 8);
-    if (readSync(fd, headerBytes, 0, headerBytes.length, 8) !== headerBytes.length) fail('header ends early (file truncated?)');
-    header = parseHeaderJson(headerBytes, fail);
-  } finally {
-    closeSync(fd);
-  }
-  const { entries, metadata } = validateHeader(header, size - dataStart, fail);
-  const tensors = new Map<string, StoredTensor>();
-  for (const e of entries) tensors.set(e.name, new FileTensor(e.dims, e.dtype, { path: absolute, offset: dataStart + e.begin, length: e.end - e.begin }));
-  return { tensors, metadata };
+async function readWholeSafetensors(source: ByteSource): Promise<SafetensorsContents> {
+  const reader = await openSafetensors(source);
+  return { tensors: await readTensors(reader), metadata: reader.metadata };
 }
 
 function parseHeaderJson(headerBytes: Uint8Array, fail: (message: string) => never): Record<string, unknown> {

@@ -4,7 +4,7 @@
 // the row-sharding bands and ffmpeg's presence are all checked before the decoder is built.
 // --strategy picks the spatial strategy (decode-strategy.ts).
 
-import { extname } from 'node:path';
+import { extname, join } from 'node:path';
 import { checkFiniteOutput, throwIfAborted } from '../../decode/engine.js';
 import { checkLatents } from '../../decode/latents.js';
 import { loadVae, type Vae } from '../../decode/vae.js';
@@ -18,7 +18,12 @@ import { splitBands } from '../../strategies/shard/bands.js';
 import type { VaeSpec } from '../../families/types.js';
 import { writeSamplePng } from '../../io/image.js';
 import { checkFfmpeg, DEFAULT_FPS, isVideoPath, VIDEO_EXTENSIONS, writeSampleVideo } from '../../io/video.js';
-import { readLatents } from '../../io/latents.js';
+import { expandLatentsArg, latentScalingOf, latentsStem, readLatents, unscaleLatents } from '../../io/latents.js';
+import { PngBandWriter } from '../../io/png-stream.js';
+import { decodeToBands } from '../../decode/engine.js';
+import type { DecodeOptions } from '../../decode/types.js';
+import type { Tensor } from '../../tensor.js';
+import { DISTVAE_VERSION } from '../../version.js';
 import { writeNpy } from '../../io/npy.js';
 import { tileGrid } from '../../plan/grid.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
@@ -50,7 +55,10 @@ export const decodeCommand: CommandSpec = {
   options: [
     ...VAE_SOURCE_OPTIONS,
     ...FAMILY_OPTIONS,
-    { name: 'latents', kind: 'string', value: 'PATH', description: 'latents as diffusers vae.decode receives them: .npy, or .safetensors with a tensor named "latents"' },
+    { name: 'latents', kind: 'string', value: 'PATH', description: 'latents as diffusers vae.decode receives them: .npy; .safetensors with a tensor named "latents", its only tensor, or FILE.safetensors:NAME; a ComfyUI .latent' },
+    { name: 'out-dir', kind: 'string', value: 'DIR', description: 'with a folder or glob of latents: one output per latent, DIR/<stem>.<format>, all with one VAE load' },
+    { name: 'out-format', kind: 'string', value: 'png|npy|mp4|webm', description: 'the outputs of --out-dir', defaultText: 'png' },
+    { name: 'latents-scaled', kind: 'boolean', description: "the latents are a pipeline's (output_type=\"latent\"): divide by the VAE config's scaling_factor and add its shift_factor first, as pipelines do" },
     { name: 'out', kind: 'string', value: 'PATH', description: ".npy: the raw decode(z).sample; .png: an image with the family's value mapping (one file per image/frame); .mp4/.webm: a video (one per batch item) through the system ffmpeg" },
     ...TILING_OPTIONS,
     { name: 'full', kind: 'boolean', description: 'one decoder call over everything: no spatial and no temporal tiling' },
@@ -94,7 +102,15 @@ export const decodeCommand: CommandSpec = {
   ],
   async run(args, io) {
     const latentsPath = args.string('latents', { required: true });
-    const out = args.string('out', { required: true });
+    // Several latents (a folder or a glob) decode with one load, each to --out-dir/<stem>.<format>.
+    const outDir = args.string('out-dir');
+    const outFormat = args.choice('out-format', ['png', 'npy', 'mp4', 'webm'] as const);
+    const inputs = latentsPath === undefined ? [] : expandLatentsArg(latentsPath);
+    if (outDir === undefined && inputs.length > 1) args.refuse('--latents', latentsPath, 'one file, or several with --out-dir', `--latents ${latentsPath} names ${inputs.length} files: give --out-dir DIR (one output per latent)`);
+    if (outDir !== undefined && args.has('out')) args.refuse('--out', args.values['out'], 'absent with --out-dir', '--out and --out-dir are exclusive');
+    if (outDir === undefined && outFormat !== undefined) args.refuse('--out-format', outFormat, 'only with --out-dir', '--out-format names the outputs of --out-dir; --out carries its own extension');
+    const outputs = outDir !== undefined ? inputs.map((p) => join(outDir, `${latentsStem(p)}.${outFormat ?? 'png'}`)) : [args.string('out', { required: true })];
+    const out = outputs[0];
     const bitDepth = args.choice('bit-depth', ['8', '16'] as const);
     const fps = args.number('fps');
     const decodeTimestep = args.number('decode-timestep');
@@ -139,12 +155,13 @@ export const decodeCommand: CommandSpec = {
     }
     args.done();
 
-    const latents = readLatents(latentsPath!);
+    const storedAll = await Promise.all(inputs.map((p) => readLatents(p)));
+    const latentsScaled = args.flag('latents-scaled');
     // A plan-only view checks the latent and the plan before any weights are read, when the
     // architecture is known without them (a bare weights file names its variant only in its keys).
     const spec = vaeSpecOfSource(source);
-    const configure = (vae: VaeSpec) => {
-      const latent = checkLatents(vae, latents, latentsPath);
+    const configure = (vae: VaeSpec, stored: Tensor, latentsPath: string) => {
+      const latent = checkLatents(vae, stored, latentsPath);
       if (video && !vae.geometry.fiveDimLatents) {
         args.refuse('--out', out, '.npy or .png for an image family', `--out ${out}: ${vae.family.name} decodes images, not video; write .npy or .png`);
         args.done();
@@ -157,7 +174,8 @@ export const decodeCommand: CommandSpec = {
     // Ranks without work are never started (each would load the VAE): blended and halo-exact tiles
     // use at most one rank per tile of a chunk; row sharding refuses more ranks than latent rows.
     const ranksFor = (vae: VaeSpec, latent: ReturnType<typeof checkLatents>) => (strategy === 'shard' ? ranks : Math.min(ranks, tileGrid(vae, latent, { spatialOnly: true }).tiles.length));
-    const planned = spec ? ranksFor(spec, configure(spec)) : null;
+    storedAll.slice(1).forEach((stored, i) => spec && configure(spec, stored, inputs[i + 1]!));
+    const planned = spec ? ranksFor(spec, configure(spec, storedAll[0]!, inputs[0]!)) : null;
     if (planned !== null && redis === undefined) checkRankMemory(spec!, planned, loadOptions);
     if (video) checkFfmpeg();
 
@@ -189,29 +207,46 @@ export const decodeCommand: CommandSpec = {
     let vae: Vae | null = null;
     try {
       vae = await loadVae(source, loadOptions);
-      const latent = configure(vae);
+      const first = configure(vae, storedAll[0]!, inputs[0]!);
       if (redis === undefined && group === null) {
-        const n = ranksFor(vae, latent);
+        const n = ranksFor(vae, first);
         checkRankMemory(vae, n, loadOptions);
         ({ local: group, starting: started } = startLocal(n));
       }
       await started;
       throwIfAborted(io.signal);
-      const grid = tileGrid(vae, latent);
       const rankStats = installStrategy(strategy, vae, group);
+      for (const [i, stored] of storedAll.entries()) {
+      const out = outputs[i];
+      const latentsPath = inputs[i]!;
+      const latent = configure(vae, stored, latentsPath);
+      const latents = latentsScaled ? unscaleLatents(stored, latentScalingOf(vae.config.fields, vae.family.name)) : stored;
+      const grid = tileGrid(vae, latent);
       const bar = progressBar(io, 'decode');
       const t0 = performance.now();
-      const sample = await vae.decode(latents, { onProgress: bar.update, ...(io.signal ? { signal: io.signal } : {}) });
+      const decodeOptions = { onProgress: bar.update, ...(io.signal ? { signal: io.signal } : {}) };
+      // A single image goes to PNG band by band as its tile rows finish (memory independent of
+      // its height); a batch, video frames and .npy are written from the whole sample.
+      const streamPng = extname(out!).toLowerCase() === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1;
+      let sample: { dims: readonly number[] };
+      let written: string[];
+      if (streamPng) {
+        sample = await writeStreamedPng(vae, latents, out!, bitDepth === '16' ? 16 : 8, decodeOptions);
+        written = [out!];
+      } else {
+        const whole = await vae.decode(latents, decodeOptions);
+        throwIfAborted(io.signal);
+        checkFiniteOutput(whole.data, 'the decode');
+        sample = whole;
+        written =
+          extname(out!).toLowerCase() === '.npy'
+            ? (writeNpy(out!, whole), [out!])
+            : video
+              ? await writeSampleVideo(out!, whole, vae.family.sampleRange, fps !== undefined ? { fps } : {})
+              : writeSamplePng(out!, whole, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
+      }
       const seconds = (performance.now() - t0) / 1000;
       bar.finish();
-      throwIfAborted(io.signal);
-      checkFiniteOutput(sample.data, 'the decode');
-      const written =
-        extname(out!).toLowerCase() === '.npy'
-          ? (writeNpy(out!, sample), [out!])
-          : video
-            ? await writeSampleVideo(out!, sample, vae.family.sampleRange, fps !== undefined ? { fps } : {})
-            : writeSamplePng(out!, sample, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
       const single = scheduleGrid(grid, 1);
       const shard = rankStats?.shard() ?? null;
       const notes = [...(redis === undefined && group!.size < ranks ? [`--ranks ${ranks} for ${grid.tiles.length} tile(s): ${group!.size} rank(s) started (a rank without a tile is never started)`] : []), ...(rankStats?.notes() ?? [])];
@@ -241,6 +276,7 @@ export const decodeCommand: CommandSpec = {
         for (const f of rankStats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
         for (const note of notes) io.stdout(`${note}\n`);
       }
+      }
       return 0;
     } finally {
       await group?.close();
@@ -248,3 +284,35 @@ export const decodeCommand: CommandSpec = {
     }
   },
 };
+
+/**
+ * Decodes one image into a PNG written band by band, with the plan, the distvae version and the
+ * VAE's content hash in its text chunks; nothing is left at `out` when the decode fails.
+ */
+async function writeStreamedPng(vae: Vae, latents: Tensor, out: string, bitDepth: 8 | 16, options: DecodeOptions): Promise<{ dims: number[] }> {
+  const [, , latentHeight, latentWidth] = latents.dims as number[];
+  const text = {
+    'distvae:plan': JSON.stringify({ enabled: vae.tiling.enabled, window: vae.tiling.window, overlap: vae.tiling.overlap }),
+    'distvae:version': DISTVAE_VERSION,
+    'distvae:vae-sha256': vae.contentHash(),
+  };
+  let writer: PngBandWriter | null = null;
+  try {
+    const result = await decodeToBands(
+      vae,
+      latents,
+      (y0, band) => {
+        const [, channels, , width] = band.dims as number[];
+        checkFiniteOutput(band.data, `the decode's rows from ${y0}`);
+        writer ??= new PngBandWriter(out, { width: width!, height: (latentHeight! * width!) / latentWidth!, channels: channels!, bitDepth, range: vae.family.sampleRange, text });
+        writer.writeBand(band);
+      },
+      options,
+    );
+    writer!.finish();
+    return result;
+  } catch (e) {
+    (writer as PngBandWriter | null)?.abort();
+    throw e;
+  }
+}

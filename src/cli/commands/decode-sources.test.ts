@@ -1,0 +1,101 @@
+// `distvae decode` from the files users have: a pipeline in the local Hugging Face cache named
+// by repo id (the README's quick start), a ComfyUI .latent, and a pipeline's scaled latents
+// with --latents-scaled — each the same sample as the plain equivalent.
+
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { klDecoderParams } from '../../families/autoencoder-kl.graph.js';
+import { getFamily } from '../../families/registry.js';
+import { seededTensor } from '../../graph/testing/random.js';
+import { readNpy, writeNpy } from '../../io/npy.js';
+import { tensor } from '../../tensor.js';
+import { writeSafetensors } from '../../weights/safetensors.js';
+import { syntheticWeights } from '../../weights/synthetic.js';
+import { runCli } from '../main.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'distvae-cli-sources-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const CONFIG = { _class_name: 'AutoencoderKL', block_out_channels: [8, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4, scaling_factor: 0.5, shift_factor: 0.25 };
+const COMMIT = 'c'.repeat(40);
+const cache = join(dir, 'hub');
+const snapshot = join(cache, 'models--org--tiny-pipe', 'snapshots', COMMIT);
+mkdirSync(join(snapshot, 'vae'), { recursive: true });
+mkdirSync(join(cache, 'models--org--tiny-pipe', 'refs'), { recursive: true });
+writeFileSync(join(cache, 'models--org--tiny-pipe', 'refs', 'main'), COMMIT);
+writeFileSync(join(snapshot, 'model_index.json'), JSON.stringify({ _class_name: 'StableDiffusionPipeline', vae: ['diffusers', 'AutoencoderKL'] }));
+writeFileSync(join(snapshot, 'vae', 'config.json'), JSON.stringify(CONFIG));
+writeSafetensors(join(snapshot, 'vae', 'diffusion_pytorch_model.safetensors'), syntheticWeights(klDecoderParams(getFamily('autoencoder-kl').resolveConfig(CONFIG)), 3));
+
+const z = seededTensor([1, 4, 4, 4], 9);
+const Z = join(dir, 'z.npy');
+writeNpy(Z, z);
+
+async function cli(...argv: string[]): Promise<{ code: number; stdout: string }> {
+  let stdout = '';
+  const saved = process.env['HF_HUB_CACHE'];
+  process.env['HF_HUB_CACHE'] = cache;
+  try {
+    const code = await runCli(argv, { stdout: (t) => (stdout += t), stderr: () => undefined, stderrIsTTY: false });
+    return { code, stdout };
+  } finally {
+    if (saved === undefined) delete process.env['HF_HUB_CACHE'];
+    else process.env['HF_HUB_CACHE'] = saved;
+  }
+}
+
+test('a repo id in the local cache decodes like its snapshot folder; a ComfyUI .latent like its tensor', async () => {
+  const byRepo = join(dir, 'repo.npy');
+  const byFolder = join(dir, 'folder.npy');
+  const byComfy = join(dir, 'comfy.npy');
+  assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', Z, '--out', byRepo, '--threads', '1')).code, 0);
+  assert.equal((await cli('decode', '--vae', join(snapshot, 'vae'), '--latents', Z, '--out', byFolder, '--threads', '1')).code, 0);
+  writeSafetensors(join(dir, 'z.latent'), { latent_tensor: z, latent_format_version_0: tensor([0]) });
+  assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, 'z.latent'), '--out', byComfy, '--threads', '1')).code, 0);
+  assert.deepEqual(readNpy(byRepo), readNpy(byFolder));
+  assert.deepEqual(readNpy(byComfy), readNpy(byFolder));
+  const miss = await cli('decode', '--vae', 'org/absent', '--latents', Z, '--out', join(dir, 'x.npy'), '--json');
+  assert.equal(miss.code, 2);
+  assert.match(JSON.parse(miss.stdout).error.message, /org\/absent@main is not a local path and not in the local Hugging Face cache \(searched .*models--org--absent/);
+});
+
+test('--latents-scaled divides by scaling_factor and adds shift_factor before decoding', async () => {
+  const scaled = tensor(z.dims, z.data.map((v) => (v - 0.25) * 0.5));
+  const unscaled = tensor(z.dims, scaled.data.map((v) => Math.fround(v / 0.5) + Math.fround(0.25)));
+  writeNpy(join(dir, 'scaled.npy'), scaled);
+  writeNpy(join(dir, 'unscaled.npy'), unscaled);
+  const viaFlag = join(dir, 'flag.npy');
+  const direct = join(dir, 'direct.npy');
+  assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, 'scaled.npy'), '--latents-scaled', '--out', viaFlag, '--threads', '1')).code, 0);
+  assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, 'unscaled.npy'), '--out', direct, '--threads', '1')).code, 0);
+  assert.deepEqual(readNpy(viaFlag), readNpy(direct));
+});
+
+test('a folder or glob of latents decodes with one load into --out-dir, each like its own decode', async () => {
+  const many = join(dir, 'many');
+  mkdirSync(many);
+  const a = seededTensor([1, 4, 4, 4], 1);
+  const b = seededTensor([1, 4, 6, 4], 2);
+  writeNpy(join(many, 'a.npy'), a);
+  writeSafetensors(join(many, 'b.safetensors'), { latents: b });
+  writeFileSync(join(many, 'notes.txt'), 'ignored');
+  const outDir = join(dir, 'outs');
+  mkdirSync(outDir);
+  assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', many, '--out-dir', outDir, '--out-format', 'npy', '--threads', '1')).code, 0);
+  for (const [name, latents] of [['a', a], ['b', b]] as const) {
+    const single = join(dir, `single-${name}.npy`);
+    writeNpy(join(dir, `in-${name}.npy`), latents);
+    assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, `in-${name}.npy`), '--out', single, '--threads', '1')).code, 0);
+    assert.deepEqual(readNpy(join(outDir, `${name}.npy`)), readNpy(single));
+  }
+  const globbed = join(dir, 'globbed');
+  mkdirSync(globbed);
+  assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(many, '*.npy'), '--out-dir', globbed, '--threads', '1')).code, 0);
+  assert.deepEqual(readdirSync(globbed), ['a.png']);
+  const refused = await cli('decode', '--vae', 'org/tiny-pipe', '--latents', many, '--out', join(dir, 'x.png'), '--json');
+  assert.equal(refused.code, 2);
+  assert.match(JSON.parse(refused.stdout).error.message, /names 2 files: give --out-dir DIR/);
+});

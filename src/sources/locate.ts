@@ -1,0 +1,162 @@
+// Where a `--vae` name points, before anything is read: a weights file; a diffusers VAE folder;
+// a diffusers pipeline folder (model_index.json → its `vae` component, or `subfolder`); or a
+// Hub repo id `org/name[@revision]` found read-only in the local Hugging Face cache
+// (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub; refs/<revision> →
+// snapshots/<commit>/). Nothing is ever downloaded: a miss names every path searched.
+//
+// Variants follow diffusers: a VAE folder loaded with `variant` needs
+// diffusion_pytorch_model.<variant>.safetensors (or .bin) — ModelMixin.from_pretrained raises
+// when it is missing; a pipeline (or repo) whose VAE component lacks the variant falls back to
+// the component's plain weights, as DiffusionPipeline.from_pretrained does
+// (variant_compatible_siblings), and says so in `notes`.
+
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { DistVaeError, reason } from '../errors.js';
+
+export const DIFFUSERS_WEIGHTS_FILE = 'diffusion_pytorch_model.safetensors';
+const DIFFUSERS_PICKLE_FILE = 'diffusion_pytorch_model.bin';
+const PIPELINE_INDEX = 'model_index.json';
+const DEFAULT_COMPONENT = 'vae';
+
+export interface LocateOptions {
+  /** The pipeline component (or any subfolder) holding the VAE; default `vae` for a pipeline. */
+  subfolder?: string;
+  /** Weights variant, e.g. `fp16` or `bf16`. */
+  variant?: string;
+  /** Environment to read the cache location from (default process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+export type VaeLocation =
+  /** A single weights file (its architecture comes from a family / config). */
+  | { kind: 'file'; weightsPath: string; notes: string[] }
+  /** A diffusers VAE folder: config.json plus the chosen weights file. */
+  | { kind: 'folder'; folder: string; weightsPath: string; notes: string[] };
+
+/** diffusers' `_add_variant`: the variant goes before the extension. */
+export function withVariant(file: string, variant: string | undefined): string {
+  if (variant === undefined) return file;
+  const parts = file.split('.');
+  return [...parts.slice(0, -1), variant, parts[parts.length - 1]].join('.');
+}
+
+/** Resolves what `name` denotes, without reading any weights. */
+export function locateVae(name: string, options: LocateOptions = {}): VaeLocation {
+  if (options.variant !== undefined && !/^[A-Za-z0-9_-]+$/.test(options.variant)) {
+    const r = reason('VARIANT_INVALID', 'variant', options.variant, 'a variant name such as fp16 or bf16 (letters, digits, _ and -)');
+    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+  }
+  if (existsSync(name)) {
+    if (!statSync(name).isDirectory()) {
+      if (options.subfolder !== undefined || options.variant !== undefined) {
+        const r = reason('SOURCE_OPTION', options.subfolder !== undefined ? 'subfolder' : 'variant', options.subfolder ?? options.variant, 'a folder or repo id to apply to', `${name} is a weights file: --subfolder and --variant apply to folders and repo ids`);
+        throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+      }
+      return { kind: 'file', weightsPath: name, notes: [] };
+    }
+    return locateInFolder(name, options, name);
+  }
+  const repo = parseRepoId(name);
+  if (!repo) {
+    const r = reason('FILE_NOT_FOUND', 'vae', name, 'a diffusers folder, a weights file or a Hub repo id org/name[@revision]', `VAE not found: ${name}`);
+    throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
+  }
+  const snapshot = findSnapshot(repo, options.env ?? process.env);
+  return locateInFolder(snapshot, options, name);
+}
+
+function locateInFolder(folder: string, options: LocateOptions, shown: string): VaeLocation {
+  const isPipeline = existsSync(join(folder, PIPELINE_INDEX));
+  let vaeFolder = folder;
+  if (options.subfolder !== undefined) {
+    if (options.subfolder.split(/[\\/]/).includes('..')) {
+      const r = reason('SUBFOLDER_INVALID', 'subfolder', options.subfolder, 'a folder inside the pipeline (no ..)');
+      throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    }
+    vaeFolder = join(folder, options.subfolder);
+  } else if (isPipeline) {
+    const components = pipelineComponents(join(folder, PIPELINE_INDEX));
+    if (!components.includes(DEFAULT_COMPONENT)) {
+      const r = reason('NO_VAE_COMPONENT', 'subfolder', undefined, `one of the pipeline's components: ${components.join(', ')}`, `${shown} is a pipeline without a "${DEFAULT_COMPONENT}" component (components: ${components.join(', ') || 'none'}); pick one with --subfolder`);
+      throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
+    }
+    vaeFolder = join(folder, DEFAULT_COMPONENT);
+  }
+  if (!existsSync(join(vaeFolder, 'config.json'))) {
+    const what = isPipeline ? `the pipeline ${shown} has no ${vaeFolder.slice(folder.length + 1)}/config.json` : `${vaeFolder} has no config.json (not a diffusers VAE folder or pipeline)`;
+    const r = reason('CONFIG_NOT_FOUND', 'vae', vaeFolder, 'a folder with config.json', what);
+    throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
+  }
+  const notes: string[] = [];
+  const plain = [DIFFUSERS_WEIGHTS_FILE, DIFFUSERS_PICKLE_FILE];
+  const wanted = plain.map((f) => withVariant(f, options.variant));
+  let found = wanted.find((f) => existsSync(join(vaeFolder, f)));
+  if (!found && options.variant !== undefined && isPipeline) {
+    // DiffusionPipeline: a component without the variant loads its plain weights.
+    found = plain.find((f) => existsSync(join(vaeFolder, f)));
+    if (found) notes.push(`${vaeFolder} has no ${wanted[0]}; loading ${found} as diffusers' pipelines do for a component without the ${options.variant} variant`);
+  }
+  if (!found) {
+    if (existsSync(join(vaeFolder, `${withVariant(DIFFUSERS_WEIGHTS_FILE, options.variant)}.index.json`)) || existsSync(join(vaeFolder, `${DIFFUSERS_WEIGHTS_FILE}.index.json`))) {
+      throw new DistVaeError('UNSUPPORTED', `${vaeFolder} holds sharded weights (an .index.json); sharded VAE checkpoints are not supported`);
+    }
+    const r = reason('WEIGHTS_NOT_FOUND', 'vae', vaeFolder, `one of ${wanted.join(', ')} inside the folder`, `${vaeFolder} has none of ${wanted.join(', ')}`);
+    throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
+  }
+  return { kind: 'folder', folder: vaeFolder, weightsPath: join(vaeFolder, found), notes };
+}
+
+function pipelineComponents(indexPath: string): string[] {
+  let index: unknown;
+  try {
+    index = JSON.parse(readFileSync(indexPath, 'utf8'));
+  } catch (e) {
+    throw new DistVaeError('FILE_INVALID', `${indexPath} is not valid JSON: ${(e as Error).message}`, { cause: e });
+  }
+  if (typeof index !== 'object' || index === null || Array.isArray(index)) throw new DistVaeError('FILE_INVALID', `${indexPath} must hold a JSON object`);
+  // Components are the entries of the form [library, class]; `_class_name` etc. are not.
+  return Object.entries(index).filter(([k, v]) => !k.startsWith('_') && Array.isArray(v) && v.length === 2 && v[0] !== null).map(([k]) => k);
+}
+
+interface RepoId {
+  org: string;
+  name: string;
+  revision: string;
+}
+
+/** `org/name` or `org/name@revision` (Hub names: letters, digits, `-`, `_`, `.`). */
+export function parseRepoId(text: string): RepoId | null {
+  const m = /^([A-Za-z0-9][A-Za-z0-9_.-]*)\/([A-Za-z0-9][A-Za-z0-9_.-]*)(?:@([A-Za-z0-9_./-]+))?$/.exec(text);
+  if (!m || m[3]?.split('/').includes('..')) return null;
+  return { org: m[1]!, name: m[2]!, revision: m[3] ?? 'main' };
+}
+
+/** The cache folders searched, in huggingface_hub's order of precedence (the first set wins). */
+export function hubCacheDirs(env: Readonly<Record<string, string | undefined>>): string[] {
+  if (env['HF_HUB_CACHE']) return [env['HF_HUB_CACHE']];
+  if (env['HF_HOME']) return [join(env['HF_HOME'], 'hub')];
+  return [join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'huggingface', 'hub')];
+}
+
+/** The snapshot folder of a repo revision in the local cache, or FILE_NOT_FOUND naming every path tried. */
+function findSnapshot(repo: RepoId, env: Readonly<Record<string, string | undefined>>): string {
+  const searched: string[] = [];
+  for (const cache of hubCacheDirs(env)) {
+    const root = join(cache, `models--${repo.org}--${repo.name}`);
+    const ref = join(root, 'refs', repo.revision);
+    searched.push(ref);
+    let commit: string | undefined;
+    if (existsSync(ref) && statSync(ref).isFile()) commit = readFileSync(ref, 'utf8').trim();
+    else if (/^[0-9a-f]{40}$/.test(repo.revision)) commit = repo.revision;
+    if (commit !== undefined) {
+      const snapshot = join(root, 'snapshots', commit);
+      searched.push(snapshot);
+      if (existsSync(snapshot) && statSync(snapshot).isDirectory()) return snapshot;
+    }
+  }
+  const id = `${repo.org}/${repo.name}@${repo.revision}`;
+  const r = reason('NOT_IN_CACHE', 'vae', id, 'a local path, or a repo already in the local Hugging Face cache', `${id} is not a local path and not in the local Hugging Face cache (searched ${searched.join(', ')}); nothing is downloaded: fetch it first (e.g. huggingface-cli download ${repo.org}/${repo.name})`);
+  throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
+}
