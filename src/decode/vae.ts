@@ -12,15 +12,15 @@ import { join } from 'node:path';
 import { DistVaeError, reason } from '../errors.js';
 import { readConfigJson } from '../families/config-file.js';
 import { createVae, defaultTiling, resolveFamily, resolveFamilyConfig } from '../families/registry.js';
-import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
+import type { FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeGeometry, VaeSpec } from '../families/types.js';
 import { checkProvider, type SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
-import { bindWeights } from '../weights/bind.js';
 import { readWeights } from '../weights/load.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
+import { bindStoredWeights, partOf, type VaePart } from './bind-source.js';
 import { decoderModelOf } from './decoder-model.js';
 import { decodeLatents, localTiledDecode, type DecodingVae } from './engine.js';
 import { LazyTileRunner } from './lazy-runner.js';
@@ -118,20 +118,7 @@ export function vaeSpecOfSource(source: VaeSource): VaeSpec | null {
   return createVae(source.family, config);
 }
 
-/** Which half of an autoencoder a source is read for. */
-export type VaePart = 'decoder' | 'encoder';
-
-/** What reading a source needs of one half: its parameters, the config its weights imply, the keys it ignores. */
-function partOf(family: FamilySpec, runtime: FamilyRuntime, part: VaePart): Pick<FamilyEncoder, 'params' | 'configFromWeights' | 'ignoredKeyPrefixes'> {
-  if (part === 'decoder') {
-    return { params: (c) => runtime.decoderParams(c), configFromWeights: runtime.configFromWeights, ignoredKeyPrefixes: family.ignoredKeyPrefixes };
-  }
-  if (!runtime.encoder) {
-    const r = reason('NO_ENCODER', 'family', family.name, 'a family with an encoder (tae)', `the ${family.name} family has no encoder here; encoding is available for tae`);
-    throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
-  }
-  return runtime.encoder;
-}
+export type { VaePart };
 
 /** Reads the architecture and the weights of one half (default: the decoder) a source names (no onnxruntime involved). */
 export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { family: FamilySpec; config: ResolvedConfig; runtime: FamilyRuntime; weights: Map<string, Tensor> } {
@@ -165,13 +152,8 @@ export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { f
   }
   const family = resolveFamily(source.family, raw);
   const runtime = runtimeOf(family);
-  const half = partOf(family, runtime, part);
-  const stored = readWeights(weightsPath);
-  const weights = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
-  const implied = half.configFromWeights?.(weights);
-  const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
-  const bound = bindWeights(half.params(config), weights, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
-  return { family, config, runtime, weights: bound };
+  const { config, weights } = bindStoredWeights(family, runtime, raw, readWeights(weightsPath), part, weightsPath);
+  return { family, config, runtime, weights };
 }
 
 /** A source from a path (with an optional family) or as given. */

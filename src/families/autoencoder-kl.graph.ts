@@ -5,10 +5,10 @@
 // runtime (one onnxruntime session with dynamic batch and spatial axes, reused for every tile),
 // and the rename of legacy attention keys diffusers applies on load.
 
-import { totalmem } from 'node:os';
 import { DistVaeError, reason } from '../errors.js';
 import { GraphBuilder, type Value } from '../graph/builder.js';
 import { createSession, type SessionOptions } from '../runtime/session.js';
+import { hostMemoryBytes } from '../runtime/host-memory.js';
 import type { Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
 import type { ParamSpec } from '../weights/synthetic.js';
@@ -163,7 +163,7 @@ export const klRuntime: FamilyRuntime = {
     const s = await createSession(buildKlDecoderGraph(config, bound).toModelBytes(), session);
     return {
       async decode(latentTile: Tensor) {
-        if (klDecoderArchitecture(config).midAttention) checkAttentionMemory(latentTile.dims, totalmem());
+        if (klDecoderArchitecture(config).midAttention) checkAttentionMemory(latentTile.dims, hostMemoryBytes());
         return (await s.run({ latent: latentTile }))['sample']!;
       },
       dispose: () => s.dispose(),

@@ -3,7 +3,6 @@
 // ONNX defines as little-endian; a float32 tensor's bytes are a view of its Float32Array, so a
 // weight is not copied until the model is serialised.
 
-import { endianness } from 'node:os';
 import { DistVaeError } from '../errors.js';
 import { DataType, type TensorProto } from './onnx-proto.js';
 
@@ -22,9 +21,12 @@ export function dataTypeName(code: number | undefined): string {
   return DATA_TYPE_NAMES[code ?? 0] ?? `dtype${code ?? 0}`;
 }
 
+// Read from a typed array rather than node:os, so graphs are built in a browser too.
+const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
+
 function assertLittleEndian(): void {
-  if (endianness() !== 'LE') {
-    throw new DistVaeError('UNSUPPORTED', `ONNX raw_data is little-endian and this machine is ${endianness()}; big-endian hosts are not supported`);
+  if (!LITTLE_ENDIAN) {
+    throw new DistVaeError('UNSUPPORTED', 'ONNX raw_data is little-endian and this machine is big-endian; big-endian hosts are not supported');
   }
 }
 

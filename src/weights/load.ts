@@ -8,7 +8,11 @@ import { parsePth } from './pth.js';
 import { parseSafetensors } from './safetensors.js';
 
 export function readWeights(path: string): Map<string, StoredTensor> {
-  const bytes = readFileBytes(path);
+  return parseWeights(readFileBytes(path), path);
+}
+
+/** The tensors of a checkpoint held in memory (.pth or .safetensors, told apart by content); `source` names it in errors. */
+export function parseWeights(bytes: Uint8Array, source = '<buffer>'): Map<string, StoredTensor> {
   const isTorch = (bytes[0] === 0x50 && bytes[1] === 0x4b) || bytes[0] === 0x80;
-  return (isTorch ? parsePth(bytes, path) : parseSafetensors(bytes, path)).tensors;
+  return (isTorch ? parsePth(bytes, source) : parseSafetensors(bytes, source)).tensors;
 }
