@@ -12,7 +12,7 @@ import { decodeCommand } from './commands/decode.js';
 import { demoCommand } from './commands/demo.js';
 import { encodeCommand } from './commands/encode.js';
 import { planCommand } from './commands/plan.js';
-import { workerCommand } from './commands/worker.js';
+import { workerCommand } from './commands/worker-command.js';
 
 export const COMMANDS: readonly CommandSpec[] = [decodeCommand, encodeCommand, planCommand, analyzeCommand, bucketCommand, benchCommand, workerCommand, demoCommand];
 

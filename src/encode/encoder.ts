@@ -11,7 +11,8 @@
 import type { FamilySpec, ResolvedConfig } from '../families/types.js';
 import type { Tensor } from '../tensor.js';
 import { checkImage } from './image-check.js';
-import { readVaeSource, sessionOptionsOf, vaeSourceOf, type LoadOptions, type VaeSource } from '../decode/vae.js';
+import { sessionOptionsOf, type LoadOptions } from '../decode/vae.js';
+import { readVaeSource, vaeSourceOf, type VaeSource } from '../sources/vae-source.js';
 
 export { checkImage, cropToMultiple } from './image-check.js';
 

@@ -4,19 +4,14 @@
 // 1×1×1 shortcut, depth-to-space up-samplers with an optional residual branch, timestep
 // conditioning when the config asks for it, and the final unpatchify. One call decodes every
 // frame it is given, as a chain of stage graphs (one per block) so that no model nears
-// protobuf's 2 GiB limit. Also the parameter list under diffusers' keys and the family runtime,
-// which feeds the decode timestep (config `decode_timestep`) to conditioned decoders.
+// protobuf's 2 GiB limit. Also the parameter list under diffusers' keys.
 
 import { DistVaeError, reason, type Reason } from '../errors.js';
 import { GraphBuilder, type Scope, type Value } from '../graph/builder.js';
-import type { SessionOptions } from '../runtime/session.js';
-import { createStagedSession } from '../runtime/staged-session.js';
 import type { Tensor } from '../tensor.js';
-import { bindWeights } from '../weights/bind.js';
 import type { ParamSpec } from '../weights/synthetic.js';
 import { GAIN_AFTER_SILU, GAIN_RESIDUAL_BRANCH_END, linearParams, Module, WeightTable, type ConvFlavour } from './blocks.js';
 import { channelsToSpace3d, conv3d, dropLeadingFrames, ltx2Conv3d, type Factors3, type SpatialPadding } from './blocks3d.js';
-import type { FamilyRuntime } from './runtime-types.js';
 import type { ResolvedConfig } from './types.js';
 
 /** PerChannelRMSNorm's epsilon (hard-coded in diffusers). */
@@ -330,35 +325,3 @@ export function buildLtx2DecoderStages(config: ResolvedConfig, weights: Readonly
   table.assertAllTaken(config.className);
   return stages;
 }
-
-// ---- runtime ---------------------------------------------------------------------------------
-
-/** The decode timestep a conditioned decoder is fed (config `decode_timestep`, diffusers' pipeline default 0). */
-export function decodeTimestepOf(config: ResolvedConfig): number | null {
-  return config.fields['timestep_conditioning'] ? (config.fields['decode_timestep'] as number) : null;
-}
-
-export const ltx2Runtime: FamilyRuntime = {
-  decoderParams: ltx2DecoderParams,
-  async createTileRunner(config, weights, session: SessionOptions) {
-    const a = ltx2Architecture(config);
-    const bound = bindWeights(ltx2DecoderParams(config), weights, { source: 'the weights given to the decoder' });
-    const s = await createStagedSession(buildLtx2DecoderStages(config, bound), session);
-    const timestep = decodeTimestepOf(config);
-    return {
-      async decode(latentTile: Tensor) {
-        const [batch, , , h, w] = latentTile.dims as number[];
-        if (a.spatialPadding === 'reflect' && (h! < 2 || w! < 2)) {
-          // torch's reflect padding needs two rows and columns; diffusers raises here too.
-          const r = reason('TILE_TOO_SMALL', 'latent tile', [h, w], 'at least 2 x 2 latent units with reflect padding', `a latent tile of ${h} x ${w} cannot be decoded: reflect padding needs at least 2 latent rows and columns (diffusers raises the same)`);
-          throw new DistVaeError('TENSOR_INVALID', r.message, { reasons: [r] });
-        }
-        const feeds: Record<string, Tensor> = { latent: latentTile };
-        if (timestep !== null) feeds['timestep'] = { dims: [batch!], data: new Float32Array(batch!).fill(timestep) };
-        return (await s.run(feeds))['sample']!;
-      },
-      dispose: () => s.dispose(),
-    };
-  },
-  postprocess: (raw) => raw,
-};

@@ -2,9 +2,9 @@
 // name. Kept apart from the registry of declarations so the planner stays free of graphs.
 
 import { DistVaeError, reason } from '../errors.js';
-import { klRuntime } from './autoencoder-kl.graph.js';
-import { hunyuanVideoRuntime } from './hunyuan-video.graph.js';
-import { ltx2Runtime } from './ltx2.graph.js';
+import { klRuntime } from './autoencoder-kl.runtime.js';
+import { hunyuanVideoRuntime } from './hunyuan-video.runtime.js';
+import { ltx2Runtime } from './ltx2.runtime.js';
 import type { FamilyRuntime } from './runtime-types.js';
 import { taeRuntime } from './tae.runtime.js';
 import type { FamilyName, FamilySpec } from './types.js';
