@@ -39,7 +39,7 @@ const family = resolveFamily(undefined, raw);
 const config = family.resolveConfig(raw);
 const decoder = syntheticWeights(runtimeOf(family).decoderParams(config), Number(args.seed));
 const tensors = new Map<string, Tensor>();
-for (const [name, t] of readSafetensors(join(args.from, DIFFUSERS_WEIGHTS_FILE)).tensors) {
+for (const [name, t] of (await readSafetensors(join(args.from, DIFFUSERS_WEIGHTS_FILE))).tensors) {
   if (!decoder.has(name)) tensors.set(name, t);
 }
 for (const [name, t] of decoder) tensors.set(name, t);

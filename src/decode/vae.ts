@@ -97,7 +97,7 @@ export function sessionOptionsOf(options: LoadOptions): SessionOptions {
  */
 export async function loadVae(source: string | VaeSource, options: LoadOptions & { family?: string } = {}): Promise<Vae> {
   const resolved = vaeSourceOf(source, options.family);
-  const { family, config, runtime, weights } = readVaeSource(resolved);
+  const { family, config, runtime, weights } = await readVaeSource(resolved);
   const sessionOptions = sessionOptionsOf(options);
   // The provider is checked now; the decoder's sessions are built by the first decode.
   await checkProvider(sessionOptions);

@@ -31,7 +31,7 @@ export interface Encoder {
  */
 export async function loadEncoder(source: string | VaeSource, options: LoadOptions & { family?: string } = {}): Promise<Encoder> {
   const resolved = vaeSourceOf(source, options.family);
-  const { family, config, runtime, weights } = readVaeSource(resolved, 'encoder');
+  const { family, config, runtime, weights } = await readVaeSource(resolved, 'encoder');
   const runner = await runtime.encoder!.createRunner(config, weights, sessionOptionsOf(options));
   return {
     family,

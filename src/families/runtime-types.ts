@@ -6,6 +6,7 @@ import type { TileRunner } from '../decode/types.js';
 import type { GraphBuilder } from '../graph/builder.js';
 import type { SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
+import type { Shaped } from '../weights/bind.js';
 import type { ParamSpec } from '../weights/synthetic.js';
 import type { RawConfig, ResolvedConfig } from './types.js';
 
@@ -27,8 +28,8 @@ export interface FamilyRuntime {
   postprocess(raw: Tensor, context: { spatiallyTiled: boolean; config: ResolvedConfig }): Tensor;
   /** Renames legacy checkpoint keys to the ones `decoderParams` lists (as diffusers does on load), before binding. */
   renameKeys?<T>(weights: ReadonlyMap<string, T>): Map<string, T>;
-  /** Reads the config a bare weights file implies (e.g. the TAE variant from its keys), if the family can. */
-  configFromWeights?(weights: ReadonlyMap<string, Tensor>): RawConfig;
+  /** Reads the config a bare weights file implies (e.g. the TAE variant from its keys and shapes), if the family can. */
+  configFromWeights?(weights: ReadonlyMap<string, Shaped>): RawConfig;
   /** The encoder (image in [0, 1] → latents), for families that ship one here. */
   encoder?: FamilyEncoder;
 }
@@ -40,8 +41,8 @@ export interface FamilyRuntime {
 export interface FamilyEncoder {
   params(config: ResolvedConfig): ParamSpec[];
   createRunner(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, session: SessionOptions): Promise<TileRunner>;
-  /** Reads the config a bare encoder weights file implies, if the family can. */
-  configFromWeights?(weights: ReadonlyMap<string, Tensor>): RawConfig;
+  /** Reads the config a bare encoder weights file implies, if the family can (from shapes alone). */
+  configFromWeights?(weights: ReadonlyMap<string, Shaped>): RawConfig;
   /** Key prefixes of a full checkpoint that the encoder does not own (e.g. `decoder.`). */
   ignoredKeyPrefixes: readonly string[];
 }

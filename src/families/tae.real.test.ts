@@ -51,8 +51,8 @@ test('the real TAEF2 decoder reproduces taesd.py on the golden latents', async (
 test('the real TAEF2 files imply variant taef2 (32 latent channels, pool blocks, madebyollin keys); each half refuses the other', async (t) => {
   if (!present(t, DECODER, ENCODER)) return;
   const expected = { variant: 'taef2', latent_channels: 32, use_midblock_gn: true, key_layout: 'madebyollin' };
-  assert.deepEqual(taeConfigFromWeights(readWeights(DECODER), 'decoder'), expected);
-  assert.deepEqual(taeConfigFromWeights(readWeights(ENCODER), 'encoder'), expected);
+  assert.deepEqual(taeConfigFromWeights(await readWeights(DECODER), 'decoder'), expected);
+  assert.deepEqual(taeConfigFromWeights(await readWeights(ENCODER), 'encoder'), expected);
   await assert.rejects(loadVae(ENCODER, { family: 'tae' }), (e: unknown) => e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH' && /no TAE decoder.*look like a TAE encoder.*distvae encode/.test(e.message));
   await assert.rejects(loadEncoder(DECODER, { family: 'tae' }), (e: unknown) => e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH' && /no TAE encoder.*look like a TAE decoder/.test(e.message));
 });

@@ -13,7 +13,7 @@
 // `variant` takes precedence. A shape no published variant has loads as a custom TAE.
 
 import { DistVaeError, reason } from '../errors.js';
-import type { Tensor } from '../tensor.js';
+import type { Shaped } from '../weights/bind.js';
 import { graphRunner } from './graph-runner.js';
 import type { FamilyRuntime } from './runtime-types.js';
 import { TAE_VARIANTS, taeArchitecture, type TaeKeyLayout, type TaeVariant } from './tae.js';
@@ -24,12 +24,12 @@ export type TaeHalf = 'decoder' | 'encoder';
 
 const KEYS_SHOWN = 4;
 
-function keyLayoutOf(weights: ReadonlyMap<string, Tensor>): TaeKeyLayout {
+function keyLayoutOf(weights: ReadonlyMap<string, Shaped>): TaeKeyLayout {
   for (const k of weights.keys()) if (k.startsWith('decoder.layers.') || k.startsWith('encoder.layers.')) return 'diffusers';
   return 'madebyollin';
 }
 
-function noSuchHalf(weights: ReadonlyMap<string, Tensor>, half: TaeHalf, layout: TaeKeyLayout, expectedKey: string): never {
+function noSuchHalf(weights: ReadonlyMap<string, Shaped>, half: TaeHalf, layout: TaeKeyLayout, expectedKey: string): never {
   const sample = [...weights.keys()].slice(0, KEYS_SHOWN).join(', ') || 'none';
   const other: TaeHalf = half === 'decoder' ? 'encoder' : 'decoder';
   const looksLikeOther = layout === 'madebyollin' && weights.has(`${half === 'decoder' ? encoderKey(layout, 0) : decoderKey(layout, 1)}.weight`);
@@ -41,7 +41,7 @@ function noSuchHalf(weights: ReadonlyMap<string, Tensor>, half: TaeHalf, layout:
 }
 
 /** The config (variant, latent channels, pool blocks, key layout) that a decoder or encoder checkpoint implies. */
-export function taeConfigFromWeights(weights: ReadonlyMap<string, Tensor>, half: TaeHalf): RawConfig {
+export function taeConfigFromWeights(weights: ReadonlyMap<string, Shaped>, half: TaeHalf): RawConfig {
   const layout = keyLayoutOf(weights);
   const prefix = layout === 'diffusers' ? `${half}.layers.` : '';
   const own = [...weights.keys()].filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length));

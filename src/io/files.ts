@@ -1,13 +1,20 @@
 // Whole-file reads and writes for the tensor and weight codecs, with file-system failures
 // turned into DistVaeErrors that name the path.
 
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { DistVaeError, reason } from '../errors.js';
+import { refuseIfNotRegular } from '../sources/file-source.js';
 
+/**
+ * Reads a whole regular file. A device or pipe (/dev/zero under a `.npy` name) has no size to
+ * bound the read by and is refused before reading.
+ */
 export function readFileBytes(path: string): Uint8Array {
   try {
+    refuseIfNotRegular(path, statSync(path));
     return readFileSync(path);
   } catch (e) {
+    if (e instanceof DistVaeError) throw e;
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new DistVaeError('FILE_NOT_FOUND', `${path}: no such file`, { cause: e });
     throw new DistVaeError('FILE_INVALID', `${path}: cannot read (${code ?? String(e)})`, { cause: e });

@@ -117,11 +117,49 @@ export function decodeImage(bytes: Uint8Array, source = '<buffer>'): Tensor {
   throw new DistVaeError('FILE_INVALID', r.message, { reasons: [r] });
 }
 
+/** The decoder's own words are kept for the cause, not shown: they name its internals. */
 function corrupt(source: string, format: string, cause: unknown): never {
-  throw new DistVaeError('FILE_INVALID', `${source}: cannot decode the ${format} image: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+  throw new DistVaeError('FILE_INVALID', `${source}: cannot decode the ${format} image: its compressed data is corrupt`, { cause });
+}
+
+/**
+ * The most pixels an image may declare: 16384² (a 16384² image is 3 GiB as float32 planes).
+ * Checked from the header, before anything is decoded.
+ */
+export const MAX_IMAGE_PIXELS = 16384 * 16384;
+
+function refuseSize(source: string, format: string, width: number, height: number): void {
+  if (width >= 1 && height >= 1 && width * height <= MAX_IMAGE_PIXELS) return;
+  const r = reason('IMAGE_TOO_LARGE', 'image', `${width}x${height}`, `at most ${MAX_IMAGE_PIXELS} pixels (16384 x 16384), each side at least 1`, `${source}: the ${format} declares ${width} x ${height} pixels; images of at most ${MAX_IMAGE_PIXELS} pixels (16384 x 16384) are read`);
+  throw new DistVaeError('FILE_INVALID', r.message, { reasons: [r] });
+}
+
+/**
+ * Walks the PNG's chunks before decoding: IHDR first with a size within MAX_IMAGE_PIXELS,
+ * every chunk inside the file, an IEND at the end — so a truncated or oversized file is
+ * refused in our words, before the decoder allocates anything.
+ */
+function checkPngStructure(bytes: Uint8Array, source: string): void {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const bad = (what: string): never => {
+    throw new DistVaeError('FILE_INVALID', `${source}: not a valid PNG: ${what}`);
+  };
+  const typeAt = (at: number): string => String.fromCharCode(...bytes.subarray(at, at + 4));
+  if (bytes.length < 33 || view.getUint32(8) !== 13 || typeAt(12) !== 'IHDR') bad('the IHDR header is missing or cut short');
+  refuseSize(source, 'PNG', view.getUint32(16), view.getUint32(20));
+  let at = 8;
+  for (;;) {
+    if (at + 12 > bytes.length) bad(`the file ends at byte ${bytes.length} without an IEND chunk (truncated?)`);
+    const length = view.getUint32(at);
+    const type = typeAt(at + 4);
+    if (at + 12 + length > bytes.length) bad(`chunk ${JSON.stringify(type)} at byte ${at} declares ${length} bytes, past the end of the ${bytes.length}-byte file (truncated?)`);
+    at += 12 + length;
+    if (type === 'IEND') return;
+  }
 }
 
 function decodePng(bytes: Uint8Array, source: string): Tensor {
+  checkPngStructure(bytes, source);
   // 16-bit samples are kept as they are (pngjs would round them to 8 bits); all others arrive as 8-bit RGBA.
   const sixteen = bytes[PNG_BIT_DEPTH_OFFSET] === 16;
   let png: { width: number; height: number; data: ArrayLike<number> };
@@ -134,13 +172,31 @@ function decodePng(bytes: Uint8Array, source: string): Tensor {
 }
 
 function decodeJpeg(bytes: Uint8Array, source: string): Tensor {
+  const size = jpegSize(bytes);
+  if (size) refuseSize(source, 'JPEG', size.width, size.height);
   let image: { width: number; height: number; data: Uint8Array };
   try {
-    image = jpeg.decode(bytes, { useTArray: true, formatAsRGBA: false });
+    image = jpeg.decode(bytes, { useTArray: true, formatAsRGBA: false, maxResolutionInMP: MAX_IMAGE_PIXELS / 1e6, maxMemoryUsageInMB: 4096 });
   } catch (e) {
     corrupt(source, 'JPEG', e);
   }
   return planarRgb(image.data, image.width, image.height, 3, 255);
+}
+
+/** Width and height from the first start-of-frame marker, or null when none is found (the decoder then refuses it). */
+function jpegSize(bytes: Uint8Array): { width: number; height: number } | null {
+  let at = 2;
+  while (at + 9 < bytes.length) {
+    if (bytes[at] !== 0xff) return null;
+    const marker = bytes[at + 1]!;
+    const length = (bytes[at + 2]! << 8) | bytes[at + 3]!;
+    // SOF0..SOF15 except DHT (C4), JPG (C8) and DAC (CC).
+    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
+      return { height: (bytes[at + 5]! << 8) | bytes[at + 6]!, width: (bytes[at + 7]! << 8) | bytes[at + 8]! };
+    }
+    at += 2 + length;
+  }
+  return null;
 }
 
 /** Interleaved pixels (RGB or RGBA, `stride` values each) → planes R, G, B divided by `max`. */

@@ -14,29 +14,29 @@ after(() => rmSync(dir, { recursive: true }));
 const values = Float32Array.from({ length: 2 * 4 * 3 * 3 }, (_, i) => Math.cos(i));
 const z = tensor([2, 4, 3, 3], values);
 
-test('reads latents from .npy and from the "latents" tensor of a .safetensors file', () => {
+test('reads latents from .npy and from the "latents" tensor of a .safetensors file', async () => {
   writeNpy(join(dir, 'z.npy'), z);
   writeSafetensors(join(dir, 'z.safetensors'), { latents: z, other: tensor([1]) });
   for (const name of ['z.npy', 'z.safetensors']) {
-    const read = readLatents(join(dir, name));
+    const read = await readLatents(join(dir, name));
     assert.deepEqual([read.dims, read.data], [[2, 4, 3, 3], values]);
   }
 });
 
-test('a .safetensors file with a single tensor is accepted whatever its name; otherwise the keys are listed', () => {
+test('a .safetensors file with a single tensor is accepted whatever its name; otherwise the keys are listed', async () => {
   writeSafetensors(join(dir, 'one.safetensors'), { z: z });
-  assert.deepEqual(readLatents(join(dir, 'one.safetensors')).dims, [2, 4, 3, 3]);
+  assert.deepEqual((await readLatents(join(dir, 'one.safetensors'))).dims, [2, 4, 3, 3]);
   writeSafetensors(join(dir, 'two.safetensors'), { a: z, b: z });
-  assert.throws(() => readLatents(join(dir, 'two.safetensors')), { code: 'FILE_INVALID', message: /no tensor named "latents" \(tensors in the file: "a", "b"\)/ });
+  await assert.rejects(() => readLatents(join(dir, 'two.safetensors')), { code: 'FILE_INVALID', message: /no tensor named "latents" \(tensors in the file: "a", "b"\)/ });
 });
 
-test('non-finite and empty latents are refused with counts and the first index', () => {
+test('non-finite and empty latents are refused with counts and the first index', async () => {
   const bad = values.slice();
   bad[1 * 36 + 2 * 9 + 1 * 3 + 2] = NaN; // flat 59
   bad[1 * 36 + 0 * 9 + 1 * 3 + 1] = Infinity; // flat 40, the first
   bad[50] = NaN;
   writeNpy(join(dir, 'bad.npy'), tensor([2, 4, 3, 3], bad));
-  assert.throws(
+  await assert.rejects(
     () => readLatents(join(dir, 'bad.npy')),
     (e: unknown) =>
       e instanceof DistVaeError &&
@@ -44,10 +44,10 @@ test('non-finite and empty latents are refused with counts and the first index',
       /2 NaN and 1 infinite values of 72; the first at flat index 40, index \[1, 0, 1, 1\] of shape \[2, 4, 3, 3\] \(value Infinity\)/.test(e.message),
   );
   writeNpy(join(dir, 'empty.npy'), tensor([1, 4, 0, 3]));
-  assert.throws(() => readLatents(join(dir, 'empty.npy')), { code: 'TENSOR_INVALID', message: /latents of shape \[1, 4, 0, 3\] are empty/ });
+  await assert.rejects(() => readLatents(join(dir, 'empty.npy')), { code: 'TENSOR_INVALID', message: /latents of shape \[1, 4, 0, 3\] are empty/ });
 });
 
-test('other extensions and missing files are refused', () => {
-  assert.throws(() => readLatents(join(dir, 'z.pt')), { code: 'INVALID_ARGUMENT', message: /expected a \.npy or \.safetensors file/ });
-  assert.throws(() => readLatents(join(dir, 'missing.npy')), { code: 'FILE_NOT_FOUND' });
+test('other extensions and missing files are refused', async () => {
+  await assert.rejects(() => readLatents(join(dir, 'z.pt')), { code: 'INVALID_ARGUMENT', message: /expected a \.npy, \.safetensors/ });
+  await assert.rejects(() => readLatents(join(dir, 'missing.npy')), { code: 'FILE_NOT_FOUND' });
 });

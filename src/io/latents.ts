@@ -1,36 +1,96 @@
-// Reads the latents to decode from a .npy file or a .safetensors file (tensor `latents`, or
-// the file's only tensor), and refuses empty tensors and non-finite values before any work
-// starts. Rank and channel checks against a family happen where the family is known.
+// Reads the latents to decode: a .npy file; a .safetensors file (tensor `latents`, the file's
+// only tensor, or the one named by `file.safetensors:name`); or a ComfyUI `.latent` file (a
+// safetensors file holding `latent_tensor`). Empty tensors and non-finite values are refused
+// before any work starts. Rank and channel checks against a family happen where the family is
+// known; `unscaleLatents` turns a pipeline's (scaled) latents into what `vae.decode` takes.
 
+import { existsSync } from 'node:fs';
 import { DistVaeError, reason } from '../errors.js';
+import { withFileSource } from '../sources/file-source.js';
 import { stridesOf, type Tensor } from '../tensor.js';
-import { readSafetensors } from '../weights/safetensors.js';
+import { openSafetensors } from '../weights/safetensors.js';
 import { readNpy } from './npy.js';
 
 /** The tensor name DESIGN §9 fixes for latents in a .safetensors file. */
 export const LATENTS_KEY = 'latents';
 
-export function readLatents(path: string): Tensor {
+/** ComfyUI's SaveLatent keys: the latent, and the marker of the current (unscaled) format. */
+export const COMFY_LATENT_KEY = 'latent_tensor';
+export const COMFY_FORMAT_MARKER = 'latent_format_version_0';
+/**
+ * ComfyUI's LoadLatent multiplies a file without the marker by 1 / 0.18215: such files predate
+ * the marker and hold SD 1.x latents multiplied by its scaling factor.
+ */
+const COMFY_LEGACY_SCALE = 0.18215;
+
+/**
+ * Reads latents from `spec`: a path, or `path.safetensors:tensor` to pick a tensor by name.
+ * Returns float32 data in the stored layout ((B, C, H, W) or (B, C, F, H, W)).
+ */
+export async function readLatents(spec: string): Promise<Tensor> {
+  const { path, tensor } = splitLatentsSpec(spec);
   const lower = path.toLowerCase();
   let latents: Tensor;
-  if (lower.endsWith('.npy')) {
+  if (lower.endsWith('.npy') && tensor === undefined) {
     latents = readNpy(path);
-  } else if (lower.endsWith('.safetensors')) {
-    const { tensors } = readSafetensors(path);
-    // A file holding exactly one tensor is unambiguous, whatever its name.
-    const only = tensors.size === 1 ? [...tensors.values()][0] : undefined;
-    const found = tensors.get(LATENTS_KEY) ?? only;
-    if (!found) {
-      const keys = [...tensors.keys()].map((k) => JSON.stringify(k)).join(', ') || 'none';
-      throw new DistVaeError('FILE_INVALID', `${path}: no tensor named "${LATENTS_KEY}" (tensors in the file: ${keys})`);
-    }
-    latents = found;
+  } else if (lower.endsWith('.safetensors') || lower.endsWith('.latent')) {
+    latents = await readSafetensorsLatents(path, tensor, lower.endsWith('.latent'));
   } else {
-    const r = reason('INVALID_ARGUMENT', 'latents', path, 'a .npy or .safetensors file');
+    const r = reason('INVALID_ARGUMENT', 'latents', spec, 'a .npy, .safetensors (optionally file.safetensors:tensor) or ComfyUI .latent file');
     throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
   }
-  validateLatents(latents, path);
+  validateLatents(latents, spec);
   return { dims: latents.dims, data: latents.data };
+}
+
+/** `file.safetensors:name` names a tensor, unless a file of that whole name exists. */
+function splitLatentsSpec(spec: string): { path: string; tensor?: string } {
+  const m = /^(.+\.(?:safetensors|latent)):([^/\\]+)$/i.exec(spec);
+  if (!m || existsSync(spec)) return { path: spec };
+  return { path: m[1]!, tensor: m[2]! };
+}
+
+async function readSafetensorsLatents(path: string, tensor: string | undefined, comfy: boolean): Promise<Tensor> {
+  return withFileSource(path, async (source) => {
+    const file = await openSafetensors(source);
+    const names = [...file.entries.keys()];
+    const listed = names.map((k) => JSON.stringify(k)).join(', ') || 'none';
+    if (tensor !== undefined) {
+      if (!file.entries.has(tensor)) throw new DistVaeError('FILE_INVALID', `${path}: no tensor named ${JSON.stringify(tensor)} (tensors in the file: ${listed})`);
+      return file.readTensor(tensor);
+    }
+    if (comfy || file.entries.has(COMFY_LATENT_KEY)) {
+      if (!file.entries.has(COMFY_LATENT_KEY)) throw new DistVaeError('FILE_INVALID', `${path}: a ComfyUI .latent file holds "${COMFY_LATENT_KEY}" (tensors in the file: ${listed})`);
+      const t = await file.readTensor(COMFY_LATENT_KEY);
+      if (file.entries.has(COMFY_FORMAT_MARKER)) return t;
+      return { dims: t.dims, data: t.data.map((v) => v / COMFY_LEGACY_SCALE) };
+    }
+    // A file holding exactly one tensor is unambiguous, whatever its name.
+    const name = file.entries.has(LATENTS_KEY) ? LATENTS_KEY : names.length === 1 ? names[0]! : undefined;
+    if (name === undefined) {
+      throw new DistVaeError('FILE_INVALID', `${path}: no tensor named "${LATENTS_KEY}" (tensors in the file: ${listed}); pick one with ${path}:<name>`);
+    }
+    return file.readTensor(name);
+  });
+}
+
+/** The config fields a pipeline's latent scaling reads. */
+export interface LatentScaling {
+  readonly scalingFactor: number;
+  readonly shiftFactor?: number;
+}
+
+/**
+ * What the pipelines do before `vae.decode`: `latents / scaling_factor + shift_factor`, for
+ * latents saved from the denoiser's side (`output_type="latent"`). A new tensor.
+ */
+export function unscaleLatents(latents: Tensor, scaling: LatentScaling): Tensor {
+  const { scalingFactor, shiftFactor = 0 } = scaling;
+  if (!Number.isFinite(scalingFactor) || scalingFactor === 0 || !Number.isFinite(shiftFactor)) {
+    const r = reason('SCALING_INVALID', 'scaling_factor', scalingFactor, 'a finite non-zero scaling_factor and a finite shift_factor in the VAE config');
+    throw new DistVaeError('CONFIG_INVALID', r.message, { reasons: [r] });
+  }
+  return { dims: [...latents.dims], data: latents.data.map((v) => v / scalingFactor + shiftFactor) };
 }
 
 /** Refuses an empty tensor and reports the NaN/Inf count and the first offending index. */

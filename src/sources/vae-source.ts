@@ -11,10 +11,10 @@ import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js'
 import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, VaeSpec } from '../families/types.js';
 import type { Tensor } from '../tensor.js';
-import { bindWeights } from '../weights/bind.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { readConfigJson } from './config-file.js';
-import { readWeights } from './weights-file.js';
+import { withFileSource } from './file-source.js';
+import { openWeights, readBoundWeights } from './weights-file.js';
 
 export const DIFFUSERS_WEIGHTS_FILE = 'diffusion_pytorch_model.safetensors';
 
@@ -61,7 +61,7 @@ function partOf(family: FamilySpec, runtime: FamilyRuntime, part: VaePart): Pick
 }
 
 /** Reads the architecture and the weights of one half (default: the decoder) a source names (no onnxruntime involved). */
-export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { family: FamilySpec; config: ResolvedConfig; runtime: FamilyRuntime; weights: Map<string, Tensor> } {
+export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): Promise<{ family: FamilySpec; config: ResolvedConfig; runtime: FamilyRuntime; weights: Map<string, Tensor> }> {
   if (isSynthetic(source)) {
     const family = resolveFamily(source.family, source.config);
     const runtime = runtimeOf(family);
@@ -93,12 +93,14 @@ export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { f
   const family = resolveFamily(source.family, raw);
   const runtime = runtimeOf(family);
   const half = partOf(family, runtime, part);
-  const stored = readWeights(weightsPath);
-  const weights = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
-  const implied = half.configFromWeights?.(weights);
-  const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
-  const bound = bindWeights(half.params(config), weights, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
-  return { family, config, runtime, weights: bound };
+  return withFileSource(weightsPath, async (file) => {
+    const reader = await openWeights(file);
+    const entries = runtime.renameKeys ? runtime.renameKeys(reader.entries) : reader.entries;
+    const implied = half.configFromWeights?.(entries);
+    const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
+    const weights = await readBoundWeights(reader, entries, half.params(config), { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
+    return { family, config, runtime, weights };
+  });
 }
 
 /** A source from a path (with an optional family) or as given. */

@@ -1,14 +1,50 @@
-// Reads a weight file of either checkpoint format, chosen by content (a zip, or a legacy
-// pickle that parsePth then refuses clearly, is a torch.save .pth; anything else must be
-// .safetensors), so callers need not trust the extension.
+// Opens a weight file of either checkpoint format, chosen by content: a zip (or a legacy
+// pickle, which the .pth reader refuses clearly) is a torch.save checkpoint, anything else must
+// be .safetensors — so callers need not trust the extension, and a `.pth` that is neither is
+// named as a bad checkpoint, not as a bad safetensors file. Tensors are then read one at a time.
 
-import { readFileBytes } from '../io/files.js';
+import { DistVaeError } from '../errors.js';
+import type { Tensor } from '../tensor.js';
+import { asParam, checkBinding, type BindOptions, type ExpectedParam } from '../weights/bind.js';
 import type { StoredTensor } from '../weights/dtype.js';
-import { parsePth } from '../weights/pth.js';
-import { parseSafetensors } from '../weights/safetensors.js';
+import { openPth } from '../weights/pth.js';
+import { readTensors, type TensorEntry, type TensorReader } from '../weights/reader.js';
+import { openSafetensors } from '../weights/safetensors.js';
+import type { ByteSource } from './byte-source.js';
+import { withFileSource } from './file-source.js';
 
-export function readWeights(path: string): Map<string, StoredTensor> {
-  const bytes = readFileBytes(path);
-  const isTorch = (bytes[0] === 0x50 && bytes[1] === 0x4b) || bytes[0] === 0x80;
-  return (isTorch ? parsePth(bytes, path) : parseSafetensors(bytes, path)).tensors;
+const TORCH_EXTENSIONS = /\.(pth|pt|ckpt|bin)$/i;
+
+/** Opens a weights source for reading tensor by tensor. */
+export async function openWeights(source: ByteSource): Promise<TensorReader> {
+  if (source.size === 0) throw new DistVaeError('FILE_INVALID', `${source.name}: file is empty (0 bytes), not a weights file`);
+  const head = await source.read(0, Math.min(9, source.size));
+  const isTorch = (head[0] === 0x50 && head[1] === 0x4b) || head[0] === 0x80;
+  // A safetensors header is JSON: '{' after the 8-byte length. Neither format: a torch name
+  // gets the checkpoint reader's refusal, any other the safetensors reader's.
+  const isSafetensors = head[8] === 0x7b;
+  return isTorch || (!isSafetensors && TORCH_EXTENSIONS.test(source.name)) ? openPth(source) : openSafetensors(source);
+}
+
+/** Reads every tensor of a weights file. */
+export function readWeights(path: string): Promise<Map<string, StoredTensor>> {
+  return withFileSource(path, async (source) => readTensors(await openWeights(source)));
+}
+
+/**
+ * The decoder's tensors from an opened file: the shapes are bound first (header only, every
+ * problem named at once), then only the expected tensors are read, one after another — a
+ * view or storage the decoder does not expect is never materialised. `entries` may rename the
+ * reader's keys (each entry keeps its stored name).
+ */
+export async function readBoundWeights(
+  reader: TensorReader,
+  entries: ReadonlyMap<string, TensorEntry>,
+  expected: readonly ExpectedParam[],
+  options: BindOptions = {},
+): Promise<Map<string, Tensor>> {
+  checkBinding(expected, entries, { source: reader.source, ...options });
+  const out = new Map<string, Tensor>();
+  for (const param of expected) out.set(param.name, asParam(await reader.readTensor(entries.get(param.name)!.name), param));
+  return out;
 }

@@ -26,29 +26,48 @@ const MESSAGES_SHOWN = 8;
  * A 0-d parameter stored with shape [1]: writers without 0-d tensors (numpy-based safetensors
  * writers) store scalars that way, and the value is the same.
  */
-function storedScalar(t: Tensor, param: ExpectedParam): boolean {
+function storedScalar(t: Shaped, param: ExpectedParam): boolean {
   return param.dims.length === 0 && t.dims.length === 1 && t.dims[0] === 1;
+}
+
+/** Anything with a shape: a tensor, or a file header's entry before its values are read. */
+export interface Shaped {
+  readonly dims: readonly number[];
 }
 
 /** Returns the expected tensors in `expected` order, or throws WEIGHTS_MISMATCH naming every problem. */
 export function bindWeights(expected: readonly ExpectedParam[], weights: ReadonlyMap<string, Tensor>, options: BindOptions = {}): Map<string, Tensor> {
+  checkBinding(expected, weights, options);
+  return new Map(expected.map((param) => [param.name, asParam(weights.get(param.name)!, param)]));
+}
+
+/** The tensor with the parameter's own shape (a 0-d parameter stored as [1] becomes 0-d). */
+export function asParam(t: Tensor, param: ExpectedParam): Tensor {
+  return storedScalar(t, param) ? { dims: [], data: t.data } : t;
+}
+
+/**
+ * Checks shapes only (a file's header suffices, before any value is read): throws
+ * WEIGHTS_MISMATCH naming every missing, unexpected or wrongly shaped key.
+ */
+export function checkBinding(expected: readonly ExpectedParam[], weights: ReadonlyMap<string, Shaped>, options: BindOptions = {}): void {
   const source = options.source ?? 'the weights';
   const ignore = options.ignorePrefixes ?? [];
   const expectedNames = new Set(expected.map((p) => p.name));
   const reasons: Reason[] = [];
-  const bound = new Map<string, Tensor>();
+  let matched = 0;
   for (const param of expected) {
     const want = `[${param.dims.join(', ')}]`;
     const t = weights.get(param.name);
     if (!t) {
       reasons.push(reason('WEIGHT_MISSING', param.name, null, `a tensor of shape ${want}`, `${param.name} (shape ${want}) is missing from ${source}`));
     } else if (storedScalar(t, param)) {
-      bound.set(param.name, { dims: [], data: t.data });
+      matched++;
     } else if (t.dims.length !== param.dims.length || t.dims.some((d, i) => d !== param.dims[i])) {
       const got = `[${t.dims.join(', ')}]`;
       reasons.push(reason('WEIGHT_SHAPE', param.name, t.dims, `shape ${want}`, `${param.name} has shape ${got} in ${source}, the decoder expects ${want}`));
     } else {
-      bound.set(param.name, t);
+      matched++;
     }
   }
   for (const [name, t] of weights) {
@@ -58,10 +77,10 @@ export function bindWeights(expected: readonly ExpectedParam[], weights: Readonl
       reason('WEIGHT_UNEXPECTED', name, t.dims, `a key the decoder expects${ignored}`, `${name} (shape [${t.dims.join(', ')}]) in ${source} is not a parameter of this decoder`),
     );
   }
-  if (reasons.length === 0) return bound;
+  if (reasons.length === 0) return;
 
   const count = (code: string): number => reasons.filter((r) => r.code === code).length;
-  const hint = bound.size === 0 && weights.size > 0 ? ' No expected key matched: wrong family, or keys under another prefix?' : '';
+  const hint = matched === 0 && weights.size > 0 ? ' No expected key matched: wrong family, or keys under another prefix?' : '';
   const shown = reasons.slice(0, MESSAGES_SHOWN).map((r) => r.message);
   if (reasons.length > MESSAGES_SHOWN) shown.push(`... and ${reasons.length - MESSAGES_SHOWN} more`);
   throw new DistVaeError(

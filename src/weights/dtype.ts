@@ -45,9 +45,13 @@ if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) {
 
 type TypedArrayConstructor<T> = { new (buffer: ArrayBufferLike, byteOffset: number, length: number): T; BYTES_PER_ELEMENT: number };
 
-/** A typed view of the bytes, copying first only when they are not aligned for the type. */
+/**
+ * A typed view of the bytes, copying first only when they are not aligned for the type (a
+ * safetensors header's length need not be a multiple of 4). The copy is a new Uint8Array:
+ * a Node Buffer's own `slice` would share memory and stay misaligned.
+ */
 function viewAs<T>(bytes: Uint8Array, Type: TypedArrayConstructor<T>): T {
-  const aligned = bytes.byteOffset % Type.BYTES_PER_ELEMENT === 0 ? bytes : bytes.slice();
+  const aligned = bytes.byteOffset % Type.BYTES_PER_ELEMENT === 0 ? bytes : new Uint8Array(bytes);
   return new Type(aligned.buffer, aligned.byteOffset, aligned.length / Type.BYTES_PER_ELEMENT);
 }
 

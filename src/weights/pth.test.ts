@@ -26,8 +26,8 @@ const fixture: FixtureOptions = {
   },
 };
 
-function assertFileInvalid(bytes: Uint8Array, pattern: RegExp, code = 'FILE_INVALID'): void {
-  assert.throws(
+async function assertFileInvalid(bytes: Uint8Array, pattern: RegExp, code = 'FILE_INVALID'): Promise<void> {
+  await assert.rejects(
     () => parsePth(bytes, 'x.pth'),
     (e: unknown) => e instanceof DistVaeError && e.code === code && e.message.startsWith('x.pth') && pattern.test(e.message),
   );
@@ -40,8 +40,8 @@ function editZip(bytes: Uint8Array, edit: (files: Record<string, Uint8Array>) =>
   return zipSync(Object.fromEntries(Object.entries(files).map(([name, data]) => [name, [data, { level: 0 }]])));
 }
 
-test('reads dtypes, storage offsets, strides and shared storages into contiguous float32', () => {
-  const { tensors, stateDictKey } = parsePth(buildPth(fixture));
+test('reads dtypes, storage offsets, strides and shared storages into contiguous float32', async () => {
+  const { tensors, stateDictKey } = await parsePth(buildPth(fixture));
   assert.equal(stateDictKey, null);
   assert.deepEqual([...tensors.keys()], ['w', 'w.t', 'b', 'deep.conv']);
   assert.deepEqual([...tensors.get('w')!.data], [...ramp(12, -3.5)]);
@@ -53,44 +53,44 @@ test('reads dtypes, storage offsets, strides and shared storages into contiguous
   assert.deepEqual([deep.dtype, deep.dims, [...deep.data]], ['F32', [1, 2, 1, 2], [0.3, 0.4, 0.5, 0.6].map(Math.fround)]);
 });
 
-test('accepts any top folder, nn.Parameters and a state dict wrapped in a checkpoint dict', () => {
-  const wrapped = parsePth(buildPth({ ...fixture, folder: 'my_model', parameters: true, wrapKeys: ['ema', 'state_dict'] }));
+test('accepts any top folder, nn.Parameters and a state dict wrapped in a checkpoint dict', async () => {
+  const wrapped = await parsePth(buildPth({ ...fixture, folder: 'my_model', parameters: true, wrapKeys: ['ema', 'state_dict'] }));
   assert.equal(wrapped.stateDictKey, 'state_dict');
   assert.deepEqual([...wrapped.tensors.get('w.t')!.data], [-1.5, 1.5, -0.5, 2.5, 0.5, 3.5]);
-  assert.equal(parsePth(buildPth({ ...fixture, wrapKeys: ['ema'] })).stateDictKey, 'ema');
-  assertFileInvalid(buildPth({ ...fixture, wrapKeys: ['a', 'b'] }), /no state dict found: .*keys "a", "b", "epoch".* holds 2 dicts of tensors \(a, b; none named state_dict/);
+  assert.equal((await parsePth(buildPth({ ...fixture, wrapKeys: ['ema'] }))).stateDictKey, 'ema');
+  await assertFileInvalid(buildPth({ ...fixture, wrapKeys: ['a', 'b'] }), /no state dict found: .*keys "a", "b", "epoch".* holds 2 dicts of tensors \(a, b; none named state_dict/);
 });
 
-test('refuses broken archives and storages, naming what is wrong', () => {
+test('refuses broken archives and storages, naming what is wrong', async () => {
   const good = buildPth(fixture);
-  assertFileInvalid(new Uint8Array([1, 2, 3, 4]), /not a zip-format PyTorch checkpoint/);
-  assertFileInvalid(new Uint8Array([0x80, 0x02, 0x8a, 0x0a]), /legacy \(pre-zip\) torch\.save format/);
-  assertFileInvalid(good.subarray(0, good.length - 30), /cannot read the zip archive/);
-  assertFileInvalid(editZip(good, (f) => (f['other/data.pkl'] = f['archive/data.pkl']!)), /expected one <folder>\/data\.pkl entry, found 2/);
-  assertFileInvalid(editZip(good, (f) => delete f['archive/data/1']), /storage 1 is referenced but archive\/data\/1 is missing/);
-  assertFileInvalid(
+  await assertFileInvalid(new Uint8Array([1, 2, 3, 4]), /not a zip-format PyTorch checkpoint/);
+  await assertFileInvalid(new Uint8Array([0x80, 0x02, 0x8a, 0x0a]), /legacy \(pre-zip\) torch\.save format/);
+  await assertFileInvalid(good.subarray(0, good.length - 30), /no zip end-of-central-directory record/);
+  await assertFileInvalid(editZip(good, (f) => (f['other/data.pkl'] = f['archive/data.pkl']!)), /expected one <folder>\/data\.pkl entry, found 2/);
+  await assertFileInvalid(editZip(good, (f) => delete f['archive/data/1']), /storage 1 is referenced but archive\/data\/1 is missing/);
+  await assertFileInvalid(
     editZip(good, (f) => (f['archive/data/0'] = f['archive/data/0']!.subarray(0, 20))),
     /storage 0 has 20 bytes, torch\.HalfStorage of 12 elements needs 24 \(truncated file\?\)/,
   );
-  assertFileInvalid(
+  await assertFileInvalid(
     buildPth({ ...fixture, tensors: { bad: { storage: '0', size: [4], stride: [4] } } }),
     /tensor "bad": offset 0, size \[4\], stride \[4\] reach element 12 of a 12-element storage/,
   );
-  assertFileInvalid(editZip(good, (f) => (f['archive/byteorder'] = new TextEncoder().encode('big'))), /big-endian/, 'UNSUPPORTED');
+  await assertFileInvalid(editZip(good, (f) => (f['archive/byteorder'] = new TextEncoder().encode('big'))), /big-endian/, 'UNSUPPORTED');
 });
 
-test('a hostile data.pkl inside a checkpoint is refused as UNSAFE_PICKLE', () => {
+test('a hostile data.pkl inside a checkpoint is refused as UNSAFE_PICKLE', async () => {
   const hostile = new PickleWriter().proto(2).global('os', 'system').binunicode('echo pwned').raw(0x85).reduce().stop().bytes();
   const bytes = editZip(buildPth(fixture), (f) => (f['archive/data.pkl'] = hostile));
-  assertFileInvalid(bytes, /x\.pth:archive\/data\.pkl: pickle byte 2: global os\.system is not in the allowlist/, 'UNSAFE_PICKLE');
+  await assertFileInvalid(bytes, /x\.pth:archive\/data\.pkl: pickle byte 2: global os\.system is not in the allowlist/, 'UNSAFE_PICKLE');
 });
 
-test('loads the trained TAEF2 decoder (float16) from ../shared', (t) => {
+test('loads the trained TAEF2 decoder (float16) from ../shared', async (t) => {
   if (!existsSync(TAEF2_DECODER)) {
     t.skip(`real checkpoint absent: ${TAEF2_DECODER}`);
     return;
   }
-  const { tensors, stateDictKey } = readPth(TAEF2_DECODER);
+  const { tensors, stateDictKey } = await readPth(TAEF2_DECODER);
   assert.equal(stateDictKey, null);
   assert.equal(tensors.size, 79);
   assert.equal([...tensors.values()].reduce((n, t) => n + t.data.length, 0), 1338499);

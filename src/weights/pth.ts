@@ -4,20 +4,33 @@
 // (OrderedDict, tensor/parameter rebuild functions, storage types), as torch.load's
 // weights_only mode does. Tensors become contiguous float32 copies honouring storage offset and
 // strides. A checkpoint that wraps its state dict one level down is accepted (see
-// `findStateDict`).
+// `findStateDict`). Opening reads the zip directory and the pickle only; each storage's
+// declared size is checked against its pickle entry before any of it is read, and a tensor is
+// read later, alone, from just the byte range of its storage that it spans.
 
-import { unzipSync } from 'fflate';
 import { DistVaeError } from '../errors.js';
-import { readFileBytes } from '../io/files.js';
+import { bytesSource, type ByteSource } from '../sources/byte-source.js';
+import { withFileSource } from '../sources/file-source.js';
 import { elementCount, stridesOf } from '../tensor.js';
 import { decodeToFloat32, DTYPE_BYTES, type DType, type StoredTensor } from './dtype.js';
 import { unpickle } from './pickle.js';
+import type { TensorEntry, TensorReader } from './reader.js';
+import { openZip, type ZipArchive, type ZipEntry } from './zip.js';
 
 export interface PthContents {
   readonly tensors: Map<string, StoredTensor>;
   /** The top-level key the state dict was found under, or null when the top level is it. */
   readonly stateDictKey: string | null;
 }
+
+/** A checkpoint with its pickle read: tensors are read on demand. */
+export interface PthReader extends TensorReader {
+  /** The top-level key the state dict was found under, or null when the top level is it. */
+  readonly stateDictKey: string | null;
+}
+
+/** A state dict's pickle is kilobytes to a few megabytes; larger is refused before reading. */
+const MAX_PICKLE_BYTES = 64 * 1024 * 1024;
 
 /** A torch storage type named in the pickle, e.g. `torch.HalfStorage`. */
 class StorageType {
@@ -31,7 +44,8 @@ class Storage {
   constructor(
     readonly key: string,
     readonly dtype: DType,
-    readonly bytes: Uint8Array,
+    readonly numel: number,
+    readonly entry: ZipEntry,
   ) {}
 }
 
@@ -61,27 +75,47 @@ const STORAGE_DTYPES: Readonly<Record<string, DType>> = {
 /** Keys tried first, in order, when the top level wraps the state dict. */
 const WRAPPER_KEYS = ['state_dict', 'model_state_dict', 'model', 'module'];
 
-export function readPth(path: string): PthContents {
-  return parsePth(readFileBytes(path), path);
+/** Reads every tensor of a checkpoint (expanded views larger than their storage are refused). */
+export function readPth(path: string): Promise<PthContents> {
+  return withFileSource(path, (source) => readWholePth(source));
 }
 
 /** Parses the bytes of a zip-format torch.save file; `source` names it in error messages. */
-export function parsePth(bytes: Uint8Array, source = '<buffer>'): PthContents {
+export function parsePth(bytes: Uint8Array, source = '<buffer>'): Promise<PthContents> {
+  return readWholePth(bytesSource(bytes, source));
+}
+
+async function readWholePth(source: ByteSource): Promise<PthContents> {
+  const reader = await openPth(source);
+  const tensors = new Map<string, StoredTensor>();
+  for (const name of reader.entries.keys()) tensors.set(name, await reader.readTensor(name, { refuseExpanded: true }));
+  return { tensors, stateDictKey: reader.stateDictKey };
+}
+
+/** Opens a zip-format torch.save source: reads its directory and pickle, not its storages. */
+export async function openPth(source: ByteSource): Promise<PthReader & { readTensor(name: string, options?: { refuseExpanded?: boolean }): Promise<StoredTensor> }> {
+  const name = source.name;
   const fail: (message: string) => never = (message) => {
-    throw new DistVaeError('FILE_INVALID', `${source}: ${message}`);
+    throw new DistVaeError('FILE_INVALID', `${name}: ${message}`);
   };
-  if (bytes[0] !== 0x50 || bytes[1] !== 0x4b) {
-    if (bytes[0] === 0x80) fail('legacy (pre-zip) torch.save format is not supported; re-save it with torch >= 1.6');
+  if (source.size === 0) fail('file is empty (0 bytes), not a PyTorch checkpoint');
+  const magic = await source.read(0, Math.min(2, source.size));
+  if (magic[0] !== 0x50 || magic[1] !== 0x4b) {
+    if (magic[0] === 0x80) fail('legacy (pre-zip) torch.save format is not supported; re-save it with torch >= 1.6');
     fail('not a zip-format PyTorch checkpoint (no zip signature)');
   }
-  const entries = unzipEntries(bytes, source);
-  const pickles = Object.keys(entries).filter((name) => /^[^/]+\/data\.pkl$/.test(name));
+  const zip = await openZip(source);
+  const pickles = [...zip.entries.keys()].filter((n) => /^[^/]+\/data\.pkl$/.test(n));
   if (pickles.length !== 1) fail(`expected one <folder>/data.pkl entry, found ${pickles.length} (${pickles.join(', ') || 'none'})`);
   const root = pickles[0]!.slice(0, -'data.pkl'.length);
-  const byteorder = entries[`${root}byteorder`];
-  if (byteorder && new TextDecoder().decode(byteorder) !== 'little') {
-    throw new DistVaeError('UNSUPPORTED', `${source}: storages are big-endian; only little-endian checkpoints are supported`);
+  const byteorderEntry = zip.entries.get(`${root}byteorder`);
+  if (byteorderEntry) {
+    const order = byteorderEntry.size <= 16 ? new TextDecoder().decode(await zip.read(byteorderEntry, 0, byteorderEntry.size)) : '(too long)';
+    if (order !== 'little') throw new DistVaeError('UNSUPPORTED', `${name}: storages are ${order === 'big' ? 'big-endian' : `in byte order ${JSON.stringify(order)}`}; only little-endian checkpoints are supported`);
   }
+  const pickleEntry = zip.entries.get(pickles[0]!)!;
+  if (pickleEntry.size > MAX_PICKLE_BYTES) fail(`${pickles[0]} declares ${pickleEntry.size} bytes, above the ${MAX_PICKLE_BYTES}-byte limit for a state dict's pickle`);
+  const pickleBytes = await zip.read(pickleEntry, 0, pickleEntry.size);
 
   const storages = new Map<string, Storage>();
   const loadStorage = (pid: unknown): Storage => {
@@ -92,14 +126,14 @@ export function parsePth(bytes: Uint8Array, source = '<buffer>'): PthContents {
     const known = storages.get(key);
     if (known && known.dtype !== type.dtype) fail(`storage ${key} is referenced as both ${known.dtype} and ${type.dtype}`);
     if (known) return known;
-    const bytes = entries[`${root}data/${key}`] ?? fail(`storage ${key} is referenced but ${root}data/${key} is missing`);
+    const entry = zip.entries.get(`${root}data/${key}`) ?? fail(`storage ${key} is referenced but ${root}data/${key} is missing`);
+    // The declared size is checked here, before any byte of the storage is read or inflated.
     const expected = (numel as number) * DTYPE_BYTES[type.dtype];
-    if (bytes.length !== expected) fail(`storage ${key} has ${bytes.length} bytes, ${type.name} of ${numel} elements needs ${expected} (truncated file?)`);
-    const storage = new Storage(key, type.dtype, bytes);
+    if (entry.size !== expected) fail(`storage ${key} has ${entry.size} bytes, ${type.name} of ${numel} elements needs ${expected} (truncated file?)`);
+    const storage = new Storage(key, type.dtype, numel as number, entry);
     storages.set(key, storage);
     return storage;
   };
-
   const rebuildTensor = (args: readonly unknown[]): TensorRef => {
     const [storage, offset, size, stride] = args;
     if (!(storage instanceof Storage)) return fail(`tensor rebuild from ${describe(storage)}, not a storage`);
@@ -125,32 +159,49 @@ export function parsePth(bytes: Uint8Array, source = '<buffer>'): PthContents {
     ...Object.entries(STORAGE_DTYPES).map(([name, dtype]) => [`torch.${name}`, new StorageType(`torch.${name}`, dtype)] as const),
   ]);
 
-  const top = unpickle(entries[pickles[0]!]!, {
+  const top = unpickle(pickleBytes, {
     globals,
     persistentLoad: loadStorage,
     // torch pickles an OrderedDict's `_metadata` (module versions) as BUILD state; it is not needed.
     build: (target, state) => (target instanceof Map && state instanceof Map ? target : undefined),
-    source: `${source}:${pickles[0]}`,
+    source: `${name}:${pickles[0]}`,
   });
-  const { dict, key } = findStateDict(top, source);
-
-  const decoded = new Map<Storage, Float32Array>();
-  const tensors = new Map<string, StoredTensor>();
-  for (const [name, ref] of dict) {
-    let values = decoded.get(ref.storage);
-    if (!values) decoded.set(ref.storage, (values = decodeToFloat32(ref.storage.bytes, ref.storage.dtype)));
-    tensors.set(name, { dims: [...ref.size], dtype: ref.storage.dtype, data: gatherStrided(values, ref, `${source}: tensor ${JSON.stringify(name)}`) });
-  }
-  return { tensors, stateDictKey: key };
+  const { dict, key } = findStateDict(top, name);
+  const entries = new Map<string, TensorEntry>([...dict].map(([n, ref]) => [n, { name: n, dtype: ref.storage.dtype, dims: [...ref.size] }]));
+  return {
+    source: name,
+    entries,
+    stateDictKey: key,
+    readTensor: async (tensorName: string, options: { refuseExpanded?: boolean } = {}) => {
+      const ref = dict.get(tensorName);
+      if (!ref) throw new DistVaeError('INVALID_ARGUMENT', `${name}: no tensor named ${JSON.stringify(tensorName)}`);
+      return { dims: [...ref.size], dtype: ref.storage.dtype, data: await readRef(zip, ref, `${name}: tensor ${JSON.stringify(tensorName)}`, options.refuseExpanded ?? false) };
+    },
+  };
 }
 
-function unzipEntries(bytes: Uint8Array, source: string): Record<string, Uint8Array> {
-  try {
-    // Only the pickle, the storages and the byte order are read; other records are ignored.
-    return unzipSync(bytes, { filter: (f) => /^[^/]+\/(data\.pkl|byteorder|data\/[^/]+)$/.test(f.name) });
-  } catch (e) {
-    throw new DistVaeError('FILE_INVALID', `${source}: cannot read the zip archive (${(e as Error).message})`, { cause: e });
+/**
+ * Reads the elements of the storage a tensor spans — checked against the storage's size
+ * first — and copies its strided view into a new contiguous array.
+ */
+async function readRef(zip: ZipArchive, ref: TensorRef, what: string, refuseExpanded: boolean): Promise<Float32Array> {
+  const { offset, size, stride, storage } = ref;
+  const count = elementCount(size);
+  if (count === 0) return new Float32Array(0);
+  const last = offset + size.reduce((sum, n, d) => sum + (n - 1) * stride[d]!, 0);
+  if (last >= storage.numel) {
+    throw new DistVaeError(
+      'FILE_INVALID',
+      `${what}: offset ${offset}, size [${size.join(', ')}], stride [${stride.join(', ')}] reach element ${last} of a ${storage.numel}-element storage`,
+    );
   }
+  const spanned = last - offset + 1;
+  if (refuseExpanded && count > spanned) {
+    throw new DistVaeError('FILE_INVALID', `${what}: a view of ${count} elements over ${spanned} stored ones (an expanded view); a state dict stores each parameter's values`);
+  }
+  const bytes = DTYPE_BYTES[storage.dtype];
+  const values = decodeToFloat32(await zip.read(storage.entry, offset * bytes, spanned * bytes), storage.dtype);
+  return gatherStrided(values, { size, stride });
 }
 
 /**
@@ -178,27 +229,16 @@ function isStateDict(value: unknown): value is Map<string, TensorRef> {
   return true;
 }
 
-/** Copies a strided view of `values` into a new contiguous array, checking it stays in bounds. */
-function gatherStrided(values: Float32Array, ref: TensorRef, what: string): Float32Array {
-  const { offset, size, stride } = ref;
+/** Copies a strided view starting at element 0 of `values` into a new contiguous array. */
+function gatherStrided(values: Float32Array, view: { size: readonly number[]; stride: readonly number[] }): Float32Array {
+  const { size, stride } = view;
   const count = elementCount(size);
-  const out = new Float32Array(count);
-  if (count === 0) return out;
-  const last = offset + size.reduce((sum, n, d) => sum + (n - 1) * stride[d]!, 0);
-  if (last >= values.length) {
-    throw new DistVaeError(
-      'FILE_INVALID',
-      `${what}: offset ${offset}, size [${size.join(', ')}], stride [${stride.join(', ')}] reach element ${last} of a ${values.length}-element storage`,
-    );
-  }
   const contiguous = stridesOf(size).every((s, d) => size[d] === 1 || s === stride[d]);
-  if (contiguous) {
-    out.set(values.subarray(offset, offset + count));
-    return out;
-  }
+  if (contiguous) return values.length === count ? values : values.slice(0, count);
+  const out = new Float32Array(count);
   const rank = size.length;
   const index = new Array<number>(rank).fill(0);
-  let from = offset;
+  let from = 0;
   for (let i = 0; i < count; i++) {
     out[i] = values[from]!;
     for (let d = rank - 1; d >= 0; d--) {

@@ -1,17 +1,28 @@
 // The .safetensors format: an 8-byte little-endian header length, a JSON header mapping each
 // tensor name to {dtype, shape, data_offsets} (plus an optional "__metadata__" of strings),
-// then the raw little-endian data. Reading validates the whole header before converting
-// anything and converts every tensor to float32, keeping its stored dtype. Writing matches the
-// Python library: tensors laid out in name order, header padded with spaces to 8 bytes.
+// then the raw little-endian data. Opening a file reads and validates the whole header only;
+// tensors are then read one by one, in bounded pieces, and converted to float32 keeping their
+// stored dtype — so a file of any size is read with memory bounded by the tensors asked for.
+// Writing matches the Python library: tensors laid out in name order, header padded with
+// spaces to 8 bytes.
 
 import { DistVaeError } from '../errors.js';
-import { readFileBytes, writeFileBytes } from '../io/files.js';
+import { writeFileBytes } from '../io/files.js';
+import { bytesSource, type ByteSource } from '../sources/byte-source.js';
+import { withFileSource } from '../sources/file-source.js';
 import { elementCount, type Tensor } from '../tensor.js';
-import { decodeToFloat32, DTYPE_BYTES, encodeFromFloat32, isDType, type DType, type FloatDType, type StoredTensor } from './dtype.js';
+import { DTYPE_BYTES, encodeFromFloat32, isDType, type FloatDType, type StoredTensor } from './dtype.js';
+import { readElements, readTensors, type TensorEntry, type TensorReader } from './reader.js';
 
 export interface SafetensorsContents {
   /** Tensors in file (data offset) order. */
   readonly tensors: Map<string, StoredTensor>;
+  /** The header's `__metadata__` (empty when absent). */
+  readonly metadata: Record<string, string>;
+}
+
+/** A safetensors file with its header read: tensors are read on demand. */
+export interface SafetensorsReader extends TensorReader {
   /** The header's `__metadata__` (empty when absent). */
   readonly metadata: Record<string, string>;
 }
@@ -22,43 +33,58 @@ export interface SafetensorsWriteOptions {
   metadata?: Record<string, string>;
 }
 
-/** The Python library refuses headers above 100 MB; so do we, before parsing them. */
+/** The Python library refuses headers above 100 MB; so do we, before reading them. */
 const MAX_HEADER_BYTES = 100_000_000;
 const METADATA_KEY = '__metadata__';
 
-interface HeaderEntry {
-  name: string;
-  dtype: DType;
+interface HeaderEntry extends TensorEntry {
   dims: number[];
+  /** Byte range in the data section. */
   begin: number;
   end: number;
 }
 
-export function readSafetensors(path: string): SafetensorsContents {
-  return parseSafetensors(readFileBytes(path), path);
-}
-
-/** Parses safetensors bytes; `source` names the file in error messages. */
-export function parseSafetensors(bytes: Uint8Array, source = '<buffer>'): SafetensorsContents {
+/** Reads and validates the header of a safetensors source. */
+export async function openSafetensors(source: ByteSource): Promise<SafetensorsReader> {
   const fail: (message: string) => never = (message) => {
-    throw new DistVaeError('FILE_INVALID', `${source}: ${message}`);
+    throw new DistVaeError('FILE_INVALID', `${source.name}: ${message}`);
   };
-  if (bytes.length < 8) fail(`file is ${bytes.length} bytes, too short for the 8-byte header length (not a safetensors file?)`);
-  const headerLength = new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true);
-  if (headerLength > BigInt(bytes.length - 8)) {
-    fail(`header length ${headerLength} exceeds the ${bytes.length - 8} bytes after the length field (truncated or not a safetensors file)`);
+  if (source.size < 8) fail(`file is ${source.size} bytes, too short for the 8-byte header length (not a safetensors file?)`);
+  const lengthField = await source.read(0, 8);
+  const headerLength = new DataView(lengthField.buffer, lengthField.byteOffset, 8).getBigUint64(0, true);
+  if (headerLength > BigInt(source.size - 8)) {
+    fail(`header length ${headerLength} exceeds the ${source.size - 8} bytes after the length field (truncated or not a safetensors file)`);
   }
   if (headerLength > BigInt(MAX_HEADER_BYTES)) fail(`header length ${headerLength} exceeds the ${MAX_HEADER_BYTES}-byte limit`);
   const dataStart = 8 + Number(headerLength);
-  const header = parseHeaderJson(bytes.subarray(8, dataStart), fail);
-  const data = bytes.subarray(dataStart);
-  const { entries, metadata } = validateHeader(header, data.length, fail);
+  const header = parseHeaderJson(await source.read(8, Number(headerLength)), fail);
+  const { entries, metadata } = validateHeader(header, source.size - dataStart, fail);
+  const byName = new Map(entries.map((e) => [e.name, e]));
+  return {
+    source: source.name,
+    entries: byName,
+    metadata,
+    readTensor: async (name) => {
+      const e = byName.get(name);
+      if (!e) throw new DistVaeError('INVALID_ARGUMENT', `${source.name}: no tensor named ${JSON.stringify(name)}`);
+      return { dims: e.dims, dtype: e.dtype, data: await readElements(source, dataStart + e.begin, e.end - e.begin, e.dtype) };
+    },
+  };
+}
 
-  const tensors = new Map<string, StoredTensor>();
-  for (const e of entries) {
-    tensors.set(e.name, { dims: e.dims, dtype: e.dtype, data: decodeToFloat32(data.subarray(e.begin, e.end), e.dtype) });
-  }
-  return { tensors, metadata };
+/** Reads every tensor of a safetensors file (bounded reads; memory is the tensors themselves). */
+export function readSafetensors(path: string): Promise<SafetensorsContents> {
+  return withFileSource(path, (source) => readWholeSafetensors(source));
+}
+
+/** Parses safetensors bytes already in memory; `source` names them in error messages. */
+export function parseSafetensors(bytes: Uint8Array, source = '<buffer>'): Promise<SafetensorsContents> {
+  return readWholeSafetensors(bytesSource(bytes, source));
+}
+
+async function readWholeSafetensors(source: ByteSource): Promise<SafetensorsContents> {
+  const reader = await openSafetensors(source);
+  return { tensors: await readTensors(reader), metadata: reader.metadata };
 }
 
 function parseHeaderJson(headerBytes: Uint8Array, fail: (message: string) => never): Record<string, unknown> {

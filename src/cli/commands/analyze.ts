@@ -58,7 +58,7 @@ export const analyzeCommand: CommandSpec = {
     let model: ModelProto;
     let spatialRatio: number;
     if (path !== undefined) {
-      const read = readVaeSource({ path, ...(family !== undefined ? { family } : {}), ...(config !== undefined ? { config } : {}) });
+      const read = await readVaeSource({ path, ...(family !== undefined ? { family } : {}), ...(config !== undefined ? { config } : {}) });
       model = decoderModelOf(read.family, read.runtime, read.config, read.weights);
       spatialRatio = read.config.geometry.spatialRatio;
     } else {

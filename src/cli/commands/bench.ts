@@ -72,7 +72,7 @@ export const benchCommand: CommandSpec = {
     const threads = given.threads ?? Math.max(1, Math.floor(cpus().length / ranks!));
     const loadOptions = { ...given, threads };
 
-    const latents = latentsPath !== undefined ? readLatents(latentsPath) : null;
+    const latents = latentsPath !== undefined ? await readLatents(latentsPath) : null;
     // The architecture is known without weights except for a bare weights file: check the size and
     // latent now when it is, else right after loading and before any rank starts.
     const spec = vaeSpecOfSource(source);

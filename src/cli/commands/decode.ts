@@ -128,7 +128,7 @@ export const decodeCommand: CommandSpec = {
     }
     args.done();
 
-    const latents = readLatents(latentsPath!);
+    const latents = await readLatents(latentsPath!);
     // A plan-only view checks the latent and the plan before any weights are read, when the
     // architecture is known without them (a bare weights file names its variant only in its keys).
     const spec = vaeSpecOfSource(source);

@@ -49,9 +49,9 @@ test('encode writes the latents the library computes, to .npy and .safetensors, 
   const encoder = await loadEncoder(encoderPath, { family: 'tae', threads: 1 });
   try {
     const expected = await encoder.encode(readImage(image));
-    assert.deepEqual(readLatents(npy).data, expected.data);
+    assert.deepEqual((await readLatents(npy)).data, expected.data);
     assert.equal((await cli(['--vae', encoderPath, '--family', 'tae', '--image', image, '--out', st, '--threads', '1'])).code, 0);
-    assert.deepEqual(readLatents(st).data, expected.data);
+    assert.deepEqual((await readLatents(st)).data, expected.data);
   } finally {
     await encoder.dispose();
   }
