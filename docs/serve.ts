@@ -2,7 +2,8 @@
 // (cross-origin isolation, so onnxruntime-web's WASM backend can use threads) and the right
 // content types for .wasm / .mjs. WebGPU needs a secure context, which 127.0.0.1 is. Extra
 // folders can be mounted (the trained TAEF2 weights at /models/taef2/ when they are present, so
-// the demo's default weights resolve). Only GET and HEAD; paths never leave their folder.
+// the demo's default weights resolve). Only GET and HEAD, single byte ranges (the page reads
+// weights by HTTP Range); paths never leave their folder.
 // Usage: npm run docs:serve [-- --port 8080]
 
 import { createReadStream, existsSync, statSync } from 'node:fs';
@@ -58,7 +59,23 @@ export function serveSite(root: string, options: { port?: number; mounts?: Mount
       res.writeHead(404, { ...headers, 'Content-Type': 'text/plain' }).end('not found');
       return;
     }
-    res.writeHead(200, { ...headers, 'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream', 'Content-Length': statSync(file).size });
+    const size = statSync(file).size;
+    const type = { 'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream', 'Accept-Ranges': 'bytes' };
+    // One `bytes=a-b` range (what random-access weight readers ask for); anything else gets the whole file.
+    const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
+    if (range) {
+      const start = Number(range[1]);
+      const end = range[2] === '' ? size - 1 : Math.min(Number(range[2]), size - 1);
+      if (start > end || start >= size) {
+        res.writeHead(416, { ...headers, 'Content-Range': `bytes */${size}` }).end();
+        return;
+      }
+      res.writeHead(206, { ...headers, ...type, 'Content-Range': `bytes ${start}-${end}/${size}`, 'Content-Length': end - start + 1 });
+      if (req.method === 'HEAD') res.end();
+      else createReadStream(file, { start, end }).pipe(res);
+      return;
+    }
+    res.writeHead(200, { ...headers, ...type, 'Content-Length': size });
     if (req.method === 'HEAD') res.end();
     else createReadStream(file).pipe(res);
   });

@@ -27,6 +27,7 @@ interface DemoResult {
   window?: Size2;
   overlap?: Size2;
   seconds?: number;
+  sessionSeconds?: number;
   width?: number;
   height?: number;
   maxTensorBytes?: number;

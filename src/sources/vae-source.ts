@@ -7,14 +7,15 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DistVaeError, reason } from '../errors.js';
 import { createVae, resolveFamily, resolveFamilyConfig } from '../families/registry.js';
-import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
+import type { FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, VaeSpec } from '../families/types.js';
 import type { Tensor } from '../tensor.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { readConfigJson } from './config-file.js';
 import { withFileSource } from './file-source.js';
-import { openWeights, readBoundWeights } from './weights-file.js';
+import { openWeights } from './weights-file.js';
+import { partOf, readBoundHalf, type VaePart } from './bind-half.js';
 
 export const DIFFUSERS_WEIGHTS_FILE = 'diffusion_pytorch_model.safetensors';
 
@@ -45,20 +46,7 @@ export function vaeSpecOfSource(source: VaeSource): VaeSpec | null {
   return createVae(source.family, config);
 }
 
-/** Which half of an autoencoder a source is read for. */
-export type VaePart = 'decoder' | 'encoder';
-
-/** What reading a source needs of one half: its parameters, the config its weights imply, the keys it ignores. */
-function partOf(family: FamilySpec, runtime: FamilyRuntime, part: VaePart): Pick<FamilyEncoder, 'params' | 'configFromWeights' | 'ignoredKeyPrefixes'> {
-  if (part === 'decoder') {
-    return { params: (c) => runtime.decoderParams(c), configFromWeights: runtime.configFromWeights, ignoredKeyPrefixes: family.ignoredKeyPrefixes };
-  }
-  if (!runtime.encoder) {
-    const r = reason('NO_ENCODER', 'family', family.name, 'a family with an encoder (tae)', `the ${family.name} family has no encoder here; encoding is available for tae`);
-    throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
-  }
-  return runtime.encoder;
-}
+export type { VaePart };
 
 /** Reads the architecture and the weights of one half (default: the decoder) a source names (no onnxruntime involved). */
 export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): Promise<{ family: FamilySpec; config: ResolvedConfig; runtime: FamilyRuntime; weights: Map<string, Tensor> }> {
@@ -92,15 +80,8 @@ export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'
   }
   const family = resolveFamily(source.family, raw);
   const runtime = runtimeOf(family);
-  const half = partOf(family, runtime, part);
-  return withFileSource(weightsPath, async (file) => {
-    const reader = await openWeights(file);
-    const entries = runtime.renameKeys ? runtime.renameKeys(reader.entries) : reader.entries;
-    const implied = half.configFromWeights?.(entries);
-    const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
-    const weights = await readBoundWeights(reader, entries, half.params(config), { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
-    return { family, config, runtime, weights };
-  });
+  partOf(family, runtime, part); // refuses a family without this half before the file is opened
+  return withFileSource(weightsPath, async (file) => ({ family, runtime, ...(await readBoundHalf(family, runtime, raw, await openWeights(file), part, weightsPath)) }));
 }
 
 /** A source from a path (with an optional family) or as given. */

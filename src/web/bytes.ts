@@ -21,7 +21,8 @@ function tooLarge(name: string, size: number): never {
   throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
 }
 
-function isBlob(input: unknown): input is BlobLike {
+/** Whether `input` is a Blob or File (or reads like one). */
+export function isBlob(input: unknown): input is BlobLike {
   return typeof input === 'object' && input !== null && typeof (input as BlobLike).arrayBuffer === 'function' && typeof (input as BlobLike).size === 'number';
 }
 

@@ -10,7 +10,7 @@ import type { Size2 } from '../families/types.js';
 import type { TensorSize } from '../graph/tensor-sizes.js';
 import { tileGrid } from '../plan/grid.js';
 import type { Tensor } from '../tensor.js';
-import { exactTiledDecode, exactTiles, exactTilingHalo } from '../tile/exact.js';
+import { exactTiledDecode, exactTiles, exactTilingHalo } from '../strategies/exact-tile/halo.js';
 import type { WebBackend } from './backend.js';
 import { checkPlanFits, installWindow, largestFittingWindow, planTensorBytes, tensorLimitBytes, type BufferLimits, type DecodeMode } from './limits.js';
 import type { WebVae } from './load.js';
@@ -61,7 +61,10 @@ export interface WebDecodeResult {
   tiles: number;
   window: Size2;
   overlap: Size2;
+  /** The decode, after the sessions were built. */
   seconds: number;
+  /** Building the sessions (once per VAE in a page; 0 when already built). */
+  sessionSeconds: number;
   width: number;
   height: number;
   maxTensorBytes: number;
@@ -132,9 +135,14 @@ export async function decodeInPage(vae: WebVae, latents: Tensor, options: WebDec
   const runner = reportingRunner(vae.runner, plan, options.onTile);
   const decoding: DecodingVae = { family: vae.family, config: vae.config, geometry: vae.geometry, tiling: vae.tiling, runtime: vae.runtime, runner, tiledDecode: localTiledDecode(vae, runner) };
   if (plan.mode === 'exact') decoding.tiledDecode = exactTiledDecode(vae, runner, vae.decoderModel());
+  // Sessions are built first (onnxruntime-web compiles its WebAssembly and shaders then), so
+  // `seconds` is the decode alone and `sessionSeconds` the one-off setup.
+  const building = performance.now();
+  await vae.runner.prepare();
+  const sessionSeconds = (performance.now() - building) / 1000;
   const started = performance.now();
   const sample = await decodeLatents(decoding, latents, options.signal ? { signal: options.signal } : {});
   const seconds = (performance.now() - started) / 1000;
   const [height, width] = sample.dims.slice(-2) as [number, number];
-  return { sample, backend: vae.web.backend, mode: plan.mode, tiles: plan.tiles, window: plan.window, overlap: plan.overlap, seconds, width, height, maxTensorBytes: plan.largest.bytes, limitBytes: plan.limitBytes, plan };
+  return { sample, backend: vae.web.backend, mode: plan.mode, tiles: plan.tiles, window: plan.window, overlap: plan.overlap, seconds, sessionSeconds, width, height, maxTensorBytes: plan.largest.bytes, limitBytes: plan.limitBytes, plan };
 }

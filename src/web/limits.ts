@@ -13,7 +13,7 @@ import { graphTensorSizes, type TensorSize } from '../graph/tensor-sizes.js';
 import { tileGrid } from '../plan/grid.js';
 import { applyTilePlan, explainTileOverlapPlan, explainTileShapePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import type { LatentShape } from '../plan/shapes.js';
-import { exactTiles, exactTilingHalo } from '../tile/exact.js';
+import { exactTiles, exactTilingHalo } from '../strategies/exact-tile/halo.js';
 
 /** How a decode covers the latent: one call, blended tiles, or halo-exact tiles. */
 export type DecodeMode = 'whole' | 'tiled' | 'exact';

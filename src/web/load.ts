@@ -3,7 +3,6 @@
 // ArrayBuffer, a File or a URL. Binding is the Node loader's (decode/bind-source.ts); the
 // sessions run on the page's backend (backend.ts), built by the first decode.
 
-import { bindStoredWeights } from '../decode/bind-source.js';
 import { decoderModelOf } from '../decode/decoder-model.js';
 import { localTiledDecode, type DecodingVae } from '../decode/engine.js';
 import { LazyTileRunner } from '../decode/lazy-runner.js';
@@ -16,9 +15,11 @@ import type { FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeGeometry } 
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { checkImage } from '../encode/image-check.js';
 import type { Tensor } from '../tensor.js';
-import { parseWeights } from '../weights/load.js';
+import { readBoundHalf } from '../sources/bind-half.js';
+import { blobSource, bytesSource, httpRangeSource, type ByteSource } from '../sources/byte-source.js';
+import { openWeights } from '../sources/weights-file.js';
 import { startWebRuntime, type WebRuntime, type WebRuntimeOptions } from './backend.js';
-import { readBytes, type ByteInput } from './bytes.js';
+import { isBlob, readBytes, type ByteInput } from './bytes.js';
 
 /** A VAE half in a page: its weights file, and optionally a config.json (bytes, File or URL) or a config object, and a family. */
 export interface WebVaeSource {
@@ -50,17 +51,28 @@ async function readConfig(config: WebVaeSource['config'], signal: AbortSignal | 
   }
 }
 
+/**
+ * A weights input as random-access bytes: a buffer as is, a Blob / File sliced per read, a URL
+ * read by HTTP Range requests — only the header and the half's own tensors are fetched.
+ */
+async function weightsSource(input: ByteInput): Promise<ByteSource> {
+  if (input instanceof ArrayBuffer) return bytesSource(input, 'weights');
+  if (ArrayBuffer.isView(input)) return bytesSource(new Uint8Array(input.buffer, input.byteOffset, input.byteLength), 'weights');
+  if (isBlob(input)) return blobSource(input as Blob);
+  return httpRangeSource(String(input));
+}
+
 async function readHalf(source: WebVaeSource, part: 'decoder' | 'encoder', signal: AbortSignal | undefined) {
   const raw = await readConfig(source.config, signal);
-  const { bytes, name } = await readBytes(source.weights, signal ? { signal, name: 'weights' } : { name: 'weights' });
+  const bytes = await weightsSource(source.weights);
   if (source.family === undefined && raw === undefined) {
-    const r = reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${name} is a bare weights file: pass a family (e.g. 'tae') or a config.json to say which ${part} it holds`);
+    const r = reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${bytes.name} is a bare weights file: pass a family (e.g. 'tae') or a config.json to say which ${part} it holds`);
     throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
   }
   const family = resolveFamily(source.family, raw);
   const runtime = runtimeOf(family);
-  const { config, weights } = bindStoredWeights(family, runtime, raw, parseWeights(bytes, name), part, name);
-  return { family, runtime, config, weights, name };
+  const { config, weights } = await readBoundHalf(family, runtime, raw, await openWeights(bytes), part, bytes.name);
+  return { family, runtime, config, weights };
 }
 
 /** A decoder loaded in a page: the planner's view, its decoder graph, and the runner on the page's backend. */
