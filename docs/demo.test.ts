@@ -110,7 +110,12 @@ async function runDemo(query: Record<string, string>): Promise<{ result: DemoRes
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(`exception: ${e.message}`));
-  page.on('requestfailed', (r) => errors.push(`request failed: ${r.url()}`));
+  page.on('requestfailed', (r) => {
+    // The size probe of an HTTP Range source is a HEAD whose (empty) body is never read:
+    // Chromium reports it aborted once the response is dropped.
+    if (r.method() === 'HEAD' && r.failure()?.errorText === 'net::ERR_ABORTED') return;
+    errors.push(`request failed: ${r.method()} ${r.url()} (${r.failure()?.errorText})`);
+  });
   try {
     await page.goto(`${base}demo.html?${new URLSearchParams({ ...query, run: '1' })}`, { waitUntil: 'load' });
     await page.waitForFunction(() => ['done', 'error'].includes(document.documentElement.dataset['distvaeState'] ?? ''), undefined, { timeout: DECODE_TIMEOUT_MS, polling: 500 });
