@@ -1,7 +1,8 @@
-// Loading a VAE (decoder) or an encoder in a page from bytes: a weights file (.safetensors or
-// .pth, told apart by content) and optionally a diffusers config.json, each given as an
-// ArrayBuffer, a File or a URL. Binding is the Node loader's (decode/bind-source.ts); the
-// sessions run on the page's backend (backend.ts), built by the first decode.
+// Loading a VAE (decoder) or an encoder in a page: a weights file (.safetensors or .pth, told
+// apart by content) and optionally a diffusers config.json, each an ArrayBuffer, a File or a
+// URL. Weights are read by random access (sources/byte-source.ts: Blob slices, HTTP Range) and
+// bound as the Node loader binds them (sources/bind-half.ts); the sessions run on the page's
+// backend (backend.ts) and are built by the first decode.
 
 import { decoderModelOf } from '../decode/decoder-model.js';
 import { localTiledDecode, type DecodingVae } from '../decode/engine.js';
