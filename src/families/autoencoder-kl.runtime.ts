@@ -2,8 +2,8 @@
 // spatial axes, reused for every tile, and a refusal up front of a call whose mid-block
 // attention alone would exceed the machine's memory.
 
-import { DistVaeError, reason } from '../errors.js';
 import { hostMemoryBytes } from '../runtime/host-memory.js';
+import { reason, refuse } from '../errors.js';
 import { createSession, type SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
@@ -29,14 +29,13 @@ export function checkAttentionMemory(latentDims: readonly number[], limitBytes: 
   if (bytes <= limitBytes) return;
   const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
   const [, , h, w] = latentDims as [number, number, number, number];
-  const r = reason(
+  refuse('UNSUPPORTED', reason(
     'ATTENTION_MEMORY',
     'latents',
     [...latentDims],
     `a decoder call whose attention fits in ${gib(limitBytes)}`,
     `decoding a ${h}×${w} latent in one call needs ${gib(bytes)} for the mid-block attention (${h * w}² scores and probabilities) but this machine has ${gib(limitBytes)}: decode it tiled`,
-  );
-  throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
+  ));
 }
 
 /** Runtime shared by autoencoder-kl and flux2: the decoder differs only by config. */

@@ -1,7 +1,7 @@
 // The runtime of LTX-2: the decoder's stage graphs chained in one staged session, fed the decode
 // timestep (config `decode_timestep`) when the decoder is conditioned.
 
-import { DistVaeError, reason } from '../errors.js';
+import { reason, refuse } from '../errors.js';
 import type { SessionOptions } from '../runtime/session.js';
 import { createStagedSession } from '../runtime/staged-session.js';
 import type { Tensor } from '../tensor.js';
@@ -27,8 +27,7 @@ export const ltx2Runtime: FamilyRuntime = {
         const [batch, , , h, w] = latentTile.dims as number[];
         if (a.spatialPadding === 'reflect' && (h! < 2 || w! < 2)) {
           // torch's reflect padding needs two rows and columns; diffusers raises here too.
-          const r = reason('TILE_TOO_SMALL', 'latent tile', [h, w], 'at least 2 x 2 latent units with reflect padding', `a latent tile of ${h} x ${w} cannot be decoded: reflect padding needs at least 2 latent rows and columns (diffusers raises the same)`);
-          throw new DistVaeError('TENSOR_INVALID', r.message, { reasons: [r] });
+          refuse('TENSOR_INVALID', reason('TILE_TOO_SMALL', 'latent tile', [h, w], 'at least 2 x 2 latent units with reflect padding', `a latent tile of ${h} x ${w} cannot be decoded: reflect padding needs at least 2 latent rows and columns (diffusers raises the same)`));
         }
         const feeds: Record<string, Tensor> = { latent: latentTile };
         if (timestep !== null) feeds['timestep'] = { dims: [batch!], data: new Float32Array(batch!).fill(timestep) };

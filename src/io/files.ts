@@ -2,8 +2,8 @@
 // turned into DistVaeErrors that name the path.
 
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
-import { DistVaeError, reason } from '../errors.js';
 import { refuseIfNotRegular } from '../sources/file-source.js';
+import { DistVaeError, reason, refuse } from '../errors.js';
 
 /**
  * Reads a whole regular file. A device or pipe (/dev/zero under a `.npy` name) has no size to
@@ -26,7 +26,6 @@ export function writeFileBytes(path: string, bytes: Uint8Array): void {
     writeFileSync(path, bytes);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? String(e);
-    const r = reason('INVALID_ARGUMENT', 'path', path, 'a writable file path', `cannot write ${path} (${code})`);
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r], cause: e });
+    refuse('INVALID_ARGUMENT', reason('INVALID_ARGUMENT', 'path', path, 'a writable file path', `cannot write ${path} (${code})`), { cause: e });
   }
 }

@@ -5,11 +5,11 @@
 // known; `unscaleLatents` turns a pipeline's (scaled) latents into what `vae.decode` takes.
 
 import { existsSync } from 'node:fs';
-import { DistVaeError, reason } from '../errors.js';
 import { withFileSource } from '../sources/file-source.js';
-import type { Tensor } from '../tensor.js';
 import { openSafetensors } from '../weights/safetensors.js';
 import { validateLatents } from './latents-check.js';
+import { DistVaeError, reason, refuse } from '../errors.js';
+import type { Tensor } from '../tensor.js';
 import { readNpy } from './npy.js';
 
 export { validateLatents };
@@ -39,8 +39,7 @@ export async function readLatents(spec: string): Promise<Tensor> {
   } else if (lower.endsWith('.safetensors') || lower.endsWith('.latent')) {
     latents = await readSafetensorsLatents(path, tensor, lower.endsWith('.latent'));
   } else {
-    const r = reason('INVALID_ARGUMENT', 'latents', spec, 'a .npy, .safetensors (optionally file.safetensors:tensor) or ComfyUI .latent file');
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    refuse('INVALID_ARGUMENT', reason('INVALID_ARGUMENT', 'latents', spec, 'a .npy, .safetensors (optionally file.safetensors:tensor) or ComfyUI .latent file'));
   }
   validateLatents(latents, spec);
   return { dims: latents.dims, data: latents.data };

@@ -9,7 +9,7 @@
 // kernels, SIMD, threaded when the page is cross-origin isolated), so one .wasm file ships.
 
 import * as ort from 'onnxruntime-web/webgpu';
-import { DistVaeError, reason } from '../errors.js';
+import { DistVaeError, reason, refuse } from '../errors.js';
 import { elementCount, type Tensor } from '../tensor.js';
 import type { Session, SessionOptions } from './session.js';
 
@@ -36,8 +36,7 @@ export function configureWebRuntime(settings: WebRuntimeSettings): void {
   const g = globalThis as { crossOriginIsolated?: boolean; navigator?: { hardwareConcurrency?: number } };
   const threads = settings.threads ?? (g.crossOriginIsolated ? Math.min(8, g.navigator?.hardwareConcurrency ?? 1) : 1);
   if (!Number.isSafeInteger(threads) || threads < 1) {
-    const r = reason('THREADS_INVALID', 'threads', threads, 'an integer >= 1');
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    refuse('INVALID_ARGUMENT', reason('THREADS_INVALID', 'threads', threads, 'an integer >= 1'));
   }
   ort.env.wasm.numThreads = threads;
   if (settings.device !== undefined) (ort.env.webgpu as { device: unknown }).device = settings.device;
@@ -52,8 +51,7 @@ export function wasmThreads(): number {
 function webProvider(provider: string | undefined): WebProvider {
   if (provider === undefined || provider === 'cpu' || provider === 'wasm') return 'wasm';
   if (provider === 'webgpu') return 'webgpu';
-  const r = reason('PROVIDER_UNAVAILABLE', 'provider', provider, 'webgpu or wasm (in a browser)', `execution provider '${provider}' is not available in a browser: use webgpu or wasm`);
-  throw new DistVaeError('PROVIDER_UNAVAILABLE', r.message, { reasons: [r] });
+  refuse('PROVIDER_UNAVAILABLE', reason('PROVIDER_UNAVAILABLE', 'provider', provider, 'webgpu or wasm (in a browser)', `execution provider '${provider}' is not available in a browser: use webgpu or wasm`));
 }
 
 /** Fails, naming what is available, when the provider cannot be served in this page. */
@@ -91,15 +89,13 @@ export async function createSession(modelBytes: Uint8Array, options: SessionOpti
     async run(feeds) {
       const missing = inputNames.filter((n) => !(n in feeds));
       if (missing.length > 0) {
-        const r = reason('FEEDS_INVALID', 'feeds', Object.keys(feeds), `exactly the graph inputs [${inputNames.join(', ')}]`);
-        throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+        refuse('INVALID_ARGUMENT', reason('FEEDS_INVALID', 'feeds', Object.keys(feeds), `exactly the graph inputs [${inputNames.join(', ')}]`));
       }
       const ortFeeds: Record<string, ort.Tensor> = {};
       for (const name of inputNames) {
         const t = feeds[name]!;
         if (t.data.length !== elementCount(t.dims)) {
-          const r = reason('FEEDS_INVALID', `feeds.${name}.data.length`, t.data.length, `${elementCount(t.dims)} elements for dims [${t.dims.join(', ')}]`);
-          throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+          refuse('INVALID_ARGUMENT', reason('FEEDS_INVALID', `feeds.${name}.data.length`, t.data.length, `${elementCount(t.dims)} elements for dims [${t.dims.join(', ')}]`));
         }
         ortFeeds[name] = new ort.Tensor('float32', t.data, t.dims);
       }

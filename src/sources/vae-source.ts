@@ -5,7 +5,7 @@
 
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { DistVaeError, reason } from '../errors.js';
+import { reason, refuse } from '../errors.js';
 import { createVae, resolveFamily, resolveFamilyConfig } from '../families/registry.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
@@ -56,27 +56,23 @@ export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'
     const half = partOf(family, runtime, part);
     const config = resolveFamilyConfig(family, source.config);
     if (!Number.isSafeInteger(source.seed)) {
-      const r = reason('SEED_INVALID', 'seed', source.seed, 'an integer');
-      throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+      refuse('INVALID_ARGUMENT', reason('SEED_INVALID', 'seed', source.seed, 'an integer'));
     }
     return { family, config, runtime, weights: syntheticWeights(half.params(config), source.seed) };
   }
   const path = source.path;
   if (!existsSync(path)) {
-    const r = reason('FILE_NOT_FOUND', 'vae', path, 'a diffusers folder or a weights file', `VAE not found: ${path}`);
-    throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
+    refuse('FILE_NOT_FOUND', reason('FILE_NOT_FOUND', 'vae', path, 'a diffusers folder or a weights file', `VAE not found: ${path}`));
   }
   const raw = sourceConfig(source);
   let weightsPath = path;
   if (statSync(path).isDirectory()) {
     weightsPath = join(path, DIFFUSERS_WEIGHTS_FILE);
     if (!existsSync(weightsPath)) {
-      const r = reason('WEIGHTS_NOT_FOUND', 'vae', weightsPath, `${DIFFUSERS_WEIGHTS_FILE} inside the folder`, `the diffusers folder ${path} has no ${DIFFUSERS_WEIGHTS_FILE}`);
-      throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
+      refuse('FILE_NOT_FOUND', reason('WEIGHTS_NOT_FOUND', 'vae', weightsPath, `${DIFFUSERS_WEIGHTS_FILE} inside the folder`, `the diffusers folder ${path} has no ${DIFFUSERS_WEIGHTS_FILE}`));
     }
   } else if (source.family === undefined && raw === undefined) {
-    const r = reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`);
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    refuse('INVALID_ARGUMENT', reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`));
   }
   const family = resolveFamily(source.family, raw);
   const runtime = runtimeOf(family);

@@ -1,7 +1,7 @@
 // Whole-file bytes of what a page is given: an ArrayBuffer or view, a Blob or File, or a URL
 // (fetched, refused on an HTTP error status). Sizes are bounded before the bytes are read.
 
-import { DistVaeError, reason } from '../errors.js';
+import { DistVaeError, reason, refuse } from '../errors.js';
 
 /** Something a page holds bytes of: a buffer, a view, a Blob / File, or a URL to fetch. */
 export type ByteInput = ArrayBuffer | ArrayBufferView | BlobLike | string | URL;
@@ -44,8 +44,7 @@ export async function readBytes(input: ByteInput, options: { signal?: AbortSigna
     throw new DistVaeError('FILE_NOT_FOUND', `could not fetch ${url}: ${(cause as Error).message}`, { cause, reasons: [reason('FETCH_FAILED', 'url', url, 'a reachable URL')] });
   }
   if (!response.ok) {
-    const r = reason('FETCH_FAILED', 'url', url, 'a URL that answers 200', `fetching ${url} answered HTTP ${response.status}`);
-    throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
+    refuse('FILE_NOT_FOUND', reason('FETCH_FAILED', 'url', url, 'a URL that answers 200', `fetching ${url} answered HTTP ${response.status}`));
   }
   const length = Number(response.headers.get('content-length') ?? 0);
   if (length > MAX_INPUT_BYTES) tooLarge(url, length);

@@ -5,7 +5,7 @@
 // largest latent tile a plan reads: the whole latent, the first tile of a tiled grid, or the
 // halo-extended read of an exact tile. Pure: runs in Node and in a page alike.
 
-import { DistVaeError, reason } from '../errors.js';
+import { reason, refuse } from '../errors.js';
 import type { Size2, VaeSpec } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { graphIO } from '../graph/stages.js';
@@ -73,8 +73,7 @@ export function installWindow(vae: VaeSpec, latent: Size2, window: Size2, overla
   const sampleShape = { height: latent.height * r, width: latent.width * r };
   const shape = tileShapePlan(vae, window.height, window.width, { sampleShape });
   if (!shape) {
-    const reasons = explainTileShapePlan(vae, window.height, window.width, { sampleShape });
-    throw new DistVaeError('PLAN_REFUSED', reasons.map((x) => x.message).join('; '), { reasons });
+    refuse('PLAN_REFUSED', explainTileShapePlan(vae, window.height, window.width, { sampleShape }));
   }
   applyTilePlan(vae, shape);
   const untiled = { height: latent.height * r <= window.height, width: latent.width * r <= window.width };
@@ -85,8 +84,7 @@ export function installWindow(vae: VaeSpec, latent: Size2, window: Size2, overla
   };
   const plan = tileOverlapPlan(vae, want.height, want.width, { sampleShape });
   if (!plan) {
-    const reasons = explainTileOverlapPlan(vae, want.height, want.width, { sampleShape });
-    throw new DistVaeError('PLAN_REFUSED', reasons.map((x) => x.message).join('; '), { reasons });
+    refuse('PLAN_REFUSED', explainTileOverlapPlan(vae, want.height, want.width, { sampleShape }));
   }
   applyTilePlan(vae, plan);
 }
@@ -125,12 +123,11 @@ export function checkPlanFits(largest: TensorSize, limits: BufferLimits, what: s
   const limit = tensorLimitBytes(limits);
   if (largest.bytes <= limit) return;
   const hint = suggestion ? `; the largest window that fits is ${suggestion.height}x${suggestion.width} px` : suggestion === null ? '; no window fits' : '';
-  const r = reason(
+  refuse('PLAN_REFUSED', reason(
     'TENSOR_EXCEEDS_DEVICE_LIMIT',
     'plan',
     { tensor: largest.name, dims: largest.dims, bytes: largest.bytes },
     `a largest tensor of at most ${limit} bytes (${mib(limit)})`,
     `${what} needs a ${largest.bytes}-byte (${mib(largest.bytes)}) tensor ${largest.name} [${largest.dims.join(', ')}], over the ${limit}-byte (${mib(limit)}) limit of the ${describeLimits(limits)}${hint}`,
-  );
-  throw new DistVaeError('PLAN_REFUSED', r.message, { reasons: [r] });
+  ));
 }

@@ -8,7 +8,7 @@ import { decoderModelOf } from '../decode/decoder-model.js';
 import { localTiledDecode, type DecodingVae } from '../decode/engine.js';
 import { LazyTileRunner } from '../decode/lazy-runner.js';
 import type { TiledDecode } from '../decode/types.js';
-import { DistVaeError, reason } from '../errors.js';
+import { reason, refuse } from '../errors.js';
 import { defaultTiling, resolveFamily } from '../families/registry.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
@@ -47,8 +47,7 @@ async function readConfig(config: WebVaeSource['config'], signal: AbortSignal | 
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not a JSON object');
     return parsed as RawConfig;
   } catch (cause) {
-    const r = reason('CONFIG_NOT_JSON', 'config', name, 'a diffusers config.json (a JSON object)', `${name} is not a JSON object: ${(cause as Error).message}`);
-    throw new DistVaeError('CONFIG_INVALID', r.message, { reasons: [r], cause });
+    refuse('CONFIG_INVALID', reason('CONFIG_NOT_JSON', 'config', name, 'a diffusers config.json (a JSON object)', `${name} is not a JSON object: ${(cause as Error).message}`), { cause });
   }
 }
 
@@ -67,8 +66,7 @@ async function readHalf(source: WebVaeSource, part: 'decoder' | 'encoder', signa
   const raw = await readConfig(source.config, signal);
   const bytes = await weightsSource(source.weights);
   if (source.family === undefined && raw === undefined) {
-    const r = reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${bytes.name} is a bare weights file: pass a family (e.g. 'tae') or a config.json to say which ${part} it holds`);
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    refuse('INVALID_ARGUMENT', reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${bytes.name} is a bare weights file: pass a family (e.g. 'tae') or a config.json to say which ${part} it holds`));
   }
   const family = resolveFamily(source.family, raw);
   const runtime = runtimeOf(family);

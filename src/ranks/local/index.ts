@@ -2,7 +2,7 @@
 // RankGroup contract (and SPMD rank programs with a communicator). Options are checked here,
 // before any rank starts.
 
-import { DistVaeError, reason, type Reason } from '../../errors.js';
+import { reason, type Reason, refuse } from '../../errors.js';
 import { LocalGroup, type LocalGroupOptions } from './local-group.js';
 import { startProcessRank } from './process/process-host.js';
 import { startThreadRank } from './thread/thread-host.js';
@@ -23,6 +23,6 @@ export function localGroup(options: LocalGroupOptions): LocalGroup {
       if (d !== undefined && (!Number.isSafeInteger(d) || d < 0)) reasons.push(reason('DEVICE_INVALID', `devices[${i}]`, d, 'a non-negative integer device id (or undefined)'));
     });
   }
-  if (reasons.length > 0) throw new DistVaeError('INVALID_ARGUMENT', reasons.map((r) => r.message).join('; '), { reasons });
+  if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   return new LocalGroup(options, isolation === 'process' ? startProcessRank : startThreadRank);
 }

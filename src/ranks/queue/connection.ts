@@ -4,7 +4,7 @@
 // unreachable or refusing server is a clear error before any work starts.
 
 import { Redis, type RedisOptions } from 'ioredis';
-import { DistVaeError, reason } from '../../errors.js';
+import { DistVaeError, reason, refuse } from '../../errors.js';
 
 /** A Redis URL (`redis://[user:password@]host[:port][/db]`, `rediss://` for TLS) or ioredis options. */
 export type RedisConnection = string | RedisOptions;
@@ -19,13 +19,13 @@ export function redisOptionsOf(connection: RedisConnection): RedisOptions {
   try {
     url = new URL(connection);
   } catch {
-    return refuse(connection, 'not a URL');
+    return refuseUrl(connection, 'not a URL');
   }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') return refuse(connection, `the scheme is ${url.protocol.replace(/:$/, '')}`);
-  if (url.hostname === '') return refuse(connection, 'it names no host');
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') return refuseUrl(connection, `the scheme is ${url.protocol.replace(/:$/, '')}`);
+  if (url.hostname === '') return refuseUrl(connection, 'it names no host');
   const port = url.port === '' ? 6379 : Number(url.port);
   const path = url.pathname.replace(/^\//, '');
-  if (path !== '' && !/^\d+$/.test(path)) return refuse(connection, `the path "/${path}" is not a database number`);
+  if (path !== '' && !/^\d+$/.test(path)) return refuseUrl(connection, `the path "/${path}" is not a database number`);
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   return {
     host,
@@ -38,9 +38,8 @@ export function redisOptionsOf(connection: RedisConnection): RedisOptions {
   };
 }
 
-function refuse(value: string, why: string): never {
-  const r = reason('REDIS_URL_INVALID', 'redis', redacted(value), 'redis://[user:password@]host[:port][/db] or rediss://… for TLS', `Redis URL ${redacted(value)} is invalid: ${why}`);
-  throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+function refuseUrl(value: string, why: string): never {
+  refuse('INVALID_ARGUMENT', reason('REDIS_URL_INVALID', 'redis', redacted(value), 'redis://[user:password@]host[:port][/db] or rediss://… for TLS', `Redis URL ${redacted(value)} is invalid: ${why}`));
 }
 
 /** The URL without its password, for messages. */

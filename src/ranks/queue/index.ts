@@ -2,7 +2,7 @@
 // processes on any number of machines. Options (and the Redis URL) are checked here, before
 // anything connects.
 
-import { DistVaeError, reason, type Reason } from '../../errors.js';
+import { reason, type Reason, refuse } from '../../errors.js';
 import { QueueGroup, type QueueGroupOptions } from './queue-group.js';
 
 export function queueGroup(options: QueueGroupOptions): QueueGroup {
@@ -14,6 +14,6 @@ export function queueGroup(options: QueueGroupOptions): QueueGroup {
   for (const [field, value] of Object.entries(durations)) {
     if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) reasons.push(reason('DURATION_INVALID', field, value, 'a whole number of milliseconds ≥ 1'));
   }
-  if (reasons.length > 0) throw new DistVaeError('INVALID_ARGUMENT', reasons.map((r) => r.message).join('; '), { reasons });
+  if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   return new QueueGroup(options);
 }

@@ -9,7 +9,7 @@
 import { hostname } from 'node:os';
 import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { DistVaeError, reason, type Reason } from '../../errors.js';
+import { reason, type Reason, refuse } from '../../errors.js';
 import { elementCount } from '../../tensor.js';
 import type { Tensor } from '../../tensor.js';
 import { localGroup } from '../local/index.js';
@@ -55,7 +55,7 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<Que
   if (!Number.isSafeInteger(lockDurationMs) || lockDurationMs < 100) reasons.push(reason('LOCK_DURATION_INVALID', 'lockDurationMs', lockDurationMs, 'an integer ≥ 100 (ms)'));
   if (!Number.isSafeInteger(stalledIntervalMs) || stalledIntervalMs < 100) reasons.push(reason('STALLED_INTERVAL_INVALID', 'stalledIntervalMs', stalledIntervalMs, 'an integer ≥ 100 (ms)'));
   if (typeof queue !== 'string' || !/^[\w.-]{1,100}$/.test(queue)) reasons.push(reason('QUEUE_INVALID', 'queue', queue, 'a name of 1–100 letters, digits, "_", "." or "-"'));
-  if (reasons.length > 0) throw new DistVaeError('INVALID_ARGUMENT', reasons.map((r) => r.message).join('; '), { reasons });
+  if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
 
   const redisOptions = redisOptionsOf(options.connection);
   const redis: Redis = await connectRedis(redisOptions, options.connectTimeoutMs);

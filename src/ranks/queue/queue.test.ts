@@ -209,7 +209,7 @@ else
       const port = await freePort();
       // Redis is reached before the weights are read: the missing weights file is never opened.
       const unreachable = await run('decode', '--vae', join(dir, 'missing.safetensors'), ...plan, '--out', join(dir, 'x.npy'), '--redis', `redis://127.0.0.1:${port}`);
-      assert.equal(unreachable.code, 2);
+      assert.equal(unreachable.code, 3, 'a transport failure is a runtime failure');
       assert.match(unreachable.stderr, new RegExp(`TRANSPORT_FAILED: cannot reach Redis at redis://127\\.0\\.0\\.1:${port}`));
       const refused = await run(...common, '--out', join(dir, 'x.npy'), '--redis', server.url, '--isolation', 'process', '--ranks', '1');
       assert.equal(refused.code, 2);

@@ -5,7 +5,7 @@
 // H latent rows reads [start·s − H·s, end·s + H·s), clamped to the image. Everything here is
 // integer arithmetic on latent rows and exact ratios.
 
-import { DistVaeError, reason } from '../../errors.js';
+import { reason, refuse } from '../../errors.js';
 import { compareRatio, ratio, wholeTimes, type Ratio } from '../../graph/ratio.js';
 
 /** Latent rows [start, end) of one rank. */
@@ -18,18 +18,16 @@ export interface Band {
 /** Splits `latentRows` into `ranks` bands (the first `latentRows mod ranks` one row taller). */
 export function splitBands(latentRows: number, ranks: number, spatialRatio: number): Band[] {
   if (!Number.isSafeInteger(ranks) || ranks < 1) {
-    const r = reason('RANKS_INVALID', 'ranks', ranks, 'an integer ≥ 1');
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    refuse('INVALID_ARGUMENT', reason('RANKS_INVALID', 'ranks', ranks, 'an integer ≥ 1'));
   }
   if (latentRows < ranks) {
-    const r = reason(
+    refuse('INVALID_ARGUMENT', reason(
       'TOO_MANY_RANKS',
       'ranks',
       ranks,
       `at most ${latentRows} (one latent row, ${spatialRatio} output rows, per rank)`,
       `${ranks} ranks cannot share ${latentRows} latent rows (${latentRows * spatialRatio} output rows): row sharding needs at least one latent row (${spatialRatio} output rows) per rank`,
-    );
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    ));
   }
   const base = Math.floor(latentRows / ranks);
   const taller = latentRows % ranks;

@@ -5,7 +5,7 @@
 // sync regions, or whose values are not at whole multiples of the latent resolution.
 
 import type { CommCounters } from '../../ranks/program.js';
-import { DistVaeError, reason } from '../../errors.js';
+import { DistVaeError, reason, refuse } from '../../errors.js';
 import { analyzeLocality, type LocalityReport, type SpatialFact } from '../../graph/locality.js';
 import type { ModelProto } from '../../graph/onnx-proto.js';
 import { formatRatio, wholeTimes, ZERO, type Ratio } from '../../graph/ratio.js';
@@ -33,8 +33,7 @@ export function shardPlan(model: ModelProto): ShardPlan {
   }
   for (const [name, f] of locality.values) {
     if (f.scale.rows.den !== 1 || f.scale.cols.den !== 1) {
-      const r = reason('FRACTIONAL_SCALE', 'graph', name, 'values at whole multiples of the latent resolution', `value ${name} is at ${formatRatio(f.scale.rows)} rows per latent row: bands of whole latent rows do not land on its rows`);
-      throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
+      refuse('UNSUPPORTED', reason('FRACTIONAL_SCALE', 'graph', name, 'values at whole multiples of the latent resolution', `value ${name} is at ${formatRatio(f.scale.rows)} rows per latent row: bands of whole latent rows do not land on its rows`));
     }
   }
   const staged = stageGraph(model);
@@ -42,8 +41,7 @@ export function shardPlan(model: ModelProto): ShardPlan {
     if (step.kind !== 'attention') continue;
     const extra = step.core.inputs.filter((n) => n !== step.region.query && n !== step.region.key && n !== step.region.value);
     if (extra.length > 0) {
-      const r = reason('ATTENTION_READS_MORE', 'graph', step.region.name, 'attention over query, key and value only', `attention ${step.region.name} also reads ${extra.join(', ')} (a mask over positions), which bands cannot gather`);
-      throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
+      refuse('UNSUPPORTED', reason('ATTENTION_READS_MORE', 'graph', step.region.name, 'attention over query, key and value only', `attention ${step.region.name} also reads ${extra.join(', ')} (a mask over positions), which bands cannot gather`));
     }
   }
   const initializers = new Map((model.graph?.initializer ?? []).map((t) => [t.name!, t]));

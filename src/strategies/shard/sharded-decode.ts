@@ -14,7 +14,7 @@ import type { LocalGroup, RankOutcome } from '../../ranks/local/local-group.js';
 import { rankFailed } from '../../ranks/local/local-group.js';
 import { programRef, type CommCounters } from '../../ranks/program.js';
 import type { DistributableVae } from '../tile/tiled-decode.js';
-import { DistVaeError, reason } from '../../errors.js';
+import { DistVaeError, reason, refuse } from '../../errors.js';
 import type { ModelProto } from '../../graph/onnx-proto.js';
 import { splitBands, type Band } from './bands.js';
 import { predictCollectives, shardPlan, type ShardPlan } from './plan.js';
@@ -90,8 +90,7 @@ async function runBands(group: LocalGroup, inputs: ShardRankInput[], signal: Abo
  */
 export function shardedDecodeFor(vae: ShardableVae, group: LocalGroup, options: ShardedDecodeForOptions = {}): ShardedDecode {
   if (vae.geometry.fiveDimLatents) {
-    const r = reason('SHARD_VIDEO', 'family', vae.family.name, 'an image family (4-D latents)', `row sharding decodes image latents; ${vae.family.name} latents are 5-D`);
-    throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
+    refuse('UNSUPPORTED', reason('SHARD_VIDEO', 'family', vae.family.name, 'an image family (4-D latents)', `row sharding decodes image latents; ${vae.family.name} latents are 5-D`));
   }
   const plan: ShardPlan = shardPlan(vae.decoderModel());
   let lastStats: ShardStats | null = null;
