@@ -61,7 +61,7 @@ export async function checkProvider(options: SessionOptions = {}): Promise<void>
   const adapter = gpu ? await gpu.requestAdapter() : null;
   if (!adapter) {
     const r = reason('PROVIDER_UNAVAILABLE', 'provider', 'webgpu', 'wasm (no WebGPU adapter in this page)', `execution provider 'webgpu' is not available: ${gpu ? 'navigator.gpu gave no adapter' : 'this page has no navigator.gpu'}; available here: wasm`);
-    throw new DistVaeError('PROVIDER_UNAVAILABLE', r.message, { reasons: [r] });
+    refuse('PROVIDER_UNAVAILABLE', r);
   }
 }
 

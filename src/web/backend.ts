@@ -4,7 +4,7 @@
 // limits, or WebGPU's defaults (256 MiB buffers, 128 MiB bindings) when asked — and hands it
 // to onnxruntime-web, so the limits plans are checked against are the ones sessions run under.
 
-import { DistVaeError, reason } from '../errors.js';
+import { DistVaeError, reason, refuse } from '../errors.js';
 import { configureWebRuntime, wasmThreads, type WebProvider } from '../runtime/web-session.js';
 import type { BufferLimits } from './limits.js';
 
@@ -63,7 +63,7 @@ async function start(options: WebRuntimeOptions): Promise<WebRuntime> {
   const base = { ...(options.wasmPaths !== undefined ? { wasmPaths: options.wasmPaths } : {}), ...(options.threads !== undefined ? { threads: options.threads } : {}) };
   if (asked === 'webgpu' && !adapter) {
     const r = reason('PROVIDER_UNAVAILABLE', 'backend', 'webgpu', 'wasm (this page has no WebGPU adapter)', "backend 'webgpu' is not available: navigator.gpu gave no adapter (WebGPU needs a secure context: https or 127.0.0.1); available here: wasm");
-    throw new DistVaeError('PROVIDER_UNAVAILABLE', r.message, { reasons: [r] });
+    refuse('PROVIDER_UNAVAILABLE', r);
   }
   if (!adapter) {
     configureWebRuntime(base);
@@ -107,7 +107,7 @@ export function startWebRuntime(options: WebRuntimeOptions = {}): Promise<WebRun
   return started.then((runtime) => {
     if (options.backend !== undefined && options.backend !== 'auto' && options.backend !== runtime.backend) {
       const r = reason('BACKEND_FIXED', 'backend', options.backend, runtime.backend, `this page already runs on ${runtime.backend}; onnxruntime-web is initialised once per page (reload to change backends)`);
-      throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+      refuse('INVALID_ARGUMENT', r);
     }
     return runtime;
   });

@@ -18,7 +18,7 @@ export const MAX_INPUT_BYTES = 2 ** 31;
 
 function tooLarge(name: string, size: number): never {
   const r = reason('INPUT_TOO_LARGE', name, size, `at most ${MAX_INPUT_BYTES} bytes`, `${name} is ${size} bytes; a page reads at most ${MAX_INPUT_BYTES} bytes whole`);
-  throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+  refuse('INVALID_ARGUMENT', r);
 }
 
 /** Whether `input` is a Blob or File (or reads like one). */
