@@ -1,7 +1,9 @@
 // Builds the documentation site into docs/dist (or `--out DIR`): Markdown pages rendered with
 // marked after their directives are expanded from the library (figures, quoted numbers, API,
 // CLI help, benchmark reports), and the in-page instruments bundled by esbuild as classic IIFE
-// scripts, so the site opens from file:// as well as from any static server.
+// scripts, so the site opens from file:// as well as from any static server. The in-browser
+// demo (demo.html) is the exception: an ES module with onnxruntime-web's WebAssembly beside it,
+// which needs a server (npm run docs:serve).
 // Usage: npm run docs [-- --out DIR]
 
 import { build as esbuild } from 'esbuild';
@@ -14,6 +16,7 @@ import { readApi, renderApi } from './lib/api-reference.js';
 import { readBenchReports, renderBenchReports } from './lib/bench-reports.js';
 import { readCliHelp, renderCli } from './lib/cli-reference.js';
 import { expandDirectives, type Generated } from './lib/directives.js';
+import { bundleForPages, copyOrtRuntime } from './lib/web-bundle.js';
 
 const DOCS_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(DOCS_DIR, '..');
@@ -70,6 +73,9 @@ function markdownRenderer(): { marked: Marked; title: () => string | null; reset
     },
   };
 }
+
+/** The demo page: not a Markdown page (it needs a server), linked from the overview. */
+export const DEMO_PAGE = { slug: 'demo', title: 'Decode in the browser' } as const;
 
 function pageHtml(slug: string, title: string, body: string, instruments: string[], version: string): string {
   const nav = PAGES.map((p) => `<li><a href="${p.slug}.html"${p.slug === slug ? ' aria-current="page"' : ''}>${escapeXml(p.nav)}</a></li>`).join('');
@@ -132,6 +138,10 @@ export async function buildSite(options: { outDir?: string; root?: string } = {}
     await esbuild({ entryPoints, outdir: join(outDir, 'assets'), bundle: true, format: 'iife', platform: 'browser', target: 'es2020', minify: true, legalComments: 'none', logLevel: 'warning' });
   }
   copyFileSync(join(DOCS_DIR, 'assets/site.css'), join(outDir, 'assets/site.css'));
+
+  writeFileSync(join(outDir, `${DEMO_PAGE.slug}.html`), pageHtml(DEMO_PAGE.slug, DEMO_PAGE.title, readFileSync(join(DOCS_DIR, 'demo/demo-body.html'), 'utf8'), [], version));
+  await bundleForPages(join(DOCS_DIR, 'demo/demo.ts'), join(outDir, 'assets/demo.js'));
+  copyOrtRuntime(join(outDir, 'assets/ort'));
   return { outDir, pages };
 }
 

@@ -91,6 +91,12 @@ export type ReasonCode =
   | 'SHARD_VIDEO'
   | 'TILE_TOO_SMALL'
   | 'TOO_MANY_RANKS'
+  // Pages (distvae/web): backends, inputs, device limits
+  | 'BACKEND_FIXED'
+  | 'FEEDS_INVALID'
+  | 'FETCH_FAILED'
+  | 'INPUT_TOO_LARGE'
+  | 'TENSOR_EXCEEDS_DEVICE_LIMIT'
   // Tensors, images and video
   | 'BIT_DEPTH'
   | 'IMAGE_TOO_LARGE'
@@ -104,12 +110,14 @@ export type ReasonCode =
   | 'IMAGE_FORMAT_UNSUPPORTED'
   | 'IMAGE_RANK'
   | 'IMAGE_SIZE'
+  | 'IMAGE_TOO_LARGE'
   | 'IMAGE_TOO_SMALL'
   | 'LATENT_BATCH'
   | 'LATENT_CHANNELS'
   | 'LATENT_EMPTY'
   | 'LATENT_RANK'
   | 'LATENT_SIZE'
+  | 'SCALING_INVALID'
   | 'VIDEO_EXTENSION'
   | 'INTERNAL';
 

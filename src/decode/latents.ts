@@ -3,7 +3,7 @@
 
 import { reason, type Reason, refuse } from '../errors.js';
 import type { VaeSpec } from '../families/types.js';
-import { validateLatents } from '../io/latents.js';
+import { validateLatents } from '../io/latents-check.js';
 import type { Span, Tile } from '../plan/grid.js';
 import type { LatentShape } from '../plan/shapes.js';
 import type { Tensor } from '../tensor.js';

@@ -16,7 +16,16 @@ export class LazyTileRunner implements TileRunner {
     return this.runner !== null;
   }
 
+  /** Builds the sessions now (the first decode would), so that decode timings leave them out. */
+  async prepare(): Promise<void> {
+    await this.session();
+  }
+
   async decode(latentTile: Tensor, signal?: AbortSignal): Promise<Tensor> {
+    return (await this.session()).decode(latentTile, signal);
+  }
+
+  private session(): Promise<TileRunner> {
     if (this.runner === null) {
       const creating = this.create();
       // A failed build is not cached: the next decode tries again and reports its own error.
@@ -25,7 +34,7 @@ export class LazyTileRunner implements TileRunner {
       });
       this.runner = creating;
     }
-    return (await this.runner).decode(latentTile, signal);
+    return this.runner;
   }
 
   async dispose(): Promise<void> {

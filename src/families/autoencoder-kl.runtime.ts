@@ -3,7 +3,7 @@
 // chunking), and a refusal up front of a call whose mid-block attention chunk alone would
 // exceed the machine's memory.
 
-import { totalmem } from 'node:os';
+import { hostMemoryBytes } from '../runtime/host-memory.js';
 import { reason, refuse } from '../errors.js';
 import { createSession, type Session, type SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
@@ -77,7 +77,7 @@ export const klRuntime: FamilyRuntime = {
     return {
       async decode(latentTile: Tensor) {
         const chunks = attention ? attentionChunksFor(latentTile.dims) : 1;
-        if (attention) checkAttentionMemory(latentTile.dims, totalmem(), chunks);
+        if (attention) checkAttentionMemory(latentTile.dims, hostMemoryBytes(), chunks);
         return (await (await sessionFor(chunks)).run({ latent: latentTile }))['sample']!;
       },
       dispose: async () => {

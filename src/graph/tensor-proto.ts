@@ -5,9 +5,8 @@
 // (a safetensors checkpoint) becomes external data naming that file, so its bytes travel from the
 // file to onnxruntime without passing through JS (runtime/session.ts resolves the location).
 
-import { closeSync, openSync, readSync } from 'node:fs';
-import { endianness } from 'node:os';
 import { DistVaeError } from '../errors.js';
+import { readExternalBytes } from '../io/external-bytes.js';
 import { DataType, type TensorProto } from './onnx-proto.js';
 
 const DATA_TYPE_NAMES: Record<number, string> = {
@@ -25,9 +24,12 @@ export function dataTypeName(code: number | undefined): string {
   return DATA_TYPE_NAMES[code ?? 0] ?? `dtype${code ?? 0}`;
 }
 
+// Read from a typed array rather than node:os, so graphs are built in a browser too.
+const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
+
 function assertLittleEndian(): void {
-  if (endianness() !== 'LE') {
-    throw new DistVaeError('UNSUPPORTED', `ONNX raw_data is little-endian and this machine is ${endianness()}; big-endian hosts are not supported`);
+  if (!LITTLE_ENDIAN) {
+    throw new DistVaeError('UNSUPPORTED', 'ONNX raw_data is little-endian and this machine is big-endian; big-endian hosts are not supported');
   }
 }
 
@@ -68,22 +70,6 @@ export function externalBytesOf(t: TensorProto): FileBytes | undefined {
   const path = entry('location');
   if (path === undefined) throw new DistVaeError('FILE_INVALID', `external tensor ${t.name ?? ''} names no location`);
   return { path, offset: Number(entry('offset') ?? 0), length: Number(entry('length') ?? 0) };
-}
-
-/** Reads the bytes an external tensor names. */
-export function readExternalBytes(file: FileBytes): Uint8Array {
-  const out = new Uint8Array(new ArrayBuffer(file.length));
-  const fd = openSync(file.path, 'r');
-  try {
-    for (let at = 0; at < file.length; ) {
-      const n = readSync(fd, out, at, file.length - at, file.offset + at);
-      if (n === 0) throw new DistVaeError('FILE_INVALID', `${file.path} ended at byte ${file.offset + at}, inside an external tensor`);
-      at += n;
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return out;
 }
 
 /** A float32 TensorProto whose raw_data is a view of `data` (no copy). */

@@ -13,17 +13,9 @@ import { DistVaeError, reason, refuse } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { readFileBytes, writeFileBytes } from './files.js';
 
-export type SampleRange = 'signed' | 'unit';
+import { sampleToImage, type SampleRange } from './sample-range.js';
 
-/** Maps a decoded sample to [0, 1] image values (float32, same shape). */
-export function sampleToImage(sample: Tensor, range: SampleRange): Tensor {
-  const out = new Float32Array(sample.data.length);
-  for (let i = 0; i < out.length; i++) {
-    const v = range === 'signed' ? sample.data[i]! / 2 + 0.5 : sample.data[i]!;
-    out[i] = v < 0 ? 0 : v > 1 ? 1 : v;
-  }
-  return { dims: [...sample.dims], data: out };
-}
+export { sampleToImage, type SampleRange };
 
 /** The (C, H, W) planes of each image in a (B, C, H, W) or (B, C, F, H, W) tensor, batch-major then frame-major. */
 export function imagesOf(t: Tensor): { channels: number; height: number; width: number; frames: Float32Array[] } {

@@ -8,9 +8,12 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { DistVaeError, reason, refuse } from '../errors.js';
 import { withFileSource } from '../sources/file-source.js';
-import { stridesOf, type Tensor } from '../tensor.js';
+import type { Tensor } from '../tensor.js';
 import { openSafetensors } from '../weights/safetensors.js';
+import { validateLatents } from './latents-check.js';
 import { readNpy } from './npy.js';
+
+export { validateLatents };
 
 /** The tensor name DESIGN §9 fixes for latents in a .safetensors file. */
 export const LATENTS_KEY = 'latents';
@@ -133,28 +136,4 @@ export function unscaleLatents(latents: Tensor, scaling: LatentScaling): Tensor 
   const scale = Math.fround(scalingFactor);
   const shift = Math.fround(shiftFactor);
   return { dims: [...latents.dims], data: latents.data.map((v) => Math.fround(v / scale) + shift) };
-}
-
-/** Refuses an empty tensor and reports the NaN/Inf count and the first offending index. */
-export function validateLatents(latents: Tensor, source: string): void {
-  if (latents.data.length === 0) {
-    throw new DistVaeError('TENSOR_INVALID', `${source}: latents of shape [${latents.dims.join(', ')}] are empty`);
-  }
-  let nan = 0;
-  let inf = 0;
-  let first = -1;
-  for (let i = 0; i < latents.data.length; i++) {
-    const v = latents.data[i]!;
-    if (Number.isFinite(v)) continue;
-    if (Number.isNaN(v)) nan++;
-    else inf++;
-    if (first < 0) first = i;
-  }
-  if (first < 0) return;
-  const index = stridesOf(latents.dims).map((s, d) => Math.floor(first / s) % latents.dims[d]!);
-  throw new DistVaeError(
-    'TENSOR_INVALID',
-    `${source}: latents hold ${nan} NaN and ${inf} infinite values of ${latents.data.length}; ` +
-      `the first at flat index ${first}, index [${index.join(', ')}] of shape [${latents.dims.join(', ')}] (value ${latents.data[first]})`,
-  );
 }

@@ -20,7 +20,8 @@ import { basename, dirname } from 'node:path';
 import ort from 'onnxruntime-node';
 import { DistVaeError, invalidArgument } from '../errors.js';
 import { encodeModel, type ModelProto, type TensorProto } from '../graph/onnx-proto.js';
-import { externalBytesOf, readExternalBytes } from '../graph/tensor-proto.js';
+import { externalBytesOf } from '../graph/tensor-proto.js';
+import { readExternalBytes } from '../io/external-bytes.js';
 import { elementCount, type Tensor } from '../tensor.js';
 import { probeProvider, providerConfig, type ProviderConfig } from './providers.js';
 

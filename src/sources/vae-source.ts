@@ -5,7 +5,7 @@
 
 import { reason, refuse } from '../errors.js';
 import { createVae, resolveFamily, resolveFamilyConfig } from '../families/registry.js';
-import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
+import type { FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, VaeSpec } from '../families/types.js';
 import { firstNonFinite, type Tensor } from '../tensor.js';
@@ -13,9 +13,10 @@ import { checkWeightBytes } from '../weights/budget.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { readConfigJson } from './config-file.js';
 import { withFileSource } from './file-source.js';
+import { partOf, readBoundHalf, type VaePart } from './bind-half.js';
 import { locateVae, type VaeLocation } from './locate.js';
-import { ldmToDiffusers, ldmVaeConfig, ldmVaePrefix, looksLikeTae } from './single-file.js';
-import { openWeights, readBoundWeights } from './weights-file.js';
+import { ldmVaePrefix, looksLikeTae } from './single-file.js';
+import { openWeights } from './weights-file.js';
 
 export { DIFFUSERS_WEIGHTS_FILE } from './locate.js';
 
@@ -58,19 +59,7 @@ export function vaeSpecOfSource(source: VaeSource): VaeSpec | null {
   return createVae(source.family, config);
 }
 
-/** Which half of an autoencoder a source is read for. */
-export type VaePart = 'decoder' | 'encoder';
-
-/** What reading a source needs of one half: its parameters, the config its weights imply, the keys it ignores. */
-function partOf(family: FamilySpec, runtime: FamilyRuntime, part: VaePart): Pick<FamilyEncoder, 'params' | 'configFromWeights' | 'ignoredKeyPrefixes'> {
-  if (part === 'decoder') {
-    return { params: (c) => runtime.decoderParams(c), configFromWeights: runtime.configFromWeights, ignoredKeyPrefixes: family.ignoredKeyPrefixes };
-  }
-  if (!runtime.encoder) {
-    refuse('UNSUPPORTED', reason('NO_ENCODER', 'family', family.name, 'a family with an encoder (tae)', `the ${family.name} family has no encoder here; encoding is available for tae`));
-  }
-  return runtime.encoder;
-}
+export type { VaePart };
 
 /** Reads the architecture and the weights of one half (default: the decoder) a source names (no onnxruntime involved). */
 export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): Promise<{ family: FamilySpec; config: ResolvedConfig; runtime: FamilyRuntime; weights: Map<string, Tensor> }> {
@@ -101,14 +90,12 @@ export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'
     }
     const family = resolveFamily(inferred, raw);
     const runtime = runtimeOf(family);
-    const half = partOf(family, runtime, part);
-    const stored = ldmPrefix !== null ? ldmToDiffusers(reader.entries, ldmPrefix) : reader.entries;
-    const entries = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
-    const implied = ldmPrefix !== null ? ldmVaeConfig(reader.entries, ldmPrefix) : half.configFromWeights?.(entries);
-    const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
-    const params = half.params(config);
-    checkWeightBytes(params, `the ${family.name} ${part} of ${weightsPath}`);
-    const weights = await readBoundWeights(reader, entries, params, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
+    const { config, weights } = await readBoundHalf(family, runtime, raw, reader, {
+      part,
+      source: weightsPath,
+      ldmPrefix,
+      checkParams: (params) => checkWeightBytes(params, `the ${family.name} ${part} of ${weightsPath}`),
+    });
     checkFiniteWeights(weights, weightsPath);
     return { family, config, runtime, weights };
   });

@@ -10,7 +10,8 @@ import type { StoredTensor } from '../weights/dtype.js';
 import { openPth } from '../weights/pth.js';
 import { readTensors, type TensorEntry, type TensorReader } from '../weights/reader.js';
 import { openSafetensors, type SafetensorsReader } from '../weights/safetensors.js';
-import { readExternalBytes, type FileBytes } from '../graph/tensor-proto.js';
+import type { FileBytes } from '../graph/tensor-proto.js';
+import { readExternalBytes } from '../io/external-bytes.js';
 import type { ByteSource } from './byte-source.js';
 import { withFileSource } from './file-source.js';
 

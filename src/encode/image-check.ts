@@ -1,0 +1,52 @@
+// Images an encoder takes: the checks before any work (rank, channels, sizes that are multiples
+// of the spatial ratio, finite values) and the centred crop to valid sizes. Pure, so pages and
+// the Node encoder share it.
+
+import { DistVaeError, reason, type Reason, refuse } from '../errors.js';
+import type { ResolvedConfig } from '../families/types.js';
+import { nearestMultiples } from '../plan/shapes.js';
+import type { Tensor } from '../tensor.js';
+
+/** Refuses an image the encoder cannot take: rank, channels, sizes (multiples of r), non-finite values. */
+export function checkImage(config: ResolvedConfig, image: Tensor, source = 'image'): void {
+  const { spatialRatio: r, outChannels } = config.geometry;
+  const dims = image.dims;
+  const reasons: Reason[] = [];
+  if (dims.length !== 4) {
+    reasons.push(reason('IMAGE_RANK', `${source}.dims`, dims, '4 dimensions (B, C, H, W)', `${source} has ${dims.length} dimensions [${dims.join(', ')}]; the encoder takes (B, C, H, W)`));
+  } else {
+    if (dims[1] !== outChannels) reasons.push(reason('IMAGE_CHANNELS', `${source}.channels`, dims[1], `${outChannels} channels`, `${source} has ${dims[1]} channels; the encoder takes ${outChannels}`));
+    (['height', 'width'] as const).forEach((axis, i) => {
+      const v = dims[2 + i]!;
+      if (!Number.isInteger(v) || v < r || v % r !== 0) {
+        reasons.push(reason('IMAGE_SIZE', `${source}.${axis}`, v, `a positive multiple of ${r} px`, `${source} ${axis} ${v} px is not a multiple of ${r} (nearest: ${nearestMultiples(v, r)}); crop or resize the image`));
+      }
+    });
+    if (dims[0]! < 1) reasons.push(reason('IMAGE_EMPTY', `${source}.batch`, dims[0], 'at least 1 image', `${source} holds no image`));
+  }
+  if (reasons.length > 0) refuse('TENSOR_INVALID', reasons);
+  const bad = image.data.findIndex((v) => !Number.isFinite(v));
+  if (bad >= 0) throw new DistVaeError('TENSOR_INVALID', `${source} holds a non-finite value (${image.data[bad]}) at flat index ${bad}`);
+}
+
+/** The centred crop of an image (…, H, W) to the largest multiples of `multiple` that fit. */
+export function cropToMultiple(image: Tensor, multiple: number): Tensor {
+  const [h, w] = image.dims.slice(-2) as [number, number];
+  const th = h - (h % multiple);
+  const tw = w - (w % multiple);
+  if (th === h && tw === w) return image;
+  if (th === 0 || tw === 0) {
+    refuse('TENSOR_INVALID', reason('IMAGE_TOO_SMALL', 'image', `${h}x${w}`, `at least ${multiple}x${multiple} px`, `the image (${h}x${w} px) is smaller than ${multiple} px on a side and cannot be cropped to a multiple of ${multiple}`));
+  }
+  const y0 = Math.floor((h - th) / 2);
+  const x0 = Math.floor((w - tw) / 2);
+  const planes = image.data.length / (h * w);
+  const data = new Float32Array(planes * th * tw);
+  for (let p = 0; p < planes; p++) {
+    for (let y = 0; y < th; y++) {
+      const from = (p * h + y0 + y) * w + x0;
+      data.set(image.data.subarray(from, from + tw), (p * th + y) * tw);
+    }
+  }
+  return { dims: [...image.dims.slice(0, -2), th, tw], data };
+}

@@ -1,0 +1,54 @@
+// From an opened weights file to one bound half of a VAE: the layout's key mapping (an original
+// ldm single file becomes diffusers' keys), the family's key renames, the config the weights
+// imply merged under the given one, then only the half's own tensors read (shapes bound
+// first). Pure (a TensorReader over any ByteSource), so the Node loader (vae-source.ts) and
+// the page loader (web/load.ts) share it.
+
+import { reason, refuse } from '../errors.js';
+import { resolveFamilyConfig } from '../families/registry.js';
+import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
+import type { FamilySpec, RawConfig, ResolvedConfig } from '../families/types.js';
+import type { Tensor } from '../tensor.js';
+import type { TensorReader } from '../weights/reader.js';
+import type { ParamSpec } from '../weights/synthetic.js';
+import { ldmToDiffusers, ldmVaeConfig } from './single-file.js';
+import { readBoundWeights } from './weights-file.js';
+
+/** Which half of an autoencoder a source is read for. */
+export type VaePart = 'decoder' | 'encoder';
+
+/** What reading a source needs of one half: its parameters, the config its weights imply, the keys it ignores. */
+export function partOf(family: FamilySpec, runtime: FamilyRuntime, part: VaePart): Pick<FamilyEncoder, 'params' | 'configFromWeights' | 'ignoredKeyPrefixes'> {
+  if (part === 'decoder') {
+    return { params: (c) => runtime.decoderParams(c), configFromWeights: runtime.configFromWeights, ignoredKeyPrefixes: family.ignoredKeyPrefixes };
+  }
+  if (!runtime.encoder) {
+    refuse('UNSUPPORTED', reason('NO_ENCODER', 'family', family.name, 'a family with an encoder (tae)', `the ${family.name} family has no encoder here; encoding is available for tae`));
+  }
+  return runtime.encoder;
+}
+
+/** How to read one half: which file it is, its key layout, and a check of its parameters before any tensor is read. */
+export interface HalfReading {
+  part: VaePart;
+  /** Names the file in errors. */
+  source: string;
+  /** The key prefix of an original ldm single file (`''` or `first_stage_model.`); null for diffusers' keys. */
+  ldmPrefix?: string | null;
+  /** Runs on the half's parameter list before any tensor is read (e.g. refuse absurd weight bytes). */
+  checkParams?: (params: ParamSpec[]) => void;
+}
+
+/** The resolved config and bound weights of one half from an opened weights file. */
+export async function readBoundHalf(family: FamilySpec, runtime: FamilyRuntime, raw: RawConfig | undefined, reader: TensorReader, reading: HalfReading): Promise<{ config: ResolvedConfig; weights: Map<string, Tensor> }> {
+  const half = partOf(family, runtime, reading.part);
+  const ldmPrefix = reading.ldmPrefix ?? null;
+  const stored = ldmPrefix !== null ? ldmToDiffusers(reader.entries, ldmPrefix) : reader.entries;
+  const entries = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
+  const implied = ldmPrefix !== null ? ldmVaeConfig(reader.entries, ldmPrefix) : half.configFromWeights?.(entries);
+  const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
+  const params = half.params(config);
+  reading.checkParams?.(params);
+  const weights = await readBoundWeights(reader, entries, params, { ignorePrefixes: half.ignoredKeyPrefixes, source: reading.source });
+  return { config, weights };
+}

@@ -1,0 +1,142 @@
+// Loading a VAE (decoder) or an encoder in a page: a weights file (.safetensors or .pth, told
+// apart by content) and optionally a diffusers config.json, each an ArrayBuffer, a File or a
+// URL. Weights are read by random access (sources/byte-source.ts: Blob slices, HTTP Range) and
+// bound as the Node loader binds them (sources/bind-half.ts); the sessions run on the page's
+// backend (backend.ts) and are built by the first decode.
+
+import { decoderModelOf } from '../decode/decoder-model.js';
+import { localTiledDecode, type DecodingVae } from '../decode/engine.js';
+import { LazyTileRunner } from '../decode/lazy-runner.js';
+import type { TiledDecode } from '../decode/types.js';
+import { reason, refuse } from '../errors.js';
+import { defaultTiling, resolveFamily } from '../families/registry.js';
+import type { FamilyRuntime } from '../families/runtime-types.js';
+import { runtimeOf } from '../families/runtimes.js';
+import type { FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeGeometry } from '../families/types.js';
+import type { ModelProto } from '../graph/onnx-proto.js';
+import { checkImage } from '../encode/image-check.js';
+import type { Tensor } from '../tensor.js';
+import { readBoundHalf } from '../sources/bind-half.js';
+import { blobSource, bytesSource, httpRangeSource, type ByteSource } from '../sources/byte-source.js';
+import { openWeights } from '../sources/weights-file.js';
+import { startWebRuntime, type WebRuntime, type WebRuntimeOptions } from './backend.js';
+import { isBlob, readBytes, type ByteInput } from './bytes.js';
+
+/** A VAE half in a page: its weights file, and optionally a config.json (bytes, File or URL) or a config object, and a family. */
+export interface WebVaeSource {
+  weights: ByteInput;
+  config?: ByteInput | RawConfig;
+  /** Needed for a bare weights file whose config does not name its class (e.g. 'tae'). */
+  family?: string;
+}
+
+export interface WebLoadOptions extends WebRuntimeOptions {
+  signal?: AbortSignal;
+}
+
+function isRawConfig(c: WebVaeSource['config']): c is RawConfig {
+  return typeof c === 'object' && c !== null && !(c instanceof ArrayBuffer) && !ArrayBuffer.isView(c) && !(c instanceof URL) && typeof (c as { arrayBuffer?: unknown }).arrayBuffer !== 'function';
+}
+
+async function readConfig(config: WebVaeSource['config'], signal: AbortSignal | undefined): Promise<RawConfig | undefined> {
+  if (config === undefined) return undefined;
+  if (isRawConfig(config)) return config;
+  const { bytes, name } = await readBytes(config, signal ? { signal, name: 'config.json' } : { name: 'config.json' });
+  try {
+    const parsed: unknown = JSON.parse(new TextDecoder().decode(bytes));
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not a JSON object');
+    return parsed as RawConfig;
+  } catch (cause) {
+    refuse('CONFIG_INVALID', reason('CONFIG_NOT_JSON', 'config', name, 'a diffusers config.json (a JSON object)', `${name} is not a JSON object: ${(cause as Error).message}`), { cause });
+  }
+}
+
+/**
+ * A weights input as random-access bytes: a buffer as is, a Blob / File sliced per read, a URL
+ * read by HTTP Range requests — only the header and the half's own tensors are fetched.
+ */
+async function weightsSource(input: ByteInput): Promise<ByteSource> {
+  if (input instanceof ArrayBuffer) return bytesSource(input, 'weights');
+  if (ArrayBuffer.isView(input)) return bytesSource(new Uint8Array(input.buffer, input.byteOffset, input.byteLength), 'weights');
+  if (isBlob(input)) return blobSource(input as Blob);
+  return httpRangeSource(String(input));
+}
+
+async function readHalf(source: WebVaeSource, part: 'decoder' | 'encoder', signal: AbortSignal | undefined) {
+  const raw = await readConfig(source.config, signal);
+  const bytes = await weightsSource(source.weights);
+  if (source.family === undefined && raw === undefined) {
+    refuse('INVALID_ARGUMENT', reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${bytes.name} is a bare weights file: pass a family (e.g. 'tae') or a config.json to say which ${part} it holds`));
+  }
+  const family = resolveFamily(source.family, raw);
+  const runtime = runtimeOf(family);
+  const { config, weights } = await readBoundHalf(family, runtime, raw, await openWeights(bytes), { part, source: bytes.name });
+  return { family, runtime, config, weights };
+}
+
+/** A decoder loaded in a page: the planner's view, its decoder graph, and the runner on the page's backend. */
+export class WebVae implements DecodingVae {
+  tiling: TilingState;
+  tiledDecode: TiledDecode;
+  private model: ModelProto | null = null;
+
+  constructor(
+    readonly family: FamilySpec,
+    readonly config: ResolvedConfig,
+    readonly runtime: FamilyRuntime,
+    readonly runner: LazyTileRunner,
+    readonly web: WebRuntime,
+    private readonly weights: ReadonlyMap<string, Tensor>,
+  ) {
+    this.tiling = defaultTiling(this);
+    this.tiledDecode = localTiledDecode(this, runner);
+  }
+
+  get geometry(): VaeGeometry {
+    return this.config.geometry;
+  }
+
+  /** The fused decoder graph (what tensor sizes and halo-exact tiles are computed from). */
+  decoderModel(): ModelProto {
+    this.model ??= decoderModelOf(this.family, this.runtime, this.config, this.weights);
+    return this.model;
+  }
+
+  dispose(): Promise<void> {
+    return this.runner.dispose();
+  }
+}
+
+/** Loads a decoder in a page: `await loadWebVae({ weights: 'taef2_decoder.pth', family: 'tae' })`. */
+export async function loadWebVae(source: WebVaeSource, options: WebLoadOptions = {}): Promise<WebVae> {
+  const web = await startWebRuntime(options);
+  const { family, runtime, config, weights } = await readHalf(source, 'decoder', options.signal);
+  const runner = new LazyTileRunner(() => runtime.createTileRunner(config, weights, { provider: web.backend }));
+  return new WebVae(family, config, runtime, runner, web, weights);
+}
+
+/** An encoder in a page: images (B, C, H, W) in [0, 1] to latents. */
+export interface WebEncoder {
+  readonly family: FamilySpec;
+  readonly config: ResolvedConfig;
+  readonly web: WebRuntime;
+  encode(image: Tensor, options?: { signal?: AbortSignal }): Promise<Tensor>;
+  dispose(): Promise<void>;
+}
+
+/** Loads an encoder in a page (tae): `await loadWebEncoder({ weights: file, family: 'tae' })`. */
+export async function loadWebEncoder(source: WebVaeSource, options: WebLoadOptions = {}): Promise<WebEncoder> {
+  const web = await startWebRuntime(options);
+  const { family, runtime, config, weights } = await readHalf(source, 'encoder', options.signal);
+  const runner = await runtime.encoder!.createRunner(config, weights, { provider: web.backend });
+  return {
+    family,
+    config,
+    web,
+    async encode(image, encodeOptions = {}) {
+      checkImage(config, image);
+      return runner.decode(image, encodeOptions.signal);
+    },
+    dispose: () => runner.dispose(),
+  };
+}
