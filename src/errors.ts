@@ -32,7 +32,11 @@ export type ErrorCode =
   | 'ABORTED'
   | 'TIMEOUT'
   | 'TRANSPORT_FAILED'
-  | 'UNSUPPORTED';
+  | 'UNSUPPORTED'
+  /** No plan fits the memory budget (a refusal, like PLAN_REFUSED). */
+  | 'BUDGET_EXCEEDED'
+  /** Every plan of a fallback ladder ran out of memory (a runtime failure). */
+  | 'LADDER_EXHAUSTED';
 
 export class DistVaeError extends Error {
   readonly code: ErrorCode;

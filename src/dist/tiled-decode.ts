@@ -46,15 +46,17 @@ export interface DistributedTiledDecode extends TiledDecode {
 export interface TiledDecodeForOptions {
   /** Called after every call (once per temporal chunk) with its statistics. */
   onStats?: (stats: DistributedDecodeStats) => void;
+  /** Decode on a group of one rank too (a fallback ladder runs every attempt in a rank process). */
+  evenOnOneRank?: boolean;
 }
 
 /**
  * The distributed spatial tiling operation for `vae` on `group`, or null when there is nothing
- * to distribute (a single rank, or no tile plan installed). Usage:
+ * to distribute (a single rank unless `evenOnOneRank`, or no tile plan installed). Usage:
  * `const r = tiledDecodeFor(vae, group); if (r) vae.tiledDecode = r;`
  */
 export function tiledDecodeFor(vae: DistributableVae, group: RankGroup, options: TiledDecodeForOptions = {}): DistributedTiledDecode | null {
-  if (group.size <= 1 || !vae.tiling.planned) return null;
+  if ((group.size <= 1 && !options.evenOnOneRank) || !vae.tiling.planned) return null;
   let lastStats: DistributedDecodeStats | null = null;
   const decode: TiledDecode = async (latents, decodeOptions = {}) => {
     throwIfAborted(decodeOptions.signal);

@@ -52,9 +52,10 @@ function addRanks(totals: RankStats[], stats: readonly RankStats[]): void {
 /**
  * Installs `strategy` as `vae.tiledDecode` (the family's default plan counts as the plan to
  * distribute). Returns null where nothing is reported beyond the single-process decode
- * (tile or exact-tile without a group). Shard needs a group (of one rank too).
+ * (tile or exact-tile without a group). Shard needs a group (of one rank too); `evenOnOneRank`
+ * decodes blended tiles (or the whole latent) on a one-rank group instead of in this process.
  */
-export function installStrategy(strategy: Strategy, vae: Vae, group: RankGroup | null): StrategyStats | null {
+export function installStrategy(strategy: Strategy, vae: Vae, group: RankGroup | null, options: { evenOnOneRank?: boolean } = {}): StrategyStats | null {
   if (strategy === 'shard') return installShard(vae, localRanks(strategy, group));
   if (!group) {
     if (strategy === 'exact-tile') vae.tiledDecode = exactTiledDecode(vae, vae.runner, vae.decoderModel());
@@ -79,6 +80,7 @@ export function installStrategy(strategy: Strategy, vae: Vae, group: RankGroup |
         if (stats.assembly === 'raster') notes.add('the overlap exceeds half the window: ranks returned raw tiles and the coordinator blended them in raster order');
         addRanks(ranks, stats.ranks);
       },
+      ...(options.evenOnOneRank ? { evenOnOneRank: true } : {}),
     })!;
   }
   return { ranks: () => ranks, failures: () => failures, notes: () => [...notes], shard: () => null };

@@ -25,7 +25,17 @@ import { progressBar } from '../progress.js';
 import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-options.js';
 import { REDIS_OPTIONS } from './redis-options.js';
 import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
-import { installStrategy, STRATEGIES } from './decode-strategy.js';
+import { installStrategy, STRATEGIES, type Strategy, type StrategyStats } from './decode-strategy.js';
+import { DistVaeError, reason } from '../../errors.js';
+import { enableDefaultTiling } from '../../plan/planner.js';
+import { sampleShapeOf, type SampleShape } from '../../plan/shapes.js';
+import type { Tensor } from '../../tensor.js';
+import { applyMemoryPlan, planOfTiling } from '../../memory/apply.js';
+import { formatBytes, peakRssBytes } from '../../memory/budget.js';
+import { ladderRungs, MAX_LADDER_ATTEMPTS, runLadder, type LadderAttempt } from '../../memory/ladder.js';
+import { hasMemoryModel, predictMemory, type MemoryPlan, type MemoryPrediction } from '../../memory/model.js';
+import { budgetRefusal, chooseWithinBudget, describePlan, type PlanAlternative } from '../../memory/policy.js';
+import { MEMORY_OPTIONS, choiceJson, memoryJson, readBudgetOptions, type BudgetOption } from '../memory-options.js';
 
 const OUTPUT_EXTENSIONS = ['.npy', '.png', ...VIDEO_EXTENSIONS];
 
@@ -67,13 +77,24 @@ export const decodeCommand: CommandSpec = {
     },
     { name: 'ranks', kind: 'string', value: 'R', description: 'ranks the tiles (or bands) are dealt to (by work): local ranks, or with --redis the runs (jobs) workers take; --threads is per rank', defaultText: '1; with --redis the workers listening, at least 2' },
     { name: 'isolation', kind: 'string', value: 'thread|process', description: 'ranks as worker threads, or as child processes (a crash stays in its rank; per-rank peak RSS)', defaultText: 'thread' },
+    ...MEMORY_OPTIONS,
+    { name: 'no-fallback', kind: 'boolean', description: "with the memory policy's choice: no fallback ladder (the decode runs as chosen, in this process or --isolation ranks, and fails if it runs out of memory)" },
     ...REDIS_OPTIONS,
     { name: 'queue-timeout', kind: 'string', value: 'MS', description: 'with --redis: fail when no worker takes or finishes a tile for this long', defaultText: '120000' },
     JSON_OPTION,
   ],
   details: [
-    "Without --window/--overlap the family's default plan is used with tiling on (it tiles only when the latent exceeds",
-    'the window). With --json: { shape, tiles, seconds, ranks: [...] } where seconds is the decode time without loading.',
+    'Without any plan option (--window, --overlap, --frame-*, --full, --strategy) the decode takes the memory policy\'s',
+    'choice: the best plan whose predicted peak fits the budget (--max-memory, else 80% of the memory this process tree',
+    'may use) — with --ranks R > 1 row sharding on the R ranks, then the whole decode; with one rank the whole decode;',
+    'then halo-exact tiles; then the blended tiles with the largest window. Nothing fits: exit 2, naming the smallest',
+    'predicted peak. The chosen decode runs in rank processes with a fallback ladder: an attempt that runs out of memory',
+    'is retried with the next plan that fits (exit 3, LADDER_EXHAUSTED, when none is left). Plan options are exact',
+    'requests: over an explicit --max-memory they are refused (exit 2), over the default budget they warn. Families',
+    "without a memory model (wan, qwen-image, hunyuan-video, ltx2) keep the family's default plan with tiling on.",
+    'With --json: memory { budgetBytes, predictedPeakBytes, predictedMaxTensorBytes, measuredPeakBytes, coordinator, ranks },',
+    'choice { strategy, window, overlap, frames, ranks, reason } and, after a fallback, attempts [...].',
+    'With --json: { shape, tiles, seconds, ranks: [...] } where seconds is the decode time without loading.',
     'With --ranks R > 1 the tiles are decoded on R local ranks (each loads the VAE once) and ranks[] gives each rank\'s',
     'tiles, load (latent area), seconds and, with --isolation process, peak RSS; a latent that fits one tile is decoded',
     'whole on one rank and the others stay idle.',
@@ -125,9 +146,19 @@ export const decodeCommand: CommandSpec = {
       if (args.has('ranks') && ranks < 2) args.refuse('--ranks', ranks, 'an integer >= 2 with --redis', `--ranks ${ranks}: a queue decode deals its tiles into at least 2 runs`);
       if (args.has('isolation')) args.refuse('--isolation', isolation, 'absent with --redis', '--isolation applies to local ranks; with --redis the tiles are decoded by `distvae worker` processes');
     }
+    const budgetOption = readBudgetOptions(args);
+    const fallback = !args.flag('no-fallback');
+    // No plan option at all: the memory policy's choice (DESIGN §9). Any plan option or an
+    // explicit --strategy is an exact request, decoded as asked.
+    const auto = redis === undefined && ![...planOptions, 'strategy'].some((name) => args.has(name));
+    if (!auto && args.has('no-fallback')) args.refuse('--no-fallback', true, 'only without plan options', '--no-fallback applies to the memory policy\'s choice (a decode without --window/--overlap/--full/--strategy)');
+    // A ladder runs every attempt in rank processes; threads asked for explicitly keep the plain decode.
+    const ladder = auto && fallback && !(args.has('isolation') && isolation === 'thread');
     args.done();
 
     const latents = readLatents(latentsPath!);
+    const batch = latents.dims[0] ?? 1;
+    let decision: Decision | null = null;
     // A plan-only view checks the latent and the plan before any weights are read, when the
     // architecture is known without them (a bare weights file names its variant only in its keys).
     const spec = vaeSpecOfSource(source);
@@ -137,18 +168,35 @@ export const decodeCommand: CommandSpec = {
         args.refuse('--out', out, '.npy or .png for an image family', `--out ${out}: ${vae.family.name} decodes images, not video; write .npy or .png`);
         args.done();
       }
+      const sample = sampleShapeOf(vae.geometry, latent);
+      if (auto) {
+        decision = decide(vae, sample, budgetOption, { ranks, batch, isolated: ladder });
+        return latent;
+      }
       if (strategy === 'shard') splitBands(latent.height, ranks, vae.geometry.spatialRatio);
       else if (args.flag('full')) vae.tiling = { ...vae.tiling, enabled: false, frames: vae.tiling.frames ? { ...vae.tiling.frames, enabled: false } : null };
       else applyTilingOptions(args, vae, undefined);
+      decision = exactRequest(vae, sample, budgetOption, strategy, ranks, batch, redis !== undefined, io);
       return latent;
     };
     if (spec) configure(spec);
     if (video) checkFfmpeg();
 
     // Ranks start (or Redis is reached) while the coordinator loads the VAE; the timed decode
-    // then includes each rank's own VAE load (once per rank) but not starting it.
+    // then includes each rank's own VAE load (once per rank) but not starting it. The policy's
+    // choice starts its ranks once it is known (a ladder, once per attempt).
     let group: RankGroup | null = null;
     let started: Promise<void> | undefined;
+    const plainStrategy = (): Strategy => (auto && decision?.choice ? strategyOf(decision.choice.plan) : strategy);
+    const plainRanks = (): number => (auto && decision?.choice ? decision.choice.plan.ranks : ranks);
+    const startLocal = (): void => {
+      if (plainRanks() > 1 || plainStrategy() === 'shard') {
+        const local = localGroup({ ranks: plainRanks(), isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
+        group = local;
+        started = local.start();
+        started.catch(() => undefined);
+      }
+    };
     if (redis !== undefined) {
       const q = queueGroup({ connection: redis, ...(queue !== undefined ? { queue } : {}), ...(args.has('ranks') ? { ranks } : {}), ...(queueTimeout !== undefined ? { timeoutMs: queueTimeout } : {}) });
       group = q;
@@ -157,22 +205,52 @@ export const decodeCommand: CommandSpec = {
         await q.close();
         throw e;
       });
-    } else if (ranks > 1 || strategy === 'shard') {
-      const local = localGroup({ ranks, isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
-      group = local;
-      started = local.start();
+    } else if (!ladder && (!auto || spec)) {
+      startLocal();
     }
-    started?.catch(() => undefined);
     let vae: Vae | null = null;
     try {
       vae = await loadVae(source, loadOptions);
-      await started;
       const latent = configure(vae);
-      const grid = tileGrid(vae, latent);
-      const rankStats = installStrategy(strategy, vae, group);
+      if (redis === undefined && !ladder && auto && !spec) startLocal();
+      await started;
+      const grid = () => tileGrid(vae!, latent);
       const bar = progressBar(io, 'decode');
       const t0 = performance.now();
-      const sample = await vae.decode(latents, { onProgress: bar.update });
+      let rankStats: StrategyStats | null = null;
+      let attempts: LadderAttempt[] | null = null;
+      let sample: Tensor;
+      const chosen = (decision as Decision | null)?.choice ?? null;
+      if (ladder && chosen) {
+        const rungs = ladderRungs(decision!.alternatives, chosen);
+        const loaded = vae;
+        const outcome = await runLadder(
+          rungs,
+          async (rung) => {
+            applyMemoryPlan(loaded, rung.plan, sampleShapeOf(loaded.geometry, latent));
+            const local = localGroup({ ranks: Math.max(1, rung.plan.ranks), isolation: 'process', ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
+            try {
+              await local.start();
+              rankStats = installStrategy(strategyOf(rung.plan), loaded, local, { evenOnOneRank: true });
+              return await loaded.decode(latents, { onProgress: bar.update });
+            } finally {
+              await local.close();
+            }
+          },
+          (attempt, i) => {
+            if (attempt.outcome === 'out-of-memory') io.stderr(`attempt ${i + 1} (${describePlan(rungs[i]!.plan)}, predicted ${formatBytes(attempt.predictedPeakBytes)}) ran out of memory: ${attempt.error}${i + 1 < rungs.length ? `; trying ${describePlan(rungs[i + 1]!.plan)}` : ''}\n`);
+          },
+        ).catch((e: unknown) => {
+          bar.finish();
+          throw e;
+        });
+        sample = outcome.result;
+        if (outcome.attempts.length > 1) attempts = outcome.attempts;
+        decision = { ...decision!, choice: outcome.rung, prediction: outcome.rung.prediction };
+      } else {
+        rankStats = installStrategy(plainStrategy(), vae, group);
+        sample = await vae.decode(latents, { onProgress: bar.update });
+      }
       const seconds = (performance.now() - t0) / 1000;
       bar.finish();
       const written =
@@ -181,37 +259,92 @@ export const decodeCommand: CommandSpec = {
           : video
             ? await writeSampleVideo(out!, sample, vae.family.sampleRange, fps !== undefined ? { fps } : {})
             : writeSamplePng(out!, sample, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
-      const single = scheduleGrid(grid, 1);
-      const shard = rankStats?.shard() ?? null;
+      const stats = rankStats as StrategyStats | null;
+      const usedStrategy = ladder && decision ? strategyOf((decision as Decision).choice!.plan) : plainStrategy();
+      const g = grid();
+      const single = scheduleGrid(g, 1);
+      const shard = stats?.shard() ?? null;
+      const rankList = stats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }];
+      const final = decision as Decision | null;
       const summary = {
         shape: sample.dims,
-        tiles: shard ? 0 : grid.tiles.length * grid.chunks.length,
+        tiles: shard ? 0 : g.tiles.length * g.chunks.length,
         seconds,
-        ranks: rankStats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }],
-        strategy,
+        ranks: rankList,
+        strategy: usedStrategy,
         ...(shard ? { bands: shard.bands.length, collectives: shard.collectives } : {}),
-        ...(rankStats?.failures().length ? { failures: rankStats.failures() } : {}),
-        ...(rankStats?.notes().length ? { note: rankStats.notes().join('; ') } : {}),
+        ...(stats?.failures().length ? { failures: stats.failures() } : {}),
+        ...(stats?.notes().length ? { note: stats.notes().join('; ') } : {}),
+        memory: memoryJson(budgetOption.budget, final?.prediction ?? null, { coordinator: peakRssBytes(), ranks: stats ? rankList : [] }),
+        ...(final?.plan ? { choice: choiceJson(final.plan, final.reason) } : {}),
+        ...(attempts ? { attempts } : {}),
         files: written,
       };
+      const usedRanks = stats ? rankList.length : 1;
       if (args.flag('json')) {
         io.stdout(JSON.stringify(summary) + '\n');
       } else if (shard) {
         const bands = shard.bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
-        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${ranks} ${isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
+        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${usedRanks} ${ladder ? 'process' : isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
         io.stdout(`collectives (calls / bytes sent, all ranks): ${formatCollectives(shard.collectives)}\n`);
       } else {
-        const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : isolation;
-        const over = group ? ` over ${group.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
-        const exact = strategy === 'exact-tile' ? ' halo-exact' : '';
+        const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : ladder ? 'process' : isolation;
+        const over = stats ? ` over ${usedRanks} ${where} rank(s): ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
+        const exact = usedStrategy === 'exact-tile' ? ' halo-exact' : '';
         io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles}${exact} tile(s)${over}) -> ${written.join(', ')}\n`);
-        for (const f of rankStats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
-        for (const note of rankStats?.notes() ?? []) io.stdout(`${note}\n`);
+        for (const f of stats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
+        for (const note of stats?.notes() ?? []) io.stdout(`${note}\n`);
       }
+      if (!args.flag('json') && final?.plan) io.stdout(`plan: ${describePlan(final.plan)} (${final.reason}); predicted peak ${final.prediction ? formatBytes(final.prediction.peakBytes) : 'unknown'} of a ${formatBytes(budgetOption.budget.bytes)} budget\n`);
       return 0;
     } finally {
-      await group?.close();
+      await (group as RankGroup | null)?.close();
       await vae?.dispose();
     }
   },
 };
+
+/** What the memory policy decided for a decode (or predicted for an exact request). */
+interface Decision {
+  /** The plan decoded (the choice, or the exact request's own plan); null without a memory model. */
+  plan: MemoryPlan | null;
+  reason: string;
+  prediction: MemoryPrediction | null;
+  /** The policy's choice (auto only). */
+  choice: PlanAlternative | null;
+  alternatives: PlanAlternative[];
+}
+
+function strategyOf(plan: MemoryPlan): Strategy {
+  return plan.strategy === 'whole' ? 'tile' : plan.strategy;
+}
+
+/** The memory policy's choice for a decode without plan options; the family default without a memory model. */
+function decide(vae: VaeSpec, sample: SampleShape, option: BudgetOption, options: { ranks: number; batch: number; isolated: boolean }): Decision {
+  if (!hasMemoryModel(vae)) {
+    enableDefaultTiling(vae);
+    return { plan: null, reason: `the ${vae.family.name} family has no memory model yet: its default plan`, prediction: null, choice: null, alternatives: [] };
+  }
+  const result = chooseWithinBudget(vae, sample, option.budget, { ranks: options.ranks, batch: options.batch, isolated: options.isolated, more: MAX_LADDER_ATTEMPTS });
+  if (!result.choice) throw budgetRefusal(result);
+  applyMemoryPlan(vae, result.choice.plan, sample);
+  const first = result.alternatives[0]!;
+  const why = result.choice === first ? `${result.choice.reason} fits the budget` : `${result.choice.reason}: the first plan that fits (${describePlan(first.plan)} is predicted at ${formatBytes(first.prediction.peakBytes)})`;
+  return { plan: result.choice.plan, reason: why, prediction: result.choice.prediction, choice: { ...result.choice, reason: why }, alternatives: result.alternatives.map((a) => (a === result.choice ? { ...a, reason: why } : a)) };
+}
+
+/** An exact request: decoded as asked; over an explicit budget refused (exit 2), over the default one a warning. */
+function exactRequest(vae: VaeSpec, sample: SampleShape, option: BudgetOption, strategy: Strategy, ranks: number, batch: number, queue: boolean, io: { stderr(text: string): void }): Decision | null {
+  if (queue || !hasMemoryModel(vae)) return null;
+  const plan = planOfTiling(vae, strategy, ranks);
+  const prediction = predictMemory(vae, plan, sample, { batch });
+  const over = prediction.peakBytes > option.budget.bytes;
+  const tensorOver = option.budget.maxTensorBytes !== undefined && prediction.maxTensorBytes > option.budget.maxTensorBytes;
+  if ((over || tensorOver) && option.explicit) {
+    const what = tensorOver ? `its largest tensor is predicted at ${formatBytes(prediction.maxTensorBytes)}, over --max-tensor ${formatBytes(option.budget.maxTensorBytes!)}` : `its predicted peak is ${formatBytes(prediction.peakBytes)}, over --max-memory ${formatBytes(option.budget.bytes)}`;
+    const r = reason('BUDGET_EXCEEDED', '--max-memory', option.budget.bytes, `at least ${formatBytes(prediction.peakBytes)} for ${describePlan(plan)}`, `the requested plan (${describePlan(plan)}) does not fit: ${what}; drop the plan options to let the memory policy choose one that fits`);
+    throw new DistVaeError('BUDGET_EXCEEDED', r.message, { reasons: [r] });
+  }
+  if (over) io.stderr(`warning: the requested plan (${describePlan(plan)}) is predicted to peak at ${formatBytes(prediction.peakBytes)}, over the default memory budget of ${formatBytes(option.budget.bytes)}; decoding as asked\n`);
+  return { plan, reason: 'as requested', prediction, choice: null, alternatives: [] };
+}
