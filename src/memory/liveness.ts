@@ -71,8 +71,9 @@ function topologyOf(model: ModelProto): Topology {
     const b = bufferOf.get(name);
     if (b !== undefined) lastUse.set(b, nodes.length);
   }
+  const allocated = new Set(allocates.flat());
   const frees: string[][] = nodes.map(() => []);
-  for (const [b, i] of lastUse) if (i < nodes.length) frees[i]!.push(b);
+  for (const [b, i] of lastUse) if (i < nodes.length && allocated.has(b)) frees[i]!.push(b);
   const topology = { allocates, frees, outputs, inputs: (graph.input ?? []).map((x) => x.name!), names: nodes.map((n) => n.name ?? '') };
   topologies.set(model, topology);
   return topology;

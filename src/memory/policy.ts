@@ -2,7 +2,7 @@
 // predicted peak, and the first one that fits a budget. Exact plans come first — with R > 1
 // ranks row sharding on the R ranks, then the whole decode; with one rank the whole decode —
 // then halo-exact tiles (local decoders), then blended tiles with the best expected agreement:
-// largest window, then fewest seams, ties to the least decoded area. The same order is the
+// largest window (shorter side, then area), then fewest seams, ties to the least decoded area. The same order is the
 // fallback ladder when an attempt runs out of memory anyway.
 
 import { DistVaeError, reason } from '../errors.js';
@@ -75,13 +75,19 @@ function perCount(options: readonly AxisOption[]): AxisOption[] {
 interface TileCandidate {
   window: Size2;
   overlap: Size2;
+  /** Shorter side of the effective window (latent units): the context every tile sees. */
+  side: number;
   area: number;
   seams: number;
   decoded: number;
   tiles: number;
 }
 
-/** Tiled plans (more than one tile) in order of expected agreement: largest window, fewest seams, least decoded area. */
+/**
+ * Tiled plans (more than one tile) in order of expected agreement: the largest window — by its
+ * shorter side first (a 192-px strip sees less context than a 512-px square of the same area),
+ * then its area — then the fewest seams, ties to the least decoded area.
+ */
 export function tileCandidates(vae: VaeSpec, sample: SampleShape, options: { overlap?: boolean } = {}): TileCandidate[] {
   const latent = latentShapeOf(vae.geometry, sample);
   const r = vae.geometry.spatialRatio;
@@ -95,10 +101,10 @@ export function tileCandidates(vae: VaeSpec, sample: SampleShape, options: { ove
       const window = { height: h.window * r, width: w.window * r };
       const overlap = options.overlap === false ? { height: 0, width: 0 } : { height: h.overlap * r, width: w.overlap * r };
       if (!windowReasons(vae, window, overlap, sample)) continue;
-      out.push({ window, overlap, area: h.maxExtent * w.maxExtent, seams: w.count * (h.count - 1) + h.count * (w.count - 1), decoded: h.extentSum * w.extentSum, tiles: h.count * w.count });
+      out.push({ window, overlap, side: Math.min(h.maxExtent, w.maxExtent), area: h.maxExtent * w.maxExtent, seams: w.count * (h.count - 1) + h.count * (w.count - 1), decoded: h.extentSum * w.extentSum, tiles: h.count * w.count });
     }
   }
-  return out.sort((a, b) => b.area - a.area || a.seams - b.seams || a.decoded - b.decoded);
+  return out.sort((a, b) => b.side - a.side || b.area - a.area || a.seams - b.seams || a.decoded - b.decoded);
 }
 
 /** The policy's plans in order, lazily (predictions are made only for what is read). */
