@@ -213,8 +213,8 @@ export function predictMemory(vae: VaeSpec, plan: MemoryPlan, sample: SampleShap
   const chunkFrames = Math.max(...grid.chunks.map((c) => c.end - c.start));
   const runsOf = (g: TileGrid): Run[] => {
     if (plan.strategy === 'exact-tile') {
-      const halo = exactHaloOf(vae);
-      if (!halo) throw new DistVaeError('UNSUPPORTED', `halo-exact tiles are impossible for this ${vae.family.name} decoder (nonlocal ops)`);
+      // A nonlocal decoder: the locality analysis's own refusal, naming the ops.
+      const halo = exactHaloOf(vae) ?? exactTilingHalo(arch.model);
       return exactTiles(g, halo).map((t) => runOf(vae, t.read.y1 - t.read.y0, t.read.x1 - t.read.x0, batch, chunkFrames, output, latent));
     }
     return g.tiles.map((t) => runOf(vae, t.y1 - t.y0, t.x1 - t.x0, batch, chunkFrames, output, latent));

@@ -205,14 +205,16 @@ export const decodeCommand: CommandSpec = {
         await q.close();
         throw e;
       });
-    } else if (!ladder && (!auto || spec)) {
+    } else if (!auto || (spec && !(ladder && (decision as Decision | null)?.choice))) {
       startLocal();
     }
     let vae: Vae | null = null;
     try {
       vae = await loadVae(source, loadOptions);
       const latent = configure(vae);
-      if (redis === undefined && !ladder && auto && !spec) startLocal();
+      const chosen = (decision as Decision | null)?.choice ?? null;
+      const laddered = ladder && chosen !== null;
+      if (redis === undefined && !group && !laddered) startLocal();
       await started;
       const grid = () => tileGrid(vae!, latent);
       const bar = progressBar(io, 'decode');
@@ -220,8 +222,7 @@ export const decodeCommand: CommandSpec = {
       let rankStats: StrategyStats | null = null;
       let attempts: LadderAttempt[] | null = null;
       let sample: Tensor;
-      const chosen = (decision as Decision | null)?.choice ?? null;
-      if (ladder && chosen) {
+      if (laddered) {
         const rungs = ladderRungs(decision!.alternatives, chosen);
         const loaded = vae;
         const outcome = await runLadder(
@@ -260,7 +261,7 @@ export const decodeCommand: CommandSpec = {
             ? await writeSampleVideo(out!, sample, vae.family.sampleRange, fps !== undefined ? { fps } : {})
             : writeSamplePng(out!, sample, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
       const stats = rankStats as StrategyStats | null;
-      const usedStrategy = ladder && decision ? strategyOf((decision as Decision).choice!.plan) : plainStrategy();
+      const usedStrategy = laddered ? strategyOf((decision as Decision).choice!.plan) : plainStrategy();
       const g = grid();
       const single = scheduleGrid(g, 1);
       const shard = stats?.shard() ?? null;
@@ -285,10 +286,10 @@ export const decodeCommand: CommandSpec = {
         io.stdout(JSON.stringify(summary) + '\n');
       } else if (shard) {
         const bands = shard.bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
-        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${usedRanks} ${ladder ? 'process' : isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
+        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${usedRanks} ${laddered ? 'process' : isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
         io.stdout(`collectives (calls / bytes sent, all ranks): ${formatCollectives(shard.collectives)}\n`);
       } else {
-        const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : ladder ? 'process' : isolation;
+        const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : laddered ? 'process' : isolation;
         const over = stats ? ` over ${usedRanks} ${where} rank(s): ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
         const exact = usedStrategy === 'exact-tile' ? ' halo-exact' : '';
         io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles}${exact} tile(s)${over}) -> ${written.join(', ')}\n`);
