@@ -24,12 +24,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadVae } from '../src/decode/vae.js';
-import { localGroup } from '../src/dist/local.js';
-import { tiledDecodeFor } from '../src/dist/tiled-decode.js';
+import { localGroup } from '../src/ranks/local/index.js';
+import { tiledDecodeFor } from '../src/strategies/tile/tiled-decode.js';
 import { enableDefaultTiling } from '../src/plan/planner.js';
 import { tileGrid } from '../src/plan/grid.js';
 import { seededTensor } from '../src/graph/testing/random.js';
-import { shardedDecodeFor, type ShardStats } from '../src/shard/sharded-decode.js';
+import { shardedDecodeFor, type ShardStats } from '../src/strategies/shard/sharded-decode.js';
 
 const here = fileURLToPath(import.meta.url);
 const { values: args } = parseArgs({

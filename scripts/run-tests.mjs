@@ -5,7 +5,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { spawnSync } from 'node:child_process';
 
-// Build outputs by path, not by name: src/dist/ holds the rank-group sources and their tests.
+// Build outputs by path, not by name: a source folder may share a build folder's name.
 const SKIPPED = (path) => path.endsWith('node_modules') || path === join('docs', 'dist');
 
 function collect(dir, out) {

@@ -9,8 +9,8 @@
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DIFFUSERS_WEIGHTS_FILE } from '../src/decode/vae.js';
-import { readConfigJson } from '../src/families/config-file.js';
+import { DIFFUSERS_WEIGHTS_FILE } from '../src/sources/vae-source.js';
+import { readConfigJson } from '../src/sources/config-file.js';
 import { resolveFamily } from '../src/families/registry.js';
 import { runtimeOf } from '../src/families/runtimes.js';
 import { seededTensor } from '../src/graph/testing/random.js';

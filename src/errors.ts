@@ -1,11 +1,110 @@
 // Typed errors. Every failure the library reports is a DistVaeError with a stable code and,
 // where a request was refused, the list of reasons: which field, the offending value, the
-// valid range, and a sentence a person can act on. The CLI prints these; it never prints a
-// stack trace for them.
+// valid range, and a sentence a person can act on. Both vocabularies are closed unions, so a
+// new code is a deliberate edit here. Codes fall in two kinds: refusals (the request or its
+// inputs are wrong; nothing ran) and runtime failures (a run started and something broke) —
+// the CLI exits 2 for the first and 3 for the second. It never prints a stack trace for them.
+
+/** Why one field of a request was refused (stable, machine-readable). */
+export type ReasonCode =
+  | ErrorCode
+  // Command line
+  | 'BAD_ARGUMENTS'
+  | 'INVALID_CHOICE'
+  | 'INVALID_NUMBER'
+  | 'INVALID_SIZE'
+  | 'MISSING_OPTION'
+  | 'UNKNOWN_COMMAND'
+  // Rank groups and transports
+  | 'CONCURRENCY_INVALID'
+  | 'DEVICES_INVALID'
+  | 'DEVICE_INVALID'
+  | 'DURATION_INVALID'
+  | 'ISOLATION_INVALID'
+  | 'LOCK_DURATION_INVALID'
+  | 'QUEUE_INVALID'
+  | 'RANKS_INVALID'
+  | 'REDIS_URL_INVALID'
+  | 'STALLED_INTERVAL_INVALID'
+  | 'THREADS_INVALID'
+  // Families, configs, sources and weights
+  | 'CONFIG_FIELD_INVALID'
+  | 'CONFIG_INCONSISTENT'
+  | 'CONFIG_NOT_JSON'
+  | 'CONFIG_NOT_OBJECT'
+  | 'DECODER_UNSUPPORTED'
+  | 'FAMILY_CONFLICT'
+  | 'FAMILY_REQUIRED'
+  | 'FRACTIONAL_SCALE'
+  | 'NO_DECODER'
+  | 'NO_DECODER_GRAPH'
+  | 'NO_ENCODER'
+  | 'SEED_INVALID'
+  | 'TAE_HALF_MISSING'
+  | 'UNKNOWN_CLASS_NAME'
+  | 'WEIGHTS_NOT_FOUND'
+  | 'WEIGHT_MISSING'
+  | 'WEIGHT_SHAPE'
+  | 'WEIGHT_UNEXPECTED'
+  // Plans, tiling and buckets
+  | 'BUCKETS_EMPTY'
+  | 'BUCKET_INVALID'
+  | 'DECODE_SETTING_UNUSED'
+  | 'DEFAULT_PLAN_NOT_WHOLE_LATENT'
+  | 'FRAMES_INVALID'
+  | 'FRAMES_ON_IMAGE_FAMILY'
+  | 'FRAME_OVERLAP_INVALID'
+  | 'FRAME_OVERLAP_NOT_BELOW_WINDOW'
+  | 'FRAME_WINDOW_INVALID'
+  | 'NO_BUCKET_HOLDS_IMAGE'
+  | 'NO_TEMPORAL_TILING'
+  | 'OVERLAP_INVALID'
+  | 'OVERLAP_NOT_BELOW_WINDOW'
+  | 'OVERLAP_NOT_WHOLE_LATENT'
+  | 'OVERLAP_ON_UNTILED_AXIS'
+  | 'PLAN_FAMILY_MISMATCH'
+  | 'PLAN_WINDOW_CHANGED'
+  | 'POLICY_INVALID'
+  | 'SIZE_INVALID'
+  | 'SIZE_NOT_WHOLE_LATENT'
+  | 'WINDOW_INVALID'
+  | 'WINDOW_NOT_WHOLE_LATENT'
+  | 'WINDOW_TOO_SMALL'
+  // Strategies and decoder calls
+  | 'ATTENTION_MEMORY'
+  | 'ATTENTION_READS_MORE'
+  | 'NONLOCAL_OP'
+  | 'SHARD_VIDEO'
+  | 'TILE_TOO_SMALL'
+  | 'TOO_MANY_RANKS'
+  // Memory budgets and the memory model
+  | 'BUDGET_TOO_SMALL'
+  | 'MEMORY_MODEL_INPUT'
+  | 'MEMORY_MODEL_UNSUPPORTED'
+  | 'MEMORY_SIZE_INVALID'
+  | 'NO_MEMORY_CALIBRATION'
+  | 'NO_MEMORY_MODEL'
+  // Tensors, images and video
+  | 'BIT_DEPTH'
+  | 'FFMPEG_MISSING'
+  | 'FPS_INVALID'
+  | 'IMAGE_CHANNELS'
+  | 'IMAGE_EMPTY'
+  | 'IMAGE_FORMAT_UNSUPPORTED'
+  | 'IMAGE_RANK'
+  | 'IMAGE_SIZE'
+  | 'IMAGE_TOO_SMALL'
+  | 'LATENT_BATCH'
+  | 'LATENT_CHANNELS'
+  | 'LATENT_EMPTY'
+  | 'LATENT_RANK'
+  | 'LATENT_SIZE'
+  | 'VIDEO_EXTENSION'
+  | 'INTERNAL';
 
 export interface Reason {
-  /** Stable machine-readable code, e.g. `WINDOW_NOT_MULTIPLE`. */
-  code: string;
+  /** Stable machine-readable code, e.g. `WINDOW_NOT_WHOLE_LATENT`. */
+  code: ReasonCode;
   /** The request field the reason is about, e.g. `window.height`. */
   field: string;
   /** The offending value as given. */
@@ -32,12 +131,29 @@ export type ErrorCode =
   | 'ABORTED'
   | 'TIMEOUT'
   | 'TRANSPORT_FAILED'
-  | 'UNSUPPORTED'
+  /** Every plan of a fallback ladder ran out of memory (a runtime failure). */
+  | 'LADDER_EXHAUSTED'
   /** No plan fits the memory budget (a refusal, like PLAN_REFUSED). */
   | 'BUDGET_EXCEEDED'
-  /** Every plan of a fallback ladder ran out of memory (a runtime failure). */
-  | 'LADDER_EXHAUSTED';
+  | 'UNSUPPORTED';
 
+/**
+ * The codes of runtime failures: a run started and something broke (a decoder call, a rank, the
+ * transport, a deadline, every fallback of a ladder). Every other code is a refusal of the
+ * request or its inputs, made before work starts. ABORTED counts as a failure of the run (the
+ * CLI reports a signal's abort with the signal's own exit code).
+ */
+export const RUNTIME_FAILURE_CODES: readonly ErrorCode[] = ['RUNTIME_FAILED', 'RANK_FAILED', 'TRANSPORT_FAILED', 'TIMEOUT', 'LADDER_EXHAUSTED', 'ABORTED'];
+
+/** Whether `code` reports a runtime failure rather than a refusal (see RUNTIME_FAILURE_CODES). */
+export function isRuntimeFailure(code: ErrorCode): boolean {
+  return RUNTIME_FAILURE_CODES.includes(code);
+}
+
+/**
+ * The one error type of the library: a stable `code`, a message, and for a refused request the
+ * `reasons` (field, offending value, valid range). `isDistVaeError(e)` tells it apart.
+ */
 export class DistVaeError extends Error {
   readonly code: ErrorCode;
   readonly reasons: Reason[];
@@ -56,16 +172,28 @@ export class DistVaeError extends Error {
   }
 }
 
-export function reason(code: string, field: string, value: unknown, valid: string, message?: string): Reason {
+/** A reason; its message defaults to one naming the field, the value and the valid range. */
+export function reason(code: ReasonCode, field: string, value: unknown, valid: string, message?: string): Reason {
   return { code, field, value, valid, message: message ?? `${field} = ${formatValue(value)} is invalid: expected ${valid}` };
+}
+
+/**
+ * Refuses with `reasons`: throws a DistVaeError of `code` carrying them, its message theirs
+ * (joined by '; ', after `options.prefix` when given). Callers that collect reasons throw only
+ * when there are any: `if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons)`.
+ */
+export function refuse(code: ErrorCode, reasons: Reason | readonly Reason[], options: { prefix?: string; cause?: unknown } = {}): never {
+  const list = Array.isArray(reasons) ? [...(reasons as readonly Reason[])] : [reasons as Reason];
+  const joined = list.map((r) => r.message).join('; ');
+  throw new DistVaeError(code, options.prefix !== undefined ? `${options.prefix}: ${joined}` : joined, { reasons: list, ...(options.cause !== undefined ? { cause: options.cause } : {}) });
 }
 
 /** Throws an INVALID_ARGUMENT error carrying one reason. */
 export function invalidArgument(field: string, value: unknown, valid: string, message?: string): never {
-  const r = reason('INVALID_ARGUMENT', field, value, valid, message);
-  throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+  refuse('INVALID_ARGUMENT', reason('INVALID_ARGUMENT', field, value, valid, message));
 }
 
+/** Whether `e` is a DistVaeError. */
 export function isDistVaeError(e: unknown): e is DistVaeError {
   return e instanceof DistVaeError;
 }

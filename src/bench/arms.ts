@@ -10,10 +10,10 @@
 // family is recorded with the reason, and the other arms still run.
 
 import type { Vae } from '../decode/vae.js';
-import type { LocalGroup, RankOutcome } from '../dist/local/local-group.js';
-import { rankFailed } from '../dist/local/local-group.js';
-import type { CommCounters } from '../dist/program.js';
-import { tiledDecodeFor, type DistributedDecodeStats } from '../dist/tiled-decode.js';
+import type { LocalGroup, RankOutcome } from '../ranks/local/local-group.js';
+import { rankFailed } from '../ranks/local/local-group.js';
+import type { CommCounters } from '../ranks/program.js';
+import { tiledDecodeFor, type DistributedDecodeStats } from '../strategies/tile/tiled-decode.js';
 import { isDistVaeError } from '../errors.js';
 import type { TilingState } from '../families/types.js';
 import { tileGrid, type TileGrid } from '../plan/grid.js';
@@ -21,8 +21,8 @@ import { applyTilePlan, enableDefaultTiling, explainTileOverlapPlan, explainTile
 import { planReport, type PlanReport } from '../plan/report.js';
 import { searchPlans, type SearchCandidate, type SearchResult } from '../plan/search.js';
 import { latentShapeOf, type SampleShape } from '../plan/shapes.js';
-import { splitBands } from '../shard/bands.js';
-import { shardedDecodeFor, type ShardStats } from '../shard/sharded-decode.js';
+import { splitBands } from '../strategies/shard/bands.js';
+import { shardedDecodeFor, type ShardStats } from '../strategies/shard/sharded-decode.js';
 import type { Tensor } from '../tensor.js';
 import { agreement, type Agreement } from './agreement.js';
 import { RANK_DECODE_PROGRAM, RANK_LOAD_PROGRAM, type RankDecodeInput, type RankDecodeResult } from './rank-decode.js';

@@ -4,7 +4,7 @@
 // peak RSS of the run is the arm's. Ranks given no input idle.
 
 import type { TilingState } from '../families/types.js';
-import { programRef, type RankContext, type VaeRef } from '../dist/program.js';
+import { programRef, type RankContext, type VaeRef } from '../ranks/program.js';
 import type { Tensor } from '../tensor.js';
 
 export const RANK_DECODE_PROGRAM = programRef(new URL('./rank-decode.js', import.meta.url), 'rankDecode');

@@ -3,7 +3,7 @@
 // text (which the documentation's CLI reference is generated from).
 
 import { parseArgs } from 'node:util';
-import { DistVaeError, reason, type Reason } from '../errors.js';
+import { reason, type Reason, refuse } from '../errors.js';
 import type { Size2 } from '../families/types.js';
 
 export interface OptionSpec {
@@ -119,7 +119,7 @@ export class Args {
   /** Throws every problem found so far as one INVALID_ARGUMENT error. */
   done(): void {
     if (this.reasons.length > 0) {
-      throw new DistVaeError('INVALID_ARGUMENT', this.reasons.map((r) => r.message).join('; '), { reasons: [...this.reasons] });
+      refuse('INVALID_ARGUMENT', this.reasons);
     }
   }
 }
@@ -133,8 +133,7 @@ export function parseCommandArgs(spec: CommandSpec, argv: string[]): Args {
   } catch (e) {
     const known = spec.options.map((o) => `--${o.name}`).join(', ');
     const message = (e as Error).message.replace(/\. To specify a positional argument.*$/s, '');
-    const r = reason('BAD_ARGUMENTS', 'argv', argv.join(' '), `options of "distvae ${spec.name}": ${known}`, `${message} (distvae ${spec.name} takes ${known}; see distvae ${spec.name} --help)`);
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    refuse('INVALID_ARGUMENT', reason('BAD_ARGUMENTS', 'argv', argv.join(' '), `options of "distvae ${spec.name}": ${known}`, `${message} (distvae ${spec.name} takes ${known}; see distvae ${spec.name} --help)`));
   }
 }
 

@@ -2,13 +2,17 @@
 // `plan --json`, `plan --search --json` and `bucket --json`, and the refusal contract — exit
 // code 2, a stderr message naming each offending value and its valid range, `{ error: { code,
 // message, reasons } }` as the only stdout with --json, never a stack trace — for refused
-// plans and for malformed arguments.
+// plans and for malformed arguments; a runtime failure (an unreachable transport) exits 3.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { freePort } from '../ranks/testing/redis-server.js';
+import { EXIT, exitCodeOf } from './exit-codes.js';
+import { DistVaeError, RUNTIME_FAILURE_CODES } from '../errors.js';
+import { writeNpy } from '../io/npy.js';
 import { runCli } from './main.js';
 
 interface Run {
@@ -274,4 +278,17 @@ test('human output and help exit 0; bare distvae prints help and exits 2', async
   const demo = await cli('demo');
   assert.equal(demo.code, 0);
   assert.match(demo.stdout, /autoencoder-kl/);
+});
+
+test('exit codes: 2 for a refusal, 3 for a runtime failure', async () => {
+  for (const code of RUNTIME_FAILURE_CODES) assert.equal(exitCodeOf(new DistVaeError(code, 'x')), EXIT.failed, code);
+  for (const code of ['INVALID_ARGUMENT', 'PLAN_REFUSED', 'FILE_NOT_FOUND', 'UNSUPPORTED', 'PROVIDER_UNAVAILABLE'] as const) assert.equal(exitCodeOf(new DistVaeError(code, 'x')), EXIT.refused, code);
+  // Nothing listens on the port: the decode starts, the transport fails, the CLI exits 3.
+  const port = await freePort();
+  const latents = join(dir, 'z-exit.npy');
+  writeNpy(latents, { dims: [1, 4, 8, 8], data: new Float32Array(256) });
+  const run = await cli('decode', '--synthetic', '--family', 'tae', '--latents', latents, '--out', join(dir, 'x-exit.npy'), '--redis', `redis://127.0.0.1:${port}`, '--json');
+  assert.equal(run.code, 3, run.stderr);
+  assert.equal(json(run)['error'].code, 'TRANSPORT_FAILED');
+  assertNoStack(run.stderr);
 });

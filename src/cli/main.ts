@@ -1,9 +1,11 @@
 // The `distvae` command line: dispatch to a command, print help, and turn every DistVaeError
-// into a message on stderr (and `{ "error": ... }` on stdout with --json) with exit code 2.
-// Unexpected failures exit 1 with one line; the stack only with DISTVAE_DEBUG=1.
+// into a message on stderr (and `{ "error": ... }` on stdout with --json) with exit code 2 for a
+// refusal and 3 for a runtime failure (exit-codes.ts). Unexpected failures exit 1 with one line;
+// the stack only with DISTVAE_DEBUG=1.
 
 import { pathToFileURL } from 'node:url';
 import { isDistVaeError } from '../errors.js';
+import { EXIT, exitCodeOf } from './exit-codes.js';
 import { commandHelp, parseCommandArgs, type CliIO, type CommandSpec } from './args.js';
 import { analyzeCommand } from './commands/analyze.js';
 import { benchCommand } from './commands/bench.js';
@@ -12,7 +14,7 @@ import { decodeCommand } from './commands/decode.js';
 import { demoCommand } from './commands/demo.js';
 import { encodeCommand } from './commands/encode.js';
 import { planCommand } from './commands/plan.js';
-import { workerCommand } from './commands/worker.js';
+import { workerCommand } from './commands/worker-command.js';
 
 export const COMMANDS: readonly CommandSpec[] = [decodeCommand, encodeCommand, planCommand, analyzeCommand, bucketCommand, benchCommand, workerCommand, demoCommand];
 
@@ -33,7 +35,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.stdout(mainHelp());
-    return name === undefined ? 2 : 0;
+    return name === undefined ? EXIT.refused : EXIT.ok;
   }
   const command = COMMANDS.find((c) => c.name === name);
   const wantsJson = rest.includes('--json');
@@ -44,12 +46,12 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
         const reasons = [{ code: 'UNKNOWN_COMMAND', field: 'command', value: name, valid: COMMANDS.map((c) => c.name).join(', '), message: `unknown command ${JSON.stringify(name)}` }];
         io.stdout(JSON.stringify({ error: { code: 'INVALID_ARGUMENT', message: reasons[0]!.message, reasons } }) + '\n');
       }
-      return 2;
+      return EXIT.refused;
     }
     const args = parseCommandArgs(command, rest);
     if (args.flag('help')) {
       io.stdout(commandHelp(command));
-      return 0;
+      return EXIT.ok;
     }
     return await command.run(args, io);
   } catch (e) {
@@ -57,13 +59,13 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
       io.stderr(`distvae ${name}: ${e.code}: ${e.message}\n`);
       for (const r of e.reasons) io.stderr(`  - ${r.field} = ${JSON.stringify(r.value)}: expected ${r.valid}\n`);
       if (wantsJson) io.stdout(JSON.stringify({ error: e.toJSON() }) + '\n');
-      return 2;
+      return exitCodeOf(e);
     }
     const err = e as Error;
     io.stderr(`distvae ${name}: internal error: ${err?.message ?? String(e)}\n`);
     if (process.env['DISTVAE_DEBUG'] === '1' && err?.stack) io.stderr(err.stack + '\n');
     if (wantsJson) io.stdout(JSON.stringify({ error: { code: 'INTERNAL', message: err?.message ?? String(e), reasons: [] } }) + '\n');
-    return 1;
+    return EXIT.internal;
   }
 }
 

@@ -3,7 +3,7 @@
 // into planner calls so the CLI refuses exactly what the library refuses.
 
 import { DistVaeError } from '../errors.js';
-import { readConfigJson } from '../families/config-file.js';
+import { readConfigJson } from '../sources/config-file.js';
 import { FAMILY_NAMES, createVae } from '../families/registry.js';
 import type { RawConfig, VaeSpec } from '../families/types.js';
 import {

@@ -3,7 +3,7 @@
 // for an architecture alone (zero weights of the right shapes: the analysis reads shapes, never
 // values). A family that does not expose its graph is refused by name.
 
-import { DistVaeError, reason } from '../errors.js';
+import { reason, refuse } from '../errors.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
 import type { FamilySpec, ResolvedConfig } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
@@ -11,8 +11,7 @@ import { elementCount, type Tensor } from '../tensor.js';
 
 export function decoderModelOf(family: FamilySpec, runtime: FamilyRuntime, config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): ModelProto {
   if (!runtime.decoderGraph) {
-    const r = reason('NO_DECODER_GRAPH', 'family', family.name, 'a family that exposes its decoder graph (autoencoder-kl, flux2, tae)', `the ${family.name} family does not expose its decoder graph: locality analysis and row sharding need it`);
-    throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
+    refuse('UNSUPPORTED', reason('NO_DECODER_GRAPH', 'family', family.name, 'a family that exposes its decoder graph (autoencoder-kl, flux2, tae)', `the ${family.name} family does not expose its decoder graph: locality analysis and row sharding need it`));
   }
   return runtime.decoderGraph(config, weights).toModel();
 }

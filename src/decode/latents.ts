@@ -1,7 +1,7 @@
 // Latent tensors against a VAE: shape checks before any work (rank, channels, sizes, finite
 // values), and the slicing of latent tiles and temporal chunks.
 
-import { DistVaeError, reason, type Reason } from '../errors.js';
+import { reason, type Reason, refuse } from '../errors.js';
 import type { VaeSpec } from '../families/types.js';
 import { validateLatents } from '../io/latents.js';
 import type { Span, Tile } from '../plan/grid.js';
@@ -25,7 +25,7 @@ export function checkLatents(vae: VaeSpec, latents: Tensor, source = 'latents'):
       if (!Number.isInteger(d) || d < 1) reasons.push(reason('LATENT_EMPTY', `${source}.dims[${i}]`, d, 'a positive size', `${source} dimension ${i} is ${d}: latents must not be empty`));
     });
   }
-  if (reasons.length > 0) throw new DistVaeError('TENSOR_INVALID', reasons.map((r) => r.message).join('; '), { reasons });
+  if (reasons.length > 0) refuse('TENSOR_INVALID', reasons);
   validateLatents(latents, source);
   const [h, w] = dims.slice(-2) as [number, number];
   return { height: h, width: w, frames: g.fiveDimLatents ? dims[2]! : 1 };

@@ -1,39 +1,22 @@
 // Loading a VAE for decoding: from a diffusers folder (config.json +
 // diffusion_pytorch_model.safetensors), a single weights file plus a family, or synthetic
-// weights. Weights are bound strictly to the decoder's own keys (the family's ignored prefixes
-// skipped), the provider is checked, a tile runner is prepared (its sessions are built by the
-// first decode), and the result is a `Vae`: the planner's view plus
-// `decode` and a replaceable `tiledDecode`. A `VaeSource` is plain data, so a rank in another
-// thread, process or machine can load the same VAE.
+// weights (sources/ reads them). Weights are bound strictly to the decoder's own keys (the
+// family's ignored prefixes skipped), the provider is checked, a tile runner is prepared (its
+// sessions are built by the first decode), and the result is a `Vae`: the planner's view plus
+// `decode` and a replaceable `tiledDecode`.
 
 import { createHash } from 'node:crypto';
-import { existsSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import { DistVaeError, reason } from '../errors.js';
-import { readConfigJson } from '../families/config-file.js';
-import { createVae, defaultTiling, resolveFamily, resolveFamilyConfig } from '../families/registry.js';
-import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
-import { runtimeOf } from '../families/runtimes.js';
-import type { FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeGeometry, VaeSpec } from '../families/types.js';
-import { checkProvider, type SessionOptions } from '../runtime/session.js';
-import type { Tensor } from '../tensor.js';
-import { bindWeights } from '../weights/bind.js';
-import { readWeights } from '../weights/load.js';
-import { syntheticWeights } from '../weights/synthetic.js';
+import { defaultTiling } from '../families/registry.js';
+import type { FamilyRuntime } from '../families/runtime-types.js';
+import type { FamilySpec, ResolvedConfig, TilingState, VaeGeometry } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
+import { checkProvider, type SessionOptions } from '../runtime/session.js';
+import { readVaeSource, vaeSourceOf, type VaeSource } from '../sources/vae-source.js';
+import type { Tensor } from '../tensor.js';
 import { decoderModelOf } from './decoder-model.js';
 import { decodeLatents, localTiledDecode, type DecodingVae } from './engine.js';
 import { LazyTileRunner } from './lazy-runner.js';
 import type { DecodeOptions, TiledDecode, TileRunner } from './types.js';
-
-export const DIFFUSERS_WEIGHTS_FILE = 'diffusion_pytorch_model.safetensors';
-
-/** Where a VAE's architecture and weights come from (serialisable). */
-export type VaeSource =
-  /** A diffusers folder, or a single weights file (.safetensors / .pth) with `family` (and optionally `config`). */
-  | { path: string; family?: string; config?: RawConfig }
-  /** Seeded synthetic weights for an architecture config. */
-  | { family?: string; config?: RawConfig; weights: 'synthetic'; seed: number };
 
 export interface LoadOptions {
   /** Execution provider (default 'cpu'); a missing one is an error, never a silent fallback. */
@@ -96,87 +79,6 @@ export class Vae implements DecodingVae {
   async dispose(): Promise<void> {
     await this.runner.dispose();
   }
-}
-
-function isSynthetic(source: VaeSource): source is Extract<VaeSource, { weights: 'synthetic' }> {
-  return (source as { weights?: unknown }).weights === 'synthetic';
-}
-
-/** The folder's config.json merged with explicit overrides, or the explicit config alone. */
-function sourceConfig(source: VaeSource): RawConfig | undefined {
-  if (!isSynthetic(source) && existsSync(source.path) && statSync(source.path).isDirectory()) return { ...readConfigJson(source.path), ...(source.config ?? {}) };
-  return source.config;
-}
-
-/**
- * The planner's view of a source without reading weights, so a request can be checked before
- * loading; null for a bare weights file with no config (its variant is known only from its keys).
- */
-export function vaeSpecOfSource(source: VaeSource): VaeSpec | null {
-  const config = sourceConfig(source);
-  if (!isSynthetic(source) && config === undefined && !(existsSync(source.path) && statSync(source.path).isDirectory())) return null;
-  return createVae(source.family, config);
-}
-
-/** Which half of an autoencoder a source is read for. */
-export type VaePart = 'decoder' | 'encoder';
-
-/** What reading a source needs of one half: its parameters, the config its weights imply, the keys it ignores. */
-function partOf(family: FamilySpec, runtime: FamilyRuntime, part: VaePart): Pick<FamilyEncoder, 'params' | 'configFromWeights' | 'ignoredKeyPrefixes'> {
-  if (part === 'decoder') {
-    return { params: (c) => runtime.decoderParams(c), configFromWeights: runtime.configFromWeights, ignoredKeyPrefixes: family.ignoredKeyPrefixes };
-  }
-  if (!runtime.encoder) {
-    const r = reason('NO_ENCODER', 'family', family.name, 'a family with an encoder (tae)', `the ${family.name} family has no encoder here; encoding is available for tae`);
-    throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
-  }
-  return runtime.encoder;
-}
-
-/** Reads the architecture and the weights of one half (default: the decoder) a source names (no onnxruntime involved). */
-export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { family: FamilySpec; config: ResolvedConfig; runtime: FamilyRuntime; weights: Map<string, Tensor> } {
-  if (isSynthetic(source)) {
-    const family = resolveFamily(source.family, source.config);
-    const runtime = runtimeOf(family);
-    const half = partOf(family, runtime, part);
-    const config = resolveFamilyConfig(family, source.config);
-    if (!Number.isSafeInteger(source.seed)) {
-      const r = reason('SEED_INVALID', 'seed', source.seed, 'an integer');
-      throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
-    }
-    return { family, config, runtime, weights: syntheticWeights(half.params(config), source.seed) };
-  }
-  const path = source.path;
-  if (!existsSync(path)) {
-    const r = reason('FILE_NOT_FOUND', 'vae', path, 'a diffusers folder or a weights file', `VAE not found: ${path}`);
-    throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
-  }
-  const raw = sourceConfig(source);
-  let weightsPath = path;
-  if (statSync(path).isDirectory()) {
-    weightsPath = join(path, DIFFUSERS_WEIGHTS_FILE);
-    if (!existsSync(weightsPath)) {
-      const r = reason('WEIGHTS_NOT_FOUND', 'vae', weightsPath, `${DIFFUSERS_WEIGHTS_FILE} inside the folder`, `the diffusers folder ${path} has no ${DIFFUSERS_WEIGHTS_FILE}`);
-      throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
-    }
-  } else if (source.family === undefined && raw === undefined) {
-    const r = reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`);
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
-  }
-  const family = resolveFamily(source.family, raw);
-  const runtime = runtimeOf(family);
-  const half = partOf(family, runtime, part);
-  const stored = readWeights(weightsPath);
-  const weights = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
-  const implied = half.configFromWeights?.(weights);
-  const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
-  const bound = bindWeights(half.params(config), weights, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
-  return { family, config, runtime, weights: bound };
-}
-
-/** A source from a path (with an optional family) or as given. */
-export function vaeSourceOf(source: string | VaeSource, family: string | undefined): VaeSource {
-  return typeof source === 'string' ? { path: source, ...(family !== undefined ? { family } : {}) } : source;
 }
 
 /** The onnxruntime session settings that load options ask for. */

@@ -8,11 +8,12 @@
 // than padded, since padding would put content into the latents that the image does not have
 // (the CLI's --crop cuts to a valid size instead; `cropToMultiple` does it here).
 
-import { DistVaeError, reason, type Reason } from '../errors.js';
+import { DistVaeError, reason, type Reason, refuse } from '../errors.js';
 import type { FamilySpec, ResolvedConfig } from '../families/types.js';
 import { nearestMultiples } from '../plan/shapes.js';
 import type { Tensor } from '../tensor.js';
-import { readVaeSource, sessionOptionsOf, vaeSourceOf, type LoadOptions, type VaeSource } from '../decode/vae.js';
+import { sessionOptionsOf, type LoadOptions } from '../decode/vae.js';
+import { readVaeSource, vaeSourceOf, type VaeSource } from '../sources/vae-source.js';
 
 export interface Encoder {
   readonly family: FamilySpec;
@@ -40,7 +41,7 @@ export function checkImage(config: ResolvedConfig, image: Tensor, source = 'imag
     });
     if (dims[0]! < 1) reasons.push(reason('IMAGE_EMPTY', `${source}.batch`, dims[0], 'at least 1 image', `${source} holds no image`));
   }
-  if (reasons.length > 0) throw new DistVaeError('TENSOR_INVALID', reasons.map((x) => x.message).join('; '), { reasons });
+  if (reasons.length > 0) refuse('TENSOR_INVALID', reasons);
   const bad = image.data.findIndex((v) => !Number.isFinite(v));
   if (bad >= 0) throw new DistVaeError('TENSOR_INVALID', `${source} holds a non-finite value (${image.data[bad]}) at flat index ${bad}`);
 }
@@ -52,8 +53,7 @@ export function cropToMultiple(image: Tensor, multiple: number): Tensor {
   const tw = w - (w % multiple);
   if (th === h && tw === w) return image;
   if (th === 0 || tw === 0) {
-    const r = reason('IMAGE_TOO_SMALL', 'image', `${h}x${w}`, `at least ${multiple}x${multiple} px`, `the image (${h}x${w} px) is smaller than ${multiple} px on a side and cannot be cropped to a multiple of ${multiple}`);
-    throw new DistVaeError('TENSOR_INVALID', r.message, { reasons: [r] });
+    refuse('TENSOR_INVALID', reason('IMAGE_TOO_SMALL', 'image', `${h}x${w}`, `at least ${multiple}x${multiple} px`, `the image (${h}x${w} px) is smaller than ${multiple} px on a side and cannot be cropped to a multiple of ${multiple}`));
   }
   const y0 = Math.floor((h - th) / 2);
   const x0 = Math.floor((w - tw) / 2);

@@ -26,7 +26,7 @@ const CASES: { family: 'autoencoder-kl' | 'flux2'; golden: string; config: RawCo
   { family: 'autoencoder-kl', golden: 'kl', config: { _class_name: 'AutoencoderKL', ...TINY, latent_channels: 4 } },
   { family: 'flux2', golden: 'flux2', config: { _class_name: 'AutoencoderKLFlux2', ...TINY, latent_channels: 32, decoder_block_out_channels: null, patch_size: [2, 2] } },
 ];
-const golden = (name: string) => readNpy(fileURLToPath(new URL(`./testing/golden/${name}.npy`, import.meta.url)));
+const golden = (name: string) => readNpy(fileURLToPath(new URL(`./testing/goldens/${name}.npy`, import.meta.url)));
 
 for (const c of CASES) {
   test(`${c.family}: whole and tiled decodes match diffusers' own output (max abs ≤ 1e-4)`, async () => {

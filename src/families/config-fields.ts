@@ -2,7 +2,7 @@
 // when the field is absent and records a reason when the value has the wrong type or range,
 // so a config with several problems is refused once, listing all of them.
 
-import { DistVaeError, reason, type Reason } from '../errors.js';
+import { reason, type Reason, refuse } from '../errors.js';
 import type { RawConfig } from './types.js';
 
 /**
@@ -146,7 +146,7 @@ export class ConfigReader {
   /** Throws CONFIG_INVALID listing every reason collected, if any. */
   finish(): void {
     if (this.reasons.length > 0) {
-      throw new DistVaeError('CONFIG_INVALID', `${this.familyName} config refused: ${this.reasons.map((r) => r.message).join('; ')}`, { reasons: this.reasons });
+      refuse('CONFIG_INVALID', this.reasons, { prefix: `${this.familyName} config refused` });
     }
   }
 }

@@ -4,14 +4,11 @@
 // only tokens of its own and earlier frames, and up-samplers that repeat frames after the
 // first. One call decodes every frame it is given (a whole latent, a tile or a temporal
 // chunk); the engine's temporal loop decides what a call receives. Also the parameter list
-// under diffusers' keys and the family runtime (one session, dynamic batch, frames and size).
+// under diffusers' keys.
 
 import { GraphBuilder, type Scope, type Value } from '../graph/builder.js';
-import { createSession, type SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
-import { bindWeights } from '../weights/bind.js';
 import type { ParamSpec } from '../weights/synthetic.js';
-import { renameLegacyAttentionKeys } from './autoencoder-kl.graph.js';
 import {
   attentionBlock,
   DECODER_NORM_EPSILON,
@@ -27,7 +24,6 @@ import {
   type BlockSettings,
 } from './blocks.js';
 import { conv3d, dropLeadingFrames, hunyuanCausalConv3d, type Factors3 } from './blocks3d.js';
-import type { FamilyRuntime } from './runtime-types.js';
 import type { ResolvedConfig } from './types.js';
 
 export interface HunyuanVideoUpBlock {
@@ -162,20 +158,3 @@ export function buildHunyuanVideoDecoderGraph(config: ResolvedConfig, weights: R
   table.assertAllTaken(config.className);
   return g;
 }
-
-export const hunyuanVideoRuntime: FamilyRuntime = {
-  decoderParams: hunyuanVideoDecoderParams,
-  // The mid-block attention is diffusers' `_from_deprecated_attn_block`: old names load too.
-  renameKeys: renameLegacyAttentionKeys,
-  async createTileRunner(config, weights, session: SessionOptions) {
-    const bound = bindWeights(hunyuanVideoDecoderParams(config), weights, { source: 'the weights given to the decoder' });
-    const s = await createSession(buildHunyuanVideoDecoderGraph(config, bound).toModelBytes(), session);
-    return {
-      async decode(latentTile: Tensor) {
-        return (await s.run({ latent: latentTile }))['sample']!;
-      },
-      dispose: () => s.dispose(),
-    };
-  },
-  postprocess: (raw) => raw,
-};

@@ -4,19 +4,14 @@
 // 1×1×1 shortcut, depth-to-space up-samplers with an optional residual branch, timestep
 // conditioning when the config asks for it, and the final unpatchify. One call decodes every
 // frame it is given, as a chain of stage graphs (one per block) so that no model nears
-// protobuf's 2 GiB limit. Also the parameter list under diffusers' keys and the family runtime,
-// which feeds the decode timestep (config `decode_timestep`) to conditioned decoders.
+// protobuf's 2 GiB limit. Also the parameter list under diffusers' keys.
 
-import { DistVaeError, reason, type Reason } from '../errors.js';
+import { reason, type Reason, refuse } from '../errors.js';
 import { GraphBuilder, type Scope, type Value } from '../graph/builder.js';
-import type { SessionOptions } from '../runtime/session.js';
-import { createStagedSession } from '../runtime/staged-session.js';
 import type { Tensor } from '../tensor.js';
-import { bindWeights } from '../weights/bind.js';
 import type { ParamSpec } from '../weights/synthetic.js';
 import { GAIN_AFTER_SILU, GAIN_RESIDUAL_BRANCH_END, linearParams, Module, WeightTable, type ConvFlavour } from './blocks.js';
 import { channelsToSpace3d, conv3d, dropLeadingFrames, ltx2Conv3d, type Factors3, type SpatialPadding } from './blocks3d.js';
-import type { FamilyRuntime } from './runtime-types.js';
 import type { ResolvedConfig } from './types.js';
 
 /** PerChannelRMSNorm's epsilon (hard-coded in diffusers). */
@@ -77,9 +72,9 @@ export function ltx2Architecture(config: ResolvedConfig): Ltx2Architecture {
   const noise = f['decoder_inject_noise'] as boolean[];
   const conditioned = f['timestep_conditioning'] as boolean;
   const reasons: Reason[] = [];
-  const refuse = (field: string, value: unknown, valid: string, message: string) => reasons.push(reason('DECODER_UNSUPPORTED', field, value, valid, message));
+  const unsupported = (field: string, value: unknown, valid: string, message: string) => reasons.push(reason('DECODER_UNSUPPORTED', field, value, valid, message));
   if (noise.some(Boolean)) {
-    refuse('decoder_inject_noise', noise, 'all false', 'decoder_inject_noise adds torch.randn noise inside the decoder, which cannot be reproduced outside torch');
+    unsupported('decoder_inject_noise', noise, 'all false', 'decoder_inject_noise adds torch.randn noise inside the decoder, which cannot be reproduced outside torch');
   }
   let channels = widths[0]!;
   const upBlocks = widths.map((width, i): Ltx2UpBlock => {
@@ -87,8 +82,8 @@ export function ltx2Architecture(config: ResolvedConfig): Ltx2Architecture {
     const cout = Math.floor(width / factors[i]!);
     const block = `up block ${i} (decoder_block_out_channels reversed)`;
     if (cin !== cout) {
-      if (channels !== cin) refuse(`decoder_block_out_channels[${widths.length - 1 - i}]`, width, `channels that chain into ${block}`, `${block} receives ${channels} channels but its conv_in resnet expects ${cin}`);
-      if (conditioned) refuse('timestep_conditioning', true, 'false when a block changes width', `${block} changes width (${cin} → ${cout}) with timestep conditioning, which diffusers cannot run`);
+      if (channels !== cin) unsupported(`decoder_block_out_channels[${widths.length - 1 - i}]`, width, `channels that chain into ${block}`, `${block} receives ${channels} channels but its conv_in resnet expects ${cin}`);
+      if (conditioned) unsupported('timestep_conditioning', true, 'false when a block changes width', `${block} changes width (${cin} → ${cout}) with timestep conditioning, which diffusers cannot run`);
       channels = cout;
     }
     let upsampler: Ltx2Upsampler | null = null;
@@ -96,22 +91,22 @@ export function ltx2Architecture(config: ResolvedConfig): Ltx2Architecture {
       const type = types[i] ?? '';
       const stride = UPSAMPLE_STRIDES[type];
       if (!stride) {
-        refuse(`upsample_type[${i}]`, type, 'spatial, temporal or spatiotemporal', `upsample_type[${i}] = ${JSON.stringify(type)} is unknown`);
+        unsupported(`upsample_type[${i}]`, type, 'spatial, temporal or spatiotemporal', `upsample_type[${i}] = ${JSON.stringify(type)} is unknown`);
       } else {
         const product = stride[0] * stride[1] * stride[2];
         const inChannels = cout * factors[i]!;
         if (channels !== inChannels || inChannels % product !== 0) {
-          refuse(`upsample_factor[${widths.length - 1 - i}]`, factors[i], `a factor for which ${block}'s up-sampler takes ${channels} channels divisible by ${product}`, `${block}'s up-sampler expects ${inChannels} channels (a multiple of ${product}) and receives ${channels}`);
+          unsupported(`upsample_factor[${widths.length - 1 - i}]`, factors[i], `a factor for which ${block}'s up-sampler takes ${channels} channels divisible by ${product}`, `${block}'s up-sampler expects ${inChannels} channels (a multiple of ${product}) and receives ${channels}`);
         }
         upsampler = { stride, residual: residual[i]!, factor: factors[i]! };
       }
       channels = cout;
     }
-    if (channels !== cout) refuse(`decoder_block_out_channels[${widths.length - 1 - i}]`, width, `channels that chain into ${block}`, `${block}'s resnets run at ${cout} channels but receive ${channels}`);
+    if (channels !== cout) unsupported(`decoder_block_out_channels[${widths.length - 1 - i}]`, width, `channels that chain into ${block}`, `${block}'s resnets run at ${cout} channels but receive ${channels}`);
     channels = cout;
     return { cin, cout, upsampler, resnets: layers[i + 1]! };
   });
-  if (reasons.length > 0) throw new DistVaeError('CONFIG_INVALID', `ltx2 decoder cannot be built: ${reasons.map((r) => r.message).join('; ')}`, { reasons });
+  if (reasons.length > 0) refuse('CONFIG_INVALID', reasons, { prefix: `ltx2 decoder cannot be built` });
   const patchSize = f['patch_size'] as number;
   const patchSizeT = f['patch_size_t'] as number;
   return {
@@ -330,35 +325,3 @@ export function buildLtx2DecoderStages(config: ResolvedConfig, weights: Readonly
   table.assertAllTaken(config.className);
   return stages;
 }
-
-// ---- runtime ---------------------------------------------------------------------------------
-
-/** The decode timestep a conditioned decoder is fed (config `decode_timestep`, diffusers' pipeline default 0). */
-export function decodeTimestepOf(config: ResolvedConfig): number | null {
-  return config.fields['timestep_conditioning'] ? (config.fields['decode_timestep'] as number) : null;
-}
-
-export const ltx2Runtime: FamilyRuntime = {
-  decoderParams: ltx2DecoderParams,
-  async createTileRunner(config, weights, session: SessionOptions) {
-    const a = ltx2Architecture(config);
-    const bound = bindWeights(ltx2DecoderParams(config), weights, { source: 'the weights given to the decoder' });
-    const s = await createStagedSession(buildLtx2DecoderStages(config, bound), session);
-    const timestep = decodeTimestepOf(config);
-    return {
-      async decode(latentTile: Tensor) {
-        const [batch, , , h, w] = latentTile.dims as number[];
-        if (a.spatialPadding === 'reflect' && (h! < 2 || w! < 2)) {
-          // torch's reflect padding needs two rows and columns; diffusers raises here too.
-          const r = reason('TILE_TOO_SMALL', 'latent tile', [h, w], 'at least 2 x 2 latent units with reflect padding', `a latent tile of ${h} x ${w} cannot be decoded: reflect padding needs at least 2 latent rows and columns (diffusers raises the same)`);
-          throw new DistVaeError('TENSOR_INVALID', r.message, { reasons: [r] });
-        }
-        const feeds: Record<string, Tensor> = { latent: latentTile };
-        if (timestep !== null) feeds['timestep'] = { dims: [batch!], data: new Float32Array(batch!).fill(timestep) };
-        return (await s.run(feeds))['sample']!;
-      },
-      dispose: () => s.dispose(),
-    };
-  },
-  postprocess: (raw) => raw,
-};

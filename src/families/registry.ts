@@ -1,7 +1,7 @@
 // The family registry: names, diffusers class names, and `createVae`, which makes a
 // plan-only VAE from a family name and an optional config (decoding adds to it elsewhere).
 
-import { DistVaeError, reason } from '../errors.js';
+import { reason, refuse } from '../errors.js';
 import { autoencoderKl } from './autoencoder-kl.js';
 import { DECODE_SETTING_FIELDS } from './config-fields.js';
 import { flux2 } from './flux2.js';
@@ -19,8 +19,7 @@ export const FAMILY_NAMES: readonly FamilyName[] = FAMILIES.map((f) => f.name);
 export function getFamily(name: string): FamilySpec {
   const family = FAMILIES.find((f) => f.name === name);
   if (!family) {
-    const r = reason('UNKNOWN_FAMILY', 'family', name, `one of ${FAMILY_NAMES.join(', ')}`, `unknown family ${JSON.stringify(name)}: expected one of ${FAMILY_NAMES.join(', ')}`);
-    throw new DistVaeError('UNKNOWN_FAMILY', r.message, { reasons: [r] });
+    refuse('UNKNOWN_FAMILY', reason('UNKNOWN_FAMILY', 'family', name, `one of ${FAMILY_NAMES.join(', ')}`, `unknown family ${JSON.stringify(name)}: expected one of ${FAMILY_NAMES.join(', ')}`));
   }
   return family;
 }
@@ -39,18 +38,15 @@ export function resolveFamily(explicit: string | undefined, config: RawConfig | 
   const fromConfig = className === undefined ? null : familyForClassName(className);
   if (className !== undefined && fromConfig === null && explicit === undefined) {
     const known = FAMILIES.flatMap((f) => f.classNames).join(', ');
-    const r = reason('UNKNOWN_CLASS_NAME', '_class_name', className, `one of ${known}`, `config _class_name ${JSON.stringify(className)} names no known family (known: ${known}); pass --family to choose one`);
-    throw new DistVaeError('UNKNOWN_FAMILY', r.message, { reasons: [r] });
+    refuse('UNKNOWN_FAMILY', reason('UNKNOWN_CLASS_NAME', '_class_name', className, `one of ${known}`, `config _class_name ${JSON.stringify(className)} names no known family (known: ${known}); pass --family to choose one`));
   }
   if (explicit === undefined) {
     if (fromConfig) return fromConfig;
-    const r = reason('FAMILY_REQUIRED', 'family', undefined, `one of ${FAMILY_NAMES.join(', ')}`, `no family given and no config _class_name to infer it from: pass --family (one of ${FAMILY_NAMES.join(', ')})`);
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    refuse('INVALID_ARGUMENT', reason('FAMILY_REQUIRED', 'family', undefined, `one of ${FAMILY_NAMES.join(', ')}`, `no family given and no config _class_name to infer it from: pass --family (one of ${FAMILY_NAMES.join(', ')})`));
   }
   const family = getFamily(explicit);
   if (fromConfig && fromConfig !== family) {
-    const r = reason('FAMILY_CONFLICT', 'family', explicit, fromConfig.name, `--family ${explicit} conflicts with the config's _class_name ${className} (family ${fromConfig.name})`);
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    refuse('INVALID_ARGUMENT', reason('FAMILY_CONFLICT', 'family', explicit, fromConfig.name, `--family ${explicit} conflicts with the config's _class_name ${className} (family ${fromConfig.name})`));
   }
   return family;
 }
@@ -66,7 +62,7 @@ export function resolveFamilyConfig(family: FamilySpec, raw: RawConfig | undefin
     const reasons = unused.map((key) =>
       reason('DECODE_SETTING_UNUSED', key, raw![key], 'absent for this decoder', `${key} = ${JSON.stringify(raw![key])} was given, but this ${family.name} decoder does not take it (only a decoder with timestep conditioning takes a decode timestep)`),
     );
-    throw new DistVaeError('CONFIG_INVALID', reasons.map((r) => r.message).join('; '), { reasons });
+    refuse('CONFIG_INVALID', reasons);
   }
   return config;
 }

@@ -1,10 +1,10 @@
 // The runtime of each family (graph builders, tile runners, post-processing), looked up by
 // name. Kept apart from the registry of declarations so the planner stays free of graphs.
 
-import { DistVaeError, reason } from '../errors.js';
-import { klRuntime } from './autoencoder-kl.graph.js';
-import { hunyuanVideoRuntime } from './hunyuan-video.graph.js';
-import { ltx2Runtime } from './ltx2.graph.js';
+import { reason, refuse } from '../errors.js';
+import { klRuntime } from './autoencoder-kl.runtime.js';
+import { hunyuanVideoRuntime } from './hunyuan-video.runtime.js';
+import { ltx2Runtime } from './ltx2.runtime.js';
 import type { FamilyRuntime } from './runtime-types.js';
 import { taeRuntime } from './tae.runtime.js';
 import type { FamilyName, FamilySpec } from './types.js';
@@ -24,8 +24,7 @@ export function runtimeOf(family: FamilySpec): FamilyRuntime {
   const runtime = RUNTIMES[family.name];
   if (!runtime) {
     const available = Object.keys(RUNTIMES).join(', ') || 'none yet';
-    const r = reason('NO_DECODER', 'family', family.name, `a family with a decoder: ${available}`, `decoding ${family.name} is not implemented yet (decoders: ${available}); planning works for every family`);
-    throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
+    refuse('UNSUPPORTED', reason('NO_DECODER', 'family', family.name, `a family with a decoder: ${available}`, `decoding ${family.name} is not implemented yet (decoders: ${available}); planning works for every family`));
   }
   return runtime;
 }

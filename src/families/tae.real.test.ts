@@ -1,5 +1,5 @@
 // The trained TAEF2 pair in <repo root>/../shared/models/taef2 (skipped when absent): the
-// decoder against the golden output of madebyollin's taesd.py (testdata/taef2/README.md), the
+// decoder against the golden output of madebyollin's taesd.py (testing/goldens/taef2/README.md), the
 // config read from the real files, and a photo round trip decode(encode(photo)) ≥ 30 dB PSNR,
 // on a 256 × 512 crop (dog and foliage) of ../shared/data/photo-2048x768.jpg to keep it fast.
 
@@ -15,7 +15,7 @@ import { DistVaeError } from '../errors.js';
 import { readImage, sampleToImage } from '../io/image.js';
 import { readNpy } from '../io/npy.js';
 import { maxAbsDiff, psnr } from '../io/quality.js';
-import { readWeights } from '../weights/load.js';
+import { readWeights } from '../sources/weights-file.js';
 import { tae } from './tae.js';
 import { taeConfigFromWeights } from './tae.runtime.js';
 
@@ -24,7 +24,7 @@ const SHARED = join(HERE, '../../../shared');
 const DECODER = join(SHARED, 'models/taef2/taef2_decoder.pth');
 const ENCODER = join(SHARED, 'models/taef2/taef2_encoder.pth');
 const PHOTO = join(SHARED, 'data/photo-2048x768.jpg');
-const GOLDEN = join(HERE, 'testdata/taef2');
+const GOLDEN = join(HERE, 'testing/goldens/taef2');
 
 function present(t: TestContext, ...paths: string[]): boolean {
   const missing = paths.filter((p) => !existsSync(p));

@@ -12,7 +12,7 @@
 // twins decode identically, so the choice only labels the config; a config that names
 // `variant` takes precedence. A shape no published variant has loads as a custom TAE.
 
-import { DistVaeError, reason } from '../errors.js';
+import { reason, refuse } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { graphRunner } from './graph-runner.js';
 import type { FamilyRuntime } from './runtime-types.js';
@@ -36,8 +36,7 @@ function noSuchHalf(weights: ReadonlyMap<string, Tensor>, half: TaeHalf, layout:
   const hint = looksLikeOther
     ? ` They look like a TAE ${other} (${half === 'decoder' ? 'encode images with it: distvae encode / loadEncoder' : 'decode latents with it: distvae decode / loadVae'}).`
     : '';
-  const r = reason('TAE_HALF_MISSING', expectedKey, null, `a TAE ${half} checkpoint (madebyollin's ${half} file or a diffusers AutoencoderTiny)`, `the weights hold no TAE ${half}: ${expectedKey} is missing (keys: ${sample}, …).${hint}`);
-  throw new DistVaeError('WEIGHTS_MISMATCH', r.message, { reasons: [r] });
+  refuse('WEIGHTS_MISMATCH', reason('TAE_HALF_MISSING', expectedKey, null, `a TAE ${half} checkpoint (madebyollin's ${half} file or a diffusers AutoencoderTiny)`, `the weights hold no TAE ${half}: ${expectedKey} is missing (keys: ${sample}, …).${hint}`));
 }
 
 /** The config (variant, latent channels, pool blocks, key layout) that a decoder or encoder checkpoint implies. */

@@ -2,7 +2,7 @@
 // turned into DistVaeErrors that name the path.
 
 import { readFileSync, writeFileSync } from 'node:fs';
-import { DistVaeError, reason } from '../errors.js';
+import { DistVaeError, reason, refuse } from '../errors.js';
 
 export function readFileBytes(path: string): Uint8Array {
   try {
@@ -19,7 +19,6 @@ export function writeFileBytes(path: string, bytes: Uint8Array): void {
     writeFileSync(path, bytes);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? String(e);
-    const r = reason('INVALID_ARGUMENT', 'path', path, 'a writable file path', `cannot write ${path} (${code})`);
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r], cause: e });
+    refuse('INVALID_ARGUMENT', reason('INVALID_ARGUMENT', 'path', path, 'a writable file path', `cannot write ${path} (${code})`), { cause: e });
   }
 }

@@ -9,7 +9,7 @@
 
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
-import { DistVaeError, reason } from '../errors.js';
+import { DistVaeError, reason, refuse } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { readFileBytes, writeFileBytes } from './files.js';
 
@@ -77,8 +77,7 @@ export function encodePng(image: Float32Array, channels: number, height: number,
 export function writeSamplePng(path: string, sample: Tensor, range: SampleRange, options: { bitDepth?: 8 | 16 } = {}): string[] {
   const bitDepth = options.bitDepth ?? 8;
   if (bitDepth !== 8 && bitDepth !== 16) {
-    const r = reason('BIT_DEPTH', 'bitDepth', bitDepth, '8 or 16');
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    refuse('INVALID_ARGUMENT', reason('BIT_DEPTH', 'bitDepth', bitDepth, '8 or 16'));
   }
   const { channels, height, width, frames } = imagesOf(sampleToImage(sample, range));
   const stem = path.replace(/\.png$/i, '');
@@ -121,8 +120,7 @@ export function decodeImage(bytes: Uint8Array, source = '<buffer>'): Tensor {
   if (startsWith(bytes, [0xff, 0xd8, 0xff])) return decodeJpeg(bytes, source);
   const known = OTHER_FORMATS.find((f) => f.test(bytes));
   const what = known ? `a ${known.name} image` : 'not a PNG or JPEG image (unrecognised signature)';
-  const r = reason('IMAGE_FORMAT_UNSUPPORTED', 'image', source, `a ${READABLE_IMAGE_FORMATS.join(' or ')} file`, `${source} is ${what}; images are read from ${READABLE_IMAGE_FORMATS.join(' and ')} files`);
-  throw new DistVaeError('FILE_INVALID', r.message, { reasons: [r] });
+  refuse('FILE_INVALID', reason('IMAGE_FORMAT_UNSUPPORTED', 'image', source, `a ${READABLE_IMAGE_FORMATS.join(' or ')} file`, `${source} is ${what}; images are read from ${READABLE_IMAGE_FORMATS.join(' and ')} files`));
 }
 
 function corrupt(source: string, format: string, cause: unknown): never {

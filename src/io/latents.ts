@@ -2,7 +2,7 @@
 // the file's only tensor), and refuses empty tensors and non-finite values before any work
 // starts. Rank and channel checks against a family happen where the family is known.
 
-import { DistVaeError, reason } from '../errors.js';
+import { DistVaeError, reason, refuse } from '../errors.js';
 import { stridesOf, type Tensor } from '../tensor.js';
 import { readSafetensors } from '../weights/safetensors.js';
 import { readNpy } from './npy.js';
@@ -26,8 +26,7 @@ export function readLatents(path: string): Tensor {
     }
     latents = found;
   } else {
-    const r = reason('INVALID_ARGUMENT', 'latents', path, 'a .npy or .safetensors file');
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    refuse('INVALID_ARGUMENT', reason('INVALID_ARGUMENT', 'latents', path, 'a .npy or .safetensors file'));
   }
   validateLatents(latents, path);
   return { dims: latents.dims, data: latents.data };

@@ -5,7 +5,7 @@
 
 import { spawn, spawnSync } from 'node:child_process';
 import { extname } from 'node:path';
-import { DistVaeError, reason } from '../errors.js';
+import { DistVaeError, reason, refuse } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { imagesOf, sampleToImage, type SampleRange } from './image.js';
 
@@ -94,16 +94,14 @@ function encode(command: string, args: string[], frames: Iterable<Uint8Array>): 
 export async function writeSampleVideo(path: string, sample: Tensor, range: SampleRange, options: VideoOptions = {}): Promise<string[]> {
   const ext = extname(path).toLowerCase() as (typeof VIDEO_EXTENSIONS)[number];
   if (!isVideoPath(path)) {
-    const r = reason('VIDEO_EXTENSION', 'path', path, `a path ending in ${VIDEO_EXTENSIONS.join(' or ')}`);
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    refuse('INVALID_ARGUMENT', reason('VIDEO_EXTENSION', 'path', path, `a path ending in ${VIDEO_EXTENSIONS.join(' or ')}`));
   }
   if (sample.dims.length !== 5) {
     throw new DistVaeError('TENSOR_INVALID', `a video needs a (B, C, F, H, W) sample, got [${sample.dims.join(', ')}]`);
   }
   const fps = options.fps ?? DEFAULT_FPS;
   if (!(Number.isFinite(fps) && fps > 0)) {
-    const r = reason('FPS_INVALID', 'fps', fps, 'a number > 0');
-    throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+    refuse('INVALID_ARGUMENT', reason('FPS_INVALID', 'fps', fps, 'a number > 0'));
   }
   const command = options.ffmpeg ?? 'ffmpeg';
   const [batch, , frameCount] = sample.dims as [number, number, number];

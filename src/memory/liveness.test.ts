@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { architectureModel } from '../decode/decoder-model.js';
-import { TINY_KL } from '../dist/testing/tiny-vae.js';
+import { TINY_KL } from '../ranks/testing/tiny-vae.js';
 import { createVae } from '../families/registry.js';
 import { runtimeOf } from '../families/runtimes.js';
 import { GraphBuilder } from '../graph/builder.js';

@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { TINY_KL } from '../dist/testing/tiny-vae.js';
+import { TINY_KL } from '../ranks/testing/tiny-vae.js';
 import { DistVaeError } from '../errors.js';
 import { createVae } from '../families/registry.js';
 import { formatBytes, parseMemorySize } from './budget.js';

@@ -4,7 +4,7 @@
 // cover the bucket and cuts the overflow; `resize` stretches to the bucket. Crop and resize
 // change the content, and say so.
 
-import { DistVaeError, reason, type Reason } from '../errors.js';
+import { reason, type Reason, refuse } from '../errors.js';
 import type { Size2 } from '../families/types.js';
 import { isPositiveInteger } from './shapes.js';
 
@@ -56,7 +56,7 @@ export function parseBuckets(text: string, field = 'buckets'): Size2[] {
     } else buckets.push(size);
   });
   if (items.length === 0) reasons.push(reason('BUCKETS_EMPTY', field, text, 'a comma-separated list such as 1024x1024,1152x896'));
-  if (reasons.length > 0) throw new DistVaeError('INVALID_ARGUMENT', reasons.map((r) => r.message).join('; '), { reasons });
+  if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   return buckets;
 }
 
@@ -69,7 +69,7 @@ export function chooseBucket(requested: Size2, buckets: readonly Size2[], policy
   }
   if (!BUCKET_POLICIES.includes(policy)) reasons.push(reason('POLICY_INVALID', 'policy', policy, BUCKET_POLICIES.join(', ')));
   if (buckets.length === 0) reasons.push(reason('BUCKETS_EMPTY', 'buckets', [], 'at least one bucket'));
-  if (reasons.length > 0) throw new DistVaeError('INVALID_ARGUMENT', reasons.map((r) => r.message).join('; '), { reasons });
+  if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   const area = requested.height * requested.width;
   const inflation = (b: Size2) => (b.height * b.width) / area;
 
@@ -77,8 +77,7 @@ export function chooseBucket(requested: Size2, buckets: readonly Size2[], policy
     const fitting = buckets.filter((b) => b.height >= requested.height && b.width >= requested.width);
     if (fitting.length === 0) {
       const list = buckets.map((b) => `${b.height}x${b.width}`).join(', ');
-      const r = reason('NO_BUCKET_HOLDS_IMAGE', 'buckets', list, `a bucket at least ${requested.height}x${requested.width}`, `no bucket holds ${requested.height}x${requested.width} without cutting it (buckets: ${list}); add a larger bucket or use --policy crop or resize`);
-      throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
+      refuse('INVALID_ARGUMENT', reason('NO_BUCKET_HOLDS_IMAGE', 'buckets', list, `a bucket at least ${requested.height}x${requested.width}`, `no bucket holds ${requested.height}x${requested.width} without cutting it (buckets: ${list}); add a larger bucket or use --policy crop or resize`));
     }
     const bucket = minBy(fitting, (b) => [b.height * b.width, aspectDistance(b, requested)]);
     const contentBox = { y0: 0, y1: requested.height, x0: 0, x1: requested.width };

@@ -2,7 +2,7 @@
 // and return a plan or null — never a rounded one — with siblings that say why a request was
 // refused, and `applyTilePlan`, which installs a plan on the VAE.
 
-import { DistVaeError, reason, type Reason } from '../errors.js';
+import { DistVaeError, reason, type Reason, refuse } from '../errors.js';
 import type { Size2, VaeSpec } from '../families/types.js';
 import { isPositiveInteger, latentShapeOf, sampleShapeReasons, type SampleShape } from './shapes.js';
 
@@ -147,14 +147,13 @@ export function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
       return;
     case 'overlap':
       if (plan.window.height !== vae.tiling.window.height || plan.window.width !== vae.tiling.window.width) {
-        const r = reason(
+        refuse('PLAN_REFUSED', reason(
           'PLAN_WINDOW_CHANGED',
           'plan.window',
           plan.window,
           `${vae.tiling.window.height}x${vae.tiling.window.width}`,
           `this overlap plan was validated for a ${plan.window.height}x${plan.window.width} window but the VAE now has ${vae.tiling.window.height}x${vae.tiling.window.width}; make the overlap plan again`,
-        );
-        throw new DistVaeError('PLAN_REFUSED', r.message, { reasons: [r] });
+        ));
       }
       refuseUnfit(plan, explainTileOverlapPlan(vae, plan.overlap.height, plan.overlap.width));
       vae.tiling = { ...vae.tiling, enabled: true, planned: true, overlap: { ...plan.overlap } };
@@ -176,7 +175,7 @@ export function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
  */
 function refuseUnfit(plan: TilePlan, reasons: Reason[]): void {
   if (reasons.length === 0) return;
-  throw new DistVaeError('PLAN_REFUSED', `this ${plan.kind} plan does not fit this VAE: ${reasons.map((r) => r.message).join('; ')}`, { reasons });
+  refuse('PLAN_REFUSED', reasons, { prefix: `this ${plan.kind} plan does not fit this VAE` });
 }
 
 /**
@@ -193,10 +192,10 @@ export function enableDefaultTiling(vae: VaeSpec): void {
     ...explainTileOverlapPlan(probe, t.overlap.height, t.overlap.width),
   ].map((r) => ({
     ...r,
-    code: 'DEFAULT_PLAN_NOT_WHOLE_LATENT',
+    code: 'DEFAULT_PLAN_NOT_WHOLE_LATENT' as const,
     message: `the ${vae.family.name} default plan (window ${t.window.height}x${t.window.width}, overlap ${t.overlap.height}x${t.overlap.width} px from the config) is refused: ${r.message}; diffusers' own tiled output would be misshapen here — pass an explicit window and overlap`,
   }));
-  if (reasons.length > 0) throw new DistVaeError('PLAN_REFUSED', reasons.map((r) => r.message).join('; '), { reasons });
+  if (reasons.length > 0) refuse('PLAN_REFUSED', reasons);
   vae.tiling = { ...vae.tiling, enabled: true, window: { ...t.window }, overlap: { ...t.overlap } };
 }
 

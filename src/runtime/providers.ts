@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import ort from 'onnxruntime-node';
-import { DistVaeError, invalidArgument, reason } from '../errors.js';
+import { invalidArgument, reason, refuse } from '../errors.js';
 import { GraphBuilder } from '../graph/builder.js';
 
 export type ProviderName = 'cpu' | 'cuda' | 'tensorrt' | 'webgpu' | 'dml' | 'coreml';
@@ -102,7 +102,7 @@ function providerUnavailable(name: string, detail: string, cause?: unknown): nev
   const available = availableProviderNames();
   const valid = `one of: ${available.join(', ')}`;
   const message = `execution provider '${name}' is not available: ${detail}; available here: ${available.join(', ')}`;
-  throw new DistVaeError('PROVIDER_UNAVAILABLE', message, { reasons: [reason('PROVIDER_UNAVAILABLE', 'provider', name, valid, message)], cause });
+  refuse('PROVIDER_UNAVAILABLE', reason('PROVIDER_UNAVAILABLE', 'provider', name, valid, message), { cause });
 }
 
 export type ProviderConfig = string | { name: string; deviceId: number };

@@ -10,7 +10,7 @@
 // branch so the sum does not grow with depth. Norm weights are 1 + N(0, 0.02²), norm and conv
 // biases N(0, 0.02²): close to identity, yet never exactly 1/0, so a swapped weight shows up.
 
-import { DistVaeError, reason, type Reason } from '../errors.js';
+import { reason, type Reason, refuse } from '../errors.js';
 import { elementCount, type Tensor } from '../tensor.js';
 
 /** How a parameter is initialised: its role in the layer that owns it. */
@@ -58,7 +58,7 @@ function validateSpecs(specs: readonly ParamSpec[], seed: number): void {
     if (!rankOk) reasons.push(reason('INVALID_ARGUMENT', `${field}.dims`, spec.dims, `a shape of the right rank for a ${spec.init} parameter (conv >= 3, linear 2)`));
     if (spec.gain !== undefined && !(spec.gain > 0 && Number.isFinite(spec.gain))) reasons.push(reason('INVALID_ARGUMENT', `${field}.gain`, spec.gain, 'a positive finite number'));
   }
-  if (reasons.length) throw new DistVaeError('INVALID_ARGUMENT', `invalid synthetic weight request: ${reasons.map((r) => r.message).join('; ')}`, { reasons });
+  if (reasons.length) refuse('INVALID_ARGUMENT', reasons, { prefix: `invalid synthetic weight request` });
 }
 
 /** A standard-normal generator for one parameter. */

@@ -5,16 +5,16 @@
 // (--family / --config: the graph is built with zero weights, as the analysis reads shapes only).
 
 import { architectureModel } from '../../decode/decoder-model.js';
-import { readVaeSource } from '../../decode/vae.js';
+import { readVaeSource } from '../../sources/vae-source.js';
 import { resolveFamily } from '../../families/registry.js';
 import { runtimeOf } from '../../families/runtimes.js';
 import type { RawConfig } from '../../families/types.js';
-import { readConfigJson } from '../../families/config-file.js';
+import { readConfigJson } from '../../sources/config-file.js';
 import { decoderModelOf } from '../../decode/decoder-model.js';
 import { analyzeLocality } from '../../graph/locality.js';
 import type { ModelProto } from '../../graph/onnx-proto.js';
-import { splitBands } from '../../shard/bands.js';
-import { predictCollectives, shardPlan } from '../../shard/plan.js';
+import { splitBands } from '../../strategies/shard/bands.js';
+import { predictCollectives, shardPlan } from '../../strategies/shard/plan.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatLocality, localityJson } from '../locality-format.js';
 import { FAMILY_OPTIONS } from '../tiling-options.js';

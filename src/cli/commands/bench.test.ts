@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { ARM_NAMES } from '../../bench/arms.js';
-import { TINY_KL } from '../../dist/testing/tiny-vae.js';
+import { TINY_KL } from '../../ranks/testing/tiny-vae.js';
 import { createVae } from '../../families/registry.js';
 import { writeNpy } from '../../io/npy.js';
 import { searchPlans } from '../../plan/search.js';

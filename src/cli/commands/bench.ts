@@ -12,9 +12,10 @@ import { ARM_NAMES, runBenchCell, type ArmName } from '../../bench/arms.js';
 import { describeRun } from '../../bench/machine.js';
 import { benchReport, writeBenchReport } from '../../bench/report.js';
 import { checkLatents } from '../../decode/latents.js';
-import { loadVae, vaeSpecOfSource, type Vae } from '../../decode/vae.js';
-import { localGroup } from '../../dist/local.js';
-import { DistVaeError, reason } from '../../errors.js';
+import { loadVae, type Vae } from '../../decode/vae.js';
+import { vaeSpecOfSource } from '../../sources/vae-source.js';
+import { localGroup } from '../../ranks/local/index.js';
+import { reason, refuse } from '../../errors.js';
 import type { VaeSpec } from '../../families/types.js';
 import { seededTensor } from '../../graph/testing/random.js';
 import { readLatents } from '../../io/latents.js';
@@ -144,7 +145,7 @@ function checkRequest(args: Args, vae: VaeSpec, latents: Tensor | null, path: st
     if (got.height !== want.height || got.width !== want.width || got.frames !== want.frames) {
       reasons.push(reason('LATENT_SIZE', 'latents.dims', [...latents.dims], `a latent of ${want.frames > 1 ? `${want.frames}×` : ''}${want.height}×${want.width} for ${full.height}×${full.width} px`, `--latents ${path} is ${got.frames > 1 ? `${got.frames}×` : ''}${got.height}×${got.width} latent units, but --height ${full.height} --width ${full.width} need ${want.height}×${want.width}`));
     }
-    if (reasons.length > 0) throw new DistVaeError('INVALID_ARGUMENT', reasons.map((r) => r.message).join('; '), { reasons });
+    if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   }
   return { sample: full };
 }

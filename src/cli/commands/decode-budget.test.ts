@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { TINY_KL } from '../../dist/testing/tiny-vae.js';
+import { TINY_KL } from '../../ranks/testing/tiny-vae.js';
 import { seededTensor } from '../../graph/testing/random.js';
 import { readNpy, writeNpy } from '../../io/npy.js';
 import { runCli } from '../main.js';

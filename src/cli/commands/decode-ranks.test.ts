@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { TINY_KL, seededLatent } from '../../dist/testing/tiny-vae.js';
+import { TINY_KL, seededLatent } from '../../ranks/testing/tiny-vae.js';
 import { writeNpy } from '../../io/npy.js';
 import { runCli } from '../main.js';
 

@@ -8,14 +8,14 @@
 import type { RankStats } from '../../decode/types.js';
 import type { Vae } from '../../decode/vae.js';
 import { DistVaeError } from '../../errors.js';
-import type { RankFailure, RankGroup } from '../../dist/group.js';
-import { LocalGroup } from '../../dist/local/local-group.js';
-import type { CommCounters } from '../../dist/program.js';
-import { tiledDecodeFor } from '../../dist/tiled-decode.js';
-import type { Band } from '../../shard/bands.js';
-import { shardedDecodeFor } from '../../shard/sharded-decode.js';
-import { exactTiledDecode } from '../../tile/exact.js';
-import { exactTiledDecodeFor } from '../../tile/exact-distributed.js';
+import type { RankFailure, RankGroup } from '../../ranks/group.js';
+import { LocalGroup } from '../../ranks/local/local-group.js';
+import type { CommCounters } from '../../ranks/program.js';
+import { tiledDecodeFor } from '../../strategies/tile/tiled-decode.js';
+import type { Band } from '../../strategies/shard/bands.js';
+import { shardedDecodeFor } from '../../strategies/shard/sharded-decode.js';
+import { exactTiledDecode } from '../../strategies/exact-tile/halo.js';
+import { exactTiledDecodeFor } from '../../strategies/exact-tile/exact-tiled-decode.js';
 
 export const STRATEGIES = ['tile', 'shard', 'exact-tile'] as const;
 export type Strategy = (typeof STRATEGIES)[number];

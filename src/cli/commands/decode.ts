@@ -6,13 +6,14 @@
 
 import { extname } from 'node:path';
 import { checkLatents } from '../../decode/latents.js';
-import { loadVae, vaeSpecOfSource, type Vae } from '../../decode/vae.js';
-import type { RankGroup } from '../../dist/group.js';
-import { ISOLATIONS, localGroup } from '../../dist/local.js';
-import { queueGroup } from '../../dist/queue.js';
-import { DEFAULT_QUEUE } from '../../dist/queue/protocol.js';
+import { loadVae, type Vae } from '../../decode/vae.js';
+import { vaeSpecOfSource } from '../../sources/vae-source.js';
+import type { RankGroup } from '../../ranks/group.js';
+import { ISOLATIONS, localGroup } from '../../ranks/local/index.js';
+import { queueGroup } from '../../ranks/queue/index.js';
+import { DEFAULT_QUEUE } from '../../ranks/queue/protocol.js';
 import { scheduleGrid } from '../../plan/metrics.js';
-import { splitBands } from '../../shard/bands.js';
+import { splitBands } from '../../strategies/shard/bands.js';
 import type { VaeSpec } from '../../families/types.js';
 import { writeSamplePng } from '../../io/image.js';
 import { checkFfmpeg, DEFAULT_FPS, isVideoPath, VIDEO_EXTENSIONS, writeSampleVideo } from '../../io/video.js';

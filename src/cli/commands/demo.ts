@@ -6,8 +6,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadVae } from '../../decode/vae.js';
-import { localGroup } from '../../dist/local.js';
-import { tiledDecodeFor } from '../../dist/tiled-decode.js';
+import { localGroup } from '../../ranks/local/index.js';
+import { tiledDecodeFor } from '../../strategies/tile/tiled-decode.js';
 import { writeSamplePng } from '../../io/image.js';
 import { applyTilePlan, explainTileShapePlan, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
 import { planReport } from '../../plan/report.js';

@@ -3,7 +3,7 @@
 // from photos. The image is read into [0, 1] and encoded whole; sizes that are not multiples of
 // the spatial ratio are refused with the nearest valid ones, or cut to them with --crop.
 
-import { readConfigJson } from '../../families/config-file.js';
+import { readConfigJson } from '../../sources/config-file.js';
 import { cropToMultiple, loadEncoder } from '../../encode/encoder.js';
 import { readImage } from '../../io/image.js';
 import { writeNpy } from '../../io/npy.js';

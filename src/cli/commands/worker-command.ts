@@ -1,0 +1,56 @@
+// `distvae worker`: serves the tiles of queue decodes (`distvae decode --redis URL`) from a
+// BullMQ queue in Redis, with its own copy of the VAE, until SIGTERM or SIGINT — then it drains:
+// finishes the tile in hand, hands the rest of its run back to the queue, and exits 0.
+
+import { loadVae } from '../../decode/vae.js';
+import { redacted } from '../../ranks/queue/connection.js';
+import { DEFAULT_QUEUE } from '../../ranks/queue/protocol.js';
+import { startQueueWorker } from '../../ranks/queue/queue-worker.js';
+import type { CommandSpec } from '../args.js';
+import { FAMILY_OPTIONS } from '../tiling-options.js';
+import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
+import { REDIS_OPTIONS } from './redis-options.js';
+
+export const workerCommand: CommandSpec = {
+  name: 'worker',
+  summary: 'serve the tiles of queue decodes (decode --redis) from Redis until stopped',
+  usage: ['distvae worker --redis URL [--queue NAME] --vae PATH [--family F] [--threads N] [--device ID] [--concurrency N]', 'distvae worker --redis URL --synthetic --family F [--config config.json] [--seed N]'],
+  options: [
+    ...REDIS_OPTIONS,
+    ...VAE_SOURCE_OPTIONS,
+    ...FAMILY_OPTIONS,
+    ...RUNTIME_OPTIONS,
+    { name: 'concurrency', kind: 'string', value: 'N', description: 'runs decoded at once (each with --threads intra-op threads)', defaultText: '1' },
+    { name: 'lock-duration', kind: 'string', value: 'MS', description: 'how long a taken run stays locked without renewal: a killed worker\'s run is taken again after about this long', defaultText: '30000' },
+    { name: 'stalled-interval', kind: 'string', value: 'MS', description: 'how often this worker looks for runs whose worker died', defaultText: '30000' },
+  ],
+  details: [
+    'The worker loads its own VAE (weights never travel through Redis) and refuses runs whose VAE content hash differs:',
+    'the decode then fails naming both hashes. SIGTERM/SIGINT drain: the tile in hand is finished, the rest of its run',
+    'goes back to the queue for another worker. Keep Redis on loopback or a private network, with a password (README).',
+  ],
+  async run(args, io) {
+    const redis = args.string('redis', { required: true });
+    const queue = args.string('queue') ?? DEFAULT_QUEUE;
+    const concurrency = args.int('concurrency', { min: 1, max: 1024 }) ?? 1;
+    const lockDurationMs = args.int('lock-duration', { min: 100 }) ?? 30000;
+    const stalledIntervalMs = args.int('stalled-interval', { min: 100 }) ?? 30000;
+    const source = readVaeSourceOptions(args);
+    const loadOptions = readLoadOptions(args);
+    args.done();
+    // Loaded here only for its content hash (and to fail early on a bad source); the decoder
+    // threads load their own copies.
+    const loaded = await loadVae(source, loadOptions);
+    const vae = { source, loadOptions, hash: loaded.contentHash() };
+    await loaded.dispose();
+    const worker = await startQueueWorker({ connection: redis!, queue, vae, concurrency, lockDurationMs, stalledIntervalMs, log: (line) => io.stderr(`distvae worker: ${line}\n`) });
+    io.stdout(`distvae worker ${worker.name}: serving queue "${queue}" at ${redacted(redis!)} with VAE ${worker.vaeHash.slice(0, 12)}… (SIGTERM drains)\n`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGTERM', resolve);
+      process.once('SIGINT', resolve);
+    });
+    await worker.close();
+    io.stdout(`distvae worker ${worker.name}: stopped after ${worker.tilesDecoded} tile(s)\n`);
+    return 0;
+  },
+};

@@ -1,0 +1,25 @@
+// The runtime of HunyuanVideo: one onnxruntime session with dynamic batch, frames and size.
+
+import { createSession, type SessionOptions } from '../runtime/session.js';
+import type { Tensor } from '../tensor.js';
+import { bindWeights } from '../weights/bind.js';
+import { renameLegacyAttentionKeys } from './autoencoder-kl.graph.js';
+import { buildHunyuanVideoDecoderGraph, hunyuanVideoDecoderParams } from './hunyuan-video.graph.js';
+import type { FamilyRuntime } from './runtime-types.js';
+
+export const hunyuanVideoRuntime: FamilyRuntime = {
+  decoderParams: hunyuanVideoDecoderParams,
+  // The mid-block attention is diffusers' `_from_deprecated_attn_block`: old names load too.
+  renameKeys: renameLegacyAttentionKeys,
+  async createTileRunner(config, weights, session: SessionOptions) {
+    const bound = bindWeights(hunyuanVideoDecoderParams(config), weights, { source: 'the weights given to the decoder' });
+    const s = await createSession(buildHunyuanVideoDecoderGraph(config, bound).toModelBytes(), session);
+    return {
+      async decode(latentTile: Tensor) {
+        return (await s.run({ latent: latentTile }))['sample']!;
+      },
+      dispose: () => s.dispose(),
+    };
+  },
+  postprocess: (raw) => raw,
+};

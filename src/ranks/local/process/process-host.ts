@@ -1,0 +1,76 @@
+// Ranks as child processes: a crash, an out-of-memory kill or a SIGKILL takes down only that
+// rank, and each rank's peak memory can be measured. Messages travel over the IPC channel with
+// V8 serialisation (typed arrays stay binary). A rank exits on its own when its parent goes
+// away (the channel disconnects), so a dead coordinator leaves no orphans.
+
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { DistVaeError } from '../../../errors.js';
+import { rankEntry, type RankHost, type StartRank } from '../host.js';
+import type { FromRank } from '../protocol.js';
+
+const entry = rankEntry(import.meta.url, 'process-entry');
+
+/** The environment variable a rank process reads its RankInit from. */
+export const RANK_INIT_ENV = 'DISTVAE_RANK_INIT';
+
+export const startProcessRank: StartRank = (init, events) =>
+  new Promise((resolve, reject) => {
+    const child = fork(fileURLToPath(entry.url), [], {
+      execArgv: entry.tsx ? ['--import', import.meta.resolve('tsx')] : [],
+      serialization: 'advanced',
+      env: { ...process.env, [RANK_INIT_ENV]: JSON.stringify(init) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    let ready = false;
+    let exited = false;
+    let spawnError: Error | null = null;
+    const gone = new Promise<void>((done) => child.once('exit', () => done()));
+    const host: RankHost = {
+      rank: init.rank,
+      pid: child.pid,
+      send: (message) => {
+        if (!exited && child.connected) child.send(message);
+      },
+      hold: (busy) => {
+        if (busy) {
+          child.ref();
+          child.channel?.ref();
+        } else {
+          child.unref();
+          child.channel?.unref();
+        }
+      },
+      close: async (graceMs) => {
+        if (exited) return;
+        if (child.connected) child.send({ type: 'close' });
+        const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+        await gone;
+        clearTimeout(timer);
+      },
+      kill: () => {
+        if (!exited) child.kill('SIGKILL');
+      },
+    };
+    child.on('message', (message: FromRank) => {
+      if (!ready && message.type === 'ready') {
+        ready = true;
+        host.hold(false);
+        resolve(host);
+        return;
+      }
+      events.onMessage(message);
+    });
+    child.on('error', (e) => {
+      spawnError = e;
+    });
+    child.on('exit', (code, signal) => {
+      exited = true;
+      // A send to a dying child raises EPIPE before its exit is seen: the exit (code or signal)
+      // is the cause then; an error is the cause only when the process never started.
+      const cause =
+        spawnError && child.pid === undefined ? `process failed: ${spawnError.message}` : signal ? `process killed by ${signal}` : code !== null ? `process exited with code ${code}` : `process failed: ${spawnError?.message ?? 'no exit code'}`;
+      if (!ready) reject(new DistVaeError('TRANSPORT_FAILED', `rank ${init.rank} (child process) failed to start: ${cause}`, { cause: spawnError }));
+      else events.onExit(cause);
+    });
+  });

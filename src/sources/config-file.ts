@@ -1,0 +1,23 @@
+// Reads a diffusers `config.json` (a file, or a folder holding one) into a raw config object.
+
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { reason, refuse } from '../errors.js';
+import type { RawConfig } from '../families/types.js';
+
+export function readConfigJson(path: string): RawConfig {
+  const file = existsSync(path) && statSync(path).isDirectory() ? join(path, 'config.json') : path;
+  if (!existsSync(file)) {
+    refuse('FILE_NOT_FOUND', reason('FILE_NOT_FOUND', 'config', file, 'an existing config.json', `config file not found: ${file}`));
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    refuse('FILE_INVALID', reason('CONFIG_NOT_JSON', 'config', file, 'a JSON object', `config file ${file} is not valid JSON: ${(e as Error).message}`));
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    refuse('FILE_INVALID', reason('CONFIG_NOT_OBJECT', 'config', file, 'a JSON object', `config file ${file} must hold a JSON object`));
+  }
+  return parsed as RawConfig;
+}

@@ -1,0 +1,83 @@
+// `exactTiledDecodeFor(vae, model, group)`: the coordinator of halo-exact tiles on a rank group.
+// Tiles are dealt by the latent area each one decodes (core + halo) with the planner's
+// scheduler; every rank decodes its tiles with its own runner (rank-program.ts) and returns only
+// their cores, which the coordinator writes into the output. No tile needs
+// another's result (no blending), so ranks never message each other.
+
+import { throwIfAborted } from '../../decode/engine.js';
+import { checkLatents, sliceLatent } from '../../decode/latents.js';
+import type { RankStats, TiledDecode } from '../../decode/types.js';
+import { rankFailed, type LocalGroup, type RankOutcome } from '../../ranks/local/local-group.js';
+import { programRef } from '../../ranks/program.js';
+import type { DistributableVae } from '../tile/tiled-decode.js';
+import type { DistVaeError } from '../../errors.js';
+import type { ModelProto } from '../../graph/onnx-proto.js';
+import { tileGrid } from '../../plan/grid.js';
+import { scheduleTiles } from '../../plan/scheduler.js';
+import { copyBlock, corePlacement, exactTiles, exactTilingHalo, type PlaneBlock } from './halo.js';
+import type { ExactTileRankInput, ExactTileRankResult } from './rank-program.js';
+
+export const EXACT_TILE_PROGRAM = programRef(new URL('./rank-program.js', import.meta.url), 'exactTileRank');
+
+export interface ExactTileStats {
+  ranks: (RankStats & { loadSeconds: number })[];
+  tiles: number;
+  halo: { rows: number; cols: number };
+}
+
+export interface DistributedExactTiledDecode extends TiledDecode {
+  readonly lastStats: ExactTileStats | null;
+}
+
+/** Halo-exact tiles of `vae` dealt to `group`'s ranks; `model` is the VAE's decoder graph (checked here). */
+export function exactTiledDecodeFor(vae: DistributableVae, model: ModelProto, group: LocalGroup, options: { onStats?: (s: ExactTileStats) => void } = {}): DistributedExactTiledDecode {
+  const halo = exactTilingHalo(model);
+  let lastStats: ExactTileStats | null = null;
+  const decode: TiledDecode = async (latents, decodeOptions = {}) => {
+    throwIfAborted(decodeOptions.signal);
+    const latent = checkLatents(vae, latents);
+    const grid = tileGrid(vae, latent, { spatialOnly: true });
+    const u = grid.outputPerLatent;
+    const tiles = exactTiles(grid, halo);
+    const work = tiles.map((t) => (t.read.y1 - t.read.y0) * (t.read.x1 - t.read.x0));
+    const schedule = scheduleTiles(work, group.size);
+    const ref = { source: vae.source, loadOptions: vae.loadOptions, hash: vae.contentHash() };
+    let failure: DistVaeError | null = null;
+    const run = await group.launch(EXACT_TILE_PROGRAM, {
+      input: (rank): ExactTileRankInput => ({ vae: ref, perLatent: u, work: (schedule.ranks[rank] ?? []).map((i) => ({ index: i, tile: tiles[i]!, latent: sliceLatent(latents, tiles[i]!.read) })) }),
+      ...(decodeOptions.signal ? { signal: decodeOptions.signal } : {}),
+      onOutcome: (o: RankOutcome) => {
+        if (o.status === 'done' || failure) return;
+        failure = rankFailed(o);
+        run.cancel(`rank ${o.rank} failed`);
+      },
+    });
+    const outcomes = await run.settled;
+    throwIfAborted(decodeOptions.signal);
+    if (failure) throw failure;
+    const out: PlaneBlock = { planes: 0, height: latent.height * u, width: latent.width * u, data: new Float32Array(0) };
+    let leading: number[] = [];
+    const ranks: ExactTileStats['ranks'] = [];
+    for (const o of outcomes as Extract<RankOutcome, { status: 'done' }>[]) {
+      const result = o.result as ExactTileRankResult;
+      for (const c of result.cores) {
+        if (out.planes === 0) {
+          leading = c.leading;
+          out.planes = c.planes;
+          out.data = new Float32Array(c.planes * out.height * out.width);
+        }
+        const place = corePlacement(tiles[c.index]!, u);
+        copyBlock(c, 0, 0, place.h, place.w, out, place.y, place.x);
+        decodeOptions.progress?.tileDone({ rank: o.rank });
+      }
+      ranks.push({ rank: o.rank, tiles: schedule.ranks[o.rank] ?? [], load: schedule.loads[o.rank] ?? 0, seconds: result.seconds, loadSeconds: result.loadSeconds, ...(o.peakRssBytes !== undefined ? { peakRssBytes: o.peakRssBytes } : {}) });
+    }
+    lastStats = { ranks, tiles: tiles.length, halo };
+    options.onStats?.(lastStats);
+    return { dims: [...leading, out.height, out.width], data: out.data };
+  };
+  return Object.defineProperties(decode, {
+    decodesUntiled: { value: true, enumerable: true },
+    lastStats: { get: () => lastStats, enumerable: true },
+  }) as DistributedExactTiledDecode;
+}

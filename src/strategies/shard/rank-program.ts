@@ -1,0 +1,49 @@
+// The rank program of a row-sharded decode: load the VAE (cached by the rank), build its staged
+// decoder once per loaded VAE, decode this rank's band with the run's communicator, and return
+// the output band with what the rank sent (counters) and how long it took.
+
+import type { Vae } from '../../decode/vae.js';
+import type { CommCounters, RankContext, VaeRef } from '../../ranks/program.js';
+import type { Tensor } from '../../tensor.js';
+import { StagedDecoder, type ShardGeometry } from './staged-decoder.js';
+
+export interface ShardRankInput {
+  vae: VaeRef;
+  /** This rank's latent rows (B, C, band rows, W). */
+  latent: Tensor;
+  geometry: ShardGeometry;
+}
+
+export interface ShardRankResult {
+  output: Tensor;
+  counters: CommCounters;
+  /** Wall time of the program on the rank, and the part spent loading the VAE and building stages. */
+  seconds: number;
+  loadSeconds: number;
+}
+
+let cached: { vae: Vae; decoder: Promise<StagedDecoder> } | null = null;
+
+async function stagedDecoderOf(vae: Vae, threads: number, deviceId: number | undefined): Promise<StagedDecoder> {
+  if (cached?.vae === vae) return cached.decoder;
+  const previous = cached?.decoder;
+  const decoder = (async () => {
+    await previous?.then((d) => d.dispose(), () => undefined);
+    const { provider } = vae.loadOptions;
+    return StagedDecoder.create(vae.decoderModel(), { intraOpThreads: threads, ...(provider !== undefined ? { provider } : {}), ...(deviceId !== undefined ? { deviceId } : {}) });
+  })();
+  cached = { vae, decoder };
+  decoder.catch(() => {
+    if (cached?.decoder === decoder) cached = null;
+  });
+  return decoder;
+}
+
+export async function shardRank(ctx: RankContext, input: ShardRankInput): Promise<ShardRankResult> {
+  const started = performance.now();
+  const vae = await ctx.loadVae(input.vae);
+  const decoder = await stagedDecoderOf(vae, ctx.threads, ctx.deviceId ?? vae.loadOptions.deviceId);
+  const loaded = performance.now();
+  const output = await decoder.decodeBand(ctx.comm, input.latent, input.geometry, ctx.signal);
+  return { output, counters: ctx.comm.counters(), seconds: (performance.now() - started) / 1000, loadSeconds: (loaded - started) / 1000 };
+}

@@ -1,0 +1,171 @@
+// One rank's side of a row-sharded decode: the shard plan's stage and attention-core models as
+// onnxruntime sessions, and the walk through the steps for the rank's band. Every value is kept
+// as the band's own rows only. Before a stage with a halo, each rank sends the rows its
+// neighbours' halos need (to whichever ranks need them: with bands thinner than the halo that
+// reaches past the next rank) and extends its inputs with the rows it receives; the stage runs on
+// band + halo rows (zero padding then acts only at the true image border) and its outputs are
+// cropped back to the band. GroupNorm steps run the two-pass all-reduce (group-norm.ts);
+// attention gathers every band's keys and values and runs the core over the band's queries in
+// chunks, so the score matrix stays bounded.
+
+import { throwIfAborted } from '../../decode/engine.js';
+import type { Communicator } from '../../ranks/program.js';
+import { DistVaeError } from '../../errors.js';
+import { encodeModel, type ModelProto } from '../../graph/onnx-proto.js';
+import type { StagedStep } from '../../graph/stages.js';
+import { createSession, type Session, type SessionOptions } from '../../runtime/session.js';
+import type { Tensor } from '../../tensor.js';
+import { bandRows, haloRows, haloSources, rowsForReader, type Band } from './bands.js';
+import { groupNormBand } from './group-norm.js';
+import { layoutOf, rowUnit, shardPlan, type ShardPlan } from './plan.js';
+import { concatAxis, sliceRows } from './rows.js';
+
+/** What a band run needs of a rank group's communicator. */
+export type BandComm = Pick<Communicator, 'rank' | 'size' | 'send' | 'recv' | 'allReduce' | 'allGather'>;
+
+/** The latent's size and every rank's band (the same on every rank). */
+export interface ShardGeometry {
+  latentRows: number;
+  latentCols: number;
+  bands: Band[];
+}
+
+/** Scores held at once by one attention chunk (queries × keys), in elements (64 MiB of float32). */
+const ATTENTION_CHUNK_ELEMENTS = 1 << 24;
+
+export class StagedDecoder {
+  private constructor(
+    readonly plan: ShardPlan,
+    /** A session per stage step and per attention step, by step index. */
+    private readonly sessions: Map<number, Session>,
+  ) {}
+
+  /**
+   * Sessions for every stage of `model`. Sessions run without onnxruntime's memory arena: an
+   * arena per session would keep every stage's peak allocated at once.
+   */
+  static async create(model: ModelProto, session: SessionOptions = {}): Promise<StagedDecoder> {
+    const plan = shardPlan(model);
+    const sessions = new Map<number, Session>();
+    try {
+      for (const [i, step] of plan.staged.steps.entries()) {
+        const graph = step.kind === 'stage' ? step.graph : step.kind === 'attention' ? step.core : null;
+        if (graph) sessions.set(i, await createSession(encodeModel(graph.model), { enableCpuMemArena: false, ...session }));
+      }
+    } catch (e) {
+      await Promise.all([...sessions.values()].map((s) => s.dispose()));
+      throw e;
+    }
+    return new StagedDecoder(plan, sessions);
+  }
+
+  /** Decodes this rank's band `latent` (B, C, band rows, W) into its band of the output. */
+  async decodeBand(comm: BandComm, latent: Tensor, geometry: ShardGeometry, signal?: AbortSignal): Promise<Tensor> {
+    const band = geometry.bands[comm.rank]!;
+    const { staged } = this.plan;
+    const values = new Map<string, Tensor>([[staged.input, latent]]);
+    for (const [i, step] of staged.steps.entries()) {
+      throwIfAborted(signal);
+      await this.runStep(i, step, values, comm, band, geometry);
+      for (const [name] of values) if ((this.plan.lastUse.get(name) ?? -1) <= i) values.delete(name);
+    }
+    return values.get(staged.output)!;
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.all([...this.sessions.values()].map((s) => s.dispose()));
+  }
+
+  private async runStep(i: number, step: StagedStep, values: Map<string, Tensor>, comm: BandComm, band: Band, geometry: ShardGeometry): Promise<void> {
+    const read = (name: string) => values.get(name)!;
+    if (step.kind === 'group-norm') {
+      const x = read(step.region.input);
+      const inPlace = this.plan.lastUse.get(step.region.input) === i;
+      values.set(step.region.output, await groupNormBand(comm, x, this.plan.groupNorms.get(i)!, inPlace ? x.data : new Float32Array(x.data.length)));
+      return;
+    }
+    if (step.kind === 'attention') {
+      values.set(step.region.output, await this.attention(i, step, read, comm, geometry));
+      return;
+    }
+    const halo = this.plan.halos[i]!;
+    const inputs = halo.num === 0 ? step.graph.inputs.map(read) : await this.withHalo(i, step.graph.inputs, read, comm, band, geometry);
+    const feeds: Record<string, Tensor> = {};
+    step.graph.inputs.forEach((name, k) => (feeds[name] = inputs[k]!));
+    const outputs = await this.sessions.get(i)!.run(feeds);
+    for (const name of step.graph.outputs) {
+      const f = layoutOf(this.plan, name);
+      const unit = rowUnit(f, geometry.latentCols);
+      const read = haloRows(band, halo, geometry.latentRows, f.scale.rows);
+      const own = bandRows(band, f.scale.rows);
+      const out = outputs[name]!;
+      if (out.dims[f.rowAxis] !== (read.to - read.from) * unit) {
+        throw new DistVaeError('TENSOR_INVALID', `stage ${step.index} produced ${name} with ${out.dims[f.rowAxis]} entries on its row axis; rows [${read.from}, ${read.to}) were expected`);
+      }
+      values.set(name, halo.num === 0 ? out : sliceRows(out, f.rowAxis, unit, own.from - read.from, own.to - read.from));
+    }
+  }
+
+  /** The stage inputs extended by the halo rows of the ranks that hold them. */
+  private async withHalo(i: number, names: readonly string[], read: (n: string) => Tensor, comm: BandComm, band: Band, geometry: ShardGeometry): Promise<Tensor[]> {
+    const halo = this.plan.halos[i]!;
+    const { bands, latentRows, latentCols } = geometry;
+    const tag = `halo:${i}`;
+    const layouts = names.map((n) => layoutOf(this.plan, n));
+    for (const reader of bands) {
+      if (!haloSources(bands, reader, halo).includes(band.rank)) continue;
+      const slabs = names.map((n, k) => {
+        const f = layouts[k]!;
+        const own = bandRows(band, f.scale.rows);
+        const rows = rowsForReader(band, reader, halo, latentRows, f.scale.rows);
+        return sliceRows(read(n), f.rowAxis, rowUnit(f, latentCols), rows.from - own.from, rows.to - own.from).data;
+      });
+      comm.send(reader.rank, slabs, tag);
+    }
+    const sources = haloSources(bands, band, halo);
+    const received = (await Promise.all(sources.map((r) => comm.recv(r, tag)))) as Float32Array[][];
+    return names.map((n, k) => {
+      const f = layouts[k]!;
+      const unit = rowUnit(f, latentCols);
+      const own = read(n);
+      const piece = (r: number, j: number): Tensor => {
+        const rows = rowsForReader(bands[r]!, band, halo, latentRows, f.scale.rows);
+        const dims = [...own.dims];
+        dims[f.rowAxis] = (rows.to - rows.from) * unit;
+        return { dims, data: received[j]![k]! };
+      };
+      const above = sources.flatMap((r, j) => (r < band.rank ? [piece(r, j)] : []));
+      const below = sources.flatMap((r, j) => (r > band.rank ? [piece(r, j)] : []));
+      return concatAxis([...above, own, ...below], f.rowAxis);
+    });
+  }
+
+  /** Keys and values of every band, then the core over this band's queries, chunk by chunk. */
+  private async attention(i: number, step: Extract<StagedStep, { kind: 'attention' }>, read: (n: string) => Tensor, comm: BandComm, geometry: ShardGeometry): Promise<Tensor> {
+    const { region, core } = step;
+    const q = read(region.query);
+    const k = read(region.key);
+    const v = read(region.value);
+    const gathered = (await comm.allGather([k.data, v.data])) as Float32Array[][];
+    const tokens = (rank: number, name: string) => {
+      const f = layoutOf(this.plan, name);
+      const rows = bandRows(geometry.bands[rank]!, f.scale.rows);
+      return (rows.to - rows.from) * rowUnit(f, geometry.latentCols);
+    };
+    const join = (t: Tensor, which: 0 | 1, name: string) =>
+      concatAxis(gathered.map((parts, rank) => ({ dims: [t.dims[0]!, t.dims[1]!, tokens(rank, name)], data: parts[which]! })), 2);
+    const keys = join(k, 0, region.key);
+    const vals = join(v, 1, region.value);
+    const queries = q.dims[1]!;
+    const chunk = Math.max(1, Math.floor(ATTENTION_CHUNK_ELEMENTS / Math.max(1, keys.dims[2]!)));
+    const session = this.sessions.get(i)!;
+    const parts: Tensor[] = [];
+    for (let from = 0; from < queries; from += chunk) {
+      const part = from === 0 && chunk >= queries ? q : sliceRows(q, 1, 1, from, Math.min(queries, from + chunk));
+      const feeds: Record<string, Tensor> = { [region.query]: part, [region.key]: keys, [region.value]: vals };
+      for (const name of core.inputs) if (!(name in feeds)) throw new DistVaeError('INVALID_ARGUMENT', `attention core ${region.name} reads ${name}, which is not its query, key or value`);
+      parts.push((await session.run(feeds))[region.output]!);
+    }
+    return concatAxis(parts, 2);
+  }
+}

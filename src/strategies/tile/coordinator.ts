@@ -1,0 +1,167 @@
+// The coordinator side of a distributed tile decode on a local group. It runs the tile program
+// on every rank with the dealt tiles and the edge routes between ranks, accepts each tile once
+// from the rank that owns it, and tells the ranks to stop when every tile is in.
+//
+// Recovery: when a rank is lost, its unfinished tiles are dealt again (by work) to the ranks
+// still running; a finished tile of the lost rank whose edges an unfinished neighbour still
+// reads is decoded again for its edges only (the neighbour may never have received them), and
+// ranks holding the edges a re-dealt tile reads are told to send them to its new owner. Decodes
+// are deterministic, so the image is the same. A rank whose program throws, or whose result is
+// rejected, fails the job (RANK_FAILED) — the same input would fail again elsewhere.
+
+import { abortedError } from '../../decode/engine.js';
+import { DistVaeError } from '../../errors.js';
+import { scheduleTiles } from '../../plan/scheduler.js';
+import type { DistRankStats, RankFailure, TileJob, TileJobOptions, TileJobResult } from '../../ranks/group.js';
+import { programRef, type ProgramRef } from '../../ranks/program.js';
+import { rankFailed, type LocalGroup, type RankOutcome, type RankRun } from '../../ranks/local/local-group.js';
+import { edgeReaders, type EdgeRoute, type TileMessage, type TileRankInput, type TileRankReport, type TileWork, type ToTileRank } from './messages.js';
+import { edgeSources } from '../../tile/assembler.js';
+
+export const TILE_RANK_PROGRAM = programRef(new URL('./rank-program.js', import.meta.url), 'tileRank');
+
+export async function runTileJob(group: LocalGroup, job: TileJob, options: TileJobOptions, program: ProgramRef = TILE_RANK_PROGRAM): Promise<TileJobResult> {
+  const { layout } = job;
+  const tileCount = job.latents.length;
+  const edges = job.assembly === 'edges';
+  const owner = new Array<number>(tileCount).fill(-1);
+  job.schedule.ranks.forEach((tiles, rank) => tiles.forEach((t) => (owner[t] = rank)));
+  if (owner.some((o) => o < 0 || o >= group.size)) {
+    throw new DistVaeError('INVALID_ARGUMENT', `the schedule must deal each of the ${tileCount} tiles to one of ${group.size} ranks`);
+  }
+  const finished = new Array<boolean>(tileCount).fill(false);
+  const deliveredBy = Array.from({ length: group.size }, () => [] as number[]);
+  const lostAfter = new Array<number | null>(group.size).fill(null);
+  const failures: RankFailure[] = [];
+  const redealt: number[] = [];
+  const edgeRedecodes: number[] = [];
+  let remaining = tileCount;
+  const started = performance.now();
+
+  /** Routes for tile t's edges to the owners of its unfinished readers on other ranks. */
+  const routesOf = (t: number): EdgeRoute[] => {
+    if (!edges) return [];
+    const byRank = new Map<number, EdgeRoute>();
+    for (const { tile, part } of edgeReaders(layout, t)) {
+      const to = owner[tile]!;
+      if (finished[tile] || to === owner[t]) continue;
+      const route = byRank.get(to) ?? { tile: t, to, rows: false, cols: false };
+      route[part] = true;
+      byRank.set(to, route);
+    }
+    return [...byRank.values()];
+  };
+  const work = (t: number, edgesOnly: boolean): TileWork => ({ index: t, latent: job.latents[t]!, edgesOnly });
+  const input = (rank: number): TileRankInput => {
+    const mine = job.schedule.ranks[rank] ?? [];
+    return { vae: job.vae, layout, assembly: job.assembly, work: mine.map((t) => work(t, false)), routes: mine.flatMap(routesOf) };
+  };
+
+  return new Promise<TileJobResult>((resolve, reject) => {
+    let run: RankRun | null = null;
+    let failed = false;
+    const fail = (e: DistVaeError) => {
+      if (failed) return;
+      failed = true;
+      run?.cancel(e.message);
+      reject(e);
+    };
+    const onAbort = () => fail(abortedError(options.signal!));
+    if (options.signal?.aborted) return fail(abortedError(options.signal));
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+
+    const accept = (rank: number, data: unknown) => {
+      if (failed) return;
+      const m = data as TileMessage;
+      const index = m?.index;
+      if (m?.kind !== 'tile' || !Number.isInteger(index) || index < 0 || index >= tileCount || owner[index] !== rank || finished[index]) {
+        return fail(new DistVaeError('RANK_FAILED', `rank ${rank} sent tile ${String(index)}, which is not a tile it holds unfinished; its result is rejected`));
+      }
+      try {
+        options.onResult({ index, rank, kind: edges ? 'crop' : 'raw', leading: m.leading, planes: m.planes });
+      } catch (e) {
+        return fail(new DistVaeError('RANK_FAILED', `rank ${rank} returned a wrong result for tile ${index}, rejected: ${(e as Error).message}`, { cause: e }));
+      }
+      finished[index] = true;
+      deliveredBy[rank]!.push(index);
+      if (--remaining === 0) for (let r = 0; r < group.size; r++) run?.post(r, { kind: 'finish' } satisfies ToTileRank);
+    };
+
+    const recover = (lost: number) => {
+      const survivors = Array.from({ length: group.size }, (_, r) => r).filter((r) => run!.running(r));
+      const unfinished = owner.flatMap((o, t) => (o === lost && !finished[t] ? [t] : []));
+      const forEdges = edges ? owner.flatMap((o, t) => (o === lost && finished[t] && edgeReaders(layout, t).some((r) => !finished[r.tile]) ? [t] : [])) : [];
+      const tiles = [...unfinished, ...forEdges].sort((a, b) => a - b);
+      if (tiles.length === 0) return;
+      if (survivors.length === 0) {
+        return fail(new DistVaeError('RANK_FAILED', `every rank was lost with ${remaining} tile(s) unfinished: ${failures.map((f) => `rank ${f.rank} (${f.cause})`).join('; ')}`));
+      }
+      const deal = scheduleTiles(tiles.map((t) => job.work[t]!), survivors.length);
+      deal.ranks.forEach((ks, i) => ks.forEach((k) => (owner[tiles[k]!] = survivors[i]!)));
+      redealt.push(...unfinished);
+      edgeRedecodes.push(...forEdges);
+      const messages = new Map<number, { work: TileWork[]; routes: EdgeRoute[] }>(survivors.map((r) => [r, { work: [], routes: [] }]));
+      const moved = new Set(tiles);
+      for (const t of tiles) {
+        const m = messages.get(owner[t]!)!;
+        m.work.push(work(t, finished[t]!));
+        m.routes.push(...routesOf(t));
+      }
+      // Edges a re-dealt tile reads from tiles that stayed where they were.
+      for (const t of unfinished) {
+        const src = edgeSources(layout, t);
+        const reads: [number | null, 'rows' | 'cols'][] = [[src.above, 'rows'], [src.left, 'cols'], [src.corner, 'rows']];
+        for (const [k, part] of reads) {
+          if (k === null || moved.has(k) || owner[k] === owner[t]) continue;
+          messages.get(owner[k]!)!.routes.push({ tile: k, to: owner[t]!, rows: part === 'rows', cols: part === 'cols' });
+        }
+      }
+      for (const [rank, m] of messages) if (m.work.length > 0 || m.routes.length > 0) run!.post(rank, { kind: 'work', ...m } satisfies ToTileRank);
+    };
+
+    const reports = new Array<(TileRankReport & { peakRssBytes?: number }) | null>(group.size).fill(null);
+    const onOutcome = (o: RankOutcome) => {
+      if (failed) return;
+      if (o.status === 'done') {
+        reports[o.rank] = { ...(o.result as TileRankReport), ...(o.peakRssBytes !== undefined ? { peakRssBytes: o.peakRssBytes } : {}) };
+      } else if (o.status === 'failed') {
+        fail(rankFailed(o));
+      } else {
+        lostAfter[o.rank] = (performance.now() - started) / 1000;
+        failures.push({ rank: o.rank, cause: o.cause });
+        if (remaining > 0) recover(o.rank);
+      }
+    };
+
+    group
+      .launch(program, { input, onPost: accept, onOutcome, ...(options.signal ? { signal: options.signal } : {}) })
+      .then((r) => {
+        run = r;
+        if (failed) r.cancel('the job already failed');
+        return r.settled;
+      })
+      .then(() => {
+        options.signal?.removeEventListener('abort', onAbort);
+        if (failed) return;
+        if (remaining > 0) return fail(new DistVaeError('RANK_FAILED', `the ranks ended with ${remaining} tile(s) unfinished`));
+        const ranks: DistRankStats[] = deliveredBy.map((tiles, rank) => {
+          const report = reports[rank];
+          return {
+            rank,
+            tiles: [...tiles].sort((a, b) => a - b),
+            load: tiles.reduce((s, t) => s + job.work[t]!, 0),
+            seconds: report?.busySeconds ?? lostAfter[rank] ?? 0,
+            decoderSeconds: report?.decoderSeconds ?? 0,
+            loadSeconds: report?.loadSeconds ?? 0,
+            ...(report?.counters !== undefined ? { counters: report.counters } : {}),
+            ...(report?.peakRssBytes !== undefined ? { peakRssBytes: report.peakRssBytes } : {}),
+          };
+        });
+        resolve({ ranks, failures, redealt: redealt.sort((a, b) => a - b), edgeRedecodes: edgeRedecodes.sort((a, b) => a - b) });
+      }, (e: unknown) => {
+        options.signal?.removeEventListener('abort', onAbort);
+        if (e instanceof DistVaeError) fail(e);
+        else fail(new DistVaeError('TRANSPORT_FAILED', `the group could not run the tile job: ${(e as Error).message}`, { cause: e }));
+      });
+  });
+}
