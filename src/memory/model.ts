@@ -267,3 +267,19 @@ function finish(coordinator: MemoryTerms, ranks: { rank: number; terms: MemoryTe
   const r = ranks.map((x) => ({ rank: x.rank, peakBytes: peakOfTerms(x.terms, cal), terms: x.terms }));
   return { peakBytes: c.peakBytes + r.reduce((s, x) => s + x.peakBytes, 0), coordinatorBytes: c.peakBytes, coordinator: c, ranks: r, maxTensorBytes, weightBytes, provider: cal.provider };
 }
+
+/**
+ * Predicted peak of one process that decodes these latent tiles in turn (a queue worker's run):
+ * the runtime, the weights, the largest tile's activation peak (again when it runs more than once)
+ * and one decoded tile.
+ */
+export function predictTileRun(vae: VaeSpec, tiles: readonly (readonly number[])[], options: MemoryModelOptions = {}): ProcessPrediction {
+  const cal = calibrationOf(options.provider ?? 'cpu');
+  const arch = architectureOf(vae);
+  const idle: MemoryTerms = { decodingWeights: arch.weightBytes, holdingWeights: 0, activation: 0, repeat: 0, shard: 0, output: 0, buffers: 0 };
+  if (tiles.length === 0) return { peakBytes: peakOfTerms(idle, cal), terms: idle };
+  const dims = tiles[0]!.map((_, i) => Math.max(...tiles.map((t) => t[i]!)));
+  const peak = peakFor(arch, dims);
+  const terms: MemoryTerms = { decodingWeights: arch.weightBytes, holdingWeights: 0, activation: peak.peakBytes, repeat: tiles.length > 1 ? peak.peakBytes : 0, shard: 0, output: 0, buffers: peak.outputBytes };
+  return { peakBytes: peakOfTerms(terms, cal), terms };
+}
