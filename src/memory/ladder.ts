@@ -80,5 +80,6 @@ export async function runLadder<T>(
 /** The ladder's rungs from a budget choice: the choice, then the plans after it that fit, up to MAX_LADDER_ATTEMPTS. */
 export function ladderRungs(alternatives: readonly PlanAlternative[], choice: PlanAlternative): PlanAlternative[] {
   const from = alternatives.indexOf(choice);
+  if (from < 0) throw new Error('ladderRungs: the choice is not one of the alternatives');
   return [choice, ...alternatives.slice(from + 1).filter((a) => a.fits)].slice(0, MAX_LADDER_ATTEMPTS);
 }

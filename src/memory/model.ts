@@ -220,13 +220,20 @@ export function predictMemory(vae: VaeSpec, plan: MemoryPlan, sample: SampleShap
     return g.tiles.map((t) => runOf(vae, t.y1 - t.y0, t.x1 - t.x0, batch, chunkFrames, output, latent));
   };
   let maxTensorBytes = 0;
-  // The activation peak grows with a tile's height and width, so a set of runs peaks at most at
-  // its largest extents: one graph scan per set instead of one per clipped tile shape.
+  // One graph scan per distinct tile shape (at most four per plan: full, clipped right, clipped
+  // bottom, corner), memoised across plans.
   const activation = (runs: readonly Run[]): number => {
-    const dims = runs[0]!.dims.map((_, i) => Math.max(...runs.map((r) => r.dims[i]!)));
-    const p = peakFor(arch, dims);
-    maxTensorBytes = Math.max(maxTensorBytes, p.maxTensorBytes);
-    return p.peakBytes;
+    let worst = 0;
+    const seen = new Set<string>();
+    for (const run of runs) {
+      const key = run.dims.join('x');
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const p = peakFor(arch, run.dims);
+      maxTensorBytes = Math.max(maxTensorBytes, p.maxTensorBytes);
+      worst = Math.max(worst, p.peakBytes);
+    }
+    return worst;
   };
   const repeats = grid.chunks.length > 1;
   const none: MemoryTerms = { decodingWeights: 0, holdingWeights: 0, activation: 0, repeat: 0, shard: 0, output: 0, buffers: 0 };

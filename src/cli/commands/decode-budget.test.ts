@@ -4,7 +4,7 @@
 // alternatives, and a budget nothing fits exits 2 naming the smallest predicted peak.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -95,4 +95,41 @@ test('an exact request over the default budget is decoded as asked, with a warni
   assert.equal(json.choice.reason, 'as requested');
   assert.ok(json.memory.predictedPeakBytes < json.memory.budgetBytes);
   assert.doesNotMatch(r.stderr, /warning/);
+});
+
+/** Process ids of this process's children (every thread's), where /proc has them. */
+function children(): number[] {
+  try {
+    return readdirSync(`/proc/${process.pid}/task`).flatMap((tid) => readFileSync(`/proc/${process.pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+  } catch {
+    return [];
+  }
+}
+
+test('a rank process killed like the OOM killer does moves the decode down the ladder; the coordinator survives and reports both attempts', { skip: !existsSync(`/proc/${process.pid}/task`) && 'no /proc' }, async () => {
+  const before = new Set(children());
+  let killed: number | null = null;
+  // SIGKILL the first rank process this decode starts, as the kernel's OOM killer would.
+  const watch = setInterval(() => {
+    if (killed !== null) return;
+    const rank = children().find((pid) => !before.has(pid));
+    if (rank !== undefined) {
+      killed = rank;
+      process.kill(rank, 'SIGKILL');
+    }
+  }, 10);
+  try {
+    const out = join(dir, 'ladder.npy');
+    const r = await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', out, '--threads', '1', '--json');
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(killed !== null);
+    const json = JSON.parse(r.stdout) as DecodeJson & { attempts: { strategy: string; outcome: string; error?: string }[] };
+    assert.deepEqual(json.attempts.map((a) => a.outcome), ['out-of-memory', 'decoded']);
+    assert.equal(json.attempts[0]!.strategy, 'whole');
+    assert.match(json.attempts[0]!.error!, /SIGKILL/);
+    assert.equal(json.choice.strategy, json.attempts[1]!.strategy);
+    assert.match(r.stderr, /attempt 1 \(whole, predicted [\d.]+ \w+\) ran out of memory: .*SIGKILL.*; trying tile/);
+  } finally {
+    clearInterval(watch);
+  }
 });

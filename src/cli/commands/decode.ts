@@ -248,7 +248,8 @@ export const decodeCommand: CommandSpec = {
         });
         sample = outcome.result;
         if (outcome.attempts.length > 1) attempts = outcome.attempts;
-        decision = { ...decision!, choice: outcome.rung, prediction: outcome.rung.prediction };
+        const fellBack = outcome.attempts.length > 1 ? `${outcome.rung.reason}: attempt ${outcome.attempts.length}, after the plans above it ran out of memory` : outcome.rung.reason;
+        decision = { ...decision!, plan: outcome.rung.plan, reason: fellBack, choice: outcome.rung, prediction: outcome.rung.prediction };
       } else {
         rankStats = installStrategy(plainStrategy(), vae, group);
         sample = await vae.decode(latents, { onProgress: bar.update });
@@ -332,7 +333,8 @@ function decide(vae: VaeSpec, sample: SampleShape, option: BudgetOption, options
   applyMemoryPlan(vae, result.choice.plan, sample);
   const first = result.alternatives[0]!;
   const why = result.choice === first ? `${result.choice.reason} fits the budget` : `${result.choice.reason}: the first plan that fits (${describePlan(first.plan)} is predicted at ${formatBytes(first.prediction.peakBytes)})`;
-  return { plan: result.choice.plan, reason: why, prediction: result.choice.prediction, choice: { ...result.choice, reason: why }, alternatives: result.alternatives.map((a) => (a === result.choice ? { ...a, reason: why } : a)) };
+  const choice = { ...result.choice, reason: why };
+  return { plan: choice.plan, reason: why, prediction: choice.prediction, choice, alternatives: result.alternatives.map((a) => (a === result.choice ? choice : a)) };
 }
 
 /** An exact request: decoded as asked; over an explicit budget refused (exit 2), over the default one a warning. */
