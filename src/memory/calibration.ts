@@ -33,14 +33,15 @@ export interface RuntimeCalibration {
 export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
   cpu: {
     provider: 'cpu',
-    fixedBytes: 120 * 2 ** 20,
-    decodingWeightCopies: 3,
-    holdingWeightCopies: 1,
-    activationFactor: 1,
-    repeatFactor: 1,
-    shardFactor: 1.5,
-    outputCopies: 2,
-    measured: 'initial estimate, to be replaced by `npx tsx bench/memory-model.ts calibrate`',
+    fixedBytes: 134703199,
+    decodingWeightCopies: 3.63,
+    holdingWeightCopies: 0.999,
+    activationFactor: 1.381,
+    repeatFactor: 0.504,
+    shardFactor: 2.01,
+    outputCopies: 2.549,
+    measured:
+      'fitted by `npx tsx bench/memory-model.ts calibrate` to the 50 processes of 22 cases in bench/results/memory-model.json (2026-12-01, linux x64, 2 cores, Node 20.20, onnxruntime-node 1.30, before the lean-runtime change of issue 14: recalibrate after it)',
   },
 };
 
