@@ -34,3 +34,12 @@ export function stridesOf(dims: readonly number[]): number[] {
   }
   return strides;
 }
+
+/** Index of the first NaN or ±Infinity in `data`, or -1 when every value is finite. */
+export function firstNonFinite(data: Float32Array): number {
+  for (let i = 0; i < data.length; i++) {
+    // x - x is 0 for finite x and NaN for NaN and ±Infinity.
+    if (data[i]! - data[i]! !== 0) return i;
+  }
+  return -1;
+}

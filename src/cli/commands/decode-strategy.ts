@@ -52,10 +52,9 @@ function addRanks(totals: RankStats[], stats: readonly RankStats[]): void {
 /**
  * Installs `strategy` as `vae.tiledDecode` (the family's default plan counts as the plan to
  * distribute). Returns null where nothing is reported beyond the single-process decode
- * (tile or exact-tile without a group). Shard needs a group (of one rank too); `evenOnOneRank`
- * decodes blended tiles (or the whole latent) on a one-rank group instead of in this process.
+ * (tile or exact-tile without a group). Shard needs a group (of one rank too).
  */
-export function installStrategy(strategy: Strategy, vae: Vae, group: RankGroup | null, options: { evenOnOneRank?: boolean } = {}): StrategyStats | null {
+export function installStrategy(strategy: Strategy, vae: Vae, group: RankGroup | null): StrategyStats | null {
   if (strategy === 'shard') return installShard(vae, localRanks(strategy, group));
   if (!group) {
     if (strategy === 'exact-tile') vae.tiledDecode = exactTiledDecode(vae, vae.runner, vae.decoderModel());
@@ -74,13 +73,13 @@ export function installStrategy(strategy: Strategy, vae: Vae, group: RankGroup |
     });
   } else {
     vae.tiledDecode = tiledDecodeFor(vae, group, {
+      evenOnOneRank: true,
       onStats: (stats) => {
         failures.push(...stats.failures);
         if (stats.idleRanks.length > 0) notes.add(`${stats.tiles} tile(s) for ${group.size} ranks: ${stats.idleRanks.length} rank(s) stayed idle (work is never duplicated)`);
         if (stats.assembly === 'raster') notes.add('the overlap exceeds half the window: ranks returned raw tiles and the coordinator blended them in raster order');
         addRanks(ranks, stats.ranks);
       },
-      ...(options.evenOnOneRank ? { evenOnOneRank: true } : {}),
     })!;
   }
   return { ranks: () => ranks, failures: () => failures, notes: () => [...notes], shard: () => null };

@@ -5,6 +5,7 @@
 // --strategy picks the spatial strategy (decode-strategy.ts).
 
 import { extname } from 'node:path';
+import { checkFiniteOutput, throwIfAborted } from '../../decode/engine.js';
 import { checkLatents } from '../../decode/latents.js';
 import { loadVae, type Vae } from '../../decode/vae.js';
 import { vaeSpecOfSource } from '../../sources/vae-source.js';
@@ -22,7 +23,9 @@ import { writeNpy } from '../../io/npy.js';
 import { tileGrid } from '../../plan/grid.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatCollectives } from '../locality-format.js';
+import { checkOutputPath } from '../output-path.js';
 import { progressBar } from '../progress.js';
+import { checkRankMemory } from '../rank-memory.js';
 import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-options.js';
 import { REDIS_OPTIONS } from './redis-options.js';
 import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
@@ -37,6 +40,9 @@ import { ladderRungs, MAX_LADDER_ATTEMPTS, runLadder, type LadderAttempt } from 
 import { hasMemoryModel, predictMemory, type MemoryPlan, type MemoryPrediction } from '../../memory/model.js';
 import { budgetRefusal, chooseWithinBudget, describePlan, type PlanAlternative } from '../../memory/policy.js';
 import { MEMORY_OPTIONS, choiceJson, memoryJson, readBudgetOptions, type BudgetOption } from '../memory-options.js';
+
+/** How long an interrupted queue decode may take to remove its jobs from Redis. */
+const QUEUE_SIGNAL_GRACE_MS = 8000;
 
 const OUTPUT_EXTENSIONS = ['.npy', '.png', ...VIDEO_EXTENSIONS];
 
@@ -79,7 +85,7 @@ export const decodeCommand: CommandSpec = {
     { name: 'ranks', kind: 'string', value: 'R', description: 'ranks the tiles (or bands) are dealt to (by work): local ranks, or with --redis the runs (jobs) workers take; --threads is per rank', defaultText: '1; with --redis the workers listening, at least 2' },
     { name: 'isolation', kind: 'string', value: 'thread|process', description: 'ranks as worker threads, or as child processes (a crash stays in its rank; per-rank peak RSS)', defaultText: 'thread' },
     ...MEMORY_OPTIONS,
-    { name: 'no-fallback', kind: 'boolean', description: "with the memory policy's choice: no fallback ladder (the decode runs as chosen, in this process or --isolation ranks, and fails if it runs out of memory)" },
+    { name: 'no-fallback', kind: 'boolean', description: "with the memory policy's choice: no fallback ladder (the decode runs as chosen, on --isolation ranks, and fails if it runs out of memory)" },
     ...REDIS_OPTIONS,
     { name: 'queue-timeout', kind: 'string', value: 'MS', description: 'with --redis: fail when no worker takes or finishes a tile for this long', defaultText: '120000' },
     JSON_OPTION,
@@ -119,6 +125,8 @@ export const decodeCommand: CommandSpec = {
     }
     if (fps !== undefined && !(fps > 0)) args.refuse('--fps', fps, 'a number > 0', `--fps ${fps}: frames per second must be > 0`);
     if (fps !== undefined && !video) args.refuse('--fps', fps, 'only with --out .mp4/.webm', '--fps applies only to video output (--out .mp4 or .webm)');
+    if (bitDepth !== undefined && out !== undefined && extname(out).toLowerCase() !== '.png') args.refuse('--bit-depth', bitDepth, 'only with --out .png', `--bit-depth applies only to PNG output; --out ${out} is not a .png`);
+    if (out !== undefined) checkOutputPath(args, out, { latents: latentsPath, vae: args.string('vae'), config: args.string('config') });
     const strategy = args.choice('strategy', STRATEGIES) ?? 'tile';
     // Row sharding has no tile plan; exact tiles need the plan's tiles.
     const planOptions = ['window', 'overlap', 'frame-window', 'frame-overlap', 'no-frame-tiling', 'full'];
@@ -147,14 +155,16 @@ export const decodeCommand: CommandSpec = {
       if (args.has('ranks') && ranks < 2) args.refuse('--ranks', ranks, 'an integer >= 2 with --redis', `--ranks ${ranks}: a queue decode deals its tiles into at least 2 runs`);
       if (args.has('isolation')) args.refuse('--isolation', isolation, 'absent with --redis', '--isolation applies to local ranks; with --redis the tiles are decoded by `distvae worker` processes');
     }
+    if (redis === undefined && args.has('isolation') && !args.has('ranks') && strategy !== 'shard') {
+      args.refuse('--isolation', isolation, 'with --ranks R', '--isolation says how --ranks are run; without --ranks the decode runs on one decoder thread');
+    }
     const budgetOption = readBudgetOptions(args);
-    const fallback = !args.flag('no-fallback');
     // No plan option at all: the memory policy's choice (DESIGN §9). Any plan option or an
     // explicit --strategy is an exact request, decoded as asked.
     const auto = redis === undefined && ![...planOptions, 'strategy'].some((name) => args.has(name));
     if (!auto && args.has('no-fallback')) args.refuse('--no-fallback', true, 'only without plan options', '--no-fallback applies to the memory policy\'s choice (a decode without --window/--overlap/--full/--strategy)');
     // A ladder runs every attempt in rank processes; threads asked for explicitly keep the plain decode.
-    const ladder = auto && fallback && !(args.has('isolation') && isolation === 'thread');
+    const ladder = auto && !args.flag('no-fallback') && !(args.has('isolation') && isolation === 'thread');
     args.done();
 
     const latents = readLatents(latentsPath!);
@@ -180,51 +190,64 @@ export const decodeCommand: CommandSpec = {
       decision = exactRequest(vae, sample, budgetOption, strategy, ranks, batch, redis !== undefined, io);
       return latent;
     };
-    if (spec) configure(spec);
+    // The policy's choice decides the strategy and ranks of a decode without plan options; with a
+    // ladder, every attempt starts its own process ranks.
+    const chosenPlan = (): MemoryPlan | null => (auto ? ((decision as Decision | null)?.choice?.plan ?? null) : null);
+    const strategyNow = (): Strategy => { const p = chosenPlan(); return p ? strategyOf(p) : strategy; };
+    const ranksNow = (): number => chosenPlan()?.ranks ?? ranks;
+    const laddered = (): boolean => ladder && chosenPlan() !== null;
+    // Ranks without work are never started (each would load the VAE): blended and halo-exact tiles
+    // use at most one rank per tile of a chunk; row sharding refuses more ranks than latent rows.
+    const ranksFor = (vae: VaeSpec, latent: ReturnType<typeof checkLatents>) => (strategyNow() === 'shard' ? ranksNow() : Math.min(ranksNow(), tileGrid(vae, latent, { spatialOnly: true }).tiles.length));
+    const planned = spec ? ranksFor(spec, configure(spec)) : null;
+    if (planned !== null && redis === undefined && !laddered()) checkRankMemory(spec!, planned, loadOptions);
     if (video) checkFfmpeg();
 
+    // Local decodes always run their decoder calls on ranks (one thread without --ranks): a call in
+    // onnxruntime blocks its thread, and the CLI's own thread must stay free to act on SIGINT/SIGTERM.
+    const startLocal = (n: number) => {
+      const local = localGroup({ ranks: n, isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
+      const starting = local.start();
+      starting.catch(() => undefined);
+      return { local, starting };
+    };
     // Ranks start (or Redis is reached) while the coordinator loads the VAE; the timed decode
-    // then includes each rank's own VAE load (once per rank) but not starting it. The policy's
-    // choice starts its ranks once it is known (a ladder, once per attempt).
+    // then includes each rank's own VAE load (once per rank) but not starting it.
     let group: RankGroup | null = null;
     let started: Promise<void> | undefined;
-    const plainStrategy = (): Strategy => (auto && decision?.choice ? strategyOf(decision.choice.plan) : strategy);
-    const plainRanks = (): number => (auto && decision?.choice ? decision.choice.plan.ranks : ranks);
-    const startLocal = (): void => {
-      if (plainRanks() > 1 || plainStrategy() === 'shard') {
-        const local = localGroup({ ranks: plainRanks(), isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
-        group = local;
-        started = local.start();
-        started.catch(() => undefined);
-      }
-    };
     if (redis !== undefined) {
       const q = queueGroup({ connection: redis, ...(queue !== undefined ? { queue } : {}), ...(args.has('ranks') ? { ranks } : {}), ...(queueTimeout !== undefined ? { timeoutMs: queueTimeout } : {}) });
       group = q;
+      // Stopping is at once (the decode's keys go first), removing its jobs takes a round trip each.
+      io.setSignalGrace?.(QUEUE_SIGNAL_GRACE_MS);
       // An unreachable Redis is reported before any weights are read.
       await q.connect().catch(async (e: unknown) => {
         await q.close();
         throw e;
       });
-    } else if (!auto || (spec && !(ladder && (decision as Decision | null)?.choice))) {
-      startLocal();
+    } else if (planned !== null && !laddered()) {
+      ({ local: group, starting: started } = startLocal(planned));
     }
     let vae: Vae | null = null;
     try {
       vae = await loadVae(source, loadOptions);
       const latent = configure(vae);
-      const chosen = (decision as Decision | null)?.choice ?? null;
-      const laddered = ladder && chosen !== null;
-      if (redis === undefined && !group && !laddered) startLocal();
+      if (redis === undefined && group === null && !laddered()) {
+        const n = ranksFor(vae, latent);
+        checkRankMemory(vae, n, loadOptions);
+        ({ local: group, starting: started } = startLocal(n));
+      }
       await started;
-      const grid = () => tileGrid(vae!, latent);
+      throwIfAborted(io.signal);
+      const grid = tileGrid(vae, latent);
       const bar = progressBar(io, 'decode');
       const t0 = performance.now();
       let rankStats: StrategyStats | null = null;
       let attempts: LadderAttempt[] | null = null;
+      let used: RankGroup | null = group;
       let sample: Tensor;
-      if (laddered) {
-        const rungs = ladderRungs(decision!.alternatives, chosen);
+      if (laddered()) {
+        const rungs = ladderRungs(decision!.alternatives, decision!.choice!);
         const loaded = vae;
         const outcome = await runLadder(
           rungs,
@@ -233,8 +256,9 @@ export const decodeCommand: CommandSpec = {
             const local = localGroup({ ranks: Math.max(1, rung.plan.ranks), isolation: 'process', ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
             try {
               await local.start();
-              rankStats = installStrategy(strategyOf(rung.plan), loaded, local, { evenOnOneRank: true });
-              return await loaded.decode(latents, { onProgress: bar.update });
+              rankStats = installStrategy(strategyOf(rung.plan), loaded, local);
+              used = local;
+              return await loaded.decode(latents, { onProgress: bar.update, ...(io.signal ? { signal: io.signal } : {}) });
             } finally {
               await local.close();
             }
@@ -251,11 +275,13 @@ export const decodeCommand: CommandSpec = {
         const fellBack = outcome.attempts.length > 1 ? `${outcome.rung.reason}: attempt ${outcome.attempts.length}, after the plans above it ran out of memory` : outcome.rung.reason;
         decision = { ...decision!, plan: outcome.rung.plan, reason: fellBack, choice: outcome.rung, prediction: outcome.rung.prediction };
       } else {
-        rankStats = installStrategy(plainStrategy(), vae, group);
-        sample = await vae.decode(latents, { onProgress: bar.update });
+        rankStats = installStrategy(strategyNow(), vae, group);
+        sample = await vae.decode(latents, { onProgress: bar.update, ...(io.signal ? { signal: io.signal } : {}) });
       }
       const seconds = (performance.now() - t0) / 1000;
       bar.finish();
+      throwIfAborted(io.signal);
+      checkFiniteOutput(sample.data, 'the decode');
       const written =
         extname(out!).toLowerCase() === '.npy'
           ? (writeNpy(out!, sample), [out!])
@@ -263,45 +289,46 @@ export const decodeCommand: CommandSpec = {
             ? await writeSampleVideo(out!, sample, vae.family.sampleRange, fps !== undefined ? { fps } : {})
             : writeSamplePng(out!, sample, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
       const stats = rankStats as StrategyStats | null;
-      const usedStrategy = laddered ? strategyOf((decision as Decision).choice!.plan) : plainStrategy();
-      const g = grid();
-      const single = scheduleGrid(g, 1);
-      const shard = stats?.shard() ?? null;
-      const rankList = stats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }];
+      const usedGroup = used as RankGroup | null;
+      const usedStrategy = strategyNow();
       const final = decision as Decision | null;
+      const single = scheduleGrid(grid, 1);
+      const shard = stats?.shard() ?? null;
+      const notes = [...(redis === undefined && !laddered() && usedGroup!.size < ranks ? [`--ranks ${ranks} for ${grid.tiles.length} tile(s): ${usedGroup!.size} rank(s) started (a rank without a tile is never started)`] : []), ...(stats?.notes() ?? [])];
+      const rankList = stats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }];
       const summary = {
         shape: sample.dims,
-        tiles: shard ? 0 : g.tiles.length * g.chunks.length,
+        tiles: shard ? 0 : grid.tiles.length * grid.chunks.length,
         seconds,
         ranks: rankList,
         strategy: usedStrategy,
         ...(shard ? { bands: shard.bands.length, collectives: shard.collectives } : {}),
         ...(stats?.failures().length ? { failures: stats.failures() } : {}),
-        ...(stats?.notes().length ? { note: stats.notes().join('; ') } : {}),
-        memory: memoryJson(budgetOption.budget, final?.prediction ?? null, { coordinator: peakRssBytes(), ranks: stats ? rankList : [] }),
+        ...(redis === undefined && args.has('ranks') ? { ranksRequested: ranks } : {}),
+        ...(notes.length ? { note: notes.join('; ') } : {}),
+        memory: memoryJson(budgetOption.budget, final?.prediction ?? null, { coordinator: peakRssBytes(), ranks: stats && usedGroup && usedGroup.transport !== 'queue' ? rankList : [] }),
         ...(final?.plan ? { choice: choiceJson(final.plan, final.reason) } : {}),
         ...(attempts ? { attempts } : {}),
         files: written,
       };
-      const usedRanks = stats ? rankList.length : 1;
       if (args.flag('json')) {
         io.stdout(JSON.stringify(summary) + '\n');
       } else if (shard) {
         const bands = shard.bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
-        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${usedRanks} ${laddered ? 'process' : isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
+        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${usedGroup!.size} ${laddered() ? 'process' : isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
         io.stdout(`collectives (calls / bytes sent, all ranks): ${formatCollectives(shard.collectives)}\n`);
       } else {
-        const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : laddered ? 'process' : isolation;
-        const over = stats ? ` over ${usedRanks} ${where} rank(s): ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
+        const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : laddered() ? 'process' : isolation;
+        const over = usedGroup && usedGroup.size > 1 ? ` over ${usedGroup.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
         const exact = usedStrategy === 'exact-tile' ? ' halo-exact' : '';
         io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles}${exact} tile(s)${over}) -> ${written.join(', ')}\n`);
         for (const f of stats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
-        for (const note of stats?.notes() ?? []) io.stdout(`${note}\n`);
+        for (const note of notes) io.stdout(`${note}\n`);
       }
       if (!args.flag('json') && final?.plan) io.stdout(`plan: ${describePlan(final.plan)} (${final.reason}); predicted peak ${final.prediction ? formatBytes(final.prediction.peakBytes) : 'unknown'} of a ${formatBytes(budgetOption.budget.bytes)} budget\n`);
       return 0;
     } finally {
-      await (group as RankGroup | null)?.close();
+      await group?.close();
       await vae?.dispose();
     }
   },

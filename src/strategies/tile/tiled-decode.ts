@@ -6,7 +6,7 @@
 // return raw tiles and the coordinator blends them with the streaming raster assembler
 // (`stats.assembly` says which). Bitwise identical to `localTiledDecode` of the same plan.
 
-import { throwIfAborted } from '../../decode/engine.js';
+import { checkFiniteOutput, throwIfAborted } from '../../decode/engine.js';
 import { checkLatents, sliceLatent } from '../../decode/latents.js';
 import type { TiledDecode } from '../../decode/types.js';
 import type { LoadOptions } from '../../decode/vae.js';
@@ -47,17 +47,17 @@ export interface DistributedTiledDecode extends TiledDecode {
 export interface TiledDecodeForOptions {
   /** Called after every call (once per temporal chunk) with its statistics. */
   onStats?: (stats: DistributedDecodeStats) => void;
-  /** Decode on a group of one rank too (a fallback ladder runs every attempt in a rank process). */
+  /** Decode on a group of one rank too (default: null there): keeps decoder calls off the calling thread, so it stays free to act on signals. */
   evenOnOneRank?: boolean;
 }
 
 /**
  * The distributed spatial tiling operation for `vae` on `group`, or null when there is nothing
- * to distribute (a single rank unless `evenOnOneRank`, or no tile plan installed). Usage:
+ * to distribute (a single rank, or no tile plan installed). Usage:
  * `const r = tiledDecodeFor(vae, group); if (r) vae.tiledDecode = r;`
  */
 export function tiledDecodeFor(vae: DistributableVae, group: RankGroup, options: TiledDecodeForOptions = {}): DistributedTiledDecode | null {
-  if ((group.size <= 1 && !options.evenOnOneRank) || !vae.tiling.planned) return null;
+  if (group.size < (options.evenOnOneRank ? 1 : 2) || !vae.tiling.planned) return null;
   let lastStats: DistributedDecodeStats | null = null;
   const decode: TiledDecode = async (latents, decodeOptions = {}) => {
     throwIfAborted(decodeOptions.signal);
@@ -75,6 +75,7 @@ export function tiledDecodeFor(vae: DistributableVae, group: RankGroup, options:
       if (!(p?.data instanceof Float32Array) || p.data.length !== p.planes * p.height * p.width) {
         throw new DistVaeError('TENSOR_INVALID', `tile ${r.index} arrived as ${p?.planes}x${p?.height}x${p?.width} with ${p?.data?.length} values (not a matching Float32Array)`);
       }
+      checkFiniteOutput(p.data, `tile ${r.index} (rank ${r.rank})`);
       if (!Array.isArray(r.leading) || elementCount(r.leading) !== p.planes || (leading !== null && r.leading.join() !== leading.join())) {
         throw new DistVaeError('TENSOR_INVALID', `tile ${r.index} has leading dimensions [${r.leading}] for ${p.planes} planes; expected [${leading ?? `a product of ${p.planes}`}]`);
       }

@@ -1,0 +1,160 @@
+// Careless and hostile input to `distvae`, generated here (no committed binaries): each case is
+// refused before any work with exit code 2 (3 for a runtime failure), a message naming the
+// value, no stack trace, nothing written — and, for the cases spawned as a process, a peak RSS
+// far below what the input asks for (a refused input never takes the process past 400 MiB).
+
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { runtimeOf } from '../families/runtimes.js';
+import { resolveFamily, resolveFamilyConfig } from '../families/registry.js';
+import { writeNpy } from '../io/npy.js';
+import { seededLatent } from '../ranks/testing/tiny-vae.js';
+import { readVaeSource, DIFFUSERS_WEIGHTS_FILE } from '../sources/vae-source.js';
+import { writeSafetensors } from '../weights/safetensors.js';
+import { checkWeightBytes } from '../weights/budget.js';
+import { runCli } from './main.js';
+import { runCliProcess } from './testing/cli-process.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'distvae-hostile-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const TINY = { _class_name: 'AutoencoderKL', block_out_channels: [8, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4, sample_size: 64 };
+const config = join(dir, 'tiny.json');
+writeFileSync(config, JSON.stringify(TINY));
+const latents = join(dir, 'z.npy');
+writeNpy(latents, seededLatent(8, 8));
+const SYNTHETIC = ['--synthetic', '--config', config, '--latents', latents];
+const REFUSED_RSS_BYTES = 400 * 2 ** 20;
+
+async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, { stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t), stderrIsTTY: false });
+  return { code, stdout, stderr };
+}
+
+function assertClean(stderr: string): void {
+  assert.doesNotMatch(stderr, /^\s+at .+[(:]\d+/m, `stack trace in ${stderr}`);
+  assert.doesNotMatch(stderr, /internal error|ambiguous/, stderr);
+}
+
+/** Files in the test folder other than the inputs: a refusal writes nothing. */
+function written(): string[] {
+  return readdirSync(dir).filter((f) => !['tiny.json', 'z.npy', 'nan', 'inf', 'cfg'].includes(f));
+}
+
+const refusals: { name: string; argv: string[]; code?: number; says: RegExp }[] = [
+  { name: '--ranks -1', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--ranks', '-1'], says: /--ranks "-1" is not an integer in \[1, 1024\]/ },
+  { name: '--ranks ""', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--ranks', ''], says: /--ranks is given an empty value/ },
+  { name: '--out twice', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'a.png'), '--out', join(dir, 'b.png')], says: /--out is given 2 times/ },
+  { name: '--seed with --vae', argv: ['decode', '--vae', config, '--seed', '3', '--latents', latents, '--out', join(dir, 'o.png')], says: /--seed seeds synthetic weights/ },
+  { name: '--isolation without --ranks', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--isolation', 'process'], says: /--isolation says how --ranks are run/ },
+  { name: '--bit-depth 16 with .npy', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.npy'), '--bit-depth', '16'], says: /--bit-depth applies only to PNG output/ },
+  { name: '--out in a missing folder', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'missing', 'o.png')], says: /the folder .*missing does not exist/ },
+  { name: '--out is the --latents file', argv: ['decode', ...SYNTHETIC, '--out', join(dir, '.', 'z.npy')], says: /is the --latents file/ },
+  { name: '--out is a folder', argv: ['decode', ...SYNTHETIC, '--out', dir + '/'], says: /must end in|is a folder/ },
+];
+
+for (const c of refusals) {
+  test(`refused before any work: ${c.name}`, async () => {
+    const before = readFileSync(latents);
+    const r = await cli(...c.argv);
+    assert.equal(r.code, c.code ?? 2, r.stderr);
+    assert.match(r.stderr, c.says);
+    assertClean(r.stderr);
+    assert.deepEqual(written(), []);
+    assert.deepEqual(readFileSync(latents), before, 'the input is untouched');
+  });
+}
+
+test('--version prints the package version; help decode prints the decode help', async () => {
+  const version = await cli('--version');
+  assert.equal(version.code, 0);
+  assert.equal(version.stdout, `distvae ${JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version}\n`);
+  const help = await cli('help', 'decode');
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /^distvae decode — /);
+  assert.equal(help.stdout, (await cli('decode', '--help')).stdout);
+});
+
+test('--ranks 16 on a one-tile latent starts one rank, and the JSON says so', async () => {
+  const out = join(dir, 'one-tile.png');
+  const r = await cli('decode', ...SYNTHETIC, '--out', out, '--ranks', '16', '--json');
+  assert.equal(r.code, 0, r.stderr);
+  const body = JSON.parse(r.stdout);
+  assert.equal(body.tiles, 1);
+  assert.equal(body.ranks.length, 1);
+  assert.equal(body.ranksRequested, 16);
+  assert.match(body.note, /1 rank\(s\) started/);
+  rmSync(out);
+});
+
+test('a NaN in the weights is refused at load, naming the tensor; a decode that overflows names its tile and writes nothing', async () => {
+  const source = { family: 'autoencoder-kl', config: TINY, weights: 'synthetic' as const, seed: 0 };
+  const { weights } = readVaeSource(source);
+  const folder = (name: string, edit: (w: Map<string, { dims: readonly number[]; data: Float32Array }>) => void) => {
+    const path = join(dir, name);
+    mkdirSync(path);
+    const copy = new Map([...weights].map(([k, t]) => [k, { dims: t.dims, data: Float32Array.from(t.data) }]));
+    edit(copy);
+    writeFileSync(join(path, 'config.json'), JSON.stringify(TINY));
+    writeSafetensors(join(path, DIFFUSERS_WEIGHTS_FILE), copy);
+    return path;
+  };
+  const nan = folder('nan', (w) => (w.get('decoder.conv_in.weight')!.data[5] = NaN));
+  const r = await cli('decode', '--vae', nan, '--latents', latents, '--out', join(dir, 'nan.png'));
+  assert.equal(r.code, 2, r.stderr);
+  assert.match(r.stderr, /weight decoder\.conv_in\.weight .* holds NaN at element 5/);
+  assertClean(r.stderr);
+  // Finite weights near float32's limit: the first convolution overflows to ±Infinity.
+  const inf = folder('inf', (w) => w.get('decoder.conv_in.weight')!.data.fill(3e38));
+  const o = await cli('decode', '--vae', inf, '--latents', latents, '--out', join(dir, 'inf.png'));
+  assert.equal(o.code, 3, o.stderr);
+  assert.match(o.stderr, /tile 0 \(rank 0\) decoded to non-finite values/);
+  assertClean(o.stderr);
+  assert.deepEqual(written(), []);
+});
+
+test('block_out_channels of 4096 is refused by its predicted weight bytes against the budget, before any weight exists', () => {
+  const family = resolveFamily('autoencoder-kl', undefined);
+  const resolved = resolveFamilyConfig(family, { block_out_channels: [4096, 4096], norm_num_groups: 32 });
+  const params = runtimeOf(family).decoderParams(resolved);
+  assert.throws(
+    () => checkWeightBytes(params, 'the test decoder', 4 * 2 ** 30),
+    (e: Error & { code?: string }) => e.code === 'CONFIG_INVALID' && /declares 9\.8 GiB of float32 weights .* memory budget of 4\.0 GiB/.test(e.message),
+  );
+});
+
+test('plan at 262144² answers (no stack overflow, linear in its 466489 tiles)', async () => {
+  const r = await cli('plan', '--family', 'autoencoder-kl', '--height', '262144', '--width', '262144');
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /tiles 683x683 = 466489/);
+});
+
+// As processes: exit code, message, and a peak RSS that shows nothing was allocated for the request.
+const spawned: { name: string; argv: string[]; says: RegExp }[] = [
+  { name: 'block_out_channels of 1e9', argv: ['decode', '--synthetic', '--config', 'cfg:{"_class_name":"AutoencoderKL","block_out_channels":[1000000000],"norm_num_groups":4}', '--latents', latents, '--out', join(dir, 'o.png')], says: /block_out_channels = \[1000000000\] is invalid .* in \[1, 8192\]/ },
+  { name: 'layers_per_block of 100000', argv: ['decode', '--synthetic', '--config', 'cfg:{"_class_name":"AutoencoderKL","block_out_channels":[8,16],"layers_per_block":100000,"norm_num_groups":4}', '--latents', latents, '--out', join(dir, 'o.png')], says: /layers_per_block = 100000 is invalid/ },
+  { name: '--provider webgpu without an adapter (or an unknown provider)', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--provider', 'webgpu'], says: /PROVIDER_UNAVAILABLE: execution provider 'webgpu' is not available/ },
+];
+for (const c of spawned) {
+  test(`as a process: ${c.name}`, async (t) => {
+    const argv = c.argv.map((a) => {
+      if (!a.startsWith('cfg:')) return a;
+      const path = join(dir, 'cfg');
+      writeFileSync(path, a.slice(4));
+      return path;
+    });
+    const r = await runCliProcess(argv);
+    if (c.name.startsWith('--provider') && r.code === 0) return t.skip('this machine has a WebGPU adapter');
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, c.says);
+    assertClean(r.stderr);
+    assert.doesNotMatch(r.stderr, /Couldn't load Vulkan|Warning:/, 'native provider lines stay off the terminal');
+    if (r.peakRssBytes !== null) assert.ok(r.peakRssBytes < REFUSED_RSS_BYTES, `peak RSS ${(r.peakRssBytes / 2 ** 20).toFixed(0)} MiB`);
+    assert.equal(existsSync(join(dir, 'o.png')), false);
+  });
+}

@@ -1,0 +1,104 @@
+// The `distvae` CLI as a child process for tests that need what only a process shows: its exit
+// code or signal, its peak RSS (VmHWM, written by a preloaded hook when it exits normally), the
+// ranks it leaves behind, and how it takes SIGINT/SIGTERM.
+
+import { spawn, execFileSync } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const CLI = fileURLToPath(new URL('../main.ts', import.meta.url));
+
+/** Preloaded into the child: writes its VmHWM (bytes) to $DISTVAE_TEST_HWM on exit. */
+const HWM_HOOK = `data:text/javascript,${encodeURIComponent(
+  "import { readFileSync, writeFileSync } from 'node:fs'; process.on('exit', () => { try { const m = /VmHWM:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8')); if (m) writeFileSync(process.env.DISTVAE_TEST_HWM, String(Number(m[1]) * 1024)); } catch {} });",
+)}`;
+
+export interface CliProcessResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** Peak RSS of the CLI process (not its ranks); null where /proc is missing or it died by a signal. */
+  peakRssBytes: number | null;
+  /** Milliseconds from the signal sent (if any) to the exit. */
+  afterSignalMs: number | null;
+  /** Rank processes seen just before the signal. */
+  ranks: number[];
+}
+
+export interface CliProcessOptions {
+  /** Sends this signal once `when` says so (polled every 100 ms with the output so far). */
+  signal?: NodeJS.Signals;
+  when?: (seen: { stdout: string; stderr: string; elapsedMs: number; ranks: () => number[] }) => boolean;
+  /** Kills the child (SIGKILL) past this long; the test then fails on its result. */
+  timeoutMs?: number;
+}
+
+/** Pids of the rank processes under `pid` (their command names the rank entry; tsx's esbuild service is not one). */
+export function rankProcessesOf(pid: number): number[] {
+  try {
+    const out = execFileSync('ps', ['-eww', '-o', 'pid=,ppid=,args='], { encoding: 'utf8' });
+    const children = new Map<number, { pid: number; args: string }[]>();
+    for (const line of out.trim().split('\n')) {
+      const m = /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line);
+      if (!m) continue;
+      children.set(Number(m[2]), [...(children.get(Number(m[2])) ?? []), { pid: Number(m[1]), args: m[3]! }]);
+    }
+    const all: number[] = [];
+    const walk = (p: number) =>
+      (children.get(p) ?? []).forEach((c) => {
+        if (c.args.includes('process-entry')) all.push(c.pid);
+        walk(c.pid);
+      });
+    walk(pid);
+    return all;
+  } catch {
+    return [];
+  }
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function runCliProcess(argv: string[], options: CliProcessOptions = {}): Promise<CliProcessResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'distvae-cli-proc-'));
+  const hwm = join(dir, 'hwm');
+  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), '--import', HWM_HOOK, CLI, ...argv], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, DISTVAE_TEST_HWM: hwm },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const started = Date.now();
+  const exited = once(child, 'exit');
+  let signalledAt: number | null = null;
+  let ranks: number[] = [];
+  const killer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);
+  const poll = options.signal
+    ? setInterval(() => {
+        if (signalledAt !== null || child.exitCode !== null || child.signalCode !== null) return;
+        if (options.when && !options.when({ stdout, stderr, elapsedMs: Date.now() - started, ranks: () => rankProcessesOf(child.pid!) })) return;
+        ranks = rankProcessesOf(child.pid!);
+        signalledAt = Date.now();
+        child.kill(options.signal);
+      }, 100)
+    : null;
+  const [code, signal] = (await exited) as [number | null, NodeJS.Signals | null];
+  const endedAt = Date.now();
+  clearTimeout(killer);
+  if (poll) clearInterval(poll);
+  const peakRssBytes = existsSync(hwm) ? Number(readFileSync(hwm, 'utf8')) : null;
+  rmSync(dir, { recursive: true, force: true });
+  return { code, signal, stdout, stderr, peakRssBytes, afterSignalMs: signalledAt === null ? null : endedAt - signalledAt, ranks };
+}
