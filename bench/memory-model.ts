@@ -179,7 +179,7 @@ function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCa
   const all = report.cases.flatMap((c) => c.processes.flatMap((p) => (p.error === null ? [] : [Math.abs(p.error)])));
   const within = all.filter((e) => e <= 0.15).length;
   const heavy = report.cases.filter((c) => c.processes.some((p) => p.activationShare >= 0.5)).length;
-  lines.push('', `${within} of ${all.length} processes within ±15 %; worst ${pct(Math.max(...all))}; ${heavy} case(s) where activations are at least half of a process's peak.`);
+  lines.push('', `${within} of ${all.length} processes within ±15 %; largest |error| ${(100 * Math.max(...all)).toFixed(1)} %; ${heavy} case(s) where activations are at least half of a process's peak.`);
   return lines.join('\n') + '\n';
 }
 
@@ -260,7 +260,7 @@ if (mode === 'calibrate') {
   const base = CALIBRATIONS['cpu']!;
   const fitted = fit(report.cases, base);
   const errors = report.cases.flatMap((c) => c.processes.flatMap((p) => (p.measuredBytes ? [(peakOfTerms(p.terms, fitted) - p.measuredBytes) / p.measuredBytes] : [])));
-  process.stdout.write(`fitted to ${errors.length} processes of ${outPath}: worst ${pct(Math.max(...errors.map(Math.abs)))}, ${errors.filter((e) => Math.abs(e) <= 0.15).length} within ±15 %\n`);
+  process.stdout.write(`fitted to ${errors.length} processes of ${outPath}: largest |error| ${(100 * Math.max(...errors.map(Math.abs))).toFixed(1)} %, ${errors.filter((e) => Math.abs(e) <= 0.15).length} within ±15 %\n`);
   process.stdout.write(JSON.stringify({ ...fitted, measured: `fitted by \`npx tsx bench/memory-model.ts calibrate\` to ${errors.length} processes of bench/results/memory-model.json (${new Date().toISOString().slice(0, 10)}, ${machine})` }, null, 2) + '\n');
 } else if (mode === 'report') {
   // Rewrites the report's predictions and errors under the committed calibration, without decoding again.
