@@ -97,6 +97,13 @@ export type ReasonCode =
   | 'FETCH_FAILED'
   | 'INPUT_TOO_LARGE'
   | 'TENSOR_EXCEEDS_DEVICE_LIMIT'
+  // Memory budgets and the memory model
+  | 'BUDGET_TOO_SMALL'
+  | 'MEMORY_MODEL_INPUT'
+  | 'MEMORY_MODEL_UNSUPPORTED'
+  | 'MEMORY_SIZE_INVALID'
+  | 'NO_MEMORY_CALIBRATION'
+  | 'NO_MEMORY_MODEL'
   // Tensors, images and video
   | 'BIT_DEPTH'
   | 'IMAGE_TOO_LARGE'
@@ -150,7 +157,10 @@ export type ErrorCode =
   | 'ABORTED'
   | 'TIMEOUT'
   | 'TRANSPORT_FAILED'
+  /** Every plan of a fallback ladder ran out of memory (a runtime failure). */
   | 'LADDER_EXHAUSTED'
+  /** No plan fits the memory budget (a refusal, like PLAN_REFUSED). */
+  | 'BUDGET_EXCEEDED'
   | 'UNSUPPORTED';
 
 /**

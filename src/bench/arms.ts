@@ -24,6 +24,9 @@ import { latentShapeOf, type SampleShape } from '../plan/shapes.js';
 import { splitBands } from '../strategies/shard/bands.js';
 import { shardedDecodeFor, type ShardStats } from '../strategies/shard/sharded-decode.js';
 import type { Tensor } from '../tensor.js';
+import { planOfTiling } from '../memory/apply.js';
+import { formatBytes } from '../memory/budget.js';
+import { hasMemoryModel, predictMemory, type MemoryPlan } from '../memory/model.js';
 import { agreement, type Agreement } from './agreement.js';
 import { RANK_DECODE_PROGRAM, RANK_LOAD_PROGRAM, type RankDecodeInput, type RankDecodeResult } from './rank-decode.js';
 
@@ -68,6 +71,8 @@ export interface ArmResult {
   speedup?: number | null;
   /** This arm's largest rank peak RSS / the reference arm's. */
   memoryRatio?: number | null;
+  /** The memory model's predicted peak of the arm (coordinator and ranks), for families that have one. */
+  predictedPeakBytes?: number;
   /** The plan of a tiled arm (drawn as a figure). */
   plan?: PlanReport;
 }
@@ -105,6 +110,8 @@ export interface BenchCellOptions {
   onProgress?: (line: string) => void;
   /** The cell so far after each arm (`complete: false`), so an interrupted run leaves its finished arms. */
   onArm?: (partial: BenchCell) => void;
+  /** Memory budget (bytes): an arm whose predicted peak exceeds it is recorded as failed without running. */
+  memoryBudget?: number;
 }
 
 /** One timed decode: the output, each rank's peak RSS (null when idle) and rank-to-rank traffic. */
@@ -278,6 +285,17 @@ function failureText(e: unknown): string {
 }
 
 /** Runs the requested arms of one cell (always in the order of ARM_NAMES). */
+/** The memory model's predicted peak of an arm with the VAE's tiling as prepared; null without a memory model. */
+function predictArm(vae: Vae, name: ArmName, ranks: number, sample: Required<SampleShape>): number | null {
+  if (!hasMemoryModel(vae)) return null;
+  const plan: MemoryPlan = name === 'none' ? { strategy: 'whole', ranks: 1, isolated: true } : name === 'shard' ? { strategy: 'shard', ranks } : { ...planOfTiling(vae, 'tile', ranks), isolated: true };
+  try {
+    return predictMemory(vae, plan, sample).peakBytes;
+  } catch {
+    return null;
+  }
+}
+
 export async function runBenchCell(o: BenchCellOptions): Promise<BenchCell> {
   const { vae, sample } = o;
   const progress = o.onProgress ?? (() => undefined);
@@ -313,7 +331,16 @@ export async function runBenchCell(o: BenchCellOptions): Promise<BenchCell> {
       record({ name, status: 'unsupported', reason: why });
       continue;
     }
-    const result: ArmResult = { name, status: 'ok', ...prepared.metrics };
+    const predicted = predictArm(vae, name, o.ranks, sample);
+    const result: ArmResult = { name, status: 'ok', ...prepared.metrics, ...(predicted !== null ? { predictedPeakBytes: predicted } : {}) };
+    if (predicted !== null && o.memoryBudget !== undefined && predicted > o.memoryBudget) {
+      prepared.cleanup?.();
+      await group.close();
+      const why = `predicted peak ${formatBytes(predicted)} exceeds the memory budget of ${formatBytes(o.memoryBudget)}`;
+      progress(`${name}: not run (${why})`);
+      record({ ...result, status: 'failed', reason: why });
+      continue;
+    }
     try {
       progress(`${name}: starting ${group.size} rank(s) and loading the VAE`);
       await group.run(RANK_LOAD_PROGRAM, () => ({ source: vae.source, loadOptions: vae.loadOptions, hash: vae.contentHash() }));

@@ -22,6 +22,7 @@ import { readLatents } from '../../io/latents.js';
 import { latentShapeOf, type SampleShape } from '../../plan/shapes.js';
 import type { Tensor } from '../../tensor.js';
 import type { Args, CommandSpec } from '../args.js';
+import { readBudgetOptions } from '../memory-options.js';
 import { FAMILY_OPTIONS, SIZE_OPTIONS, readSampleShape } from '../tiling-options.js';
 import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
 
@@ -46,6 +47,7 @@ export const benchCommand: CommandSpec = {
     { name: 'latents', kind: 'string', value: 'PATH', description: 'latents to decode (.npy / .safetensors, 1 batch item); must match --height/--width', defaultText: 'a latent seeded by --seed' },
     ...RUNTIME_OPTIONS.map((o) => (o.name === 'threads' ? { ...o, defaultText: 'cores / ranks, at least 1' } : o)),
     { name: 'out', kind: 'string', value: 'PATH', description: 'report .json; the Markdown (.md) and one SVG per plan (.<arm>.svg) go next to it', defaultText: 'bench-report.json' },
+    { name: 'max-memory', kind: 'string', value: 'SIZE', description: "memory budget (1.5GiB, 800MiB, bytes): an arm whose predicted peak (the memory model's) exceeds it is recorded as failed without running", defaultText: 'none: every arm runs, and one that runs out of memory is recorded' },
   ],
   details: [
     'Arms: none = one untiled decoder call on one rank (an out-of-memory failure or a refusal is recorded as the',
@@ -68,6 +70,8 @@ export const benchCommand: CommandSpec = {
     if (latentsPath !== undefined && !existsSync(latentsPath)) args.refuse('--latents', latentsPath, 'an existing .npy or .safetensors file', `--latents ${latentsPath}: no such file`);
     const source = readVaeSourceOptions(args, { syntheticWithoutVae: true });
     const given = readLoadOptions(args);
+    // Only an explicit budget skips arms: a benchmark records out-of-memory failures as results.
+    const budget = args.has('max-memory') ? readBudgetOptions(args).budget.bytes : undefined;
     args.done();
     const threads = given.threads ?? Math.max(1, Math.floor(cpus().length / ranks!));
     const loadOptions = { ...given, threads };
@@ -96,6 +100,7 @@ export const benchCommand: CommandSpec = {
         arms,
         repeat,
         warmup,
+        ...(budget !== undefined ? { memoryBudget: budget } : {}),
         onProgress: (line) => io.stderr(`bench: ${line}\n`),
         onArm: (partial) => writeBenchReport(out, benchReport(ran, [partial])),
       });

@@ -34,7 +34,16 @@ import { checkRankMemory } from '../rank-memory.js';
 import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-options.js';
 import { REDIS_OPTIONS } from './redis-options.js';
 import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
-import { installStrategy, STRATEGIES } from './decode-strategy.js';
+import { installStrategy, STRATEGIES, type Strategy, type StrategyStats } from './decode-strategy.js';
+import { DistVaeError, reason } from '../../errors.js';
+import { enableDefaultTiling } from '../../plan/planner.js';
+import { sampleShapeOf, type SampleShape } from '../../plan/shapes.js';
+import { applyMemoryPlan, planOfTiling } from '../../memory/apply.js';
+import { formatBytes, peakRssBytes } from '../../memory/budget.js';
+import { ladderRungs, MAX_LADDER_ATTEMPTS, runLadder, type LadderAttempt } from '../../memory/ladder.js';
+import { hasMemoryModel, predictMemory, type MemoryPlan, type MemoryPrediction } from '../../memory/model.js';
+import { budgetRefusal, chooseWithinBudget, describePlan, type PlanAlternative } from '../../memory/policy.js';
+import { MEMORY_OPTIONS, choiceJson, memoryJson, readBudgetOptions, type BudgetOption } from '../memory-options.js';
 
 /** How long an interrupted queue decode may take to remove its jobs from Redis. */
 const QUEUE_SIGNAL_GRACE_MS = 8000;
@@ -84,11 +93,22 @@ export const decodeCommand: CommandSpec = {
     { name: 'isolation', kind: 'string', value: 'thread|process', description: 'ranks as worker threads, or as child processes (a crash stays in its rank; per-rank peak RSS)', defaultText: 'thread' },
     ...REDIS_OPTIONS,
     { name: 'queue-timeout', kind: 'string', value: 'MS', description: 'with --redis: fail when no worker takes or finishes a tile for this long', defaultText: '120000' },
+    ...MEMORY_OPTIONS,
+    { name: 'no-fallback', kind: 'boolean', description: "with the memory policy's choice: no fallback ladder (the decode runs as chosen, on --isolation ranks, and fails if it runs out of memory)" },
     JSON_OPTION,
   ],
   details: [
-    "Without --window/--overlap the family's default plan is used with tiling on (it tiles only when the latent exceeds",
-    'the window). With --json: { shape, tiles, seconds, ranks: [...] } where seconds is the decode time without loading.',
+    'Without any plan option (--window, --overlap, --frame-*, --full, --strategy) the decode takes the memory policy\'s',
+    'choice: the best plan whose predicted peak fits the budget (--max-memory, else 80% of the memory this process tree',
+    'may use) — with --ranks R > 1 row sharding on the R ranks, then the whole decode; with one rank the whole decode;',
+    'then halo-exact tiles; then the blended tiles with the largest window. Nothing fits: exit 2, naming the smallest',
+    'predicted peak. The chosen decode runs in rank processes with a fallback ladder: an attempt that runs out of memory',
+    'is retried with the next plan that fits (exit 3, LADDER_EXHAUSTED, when none is left). Plan options are exact',
+    'requests: over an explicit --max-memory they are refused (exit 2), over the default budget they warn. Families',
+    "without a memory model (wan, qwen-image, hunyuan-video, ltx2) keep the family's default plan with tiling on.",
+    'With --json: memory { budgetBytes, predictedPeakBytes, predictedMaxTensorBytes, measuredPeakBytes, coordinator, ranks },',
+    'choice { strategy, window, overlap, frames, ranks, reason } and, after a fallback, attempts [...].',
+    'With --json: { shape, tiles, seconds, ranks: [...] } where seconds is the decode time without loading.',
     'With --ranks R > 1 the tiles are decoded on R local ranks (each loads the VAE once) and ranks[] gives each rank\'s',
     'tiles, load (latent area), seconds and, with --isolation process, peak RSS; a latent that fits one tile is decoded',
     'whole on one rank and the others stay idle.',
@@ -153,10 +173,18 @@ export const decodeCommand: CommandSpec = {
     if (redis === undefined && args.has('isolation') && !args.has('ranks') && strategy !== 'shard') {
       args.refuse('--isolation', isolation, 'with --ranks R', '--isolation says how --ranks are run; without --ranks the decode runs on one decoder thread');
     }
+    const budgetOption = readBudgetOptions(args);
+    // No plan option at all: the memory policy's choice (DESIGN §9). Any plan option or an
+    // explicit --strategy is an exact request, decoded as asked.
+    const auto = redis === undefined && ![...planOptions, 'strategy'].some((name) => args.has(name));
+    if (!auto && args.has('no-fallback')) args.refuse('--no-fallback', true, 'only without plan options', '--no-fallback applies to the memory policy\'s choice (a decode without --window/--overlap/--full/--strategy)');
+    // A ladder runs every attempt in rank processes; threads asked for explicitly keep the plain decode.
+    const ladder = auto && !args.flag('no-fallback') && !(args.has('isolation') && isolation === 'thread');
     args.done();
 
     const storedAll = await Promise.all(inputs.map((p) => readLatents(p)));
     const latentsScaled = args.flag('latents-scaled');
+    let decision: Decision | null = null;
     // A plan-only view checks the latent and the plan before any weights are read, when the
     // architecture is known without them (a bare weights file names its variant only in its keys).
     const spec = vaeSpecOfSource(source);
@@ -166,19 +194,31 @@ export const decodeCommand: CommandSpec = {
         args.refuse('--out', out, '.npy or .png for an image family', `--out ${out}: ${vae.family.name} decodes images, not video; write .npy or .png`);
         args.done();
       }
+      const sample = sampleShapeOf(vae.geometry, latent);
+      const batch = stored.dims[0] ?? 1;
+      if (auto) {
+        decision = decide(vae, sample, budgetOption, { ranks, batch, isolated: ladder });
+        return latent;
+      }
       if (strategy === 'shard') splitBands(latent.height, ranks, vae.geometry.spatialRatio);
       else if (args.flag('full')) vae.tiling = { ...vae.tiling, enabled: false, frames: vae.tiling.frames ? { ...vae.tiling.frames, enabled: false } : null };
       else applyTilingOptions(args, vae, undefined);
+      decision = exactRequest(vae, sample, budgetOption, strategy, ranks, batch, redis !== undefined, io);
       return latent;
     };
+    // The policy's choice decides the strategy and ranks of a decode without plan options; with a
+    // ladder, every attempt starts its own process ranks.
+    const chosenPlan = (): MemoryPlan | null => (auto ? ((decision as Decision | null)?.choice?.plan ?? null) : null);
+    const strategyNow = (): Strategy => { const p = chosenPlan(); return p ? strategyOf(p) : strategy; };
+    const ranksNow = (): number => chosenPlan()?.ranks ?? ranks;
+    const laddered = (): boolean => ladder && chosenPlan() !== null;
     // Ranks without work are never started (each would load the VAE): blended and halo-exact tiles
     // use at most one rank per tile of a chunk; row sharding refuses more ranks than latent rows.
-    const ranksFor = (vae: VaeSpec, latent: ReturnType<typeof checkLatents>) => (strategy === 'shard' ? ranks : Math.min(ranks, tileGrid(vae, latent, { spatialOnly: true }).tiles.length));
+    const ranksFor = (vae: VaeSpec, latent: ReturnType<typeof checkLatents>) => (strategyNow() === 'shard' ? ranksNow() : Math.min(ranksNow(), tileGrid(vae, latent, { spatialOnly: true }).tiles.length));
     storedAll.slice(1).forEach((stored, i) => spec && configure(spec, stored, inputs[i + 1]!));
     const planned = spec ? ranksFor(spec, configure(spec, storedAll[0]!, inputs[0]!)) : null;
-    if (planned !== null && redis === undefined) checkRankMemory(spec!, planned, loadOptions);
+    if (planned !== null && redis === undefined && !laddered()) checkRankMemory(spec!, planned, loadOptions);
     if (video) checkFfmpeg();
-
     // Local decodes always run their decoder calls on ranks (one thread without --ranks): a call in
     // onnxruntime blocks its thread, and the CLI's own thread must stay free to act on SIGINT/SIGTERM.
     const startLocal = (n: number) => {
@@ -201,86 +241,133 @@ export const decodeCommand: CommandSpec = {
         await q.close();
         throw e;
       });
-    } else if (planned !== null) {
+    } else if (planned !== null && !laddered()) {
       ({ local: group, starting: started } = startLocal(planned));
     }
     let vae: Vae | null = null;
     try {
       vae = await loadVae(source, loadOptions);
       const first = configure(vae, storedAll[0]!, inputs[0]!);
-      if (redis === undefined && group === null) {
+      if (redis === undefined && group === null && !laddered()) {
         const n = ranksFor(vae, first);
         checkRankMemory(vae, n, loadOptions);
         ({ local: group, starting: started } = startLocal(n));
       }
       await started;
       throwIfAborted(io.signal);
-      const rankStats = installStrategy(strategy, vae, group);
       for (const [i, stored] of storedAll.entries()) {
-      const out = outputs[i];
-      const latentsPath = inputs[i]!;
+        await decodeOne(vae, stored, inputs[i]!, outputs[i]!);
+      }
+      return 0;
+    } finally {
+      await group?.close();
+      await vae?.dispose();
+    }
+
+    /** Decodes one latent file into its output, as decided for it, and reports it. */
+    async function decodeOne(vae: Vae, stored: Tensor, latentsPath: string, out: string): Promise<void> {
       const latent = configure(vae, stored, latentsPath);
       const latents = latentsScaled ? unscaleLatents(stored, latentScalingOf(vae.config.fields, vae.family.name)) : stored;
       const grid = tileGrid(vae, latent);
       const bar = progressBar(io, 'decode');
       const t0 = performance.now();
       const decodeOptions = { onProgress: bar.update, ...(io.signal ? { signal: io.signal } : {}) };
-      // A single image goes to PNG band by band as its tile rows finish (memory independent of
-      // its height); a batch, video frames and .npy are written from the whole sample.
-      const streamPng = extname(out!).toLowerCase() === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1;
+      let rankStats: StrategyStats | null = null;
+      let attempts: LadderAttempt[] | null = null;
+      let used: RankGroup | null = group;
       let sample: { dims: readonly number[] };
       let written: string[];
-      if (streamPng) {
-        sample = await writeStreamedPng(vae, latents, out!, bitDepth === '16' ? 16 : 8, decodeOptions);
-        written = [out!];
-      } else {
-        const whole = await vae.decode(latents, decodeOptions);
+      // A single image goes to PNG band by band as its tile rows finish (memory independent of
+      // its height); a batch, video frames and .npy are written from the whole sample.
+      const streamPng = extname(out).toLowerCase() === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1;
+      const write = async (whole: Tensor): Promise<string[]> => {
         throwIfAborted(io.signal);
         checkFiniteOutput(whole.data, 'the decode');
-        sample = whole;
-        written =
-          extname(out!).toLowerCase() === '.npy'
-            ? (writeNpy(out!, whole), [out!])
-            : video
-              ? await writeSampleVideo(out!, whole, vae.family.sampleRange, fps !== undefined ? { fps } : {})
-              : writeSamplePng(out!, whole, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
+        return extname(out).toLowerCase() === '.npy'
+          ? (writeNpy(out, whole), [out])
+          : video
+            ? await writeSampleVideo(out, whole, vae.family.sampleRange, fps !== undefined ? { fps } : {})
+            : writeSamplePng(out, whole, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
+      };
+      if (laddered()) {
+        const rungs = ladderRungs(decision!.alternatives, decision!.choice!);
+        const outcome = await runLadder(
+          rungs,
+          async (rung) => {
+            applyMemoryPlan(vae, rung.plan, sampleShapeOf(vae.geometry, latent));
+            const local = localGroup({ ranks: Math.max(1, rung.plan.ranks), isolation: 'process', ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
+            try {
+              await local.start();
+              rankStats = installStrategy(strategyOf(rung.plan), vae, local);
+              used = local;
+              return await vae.decode(latents, decodeOptions);
+            } finally {
+              await local.close();
+            }
+          },
+          (attempt, i) => {
+            if (attempt.outcome === 'out-of-memory') io.stderr(`attempt ${i + 1} (${describePlan(rungs[i]!.plan)}, predicted ${formatBytes(attempt.predictedPeakBytes)}) ran out of memory: ${attempt.error}${i + 1 < rungs.length ? `; trying ${describePlan(rungs[i + 1]!.plan)}` : ''}\n`);
+          },
+        ).catch((e: unknown) => {
+          bar.finish();
+          throw e;
+        });
+        sample = outcome.result;
+        written = await write(outcome.result);
+        if (outcome.attempts.length > 1) attempts = outcome.attempts;
+        const fellBack = outcome.attempts.length > 1 ? `${outcome.rung.reason}: attempt ${outcome.attempts.length}, after the plans above it ran out of memory` : outcome.rung.reason;
+        decision = { ...decision!, plan: outcome.rung.plan, reason: fellBack, choice: outcome.rung, prediction: outcome.rung.prediction };
+      } else {
+        rankStats = installStrategy(strategyNow(), vae, group);
+        if (streamPng) {
+          sample = await writeStreamedPng(vae, latents, out, bitDepth === '16' ? 16 : 8, decodeOptions);
+          written = [out];
+        } else {
+          const whole = await vae.decode(latents, decodeOptions);
+          sample = whole;
+          written = await write(whole);
+        }
       }
       const seconds = (performance.now() - t0) / 1000;
       bar.finish();
+      const stats = rankStats as StrategyStats | null;
+      const usedGroup = used as RankGroup | null;
+      const usedStrategy = strategyNow();
+      const final = decision as Decision | null;
       const single = scheduleGrid(grid, 1);
-      const shard = rankStats?.shard() ?? null;
-      const notes = [...(redis === undefined && group!.size < ranks ? [`--ranks ${ranks} for ${grid.tiles.length} tile(s): ${group!.size} rank(s) started (a rank without a tile is never started)`] : []), ...(rankStats?.notes() ?? [])];
+      const shard = stats?.shard() ?? null;
+      const notes = [...(redis === undefined && !laddered() && usedGroup!.size < ranks ? [`--ranks ${ranks} for ${grid.tiles.length} tile(s): ${usedGroup!.size} rank(s) started (a rank without a tile is never started)`] : []), ...(stats?.notes() ?? [])];
+      const rankList = stats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }];
       const summary = {
         shape: sample.dims,
         tiles: shard ? 0 : grid.tiles.length * grid.chunks.length,
         seconds,
-        ranks: rankStats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }],
-        strategy,
+        ranks: rankList,
+        strategy: usedStrategy,
         ...(shard ? { bands: shard.bands.length, collectives: shard.collectives } : {}),
-        ...(rankStats?.failures().length ? { failures: rankStats.failures() } : {}),
+        ...(stats?.failures().length ? { failures: stats.failures() } : {}),
         ...(redis === undefined && args.has('ranks') ? { ranksRequested: ranks } : {}),
         ...(notes.length ? { note: notes.join('; ') } : {}),
+        memory: memoryJson(budgetOption.budget, final?.prediction ?? null, { coordinator: peakRssBytes(), ranks: stats && usedGroup && usedGroup.transport !== 'queue' ? rankList : [] }),
+        ...(final?.plan ? { choice: choiceJson(final.plan, final.reason) } : {}),
+        ...(attempts ? { attempts } : {}),
         files: written,
       };
       if (args.flag('json')) {
         io.stdout(JSON.stringify(summary) + '\n');
       } else if (shard) {
         const bands = shard.bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
-        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${group!.size} ${isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
+        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${usedGroup!.size} ${laddered() ? 'process' : isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
         io.stdout(`collectives (calls / bytes sent, all ranks): ${formatCollectives(shard.collectives)}\n`);
       } else {
-        const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : isolation;
-        const over = group && group.size > 1 ? ` over ${group.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
-        const exact = strategy === 'exact-tile' ? ' halo-exact' : '';
+        const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : laddered() ? 'process' : isolation;
+        const over = usedGroup && usedGroup.size > 1 ? ` over ${usedGroup.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
+        const exact = usedStrategy === 'exact-tile' ? ' halo-exact' : '';
         io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles}${exact} tile(s)${over}) -> ${written.join(', ')}\n`);
-        for (const f of rankStats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
+        for (const f of stats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
         for (const note of notes) io.stdout(`${note}\n`);
       }
-      }
-      return 0;
-    } finally {
-      await group?.close();
-      await vae?.dispose();
+      if (!args.flag('json') && final?.plan) io.stdout(`plan: ${describePlan(final.plan)} (${final.reason}); predicted peak ${final.prediction ? formatBytes(final.prediction.peakBytes) : 'unknown'} of a ${formatBytes(budgetOption.budget.bytes)} budget\n`);
     }
   },
 };
@@ -315,4 +402,50 @@ async function writeStreamedPng(vae: Vae, latents: Tensor, out: string, bitDepth
     (writer as PngBandWriter | null)?.abort();
     throw e;
   }
+}
+
+/** What the memory policy decided for a decode (or predicted for an exact request). */
+interface Decision {
+  /** The plan decoded (the choice, or the exact request's own plan); null without a memory model. */
+  plan: MemoryPlan | null;
+  reason: string;
+  prediction: MemoryPrediction | null;
+  /** The policy's choice (auto only). */
+  choice: PlanAlternative | null;
+  alternatives: PlanAlternative[];
+}
+
+function strategyOf(plan: MemoryPlan): Strategy {
+  return plan.strategy === 'whole' ? 'tile' : plan.strategy;
+}
+
+/** The memory policy's choice for a decode without plan options; the family default without a memory model. */
+function decide(vae: VaeSpec, sample: SampleShape, option: BudgetOption, options: { ranks: number; batch: number; isolated: boolean }): Decision {
+  if (!hasMemoryModel(vae)) {
+    enableDefaultTiling(vae);
+    return { plan: null, reason: `the ${vae.family.name} family has no memory model yet: its default plan`, prediction: null, choice: null, alternatives: [] };
+  }
+  const result = chooseWithinBudget(vae, sample, option.budget, { ranks: options.ranks, batch: options.batch, isolated: options.isolated, more: MAX_LADDER_ATTEMPTS });
+  if (!result.choice) throw budgetRefusal(result);
+  applyMemoryPlan(vae, result.choice.plan, sample);
+  const first = result.alternatives[0]!;
+  const why = result.choice === first ? `${result.choice.reason} fits the budget` : `${result.choice.reason}: the first plan that fits (${describePlan(first.plan)} is predicted at ${formatBytes(first.prediction.peakBytes)})`;
+  const choice = { ...result.choice, reason: why };
+  return { plan: choice.plan, reason: why, prediction: choice.prediction, choice, alternatives: result.alternatives.map((a) => (a === result.choice ? choice : a)) };
+}
+
+/** An exact request: decoded as asked; over an explicit budget refused (exit 2), over the default one a warning. */
+function exactRequest(vae: VaeSpec, sample: SampleShape, option: BudgetOption, strategy: Strategy, ranks: number, batch: number, queue: boolean, io: { stderr(text: string): void }): Decision | null {
+  if (queue || !hasMemoryModel(vae)) return null;
+  const plan = planOfTiling(vae, strategy, ranks);
+  const prediction = predictMemory(vae, plan, sample, { batch });
+  const over = prediction.peakBytes > option.budget.bytes;
+  const tensorOver = option.budget.maxTensorBytes !== undefined && prediction.maxTensorBytes > option.budget.maxTensorBytes;
+  if ((over || tensorOver) && option.explicit) {
+    const what = tensorOver ? `its largest tensor is predicted at ${formatBytes(prediction.maxTensorBytes)}, over --max-tensor ${formatBytes(option.budget.maxTensorBytes!)}` : `its predicted peak is ${formatBytes(prediction.peakBytes)}, over --max-memory ${formatBytes(option.budget.bytes)}`;
+    const r = reason('BUDGET_EXCEEDED', '--max-memory', option.budget.bytes, `at least ${formatBytes(prediction.peakBytes)} for ${describePlan(plan)}`, `the requested plan (${describePlan(plan)}) does not fit: ${what}; drop the plan options to let the memory policy choose one that fits`);
+    throw new DistVaeError('BUDGET_EXCEEDED', r.message, { reasons: [r] });
+  }
+  if (over) io.stderr(`warning: the requested plan (${describePlan(plan)}) is predicted to peak at ${formatBytes(prediction.peakBytes)}, over the default memory budget of ${formatBytes(option.budget.bytes)}; decoding as asked\n`);
+  return { plan, reason: 'as requested', prediction, choice: null, alternatives: [] };
 }

@@ -1,10 +1,15 @@
 // `distvae plan`: validate a tile plan for a size and show its grid, metrics and schedule, or
 // search plans (--search) and show the frontier and the coarse / balanced / fine picks.
 
+import { applyMemoryPlan, planOfTiling } from '../../memory/apply.js';
+import { formatBytes } from '../../memory/budget.js';
+import { hasMemoryModel, predictMemory } from '../../memory/model.js';
+import { budgetRefusal, chooseWithinBudget, describePlan } from '../../memory/policy.js';
 import { planReport } from '../../plan/report.js';
 import { searchPlans } from '../../plan/search.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatPlan, formatSearch } from '../format.js';
+import { MEMORY_OPTIONS, alternativeJson, choiceJson, memoryJson, readBudgetOptions } from '../memory-options.js';
 import { FAMILY_OPTIONS, SIZE_OPTIONS, TILING_OPTIONS, applyTilingOptions, readSampleShape, readVaeSpec } from '../tiling-options.js';
 
 export const planCommand: CommandSpec = {
@@ -13,12 +18,14 @@ export const planCommand: CommandSpec = {
   usage: [
     'distvae plan --family F [--config config.json] --height H --width W [--frames N] [--window HxW] [--overlap HxW] [--ranks R] [--json]',
     'distvae plan --search --family F [--config config.json] --height H --width W [--frames N] --ranks R [--json]',
+    'distvae plan --family F --height H --width W [--ranks R] --max-memory SIZE [--max-tensor SIZE] [--json]   (the plan the memory policy chooses, and the ranked alternatives)',
   ],
   options: [
     ...FAMILY_OPTIONS,
     ...SIZE_OPTIONS,
     ...TILING_OPTIONS,
     { name: 'ranks', kind: 'string', value: 'R', description: 'ranks the tiles are dealt to (by work, not count)', defaultText: '1' },
+    ...MEMORY_OPTIONS,
     { name: 'search', kind: 'boolean', description: 'search plans: Pareto frontier over (window area, decoded area, imbalance, tile columns) and coarse / balanced / fine picks' },
     JSON_OPTION,
   ],
@@ -26,6 +33,11 @@ export const planCommand: CommandSpec = {
     'Sizes are HEIGHTxWIDTH in output pixels. Windows and overlaps are exact: a request that does not map to whole',
     'latent units is refused with the reasons (exit code 2), never rounded. With fewer tiles than ranks, each tile gets',
     'its own rank and the other ranks stay idle (work is never duplicated).',
+    'The JSON adds memory { budgetBytes, predictedPeakBytes, predictedMaxTensorBytes, coordinator, ranks } (the memory',
+    "model's prediction for the plan; families without a memory model: null) and choice. With --max-memory (and no",
+    'window options) the plan is the memory policy\'s choice — with R > 1 ranks row sharding, then the whole decode; then',
+    'halo-exact tiles; then blended tiles, largest window first — and alternatives lists the ranked plans with their',
+    'predicted peaks; a budget nothing fits exits 2, naming the smallest predicted peak and its plan.',
   ],
   async run(args, io) {
     const ranks = args.int('ranks', { min: 1, max: 4096 }) ?? 1;
@@ -41,9 +53,30 @@ export const planCommand: CommandSpec = {
       io.stdout(args.flag('json') ? JSON.stringify(result) + '\n' : formatSearch(result));
       return 0;
     }
+    const budget = readBudgetOptions(args);
+    const byPolicy = budget.explicit && !['window', 'overlap', 'frame-window', 'frame-overlap', 'no-frame-tiling'].some((name) => args.has(name));
+    if (byPolicy && hasMemoryModel(vae)) {
+      const result = chooseWithinBudget(vae, sample, budget.budget, { ranks, more: 12 });
+      if (!result.choice) throw budgetRefusal(result);
+      applyMemoryPlan(vae, result.choice.plan, sample);
+      const report = planReport(vae, sample, result.choice.plan.strategy === 'whole' ? 1 : ranks);
+      const json = { ...report, memory: memoryJson(budget.budget, result.choice.prediction), choice: choiceJson(result.choice.plan, result.choice.reason), alternatives: result.alternatives.map(alternativeJson) };
+      if (args.flag('json')) io.stdout(JSON.stringify(json) + '\n');
+      else {
+        io.stdout(`memory budget ${formatBytes(budget.budget.bytes)}: ${describePlan(result.choice.plan)} (${result.choice.reason}), predicted peak ${formatBytes(result.choice.prediction.peakBytes)}\n\n`);
+        io.stdout(formatPlan(report));
+        io.stdout('\nalternatives in policy order (predicted peak, largest tensor):\n');
+        for (const a of result.alternatives) io.stdout(`  ${a === result.choice ? '*' : a.fits ? ' ' : 'x'} ${describePlan(a.plan).padEnd(44)} ${formatBytes(a.prediction.peakBytes).padStart(10)}  ${formatBytes(a.prediction.maxTensorBytes).padStart(10)}  ${a.reason}\n`);
+      }
+      return 0;
+    }
     applyTilingOptions(args, vae, sample);
     const report = planReport(vae, sample, ranks);
-    io.stdout(args.flag('json') ? JSON.stringify(report) + '\n' : formatPlan(report));
+    const prediction = hasMemoryModel(vae) ? predictMemory(vae, planOfTiling(vae, 'tile', ranks), sample) : null;
+    const plan = planOfTiling(vae, 'tile', ranks);
+    const json = { ...report, memory: memoryJson(budget.budget, prediction), choice: choiceJson(plan, 'as requested') };
+    io.stdout(args.flag('json') ? JSON.stringify(json) + '\n' : formatPlan(report) + (prediction ? `\npredicted peak ${formatBytes(prediction.peakBytes)} (largest tensor ${formatBytes(prediction.maxTensorBytes)}) of a ${formatBytes(budget.budget.bytes)} budget\n` : ''));
+    if (prediction && budget.explicit && prediction.peakBytes > budget.budget.bytes) throw budgetRefusal({ choice: null, alternatives: [], smallest: { plan, prediction, fits: false, reason: 'as requested' }, budget: budget.budget });
     return 0;
   },
 };

@@ -6,7 +6,10 @@ import { loadVae } from '../../decode/vae.js';
 import { redacted } from '../../ranks/queue/connection.js';
 import { DEFAULT_QUEUE } from '../../ranks/queue/protocol.js';
 import { startQueueWorker } from '../../ranks/queue/queue-worker.js';
+import { formatBytes } from '../../memory/budget.js';
+import { hasMemoryModel, predictTileRun } from '../../memory/model.js';
 import type { CommandSpec } from '../args.js';
+import { MEMORY_OPTIONS, readBudgetOptions } from '../memory-options.js';
 import { FAMILY_OPTIONS } from '../tiling-options.js';
 import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
 import { REDIS_OPTIONS } from './redis-options.js';
@@ -22,6 +25,7 @@ export const workerCommand: CommandSpec = {
     ...RUNTIME_OPTIONS,
     { name: 'concurrency', kind: 'string', value: 'N', description: 'runs decoded at once (each with --threads intra-op threads)', defaultText: '1' },
     { name: 'lock-duration', kind: 'string', value: 'MS', description: 'how long a taken run stays locked without renewal: a killed worker\'s run is taken again after about this long', defaultText: '30000' },
+    ...MEMORY_OPTIONS.filter((o) => o.name === 'max-memory').map((o) => ({ ...o, description: "this worker's memory budget: a run whose predicted peak (times --concurrency) exceeds it is handed back to the queue for another worker", defaultText: '80% of the memory this process tree may use' })),
     { name: 'stalled-interval', kind: 'string', value: 'MS', description: 'how often this worker looks for runs whose worker died', defaultText: '30000' },
   ],
   details: [
@@ -41,14 +45,17 @@ export const workerCommand: CommandSpec = {
     const stalledIntervalMs = args.int('stalled-interval', { min: 100 }) ?? 30000;
     const source = readVaeSourceOptions(args);
     const loadOptions = readLoadOptions(args);
+    const { budget } = readBudgetOptions(args);
     args.done();
     // Loaded here only for its content hash (and to fail early on a bad source); the decoder
     // threads load their own copies.
     const loaded = await loadVae(source, loadOptions);
     const vae = { source, loadOptions, hash: loaded.contentHash() };
     await loaded.dispose();
-    const worker = await startQueueWorker({ connection: redis!, queue, vae, concurrency, lockDurationMs, stalledIntervalMs, log: (line) => io.stderr(`distvae worker: ${line}\n`) });
-    io.stdout(`distvae worker ${worker.name}: serving queue "${queue}" at ${redacted(redis!)} with VAE ${worker.vaeHash.slice(0, 12)}… (SIGTERM drains)\n`);
+    // Families without a memory model take every run.
+    const memoryBudget = hasMemoryModel(loaded) ? { bytes: budget.bytes, predictRunBytes: (tiles: readonly { dims: number[] }[]) => predictTileRun(loaded, tiles.map((t) => t.dims), loadOptions.provider !== undefined ? { provider: loadOptions.provider } : {}).peakBytes } : undefined;
+    const worker = await startQueueWorker({ connection: redis!, queue, vae, concurrency, lockDurationMs, stalledIntervalMs, ...(memoryBudget ? { memoryBudget } : {}), log: (line) => io.stderr(`distvae worker: ${line}\n`) });
+    io.stdout(`distvae worker ${worker.name}: serving queue "${queue}" at ${redacted(redis!)} with VAE ${worker.vaeHash.slice(0, 12)}…${memoryBudget ? `, memory budget ${formatBytes(budget.bytes)}` : ''} (SIGTERM drains)\n`);
     await new Promise<void>((resolve) => {
       if (io.signal === undefined || io.signal.aborted) return resolve();
       io.signal.addEventListener('abort', () => resolve(), { once: true });

@@ -7,7 +7,7 @@
 // the tile in hand is finished, the rest of its run goes back to the queue for another worker.
 
 import { hostname } from 'node:os';
-import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { reason, type Reason, refuse } from '../../errors.js';
 import { elementCount } from '../../tensor.js';
@@ -17,7 +17,7 @@ import type { LocalGroup } from '../local/local-group.js';
 import type { VaeRef } from '../program.js';
 import { connectRedis, redisOptionsOf, type RedisConnection } from './connection.js';
 import { DECODE_TILE } from './decode-program.js';
-import { DEFAULT_QUEUE, decodeKeys, type DecodeKeys, float32Of, sha256, writeTile, type RunJobData, type RunJobResult, type RunProgress } from './protocol.js';
+import { DEFAULT_QUEUE, decodeKeys, type DecodeKeys, float32Of, sha256, writeTile, type RunJobData, type RunJobResult, type RunProgress, type RunTile } from './protocol.js';
 
 export interface QueueWorkerOptions {
   connection: RedisConnection;
@@ -36,7 +36,15 @@ export interface QueueWorkerOptions {
   name?: string;
   /** One line per notable event (a job refused or failed, draining). */
   log?: (line: string) => void;
+  /**
+   * This worker's memory budget: a run whose predicted peak (`predictRunBytes` of its tiles,
+   * times `concurrency`) exceeds it is handed back to the queue for a larger worker, untouched.
+   */
+  memoryBudget?: { bytes: number; predictRunBytes: (tiles: readonly RunTile[]) => number };
 }
+
+/** How long a run handed back for memory waits before any worker (this one included) may take it again (ms). */
+export const HANDED_BACK_DELAY_MS = 2000;
 
 export interface QueueWorker {
   readonly name: string;
@@ -90,6 +98,15 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<Que
       throw new UnrecoverableError(
         `worker ${name} holds the VAE with content hash ${vaeHash.slice(0, 12)}… but the decode needs ${String(data.vaeHash).slice(0, 12)}…: start workers with the coordinator's VAE (same --vae/--config/--family/--seed)`,
       );
+    }
+    const budget = options.memoryBudget;
+    if (budget) {
+      const predicted = budget.predictRunBytes(data.tiles) * concurrency;
+      if (predicted > budget.bytes) {
+        log(`run ${job.id} handed back: its predicted peak ${(predicted / 2 ** 20).toFixed(0)} MiB (x${concurrency} concurrent runs) exceeds this worker's budget of ${(budget.bytes / 2 ** 20).toFixed(0)} MiB`);
+        await job.moveToDelayed(Date.now() + HANDED_BACK_DELAY_MS, token);
+        throw new DelayedError();
+      }
     }
     const keys = decodeKeys(queue, data.decodeId);
     const decoder = idleDecoders.pop()!;
@@ -156,7 +173,7 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<Que
     name,
   });
   worker.on('failed', (job, e) => {
-    if (job && !(e instanceof WaitingError)) log(`run ${job.id} failed: ${e.message}`);
+    if (job && !(e instanceof WaitingError) && !(e instanceof DelayedError)) log(`run ${job.id} failed: ${e.message}`);
   });
   worker.on('error', (e) => log(`queue error: ${e.message}`));
   await worker.waitUntilReady();

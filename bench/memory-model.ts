@@ -1,0 +1,292 @@
+// Accuracy and calibration of the memory model (src/memory/): each case decodes through the CLI
+// (`distvae decode --json`, process ranks) and compares the model's predicted peak of every
+// process with the measured peak RSS (VmHWM) of every rank and of the coordinator.
+//
+//   npx tsx bench/memory-model.ts [--cases all|quick|NAME,NAME] [--out bench/results/memory-model.json]
+//   npx tsx bench/memory-model.ts calibrate [--from bench/results/memory-model.json]
+//   npx tsx bench/memory-model.ts report [--from bench/results/memory-model.json]
+//
+// The first runs the matrix one case at a time (memory is load-independent, so a busy machine is
+// fine; each case is one decode, the heaviest ~4.5 GiB) and writes the JSON and a Markdown table
+// next to it. `calibrate` fits the per-provider factors of src/memory/calibration.ts to a matrix
+// by least squares on the relative error and prints the entry to commit, with the refitted
+// errors. After a runtime change (e.g. the lean-runtime issue): run the matrix, calibrate, paste
+// the entry, then `report` rewrites the predictions and errors under it (the measured peaks and
+// the graph-derived terms are kept; rerun the matrix when the graphs or the runtime changed).
+//
+// This is the model-accuracy mode of the project's one memory harness; once bench/memory.ts (the
+// side-by-side harness) lands it becomes a mode there.
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createVae } from '../src/families/registry.js';
+import type { VaeSpec } from '../src/families/types.js';
+import { writeNpy } from '../src/io/npy.js';
+import { CALIBRATIONS, type RuntimeCalibration } from '../src/memory/calibration.js';
+import { peakOfTerms, predictMemory, type MemoryPlan, type MemoryTerms } from '../src/memory/model.js';
+import { describePlan } from '../src/memory/policy.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const TAEF2 = join(ROOT, '..', 'shared', 'models', 'taef2', 'taef2_decoder.pth');
+const TMP = '/tmp/distvae-memory-model';
+
+interface Case {
+  name: string;
+  family: 'autoencoder-kl' | 'flux2' | 'tae';
+  /** Trained TAEF2 weights instead of synthetic ones. */
+  taef2?: boolean;
+  height: number;
+  width: number;
+  plan: MemoryPlan;
+  /** Decoded by the policy's default path (no plan options: one process rank, a ladder). */
+  auto?: boolean;
+  quick?: boolean;
+}
+
+const tile = (ranks: number, w: number, o: number): Pick<MemoryPlan, 'strategy' | 'ranks' | 'window' | 'overlap'> => ({ strategy: 'tile', ranks, window: { height: w, width: w }, overlap: { height: o, width: o } });
+
+const CASES: Case[] = [
+  { name: 'taef2-whole-512', family: 'tae', taef2: true, height: 512, width: 512, plan: { strategy: 'whole', ranks: 1 }, quick: true },
+  { name: 'taef2-whole-1024', family: 'tae', taef2: true, height: 1024, width: 1024, plan: { strategy: 'whole', ranks: 1 } },
+  { name: 'taef2-whole-2048', family: 'tae', taef2: true, height: 2048, width: 2048, plan: { strategy: 'whole', ranks: 1 } },
+  { name: 'taef2-default-768x2048', family: 'tae', taef2: true, height: 768, width: 2048, plan: { strategy: 'whole', ranks: 1, isolated: true }, auto: true, quick: true },
+  { name: 'taef2-tile512-1024-r1', family: 'tae', taef2: true, height: 1024, width: 1024, plan: tile(1, 512, 128) },
+  { name: 'taef2-tile512-2048-r2', family: 'tae', taef2: true, height: 2048, width: 2048, plan: tile(2, 512, 128) },
+  { name: 'taef2-tile512-1024-r4', family: 'tae', taef2: true, height: 1024, width: 1024, plan: tile(4, 512, 128) },
+  { name: 'taef2-shard-1024-r2', family: 'tae', taef2: true, height: 1024, width: 1024, plan: { strategy: 'shard', ranks: 2 } },
+  { name: 'taesd-exact512-1024-r2', family: 'tae', height: 1024, width: 1024, plan: { strategy: 'exact-tile', ranks: 2, window: { height: 512, width: 512 }, overlap: { height: 0, width: 0 } } },
+  { name: 'taef2-shard-1024-r3', family: 'tae', taef2: true, height: 1024, width: 1024, plan: { strategy: 'shard', ranks: 3 } },
+  { name: 'sd-whole-256', family: 'autoencoder-kl', height: 256, width: 256, plan: { strategy: 'whole', ranks: 1 }, quick: true },
+  { name: 'sd-whole-512', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'whole', ranks: 1 } },
+  { name: 'sd-whole-768', family: 'autoencoder-kl', height: 768, width: 768, plan: { strategy: 'whole', ranks: 1 } },
+  { name: 'sd-tile256-512-r1', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(1, 256, 64) },
+  { name: 'sd-tile256-768-r2', family: 'autoencoder-kl', height: 768, width: 768, plan: tile(2, 256, 64) },
+  { name: 'sd-tile256-512-r4', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(4, 256, 64) },
+  { name: 'sd-shard-512-r2', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'shard', ranks: 2 } },
+  { name: 'sd-default-512', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'whole', ranks: 1, isolated: true }, auto: true },
+  { name: 'flux2-whole-256', family: 'flux2', height: 256, width: 256, plan: { strategy: 'whole', ranks: 1 } },
+  { name: 'flux2-whole-512', family: 'flux2', height: 512, width: 512, plan: { strategy: 'whole', ranks: 1 } },
+  { name: 'flux2-tile256-512-r2', family: 'flux2', height: 512, width: 512, plan: tile(2, 256, 64) },
+  { name: 'flux2-tile384-768-r3', family: 'flux2', height: 768, width: 768, plan: tile(3, 384, 96) },
+];
+
+interface ProcessResult {
+  process: string;
+  predictedBytes: number;
+  measuredBytes: number | null;
+  error: number | null;
+  terms: MemoryTerms;
+  activationShare: number;
+}
+
+interface CaseResult {
+  name: string;
+  family: string;
+  weights: string;
+  size: string;
+  plan: string;
+  processes: ProcessResult[];
+  worstError: number | null;
+  failed?: string;
+}
+
+function cliArgs(c: Case, latents: string): string[] {
+  const source = c.taef2 ? ['--vae', TAEF2, '--family', 'tae'] : ['--synthetic', '--family', c.family];
+  const plan = c.plan;
+  const planArgs: string[] = c.auto
+    ? []
+    : plan.strategy === 'whole'
+      ? ['--full']
+      : plan.strategy === 'shard'
+        ? ['--strategy', 'shard']
+        : [...(plan.strategy === 'exact-tile' ? ['--strategy', 'exact-tile'] : []), '--window', `${plan.window!.height}x${plan.window!.width}`, '--overlap', `${plan.overlap!.height}x${plan.overlap!.width}`];
+  const ranks = plan.ranks > 1 || plan.strategy === 'shard' ? ['--ranks', String(plan.ranks), '--isolation', 'process'] : [];
+  return ['decode', ...source, '--latents', latents, '--out', join(TMP, 'out.npy'), ...planArgs, ...ranks, '--threads', '1', '--max-memory', '64GiB', '--json'];
+}
+
+function vaeOf(c: Case): VaeSpec {
+  return createVae(c.family, c.taef2 ? { variant: 'taef2' } : undefined);
+}
+
+function latentFile(vae: VaeSpec, c: Case): string {
+  const r = vae.geometry.spatialRatio;
+  const dims = [1, vae.geometry.latentChannels, c.height / r, c.width / r];
+  const path = join(TMP, `z-${c.family}-${dims.join('x')}.npy`);
+  if (!existsSync(path)) {
+    const data = new Float32Array(dims.reduce((a, b) => a * b, 1));
+    let s = 12345;
+    for (let i = 0; i < data.length; i++) {
+      s = (s * 1103515245 + 12345) >>> 0;
+      data[i] = (s / 2 ** 32) * 2 - 1;
+    }
+    writeNpy(path, { dims, data });
+  }
+  return path;
+}
+
+function runCase(c: Case): CaseResult {
+  const vae = vaeOf(c);
+  const prediction = predictMemory(vae, c.plan, { height: c.height, width: c.width });
+  const base = { name: c.name, family: c.family, weights: c.taef2 ? 'taef2 (trained)' : 'synthetic', size: `${c.height}x${c.width}`, plan: describePlan(c.plan) };
+  let json: { memory: { coordinator: { measuredPeakBytes: number | null }; ranks: { rank: number; measuredPeakBytes: number | null }[] } };
+  try {
+    const stdout = execFileSync(process.execPath, [join(ROOT, 'bin', 'distvae.js'), ...cliArgs(c, latentFile(vae, c))], { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'inherit'] });
+    json = JSON.parse(stdout.trim().split('\n').pop()!);
+  } catch (e) {
+    return { ...base, processes: [], worstError: null, failed: (e as Error).message.split('\n')[0]! };
+  }
+  const measuredRanks = new Map(json.memory.ranks.map((r) => [r.rank, r.measuredPeakBytes]));
+  const row = (process: string, predictedBytes: number, measuredBytes: number | null, terms: MemoryTerms): ProcessResult => ({
+    process,
+    predictedBytes,
+    measuredBytes,
+    error: measuredBytes ? (predictedBytes - measuredBytes) / measuredBytes : null,
+    terms,
+    activationShare: measuredBytes ? (terms.activation + terms.repeat + terms.shard) / measuredBytes : 0,
+  });
+  const processes = [row('coordinator', prediction.coordinatorBytes, json.memory.coordinator.measuredPeakBytes, prediction.coordinator.terms), ...prediction.ranks.map((r) => row(`rank ${r.rank}`, r.peakBytes, measuredRanks.get(r.rank) ?? null, r.terms))];
+  const errors = processes.flatMap((p) => (p.error === null ? [] : [Math.abs(p.error)]));
+  return { ...base, processes, worstError: errors.length ? Math.max(...errors) : null };
+}
+
+function pct(x: number | null): string {
+  return x === null ? '–' : `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)} %`;
+}
+
+const mib = (n: number | null) => (n === null ? '–' : String(Math.round(n / 2 ** 20)));
+
+function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCalibration; cases: CaseResult[] }): string {
+  const lines = [
+    '# Memory model accuracy',
+    '',
+    `Ran ${report.ran['date']} on ${report.ran['machine']}; calibration \`${report.calibration.provider}\`: ${report.calibration.measured}.`,
+    '',
+    '`npx tsx bench/memory-model.ts` — each case is one `distvae decode --json` (process ranks, 1 thread each); predicted: the memory model of src/memory/ for the same plan; measured: VmHWM of each process. Activation share: the graph-derived activation terms over the measured peak.',
+    '',
+    '| case | weights | size | plan | process | predicted MiB | measured MiB | error | activation share |',
+    '|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const c of report.cases) {
+    if (c.failed) {
+      lines.push(`| ${c.name} | ${c.weights} | ${c.size} | ${c.plan} | – | – | – | failed: ${c.failed.replace(/\|/g, '/')} | – |`);
+      continue;
+    }
+    for (const p of c.processes) lines.push(`| ${c.name} | ${c.weights} | ${c.size} | ${c.plan} | ${p.process} | ${mib(p.predictedBytes)} | ${mib(p.measuredBytes)} | ${pct(p.error)} | ${(100 * p.activationShare).toFixed(0)} % |`);
+  }
+  const all = report.cases.flatMap((c) => c.processes.flatMap((p) => (p.error === null ? [] : [Math.abs(p.error)])));
+  const within = all.filter((e) => e <= 0.15).length;
+  const heavy = report.cases.filter((c) => c.processes.some((p) => p.activationShare >= 0.5)).length;
+  lines.push('', `${within} of ${all.length} processes within ±15 %; largest |error| ${(100 * Math.max(...all)).toFixed(1)} %; ${heavy} case(s) where activations are at least half of a process's peak.`);
+  return lines.join('\n') + '\n';
+}
+
+/** Least squares on the relative error over the calibration's factors (negative factors pinned to 0). */
+function fit(cases: CaseResult[], base: RuntimeCalibration): RuntimeCalibration {
+  const keys = ['fixedBytes', 'decodingWeightCopies', 'holdingWeightCopies', 'activationFactor', 'repeatFactor', 'shardFactor', 'outputCopies'] as const;
+  const rows: { x: number[]; y: number }[] = [];
+  for (const c of cases) {
+    for (const p of c.processes) {
+      if (!p.measuredBytes) continue;
+      const t = p.terms;
+      const w = 1 / p.measuredBytes;
+      rows.push({ x: [1, t.decodingWeights, t.holdingWeights, t.activation, t.repeat, t.shard, t.output].map((v) => v * w), y: (p.measuredBytes - t.buffers) * w });
+    }
+  }
+  let active = keys.map(() => true);
+  let solution = keys.map(() => 0);
+  for (let iter = 0; iter < keys.length; iter++) {
+    const idx = keys.map((_, i) => i).filter((i) => active[i] && rows.some((r) => r.x[i] !== 0));
+    const n = idx.length;
+    const a = Array.from({ length: n }, () => new Array<number>(n + 1).fill(0));
+    for (const r of rows) {
+      for (let i = 0; i < n; i++) {
+        for (let j = 0; j < n; j++) a[i]![j]! += r.x[idx[i]!]! * r.x[idx[j]!]!;
+        a[i]![n]! += r.x[idx[i]!]! * r.y;
+      }
+    }
+    for (let i = 0; i < n; i++) {
+      let p = i;
+      for (let k = i + 1; k < n; k++) if (Math.abs(a[k]![i]!) > Math.abs(a[p]![i]!)) p = k;
+      [a[i], a[p]] = [a[p]!, a[i]!];
+      for (let k = 0; k < n; k++) {
+        if (k === i || a[i]![i] === 0) continue;
+        const f = a[k]![i]! / a[i]![i]!;
+        for (let j = i; j <= n; j++) a[k]![j]! -= f * a[i]![j]!;
+      }
+    }
+    solution = keys.map((_, i) => {
+      const at = idx.indexOf(i);
+      return at < 0 ? (active[i] ? (base[keys[i]!] as number) : 0) : a[at]![n]! / a[at]![at]!;
+    });
+    const negative = solution.findIndex((v, i) => v < 0 && active[i]);
+    if (negative < 0) break;
+    active = active.map((v, i) => v && i !== negative);
+  }
+  const fitted: RuntimeCalibration = { ...base };
+  keys.forEach((k, i) => {
+    (fitted as unknown as Record<string, number>)[k] = k === 'fixedBytes' ? Math.round(solution[i]!) : Number(solution[i]!.toFixed(3));
+  });
+  return fitted;
+}
+
+/** A case's predictions and errors under the current calibration (measured peaks and terms as they were). */
+function repredict(c: CaseResult): CaseResult {
+  const cal = CALIBRATIONS['cpu']!;
+  const processes = c.processes.map((p) => {
+    const predictedBytes = peakOfTerms(p.terms, cal);
+    return { ...p, predictedBytes, error: p.measuredBytes ? (predictedBytes - p.measuredBytes) / p.measuredBytes : null };
+  });
+  const errors = processes.flatMap((p) => (p.error === null ? [] : [Math.abs(p.error)]));
+  return { ...c, processes, worstError: errors.length ? Math.max(...errors) : null };
+}
+
+function parseFlags(argv: string[]): Record<string, string> {
+  const flags: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) if (argv[i]!.startsWith('--')) flags[argv[i]!.slice(2)] = argv[i + 1] ?? '';
+  return flags;
+}
+
+const argv = process.argv.slice(2);
+const mode = argv[0] === 'calibrate' || argv[0] === 'report' ? argv[0] : 'matrix';
+const flags = parseFlags(mode === 'matrix' ? argv : argv.slice(1));
+const outPath = flags['out'] ?? flags['from'] ?? join(ROOT, 'bench', 'results', 'memory-model.json');
+const machine = `${process.platform} ${process.arch}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, ${cpus()[0]?.model ?? 'cpu'} (${cpus().length} cores), Node ${process.version}`;
+
+if (mode === 'calibrate') {
+  const report = JSON.parse(readFileSync(outPath, 'utf8')) as { cases: CaseResult[] };
+  const base = CALIBRATIONS['cpu']!;
+  const fitted = fit(report.cases, base);
+  const errors = report.cases.flatMap((c) => c.processes.flatMap((p) => (p.measuredBytes ? [(peakOfTerms(p.terms, fitted) - p.measuredBytes) / p.measuredBytes] : [])));
+  process.stdout.write(`fitted to ${errors.length} processes of ${outPath}: largest |error| ${(100 * Math.max(...errors.map(Math.abs))).toFixed(1)} %, ${errors.filter((e) => Math.abs(e) <= 0.15).length} within ±15 %\n`);
+  process.stdout.write(JSON.stringify({ ...fitted, measured: `fitted by \`npx tsx bench/memory-model.ts calibrate\` to ${errors.length} processes of bench/results/memory-model.json (${new Date().toISOString().slice(0, 10)}, ${machine})` }, null, 2) + '\n');
+} else if (mode === 'report') {
+  // Rewrites the report's predictions and errors under the committed calibration, without decoding again.
+  const report = JSON.parse(readFileSync(outPath, 'utf8')) as { ran: Record<string, unknown>; cases: CaseResult[] };
+  const updated = { ...report, calibration: CALIBRATIONS['cpu']!, cases: report.cases.map((c) => (c.failed ? c : repredict(c))) };
+  writeFileSync(outPath, JSON.stringify(updated, null, 2) + '\n');
+  writeFileSync(outPath.replace(/\.json$/, '.md'), markdown(updated));
+  process.stderr.write(`rewrote ${outPath} under the committed calibration\n`);
+} else {
+  mkdirSync(TMP, { recursive: true });
+  const which = flags['cases'] ?? 'all';
+  const cases = which === 'all' ? CASES : which === 'quick' ? CASES.filter((c) => c.quick) : CASES.filter((c) => which.split(',').includes(c.name));
+  const results: CaseResult[] = [];
+  for (const c of cases) {
+    process.stderr.write(`${c.name} ...\n`);
+    const r = runCase(c);
+    results.push(r);
+    process.stderr.write(`${c.name}: ${r.failed ?? r.processes.map((p) => `${p.process} ${mib(p.predictedBytes)}/${mib(p.measuredBytes)} MiB (${pct(p.error)})`).join(', ')}\n`);
+  }
+  // A selection of cases replaces those cases in an existing report (same calibration only).
+  const previous = which !== 'all' && existsSync(outPath) ? (JSON.parse(readFileSync(outPath, 'utf8')) as { calibration: RuntimeCalibration; cases: CaseResult[] }) : null;
+  const kept = previous ? previous.cases.filter((c) => !results.some((r) => r.name === c.name)).map(repredict) : [];
+  const order = (r: CaseResult) => CASES.findIndex((c) => c.name === r.name);
+  const merged = [...kept, ...results].sort((a, b) => order(a) - order(b));
+  const report = { schema: 1, benchmark: 'memory-model', ran: { date: new Date().toISOString(), machine }, calibration: CALIBRATIONS['cpu']!, cases: merged };
+  writeFileSync(outPath, JSON.stringify(report, null, 2) + '\n');
+  writeFileSync(outPath.replace(/\.json$/, '.md'), markdown(report));
+  process.stderr.write(`wrote ${outPath}\n`);
+}

@@ -1,0 +1,135 @@
+// The memory budget on the command line: a decode without plan options takes the policy's
+// choice (the whole decode, in a rank process, equal to --full), an exact request over an
+// explicit --max-memory is refused naming its predicted peak, `plan --max-memory` ranks the
+// alternatives, and a budget nothing fits exits 2 naming the smallest predicted peak.
+
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { TINY_KL } from '../../ranks/testing/tiny-vae.js';
+import { seededTensor } from '../../graph/testing/random.js';
+import { readNpy, writeNpy } from '../../io/npy.js';
+import { runCli } from '../main.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'distvae-cli-budget-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const KL = join(dir, 'kl.json');
+writeFileSync(KL, JSON.stringify({ _class_name: 'AutoencoderKL', ...TINY_KL }));
+const Z = join(dir, 'z.npy');
+writeNpy(Z, seededTensor([1, 4, 24, 32], 5));
+
+async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), stderrIsTTY: false });
+  return { code, stdout, stderr };
+}
+
+interface DecodeJson {
+  tiles: number;
+  memory: { budgetBytes: number; predictedPeakBytes: number; predictedMaxTensorBytes: number; measuredPeakBytes: number | null; ranks: { rank: number; predictedPeakBytes: number; measuredPeakBytes: number | null }[] };
+  choice: { strategy: string; ranks: number; reason: string; window: unknown };
+  error?: { code: string; message: string; reasons: { field: string; valid: string }[] };
+}
+
+test('without plan options the decode is the policy choice: whole, in a rank process, bitwise the --full decode', async () => {
+  const chosen = join(dir, 'chosen.npy');
+  const full = join(dir, 'full.npy');
+  const r = await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', chosen, '--threads', '1', '--json');
+  assert.equal(r.code, 0, r.stderr);
+  const json = JSON.parse(r.stdout) as DecodeJson;
+  assert.equal(json.choice.strategy, 'whole');
+  assert.match(json.choice.reason, /exact: the whole decode fits/);
+  assert.equal(json.tiles, 1);
+  assert.ok(json.memory.budgetBytes > 0 && json.memory.predictedPeakBytes > 0 && json.memory.predictedMaxTensorBytes > 0);
+  // The decode ran in one rank process: its peak was measured, and so was the coordinator's.
+  assert.equal(json.memory.ranks.length, 1);
+  assert.ok((json.memory.ranks[0]!.measuredPeakBytes ?? 0) > 0);
+  assert.ok((json.memory.measuredPeakBytes ?? 0) > json.memory.ranks[0]!.measuredPeakBytes!);
+  assert.equal((await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', full, '--threads', '1', '--full')).code, 0);
+  assert.deepEqual(readNpy(chosen), readNpy(full));
+});
+
+test('a budget below the whole decode gets tiles; the same budget refuses an exact --full request, naming its predicted peak', async () => {
+  const plan = await cli('plan', '--config', KL, '--height', '48', '--width', '64', '--max-memory', '64GiB', '--json');
+  const whole = (JSON.parse(plan.stdout) as DecodeJson).memory.predictedPeakBytes;
+  const tight = String(whole - 1);
+  const tiled = await cli('plan', '--config', KL, '--height', '48', '--width', '64', '--max-memory', tight, '--json');
+  assert.equal(tiled.code, 0, tiled.stderr);
+  const json = JSON.parse(tiled.stdout) as DecodeJson & { alternatives: { strategy: string; predictedPeakBytes: number; fits: boolean }[] };
+  assert.equal(json.choice.strategy, 'tile');
+  assert.ok(json.memory.predictedPeakBytes <= whole - 1);
+  assert.deepEqual([json.alternatives[0]!.strategy, json.alternatives[0]!.fits], ['whole', false]);
+  assert.ok(json.alternatives.some((a) => a.fits));
+
+  const refused = await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', join(dir, 'x.npy'), '--full', '--max-memory', tight, '--json');
+  assert.equal(refused.code, 2);
+  const error = (JSON.parse(refused.stdout) as DecodeJson).error!;
+  assert.equal(error.code, 'BUDGET_EXCEEDED');
+  assert.match(error.message, /whole.*predicted peak is/);
+});
+
+test('a budget nothing fits exits 2 naming the smallest predicted peak and its plan; a bad size is refused', async () => {
+  const r = await cli('plan', '--config', KL, '--height', '48', '--width', '64', '--max-memory', '1MiB', '--json');
+  assert.equal(r.code, 2);
+  const error = (JSON.parse(r.stdout) as DecodeJson).error!;
+  assert.equal(error.code, 'BUDGET_EXCEEDED');
+  assert.match(error.message, /smallest predicted peak is [\d.]+ (MiB|GiB).* with tile \d+x\d+/);
+  const decode = await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', join(dir, 'x.npy'), '--max-memory', '1MiB', '--json');
+  assert.equal(decode.code, 2);
+  assert.equal((JSON.parse(decode.stdout) as DecodeJson).error!.code, 'BUDGET_EXCEEDED');
+  const bad = await cli('plan', '--config', KL, '--height', '48', '--width', '64', '--max-memory', 'lots', '--json');
+  assert.equal(bad.code, 2);
+  assert.equal((JSON.parse(bad.stdout) as DecodeJson).error!.reasons[0]!.field, '--max-memory');
+});
+
+test('an exact request over the default budget is decoded as asked, with a warning naming its predicted peak', async () => {
+  // The default budget is 80 % of what this machine has; a window request is checked against it too.
+  const r = await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', join(dir, 'w.npy'), '--window', '32x32', '--threads', '1', '--json');
+  assert.equal(r.code, 0, r.stderr);
+  const json = JSON.parse(r.stdout) as DecodeJson;
+  assert.equal(json.choice.strategy, 'tile');
+  assert.equal(json.choice.reason, 'as requested');
+  assert.ok(json.memory.predictedPeakBytes < json.memory.budgetBytes);
+  assert.doesNotMatch(r.stderr, /warning/);
+});
+
+/** Process ids of this process's children (every thread's), where /proc has them. */
+function children(): number[] {
+  try {
+    return readdirSync(`/proc/${process.pid}/task`).flatMap((tid) => readFileSync(`/proc/${process.pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+  } catch {
+    return [];
+  }
+}
+
+test('a rank process killed like the OOM killer does moves the decode down the ladder; the coordinator survives and reports both attempts', { skip: !existsSync(`/proc/${process.pid}/task`) && 'no /proc' }, async () => {
+  const before = new Set(children());
+  let killed: number | null = null;
+  // SIGKILL the first rank process this decode starts, as the kernel's OOM killer would.
+  const watch = setInterval(() => {
+    if (killed !== null) return;
+    const rank = children().find((pid) => !before.has(pid));
+    if (rank !== undefined) {
+      killed = rank;
+      process.kill(rank, 'SIGKILL');
+    }
+  }, 10);
+  try {
+    const out = join(dir, 'ladder.npy');
+    const r = await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', out, '--threads', '1', '--json');
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(killed !== null);
+    const json = JSON.parse(r.stdout) as DecodeJson & { attempts: { strategy: string; outcome: string; error?: string }[] };
+    assert.deepEqual(json.attempts.map((a) => a.outcome), ['out-of-memory', 'decoded']);
+    assert.equal(json.attempts[0]!.strategy, 'whole');
+    assert.match(json.attempts[0]!.error!, /SIGKILL/);
+    assert.equal(json.choice.strategy, json.attempts[1]!.strategy);
+    assert.match(r.stderr, /attempt 1 \(whole, predicted [\d.]+ \w+\) ran out of memory: .*SIGKILL.*; trying tile/);
+  } finally {
+    clearInterval(watch);
+  }
+});

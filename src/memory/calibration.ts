@@ -1,0 +1,54 @@
+// What the runtime adds to what the graph gives, per execution provider: a committed table the
+// memory model multiplies the graph's own numbers by. Each entry says how it was measured; the
+// `calibrate` mode of bench/memory-model.ts re-measures it (fits these numbers to measured peak
+// RSS by least squares) and prints the entry to paste here.
+
+import { DistVaeError, reason } from '../errors.js';
+
+export interface RuntimeCalibration {
+  provider: string;
+  /** Resident bytes of a process that has loaded node, distvae and onnxruntime, before any VAE. */
+  fixedBytes: number;
+  /** Copies of the decoder weights resident in a process that decodes (JS tensors, model bytes, the session's own). */
+  decodingWeightCopies: number;
+  /** Copies resident in a process that only holds the loaded VAE (a coordinator whose ranks decode, an idle rank). */
+  holdingWeightCopies: number;
+  /** Resident bytes per byte of the graph's activation peak on a session's first run. */
+  activationFactor: number;
+  /** Extra resident bytes per byte of activation peak once a session runs again on the same shape (onnxruntime's memory pattern). */
+  repeatFactor: number;
+  /** Resident bytes per byte of a row-sharded rank's share of the whole decode's activation peak (staged sessions). */
+  shardFactor: number;
+  /** Copies of the decoded output resident in the process that assembles and writes it. */
+  outputCopies: number;
+  /** How the numbers were measured. */
+  measured: string;
+}
+
+/**
+ * Per-provider calibration. `cpu`: fitted to the accuracy matrix of bench/results/memory-model.json
+ * (process ranks, VmHWM of each rank and of the coordinator, onnxruntime-node 1.30 CPU EP, arena
+ * and memory patterns on, Node 20, linux x64); see that report for each case's error.
+ */
+export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
+  cpu: {
+    provider: 'cpu',
+    fixedBytes: 134703199,
+    decodingWeightCopies: 3.63,
+    holdingWeightCopies: 0.999,
+    activationFactor: 1.381,
+    repeatFactor: 0.504,
+    shardFactor: 2.01,
+    outputCopies: 2.549,
+    measured:
+      'fitted by `npx tsx bench/memory-model.ts calibrate` to the 50 processes of 22 cases in bench/results/memory-model.json (2026-12-01, linux x64, 2 cores, Node 20.20, onnxruntime-node 1.30, before the lean-runtime change of issue 14: recalibrate after it)',
+  },
+};
+
+/** The calibration of a provider; refused (naming those there are) when none was measured. */
+export function calibrationOf(provider: string): RuntimeCalibration {
+  const c = CALIBRATIONS[provider];
+  if (c) return c;
+  const r = reason('NO_MEMORY_CALIBRATION', 'provider', provider, `a provider with a memory calibration (${Object.keys(CALIBRATIONS).join(', ')})`);
+  throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
+}

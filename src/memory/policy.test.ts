@@ -1,0 +1,150 @@
+// The memory policy (which plan a budget gets), the refusal when nothing fits, per-tensor limits,
+// budget sizes, and the fallback ladder under injected allocation failures.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { TINY_KL } from '../ranks/testing/tiny-vae.js';
+import { DistVaeError } from '../errors.js';
+import { createVae } from '../families/registry.js';
+import { formatBytes, parseMemorySize } from './budget.js';
+import { isMemoryFailure, ladderRungs, runLadder } from './ladder.js';
+import { predictMemory } from './model.js';
+import { budgetRefusal, chooseWithinBudget, policyPlans, tileCandidates } from './policy.js';
+
+const kl = () => createVae('autoencoder-kl', TINY_KL);
+const SAMPLE = { height: 96, width: 128 }; // latent 48 x 64 at the tiny VAE's 2x ratio
+const HUGE = { bytes: 2 ** 50 };
+
+test('with one rank an ample budget gets the whole decode; with R > 1 ranks row sharding on the R ranks', () => {
+  assert.equal(chooseWithinBudget(kl(), SAMPLE, HUGE).choice?.plan.strategy, 'whole');
+  const r3 = chooseWithinBudget(kl(), SAMPLE, HUGE, { ranks: 3 }).choice!;
+  assert.deepEqual([r3.plan.strategy, r3.plan.ranks], ['shard', 3]);
+  assert.match(r3.reason, /exact: row sharding on 3 ranks/);
+});
+
+test('a budget between the whole decode and the smallest tiles gets the tiled plan with the largest window that fits', () => {
+  const vae = kl();
+  const whole = predictMemory(vae, { strategy: 'whole', ranks: 1 }, SAMPLE).peakBytes;
+  const budget = { bytes: whole - 1 };
+  const result = chooseWithinBudget(vae, SAMPLE, budget, { more: 1000 });
+  const choice = result.choice!;
+  assert.equal(choice.plan.strategy, 'tile');
+  assert.ok(choice.prediction.peakBytes <= budget.bytes);
+  // Every plan ahead of the choice was evaluated and does not fit; the order is the policy's.
+  const ahead = result.alternatives.slice(0, result.alternatives.indexOf(choice));
+  assert.ok(ahead.length >= 1 && ahead.every((a) => !a.fits));
+  assert.equal(ahead[0]!.plan.strategy, 'whole');
+  // Largest window first: no later tiled plan that fits has a longer shorter side.
+  const side = (a: typeof choice) => Math.min(a.plan.window!.height, a.plan.window!.width);
+  for (const a of result.alternatives.filter((x) => x.fits && x.plan.strategy === 'tile')) assert.ok(side(a) <= side(choice));
+});
+
+test('tile candidates come in the order of expected agreement: shorter window side, then area, then seams, then work', () => {
+  const list = tileCandidates(kl(), SAMPLE);
+  assert.ok(list.length > 3);
+  for (let i = 1; i < list.length; i++) {
+    const [a, b] = [list[i - 1]!, list[i]!];
+    const key = (c: typeof a) => [-c.side, -c.area, c.seams, c.decoded];
+    const [ka, kb] = [key(a), key(b)];
+    const cmp = ka.findIndex((v, k) => v !== kb[k]);
+    assert.ok(cmp < 0 || ka[cmp]! < kb[cmp]!, `${JSON.stringify(a)} before ${JSON.stringify(b)}`);
+  }
+});
+
+test('a local decoder (TAESD) tries halo-exact tiles before blended ones; one with GroupNorm (TAEF2) does not', () => {
+  const strategies = (vae: ReturnType<typeof createVae>) => [...new Set([...policyPlans(vae, { height: 512, width: 512 })].map((p) => p.plan.strategy))];
+  assert.deepEqual(strategies(createVae('tae')), ['whole', 'exact-tile', 'tile']);
+  assert.deepEqual(strategies(createVae('tae', { variant: 'taef2' })), ['whole', 'tile']);
+});
+
+test('a per-tensor limit moves the choice to tiles even when the total fits', () => {
+  const vae = kl();
+  const whole = predictMemory(vae, { strategy: 'whole', ranks: 1 }, SAMPLE);
+  const choice = chooseWithinBudget(vae, SAMPLE, { bytes: 2 ** 50, maxTensorBytes: whole.maxTensorBytes - 1 }).choice!;
+  assert.equal(choice.plan.strategy, 'tile');
+  assert.ok(choice.prediction.maxTensorBytes < whole.maxTensorBytes);
+});
+
+test('a budget nothing fits is refused, naming the smallest achievable peak and its plan', () => {
+  const result = chooseWithinBudget(kl(), SAMPLE, { bytes: 1024 });
+  assert.equal(result.choice, null);
+  const smallest = Math.min(...result.alternatives.map((a) => a.prediction.peakBytes));
+  assert.equal(result.smallest.prediction.peakBytes, smallest);
+  const e = budgetRefusal(result);
+  assert.equal(e.code, 'BUDGET_EXCEEDED');
+  assert.equal(e.reasons[0]!.field, 'max-memory');
+  assert.ok(e.message.includes(formatBytes(smallest)), e.message);
+  assert.match(e.message, /tile \d+x\d+/);
+});
+
+test('the prediction grows with the sample and splits over ranks: each tile rank holds less than the whole decode', () => {
+  const vae = kl();
+  const small = predictMemory(vae, { strategy: 'whole', ranks: 1 }, { height: 64, width: 64 });
+  const large = predictMemory(vae, { strategy: 'whole', ranks: 1 }, { height: 128, width: 128 });
+  // Convolutions grow with the area (4x), the attention matrix with its square (16x).
+  assert.ok(large.peakBytes > small.peakBytes && large.maxTensorBytes >= 4 * small.maxTensorBytes);
+  const tiles = predictMemory(vae, { strategy: 'tile', ranks: 2, window: { height: 64, width: 64 }, overlap: { height: 16, width: 16 } }, { height: 128, width: 128 });
+  assert.equal(tiles.ranks.length, 2);
+  assert.ok(tiles.ranks.every((r) => r.terms.activation < large.coordinator.terms.activation));
+  assert.equal(tiles.peakBytes, tiles.coordinatorBytes + tiles.ranks[0]!.peakBytes + tiles.ranks[1]!.peakBytes);
+});
+
+test('families without a decoder graph are refused by the memory model, naming the family', () => {
+  assert.throws(() => predictMemory(createVae('wan'), { strategy: 'whole', ranks: 1 }, { height: 64, width: 64, frames: 1 }), /wan family does not expose/);
+});
+
+test('memory sizes: GiB, MiB, GB and bytes; anything else refused with the forms', () => {
+  assert.equal(parseMemorySize('1.5GiB'), 1.5 * 2 ** 30);
+  assert.equal(parseMemorySize('800MiB'), 800 * 2 ** 20);
+  assert.equal(parseMemorySize('2GB'), 2e9);
+  assert.equal(parseMemorySize('123456'), 123456);
+  for (const bad of ['', '-1GiB', '1.5 parsecs', '0', 'GiB']) assert.throws(() => parseMemorySize(bad), (e: DistVaeError) => e.code === 'INVALID_ARGUMENT' && /1\.5GiB|> 0 bytes/.test(e.reasons[0]!.valid), bad);
+});
+
+const allocationError = () => new DistVaeError('RANK_FAILED', 'rank 0 failed: [ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Failed to allocate memory for requested buffer of size 1073741824');
+
+test('the ladder retries an allocation failure with the next plan that fits and reports every attempt', async () => {
+  const result = chooseWithinBudget(kl(), SAMPLE, HUGE, { more: 10 });
+  const rungs = ladderRungs(result.alternatives, result.choice!);
+  assert.equal(rungs[0]!.plan.strategy, 'whole');
+  const tried: string[] = [];
+  const seen: string[] = [];
+  const out = await runLadder(
+    rungs,
+    async (alt, i) => {
+      tried.push(alt.plan.strategy);
+      if (i === 0) throw allocationError();
+      if (i === 1) throw new DistVaeError('RANK_FAILED', 'rank 0 was lost: process killed by SIGKILL');
+      return 'decoded';
+    },
+    (a) => seen.push(a.outcome),
+  );
+  assert.equal(out.result, 'decoded');
+  assert.deepEqual(out.attempts.map((a) => a.outcome), ['out-of-memory', 'out-of-memory', 'decoded']);
+  assert.deepEqual(seen, ['out-of-memory', 'out-of-memory', 'decoded']);
+  assert.equal(out.rung, rungs[2]);
+  assert.match(out.attempts[0]!.error!, /Failed to allocate/);
+  assert.equal(out.attempts[0]!.predictedPeakBytes, rungs[0]!.prediction.peakBytes);
+});
+
+test('an exhausted ladder fails with LADDER_EXHAUSTED naming the plans; other failures are not retried', async () => {
+  const result = chooseWithinBudget(kl(), SAMPLE, HUGE, { more: 10 });
+  const rungs = ladderRungs(result.alternatives, result.choice!);
+  await assert.rejects(
+    runLadder(rungs, async () => {
+      throw allocationError();
+    }),
+    (e: DistVaeError & { attempts?: unknown[] }) => e.code === 'LADDER_EXHAUSTED' && e.attempts?.length === rungs.length && /whole, then tile/.test(e.message),
+  );
+  let calls = 0;
+  await assert.rejects(
+    runLadder(rungs, async () => {
+      calls++;
+      throw new DistVaeError('TENSOR_INVALID', 'tile 3 arrived with the wrong shape');
+    }),
+    (e: DistVaeError) => e.code === 'TENSOR_INVALID',
+  );
+  assert.equal(calls, 1);
+  assert.equal(isMemoryFailure(new Error('ENOENT: no such file')), false);
+  assert.equal(isMemoryFailure(new Error('outer', { cause: new RangeError('Array buffer allocation failed') })), true);
+});
