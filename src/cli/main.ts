@@ -4,7 +4,7 @@
 // the stack only with DISTVAE_DEBUG=1.
 
 import { pathToFileURL } from 'node:url';
-import { isDistVaeError } from '../errors.js';
+import { isDistVaeError } from '../index.js';
 import { EXIT, exitCodeOf } from './exit-codes.js';
 import { commandHelp, parseCommandArgs, type CliIO, type CommandSpec } from './args.js';
 import { analyzeCommand } from './commands/analyze.js';

@@ -2,31 +2,16 @@
 // `decode(z).sample`), image (.png with the family's value mapping) or video (.mp4 / .webm
 // through the system ffmpeg, same mapping). Arguments, files, the latent shape, the tile plan,
 // the row-sharding bands and ffmpeg's presence are all checked before the decoder is built.
-// --strategy picks the spatial strategy (decode-strategy.ts).
+// --strategy picks the spatial strategy (the library's useStrategy).
 
 import { extname } from 'node:path';
-import { checkLatents } from '../../decode/latents.js';
-import { loadVae, type Vae } from '../../decode/vae.js';
-import { vaeSpecOfSource } from '../../sources/vae-source.js';
-import type { RankGroup } from '../../ranks/group.js';
-import { ISOLATIONS, localGroup } from '../../ranks/local/index.js';
-import { queueGroup } from '../../ranks/queue/index.js';
-import { DEFAULT_QUEUE } from '../../ranks/queue/protocol.js';
-import { scheduleGrid } from '../../plan/metrics.js';
-import { splitBands } from '../../strategies/shard/bands.js';
-import type { VaeSpec } from '../../families/types.js';
-import { writeSamplePng } from '../../io/image.js';
-import { checkFfmpeg, DEFAULT_FPS, isVideoPath, VIDEO_EXTENSIONS, writeSampleVideo } from '../../io/video.js';
-import { readLatents } from '../../io/latents.js';
-import { writeNpy } from '../../io/npy.js';
-import { tileGrid } from '../../plan/grid.js';
+import { checkFfmpeg, checkLatents, DEFAULT_FPS, DEFAULT_QUEUE, disableTiling, ISOLATIONS, isVideoPath, loadVae, localGroup, queueGroup, readLatents, scheduleGrid, splitBands, STRATEGIES, tileGrid, useStrategy, vaeSpecOfSource, VIDEO_EXTENSIONS, writeNpy, writeSamplePng, writeSampleVideo, type RankGroup, type Vae, type VaeSpec } from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatCollectives } from '../locality-format.js';
 import { progressBar } from '../progress.js';
 import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-options.js';
 import { REDIS_OPTIONS } from './redis-options.js';
 import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
-import { installStrategy, STRATEGIES } from './decode-strategy.js';
 
 const OUTPUT_EXTENSIONS = ['.npy', '.png', ...VIDEO_EXTENSIONS];
 
@@ -139,7 +124,7 @@ export const decodeCommand: CommandSpec = {
         args.done();
       }
       if (strategy === 'shard') splitBands(latent.height, ranks, vae.geometry.spatialRatio);
-      else if (args.flag('full')) vae.tiling = { ...vae.tiling, enabled: false, frames: vae.tiling.frames ? { ...vae.tiling.frames, enabled: false } : null };
+      else if (args.flag('full')) disableTiling(vae);
       else applyTilingOptions(args, vae, undefined);
       return latent;
     };
@@ -170,7 +155,7 @@ export const decodeCommand: CommandSpec = {
       await started;
       const latent = configure(vae);
       const grid = tileGrid(vae, latent);
-      const rankStats = installStrategy(strategy, vae, group);
+      const rankStats = useStrategy(vae, strategy, group);
       const bar = progressBar(io, 'decode');
       const t0 = performance.now();
       const sample = await vae.decode(latents, { onProgress: bar.update });

@@ -1,8 +1,7 @@
 // `distvae plan`: validate a tile plan for a size and show its grid, metrics and schedule, or
 // search plans (--search) and show the frontier and the coarse / balanced / fine picks.
 
-import { planReport } from '../../plan/report.js';
-import { searchPlans } from '../../plan/search.js';
+import { planReport, searchPlans } from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatPlan, formatSearch } from '../format.js';
 import { FAMILY_OPTIONS, SIZE_OPTIONS, TILING_OPTIONS, applyTilingOptions, readSampleShape, readVaeSpec } from '../tiling-options.js';
