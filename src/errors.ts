@@ -14,6 +14,8 @@ export type ReasonCode =
   | 'INVALID_NUMBER'
   | 'INVALID_SIZE'
   | 'MISSING_OPTION'
+  | 'EMPTY_VALUE'
+  | 'OPTION_REPEATED'
   | 'UNKNOWN_COMMAND'
   // Rank groups and transports
   | 'CONCURRENCY_INVALID'
@@ -24,6 +26,8 @@ export type ReasonCode =
   | 'LOCK_DURATION_INVALID'
   | 'QUEUE_INVALID'
   | 'RANKS_INVALID'
+  | 'RANKS_TOO_MANY'
+  | 'RANKS_OVER_BUDGET'
   | 'REDIS_URL_INVALID'
   | 'STALLED_INTERVAL_INVALID'
   | 'THREADS_INVALID'
@@ -46,6 +50,8 @@ export type ReasonCode =
   | 'WEIGHT_MISSING'
   | 'WEIGHT_SHAPE'
   | 'WEIGHT_UNEXPECTED'
+  | 'WEIGHT_NOT_FINITE'
+  | 'WEIGHTS_TOO_LARGE'
   // Plans, tiling and buckets
   | 'BUCKETS_EMPTY'
   | 'BUCKET_INVALID'

@@ -20,6 +20,8 @@ export { createVae, FAMILIES, FAMILY_NAMES, familyForClassName, getFamily, resol
 export { TAE_KEY_LAYOUTS, TAE_VARIANTS, type TaeKeyLayout, type TaeVariant } from './families/tae.js';
 export type { FamilyName, FamilySpec, FrameTiling, RawConfig, ResolvedConfig, Size2, TilingDefaults, TilingState, VaeGeometry, VaeSpec } from './families/types.js';
 export { syntheticWeights, type ParamSpec } from './weights/synthetic.js';
+export { decoderWeightBytes } from './families/runtimes.js';
+export { defaultMemoryBudgetBytes, formatBytes, machineMemoryBytes } from './weights/budget.js';
 
 // ---- Planning (pure: no I/O, runs in a browser) ----------------------------------------------
 export { disableTiling, explainTiling, setTiling, type TilingRequest } from './plan/planner.js';
@@ -48,13 +50,13 @@ export { BUCKET_POLICIES, chooseBucket, parseBuckets, type BucketChoice, type Bu
 export { diffusersEquivalent } from './plan/equivalence.js';
 
 // ---- Decoding on this process ----------------------------------------------------------------
-export { localTiledDecode } from './decode/engine.js';
+export { checkFiniteOutput, localTiledDecode, throwIfAborted } from './decode/engine.js';
 export { checkLatents } from './decode/latents.js';
 export type { DecodeOptions, DecodeProgress, RankStats, TiledDecode, TileRunner } from './decode/types.js';
 export { decoderGraphOf } from './decode/decoder-model.js';
 
 // ---- Strategies: how tiles are decoded, and on which ranks -----------------------------------
-export { STRATEGIES, useStrategy, type ShardRankSummary, type Strategy, type StrategyReport } from './strategies/index.js';
+export { STRATEGIES, useStrategy, type ShardRankSummary, type Strategy, type StrategyReport, type UseStrategyOptions } from './strategies/index.js';
 export type { AnalyzableVae, DistributableVae } from './strategies/distributable.js';
 export { tiledDecodeFor, type DistributedDecodeStats, type DistributedTiledDecode, type TiledDecodeForOptions } from './strategies/tile/tiled-decode.js';
 export { shardedDecodeFor, type ShardedDecode, type ShardRankStats, type ShardStats } from './strategies/shard/sharded-decode.js';
@@ -68,6 +70,7 @@ export type { RankFailure, RankGroup, TileJobResult } from './ranks/group.js';
 export type { CommCounters } from './ranks/program.js';
 export { ISOLATIONS, localGroup } from './ranks/local/index.js';
 export type { Isolation, LocalGroup, LocalGroupOptions } from './ranks/local/local-group.js';
+export { killRankProcesses } from './ranks/local/process/process-host.js';
 export { queueGroup } from './ranks/queue/index.js';
 export type { QueueGroup, QueueGroupOptions, QueueTraffic } from './ranks/queue/queue-group.js';
 export { startQueueWorker, type QueueWorker, type QueueWorkerOptions } from './ranks/queue/queue-worker.js';

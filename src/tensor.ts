@@ -52,3 +52,12 @@ export function seededTensor(dims: readonly number[], seed: number, scale = 1): 
   }
   return { dims: [...dims], data };
 }
+
+/** Index of the first NaN or ±Infinity in `data`, or -1 when every value is finite. */
+export function firstNonFinite(data: Float32Array): number {
+  for (let i = 0; i < data.length; i++) {
+    // x - x is 0 for finite x and NaN for NaN and ±Infinity.
+    if (data[i]! - data[i]! !== 0) return i;
+  }
+  return -1;
+}

@@ -20,6 +20,8 @@ export interface CliIO {
   stderr: (text: string) => void;
   /** True when stderr is a terminal (progress bars are drawn only then). */
   stderrIsTTY: boolean;
+  /** Aborted on SIGINT/SIGTERM: a command stops its work, ends its ranks and returns. */
+  signal?: AbortSignal;
 }
 
 export interface CommandSpec {
@@ -29,6 +31,13 @@ export interface CommandSpec {
   options: OptionSpec[];
   /** Extra help text (examples, notes). */
   details?: string[];
+  /**
+   * How long the command may take to wind down after SIGINT/SIGTERM before the process exits
+   * anyway (default 1500 ms: a signal takes effect within 2 s).
+   */
+  signalGraceMs?: number;
+  /** The command stops on the signal by itself and its exit code stands (a worker that drains exits 0). */
+  drainsOnSignal?: boolean;
   run(args: Args, io: CliIO): Promise<number>;
 }
 
@@ -53,7 +62,12 @@ export class Args {
 
   string(name: string, opts: { required?: boolean } = {}): string | undefined {
     const v = this.values[name];
-    if (v === undefined || v === '') {
+    if (v === '') {
+      // An empty value (`--ranks ""`, an unset shell variable) is a mistake, never the default.
+      this.reasons.push(reason('EMPTY_VALUE', `--${name}`, v, 'a non-empty value', `--${name} is given an empty value`));
+      return undefined;
+    }
+    if (v === undefined) {
       if (opts.required) this.reasons.push(reason('MISSING_OPTION', `--${name}`, v, 'a value', `--${name} is required`));
       return undefined;
     }
@@ -118,22 +132,55 @@ export class Args {
   /** Throws every problem found so far as one INVALID_ARGUMENT error. */
   done(): void {
     if (this.reasons.length > 0) {
-      refuse('INVALID_ARGUMENT', this.reasons);
+      // An option read twice (shared readers) reports its problem once.
+      refuse('INVALID_ARGUMENT', this.reasons.filter((r, i) => this.reasons.findIndex((q) => q.message === r.message) === i));
     }
   }
+}
+
+/**
+ * A string option's value that starts with '-' (`--ranks -1`) is taken as its value, not as an
+ * option, unless it names one of the command's options: node's parseArgs would call it ambiguous
+ * and hide the real problem (a negative number) behind advice about `--ranks=-1`.
+ */
+function joinDashValues(spec: CommandSpec, argv: readonly string[]): string[] {
+  const kinds = new Map(spec.options.map((o) => [o.name, o.kind]));
+  const isOption = (token: string) => token === '-h' || token === '--help' || kinds.has(token.replace(/^--/, '').replace(/=.*$/s, ''));
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]!;
+    const next = argv[i + 1];
+    if (token.startsWith('--') && !token.includes('=') && kinds.get(token.slice(2)) === 'string' && next !== undefined && next.startsWith('-') && !(next.startsWith('--') && isOption(next))) {
+      out.push(`${token}=${next}`);
+      i++;
+    } else out.push(token);
+  }
+  return out;
 }
 
 export function parseCommandArgs(spec: CommandSpec, argv: string[]): Args {
   const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
   for (const o of spec.options) options[o.name] = { type: o.kind };
+  const known = spec.options.map((o) => `--${o.name}`).join(', ');
+  let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof options; strict: true; allowPositionals: false; tokens: true }>>;
   try {
-    const parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
-    return new Args(parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
+    parsed = parseArgs({ args: joinDashValues(spec, argv), options, strict: true, allowPositionals: false, tokens: true });
   } catch (e) {
-    const known = spec.options.map((o) => `--${o.name}`).join(', ');
     const message = (e as Error).message.replace(/\. To specify a positional argument.*$/s, '');
-    refuse('INVALID_ARGUMENT', reason('BAD_ARGUMENTS', 'argv', argv.join(' '), `options of "distvae ${spec.name}": ${known}`, `${message} (distvae ${spec.name} takes ${known}; see distvae ${spec.name} --help)`));
+    return refuse('INVALID_ARGUMENT', reason('BAD_ARGUMENTS', 'argv', argv.join(' '), `options of "distvae ${spec.name}": ${known}`, `${message} (distvae ${spec.name} takes ${known}; see distvae ${spec.name} --help)`));
   }
+  // The last of two values would win silently (`--out a.png --out b.png`): say which one was meant instead.
+  const seen = new Map<string, string[]>();
+  for (const t of parsed.tokens) {
+    if (t.kind !== 'option') continue;
+    const values = seen.get(t.name) ?? [];
+    values.push(t.value ?? 'true');
+    seen.set(t.name, values);
+  }
+  for (const [name, values] of seen) {
+    if (values.length > 1) refuse('INVALID_ARGUMENT', reason('OPTION_REPEATED', `--${name}`, values, 'given once', `--${name} is given ${values.length} times (${values.map((v) => JSON.stringify(v)).join(', ')}): give it once`));
+  }
+  return new Args(parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
 }
 
 export function commandHelp(spec: CommandSpec): string {

@@ -210,7 +210,7 @@ test('malformed arguments get the same treatment: missing, negative, non-numeric
   const cases: { argv: string[]; reason: string; stderr: string[] }[] = [
     { argv: ['plan', '--family', 'autoencoder-kl', '--width', '512'], reason: 'MISSING_OPTION', stderr: ['--height'] },
     { argv: ['plan', '--family', 'autoencoder-kl', '--height=-8', '--width', '512'], reason: 'INVALID_NUMBER', stderr: ['--height', '-8', 'an integer >= 1'] },
-    { argv: ['plan', '--family', 'autoencoder-kl', '--height', '-8', '--width', '512'], reason: 'BAD_ARGUMENTS', stderr: ['--height'] },
+    { argv: ['plan', '--family', 'autoencoder-kl', '--height', '-8', '--width', '512'], reason: 'INVALID_NUMBER', stderr: ['--height', '-8', 'an integer >= 1'] },
     { argv: ['plan', '--family', 'autoencoder-kl', '--height', 'abc', '--width', '512'], reason: 'INVALID_NUMBER', stderr: ['abc', 'an integer >= 1'] },
     { argv: ['plan', '--family', 'autoencoder-kl', '--height', '512.5', '--width', '512'], reason: 'INVALID_NUMBER', stderr: ['512.5'] },
     { argv: ['plan', '--family', 'autoencoder-kl', '--height', '512', '--width', '512', '--ranks', '0'], reason: 'INVALID_NUMBER', stderr: ['--ranks', '0'] },

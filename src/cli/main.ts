@@ -3,8 +3,9 @@
 // refusal and 3 for a runtime failure (exit-codes.ts). Unexpected failures exit 1 with one line;
 // the stack only with DISTVAE_DEBUG=1.
 
+import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { isDistVaeError } from '../index.js';
+import { DistVaeError, isDistVaeError, killRankProcesses } from '../index.js';
 import { EXIT, exitCodeOf } from './exit-codes.js';
 import { commandHelp, parseCommandArgs, type CliIO, type CommandSpec } from './args.js';
 import { analyzeCommand } from './commands/analyze.js';
@@ -18,12 +19,18 @@ import { workerCommand } from './commands/worker-command.js';
 
 export const COMMANDS: readonly CommandSpec[] = [decodeCommand, encodeCommand, planCommand, analyzeCommand, bucketCommand, benchCommand, workerCommand, demoCommand];
 
+/** The version in the package's package.json (two folders up from src/cli and from dist/cli). */
+export function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  return String(manifest.version);
+}
+
 export function mainHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length)) + 2;
   return [
     'distvae — decode diffusion-model latents with a VAE decoder, tiled and distributed',
     '',
-    'Usage: distvae <command> [options]   (distvae <command> --help for its options)',
+    'Usage: distvae <command> [options]   (distvae help <command> or distvae <command> --help for its options; distvae --version)',
     '',
     'Commands:',
     ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}${c.summary}`),
@@ -33,6 +40,14 @@ export function mainHelp(): string {
 
 export async function runCli(argv: string[], io: CliIO): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === '--version' || name === '-V') {
+    io.stdout(`distvae ${packageVersion()}\n`);
+    return 0;
+  }
+  if (name === 'help' && rest.length > 0) {
+    // `distvae help decode` is `distvae decode --help`.
+    return runCli([rest[0]!, '--help', ...rest.slice(1)], io);
+  }
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.stdout(mainHelp());
     return name === undefined ? EXIT.refused : EXIT.ok;
@@ -69,14 +84,48 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
   }
 }
 
-const invokedDirectly = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
-if (invokedDirectly) {
+/** Exit codes after a signal (DESIGN §9): 128 + the signal's number. */
+const SIGNAL_EXIT_CODES = { SIGINT: EXIT.sigint, SIGTERM: EXIT.sigterm } as const;
+const DEFAULT_SIGNAL_GRACE_MS = 1500;
+
+/**
+ * Runs the CLI as a process: SIGINT/SIGTERM abort the command (its ranks are ended, nothing is
+ * written) and the process exits 130/143 once the command has returned or its grace period has
+ * passed, whichever is first; a second signal exits at once. Rank processes are killed on exit.
+ */
+function runProcess(argv: string[]): void {
+  const controller = new AbortController();
+  let received: keyof typeof SIGNAL_EXIT_CODES | null = null;
+  const command = COMMANDS.find((c) => c.name === argv[0]);
+  const exitAfterSignal = () => process.exit(SIGNAL_EXIT_CODES[received!]);
+  // A rank thread inside a decoder call cannot be stopped, and process.exit waits for it: past
+  // the grace period the process ends by the signal itself (the shell sees 128 + its number).
+  const endBySignal = () => {
+    killRankProcesses();
+    process.removeAllListeners(received!);
+    process.kill(process.pid, received!);
+  };
+  const onSignal = (signal: keyof typeof SIGNAL_EXIT_CODES) => {
+    if (received !== null) return endBySignal();
+    received = signal;
+    if (!command?.drainsOnSignal) process.stderr.write(`distvae${command ? ` ${command.name}` : ''}: ${signal}: stopping\n`);
+    controller.abort(new DistVaeError('ABORTED', `interrupted by ${signal}`));
+    setTimeout(endBySignal, command?.signalGraceMs ?? DEFAULT_SIGNAL_GRACE_MS).unref();
+  };
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
   const io: CliIO = {
     stdout: (t) => process.stdout.write(t),
     stderr: (t) => process.stderr.write(t),
     stderrIsTTY: Boolean(process.stderr.isTTY),
+    signal: controller.signal,
   };
-  runCli(process.argv.slice(2), io).then((code) => {
-    process.exitCode = code;
+  runCli(argv, io).then((code) => {
+    if (received === null) process.exitCode = code;
+    else if (command?.drainsOnSignal) process.exit(code);
+    else exitAfterSignal();
   });
 }
+
+const invokedDirectly = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
+if (invokedDirectly) runProcess(process.argv.slice(2));

@@ -27,6 +27,7 @@ export function readVaeSourceOptions(args: Args, options: { syntheticWithoutVae?
   const seed = args.int('seed', { min: 0 }) ?? 0;
   const synthetic = args.flag('synthetic') || (options.syntheticWithoutVae === true && path === undefined);
   if (path !== undefined && synthetic) args.refuse('--synthetic', true, 'either --vae or --synthetic', '--vae and --synthetic are exclusive');
+  if (path !== undefined && args.has('seed')) args.refuse('--seed', args.values['seed'], 'only with synthetic weights', '--seed seeds synthetic weights; it does nothing with --vae');
   if (path === undefined && !synthetic) args.refuse('--vae', undefined, 'a path, or --synthetic', 'pass --vae PATH (a diffusers folder or weights file) or --synthetic with --family/--config');
   args.done();
   const config: RawConfig | undefined = configPath === undefined ? undefined : readConfigJson(configPath);

@@ -7,7 +7,7 @@ import { DistVaeError } from '../errors.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
 import type { VaeSpec } from '../families/types.js';
 import { tileGrid } from '../plan/grid.js';
-import type { Tensor } from '../tensor.js';
+import { firstNonFinite, type Tensor } from '../tensor.js';
 import { planes } from '../tile/blend.js';
 import { RasterAssembler } from '../tile/assembler.js';
 import { tileLayout } from '../tile/layout.js';
@@ -26,6 +26,7 @@ export function abortedError(signal: AbortSignal, what = 'decode'): DistVaeError
   return new DistVaeError('ABORTED', `${what} aborted${signal.reason instanceof Error ? `: ${signal.reason.message}` : ''}`, { cause: signal.reason });
 }
 
+/** Throws ABORTED when `signal` is aborted (a no-op without one). */
 export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw abortedError(signal);
 }
@@ -40,6 +41,7 @@ export async function decodeLatents(vae: DecodingVae, latents: Tensor, options: 
     throwIfAborted(options.signal);
     if (grid.tiled || vae.tiledDecode.decodesUntiled) return vae.tiledDecode(chunkLatents, { ...options, progress });
     const raw = await vae.runner.decode(chunkLatents, options.signal);
+    checkFiniteOutput(raw.data, chunk === undefined ? 'the whole decode' : `temporal chunk ${chunk}`);
     progress.tileDone(chunk === undefined ? {} : { chunk });
     return raw;
   };
@@ -63,6 +65,15 @@ export async function decodeLatents(vae: DecodingVae, latents: Tensor, options: 
     raw = { dims: assembler!.outputDims, data: assembler!.output };
   }
   return vae.runtime.postprocess(raw, { spatiallyTiled: grid.tiled, config: vae.config });
+}
+
+/**
+ * RUNTIME_FAILED when a decoded tile holds NaN or ±Infinity: written out it would be a black
+ * image that looks like a result. `what` names the tile (or the whole decode).
+ */
+export function checkFiniteOutput(data: Float32Array, what: string): void {
+  const at = firstNonFinite(data);
+  if (at >= 0) throw new DistVaeError('RUNTIME_FAILED', `${what} decoded to non-finite values (${data[at]} at element ${at} of ${data.length}): the weights or the latents drive the decoder out of float32 range`);
 }
 
 /** Treats a (B, C, [F,] h, w) tensor as B·C·F planes of h × w (same memory, no copy). */
@@ -90,6 +101,7 @@ export function localTiledDecode(vae: VaeSpec, runner: TileRunner): TiledDecode 
         const p = asPlanes(raw).planes;
         assembler = new RasterAssembler(layout, planes(p, layout.outHeight, layout.outWidth));
       }
+      checkFiniteOutput(raw.data, `tile ${tile.index}`);
       assembler.add(tile.index, asPlanes(raw));
       options.progress?.tileDone();
     }

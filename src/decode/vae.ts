@@ -101,6 +101,10 @@ export function sessionOptionsOf(options: LoadOptions): SessionOptions {
 /**
  * Loads a VAE for decoding: `loadVae('path/to/diffusers-folder')`, `loadVae('taef2_decoder.pth',
  * { family: 'tae' })`, or `loadVae({ family, config, weights: 'synthetic', seed })`.
+ *
+ * A .safetensors checkpoint is read lazily: loading reads its header, and onnxruntime reads the
+ * float32 weights straight from the file when the first decode builds the sessions (no JS copy
+ * of them is kept), so the file must stay in place, unchanged, while the VAE is in use.
  */
 export async function loadVae(source: string | VaeSource, options: LoadOptions & { family?: string } = {}): Promise<Vae> {
   const resolved = vaeSourceOf(source, options.family);

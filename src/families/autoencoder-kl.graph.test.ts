@@ -10,7 +10,7 @@ import { seededTensor } from '../tensor.js';
 import { runGraph } from '../graph/testing/run-graph.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { buildKlDecoderGraph, klDecoderParams, renameLegacyAttentionKeys } from './autoencoder-kl.graph.js';
-import { attentionBytes, checkAttentionMemory } from './autoencoder-kl.runtime.js';
+import { attentionBytes, attentionChunksFor, checkAttentionMemory } from './autoencoder-kl.runtime.js';
 import { UPSAMPLER_FORMS } from './blocks.js';
 import { getFamily } from './registry.js';
 import { referenceKlDecode, type KlReferenceArchitecture } from './testing/kl-reference.js';
@@ -126,8 +126,35 @@ test('configs the decoder cannot build are refused with the field named', () => 
   assert.deepEqual(refusedFields('flux2', { block_out_channels: [16, 32], decoder_block_out_channels: [16, 24], norm_num_groups: 8 }), []);
 });
 
+test('attention split into query chunks (the last shorter) equals the unchunked graph', async () => {
+  const c = CASES[0]!;
+  const config = getFamily(c.family).resolveConfig(c.config);
+  const weights = syntheticWeights(klDecoderParams(config), 7);
+  const z = seededTensor(c.latent, 11); // 7 × 9 = 63 positions: 4 chunks of 16, 16, 16, 15
+  const whole = (await runGraph(buildKlDecoderGraph(config, weights), { latent: z })).sample!;
+  for (const chunks of [4, 63]) {
+    const chunked = (await runGraph(buildKlDecoderGraph(config, weights, { attentionChunks: chunks }), { latent: z })).sample!;
+    let max = 0;
+    for (let i = 0; i < whole.data.length; i++) max = Math.max(max, Math.abs(whole.data[i]! - chunked.data[i]!));
+    assert.ok(max <= 1e-5, `${chunks} chunks differ from the whole attention by ${max}`);
+  }
+});
+
+test('attention chunks: one for a default-plan tile, powers of two bounding each chunk above', () => {
+  assert.equal(attentionChunksFor([1, 4, 64, 64]), 1);
+  assert.equal(attentionChunksFor([1, 4, 128, 128]), 8);
+  assert.equal(attentionChunksFor([1, 4, 256, 256]), 128);
+  assert.equal(attentionChunksFor([1, 4, 2, 2], 1), 4, 'never more chunks than queries');
+  for (const dims of [[1, 4, 128, 128], [2, 4, 96, 100], [1, 4, 256, 256]]) {
+    const k = attentionChunksFor(dims);
+    assert.ok(attentionBytes(dims, k) <= 256 * 2 ** 20 && attentionBytes(dims, k / 2) > 256 * 2 ** 20, `${dims}: ${k}`);
+  }
+});
+
 test('a whole decode whose attention cannot fit in memory is refused before any work, with the numbers', () => {
   assert.equal(attentionBytes([1, 4, 256, 256]), 2 * 65536 ** 2 * 4);
+  assert.equal(attentionBytes([1, 4, 256, 256], 128), 2 * 512 * 65536 * 4);
+  assert.doesNotThrow(() => checkAttentionMemory([1, 4, 256, 256], 24 * 2 ** 30, 128));
   assert.doesNotThrow(() => checkAttentionMemory([1, 4, 64, 64], 24 * 2 ** 30));
   assert.throws(
     () => checkAttentionMemory([1, 4, 256, 256], 24 * 2 ** 30),

@@ -76,6 +76,8 @@ export function klDecoderParams(config: ResolvedConfig): ParamSpec[] {
 export interface KlGraphOptions {
   /** How the upsamplers are spelled (default: the fastest measured, DEFAULT_UPSAMPLER_FORM). */
   upsampler?: UpsamplerForm;
+  /** Query chunks of the mid-block attention (default 1: one N × N matrix; attentionChunksFor). */
+  attentionChunks?: number;
 }
 
 export function buildKlDecoderGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, options: KlGraphOptions = {}): GraphBuilder {
@@ -88,7 +90,7 @@ export function buildKlDecoderGraph(config: ResolvedConfig, weights: ReadonlyMap
   if (a.postQuantConv) x = conv2d.apply(root.child('post_quant_conv'), x);
   const decoder = root.child('decoder');
   x = conv2d.apply(decoder.child('conv_in'), x);
-  x = midBlock(decoder.child('mid_block'), x, a.midAttention, s);
+  x = midBlock(decoder.child('mid_block'), x, a.midAttention, s, options.attentionChunks ?? 1);
   const levels = a.blockOut.length;
   const upsampler = options.upsampler ?? DEFAULT_UPSAMPLER_FORM;
   const upsample = (m: Module, h: Value) => upsampler2d(m, h, upsampler);

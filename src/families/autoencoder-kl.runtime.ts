@@ -1,31 +1,47 @@
 // The runtime of AutoencoderKL and Flux.2: one onnxruntime session with dynamic batch and
-// spatial axes, reused for every tile, and a refusal up front of a call whose mid-block
-// attention alone would exceed the machine's memory.
+// spatial axes, reused for every tile (rebuilt only when a tile needs another attention
+// chunking), and a refusal up front of a call whose mid-block attention chunk alone would
+// exceed the machine's memory.
 
 import { totalmem } from 'node:os';
 import { reason, refuse } from '../errors.js';
-import { createSession, type SessionOptions } from '../runtime/session.js';
+import { createSession, type Session, type SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
 import { buildKlDecoderGraph, klDecoderArchitecture, klDecoderParams, renameLegacyAttentionKeys } from './autoencoder-kl.graph.js';
 import type { FamilyRuntime } from './runtime-types.js';
 
 /**
- * Bytes the mid-block attention holds at once for a latent (B, C, h, w): the N × N scores and
- * their softmax, N = h·w, float32, per sample. It grows with the fourth power of the side, so a
- * whole decode of a large image needs more than most machines have (2048² px in SD: 32 GiB).
+ * Bytes the mid-block attention holds at once for a latent (B, C, h, w): the scores and their
+ * softmax of one query chunk (⌈N / chunks⌉ × N, N = h·w), float32, for the batch. Unchunked it
+ * grows with the fourth power of the side (2048² px in SD: 32 GiB).
  */
-export function attentionBytes(latentDims: readonly number[]): number {
+export function attentionBytes(latentDims: readonly number[], queryChunks = 1): number {
   const [batch, , h, w] = latentDims as [number, number, number, number];
-  return 2 * batch * (h * w) ** 2 * 4;
+  const n = h * w;
+  return 2 * batch * Math.ceil(n / queryChunks) * n * 4;
+}
+
+/** Scores + probabilities one attention chunk may hold in the runner's graph (256 MiB). */
+export const ATTENTION_CHUNK_BYTES = 256 * 2 ** 20;
+
+/**
+ * Query chunks that keep one chunk's attention within `budgetBytes`: 1 up to about 600² px in
+ * SD (a tile of the default plan), a power of two above, so few distinct graphs are built.
+ */
+export function attentionChunksFor(latentDims: readonly number[], budgetBytes = ATTENTION_CHUNK_BYTES): number {
+  const [, , h, w] = latentDims as [number, number, number, number];
+  let chunks = 1;
+  while (chunks < h * w && attentionBytes(latentDims, chunks) > budgetBytes) chunks *= 2;
+  return Math.min(chunks, h * w);
 }
 
 /**
  * Refuses, before any work, a decode whose attention alone exceeds `limitBytes` (the machine's
  * memory): it could only end in an allocation failure or the kernel killing the process.
  */
-export function checkAttentionMemory(latentDims: readonly number[], limitBytes: number): void {
-  const bytes = attentionBytes(latentDims);
+export function checkAttentionMemory(latentDims: readonly number[], limitBytes: number, queryChunks = 1): void {
+  const bytes = attentionBytes(latentDims, queryChunks);
   if (bytes <= limitBytes) return;
   const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
   const [, , h, w] = latentDims as [number, number, number, number];
@@ -45,13 +61,30 @@ export const klRuntime: FamilyRuntime = {
   renameKeys: renameLegacyAttentionKeys,
   async createTileRunner(config, weights, session: SessionOptions) {
     const bound = bindWeights(klDecoderParams(config), weights, { source: 'the weights given to the decoder' });
-    const s = await createSession(buildKlDecoderGraph(config, bound).toModelBytes(), session);
+    const attention = klDecoderArchitecture(config).midAttention;
+    // One session at a time, for the attention chunking a tile needs (1 for the default plan's
+    // tiles): a second session would hold a second copy of the weights in onnxruntime.
+    let current: { chunks: number; session: Promise<Session> } | null = null;
+    const sessionFor = async (chunks: number): Promise<Session> => {
+      if (current?.chunks !== chunks) {
+        const previous = current?.session;
+        current = null;
+        await previous?.then((s) => s.dispose(), () => undefined);
+        current = { chunks, session: createSession(buildKlDecoderGraph(config, bound, { attentionChunks: chunks }).toModel(), session) };
+      }
+      return current.session;
+    };
     return {
       async decode(latentTile: Tensor) {
-        if (klDecoderArchitecture(config).midAttention) checkAttentionMemory(latentTile.dims, totalmem());
-        return (await s.run({ latent: latentTile }))['sample']!;
+        const chunks = attention ? attentionChunksFor(latentTile.dims) : 1;
+        if (attention) checkAttentionMemory(latentTile.dims, totalmem(), chunks);
+        return (await (await sessionFor(chunks)).run({ latent: latentTile }))['sample']!;
       },
-      dispose: () => s.dispose(),
+      dispose: async () => {
+        const s = current?.session;
+        current = null;
+        await s?.then((x) => x.dispose(), () => undefined);
+      },
     };
   },
   postprocess: (raw) => raw,

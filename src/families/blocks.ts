@@ -190,7 +190,7 @@ export function attentionParams(key: string, channels: number): ParamSpec[] {
  * q rather than to the N × N scores. `maskScores`, when given, rewrites the (B, N query,
  * N key) scores before the softmax (HunyuanVideo's frame-causal mask).
  */
-export function attentionBlock(m: Module, x: Value, norm: NormSettings, maskScores?: (scores: Value) => Value): Value {
+export function attentionBlock(m: Module, x: Value, norm: NormSettings, maskScores?: (scores: Value) => Value, queryChunks = 1): Value {
   const sc = m.scope;
   const c = m.dims('to_q.weight')[0]!;
   const t = sc.reshape(groupNorm(m.child('group_norm'), x, norm), [0, c, -1]);
@@ -201,7 +201,7 @@ export function attentionBlock(m: Module, x: Value, norm: NormSettings, maskScor
   const q = sc.transpose(sc.mul(project('to_q', t), 1 / Math.sqrt(c)), [0, 2, 1]);
   const k = project('to_k', t);
   const v = project('to_v', t);
-  const out = project('to_out.0', sc.attention(q, k, v, maskScores));
+  const out = project('to_out.0', sc.attention(q, k, v, maskScores, queryChunks));
   return sc.add(sc.reshape(out, sc.shape(x)), x);
 }
 
@@ -276,8 +276,9 @@ export function midBlockParams(key: string, channels: number, attention: boolean
   ];
 }
 
-export function midBlock(m: Module, x: Value, attention: boolean, s: BlockSettings): Value {
+/** The mid block; `attentionChunks` splits its attention's queries (Scope.attention). */
+export function midBlock(m: Module, x: Value, attention: boolean, s: BlockSettings, attentionChunks = 1): Value {
   x = resnetBlock(m.child('resnets.0'), x, s);
-  if (attention) x = attentionBlock(m.child('attentions.0'), x, s.norm);
+  if (attention) x = attentionBlock(m.child('attentions.0'), x, s.norm, undefined, attentionChunks);
   return resnetBlock(m.child('resnets.1'), x, s);
 }

@@ -12,6 +12,16 @@ import type { RawConfig } from './types.js';
  */
 export const DECODE_SETTING_FIELDS: readonly string[] = ['decode_timestep'];
 
+/**
+ * The largest integer any architecture field may hold. No published VAE comes near it (widths
+ * are at most a few thousand, depths a handful); it keeps a config like `block_out_channels:
+ * [1e9]` or `layers_per_block: 100000` from reaching shape arithmetic, parameter lists and
+ * graph builders at all. Sizes below it are judged by the weight bytes they imply (weights/budget.ts).
+ */
+export const MAX_CONFIG_INT = 8192;
+
+const inRange = (v: unknown, min: number): v is number => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= MAX_CONFIG_INT;
+
 export class ConfigReader {
   readonly reasons: Reason[] = [];
   readonly fields: Record<string, unknown> = {};
@@ -31,8 +41,8 @@ export class ConfigReader {
 
   int(key: string, fallback: number, min = 1): number {
     const value = this.present(key) ? this.raw[key] : fallback;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
-      this.refuse(key, value, `an integer >= ${min}`);
+    if (!inRange(value, min)) {
+      this.refuse(key, value, `an integer in [${min}, ${MAX_CONFIG_INT}]`);
       return (this.fields[key] = fallback);
     }
     return (this.fields[key] = value);
@@ -42,8 +52,8 @@ export class ConfigReader {
   intOrFirst(key: string, fallback: number, min = 1): number {
     const value = this.present(key) ? this.raw[key] : fallback;
     const first = Array.isArray(value) ? value[0] : value;
-    if (typeof first !== 'number' || !Number.isInteger(first) || first < min) {
-      this.refuse(key, value, `an integer >= ${min} (or a list whose first entry is one)`);
+    if (!inRange(first, min)) {
+      this.refuse(key, value, `an integer in [${min}, ${MAX_CONFIG_INT}] (or a list whose first entry is one)`);
       return (this.fields[key] = fallback);
     }
     this.fields[key] = value;
@@ -53,8 +63,8 @@ export class ConfigReader {
   optionalInt(key: string, min = 1): number | null {
     if (!this.present(key)) return (this.fields[key] = null);
     const value = this.raw[key];
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
-      this.refuse(key, value, `an integer >= ${min} or null`);
+    if (!inRange(value, min)) {
+      this.refuse(key, value, `an integer in [${min}, ${MAX_CONFIG_INT}] or null`);
       return (this.fields[key] = null);
     }
     return (this.fields[key] = value);
@@ -91,8 +101,8 @@ export class ConfigReader {
     const min = opts.min ?? 1;
     const minLength = opts.minLength ?? 1;
     const value = this.present(key) ? this.raw[key] : fallback;
-    if (!Array.isArray(value) || value.length < minLength || !value.every((v) => typeof v === 'number' && Number.isInteger(v) && v >= min)) {
-      this.refuse(key, value, `a list of at least ${minLength} integer(s) >= ${min}`);
+    if (!Array.isArray(value) || value.length < minLength || value.length > MAX_CONFIG_INT || !value.every((v) => inRange(v, min))) {
+      this.refuse(key, value, `a list of ${minLength} to ${MAX_CONFIG_INT} integers in [${min}, ${MAX_CONFIG_INT}]`);
       return (this.fields[key] = [...fallback]) as number[];
     }
     return (this.fields[key] = [...(value as number[])]) as number[];
@@ -101,13 +111,13 @@ export class ConfigReader {
   /** A list of integers, or one integer repeated `length` times (diffusers accepts both for per-block settings). */
   intOrIntList(key: string, fallback: number | readonly number[], length: number, min = 1): number[] {
     const value = this.present(key) ? this.raw[key] : fallback;
-    if (typeof value === 'number' && Number.isInteger(value) && value >= min) {
+    if (inRange(value, min)) {
       return (this.fields[key] = new Array<number>(length).fill(value)) as number[];
     }
-    if (Array.isArray(value) && value.length === length && value.every((v) => typeof v === 'number' && Number.isInteger(v) && v >= min)) {
+    if (Array.isArray(value) && value.length === length && value.every((v) => inRange(v, min))) {
       return (this.fields[key] = [...(value as number[])]) as number[];
     }
-    this.refuse(key, value, `an integer >= ${min} or a list of ${length} of them`);
+    this.refuse(key, value, `an integer in [${min}, ${MAX_CONFIG_INT}] or a list of ${length} of them`);
     const fb = typeof fallback === 'number' ? new Array<number>(length).fill(fallback) : [...fallback];
     return (this.fields[key] = fb) as number[];
   }

@@ -7,7 +7,7 @@ import type { GraphBuilder } from '../graph/builder.js';
 import { createSession, type SessionOptions } from '../runtime/session.js';
 
 export async function graphRunner(graph: GraphBuilder, io: { input: string; output: string }, session: SessionOptions): Promise<TileRunner> {
-  const s = await createSession(graph.toModelBytes(), session);
+  const s = await createSession(graph.toModel(), session);
   return {
     async decode(tile, signal) {
       throwIfAborted(signal);

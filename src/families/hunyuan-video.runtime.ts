@@ -13,7 +13,7 @@ export const hunyuanVideoRuntime: FamilyRuntime = {
   renameKeys: renameLegacyAttentionKeys,
   async createTileRunner(config, weights, session: SessionOptions) {
     const bound = bindWeights(hunyuanVideoDecoderParams(config), weights, { source: 'the weights given to the decoder' });
-    const s = await createSession(buildHunyuanVideoDecoderGraph(config, bound).toModelBytes(), session);
+    const s = await createSession(buildHunyuanVideoDecoderGraph(config, bound).toModel(), session);
     return {
       async decode(latentTile: Tensor) {
         return (await s.run({ latent: latentTile }))['sample']!;

@@ -13,6 +13,7 @@
 import { throwIfAborted } from '../decode/engine.js';
 import type { TileRunner } from '../decode/types.js';
 import { createSession, type Session, type SessionOptions } from '../runtime/session.js';
+import type { ModelProto } from '../graph/onnx-proto.js';
 import type { Tensor } from '../tensor.js';
 import { SEGMENT_INPUT, SEGMENT_OUTPUT } from './wan.graph.js';
 import { pastInputName, PRESENT_PREFIX, type WanStep } from './wan-blocks.js';
@@ -21,8 +22,8 @@ export class FrameStepRunner implements TileRunner {
   private readonly sessions = new Map<string, Promise<Session>>();
 
   constructor(
-    /** The ONNX bytes of a segment's graph for a kind of frame. */
-    private readonly buildGraph: (segment: number, step: WanStep) => Uint8Array,
+    /** The model of a segment's graph for a kind of frame. */
+    private readonly buildGraph: (segment: number, step: WanStep) => ModelProto,
     private readonly segments: number,
     private readonly sessionOptions: SessionOptions,
     /** Output frames per latent frame after the first (2^number of temporal upsamples). */

@@ -54,7 +54,7 @@ export function clampSigned(t: Tensor): Tensor {
 
 const createTileRunner: FamilyRuntime['createTileRunner'] = async (config, weights, session) => {
   const bound = bindWeights(wanDecoderParams(config), weights, { source: 'the weights given to the decoder' });
-  return new FrameStepRunner((segment, step) => buildWanGraph(config, bound, segment, step).toModelBytes(), wanSegmentCount(config), session, config.geometry.temporalRatio);
+  return new FrameStepRunner((segment, step) => buildWanGraph(config, bound, segment, step).toModel(), wanSegmentCount(config), session, config.geometry.temporalRatio);
 };
 
 export const wanRuntime: FamilyRuntime = {

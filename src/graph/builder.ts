@@ -19,7 +19,7 @@ import { DEFAULT_GROUP_NORM_FORM, groupNormNodes, type GroupNormForm } from './g
 import { attr } from './attributes.js';
 import { DataType, encodeModel, type AttributeProto, type DataTypeCode, type ModelProto, type NodeProto, type TensorProto, type ValueInfoProto } from './onnx-proto.js';
 import { syncRegionsEntry, type SyncRegion } from './sync.js';
-import { float32TensorProto, int64TensorProto } from './tensor-proto.js';
+import { externalFloat32TensorProto, float32TensorProto, int64TensorProto, type FileBytes } from './tensor-proto.js';
 
 /** The ONNX opset every built graph imports (ai.onnx domain); ORT 1.30 runs all of it on CPU. */
 export const OPSET_VERSION = 21;
@@ -149,11 +149,15 @@ export class Scope {
     return new Scope(this.state, this.qualify(name));
   }
 
-  /** A float32 initializer named `<path>.<name>` (the checkpoint key), shape and data from `t`. */
-  param(name: string, t: Tensor): Value {
+  /**
+   * A float32 initializer named `<path>.<name>` (the checkpoint key), shape and data from `t`;
+   * a tensor whose bytes lie in a file (`file`, as a lazily opened checkpoint's) stays there, as
+   * external data, and its `data` is never read.
+   */
+  param(name: string, t: Tensor & { readonly file?: FileBytes }): Value {
     const key = this.qualify(name);
     const value = this.state.claim(key, 'initializer name');
-    this.state.initializers.push(float32TensorProto(key, t.dims, t.data));
+    this.state.initializers.push(t.file ? externalFloat32TensorProto(key, t.dims, t.file) : float32TensorProto(key, t.dims, t.data));
     this.state.initializerDims.set(key, [...t.dims]);
     return value;
   }
@@ -278,14 +282,25 @@ export class Scope {
    * Single-head attention core, channel-major: q (B, Nq, C) already scaled by 1/√C, k and v
    * (B, C, Nk) → (B, C, Nq) = v · softmax(q·k)ᵀ; `maskScores` may rewrite the (B, Nq, Nk)
    * scores before the softmax. Recorded as a sync region: every query reads every key, so a
-   * sharded run gathers k and v from all bands.
+   * sharded run gathers k and v from all bands. With `queryChunks` > 1 (no mask) the queries are
+   * split into that many row chunks (Split-18 `num_outputs`: the last may be shorter), each a
+   * chain of its own, so only one chunk's scores and probabilities are live at a time: the
+   * N × N matrices of a whole large image would not fit (2048² px in SD: 32 GiB).
    */
-  attention(q: Value, k: Value, v: Value, maskScores?: (scores: Value) => Value): Value {
+  attention(q: Value, k: Value, v: Value, maskScores?: (scores: Value) => Value, queryChunks = 1): Value {
+    checkInts('queryChunks', [queryChunks], 1);
+    if (maskScores && queryChunks > 1) invalidArgument('queryChunks', queryChunks, '1 when the scores are masked');
     const first = this.state.nodes.length;
-    const scores = this.matMul(q, k);
-    const probabilities = this.softmax(maskScores ? maskScores(scores) : scores, -1);
+    let vt: Value | undefined;
+    const core = (qs: Value): Value => {
+      const scores = this.matMul(qs, k);
+      const probabilities = this.softmax(maskScores ? maskScores(scores) : scores, -1);
+      vt ??= this.transpose(v, [0, 2, 1]);
+      return this.matMul(probabilities, vt);
+    };
     // (probabilities · vᵀ)ᵀ: only the N × C product changes layout, never the N × N matrix.
-    const out = this.transpose(this.matMul(probabilities, this.transpose(v, [0, 2, 1])), [0, 2, 1]);
+    const product = queryChunks === 1 ? core(q) : this.concat(this.node('Split', [q], [attr.int('axis', 1), attr.int('num_outputs', queryChunks)], queryChunks).map(core), 1);
+    const out = this.transpose(product, [0, 2, 1]);
     this.state.regions.push({ kind: 'attention', name: this.path || 'attention', nodes: this.nodeNamesSince(first), query: q.name, key: k.name, value: v.name, output: out.name });
     return out;
   }

@@ -85,6 +85,8 @@ message TensorProto {
   string doc_string = 12;
   bytes raw_data = 9;
   repeated double double_data = 10;
+  repeated StringStringEntryProto external_data = 13;
+  int32 data_location = 14;
 }
 
 message TensorShapeProto {
@@ -149,6 +151,10 @@ export interface TensorProto {
   int64_data?: number[];
   double_data?: number[];
   doc_string?: string;
+  /** Where the data lives when `data_location` is EXTERNAL: keys `location`, `offset`, `length`. */
+  external_data?: { key?: string; value?: string }[];
+  /** 0 DEFAULT (in the message), 1 EXTERNAL. */
+  data_location?: number;
 }
 
 export interface AttributeProto {

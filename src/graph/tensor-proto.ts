@@ -1,8 +1,11 @@
 // TensorProto values: building them from our float32 tensors and int64 literals, and reading
 // their elements back (for the text dump and for tests). Data always travels in raw_data, which
 // ONNX defines as little-endian; a float32 tensor's bytes are a view of its Float32Array, so a
-// weight is not copied until the model is serialised.
+// weight is not copied until the model is serialised. A weight whose float32 bytes lie in a file
+// (a safetensors checkpoint) becomes external data naming that file, so its bytes travel from the
+// file to onnxruntime without passing through JS (runtime/session.ts resolves the location).
 
+import { closeSync, openSync, readSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { DistVaeError } from '../errors.js';
 import { DataType, type TensorProto } from './onnx-proto.js';
@@ -32,6 +35,57 @@ function bytesOf(view: ArrayBufferView): Uint8Array {
   return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
 }
 
+/** Where a tensor's little-endian bytes lie in a file (an absolute path). */
+export interface FileBytes {
+  readonly path: string;
+  readonly offset: number;
+  readonly length: number;
+}
+
+/** ONNX TensorProto.DataLocation.EXTERNAL. */
+export const EXTERNAL_DATA = 1;
+
+/** A float32 TensorProto whose data stays in a file: onnxruntime reads it from there. */
+export function externalFloat32TensorProto(name: string, dims: readonly number[], file: FileBytes): TensorProto {
+  assertLittleEndian();
+  return {
+    name,
+    dims: [...dims],
+    data_type: DataType.FLOAT,
+    data_location: EXTERNAL_DATA,
+    external_data: [
+      { key: 'location', value: file.path },
+      { key: 'offset', value: String(file.offset) },
+      { key: 'length', value: String(file.length) },
+    ],
+  };
+}
+
+/** The file bytes an external TensorProto names, or undefined for one that holds its data. */
+export function externalBytesOf(t: TensorProto): FileBytes | undefined {
+  if (t.data_location !== EXTERNAL_DATA) return undefined;
+  const entry = (key: string) => t.external_data?.find((e) => e.key === key)?.value;
+  const path = entry('location');
+  if (path === undefined) throw new DistVaeError('FILE_INVALID', `external tensor ${t.name ?? ''} names no location`);
+  return { path, offset: Number(entry('offset') ?? 0), length: Number(entry('length') ?? 0) };
+}
+
+/** Reads the bytes an external tensor names. */
+export function readExternalBytes(file: FileBytes): Uint8Array {
+  const out = new Uint8Array(new ArrayBuffer(file.length));
+  const fd = openSync(file.path, 'r');
+  try {
+    for (let at = 0; at < file.length; ) {
+      const n = readSync(fd, out, at, file.length - at, file.offset + at);
+      if (n === 0) throw new DistVaeError('FILE_INVALID', `${file.path} ended at byte ${file.offset + at}, inside an external tensor`);
+      at += n;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return out;
+}
+
 /** A float32 TensorProto whose raw_data is a view of `data` (no copy). */
 export function float32TensorProto(name: string, dims: readonly number[], data: Float32Array): TensorProto {
   assertLittleEndian();
@@ -51,7 +105,8 @@ export function int64TensorProto(name: string, dims: readonly number[], values: 
 
 /** The elements of a TensorProto as numbers, from raw_data or the typed fields. */
 export function tensorProtoValues(t: TensorProto): number[] {
-  const raw = t.raw_data;
+  const external = externalBytesOf(t);
+  const raw = external ? readExternalBytes(external) : t.raw_data;
   if (raw && raw.byteLength > 0) {
     // Copy into a buffer of its own: a decoded raw_data is a Buffer view into the model bytes at
     // any offset (and Buffer#slice would not copy).

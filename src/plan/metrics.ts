@@ -26,7 +26,7 @@ export function gridMetrics(grid: TileGrid): GridMetrics {
     rows,
     columns,
     decodedAreaRatio: areas.reduce((a, b) => a + b, 0) / latentArea,
-    activationShare: Math.max(...areas) / latentArea,
+    activationShare: areas.reduce((m, a) => Math.max(m, a), 0) / latentArea,
     seams: columns * (rows - 1) + rows * (columns - 1),
   };
 }

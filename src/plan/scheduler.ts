@@ -116,13 +116,12 @@ function finish(work: readonly number[], owner: readonly number[], ranks: number
  */
 export function maxLoadLowerBound(work: readonly number[], ranks: number): number {
   const sorted = [...work].sort((a, b) => b - a);
-  const total = sorted.reduce((a, b) => a + b, 0);
+  // prefix[i]: the i largest tiles' work, so each window sum is one subtraction (linear in the tiles, not quadratic).
+  const prefix = new Array<number>(sorted.length + 1).fill(0);
+  sorted.forEach((w, i) => (prefix[i + 1] = prefix[i]! + w));
+  const total = prefix[sorted.length]!;
   let bound = Math.max(sorted[0] ?? 0, total / ranks);
-  for (let k = 1; k * ranks < sorted.length; k++) {
-    let sum = 0;
-    for (let j = k * ranks - k; j <= k * ranks; j++) sum += sorted[j]!;
-    bound = Math.max(bound, sum);
-  }
+  for (let k = 1; k * ranks < sorted.length; k++) bound = Math.max(bound, prefix[k * ranks + 1]! - prefix[k * ranks - k]!);
   return bound;
 }
 
@@ -146,7 +145,7 @@ function contiguousRuns(work: readonly number[], ranks: number): number[] {
     }
     return runs;
   };
-  let lo = Math.max(...work);
+  let lo = work.reduce((m, w) => Math.max(m, w), 0);
   let hi = work.reduce((a, b) => a + b, 0);
   if (work.every(Number.isInteger)) {
     while (lo < hi) {

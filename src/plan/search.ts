@@ -62,7 +62,7 @@ export function axisOptions(length: number, minWindow: number): AxisOption[] {
     const extentSum = extents.reduce((a, b) => a + b, 0);
     if (extentSum >= (bestSum.get(count) ?? Infinity)) continue;
     bestSum.set(count, extentSum);
-    options.push({ window: w, overlap, count, extents, extentSum, maxExtent: Math.max(...extents) });
+    options.push({ window: w, overlap, count, extents, extentSum, maxExtent: extents.reduce((m, e) => Math.max(m, e), 0) });
   }
   if (length >= minWindow) options.push({ window: length, overlap: 0, count: 1, extents: [length], extentSum: length, maxExtent: length });
   return options;

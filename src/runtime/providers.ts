@@ -8,9 +8,11 @@
 // marked `bundled: false` (CUDA, TensorRT on Linux) also need a provider library that the
 // package's install script downloads separately, so their presence is checked on disk.
 
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import ort from 'onnxruntime-node';
 import { invalidArgument, reason, refuse } from '../errors.js';
 import { GraphBuilder } from '../graph/builder.js';
@@ -71,23 +73,58 @@ export function listProviders(): ProviderStatus[] {
 }
 
 /**
+ * The probe's child: opens a one-node session on the provider and reports only an exit code and
+ * onnxruntime's message. It runs in its own process because a provider's native layer writes to
+ * the terminal on its own (Dawn's "Couldn't load Vulkan" warning) and may abort the process.
+ */
+const PROBE_SCRIPT = `
+const ort = (await import(process.env.DISTVAE_PROBE_ORT)).default;
+const model = Buffer.from(process.env.DISTVAE_PROBE_MODEL, 'base64');
+try {
+  const session = await ort.InferenceSession.create(model, { executionProviders: [JSON.parse(process.env.DISTVAE_PROBE_EP)], logSeverityLevel: 4 });
+  await session.release();
+  process.exit(0);
+} catch (e) {
+  process.stdout.write(String(e && e.message || e));
+  process.exit(1);
+}`;
+
+/** How long a provider's probe may take (driver start-up included). */
+const PROBE_TIMEOUT_MS = 60_000;
+
+function probeInChild(config: ProviderConfig): Promise<string | null> {
+  const g = new GraphBuilder('provider_probe');
+  g.output('y', g.identity(g.input('x', [1])), [1]);
+  const env = {
+    ...process.env,
+    DISTVAE_PROBE_ORT: pathToFileURL(createRequire(import.meta.url).resolve('onnxruntime-node')).href,
+    DISTVAE_PROBE_MODEL: Buffer.from(g.toModelBytes()).toString('base64'),
+    DISTVAE_PROBE_EP: JSON.stringify(config),
+  };
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--input-type=module', '-e', PROBE_SCRIPT], { env, timeout: PROBE_TIMEOUT_MS, windowsHide: true }, (error, stdout, stderr) => {
+      if (!error) return resolve(null);
+      const said = stdout.trim().split('\n')[0] || stderr.trim().split('\n').filter((l) => !/^\s+at /.test(l))[0] || '';
+      resolve(error.killed ? `no answer within ${PROBE_TIMEOUT_MS / 1000} s` : said || `the probe process ended with ${error.signal ?? `code ${String(error.code)}`}`);
+    });
+  });
+}
+
+/**
  * Confirms a non-CPU provider initialises on this machine (a WebGPU build without an adapter,
- * a CUDA build without a GPU) by opening a one-node session once per provider and device.
+ * a CUDA build without a GPU) by opening a one-node session in a child process, once per
+ * provider and device; the provider's own terminal output stays in that child.
  */
 export function probeProvider(name: string, config: ProviderConfig): Promise<void> {
   const key = JSON.stringify(config);
   let probe = probes.get(key);
   if (probe === undefined) {
-    const g = new GraphBuilder('provider_probe');
-    g.output('y', g.identity(g.input('x', [1])), [1]);
-    probe = ort.InferenceSession.create(g.toModelBytes(), { executionProviders: [config], logSeverityLevel: 4 }).then(
-      (session) => session.release(),
-      (cause: unknown) => {
-        const detail = `it failed to initialise on this machine (${(cause as Error).message.trim().split('\n')[0]})`;
-        failedProbes.set(name, detail);
-        providerUnavailable(name, detail, cause);
-      },
-    );
+    probe = probeInChild(config).then((failure) => {
+      if (failure === null) return;
+      const detail = `it failed to initialise on this machine (${failure})`;
+      failedProbes.set(name, detail);
+      providerUnavailable(name, detail);
+    });
     probes.set(key, probe);
   }
   return probe;

@@ -2,9 +2,14 @@
 // cannot be served failing loudly (PROVIDER_UNAVAILABLE with the list of what is available).
 
 import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { GraphBuilder } from '../graph/builder.js';
+import type { Tensor } from '../tensor.js';
+import { openSafetensors, writeSafetensors } from '../weights/safetensors.js';
 import { EXECUTION_PROVIDERS, listProviders } from './providers.js';
 import { createSession } from './session.js';
 
@@ -99,4 +104,33 @@ test('a compiled-in provider that fails to initialise here is PROVIDER_UNAVAILAB
   t.diagnostic(`${candidate.name} initialised on this machine`);
   assert.equal(session.provider, candidate.name);
   await session.dispose();
+});
+
+test('weights as external data in checkpoint files run as the same weights held in memory', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'distvae-session-'));
+  try {
+    const w = { dims: [2, 3], data: Float32Array.of(1, -2, 3, 0.5, 4, -1) };
+    const b = { dims: [2], data: Float32Array.of(0.25, -3) };
+    mkdirSync(join(dir, 'other'));
+    writeSafetensors(join(dir, 'w.safetensors'), { pad: { dims: [3], data: new Float32Array(3) }, w });
+    writeSafetensors(join(dir, 'other', 'b.safetensors'), { b });
+    const build = (weight: Tensor, bias: Tensor) => {
+      const g = new GraphBuilder('linear');
+      const x = g.input('x', [1, 3]);
+      g.output('y', g.add(g.op('MatMul', [x, g.op('Transpose', [g.param('w', weight)])]), g.param('b', bias)), [1, 2]);
+      return g.toModel();
+    };
+    // Two folders: the one most bytes share is the session's external folder, the other is read in.
+    const fromFiles = build(openSafetensors(join(dir, 'w.safetensors')).tensors.get('w')!, openSafetensors(join(dir, 'other', 'b.safetensors')).tensors.get('b')!);
+    assert.equal(fromFiles.graph!.initializer!.every((t) => t.raw_data === undefined && t.data_location === 1), true);
+    const x = { dims: [1, 3], data: Float32Array.of(1, 2, 3) };
+    const external = await createSession(fromFiles, { intraOpThreads: 1 });
+    const inMemory = await createSession(build(w, b), { intraOpThreads: 1 });
+    const got = (await external.run({ x })).y!;
+    assert.deepEqual([...got.data], [...(await inMemory.run({ x })).y!.data]);
+    assert.deepEqual([...got.data], [1 - 4 + 9 + 0.25, 0.5 + 8 - 3 - 3]);
+    await Promise.all([external.dispose(), inMemory.dispose()]);
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
 });

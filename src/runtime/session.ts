@@ -1,7 +1,14 @@
 // Inference sessions: the only place an ONNX model meets onnxruntime-node. createSession takes
-// model bytes and explicit provider, thread and optimisation settings (every one is passed to
-// ORT; the defaults are the measured best on CPU, bench/conv-throughput.md), and returns a
-// session that runs on our Tensor type. Inputs are wrapped without copying (ort.Tensor keeps a
+// a model (bytes, or a model object whose weights may be external data in a checkpoint file) and
+// explicit provider, thread and optimisation settings (every one is passed to ORT; the defaults
+// are the measured best on CPU, bench/conv-throughput.md), and returns a session that runs on
+// our Tensor type.
+//
+// External weights are how a decoder's fixed cost stays near its weight bytes: onnxruntime reads
+// them from the checkpoint itself, so neither a JS copy of the weights nor model bytes that embed
+// them exist (bench/memory.md). onnxruntime resolves external locations relative to one folder
+// and refuses paths that leave it, so every external file of a model must share one folder; the
+// tensors of any other file are read into the model. Inputs are wrapped without copying (ort.Tensor keeps a
 // reference to the Float32Array); each output arrives as a new Float32Array (the node binding
 // copies ORT's result into a fresh JS buffer once) and is handed over as it is.
 //
@@ -9,8 +16,11 @@
 // setImmediate), so a long run blocks that thread's event loop; run ranks in worker threads.
 
 import { availableParallelism } from 'node:os';
+import { basename, dirname } from 'node:path';
 import ort from 'onnxruntime-node';
 import { DistVaeError, invalidArgument } from '../errors.js';
+import { encodeModel, type ModelProto, type TensorProto } from '../graph/onnx-proto.js';
+import { externalBytesOf, readExternalBytes } from '../graph/tensor-proto.js';
 import { elementCount, type Tensor } from '../tensor.js';
 import { probeProvider, providerConfig, type ProviderConfig } from './providers.js';
 
@@ -55,8 +65,9 @@ function checkThreads(field: string, value: number): number {
   return value;
 }
 
-function ortOptions(options: SessionOptions, config: ProviderConfig): ort.InferenceSession.SessionOptions {
+function ortOptions(options: SessionOptions, config: ProviderConfig, externalFolder: string | undefined): ort.InferenceSession.SessionOptions {
   const sessionConfig: Record<string, string> = { 'intra_op.allow_spinning': options.allowSpinning === false ? '0' : '1' };
+  if (externalFolder !== undefined) sessionConfig['model_external_initializers_file_folder_path'] = externalFolder;
   return {
     executionProviders: [config],
     intraOpNumThreads: checkThreads('intraOpThreads', options.intraOpThreads ?? availableParallelism()),
@@ -78,11 +89,39 @@ export async function checkProvider(options: SessionOptions = {}): Promise<void>
   if (provider !== 'cpu') await probeProvider(provider, providerConfig(provider, options.deviceId));
 }
 
-/** Opens a session on ONNX model bytes. Fails before any work if the provider cannot be served. */
-export async function createSession(modelBytes: Uint8Array, options: SessionOptions = {}): Promise<Session> {
+/**
+ * ONNX bytes for onnxruntime and the folder its external data lies in: external locations become
+ * file names in the folder most of the external bytes share; tensors of other folders are read in.
+ */
+export function sessionModelBytes(model: ModelProto): { bytes: Uint8Array; externalFolder?: string } {
+  const initializers = model.graph?.initializer ?? [];
+  const bytesPerFolder = new Map<string, number>();
+  for (const t of initializers) {
+    const file = externalBytesOf(t);
+    if (file) bytesPerFolder.set(dirname(file.path), (bytesPerFolder.get(dirname(file.path)) ?? 0) + file.length);
+  }
+  if (bytesPerFolder.size === 0) return { bytes: encodeModel(model) };
+  const folder = [...bytesPerFolder].sort((a, b) => b[1] - a[1])[0]![0];
+  const local = (t: TensorProto): TensorProto => {
+    const file = externalBytesOf(t);
+    if (!file) return t;
+    const { external_data: _, data_location: __, ...rest } = t;
+    if (dirname(file.path) !== folder) return { ...rest, raw_data: readExternalBytes(file) };
+    return { ...t, external_data: t.external_data!.map((e) => (e.key === 'location' ? { key: 'location', value: basename(file.path) } : e)) };
+  };
+  const graph = { ...model.graph, initializer: initializers.map(local) };
+  return { bytes: encodeModel({ ...model, graph }), externalFolder: folder };
+}
+
+/**
+ * Opens a session on ONNX model bytes or a model object (whose weights may be external data in
+ * files). Fails before any work if the provider cannot be served.
+ */
+export async function createSession(model: Uint8Array | ModelProto, options: SessionOptions = {}): Promise<Session> {
   const provider = options.provider ?? 'cpu';
   const config = providerConfig(provider, options.deviceId);
-  const settings = ortOptions(options, config);
+  const { bytes: modelBytes, externalFolder } = model instanceof Uint8Array ? { bytes: model, externalFolder: undefined } : sessionModelBytes(model);
+  const settings = ortOptions(options, config, externalFolder);
   await checkProvider(options);
   let session: ort.InferenceSession;
   try {

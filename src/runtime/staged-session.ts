@@ -20,7 +20,7 @@ export async function createStagedSession(stages: readonly GraphBuilder[], optio
   if (stages.length === 0) throw new DistVaeError('INVALID_ARGUMENT', 'a staged model needs at least one stage');
   const sessions: Session[] = [];
   try {
-    for (const stage of stages) sessions.push(await createSession(stage.toModelBytes(), options));
+    for (const stage of stages) sessions.push(await createSession(stage.toModel(), options));
   } catch (e) {
     await Promise.all(sessions.map((s) => s.dispose()));
     throw e;

@@ -10,8 +10,9 @@ import { createVae, resolveFamily, resolveFamilyConfig } from '../families/regis
 import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, VaeSpec } from '../families/types.js';
-import type { Tensor } from '../tensor.js';
+import { firstNonFinite, type Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
+import { checkWeightBytes } from '../weights/budget.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { readConfigJson } from './config-file.js';
 import { readWeights } from './weights-file.js';
@@ -69,7 +70,9 @@ export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { f
     if (!Number.isSafeInteger(source.seed)) {
       refuse('INVALID_ARGUMENT', reason('SEED_INVALID', 'seed', source.seed, 'an integer'));
     }
-    return { family, config, runtime, weights: syntheticWeights(half.params(config), source.seed) };
+    const params = half.params(config);
+    checkWeightBytes(params, `the ${family.name} ${part}`);
+    return { family, config, runtime, weights: syntheticWeights(params, source.seed) };
   }
   const path = source.path;
   if (!existsSync(path)) {
@@ -92,8 +95,20 @@ export function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): { f
   const weights = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
   const implied = half.configFromWeights?.(weights);
   const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
-  const bound = bindWeights(half.params(config), weights, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
+  const params = half.params(config);
+  checkWeightBytes(params, `the ${family.name} ${part} of ${weightsPath}`);
+  const bound = bindWeights(params, weights, { ignorePrefixes: half.ignoredKeyPrefixes, source: weightsPath });
+  checkFiniteWeights(bound, weightsPath);
   return { family, config, runtime, weights: bound };
+}
+
+/** A NaN or Infinity in the weights would decode into an all-NaN sample (a black image): refused at load, naming the tensor. */
+function checkFiniteWeights(weights: ReadonlyMap<string, Tensor>, source: string): void {
+  for (const [name, t] of weights) {
+    const at = firstNonFinite(t.data);
+    if (at < 0) continue;
+    refuse('FILE_INVALID', reason('WEIGHT_NOT_FINITE', name, t.data[at], 'finite values', `weight ${name} in ${source} holds ${t.data[at]} at element ${at} of [${t.dims.join(', ')}]: the checkpoint is corrupt (or was saved after training diverged)`));
+  }
 }
 
 /** A source from a path (with an optional family) or as given. */

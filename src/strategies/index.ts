@@ -43,6 +43,11 @@ export interface StrategyReport {
   shard(): { bands: Band[]; collectives: CommCounters } | null;
 }
 
+export interface UseStrategyOptions {
+  /** tile: decode through the group even when there is nothing to distribute (see `TiledDecodeForOptions.offThread`). */
+  offThread?: boolean;
+}
+
 /**
  * Installs `strategy` as `vae.tiledDecode`, on `group` where given. Returns the report of the
  * ranks' work, or null where the decode stays in this process (tile with no group, one rank or
@@ -59,7 +64,7 @@ export interface StrategyReport {
  * const sample = await vae.decode(latents);
  * console.log(report?.ranks());
  */
-export function useStrategy(vae: Vae, strategy: Strategy, group?: RankGroup | null): StrategyReport | null {
+export function useStrategy(vae: Vae, strategy: Strategy, group?: RankGroup | null, options: UseStrategyOptions = {}): StrategyReport | null {
   if (!(STRATEGIES as readonly string[]).includes(strategy)) {
     refuse('INVALID_ARGUMENT', reason('STRATEGY_INVALID', 'strategy', strategy, `one of ${STRATEGIES.join(', ')}`));
   }
@@ -82,6 +87,7 @@ export function useStrategy(vae: Vae, strategy: Strategy, group?: RankGroup | nu
   }
   const distributed = group
     ? tiledDecodeFor(vae, group, {
+        ...(options.offThread ? { offThread: true } : {}),
         onStats: (stats) => {
           failures.push(...stats.failures);
           if (stats.idleRanks.length > 0) notes.add(`${stats.tiles} tile(s) for ${group.size} ranks: ${stats.idleRanks.length} rank(s) stayed idle (work is never duplicated)`);

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { tensor } from '../tensor.js';
 import { float16BitsToFloat32, float32ToFloat16Bits } from './halfprecision.js';
-import { encodeSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './safetensors.js';
+import { encodeSafetensors, openSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './safetensors.js';
 
 const latin1 = (s: string): Uint8Array => Uint8Array.from(s, (c) => c.charCodeAt(0));
 
@@ -130,4 +130,34 @@ test('a truncated file is refused, not read short', () => {
   assert.equal(parseSafetensors(good).tensors.size, 2);
   assertFileInvalid(good.subarray(0, good.length - 3), /tensor "b": data_offsets \[16, 32\] run past the 29-byte data section/);
   assertFileInvalid(good.subarray(0, 20), /header length \d+ exceeds the 12 bytes/);
+});
+
+test('opened lazily, a file gives the same tensors; float32 ones name their bytes in the file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'distvae-st-'));
+  try {
+    const path = join(dir, 'w.safetensors');
+    const tensors = { a: tensor([2, 3], Float32Array.from([1, -2, 3.5, 4, 5, 6])), b: tensor([3], Float32Array.from([0.5, -1, 2])) };
+    writeSafetensors(path, tensors, { metadata: { format: 'pt' } });
+    const eager = readSafetensors(path);
+    const lazy = openSafetensors(path);
+    assert.deepEqual(lazy.metadata, { format: 'pt' });
+    assert.deepEqual([...lazy.tensors.keys()], [...eager.tensors.keys()]);
+    const bytes = encodeSafetensors(tensors, { metadata: { format: 'pt' } });
+    for (const [name, t] of lazy.tensors) {
+      assert.deepEqual(t.dims, eager.tensors.get(name)!.dims);
+      assert.deepEqual([...t.data], [...eager.tensors.get(name)!.data]);
+      const file = (t as { file?: { path: string; offset: number; length: number } }).file!;
+      assert.equal(file.path, path);
+      assert.deepEqual(new Float32Array(bytes.slice(file.offset, file.offset + file.length).buffer), t.data);
+    }
+    writeSafetensors(path, tensors, { dtype: 'F16' });
+    const half = openSafetensors(path).tensors.get('a')!;
+    assert.equal((half as { file?: unknown }).file, undefined, 'a float16 tensor must be converted, not passed on as float32 bytes');
+    assert.deepEqual([...half.data], [1, -2, 3.5, 4, 5, 6]);
+    writeFileSync(path, bytes.subarray(0, bytes.length - 3));
+    assert.throws(() => openSafetensors(path), (e: unknown) => e instanceof DistVaeError && e.code === 'FILE_INVALID' && /run past the/.test(e.message));
+    assert.throws(() => openSafetensors(join(dir, 'missing.safetensors')), { code: 'FILE_NOT_FOUND' });
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
 });

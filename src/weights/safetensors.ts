@@ -3,8 +3,17 @@
 // then the raw little-endian data. Reading validates the whole header before converting
 // anything and converts every tensor to float32, keeping its stored dtype. Writing matches the
 // Python library: tensors laid out in name order, header padded with spaces to 8 bytes.
+//
+// A checkpoint on disk is opened lazily (openSafetensors): only the header is read, and each
+// tensor's bytes are read when its `data` is asked for, so the tensors a decoder ignores (the
+// encoder's) are never read and no copy of the whole file is held. A float32 tensor also names
+// its bytes in the file (`file`), so a graph can hand them to onnxruntime as external data and
+// JS never holds the weights at all.
 
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { DistVaeError } from '../errors.js';
+import { readExternalBytes, type FileBytes } from '../graph/tensor-proto.js';
 import { readFileBytes, writeFileBytes } from '../io/files.js';
 import { elementCount, type Tensor } from '../tensor.js';
 import { decodeToFloat32, DTYPE_BYTES, encodeFromFloat32, isDType, type DType, type FloatDType, type StoredTensor } from './dtype.js';
@@ -38,18 +47,27 @@ export function readSafetensors(path: string): SafetensorsContents {
   return parseSafetensors(readFileBytes(path), path);
 }
 
-/** Parses safetensors bytes; `source` names the file in error messages. */
-export function parseSafetensors(bytes: Uint8Array, source = '<buffer>'): SafetensorsContents {
-  const fail: (message: string) => never = (message) => {
+function failer(source: string): (message: string) => never {
+  return (message) => {
     throw new DistVaeError('FILE_INVALID', `${source}: ${message}`);
   };
-  if (bytes.length < 8) fail(`file is ${bytes.length} bytes, too short for the 8-byte header length (not a safetensors file?)`);
-  const headerLength = new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true);
-  if (headerLength > BigInt(bytes.length - 8)) {
-    fail(`header length ${headerLength} exceeds the ${bytes.length - 8} bytes after the length field (truncated or not a safetensors file)`);
+}
+
+/** The data section's start, from the 8-byte length field, checked against the file's size. */
+function headerEnd(lengthField: Uint8Array, fileBytes: number, fail: (message: string) => never): number {
+  if (fileBytes < 8) fail(`file is ${fileBytes} bytes, too short for the 8-byte header length (not a safetensors file?)`);
+  const headerLength = new DataView(lengthField.buffer, lengthField.byteOffset, 8).getBigUint64(0, true);
+  if (headerLength > BigInt(fileBytes - 8)) {
+    fail(`header length ${headerLength} exceeds the ${fileBytes - 8} bytes after the length field (truncated or not a safetensors file)`);
   }
   if (headerLength > BigInt(MAX_HEADER_BYTES)) fail(`header length ${headerLength} exceeds the ${MAX_HEADER_BYTES}-byte limit`);
-  const dataStart = 8 + Number(headerLength);
+  return 8 + Number(headerLength);
+}
+
+/** Parses safetensors bytes; `source` names the file in error messages. */
+export function parseSafetensors(bytes: Uint8Array, source = '<buffer>'): SafetensorsContents {
+  const fail = failer(source);
+  const dataStart = headerEnd(bytes, bytes.length, fail);
   const header = parseHeaderJson(bytes.subarray(8, dataStart), fail);
   const data = bytes.subarray(dataStart);
   const { entries, metadata } = validateHeader(header, data.length, fail);
@@ -58,6 +76,63 @@ export function parseSafetensors(bytes: Uint8Array, source = '<buffer>'): Safete
   for (const e of entries) {
     tensors.set(e.name, { dims: e.dims, dtype: e.dtype, data: decodeToFloat32(data.subarray(e.begin, e.end), e.dtype) });
   }
+  return { tensors, metadata };
+}
+
+/** A tensor of a checkpoint on disk: its bytes are read (and converted) each time `data` is read. */
+class FileTensor implements StoredTensor {
+  /** Where a float32 tensor's bytes lie in the file (little-endian, as a TensorProto's raw_data); absent for other dtypes. */
+  readonly file?: FileBytes;
+
+  constructor(
+    readonly dims: number[],
+    readonly dtype: DType,
+    private readonly bytes: FileBytes,
+  ) {
+    if (dtype === 'F32') this.file = bytes;
+  }
+
+  get data(): Float32Array {
+    const raw = readExternalBytes(this.bytes);
+    return this.dtype === 'F32' ? new Float32Array(raw.buffer) : decodeToFloat32(raw, this.dtype);
+  }
+}
+
+function openFile(path: string): number {
+  try {
+    return openSync(path, 'r');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new DistVaeError('FILE_NOT_FOUND', `${path}: no such file`, { cause: e });
+    throw new DistVaeError('FILE_INVALID', `${path}: cannot read (${code ?? String(e)})`, { cause: e });
+  }
+}
+
+/**
+ * Opens a safetensors file lazily: reads and validates the header only; each tensor reads its
+ * own bytes when its `data` is asked for (a float32 one also names them in `file`).
+ */
+export function openSafetensors(path: string): SafetensorsContents {
+  const fail = failer(path);
+  const absolute = resolve(path);
+  const fd = openFile(absolute);
+  let size: number;
+  let header: Record<string, unknown>;
+  let dataStart: number;
+  try {
+    size = fstatSync(fd).size;
+    const lengthField = new Uint8Array(8);
+    readSync(fd, lengthField, 0, 8, 0);
+    dataStart = headerEnd(lengthField, size, fail);
+    const headerBytes = new Uint8Array(dataStart - 8);
+    if (readSync(fd, headerBytes, 0, headerBytes.length, 8) !== headerBytes.length) fail('header ends early (file truncated?)');
+    header = parseHeaderJson(headerBytes, fail);
+  } finally {
+    closeSync(fd);
+  }
+  const { entries, metadata } = validateHeader(header, size - dataStart, fail);
+  const tensors = new Map<string, StoredTensor>();
+  for (const e of entries) tensors.set(e.name, new FileTensor(e.dims, e.dtype, { path: absolute, offset: dataStart + e.begin, length: e.end - e.begin }));
   return { tensors, metadata };
 }
 

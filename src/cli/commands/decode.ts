@@ -5,10 +5,12 @@
 // --strategy picks the spatial strategy (the library's useStrategy).
 
 import { extname } from 'node:path';
-import { checkFfmpeg, checkLatents, DEFAULT_FPS, DEFAULT_QUEUE, disableTiling, ISOLATIONS, isVideoPath, loadVae, localGroup, queueGroup, readLatents, scheduleGrid, splitBands, STRATEGIES, tileGrid, useStrategy, vaeSpecOfSource, VIDEO_EXTENSIONS, writeNpy, writeSamplePng, writeSampleVideo, type RankGroup, type Vae, type VaeSpec } from '../../index.js';
+import { checkFfmpeg, checkFiniteOutput, checkLatents, DEFAULT_FPS, DEFAULT_QUEUE, disableTiling, ISOLATIONS, isVideoPath, loadVae, localGroup, queueGroup, readLatents, scheduleGrid, splitBands, STRATEGIES, throwIfAborted, tileGrid, useStrategy, vaeSpecOfSource, VIDEO_EXTENSIONS, writeNpy, writeSamplePng, writeSampleVideo, type RankGroup, type Vae, type VaeSpec } from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatCollectives } from '../locality-format.js';
+import { checkOutputPath } from '../output-path.js';
 import { progressBar } from '../progress.js';
+import { checkRankMemory } from '../rank-memory.js';
 import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-options.js';
 import { REDIS_OPTIONS } from './redis-options.js';
 import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
@@ -83,6 +85,8 @@ export const decodeCommand: CommandSpec = {
     }
     if (fps !== undefined && !(fps > 0)) args.refuse('--fps', fps, 'a number > 0', `--fps ${fps}: frames per second must be > 0`);
     if (fps !== undefined && !video) args.refuse('--fps', fps, 'only with --out .mp4/.webm', '--fps applies only to video output (--out .mp4 or .webm)');
+    if (bitDepth !== undefined && out !== undefined && extname(out).toLowerCase() !== '.png') args.refuse('--bit-depth', bitDepth, 'only with --out .png', `--bit-depth applies only to PNG output; --out ${out} is not a .png`);
+    if (out !== undefined) checkOutputPath(args, out, { latents: latentsPath, vae: args.string('vae'), config: args.string('config') });
     const strategy = args.choice('strategy', STRATEGIES) ?? 'tile';
     // Row sharding has no tile plan; exact tiles need the plan's tiles.
     const planOptions = ['window', 'overlap', 'frame-window', 'frame-overlap', 'no-frame-tiling', 'full'];
@@ -111,6 +115,9 @@ export const decodeCommand: CommandSpec = {
       if (args.has('ranks') && ranks < 2) args.refuse('--ranks', ranks, 'an integer >= 2 with --redis', `--ranks ${ranks}: a queue decode deals its tiles into at least 2 runs`);
       if (args.has('isolation')) args.refuse('--isolation', isolation, 'absent with --redis', '--isolation applies to local ranks; with --redis the tiles are decoded by `distvae worker` processes');
     }
+    if (redis === undefined && args.has('isolation') && !args.has('ranks') && strategy !== 'shard') {
+      args.refuse('--isolation', isolation, 'with --ranks R', '--isolation says how --ranks are run; without --ranks the decode runs on one decoder thread');
+    }
     args.done();
 
     const latents = readLatents(latentsPath!);
@@ -128,9 +135,21 @@ export const decodeCommand: CommandSpec = {
       else applyTilingOptions(args, vae, undefined);
       return latent;
     };
-    if (spec) configure(spec);
+    // Ranks without work are never started (each would load the VAE): blended and halo-exact tiles
+    // use at most one rank per tile of a chunk; row sharding refuses more ranks than latent rows.
+    const ranksFor = (vae: VaeSpec, latent: ReturnType<typeof checkLatents>) => (strategy === 'shard' ? ranks : Math.min(ranks, tileGrid(vae, latent, { spatialOnly: true }).tiles.length));
+    const planned = spec ? ranksFor(spec, configure(spec)) : null;
+    if (planned !== null && redis === undefined) checkRankMemory(spec!, planned, loadOptions);
     if (video) checkFfmpeg();
 
+    // Local decodes always run their decoder calls on ranks (one thread without --ranks): a call in
+    // onnxruntime blocks its thread, and the CLI's own thread must stay free to act on SIGINT/SIGTERM.
+    const startLocal = (n: number) => {
+      const local = localGroup({ ranks: n, isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
+      const starting = local.start();
+      starting.catch(() => undefined);
+      return { local, starting };
+    };
     // Ranks start (or Redis is reached) while the coordinator loads the VAE; the timed decode
     // then includes each rank's own VAE load (once per rank) but not starting it.
     let group: RankGroup | null = null;
@@ -143,24 +162,29 @@ export const decodeCommand: CommandSpec = {
         await q.close();
         throw e;
       });
-    } else if (ranks > 1 || strategy === 'shard') {
-      const local = localGroup({ ranks, isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
-      group = local;
-      started = local.start();
+    } else if (planned !== null) {
+      ({ local: group, starting: started } = startLocal(planned));
     }
-    started?.catch(() => undefined);
     let vae: Vae | null = null;
     try {
       vae = await loadVae(source, loadOptions);
-      await started;
       const latent = configure(vae);
+      if (redis === undefined && group === null) {
+        const n = ranksFor(vae, latent);
+        checkRankMemory(vae, n, loadOptions);
+        ({ local: group, starting: started } = startLocal(n));
+      }
+      await started;
+      throwIfAborted(io.signal);
       const grid = tileGrid(vae, latent);
-      const rankStats = useStrategy(vae, strategy, group);
+      const rankStats = useStrategy(vae, strategy, group, { offThread: true });
       const bar = progressBar(io, 'decode');
       const t0 = performance.now();
-      const sample = await vae.decode(latents, { onProgress: bar.update });
+      const sample = await vae.decode(latents, { onProgress: bar.update, ...(io.signal ? { signal: io.signal } : {}) });
       const seconds = (performance.now() - t0) / 1000;
       bar.finish();
+      throwIfAborted(io.signal);
+      checkFiniteOutput(sample.data, 'the decode');
       const written =
         extname(out!).toLowerCase() === '.npy'
           ? (writeNpy(out!, sample), [out!])
@@ -169,6 +193,7 @@ export const decodeCommand: CommandSpec = {
             : writeSamplePng(out!, sample, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
       const single = scheduleGrid(grid, 1);
       const shard = rankStats?.shard() ?? null;
+      const notes = [...(redis === undefined && group!.size < ranks ? [`--ranks ${ranks} for ${grid.tiles.length} tile(s): ${group!.size} rank(s) started (a rank without a tile is never started)`] : []), ...(rankStats?.notes() ?? [])];
       const summary = {
         shape: sample.dims,
         tiles: shard ? 0 : grid.tiles.length * grid.chunks.length,
@@ -177,22 +202,23 @@ export const decodeCommand: CommandSpec = {
         strategy,
         ...(shard ? { bands: shard.bands.length, collectives: shard.collectives } : {}),
         ...(rankStats?.failures().length ? { failures: rankStats.failures() } : {}),
-        ...(rankStats?.notes().length ? { note: rankStats.notes().join('; ') } : {}),
+        ...(redis === undefined && args.has('ranks') ? { ranksRequested: ranks } : {}),
+        ...(notes.length ? { note: notes.join('; ') } : {}),
         files: written,
       };
       if (args.flag('json')) {
         io.stdout(JSON.stringify(summary) + '\n');
       } else if (shard) {
         const bands = shard.bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
-        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${ranks} ${isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
+        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${group!.size} ${isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
         io.stdout(`collectives (calls / bytes sent, all ranks): ${formatCollectives(shard.collectives)}\n`);
       } else {
         const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : isolation;
-        const over = group ? ` over ${group.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
+        const over = group && group.size > 1 ? ` over ${group.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
         const exact = strategy === 'exact-tile' ? ' halo-exact' : '';
         io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles}${exact} tile(s)${over}) -> ${written.join(', ')}\n`);
         for (const f of rankStats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
-        for (const note of rankStats?.notes() ?? []) io.stdout(`${note}\n`);
+        for (const note of notes) io.stdout(`${note}\n`);
       }
       return 0;
     } finally {

@@ -26,6 +26,10 @@ export const workerCommand: CommandSpec = {
     'the decode then fails naming both hashes. SIGTERM/SIGINT drain: the tile in hand is finished, the rest of its run',
     'goes back to the queue for another worker. Keep Redis on loopback or a private network, with a password (README).',
   ],
+  // Draining finishes the tile in hand, however long it takes; with Redis unreachable the worker
+  // closes by force within a few seconds (startQueueWorker).
+  drainsOnSignal: true,
+  signalGraceMs: 10 * 60_000,
   async run(args, io) {
     const redis = args.string('redis', { required: true });
     const queue = args.string('queue') ?? DEFAULT_QUEUE;
@@ -43,8 +47,8 @@ export const workerCommand: CommandSpec = {
     const worker = await startQueueWorker({ connection: redis!, queue, vae, concurrency, lockDurationMs, stalledIntervalMs, log: (line) => io.stderr(`distvae worker: ${line}\n`) });
     io.stdout(`distvae worker ${worker.name}: serving queue "${queue}" at ${redacted(redis!)} with VAE ${worker.vaeHash.slice(0, 12)}… (SIGTERM drains)\n`);
     await new Promise<void>((resolve) => {
-      process.once('SIGTERM', resolve);
-      process.once('SIGINT', resolve);
+      if (io.signal === undefined || io.signal.aborted) return resolve();
+      io.signal.addEventListener('abort', () => resolve(), { once: true });
     });
     await worker.close();
     io.stdout(`distvae worker ${worker.name}: stopped after ${worker.tilesDecoded} tile(s)\n`);

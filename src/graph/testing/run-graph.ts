@@ -6,7 +6,7 @@ import type { Tensor } from '../../tensor.js';
 import type { GraphBuilder } from '../builder.js';
 
 export async function runGraph(g: GraphBuilder, feeds: Record<string, Tensor>): Promise<Record<string, Tensor>> {
-  const session = await createSession(g.toModelBytes(), { provider: 'cpu', intraOpThreads: 1 });
+  const session = await createSession(g.toModel(), { provider: 'cpu', intraOpThreads: 1 });
   try {
     return await session.run(feeds);
   } finally {

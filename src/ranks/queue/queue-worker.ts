@@ -47,6 +47,11 @@ export interface QueueWorker {
   close(): Promise<void>;
 }
 
+/** How often a draining worker checks that Redis is still reachable (ms). */
+const UNREACHABLE_CHECK_MS = 2000;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
 export async function startQueueWorker(options: QueueWorkerOptions): Promise<QueueWorker> {
   const reasons: Reason[] = [];
   const { concurrency = 1, lockDurationMs = 30000, stalledIntervalMs = 30000 } = options;
@@ -166,7 +171,22 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<Que
       if (draining) return;
       draining = true;
       log('draining: finishing the tile in hand, taking no new job');
-      await worker.close();
+      // BullMQ's close waits for Redis without bound; with Redis unreachable there is nothing to
+      // hand back, so after a short wait the worker closes by force (its runs' locks expire and
+      // another worker takes them).
+      const closing = worker.close();
+      closing.catch(() => undefined);
+      let forced = false;
+      while (!forced && (await Promise.race([closing.then(() => true, () => true), sleep(UNREACHABLE_CHECK_MS).then(() => false)])) === false) {
+        if (redis.status !== 'ready') {
+          log('Redis is unreachable: closing without handing the run back');
+          forced = true;
+        }
+      }
+      if (forced) {
+        await Promise.race([worker.close(true).catch(() => undefined), sleep(UNREACHABLE_CHECK_MS)]);
+        worker.disconnect().catch(() => undefined);
+      }
       await Promise.all(decoders.map((t) => t.close()));
       redis.disconnect();
     },

@@ -11,7 +11,7 @@
 import { throwIfAborted } from '../../decode/engine.js';
 import type { Communicator } from '../../ranks/program.js';
 import { DistVaeError } from '../../errors.js';
-import { encodeModel, type ModelProto } from '../../graph/onnx-proto.js';
+import type { ModelProto } from '../../graph/onnx-proto.js';
 import type { StagedStep } from '../../graph/stages.js';
 import { createSession, type Session, type SessionOptions } from '../../runtime/session.js';
 import type { Tensor } from '../../tensor.js';
@@ -50,7 +50,7 @@ export class StagedDecoder {
     try {
       for (const [i, step] of plan.staged.steps.entries()) {
         const graph = step.kind === 'stage' ? step.graph : step.kind === 'attention' ? step.core : null;
-        if (graph) sessions.set(i, await createSession(encodeModel(graph.model), { enableCpuMemArena: false, ...session }));
+        if (graph) sessions.set(i, await createSession(graph.model, { enableCpuMemArena: false, ...session }));
       }
     } catch (e) {
       await Promise.all([...sessions.values()].map((s) => s.dispose()));

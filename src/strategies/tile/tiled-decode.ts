@@ -6,7 +6,7 @@
 // return raw tiles and the coordinator blends them with the streaming raster assembler
 // (`stats.assembly` says which). Bitwise identical to `localTiledDecode` of the same plan.
 
-import { throwIfAborted } from '../../decode/engine.js';
+import { checkFiniteOutput, throwIfAborted } from '../../decode/engine.js';
 import { checkLatents, sliceLatent } from '../../decode/latents.js';
 import type { TiledDecode } from '../../decode/types.js';
 import { DistVaeError } from '../../errors.js';
@@ -38,6 +38,12 @@ export interface DistributedTiledDecode extends TiledDecode {
 export interface TiledDecodeForOptions {
   /** Called after every call (once per temporal chunk) with its statistics. */
   onStats?: (stats: DistributedDecodeStats) => void;
+  /**
+   * Decode through the group even when there is nothing to distribute (one rank, or tiling off:
+   * one tile on rank 0). Keeps decoder calls off the calling thread, so it stays free to act on
+   * signals. Default: null there.
+   */
+  offThread?: boolean;
 }
 
 /**
@@ -46,7 +52,7 @@ export interface TiledDecodeForOptions {
  * window (`setTiling(vae)`) distributes. `useStrategy(vae, 'tile', group)` installs it.
  */
 export function tiledDecodeFor(vae: DistributableVae, group: RankGroup, options: TiledDecodeForOptions = {}): DistributedTiledDecode | null {
-  if (group.size <= 1 || !vae.tiling.enabled) return null;
+  if (group.size < (options.offThread ? 1 : 2) || (!vae.tiling.enabled && !options.offThread)) return null;
   let lastStats: DistributedDecodeStats | null = null;
   const decode: TiledDecode = async (latents, decodeOptions = {}) => {
     throwIfAborted(decodeOptions.signal);
@@ -64,6 +70,7 @@ export function tiledDecodeFor(vae: DistributableVae, group: RankGroup, options:
       if (!(p?.data instanceof Float32Array) || p.data.length !== p.planes * p.height * p.width) {
         throw new DistVaeError('TENSOR_INVALID', `tile ${r.index} arrived as ${p?.planes}x${p?.height}x${p?.width} with ${p?.data?.length} values (not a matching Float32Array)`);
       }
+      checkFiniteOutput(p.data, `tile ${r.index} (rank ${r.rank})`);
       if (!Array.isArray(r.leading) || elementCount(r.leading) !== p.planes || (leading !== null && r.leading.join() !== leading.join())) {
         throw new DistVaeError('TENSOR_INVALID', `tile ${r.index} has leading dimensions [${r.leading}] for ${p.planes} planes; expected [${leading ?? `a product of ${p.planes}`}]`);
       }

@@ -28,8 +28,11 @@ function peakRssBytes(): number {
 process.on('disconnect', () => process.exit(0));
 serveRank({
   init: JSON.parse(process.env[RANK_INIT_ENV]!) as RankInit,
+  // A parent that is gone (killed, interrupted) closes the channel under a send in flight: the
+  // callback takes that EPIPE, which would otherwise be an unhandled 'error' event; the
+  // 'disconnect' handler then ends this rank.
   send: (message: FromRank) => {
-    if (process.connected) process.send!(message);
+    if (process.connected) process.send!(message, undefined, {}, () => undefined);
   },
   onMessage: (handler) => process.on('message', (message: ToRank) => handler(message)),
   peakRss: { reset: resetPeakRss, read: peakRssBytes },

@@ -14,6 +14,18 @@ const entry = rankEntry(import.meta.url, 'process-entry');
 /** The environment variable a rank process reads its RankInit from. */
 export const RANK_INIT_ENV = 'DISTVAE_RANK_INIT';
 
+/**
+ * Rank processes alive now. A rank busy in a decoder call reads its channel only when the call
+ * returns, so it would outlive a coordinator that exits on a signal: the exit handler kills them.
+ */
+const liveRanks = new Set<ReturnType<typeof fork>>();
+
+/** Kills every rank process of this process at once (a coordinator that must exit now, e.g. on a signal). */
+export function killRankProcesses(): void {
+  for (const child of liveRanks) child.kill('SIGKILL');
+}
+process.on('exit', killRankProcesses);
+
 export const startProcessRank: StartRank = (init, events) =>
   new Promise((resolve, reject) => {
     const child = fork(fileURLToPath(entry.url), [], {
@@ -25,12 +37,14 @@ export const startProcessRank: StartRank = (init, events) =>
     let ready = false;
     let exited = false;
     let spawnError: Error | null = null;
+    liveRanks.add(child);
     const gone = new Promise<void>((done) => child.once('exit', () => done()));
     const host: RankHost = {
       rank: init.rank,
       pid: child.pid,
       send: (message) => {
-        if (!exited && child.connected) child.send(message);
+        // A send racing the child's death fails with EPIPE in the callback; its exit reports the cause.
+        if (!exited && child.connected) child.send(message, undefined, {}, () => undefined);
       },
       hold: (busy) => {
         if (busy) {
@@ -43,7 +57,7 @@ export const startProcessRank: StartRank = (init, events) =>
       },
       close: async (graceMs) => {
         if (exited) return;
-        if (child.connected) child.send({ type: 'close' });
+        if (child.connected) child.send({ type: 'close' }, undefined, {}, () => undefined);
         const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
         await gone;
         clearTimeout(timer);
@@ -66,6 +80,7 @@ export const startProcessRank: StartRank = (init, events) =>
     });
     child.on('exit', (code, signal) => {
       exited = true;
+      liveRanks.delete(child);
       // A send to a dying child raises EPIPE before its exit is seen: the exit (code or signal)
       // is the cause then; an error is the cause only when the process never started.
       const cause =

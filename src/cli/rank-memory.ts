@@ -1,0 +1,30 @@
+// Refuses a local rank count this machine cannot run: every rank loads its own copy of the VAE
+// (weights in JS and in onnxruntime), so ranks × that must fit the memory budget, and far more
+// ranks than cores only queue on them.
+
+import { availableParallelism } from 'node:os';
+import { decoderWeightBytes, defaultMemoryBudgetBytes, formatBytes, reason, refuse, type LoadOptions, type Reason, type VaeSpec } from '../index.js';
+
+/** Resident bytes of a rank before its VAE: node, the rank runtime and onnxruntime (measured: about 60 MiB for a thread, 110 MiB for a process). */
+const RANK_FIXED_BYTES = 64 * 2 ** 20;
+/** Copies of the weights a decoding rank holds: its JS tensors and the session's initialisers. */
+const RANK_WEIGHT_COPIES = 2;
+/** Ranks per core beyond which more ranks only wait for cores. */
+const RANKS_PER_CORE = 8;
+
+/** Throws INVALID_ARGUMENT when `ranks` ranks of `vae` exceed this machine's cores or memory budget. */
+export function checkRankMemory(vae: VaeSpec, ranks: number, loadOptions: LoadOptions, budget = defaultMemoryBudgetBytes()): void {
+  if (ranks <= 1) return;
+  const cores = availableParallelism();
+  const maxByCores = Math.max(16, RANKS_PER_CORE * cores);
+  const perRank = RANK_FIXED_BYTES + RANK_WEIGHT_COPIES * decoderWeightBytes(vae);
+  const reasons: Reason[] = [];
+  if (ranks > maxByCores) {
+    reasons.push(reason('RANKS_TOO_MANY', '--ranks', ranks, `at most ${maxByCores} on ${cores} core(s)`, `--ranks ${ranks}: ${ranks} ranks would share ${cores} core(s); at most ${maxByCores} here`));
+  }
+  if (budget !== null && ranks * perRank > budget && loadOptions.provider === undefined) {
+    const fit = Math.max(1, Math.floor(budget / perRank));
+    reasons.push(reason('RANKS_OVER_BUDGET', '--ranks', ranks, `at most ${fit} rank(s) of about ${formatBytes(perRank)} each`, `--ranks ${ranks}: each rank loads its own VAE (about ${formatBytes(perRank)}), ${formatBytes(ranks * perRank)} in all, more than the memory budget of ${formatBytes(budget)}; at most ${fit} rank(s) fit`));
+  }
+  if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
+}
