@@ -20,7 +20,7 @@ import type { RankGroup } from '../src/ranks/group.js';
 import { localGroup } from '../src/ranks/local/index.js';
 import { tiledDecodeFor } from '../src/strategies/tile/tiled-decode.js';
 import { DEMO_CONFIG, demoLatent } from '../src/cli/commands/demo.js';
-import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../src/plan/planner.js';
+import { setTiling } from '../src/plan/planner.js';
 import { tileGrid } from '../src/plan/grid.js';
 import { gridMetrics, scheduleGrid } from '../src/plan/metrics.js';
 
@@ -50,12 +50,7 @@ const cpuSeconds = (since: NodeJS.CpuUsage) => {
 
 log(`loading ${args.config} decoder (synthetic weights), load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 const vae = await loadVae({ family: 'autoencoder-kl', ...(config ? { config } : {}), weights: 'synthetic', seed: 0 }, { threads: 1 });
-const shape = tileShapePlan(vae, window, window);
-if (!shape) throw new Error(`window ${window} refused`);
-applyTilePlan(vae, shape);
-const ov = tileOverlapPlan(vae, overlap, overlap);
-if (!ov) throw new Error(`overlap ${overlap} refused`);
-applyTilePlan(vae, ov);
+setTiling(vae, { window: { height: window, width: window }, overlap: { height: overlap, width: overlap } });
 const r = vae.geometry.spatialRatio;
 const latents = demoLatent(size / r, size / r, vae.geometry.latentChannels);
 const grid = tileGrid(vae, { height: size / r, width: size / r, frames: 1 });

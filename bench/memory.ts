@@ -76,7 +76,7 @@ export async function latentFile(dir: string, size: number): Promise<string> {
   const side = size === 64 ? 8 : size / 8;
   const path = join(dir, `z-${side}.npy`);
   if (!existsSync(path)) {
-    const { seededTensor } = await import('../src/graph/testing/random.js');
+    const { seededTensor } = await import('../src/tensor.js');
     const { writeNpy } = await import('../src/io/npy.js');
     writeNpy(path, seededTensor([1, 4, side, side], 1));
   }
@@ -125,21 +125,15 @@ async function runDistvaeCase(c: MemoryCase, vaeDir: string, latentPath: string,
   let group: { start(): Promise<void>; close(): Promise<void> } | null = null;
   type Stats = { ranks: { peakRssBytes?: number }[]; collectives?: unknown; predicted?: unknown };
   const box: { stats: Stats | null } = { stats: null };
-  if (c.table === 'tiled') {
-    const { applyTilePlan, tileShapePlan } = await import('../src/plan/planner.js');
-    const plan = tileShapePlan(vae, c.window!, c.window!);
-    if (!plan) throw new Error(`window ${c.window} refused`);
-    applyTilePlan(vae, { ...plan, overlap: { height: c.overlap!, width: c.overlap! } });
-  } else {
-    vae.tiling = { ...vae.tiling, enabled: false };
-  }
+  const { disableTiling, setTiling } = await import('../src/plan/planner.js');
+  if (c.table === 'tiled') setTiling(vae, { window: { height: c.window!, width: c.window! }, overlap: { height: c.overlap!, width: c.overlap! } });
+  else disableTiling(vae);
   if (c.table === 'shard') {
     const { localGroup } = await import('../src/ranks/local/index.js');
     const { shardedDecodeFor } = await import('../src/strategies/shard/sharded-decode.js');
     const g = localGroup({ ranks, isolation: 'process', threadsPerRank: threads });
     group = g;
     await g.start();
-    vae.tiling = { ...vae.tiling, enabled: true, planned: true };
     vae.tiledDecode = shardedDecodeFor(vae, g, { onStats: (s) => (box.stats = s as unknown as Stats) });
   }
   try {

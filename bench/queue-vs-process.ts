@@ -23,7 +23,7 @@ import { tiledDecodeFor, type DistributedDecodeStats } from '../src/strategies/t
 import type { RankGroup } from '../src/ranks/group.js';
 import { tileGrid } from '../src/plan/grid.js';
 import { gridMetrics } from '../src/plan/metrics.js';
-import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../src/plan/planner.js';
+import { setTiling } from '../src/plan/planner.js';
 
 const { values: args } = parseArgs({ options: { size: { type: 'string', default: '2048' }, window: { type: 'string', default: '512' }, overlap: { type: 'string', default: '128' } } });
 const size = Number(args.size);
@@ -34,8 +34,7 @@ const log = (line: string) => process.stderr.write(`${new Date().toISOString().s
 
 log(`loading the SD 1.x decoder (synthetic weights), load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 const vae = await loadVae({ family: 'autoencoder-kl', weights: 'synthetic', seed: 0 }, { threads: 1 });
-applyTilePlan(vae, tileShapePlan(vae, window, window) ?? (() => { throw new Error(`window ${window} refused`); })());
-applyTilePlan(vae, tileOverlapPlan(vae, overlap, overlap) ?? (() => { throw new Error(`overlap ${overlap} refused`); })());
+setTiling(vae, { window: { height: window, width: window }, overlap: { height: overlap, width: overlap } });
 const r = vae.geometry.spatialRatio;
 const latents = demoLatent(size / r, size / r, vae.geometry.latentChannels);
 const warmUp = demoLatent(window / r + 8, window / r + 8, vae.geometry.latentChannels);

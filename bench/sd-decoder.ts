@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { GraphBuilder, type Value } from '../src/graph/builder.js';
-import { seededTensor } from '../src/graph/testing/random.js';
+import { seededTensor } from '../src/tensor.js';
 import { Module, UPSAMPLER_FORMS, WeightTable, upsampler2d } from '../src/families/blocks.js';
 import { buildKlDecoderGraph, klDecoderParams, type KlGraphOptions } from '../src/families/autoencoder-kl.graph.js';
 import { getFamily } from '../src/families/registry.js';

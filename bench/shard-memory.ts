@@ -26,9 +26,9 @@ import { parseArgs } from 'node:util';
 import { loadVae } from '../src/decode/vae.js';
 import { localGroup } from '../src/ranks/local/index.js';
 import { tiledDecodeFor } from '../src/strategies/tile/tiled-decode.js';
-import { enableDefaultTiling } from '../src/plan/planner.js';
+import { setTiling } from '../src/plan/planner.js';
 import { tileGrid } from '../src/plan/grid.js';
-import { seededTensor } from '../src/graph/testing/random.js';
+import { seededTensor } from '../src/tensor.js';
 import { shardedDecodeFor, type ShardStats } from '../src/strategies/shard/sharded-decode.js';
 
 const here = fileURLToPath(import.meta.url);
@@ -78,8 +78,7 @@ async function runCase(spec: string, sample: string): Promise<CaseResult> {
   const ranks = Number(r);
   const threadsPerRank = Math.max(1, Math.floor(availableParallelism() / ranks));
   const vae = await loadVae({ family: 'autoencoder-kl', weights: 'synthetic', seed: 0 }, { threads: threadsPerRank });
-  enableDefaultTiling(vae);
-  vae.tiling = { ...vae.tiling, planned: true };
+  setTiling(vae);
   const latentSize = size / vae.geometry.spatialRatio;
   const latents = seededTensor([1, vae.geometry.latentChannels, latentSize, latentSize], 11, 1.5);
   const grid = tileGrid(vae, { height: latentSize, width: latentSize, frames: 1 });

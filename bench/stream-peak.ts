@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { seededTensor } from '../src/graph/testing/random.js';
+import { seededTensor } from '../src/tensor.js';
 import { writeNpy } from '../src/io/npy.js';
 
 const { values } = parseArgs({ options: { heights: { type: 'string', default: '2048,16384' }, width: { type: 'string', default: '1024' }, window: { type: 'string', default: '512x512' }, overlap: { type: 'string', default: '64x64' }, config: { type: 'string', default: 'tiny' } } });

@@ -15,10 +15,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadVae, type Vae } from '../src/decode/vae.js';
 import { isDistVaeError } from '../src/errors.js';
-import { seededTensor } from '../src/graph/testing/random.js';
+import { seededTensor } from '../src/tensor.js';
 import { tileGrid } from '../src/plan/grid.js';
 import { gridMetrics } from '../src/plan/metrics.js';
-import { enableDefaultTiling } from '../src/plan/planner.js';
+import { disableTiling, setTiling } from '../src/plan/planner.js';
 import type { Tensor } from '../src/tensor.js';
 import { cpuPressure, roundRobin, summarise } from './timing.js';
 
@@ -41,9 +41,9 @@ const fmt = (v: number, d = 2) => v.toFixed(d);
 const loadSd = () => loadVae({ family: 'autoencoder-kl', config: SD_CONFIG, weights: 'synthetic', seed: 0 }, { threads: THREADS, allowSpinning: !args['no-spinning'] });
 const latentFor = (px: number): Tensor => seededTensor([1, 4, px / 8, px / 8], 7);
 
-function setTiling(vae: Vae, tiled: boolean): void {
-  if (tiled) enableDefaultTiling(vae);
-  else vae.tiling = { ...vae.tiling, enabled: false };
+function tiling(vae: Vae, tiled: boolean): void {
+  if (tiled) setTiling(vae);
+  else disableTiling(vae);
 }
 
 interface ChildResult {
@@ -61,7 +61,7 @@ interface ChildResult {
 async function child(mode: string, size: number): Promise<void> {
   const vae = await loadSd();
   const rssAfterLoadBytes = process.memoryUsage().rss;
-  setTiling(vae, mode === 'tiled');
+  tiling(vae, mode === 'tiled');
   const z = latentFor(size);
   const result: ChildResult = { mode, size, ok: true, seconds: 0, maxRssBytes: 0, rssAfterLoadBytes };
   const t0 = performance.now();
@@ -88,11 +88,11 @@ if (args.child) {
     const size = Number(args.size);
     const vae = await loadSd();
     const z = latentFor(size);
-    enableDefaultTiling(vae);
+    setTiling(vae);
     const metrics = gridMetrics(tileGrid(vae, { height: size / 8, width: size / 8, frames: 1 }));
     console.log(`SD 1.x decoder, ${size}×${size} px (latent ${size / 8}²), window 512 px, overlap 128 px: ${metrics.tiles} tiles (${metrics.rows}×${metrics.columns}), decoded-area ratio ${fmt(metrics.decodedAreaRatio, 4)}; ${THREADS} threads`);
     const decode = (tiled: boolean) => async () => {
-      setTiling(vae, tiled);
+      tiling(vae, tiled);
       await vae.decode(z);
     };
     await decode(false)();

@@ -15,10 +15,9 @@ import { parseArgs } from 'node:util';
 import { loadVae } from '../src/decode/vae.js';
 import type { ResolvedConfig } from '../src/families/types.js';
 import { wanDecoderArchitecture, wanDecoderParams } from '../src/families/wan.graph.js';
-import { seededTensor } from '../src/graph/testing/random.js';
 import { tileGrid } from '../src/plan/grid.js';
-import { enableDefaultTiling } from '../src/plan/planner.js';
-import { elementCount } from '../src/tensor.js';
+import { setTiling } from '../src/plan/planner.js';
+import { elementCount, seededTensor } from '../src/tensor.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -70,7 +69,7 @@ async function runCase(name: string): Promise<CaseResult> {
   const t0 = performance.now();
   const vae = await loadVae({ family: 'wan', weights: 'synthetic', seed: Number(args.seed) }, { threads });
   const loadSeconds = (performance.now() - t0) / 1000;
-  if (name === 'tile') enableDefaultTiling(vae);
+  if (name === 'tile') setTiling(vae);
   else if (name !== 'whole') throw new Error(`unknown case ${name}`);
   const r = vae.geometry.spatialRatio;
   const latent = [1, vae.geometry.latentChannels, (Number(args.frames) - 1) / vae.geometry.temporalRatio + 1, Number(args.height) / r, Number(args.width) / r];

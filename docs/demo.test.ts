@@ -23,7 +23,7 @@ import { cropToMultiple } from '../src/encode/image-check.js';
 import { taeRuntime } from '../src/families/tae.runtime.js';
 import { resolveFamilyConfig } from '../src/families/registry.js';
 import { tae } from '../src/families/tae.js';
-import { seededTensor } from '../src/graph/testing/random.js';
+import { seededTensor } from '../src/tensor.js';
 import { encodePng, readImage } from '../src/io/image.js';
 import { encodeNpy } from '../src/io/npy.js';
 import { maxAbsDiff } from '../src/io/quality.js';

@@ -13,7 +13,7 @@ import { DIFFUSERS_WEIGHTS_FILE } from '../src/sources/vae-source.js';
 import { readConfigJson } from '../src/sources/config-file.js';
 import { resolveFamily } from '../src/families/registry.js';
 import { runtimeOf } from '../src/families/runtimes.js';
-import { seededTensor } from '../src/graph/testing/random.js';
+import { seededTensor } from '../src/tensor.js';
 import { writeNpy } from '../src/io/npy.js';
 import type { Tensor } from '../src/tensor.js';
 import { readSafetensors, writeSafetensors } from '../src/weights/safetensors.js';

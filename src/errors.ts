@@ -89,6 +89,8 @@ export type ReasonCode =
   | 'ATTENTION_READS_MORE'
   | 'NONLOCAL_OP'
   | 'SHARD_VIDEO'
+  | 'STRATEGY_INVALID'
+  | 'STRATEGY_NEEDS_LOCAL_GROUP'
   | 'TILE_TOO_SMALL'
   | 'TOO_MANY_RANKS'
   // Pages (distvae/web): backends, inputs, device limits

@@ -1,63 +1,121 @@
-// Public API: re-exports only.
-export * from './errors.js';
-export * from './tensor.js';
-export { DTYPE_BYTES, type DType, type FloatDType, type StoredTensor } from './weights/dtype.js';
-export * from './weights/halfprecision.js';
-export * from './weights/safetensors.js';
-export { openPth, parsePth, readPth, type PthContents, type PthReader } from './weights/pth.js';
-export { readTensors, type TensorEntry, type TensorReader } from './weights/reader.js';
-export { openWeights, readBoundWeights, readWeights } from './sources/weights-file.js';
-export * from './sources/byte-source.js';
+// distvae's public API: what a program (and the `distvae` CLI, which imports nothing else) may
+// use, grouped in the order a decode needs it — name a VAE, plan its tiling, pick a strategy
+// and ranks, decode, write the result. Internals (graph building, session plumbing, rank
+// protocols) are not exported; classes whose factories validate (Vae, LocalGroup, QueueGroup)
+// are exported as types only.
+
+// ---- Errors: one typed error, closed vocabularies of codes --------------------------------
+export { DistVaeError, isDistVaeError, isRuntimeFailure, reason, refuse, RUNTIME_FAILURE_CODES, type ErrorCode, type Reason, type ReasonCode } from './errors.js';
+
+// ---- Tensors ---------------------------------------------------------------------------------
+export { elementCount, seededTensor, tensor, type Tensor } from './tensor.js';
+export type { DType, FloatDType, StoredTensor } from './weights/dtype.js';
+
+// ---- Sources and families: what a user names -> family, config, weights -----------------------
+export { loadVae, type LoadOptions, type Vae } from './decode/vae.js';
+export { DIFFUSERS_WEIGHTS_FILE, readVaeSource, vaeSpecOfSource, type VaePart, type VaeSource } from './sources/vae-source.js';
+export { readConfigJson } from './sources/config-file.js';
+export { readWeights } from './sources/weights-file.js';
+export { openWeights, readBoundWeights } from './sources/weights-file.js';
+export { bytesSource, blobSource, httpRangeSource, type ByteSource } from './sources/byte-source.js';
 export { openFileSource, withFileSource, type FileByteSource } from './sources/file-source.js';
-export { DIFFUSERS_WEIGHTS_FILE, hubCacheDirs, locateVae, parseRepoId, withVariant, type LocateOptions, type VaeLocation } from './sources/locate.js';
+export { hubCacheDirs, locateVae, parseRepoId, withVariant, type LocateOptions, type VaeLocation } from './sources/locate.js';
 export { ldmToDiffusers, ldmVaeConfig, ldmVaePrefix } from './sources/single-file.js';
-export * from './weights/synthetic.js';
-export * from './weights/bind.js';
-export * from './io/npy.js';
-export * from './io/latents.js';
-export { MAX_IMAGE_PIXELS, READABLE_IMAGE_FORMATS, decodeImage, readImage } from './io/image.js';
-export { AtomicFile, withAtomicFile, writeFileAtomic } from './io/atomic-file.js';
-export { PngBandWriter, type PngStreamOptions } from './io/png-stream.js';
-export * from './families/types.js';
-export { FAMILIES, FAMILY_NAMES, createVae, getFamily, familyForClassName, resolveFamily } from './families/registry.js';
+export { readTensors, type TensorEntry, type TensorReader } from './weights/reader.js';
+export { DISTVAE_VERSION } from './version.js';
+export { createVae, FAMILIES, FAMILY_NAMES, familyForClassName, getFamily, resolveFamily } from './families/registry.js';
 export { TAE_KEY_LAYOUTS, TAE_VARIANTS, type TaeKeyLayout, type TaeVariant } from './families/tae.js';
-export { checkImage, cropToMultiple, loadEncoder, type Encoder } from './encode/encoder.js';
-export * from './plan/shapes.js';
-export * from './plan/planner.js';
-export * from './plan/grid.js';
-export * from './plan/metrics.js';
-export * from './plan/scheduler.js';
-export * from './plan/report.js';
-export * from './plan/search.js';
-export * from './plan/buckets.js';
+export type { FamilyName, FamilySpec, FrameTiling, RawConfig, ResolvedConfig, Size2, TilingDefaults, TilingState, VaeGeometry, VaeSpec } from './families/types.js';
+export { syntheticWeights, type ParamSpec } from './weights/synthetic.js';
+export { decoderWeightBytes } from './families/runtimes.js';
+
+// ---- Planning (pure: no I/O, runs in a browser) ----------------------------------------------
+export { disableTiling, explainTiling, setTiling, type TilingRequest } from './plan/planner.js';
+export {
+  applyTilePlan,
+  explainTileFramePlan,
+  explainTileOverlapPlan,
+  explainTileShapePlan,
+  installTiling,
+  tileFramePlan,
+  tileOverlapPlan,
+  tileShapePlan,
+  type PlanOptions,
+  type TileFramePlan,
+  type TileOverlapPlan,
+  type TilePlan,
+  type TileShapePlan,
+} from './plan/planner.js';
+export { latentShapeOf, sampleShapeOf, sampleShapeReasons, type LatentShape, type SampleShape } from './plan/shapes.js';
+export { tileArea, tileGrid, type Span, type Tile, type TileGrid } from './plan/grid.js';
+export { gridMetrics, scheduleGrid, tileWork, type GridMetrics } from './plan/metrics.js';
+export { scheduleTiles, type Schedule } from './plan/scheduler.js';
+export { planReport, type PlanReport, type RankReport } from './plan/report.js';
+export { MIN_NARROW_AXIS_LATENT, searchPlans, type SearchCandidate, type SearchResult } from './plan/search.js';
+export { BUCKET_POLICIES, chooseBucket, parseBuckets, type BucketChoice, type BucketPolicy, type Box } from './plan/buckets.js';
 export { diffusersEquivalent } from './plan/equivalence.js';
-export * from './graph/builder.js';
-export { dumpModel } from './graph/dump.js';
-export { GROUP_NORM_FORMS, type GroupNormForm } from './graph/group-norm.js';
-export { decodeModel, encodeModel, type ModelProto } from './graph/onnx-proto.js';
-export { EXECUTION_PROVIDERS, listProviders, type ProviderName, type ProviderStatus } from './runtime/providers.js';
-export * from './runtime/session.js';
-export { loadVae, Vae, type LoadOptions } from './decode/vae.js';
-export type { VaeSource } from './sources/vae-source.js';
-export { decodeToBands, localTiledDecode } from './decode/engine.js';
+
+// ---- Decoding on this process ----------------------------------------------------------------
+export { checkFiniteOutput, localTiledDecode, throwIfAborted } from './decode/engine.js';
+export { decodeToBands } from './decode/engine.js';
+export { checkLatents } from './decode/latents.js';
 export type { DecodeOptions, DecodeProgress, RankStats, TiledDecode, TileRunner } from './decode/types.js';
-export * from './ranks/group.js';
-export * from './ranks/program.js';
-export { localGroup, ISOLATIONS } from './ranks/local/index.js';
-export { LocalGroup, type Isolation, type LaunchOptions, type LocalGroupOptions, type RankOutcome, type RankRun } from './ranks/local/local-group.js';
-export * from './strategies/tile/tiled-decode.js';
-export { analyzeLocality, type LocalityReport } from './graph/locality.js';
-export { shardedDecodeFor, type ShardableVae, type ShardedDecode, type ShardStats, type ShardRankStats } from './strategies/shard/sharded-decode.js';
+export { decoderGraphOf } from './decode/decoder-model.js';
+
+// ---- Strategies: how tiles are decoded, and on which ranks -----------------------------------
+export { STRATEGIES, useStrategy, type ShardRankSummary, type Strategy, type StrategyReport, type UseStrategyOptions } from './strategies/index.js';
+export type { AnalyzableVae, DistributableVae } from './strategies/distributable.js';
+export { tiledDecodeFor, type DistributedDecodeStats, type DistributedTiledDecode, type TiledDecodeForOptions } from './strategies/tile/tiled-decode.js';
+export { shardedDecodeFor, type ShardedDecode, type ShardRankStats, type ShardStats } from './strategies/shard/sharded-decode.js';
 export { splitBands, type Band } from './strategies/shard/bands.js';
+export { predictCollectives, shardPlan, type ShardPlan } from './strategies/shard/plan.js';
 export { exactTiledDecode, exactTilingHalo, type Halo } from './strategies/exact-tile/halo.js';
 export { exactTiledDecodeFor, type DistributedExactTiledDecode, type ExactTileStats } from './strategies/exact-tile/exact-tiled-decode.js';
+
+// ---- Rank groups: threads, processes, a Redis queue ------------------------------------------
+export type { RankFailure, RankGroup, TileJobResult } from './ranks/group.js';
+export type { CommCounters } from './ranks/program.js';
+export { ISOLATIONS, localGroup } from './ranks/local/index.js';
+export type { Isolation, LocalGroup, LocalGroupOptions } from './ranks/local/local-group.js';
+export { killRankProcesses } from './ranks/local/process/process-host.js';
 export { queueGroup } from './ranks/queue/index.js';
-export { QueueGroup, type QueueGroupOptions, type QueueTraffic } from './ranks/queue/queue-group.js';
+export type { QueueGroup, QueueGroupOptions, QueueTraffic } from './ranks/queue/queue-group.js';
 export { startQueueWorker, type QueueWorker, type QueueWorkerOptions } from './ranks/queue/queue-worker.js';
-export { redisOptionsOf, type RedisConnection } from './ranks/queue/connection.js';
+export { redacted, redisOptionsOf, type RedisConnection } from './ranks/queue/connection.js';
+export { DEFAULT_QUEUE } from './ranks/queue/protocol.js';
+
+// ---- Memory: predicted peaks, budgets, the fallback ladder -----------------------------------
 export { MEMORY_STRATEGIES, predictMemory, predictTileRun, hasMemoryModel, type MemoryPlan, type MemoryPrediction, type MemoryStrategy, type MemoryTerms, type ProcessPrediction, type RankPrediction } from './memory/model.js';
 export { chooseWithinBudget, budgetRefusal, describePlan, policyPlans, type BudgetChoice, type ChooseOptions, type MemoryBudget, type PlanAlternative } from './memory/policy.js';
 export { applyMemoryPlan, planOfTiling } from './memory/apply.js';
-export { availableMemory, defaultMemoryBudget, formatBytes, parseMemorySize, DEFAULT_BUDGET_SHARE } from './memory/budget.js';
+export { availableMemory, defaultMemoryBudget, formatBytes, parseMemorySize, peakRssBytes, DEFAULT_BUDGET_SHARE } from './memory/budget.js';
 export { CALIBRATIONS, calibrationOf, type RuntimeCalibration } from './memory/calibration.js';
 export { runLadder, ladderRungs, isMemoryFailure, MAX_LADDER_ATTEMPTS, type LadderAttempt } from './memory/ladder.js';
+
+// ---- Reading and writing files ---------------------------------------------------------------
+export { LATENTS_KEY, readLatents } from './io/latents.js';
+export { COMFY_LATENT_KEY, expandLatentsArg, latentScalingOf, latentsStem, unscaleLatents } from './io/latents.js';
+export { AtomicFile, withAtomicFile, writeFileAtomic } from './io/atomic-file.js';
+export { PngBandWriter, type PngStreamOptions } from './io/png-stream.js';
+export { encodeNpy, parseNpy, readNpy, writeNpy } from './io/npy.js';
+export { decodeImage, READABLE_IMAGE_FORMATS, readImage, sampleToImage, writeSamplePng, type SampleRange } from './io/image.js';
+export { checkFfmpeg, DEFAULT_FPS, isVideoPath, VIDEO_EXTENSIONS, writeSampleVideo, type VideoOptions } from './io/video.js';
+export { encodeSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './weights/safetensors.js';
+export { openPth, parsePth, readPth, type PthContents, type PthReader } from './weights/pth.js';
+
+// ---- Encoding images to latents (tae) --------------------------------------------------------
+export { checkImage, cropToMultiple, loadEncoder, type Encoder } from './encode/encoder.js';
+
+// ---- Graphs and their locality ---------------------------------------------------------------
+export { analyzeLocality, formatScale, type LocalityReport, type StageLocality } from './graph/locality.js';
+export { formatRatio } from './graph/ratio.js';
+export { dumpModel } from './graph/dump.js';
+export { decodeModel, encodeModel, type ModelProto } from './graph/onnx-proto.js';
+
+// ---- Execution providers ---------------------------------------------------------------------
+export { EXECUTION_PROVIDERS, listProviders, type ProviderName, type ProviderStatus } from './runtime/providers.js';
+
+// ---- Benchmarks (`distvae bench`) ------------------------------------------------------------
+export { ARM_NAMES, runBenchCell, type ArmName, type BenchCell, type BenchCellOptions } from './bench/arms.js';
+export { benchReport, writeBenchReport, type BenchReport } from './bench/report.js';
+export { describeRun, type RunDescription } from './bench/machine.js';

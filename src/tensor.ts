@@ -35,6 +35,24 @@ export function stridesOf(dims: readonly number[]): number[] {
   return strides;
 }
 
+/**
+ * Deterministic data: a float32 tensor of pseudo-random values uniform in [-scale, scale) from a
+ * 32-bit LCG, so a seed gives the same tensor on every machine (`distvae bench` latents, tests).
+ *
+ * @example
+ * const latents = seededTensor([1, 4, 64, 64], 7);
+ */
+export function seededTensor(dims: readonly number[], seed: number, scale = 1): Tensor {
+  const n = dims.reduce((a, b) => a * b, 1);
+  const data = new Float32Array(n);
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    data[i] = ((s >>> 8) / 16777216 * 2 - 1) * scale;
+  }
+  return { dims: [...dims], data };
+}
+
 /** Index of the first NaN or ±Infinity in `data`, or -1 when every value is finite. */
 export function firstNonFinite(data: Float32Array): number {
   for (let i = 0; i < data.length; i++) {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { createVae } from '../../src/families/registry.js';
-import { enableDefaultTiling } from '../../src/plan/planner.js';
+import { setTiling } from '../../src/plan/planner.js';
 import { planReport } from '../../src/plan/report.js';
 import { flatten, parseBenchReport, readBenchReports, renderBenchReports } from './bench-reports.js';
 
@@ -12,7 +12,7 @@ const dir = mkdtempSync(join(tmpdir(), 'distvae-bench-'));
 after(() => rmSync(dir, { recursive: true }));
 
 const vae = createVae('autoencoder-kl');
-enableDefaultTiling(vae);
+setTiling(vae);
 const plan = planReport(vae, { height: 1024, width: 1024 }, 2);
 const report = {
   schema: 1,

@@ -22,7 +22,7 @@ import type { FamilySpec, Size2, VaeSpec } from '../../src/families/types.js';
 import { isDistVaeError, type Reason } from '../../src/errors.js';
 import { chooseBucket, parseBuckets, BUCKET_POLICIES } from '../../src/plan/buckets.js';
 import { tileArea, tileGrid } from '../../src/plan/grid.js';
-import { applyTilePlan, enableDefaultTiling, explainTileOverlapPlan, explainTileShapePlan, tileOverlapPlan, tileShapePlan } from '../../src/plan/planner.js';
+import { applyTilePlan, explainTileOverlapPlan, explainTileShapePlan, explainTiling, setTiling, tileShapePlan } from '../../src/plan/planner.js';
 import { planReport, type PlanReport } from '../../src/plan/report.js';
 import { MIN_NARROW_AXIS_LATENT, searchPlans, type SearchCandidate } from '../../src/plan/search.js';
 import { sampleShapeReasons, type SampleShape } from '../../src/plan/shapes.js';
@@ -104,19 +104,11 @@ function plannedVae(args: Args): { vae: VaeSpec; sample: SampleShape } {
   const sample = sampleOf(args);
   const window = size(args, 'window');
   const overlap = size(args, 'overlap');
-  if (!window) {
-    if (overlap) throw new DirectiveError('overlap= needs window=');
-    enableDefaultTiling(vae);
-    return { vae, sample };
-  }
-  const shape = tileShapePlan(vae, window.height, window.width, { sampleShape: sample });
-  if (!shape) throw new DirectiveError(`the planner refuses window ${window.height}x${window.width}: ${reasonsText(explainTileShapePlan(vae, window.height, window.width, { sampleShape: sample }))}`);
-  applyTilePlan(vae, shape);
-  if (overlap) {
-    const plan = tileOverlapPlan(vae, overlap.height, overlap.width, { sampleShape: sample });
-    if (!plan) throw new DirectiveError(`the planner refuses overlap ${overlap.height}x${overlap.width}: ${reasonsText(explainTileOverlapPlan(vae, overlap.height, overlap.width, { sampleShape: sample }))}`);
-    applyTilePlan(vae, plan);
-  }
+  if (!window && overlap) throw new DirectiveError('overlap= needs window=');
+  const request = window ? { window, ...(overlap ? { overlap } : {}), sampleShape: sample } : {};
+  const reasons = explainTiling(vae, request);
+  if (reasons.length > 0) throw new DirectiveError(`the planner refuses ${window ? `window ${window.height}x${window.width}${overlap ? ` with overlap ${overlap.height}x${overlap.width}` : ''}` : 'the default plan'}: ${reasonsText(reasons)}`);
+  setTiling(vae, request);
   return { vae, sample };
 }
 

@@ -17,7 +17,7 @@ import { tiledDecodeFor, type DistributedDecodeStats } from '../strategies/tile/
 import { isDistVaeError } from '../errors.js';
 import type { TilingState } from '../families/types.js';
 import { tileGrid, type TileGrid } from '../plan/grid.js';
-import { applyTilePlan, enableDefaultTiling, explainTileOverlapPlan, explainTileShapePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
+import { installTiling, setTiling } from '../plan/planner.js';
 import { planReport, type PlanReport } from '../plan/report.js';
 import { searchPlans, type SearchCandidate, type SearchResult } from '../plan/search.js';
 import { latentShapeOf, type SampleShape } from '../plan/shapes.js';
@@ -176,13 +176,7 @@ function tilingOff(t: TilingState): TilingState {
 
 /** Installs a searched candidate's exact window and overlap. */
 function installCandidate(vae: Vae, sample: SampleShape, c: SearchCandidate): void {
-  const options = { sampleShape: sample };
-  const shape = tileShapePlan(vae, c.window.height, c.window.width, options);
-  if (!shape) throw new Error(`searched window ${size(c.window)} refused: ${explainTileShapePlan(vae, c.window.height, c.window.width, options).map((r) => r.message).join('; ')}`);
-  applyTilePlan(vae, shape);
-  const overlap = tileOverlapPlan(vae, c.overlap.height, c.overlap.width, options);
-  if (!overlap) throw new Error(`searched overlap ${size(c.overlap)} refused: ${explainTileOverlapPlan(vae, c.overlap.height, c.overlap.width, options).map((r) => r.message).join('; ')}`);
-  applyTilePlan(vae, overlap);
+  setTiling(vae, { window: c.window, overlap: c.overlap, sampleShape: sample });
 }
 
 function prepareBaseline(o: BenchCellOptions, group: LocalGroup): PreparedArm {
@@ -229,12 +223,11 @@ function prepareTiled(o: BenchCellOptions, group: LocalGroup, install: () => voi
   const { vae, sample, latents } = o;
   const saved = { tiling: vae.tiling, tiledDecode: vae.tiledDecode };
   const cleanup = () => {
-    vae.tiling = saved.tiling;
+    installTiling(vae, saved.tiling);
     vae.tiledDecode = saved.tiledDecode;
   };
   try {
     install();
-    vae.tiling = { ...vae.tiling, enabled: true, planned: true };
     const grid = tileGrid(vae, latentShapeOf(vae.geometry, sample));
     const distributed = group.size > 1 && grid.tiled;
     const ranksUsed = distributed ? group.size : 1;
@@ -322,7 +315,7 @@ export async function runBenchCell(o: BenchCellOptions): Promise<BenchCell> {
     try {
       if (name === 'none') prepared = prepareBaseline(o, group);
       else if (name === 'shard') prepared = prepareShard(o, group);
-      else if (name === 'tile') prepared = prepareTiled(o, group, () => enableDefaultTiling(vae));
+      else if (name === 'tile') prepared = prepareTiled(o, group, () => setTiling(vae));
       else prepared = prepareTiled(o, group, () => installCandidate(vae, sample, pick!));
     } catch (e) {
       await group.close();

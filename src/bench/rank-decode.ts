@@ -4,6 +4,7 @@
 // peak RSS of the run is the arm's. Ranks given no input idle.
 
 import type { TilingState } from '../families/types.js';
+import { installTiling } from '../plan/planner.js';
 import { programRef, type RankContext, type VaeRef } from '../ranks/program.js';
 import type { Tensor } from '../tensor.js';
 
@@ -24,7 +25,7 @@ export interface RankDecodeResult {
 export async function rankDecode(ctx: RankContext, input: RankDecodeInput | null): Promise<RankDecodeResult | null> {
   if (input === null) return null;
   const vae = await ctx.loadVae(input.vae);
-  vae.tiling = structuredClone(input.tiling);
+  installTiling(vae, input.tiling);
   const t0 = performance.now();
   const output = await vae.decode(input.latents, { signal: ctx.signal });
   return { output, seconds: (performance.now() - t0) / 1000 };

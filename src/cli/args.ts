@@ -3,8 +3,7 @@
 // text (which the documentation's CLI reference is generated from).
 
 import { parseArgs } from 'node:util';
-import { reason, type Reason, refuse } from '../errors.js';
-import type { Size2 } from '../families/types.js';
+import { reason, refuse, type Reason, type Size2 } from '../index.js';
 
 export interface OptionSpec {
   name: string;

@@ -2,7 +2,7 @@
 // before work starts; 3 a runtime failure (a decoder call, a rank, the transport, a deadline or
 // a fallback ladder failed); 1 an unexpected error (a bug); 130 / 143 after SIGINT / SIGTERM.
 
-import { isRuntimeFailure, type DistVaeError } from '../errors.js';
+import { isRuntimeFailure, type DistVaeError } from '../index.js';
 
 export const EXIT = {
   ok: 0,

@@ -1,7 +1,6 @@
 // Human-readable text for plan reports and search results (the CLI's default output).
 
-import type { PlanReport } from '../plan/report.js';
-import type { SearchCandidate, SearchResult } from '../plan/search.js';
+import { type PlanReport, type SearchCandidate, type SearchResult } from '../index.js';
 
 const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
 const x = (s: { height: number; width: number }) => `${s.height}x${s.width}`;

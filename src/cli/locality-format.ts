@@ -2,9 +2,7 @@
 // rows of its inputs and outputs, the nonlocal ops, and the two verdicts (halo-exact tiling with
 // its halo, or refused naming the ops; row sharding possible or not).
 
-import type { CommCounters } from '../ranks/program.js';
-import { formatScale, type LocalityReport, type StageLocality } from '../graph/locality.js';
-import { formatRatio } from '../graph/ratio.js';
+import { formatRatio, formatScale, type CommCounters, type LocalityReport, type StageLocality } from '../index.js';
 
 export interface LocalityJson {
   graph: string;

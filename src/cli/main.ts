@@ -5,8 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { DistVaeError, isDistVaeError } from '../errors.js';
-import { killRankProcesses } from '../ranks/local/process/process-host.js';
+import { DistVaeError, isDistVaeError, killRankProcesses } from '../index.js';
 import { EXIT, exitCodeOf } from './exit-codes.js';
 import { commandHelp, parseCommandArgs, type CliIO, type CommandSpec } from './args.js';
 import { analyzeCommand } from './commands/analyze.js';

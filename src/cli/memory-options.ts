@@ -3,9 +3,7 @@
 // process tree may use: a warning only, for exact requests). And the JSON both `plan` and
 // `decode` report: `memory` and `choice`.
 
-import { defaultMemoryBudget, parseMemorySize } from '../memory/budget.js';
-import type { MemoryPlan, MemoryPrediction } from '../memory/model.js';
-import type { MemoryBudget, PlanAlternative } from '../memory/policy.js';
+import { defaultMemoryBudget, parseMemorySize, type MemoryBudget, type MemoryPlan, type MemoryPrediction, type PlanAlternative } from '../index.js';
 import type { Args, OptionSpec } from './args.js';
 
 export const MEMORY_OPTIONS: OptionSpec[] = [

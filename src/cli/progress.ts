@@ -1,7 +1,7 @@
 // A one-line progress bar on stderr for long decodes, drawn only when stderr is a terminal
 // (quiet in pipes, logs and CI).
 
-import type { DecodeProgress } from '../decode/types.js';
+import { type DecodeProgress } from '../index.js';
 import type { CliIO } from './args.js';
 
 export function progressBar(io: CliIO, label: string): { update: (e: DecodeProgress) => void; finish: () => void } {

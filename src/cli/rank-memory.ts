@@ -3,11 +3,7 @@
 // ranks than cores only queue on them.
 
 import { availableParallelism } from 'node:os';
-import type { LoadOptions } from '../decode/vae.js';
-import { reason, refuse, type Reason } from '../errors.js';
-import { runtimeOf } from '../families/runtimes.js';
-import type { VaeSpec } from '../families/types.js';
-import { defaultMemoryBudgetBytes, formatBytes, weightBytes } from '../weights/budget.js';
+import { decoderWeightBytes, defaultMemoryBudget, formatBytes, reason, refuse, type LoadOptions, type Reason, type VaeSpec } from '../index.js';
 
 /** Resident bytes of a rank before its VAE: node, the rank runtime and onnxruntime (measured: about 60 MiB for a thread, 110 MiB for a process). */
 const RANK_FIXED_BYTES = 64 * 2 ** 20;
@@ -17,16 +13,16 @@ const RANK_WEIGHT_COPIES = 2;
 const RANKS_PER_CORE = 8;
 
 /** Throws INVALID_ARGUMENT when `ranks` ranks of `vae` exceed this machine's cores or memory budget. */
-export function checkRankMemory(vae: VaeSpec, ranks: number, loadOptions: LoadOptions, budget = defaultMemoryBudgetBytes()): void {
+export function checkRankMemory(vae: VaeSpec, ranks: number, loadOptions: LoadOptions, budget = defaultMemoryBudget()): void {
   if (ranks <= 1) return;
   const cores = availableParallelism();
   const maxByCores = Math.max(16, RANKS_PER_CORE * cores);
-  const perRank = RANK_FIXED_BYTES + RANK_WEIGHT_COPIES * weightBytes(runtimeOf(vae.family).decoderParams(vae.config));
+  const perRank = RANK_FIXED_BYTES + RANK_WEIGHT_COPIES * decoderWeightBytes(vae);
   const reasons: Reason[] = [];
   if (ranks > maxByCores) {
     reasons.push(reason('RANKS_TOO_MANY', '--ranks', ranks, `at most ${maxByCores} on ${cores} core(s)`, `--ranks ${ranks}: ${ranks} ranks would share ${cores} core(s); at most ${maxByCores} here`));
   }
-  if (budget !== null && ranks * perRank > budget && loadOptions.provider === undefined) {
+  if (ranks * perRank > budget && loadOptions.provider === undefined) {
     const fit = Math.max(1, Math.floor(budget / perRank));
     reasons.push(reason('RANKS_OVER_BUDGET', '--ranks', ranks, `at most ${fit} rank(s) of about ${formatBytes(perRank)} each`, `--ranks ${ranks}: each rank loads its own VAE (about ${formatBytes(perRank)}), ${formatBytes(ranks * perRank)} in all, more than the memory budget of ${formatBytes(budget)}; at most ${fit} rank(s) fit`));
   }

@@ -2,21 +2,7 @@
 // the sample shape, and the tile plan (--window / --overlap / frame tiling / --full), turned
 // into planner calls so the CLI refuses exactly what the library refuses.
 
-import { DistVaeError } from '../errors.js';
-import { readConfigJson } from '../sources/config-file.js';
-import { FAMILY_NAMES, createVae } from '../families/registry.js';
-import type { RawConfig, VaeSpec } from '../families/types.js';
-import {
-  applyTilePlan,
-  enableDefaultTiling,
-  explainTileFramePlan,
-  explainTileOverlapPlan,
-  explainTileShapePlan,
-  tileFramePlan,
-  tileOverlapPlan,
-  tileShapePlan,
-} from '../plan/planner.js';
-import { sampleShapeReasons, type SampleShape } from '../plan/shapes.js';
+import { createVae, FAMILY_NAMES, readConfigJson, refuse, sampleShapeReasons, setTiling, type RawConfig, type SampleShape, type VaeSpec } from '../index.js';
 import type { Args, OptionSpec } from './args.js';
 
 export const FAMILY_OPTIONS: OptionSpec[] = [
@@ -53,14 +39,14 @@ export function readSampleShape(args: Args, vae: VaeSpec): SampleShape {
   const sample: SampleShape = { height: height!, width: width!, ...(frames !== undefined ? { frames } : {}) };
   if (vae.geometry.fiveDimLatents && sample.frames === undefined) sample.frames = 1;
   const reasons = sampleShapeReasons(vae.geometry, sample, 'size');
-  if (reasons.length > 0) throw refused(reasons);
+  if (reasons.length > 0) refuse('PLAN_REFUSED', reasons);
   return sample;
 }
 
 /**
- * Installs the tile plan the options ask for. No --window/--overlap: the family's default
- * plan with tiling on (diffusers' own behaviour). --window alone: a shape plan with its
- * default overlap. --overlap: an exact overlap plan for the installed window.
+ * Installs the tile plan the options ask for (`setTiling`, so the CLI refuses exactly what the
+ * library refuses, every reason at once). No --window/--overlap: the family's default plan with
+ * tiling on (diffusers' own behaviour). --window alone: its default overlap. --overlap: exact.
  */
 export function applyTilingOptions(args: Args, vae: VaeSpec, sample: SampleShape | undefined): void {
   const window = args.size('window');
@@ -71,33 +57,16 @@ export function applyTilingOptions(args: Args, vae: VaeSpec, sample: SampleShape
     args.refuse('--no-frame-tiling', true, 'either --no-frame-tiling or --frame-window/--frame-overlap', '--no-frame-tiling cannot be combined with --frame-window/--frame-overlap');
   }
   args.done();
-  const options = sample ? { sampleShape: sample } : {};
-  if (window) {
-    const plan = tileShapePlan(vae, window.height, window.width, options);
-    if (!plan) throw refused(explainTileShapePlan(vae, window.height, window.width, options));
-    applyTilePlan(vae, plan);
-  } else {
-    enableDefaultTiling(vae);
-  }
-  if (overlap) {
-    const plan = tileOverlapPlan(vae, overlap.height, overlap.width, options);
-    if (!plan) throw refused(explainTileOverlapPlan(vae, overlap.height, overlap.width, options));
-    applyTilePlan(vae, plan);
-  }
-  if (args.flag('no-frame-tiling')) {
-    const plan = tileFramePlan(vae, null);
-    if (!plan) throw refused(explainTileFramePlan(vae, 0, 0));
-    applyTilePlan(vae, plan);
-  } else if (frameWindow !== undefined || frameOverlap !== undefined) {
-    const current = vae.tiling.frames;
-    const w = frameWindow ?? current?.window ?? 0;
-    const o = frameOverlap ?? current?.overlap ?? 0;
-    const plan = tileFramePlan(vae, { window: w, overlap: o });
-    if (!plan) throw refused(explainTileFramePlan(vae, w, o));
-    applyTilePlan(vae, plan);
-  }
-}
-
-export function refused(reasons: DistVaeError['reasons']): DistVaeError {
-  return new DistVaeError('PLAN_REFUSED', reasons.map((r) => r.message).join('; '), { reasons });
+  const current = vae.tiling.frames;
+  const frames = args.flag('no-frame-tiling')
+    ? null
+    : frameWindow !== undefined || frameOverlap !== undefined
+      ? { window: frameWindow ?? current?.window ?? 0, overlap: frameOverlap ?? current?.overlap ?? 0 }
+      : undefined;
+  setTiling(vae, {
+    ...(window ? { window } : {}),
+    ...(overlap ? { overlap } : {}),
+    ...(frames !== undefined ? { frames } : {}),
+    ...(sample ? { sampleShape: sample } : {}),
+  });
 }

@@ -1,10 +1,7 @@
 // Options that name a VAE to load and how to run it (--vae / --synthetic / --seed, --threads,
 // --provider, --device), shared by every command that decodes.
 
-import type { LoadOptions } from '../decode/vae.js';
-import type { VaeSource } from '../sources/vae-source.js';
-import { readConfigJson } from '../sources/config-file.js';
-import type { RawConfig } from '../families/types.js';
+import { readConfigJson, type LoadOptions, type RawConfig, type VaeSource } from '../index.js';
 import type { Args, OptionSpec } from './args.js';
 
 export const VAE_SOURCE_OPTIONS: OptionSpec[] = [

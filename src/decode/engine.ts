@@ -26,6 +26,7 @@ export function abortedError(signal: AbortSignal, what = 'decode'): DistVaeError
   return new DistVaeError('ABORTED', `${what} aborted${signal.reason instanceof Error ? `: ${signal.reason.message}` : ''}`, { cause: signal.reason });
 }
 
+/** Throws ABORTED when `signal` is aborted (a no-op without one). */
 export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw abortedError(signal);
 }

@@ -22,17 +22,23 @@ export interface DecodeProgress {
   chunk?: number;
 }
 
+/** Options of one `vae.decode` call. */
 export interface DecodeOptions {
+  /** Aborts the decode: it rejects with ABORTED, and ranks are told to stop. */
   signal?: AbortSignal;
+  /** Called after every decoded tile, with the running count and the rank that decoded it. */
   onProgress?: (event: DecodeProgress) => void;
 }
 
 /** Per-rank accounting of a distributed decode (DESIGN §9 `decode --json`). */
 export interface RankStats {
   rank: number;
+  /** Indices of the tiles this rank decoded (empty for an idle rank). */
   tiles: number[];
+  /** Work dealt to the rank (latent area of its tiles). */
   load: number;
   seconds: number;
+  /** Peak resident memory of the rank's process (process isolation only). */
   peakRssBytes?: number;
 }
 

@@ -28,7 +28,14 @@ export interface LoadOptions {
   allowSpinning?: boolean;
 }
 
+/**
+ * A loaded VAE (made by `loadVae`): the planner's view (family, config, geometry, tiling) plus
+ * `decode(latents, options)`, which returns `decode(z).sample` as diffusers does. Tiling is off
+ * until `setTiling(vae)`; `useStrategy(vae, strategy, group)` chooses how tiles are decoded.
+ * `dispose()` frees its onnxruntime sessions.
+ */
 export class Vae implements DecodingVae {
+  /** The tiling decode uses; set it with `setTiling` / `disableTiling`, never by hand. */
   tiling: TilingState;
   /** The spatial tiling operation; replace it with a rank group's `tiledDecodeFor(vae, group)`. */
   tiledDecode: TiledDecode;

@@ -5,7 +5,7 @@ import { tae } from '../families/tae.js';
 import { taeRuntime } from '../families/tae.runtime.js';
 import { referenceArch, referenceEncode } from '../families/testing/tae-reference.js';
 import { assertMatchesReference } from '../graph/testing/compare.js';
-import { seededTensor } from '../graph/testing/random.js';
+import { seededTensor } from '../tensor.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { checkImage, cropToMultiple, loadEncoder } from './encoder.js';
 

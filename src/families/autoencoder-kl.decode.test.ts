@@ -12,8 +12,8 @@ import { loadVae } from '../decode/vae.js';
 import { diffusersTiledDecode, diffusersTiling, type DiffusersTiling } from '../decode/testing/diffusers-tiled-decode.js';
 import { DistVaeError } from '../errors.js';
 import { assertRelativeL2 } from '../graph/testing/compare.js';
-import { seededTensor } from '../graph/testing/random.js';
-import { applyTilePlan, enableDefaultTiling, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
+import { seededTensor } from '../tensor.js';
+import { applyTilePlan, setTiling, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import type { Tensor } from '../tensor.js';
 import { writeSafetensors } from '../weights/safetensors.js';
 import { syntheticWeights } from '../weights/synthetic.js';
@@ -130,7 +130,7 @@ for (const c of TILED) {
 test("the family's default plan on a loaded VAE is diffusers' own tiling (sample_size window, factor 0.25)", async () => {
   const vae = await loadVae({ family: 'autoencoder-kl', config: TINY, weights: 'synthetic', seed: SEED }, { threads: 1 });
   try {
-    enableDefaultTiling(vae);
+    setTiling(vae);
     const z = seededTensor([1, 4, 13, 21], 21);
     const weights = syntheticWeights(klDecoderParams(vae.config), SEED);
     const expected = diffusersTiledDecode(z, (tile) => referenceKlDecode(TINY_ARCH, weights, tile), diffusersTiling(16, 2, 0.25));

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { loadVae } from '../decode/vae.js';
 import { difference } from '../graph/testing/compare.js';
-import { seededTensor } from '../graph/testing/random.js';
+import { seededTensor } from '../tensor.js';
 import { readNpy } from '../io/npy.js';
 import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import type { RawConfig } from './types.js';

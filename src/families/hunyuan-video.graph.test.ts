@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { assertRelativeL2 } from '../graph/testing/compare.js';
-import { seededTensor } from '../graph/testing/random.js';
+import { seededTensor } from '../tensor.js';
 import { runGraph } from '../graph/testing/run-graph.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { buildHunyuanVideoDecoderGraph, hunyuanVideoDecoderParams } from './hunyuan-video.graph.js';

@@ -13,7 +13,7 @@ import { diffusersVideoDecode, type DiffusersVideoTiling } from '../decode/testi
 import { loadVae, type Vae } from '../decode/vae.js';
 import { DistVaeError } from '../errors.js';
 import { assertRelativeL2 } from '../graph/testing/compare.js';
-import { seededTensor } from '../graph/testing/random.js';
+import { seededTensor } from '../tensor.js';
 import { applyTilePlan, tileFramePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import type { Tensor } from '../tensor.js';
 import { writeSafetensors } from '../weights/safetensors.js';

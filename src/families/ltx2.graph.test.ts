@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { assertRelativeL2 } from '../graph/testing/compare.js';
-import { seededTensor } from '../graph/testing/random.js';
+import { seededTensor } from '../tensor.js';
 import { createStagedSession } from '../runtime/staged-session.js';
 import type { Tensor } from '../tensor.js';
 import { syntheticWeights } from '../weights/synthetic.js';

@@ -171,7 +171,6 @@ for (const c of CASES) {
       assert.deepEqual(t.frames, c.expect.frames);
       // diffusers' default: tiling off until enabled; no plan installed yet.
       assert.equal(vae.tiling.enabled, false);
-      assert.equal(vae.tiling.planned, false);
       assert.deepEqual(vae.tiling.window, t.window);
     }
   });

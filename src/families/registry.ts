@@ -70,7 +70,7 @@ export function resolveFamilyConfig(family: FamilySpec, raw: RawConfig | undefin
 /** Tiling off (diffusers' default), with the family's default window and overlap ready. */
 export function defaultTiling(vae: Pick<VaeSpec, 'config'>): TilingState {
   const t = vae.config.tiling;
-  return { enabled: false, window: { ...t.window }, overlap: { ...t.overlap }, frames: t.frames ? { ...t.frames } : null, planned: false };
+  return { enabled: false, window: { ...t.window }, overlap: { ...t.overlap }, frames: t.frames ? { ...t.frames } : null };
 }
 
 /** A plan-only VAE: family + resolved config + tiling state. */

@@ -7,7 +7,8 @@ import { hunyuanVideoRuntime } from './hunyuan-video.runtime.js';
 import { ltx2Runtime } from './ltx2.runtime.js';
 import type { FamilyRuntime } from './runtime-types.js';
 import { taeRuntime } from './tae.runtime.js';
-import type { FamilyName, FamilySpec } from './types.js';
+import { weightBytes } from '../weights/budget.js';
+import type { FamilyName, FamilySpec, VaeSpec } from './types.js';
 import { qwenImageRuntime, wanRuntime } from './wan.runtime.js';
 
 const RUNTIMES: Partial<Record<FamilyName, FamilyRuntime>> = {
@@ -27,4 +28,9 @@ export function runtimeOf(family: FamilySpec): FamilyRuntime {
     refuse('UNSUPPORTED', reason('NO_DECODER', 'family', family.name, `a family with a decoder: ${available}`, `decoding ${family.name} is not implemented yet (decoders: ${available}); planning works for every family`));
   }
   return runtime;
+}
+
+/** Bytes of one copy of the decoder's float32 weights for a VAE's config (no weights read). */
+export function decoderWeightBytes(vae: VaeSpec): number {
+  return weightBytes(runtimeOf(vae.family).decoderParams(vae.config));
 }

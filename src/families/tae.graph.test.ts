@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { assertMatchesReference } from '../graph/testing/compare.js';
-import { seededTensor } from '../graph/testing/random.js';
+import { seededTensor } from '../tensor.js';
 import type { Tensor } from '../tensor.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import type { RawConfig } from './types.js';

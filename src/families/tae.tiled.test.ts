@@ -9,10 +9,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loadVae } from '../decode/vae.js';
 import { assertMatchesReference } from '../graph/testing/compare.js';
-import { seededTensor } from '../graph/testing/random.js';
+import { seededTensor } from '../tensor.js';
 import * as ref from '../graph/testing/reference-ops.js';
 import type { RefTensor } from '../graph/testing/reference-ops.js';
-import { applyTilePlan, enableDefaultTiling, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
+import { applyTilePlan, setTiling, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { tae } from './tae.js';
 import { taeRuntime } from './tae.runtime.js';
@@ -102,7 +102,7 @@ for (const c of CASES) {
 test('the family default plan (512 / 128 px) installs on a loaded TAE; a latent within the window decodes whole', async () => {
   const vae = await loadVae({ family: 'tae', config: plain, weights: 'synthetic', seed: 1 }, { threads: 1 });
   try {
-    enableDefaultTiling(vae);
+    setTiling(vae);
     assert.deepEqual([vae.tiling.enabled, vae.tiling.window, vae.tiling.overlap], [true, { height: 512, width: 512 }, { height: 128, width: 128 }]);
     let tiles = 0;
     await vae.decode(seededTensor([1, 4, 3, 5], 2), { onProgress: (e) => (tiles = e.tilesTotal) });

@@ -103,15 +103,13 @@ export interface FamilySpec {
   extraWindowReasons?(config: ResolvedConfig, window: Size2): Reason[];
 }
 
-/** The tiling a VAE will use, in output pixels / frames. Mutated by `applyTilePlan`. */
+/** The tiling a VAE will use, in output pixels / frames. Written only by the planner (`setTiling`, `disableTiling`, `applyTilePlan`). */
 export interface TilingState {
   /** Whether decode tiles at all (diffusers' `use_tiling`). */
   enabled: boolean;
   window: Size2;
   overlap: Size2;
   frames: FrameTiling | null;
-  /** True once a tile plan was applied (shape and/or overlap); `tiledDecodeFor` needs one. */
-  planned: boolean;
 }
 
 /** A VAE as the planner sees it: family, resolved config and current tiling. */

@@ -18,7 +18,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { loadVae } from '../decode/vae.js';
 import { difference } from '../graph/testing/compare.js';
-import { seededTensor } from '../graph/testing/random.js';
+import { seededTensor } from '../tensor.js';
 import { readNpy } from '../io/npy.js';
 import { applyTilePlan, tileFramePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import type { RawConfig } from './types.js';

@@ -15,7 +15,7 @@ import { diffusersTiledDecode, type DiffusersTiling } from '../decode/testing/di
 import { loadVae } from '../decode/vae.js';
 import { DistVaeError } from '../errors.js';
 import { assertClose } from '../graph/testing/compare.js';
-import { seededTensor } from '../graph/testing/random.js';
+import { seededTensor } from '../tensor.js';
 import type { NumericTensor, RefTensor } from '../graph/testing/reference-ops.js';
 import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import type { Tensor } from '../tensor.js';

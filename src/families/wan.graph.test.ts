@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { assertClose } from '../graph/testing/compare.js';
-import { seededTensor } from '../graph/testing/random.js';
+import { seededTensor } from '../tensor.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { getFamily } from './registry.js';
 import { referenceWanDecode, type WanReferenceConfig } from './testing/wan-reference.js';

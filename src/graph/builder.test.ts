@@ -10,7 +10,7 @@ import { GraphBuilder, type Value } from './builder.js';
 import { GROUP_NORM_FORMS } from './group-norm.js';
 import { DataType } from './onnx-proto.js';
 import { assertClose } from './testing/compare.js';
-import { seededTensor } from './testing/random.js';
+import { seededTensor } from '../tensor.js';
 import * as ref from './testing/reference-ops.js';
 import { runGraph } from './testing/run-graph.js';
 

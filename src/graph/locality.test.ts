@@ -15,7 +15,7 @@ import { analyzeLocality } from './locality.js';
 import { decodeModel } from './onnx-proto.js';
 import { formatRatio } from './ratio.js';
 import { difference } from './testing/compare.js';
-import { seededTensor } from './testing/random.js';
+import { seededTensor } from '../tensor.js';
 import * as ref from './testing/reference-ops.js';
 import { runGraph } from './testing/run-graph.js';
 

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { GraphBuilder } from './builder.js';
 import { AttributeType, DataType, decodeModel, encodeModel } from './onnx-proto.js';
-import { seededTensor } from './testing/random.js';
+import { seededTensor } from '../tensor.js';
 
 const bytes = (model: Parameters<typeof encodeModel>[0]) => Array.from(encodeModel(model));
 

@@ -14,7 +14,7 @@ import type { Tensor } from '../tensor.js';
 import { encodeModel, type ModelProto } from './onnx-proto.js';
 import { extractSubgraph, segmentGraph, stageGraph } from './stages.js';
 import { assertClose } from './testing/compare.js';
-import { seededTensor } from './testing/random.js';
+import { seededTensor } from '../tensor.js';
 
 async function runModel(model: ModelProto, feeds: Record<string, Tensor>): Promise<Record<string, Tensor>> {
   const s = await createSession(encodeModel(model), { intraOpThreads: 1 });

@@ -13,7 +13,7 @@ import { tae, taeArchitecture } from '../families/tae.js';
 import { taeRuntime } from '../families/tae.runtime.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { GraphBuilder } from './builder.js';
-import { seededTensor } from './testing/random.js';
+import { seededTensor } from '../tensor.js';
 import { runGraph } from './testing/run-graph.js';
 import { graphTensorSizes } from './tensor-sizes.js';
 

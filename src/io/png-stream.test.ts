@@ -10,7 +10,7 @@ import { after, test } from 'node:test';
 import { PNG } from 'pngjs';
 import { decodeToBands } from '../decode/engine.js';
 import { loadVae } from '../decode/vae.js';
-import { seededTensor } from '../graph/testing/random.js';
+import { seededTensor } from '../tensor.js';
 import { applyTilePlan, tileShapePlan } from '../plan/planner.js';
 import type { Tensor } from '../tensor.js';
 import { writeSamplePng } from './image.js';

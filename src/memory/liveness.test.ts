@@ -10,7 +10,7 @@ import { createVae } from '../families/registry.js';
 import { runtimeOf } from '../families/runtimes.js';
 import { GraphBuilder } from '../graph/builder.js';
 import { decodeModel } from '../graph/onnx-proto.js';
-import { seededTensor } from '../graph/testing/random.js';
+import { seededTensor } from '../tensor.js';
 import { runGraph } from '../graph/testing/run-graph.js';
 import { createSession } from '../runtime/session.js';
 import { encodeModel } from '../graph/onnx-proto.js';

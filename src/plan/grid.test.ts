@@ -23,7 +23,7 @@ const slice = (i: number, n: number, L: number) => ({ start: i, end: Math.min(i 
 
 /** Installs tiling on a VAE directly (not through the planner), in output pixels. */
 function tiled(vae: VaeSpec, window: Size2, overlap: Size2): VaeSpec {
-  vae.tiling = { ...vae.tiling, enabled: true, planned: true, window: { ...window }, overlap: { ...overlap } };
+  vae.tiling = { ...vae.tiling, enabled: true, window: { ...window }, overlap: { ...overlap } };
   return vae;
 }
 

@@ -11,7 +11,9 @@ import type { VaeSpec } from '../families/types.js';
 import { diffusersEquivalent } from './equivalence.js';
 import {
   applyTilePlan,
-  enableDefaultTiling,
+  disableTiling,
+  explainTiling,
+  setTiling,
   explainTileFramePlan,
   explainTileOverlapPlan,
   explainTileShapePlan,
@@ -113,7 +115,6 @@ test('a shape plan keeps a default overlap of floor(window_lat/4) units on tiled
   assert.deepEqual(vae.tiling.window, { height: 512, width: 512 });
   assert.deepEqual(vae.tiling.overlap, { height: 0, width: 128 });
   assert.equal(vae.tiling.enabled, true);
-  assert.equal(vae.tiling.planned, true);
 });
 
 test('sampleShape must itself be whole latent units (and whole frame steps for video)', () => {
@@ -279,17 +280,17 @@ test('diffusersEquivalent: square windows with equal overlaps that int(Lmin(1−
   }
 });
 
-test('enableDefaultTiling installs diffusers\' default plan, and refuses one that does not land on whole latent units', () => {
+test('setTiling(vae) installs diffusers\' default plan, and refuses one that does not land on whole latent units', () => {
   for (const family of FAMILY_NAMES) {
     const vae = createVae(family);
-    enableDefaultTiling(vae);
+    setTiling(vae);
     assert.equal(vae.tiling.enabled, true);
     assert.deepEqual([vae.tiling.window, vae.tiling.overlap], [vae.config.tiling.window, vae.config.tiling.overlap], family);
   }
   // sample_size 100 with r = 8: window 100 px is 12.5 latent units and int(100·0.25) = 25 px is 3.125.
   const bad = createVae('autoencoder-kl', { sample_size: 100 });
   assert.throws(
-    () => enableDefaultTiling(bad),
+    () => setTiling(bad),
     (e: unknown) => {
       assert.ok(e instanceof DistVaeError);
       assert.equal(e.code, 'PLAN_REFUSED');
@@ -306,9 +307,41 @@ test('enableDefaultTiling installs diffusers\' default plan, and refuses one tha
   assert.equal(bad.tiling.enabled, false);
   // sample_size 40: the window (5 units) is whole but int(40·0.25) = 10 px is not.
   const overlapOnly = createVae('autoencoder-kl', { sample_size: 40 });
-  assert.throws(() => enableDefaultTiling(overlapOnly), (e: unknown) => e instanceof DistVaeError && e.reasons.every((r) => r.field.startsWith('overlap.')));
+  assert.throws(() => setTiling(overlapOnly), (e: unknown) => e instanceof DistVaeError && e.reasons.every((r) => r.field.startsWith('overlap.')));
   // sample_size 96: window 12 units, overlap 24 px = 3 units -> fine.
   const ok = createVae('autoencoder-kl', { sample_size: 96 });
-  enableDefaultTiling(ok);
+  setTiling(ok);
   assert.deepEqual(ok.tiling.overlap, { height: 24, width: 24 });
+});
+
+test('setTiling installs an exact window, overlap and frames in one call, or refuses with every reason and changes nothing', () => {
+  const vae = createVae('autoencoder-kl');
+  setTiling(vae, { window: { height: 512, width: 256 }, overlap: { height: 64, width: 32 }, sampleShape: { height: 1024, width: 1024 } });
+  assert.deepEqual(vae.tiling, { enabled: true, window: { height: 512, width: 256 }, overlap: { height: 64, width: 32 }, frames: null });
+  // A window alone keeps its default overlap (floor(window_lat / 4) latent units), as tileShapePlan.
+  setTiling(vae, { window: { height: 256, width: 256 } });
+  assert.deepEqual(vae.tiling.overlap, tileShapePlan(vae, 256, 256)!.overlap);
+  const before = structuredClone(vae.tiling);
+  const request = { window: { height: 100, width: 256 }, overlap: { height: 64, width: 256 }, frames: { window: 8, overlap: 0 } };
+  const codes = explainTiling(vae, request).map((r) => [r.code, r.field]);
+  assert.deepEqual(codes, [
+    ['WINDOW_NOT_WHOLE_LATENT', 'window.height'],
+    ['OVERLAP_NOT_BELOW_WINDOW', 'overlap.width'],
+    ['NO_TEMPORAL_TILING', 'frames.window'],
+  ]);
+  assert.throws(
+    () => setTiling(vae, request),
+    (e: unknown) => e instanceof DistVaeError && e.code === 'PLAN_REFUSED' && e.reasons.map((r) => [r.code, r.field]).join() === codes.join(),
+  );
+  assert.deepEqual(vae.tiling, before, 'a refused request leaves the tiling as it was');
+  // Temporal tiling: on with exact frames, off with null; disableTiling turns both axes off.
+  const hv = createVae('hunyuan-video');
+  setTiling(hv, { frames: { window: 8, overlap: 4 } });
+  assert.deepEqual(hv.tiling.frames, { enabled: true, window: 8, overlap: 4 });
+  assert.deepEqual([hv.tiling.window, hv.tiling.enabled], [hv.config.tiling.window, true]);
+  setTiling(hv, { frames: null });
+  assert.equal(hv.tiling.frames!.enabled, false);
+  setTiling(hv, { frames: { window: 8, overlap: 4 } });
+  disableTiling(hv);
+  assert.deepEqual([hv.tiling.enabled, hv.tiling.frames!.enabled], [false, false]);
 });

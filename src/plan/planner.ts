@@ -1,9 +1,11 @@
 // The planner contract (DESIGN §4): validate an exact window / overlap request against a VAE
 // and return a plan or null — never a rounded one — with siblings that say why a request was
-// refused, and `applyTilePlan`, which installs a plan on the VAE.
+// refused; `applyTilePlan`, which installs a plan on the VAE; and `setTiling` / `disableTiling`,
+// the one-call way to turn tiling on (exact sizes or the family's default, refused with every
+// reason) or off. Nothing outside this module writes `vae.tiling`.
 
 import { DistVaeError, reason, type Reason, refuse } from '../errors.js';
-import type { Size2, VaeSpec } from '../families/types.js';
+import type { Size2, TilingState, VaeSpec } from '../families/types.js';
 import { isPositiveInteger, latentShapeOf, sampleShapeReasons, type SampleShape } from './shapes.js';
 
 export interface TileShapePlan {
@@ -143,7 +145,7 @@ export function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
   switch (plan.kind) {
     case 'shape':
       refuseUnfit(plan, explainTileShapePlan(vae, plan.window.height, plan.window.width));
-      vae.tiling = { ...vae.tiling, enabled: true, planned: true, window: { ...plan.window }, overlap: { ...plan.overlap } };
+      vae.tiling = { ...vae.tiling, enabled: true, window: { ...plan.window }, overlap: { ...plan.overlap } };
       return;
     case 'overlap':
       if (plan.window.height !== vae.tiling.window.height || plan.window.width !== vae.tiling.window.width) {
@@ -156,13 +158,12 @@ export function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
         ));
       }
       refuseUnfit(plan, explainTileOverlapPlan(vae, plan.overlap.height, plan.overlap.width));
-      vae.tiling = { ...vae.tiling, enabled: true, planned: true, overlap: { ...plan.overlap } };
+      vae.tiling = { ...vae.tiling, enabled: true, overlap: { ...plan.overlap } };
       return;
     case 'frames':
       if (plan.frames) refuseUnfit(plan, explainTileFramePlan(vae, plan.frames.window, plan.frames.overlap));
       vae.tiling = {
         ...vae.tiling,
-        planned: true,
         frames: plan.frames ? { enabled: true, ...plan.frames } : vae.tiling.frames ? { ...vae.tiling.frames, enabled: false } : null,
       };
       return;
@@ -178,25 +179,97 @@ function refuseUnfit(plan: TilePlan, reasons: Reason[]): void {
   refuse('PLAN_REFUSED', reasons, { prefix: `this ${plan.kind} plan does not fit this VAE` });
 }
 
+/** A tiling to install with `setTiling`: sizes in output pixels / frames, each exact (never rounded). */
+export interface TilingRequest {
+  /** Tile window (height × width). Absent: the family's default window and overlap. */
+  window?: Size2;
+  /** Tile overlap for the window. Absent: with `window`, floor(window_lat / 4) latent units on tiled axes; else the family's default. */
+  overlap?: Size2;
+  /** Temporal tiling (families that chunk time): `{ window, overlap }` frames turn it on, null turns it off. Absent: as it is. */
+  frames?: { window: number; overlap: number } | null;
+  /** The output size the tiling is for: axes it leaves untiled must have overlap 0. */
+  sampleShape?: SampleShape;
+}
+
 /**
- * Turns diffusers-style tiling on with the family's default window and overlap. Refuses (with
- * reasons) a default that does not land on whole latent units — diffusers' own output would be
- * misshapen there — rather than rounding it.
+ * Reasons `setTiling(vae, request)` would refuse the request (empty when it would install it),
+ * all at once: the window, the overlap against that window, and the frames.
  */
-export function enableDefaultTiling(vae: VaeSpec): void {
+export function explainTiling(vae: VaeSpec, request: TilingRequest = {}): Reason[] {
+  return resolveTiling(vae, request).reasons;
+}
+
+/**
+ * Turns tiling on with exactly the requested window, overlap and frames (DESIGN §4), or throws
+ * PLAN_REFUSED with every reason and leaves the VAE as it was. `setTiling(vae)` is diffusers'
+ * `enable_tiling()`: the family's default window and overlap, refused where that default does not
+ * land on whole latent units (diffusers' own output would be misshapen there).
+ *
+ * @example
+ * setTiling(vae, { window: { height: 512, width: 512 }, overlap: { height: 128, width: 128 }, sampleShape: { height: 1024, width: 1536 } });
+ */
+export function setTiling(vae: VaeSpec, request: TilingRequest = {}): void {
+  const { reasons, tiling } = resolveTiling(vae, request);
+  if (reasons.length > 0) refuse('PLAN_REFUSED', reasons);
+  vae.tiling = tiling;
+}
+
+/** Turns tiling off, spatial and temporal: one decoder call over the whole latent (diffusers' `disable_tiling()`). */
+export function disableTiling(vae: VaeSpec): void {
+  vae.tiling = { ...vae.tiling, enabled: false, frames: vae.tiling.frames ? { ...vae.tiling.frames, enabled: false } : null };
+}
+
+/**
+ * Installs a tiling state taken from another VAE of the same family and config (`vae.tiling` of
+ * the coordinator's copy, sent to a rank; or a snapshot restored after a trial).
+ */
+export function installTiling(vae: VaeSpec, tiling: TilingState): void {
+  vae.tiling = structuredClone(tiling);
+}
+
+function resolveTiling(vae: VaeSpec, request: TilingRequest): { reasons: Reason[]; tiling: TilingState } {
+  const options: PlanOptions = request.sampleShape ? { sampleShape: request.sampleShape } : {};
+  const reasons: Reason[] = [];
+  let window: Size2;
+  let overlap: Size2;
+  if (request.window) {
+    window = { height: request.window.height, width: request.window.width };
+    const shapeReasons = explainTileShapePlan(vae, window.height, window.width, options);
+    reasons.push(...shapeReasons);
+    overlap = shapeReasons.length === 0 ? { ...tileShapePlan(vae, window.height, window.width, options)!.overlap } : { height: 0, width: 0 };
+  } else {
+    reasons.push(...defaultTilingReasons(vae));
+    window = { ...vae.config.tiling.window };
+    overlap = { ...vae.config.tiling.overlap };
+  }
+  if (request.overlap) {
+    overlap = { height: request.overlap.height, width: request.overlap.width };
+    reasons.push(...explainTileOverlapPlan(withWindow(vae, window), overlap.height, overlap.width, options));
+  }
+  let frames = vae.tiling.frames;
+  if (request.frames === null) {
+    if (vae.family.temporal.kind !== 'temporal-chunks') reasons.push(...explainTileFramePlan(vae, 0, 0));
+    else if (frames) frames = { ...frames, enabled: false };
+  } else if (request.frames !== undefined) {
+    reasons.push(...explainTileFramePlan(vae, request.frames.window, request.frames.overlap));
+    frames = { enabled: true, window: request.frames.window, overlap: request.frames.overlap };
+  }
+  return { reasons, tiling: { enabled: true, window, overlap, frames } };
+}
+
+/** The VAE as the planner sees it with another window installed (named fields: a loaded Vae's geometry is a getter a spread would drop). */
+function withWindow(vae: VaeSpec, window: Size2): VaeSpec {
+  return { family: vae.family, config: vae.config, geometry: vae.geometry, tiling: { ...vae.tiling, window: { ...window } } };
+}
+
+/** Why the family's default window and overlap do not fit this VAE's config (empty when they do). */
+function defaultTilingReasons(vae: VaeSpec): Reason[] {
   const t = vae.config.tiling;
-  // Named fields, not a spread: a loaded Vae's geometry is a getter that a spread would drop.
-  const probe: VaeSpec = { family: vae.family, config: vae.config, geometry: vae.geometry, tiling: { ...vae.tiling, window: { ...t.window } } };
-  const reasons = [
-    ...explainTileShapePlan(vae, t.window.height, t.window.width),
-    ...explainTileOverlapPlan(probe, t.overlap.height, t.overlap.width),
-  ].map((r) => ({
+  return [...explainTileShapePlan(vae, t.window.height, t.window.width), ...explainTileOverlapPlan(withWindow(vae, t.window), t.overlap.height, t.overlap.width)].map((r) => ({
     ...r,
     code: 'DEFAULT_PLAN_NOT_WHOLE_LATENT' as const,
     message: `the ${vae.family.name} default plan (window ${t.window.height}x${t.window.width}, overlap ${t.overlap.height}x${t.overlap.width} px from the config) is refused: ${r.message}; diffusers' own tiled output would be misshapen here — pass an explicit window and overlap`,
   }));
-  if (reasons.length > 0) refuse('PLAN_REFUSED', reasons);
-  vae.tiling = { ...vae.tiling, enabled: true, window: { ...t.window }, overlap: { ...t.overlap } };
 }
 
 /** Axes on which the sample fits in one window (so the plan leaves them untiled). */

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { GraphBuilder } from '../graph/builder.js';
-import { seededTensor } from '../graph/testing/random.js';
+import { seededTensor } from '../tensor.js';
 import { createStagedSession } from './staged-session.js';
 
 test('three stages: y = (x·2 + s)·w, with s a feed of the last stage and w read from stage 0', async () => {

@@ -9,6 +9,7 @@ import type { TileRunner } from '../decode/types.js';
 import type { Size2 } from '../families/types.js';
 import type { TensorSize } from '../graph/tensor-sizes.js';
 import { tileGrid } from '../plan/grid.js';
+import { disableTiling } from '../plan/planner.js';
 import type { Tensor } from '../tensor.js';
 import { exactTiledDecode, exactTiles, exactTilingHalo } from '../strategies/exact-tile/halo.js';
 import type { WebBackend } from './backend.js';
@@ -86,7 +87,7 @@ export function planWebDecode(vae: WebVae, latentDims: readonly number[], option
   const u = r / vae.geometry.patchSize;
   const image = { height: h * r, width: w * r };
   if (mode === 'whole') {
-    vae.tiling = { ...vae.tiling, enabled: false };
+    disableTiling(vae);
     const { largest } = planTensorBytes(vae, model, latentDims, 'whole');
     checkPlanFits(largest, limits, `a whole decode of ${image.height}x${image.width} px`, largest.bytes > limitBytes ? largestFittingWindow(vae, model, latentDims, limitBytes) : undefined);
     return { mode, window: image, overlap: { height: 0, width: 0 }, tiles: 1, regions: [{ y: 0, x: 0, ...image }], largest, limits, limitBytes };

@@ -4,17 +4,7 @@
 // collectives each rank would send. Reads a checkpoint (--vae) or an architecture alone
 // (--family / --config: the graph is built with zero weights, as the analysis reads shapes only).
 
-import { architectureModel } from '../../decode/decoder-model.js';
-import { readVaeSource } from '../../sources/vae-source.js';
-import { resolveFamily } from '../../families/registry.js';
-import { runtimeOf } from '../../families/runtimes.js';
-import type { RawConfig } from '../../families/types.js';
-import { readConfigJson } from '../../sources/config-file.js';
-import { decoderModelOf } from '../../decode/decoder-model.js';
-import { analyzeLocality } from '../../graph/locality.js';
-import type { ModelProto } from '../../graph/onnx-proto.js';
-import { splitBands } from '../../strategies/shard/bands.js';
-import { predictCollectives, shardPlan } from '../../strategies/shard/plan.js';
+import { analyzeLocality, decoderGraphOf, predictCollectives, readConfigJson, shardPlan, splitBands, type RawConfig } from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatLocality, localityJson } from '../locality-format.js';
 import { FAMILY_OPTIONS } from '../tiling-options.js';
@@ -55,18 +45,8 @@ export const analyzeCommand: CommandSpec = {
     }
     args.done();
     const config: RawConfig | undefined = configPath === undefined ? undefined : readConfigJson(configPath);
-    let model: ModelProto;
-    let spatialRatio: number;
-    if (path !== undefined) {
-      const read = await readVaeSource({ path, ...(family !== undefined ? { family } : {}), ...(config !== undefined ? { config } : {}) });
-      model = decoderModelOf(read.family, read.runtime, read.config, read.weights);
-      spatialRatio = read.config.geometry.spatialRatio;
-    } else {
-      const spec = resolveFamily(family, config);
-      const resolved = spec.resolveConfig(config);
-      model = architectureModel(spec, runtimeOf(spec), resolved);
-      spatialRatio = resolved.geometry.spatialRatio;
-    }
+    const { model, config: resolved } = await decoderGraphOf({ ...(path !== undefined ? { path } : {}), ...(family !== undefined ? { family } : {}), ...(config !== undefined ? { config } : {}) });
+    const spatialRatio = resolved.geometry.spatialRatio;
     const report = localityJson(analyzeLocality(model));
     if (ranks !== undefined) {
       for (const [name, v] of [['--height', height!], ['--width', width!]] as const) {

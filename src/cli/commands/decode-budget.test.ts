@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { TINY_KL } from '../../ranks/testing/tiny-vae.js';
-import { seededTensor } from '../../graph/testing/random.js';
+import { seededTensor } from '../../tensor.js';
 import { readNpy, writeNpy } from '../../io/npy.js';
 import { runCli } from '../main.js';
 

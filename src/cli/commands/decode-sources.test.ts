@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { klDecoderParams } from '../../families/autoencoder-kl.graph.js';
 import { getFamily } from '../../families/registry.js';
-import { seededTensor } from '../../graph/testing/random.js';
+import { seededTensor } from '../../tensor.js';
 import { readNpy, writeNpy } from '../../io/npy.js';
 import { tensor } from '../../tensor.js';
 import { writeSafetensors } from '../../weights/safetensors.js';

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { seededTensor } from '../../graph/testing/random.js';
+import { seededTensor } from '../../tensor.js';
 import { readNpy, writeNpy } from '../../io/npy.js';
 import { runCli } from '../main.js';
 

@@ -2,30 +2,70 @@
 // `decode(z).sample`), image (.png with the family's value mapping) or video (.mp4 / .webm
 // through the system ffmpeg, same mapping). Arguments, files, the latent shape, the tile plan,
 // the row-sharding bands and ffmpeg's presence are all checked before the decoder is built.
-// --strategy picks the spatial strategy (decode-strategy.ts).
+// --strategy picks the spatial strategy (the library's useStrategy); without plan options the
+// memory policy picks the plan (memory/).
 
 import { extname, join } from 'node:path';
-import { checkFiniteOutput, throwIfAborted } from '../../decode/engine.js';
-import { checkLatents } from '../../decode/latents.js';
-import { loadVae, type Vae } from '../../decode/vae.js';
-import { vaeSpecOfSource } from '../../sources/vae-source.js';
-import type { RankGroup } from '../../ranks/group.js';
-import { ISOLATIONS, localGroup } from '../../ranks/local/index.js';
-import { queueGroup } from '../../ranks/queue/index.js';
-import { DEFAULT_QUEUE } from '../../ranks/queue/protocol.js';
-import { scheduleGrid } from '../../plan/metrics.js';
-import { splitBands } from '../../strategies/shard/bands.js';
-import type { VaeSpec } from '../../families/types.js';
-import { writeSamplePng } from '../../io/image.js';
-import { checkFfmpeg, DEFAULT_FPS, isVideoPath, VIDEO_EXTENSIONS, writeSampleVideo } from '../../io/video.js';
-import { expandLatentsArg, latentScalingOf, latentsStem, readLatents, unscaleLatents } from '../../io/latents.js';
-import { PngBandWriter } from '../../io/png-stream.js';
-import { decodeToBands } from '../../decode/engine.js';
-import type { DecodeOptions } from '../../decode/types.js';
-import type { Tensor } from '../../tensor.js';
-import { DISTVAE_VERSION } from '../../version.js';
-import { writeNpy } from '../../io/npy.js';
-import { tileGrid } from '../../plan/grid.js';
+import {
+  applyMemoryPlan,
+  budgetRefusal,
+  checkFfmpeg,
+  checkFiniteOutput,
+  checkLatents,
+  chooseWithinBudget,
+  decodeToBands,
+  DEFAULT_FPS,
+  DEFAULT_QUEUE,
+  describePlan,
+  disableTiling,
+  DistVaeError,
+  DISTVAE_VERSION,
+  expandLatentsArg,
+  formatBytes,
+  hasMemoryModel,
+  ISOLATIONS,
+  isVideoPath,
+  ladderRungs,
+  latentScalingOf,
+  latentsStem,
+  loadVae,
+  localGroup,
+  MAX_LADDER_ATTEMPTS,
+  peakRssBytes,
+  planOfTiling,
+  PngBandWriter,
+  predictMemory,
+  queueGroup,
+  readLatents,
+  reason,
+  runLadder,
+  sampleShapeOf,
+  scheduleGrid,
+  setTiling,
+  splitBands,
+  STRATEGIES,
+  throwIfAborted,
+  tileGrid,
+  unscaleLatents,
+  useStrategy,
+  vaeSpecOfSource,
+  VIDEO_EXTENSIONS,
+  writeNpy,
+  writeSamplePng,
+  writeSampleVideo,
+  type DecodeOptions,
+  type LadderAttempt,
+  type MemoryPlan,
+  type MemoryPrediction,
+  type PlanAlternative,
+  type RankGroup,
+  type SampleShape,
+  type Strategy,
+  type StrategyReport,
+  type Tensor,
+  type Vae,
+  type VaeSpec,
+} from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatCollectives } from '../locality-format.js';
 import { checkOutputPath } from '../output-path.js';
@@ -34,15 +74,6 @@ import { checkRankMemory } from '../rank-memory.js';
 import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-options.js';
 import { REDIS_OPTIONS } from './redis-options.js';
 import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
-import { installStrategy, STRATEGIES, type Strategy, type StrategyStats } from './decode-strategy.js';
-import { DistVaeError, reason } from '../../errors.js';
-import { enableDefaultTiling } from '../../plan/planner.js';
-import { sampleShapeOf, type SampleShape } from '../../plan/shapes.js';
-import { applyMemoryPlan, planOfTiling } from '../../memory/apply.js';
-import { formatBytes, peakRssBytes } from '../../memory/budget.js';
-import { ladderRungs, MAX_LADDER_ATTEMPTS, runLadder, type LadderAttempt } from '../../memory/ladder.js';
-import { hasMemoryModel, predictMemory, type MemoryPlan, type MemoryPrediction } from '../../memory/model.js';
-import { budgetRefusal, chooseWithinBudget, describePlan, type PlanAlternative } from '../../memory/policy.js';
 import { MEMORY_OPTIONS, choiceJson, memoryJson, readBudgetOptions, type BudgetOption } from '../memory-options.js';
 
 /** How long an interrupted queue decode may take to remove its jobs from Redis. */
@@ -201,7 +232,7 @@ export const decodeCommand: CommandSpec = {
         return latent;
       }
       if (strategy === 'shard') splitBands(latent.height, ranks, vae.geometry.spatialRatio);
-      else if (args.flag('full')) vae.tiling = { ...vae.tiling, enabled: false, frames: vae.tiling.frames ? { ...vae.tiling.frames, enabled: false } : null };
+      else if (args.flag('full')) disableTiling(vae);
       else applyTilingOptions(args, vae, undefined);
       decision = exactRequest(vae, sample, budgetOption, strategy, ranks, batch, redis !== undefined, io);
       return latent;
@@ -272,7 +303,7 @@ export const decodeCommand: CommandSpec = {
       const bar = progressBar(io, 'decode');
       const t0 = performance.now();
       const decodeOptions = { onProgress: bar.update, ...(io.signal ? { signal: io.signal } : {}) };
-      let rankStats: StrategyStats | null = null;
+      let rankStats: StrategyReport | null = null;
       let attempts: LadderAttempt[] | null = null;
       let used: RankGroup | null = group;
       let sample: { dims: readonly number[] };
@@ -298,7 +329,7 @@ export const decodeCommand: CommandSpec = {
             const local = localGroup({ ranks: Math.max(1, rung.plan.ranks), isolation: 'process', ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
             try {
               await local.start();
-              rankStats = installStrategy(strategyOf(rung.plan), vae, local);
+              rankStats = useStrategy(vae, strategyOf(rung.plan), local, { offThread: true });
               used = local;
               return await vae.decode(latents, decodeOptions);
             } finally {
@@ -318,7 +349,7 @@ export const decodeCommand: CommandSpec = {
         const fellBack = outcome.attempts.length > 1 ? `${outcome.rung.reason}: attempt ${outcome.attempts.length}, after the plans above it ran out of memory` : outcome.rung.reason;
         decision = { ...decision!, plan: outcome.rung.plan, reason: fellBack, choice: outcome.rung, prediction: outcome.rung.prediction };
       } else {
-        rankStats = installStrategy(strategyNow(), vae, group);
+        rankStats = useStrategy(vae, strategyNow(), group, { offThread: true });
         if (streamPng) {
           sample = await writeStreamedPng(vae, latents, out, bitDepth === '16' ? 16 : 8, decodeOptions);
           written = [out];
@@ -330,7 +361,7 @@ export const decodeCommand: CommandSpec = {
       }
       const seconds = (performance.now() - t0) / 1000;
       bar.finish();
-      const stats = rankStats as StrategyStats | null;
+      const stats = rankStats as StrategyReport | null;
       const usedGroup = used as RankGroup | null;
       const usedStrategy = strategyNow();
       const final = decision as Decision | null;
@@ -422,7 +453,7 @@ function strategyOf(plan: MemoryPlan): Strategy {
 /** The memory policy's choice for a decode without plan options; the family default without a memory model. */
 function decide(vae: VaeSpec, sample: SampleShape, option: BudgetOption, options: { ranks: number; batch: number; isolated: boolean }): Decision {
   if (!hasMemoryModel(vae)) {
-    enableDefaultTiling(vae);
+    setTiling(vae);
     return { plan: null, reason: `the ${vae.family.name} family has no memory model yet: its default plan`, prediction: null, choice: null, alternatives: [] };
   }
   const result = chooseWithinBudget(vae, sample, option.budget, { ranks: options.ranks, batch: options.batch, isolated: options.isolated, more: MAX_LADDER_ATTEMPTS });

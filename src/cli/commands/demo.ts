@@ -5,13 +5,7 @@
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadVae } from '../../decode/vae.js';
-import { localGroup } from '../../ranks/local/index.js';
-import { tiledDecodeFor } from '../../strategies/tile/tiled-decode.js';
-import { writeSamplePng } from '../../io/image.js';
-import { applyTilePlan, explainTileShapePlan, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
-import { planReport } from '../../plan/report.js';
-import type { Tensor } from '../../tensor.js';
+import { loadVae, localGroup, planReport, setTiling, useStrategy, writeSamplePng, type Tensor } from '../../index.js';
 import type { CommandSpec } from '../args.js';
 import { formatPlan } from '../format.js';
 import { progressBar } from '../progress.js';
@@ -55,15 +49,10 @@ export const demoCommand: CommandSpec = {
     const group = localGroup({ ranks: DEMO_RANKS });
     try {
       const sampleShape = DEMO_SAMPLE;
-      const shape = tileShapePlan(vae, 256, 256, { sampleShape });
-      if (!shape) throw new Error(explainTileShapePlan(vae, 256, 256, { sampleShape }).map((r) => r.message).join('; '));
-      applyTilePlan(vae, shape);
-      const overlap = tileOverlapPlan(vae, 64, 64, { sampleShape });
-      if (overlap) applyTilePlan(vae, overlap);
+      setTiling(vae, { window: { height: 256, width: 256 }, overlap: { height: 64, width: 64 }, sampleShape });
       const report = planReport(vae, sampleShape, DEMO_RANKS);
       io.stdout(formatPlan(report));
-      const distributed = tiledDecodeFor(vae, group);
-      if (distributed) vae.tiledDecode = distributed;
+      const strategy = useStrategy(vae, 'tile', group);
 
       const r = vae.geometry.spatialRatio;
       const latents = demoLatent(sampleShape.height / r, sampleShape.width / r);
@@ -77,7 +66,7 @@ export const demoCommand: CommandSpec = {
       const [image] = writeSamplePng(join(outDir, 'demo.png'), sample, vae.family.sampleRange);
       const planPath = join(outDir, 'plan.json');
       writeFileSync(planPath, JSON.stringify({ ...report, seconds }, null, 2) + '\n');
-      const ranks = distributed?.lastStats?.ranks.map((r) => `rank ${r.rank}: ${r.tiles.length} tiles in ${r.seconds.toFixed(2)} s`).join(', ');
+      const ranks = strategy?.ranks().map((r) => `rank ${r.rank}: ${r.tiles.length} tiles in ${r.seconds.toFixed(2)} s`).join(', ');
       io.stdout(`\ndecoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s over ${report.tiles} tiles${ranks ? ` (${ranks})` : ''}\nwrote ${image} and ${planPath}\n`);
       return 0;
     } finally {

@@ -3,13 +3,7 @@
 // from photos. The image is read into [0, 1] and encoded whole; sizes that are not multiples of
 // the spatial ratio are refused with the nearest valid ones, or cut to them with --crop.
 
-import { readConfigJson } from '../../sources/config-file.js';
-import { cropToMultiple, loadEncoder } from '../../encode/encoder.js';
-import { readImage } from '../../io/image.js';
-import { writeNpy } from '../../io/npy.js';
-import type { Tensor } from '../../tensor.js';
-import { writeSafetensors } from '../../weights/safetensors.js';
-import { LATENTS_KEY } from '../../io/latents.js';
+import { cropToMultiple, LATENTS_KEY, loadEncoder, readConfigJson, readImage, writeNpy, writeSafetensors, type Tensor } from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { FAMILY_OPTIONS } from '../tiling-options.js';
 

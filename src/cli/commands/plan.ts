@@ -1,12 +1,7 @@
 // `distvae plan`: validate a tile plan for a size and show its grid, metrics and schedule, or
 // search plans (--search) and show the frontier and the coarse / balanced / fine picks.
 
-import { applyMemoryPlan, planOfTiling } from '../../memory/apply.js';
-import { formatBytes } from '../../memory/budget.js';
-import { hasMemoryModel, predictMemory } from '../../memory/model.js';
-import { budgetRefusal, chooseWithinBudget, describePlan } from '../../memory/policy.js';
-import { planReport } from '../../plan/report.js';
-import { searchPlans } from '../../plan/search.js';
+import { applyMemoryPlan, budgetRefusal, chooseWithinBudget, describePlan, formatBytes, hasMemoryModel, planOfTiling, planReport, predictMemory, searchPlans } from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatPlan, formatSearch } from '../format.js';
 import { MEMORY_OPTIONS, alternativeJson, choiceJson, memoryJson, readBudgetOptions } from '../memory-options.js';

@@ -2,12 +2,7 @@
 // BullMQ queue in Redis, with its own copy of the VAE, until SIGTERM or SIGINT — then it drains:
 // finishes the tile in hand, hands the rest of its run back to the queue, and exits 0.
 
-import { loadVae } from '../../decode/vae.js';
-import { redacted } from '../../ranks/queue/connection.js';
-import { DEFAULT_QUEUE } from '../../ranks/queue/protocol.js';
-import { startQueueWorker } from '../../ranks/queue/queue-worker.js';
-import { formatBytes } from '../../memory/budget.js';
-import { hasMemoryModel, predictTileRun } from '../../memory/model.js';
+import { DEFAULT_QUEUE, formatBytes, hasMemoryModel, loadVae, predictTileRun, redacted, startQueueWorker } from '../../index.js';
 import type { CommandSpec } from '../args.js';
 import { MEMORY_OPTIONS, readBudgetOptions } from '../memory-options.js';
 import { FAMILY_OPTIONS } from '../tiling-options.js';

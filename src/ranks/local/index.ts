@@ -7,8 +7,17 @@ import { LocalGroup, type LocalGroupOptions } from './local-group.js';
 import { startProcessRank } from './process/process-host.js';
 import { startThreadRank } from './thread/thread-host.js';
 
+/** How a local rank runs: a worker thread, or a child process (a crash stays in its rank; per-rank peak RSS). */
 export const ISOLATIONS = ['thread', 'process'] as const;
 
+/**
+ * A group of `ranks` ranks on this machine (threads by default). Options are checked here
+ * (INVALID_ARGUMENT with reasons); ranks start on `start()` or the first decode, and end on
+ * `close()`.
+ *
+ * @example
+ * const group = localGroup({ ranks: 4, isolation: 'process', threadsPerRank: 2 });
+ */
 export function localGroup(options: LocalGroupOptions): LocalGroup {
   const reasons: Reason[] = [];
   const { ranks, isolation = 'thread', threadsPerRank, devices } = options;

@@ -5,6 +5,15 @@
 import { reason, type Reason, refuse } from '../../errors.js';
 import { QueueGroup, type QueueGroupOptions } from './queue-group.js';
 
+/**
+ * Ranks as run jobs on a BullMQ queue in Redis, served by `distvae worker` processes (or
+ * `startQueueWorker`) on any number of machines. Options and the URL are checked here, before
+ * anything connects; `connect()` reaches Redis (TRANSPORT_FAILED when it cannot).
+ *
+ * @example
+ * const group = queueGroup({ connection: 'redis://:secret@10.0.0.5:6379', ranks: 4, timeoutMs: 120_000 });
+ * await group.connect();
+ */
 export function queueGroup(options: QueueGroupOptions): QueueGroup {
   const reasons: Reason[] = [];
   const { ranks, queue, timeoutMs, tileTtlMs, connectTimeoutMs, cleanupTimeoutMs } = options;

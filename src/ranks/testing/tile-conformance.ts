@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { localTiledDecode } from '../../decode/engine.js';
+import { disableTiling, setTiling } from '../../plan/planner.js';
 import { ProgressCounter, type DecodeProgress } from '../../decode/types.js';
 import type { Vae } from '../../decode/vae.js';
 import type { Tensor } from '../../tensor.js';
@@ -41,10 +42,16 @@ export function tileConformance(name: string, shared: (ranks: number) => RankGro
     });
     after(() => vae.dispose());
 
-    test('nothing to distribute: one rank, or no tile plan installed', () => {
-      assert.equal(tiledDecodeFor(vae, shared(1)), null);
-      assert.equal(vae.tiling.planned, false);
+    test('nothing to distribute: one rank, or tiling off; the family default tiling distributes', async () => {
+      assert.equal(vae.tiling.enabled, false);
       assert.equal(tiledDecodeFor(vae, groups.get(2)!), null);
+      setTiling(vae);
+      assert.equal(tiledDecodeFor(vae, shared(1)), null);
+      const decode = tiledDecodeFor(vae, groups.get(2)!);
+      assert.ok(decode, 'tiling on with the default window distributes on 2 ranks');
+      const latents = seededLatent(24, 40);
+      assertSameBits(await decode(latents), await localTiledDecode(vae, vae.runner)(latents), 'default tiling on 2 ranks');
+      disableTiling(vae);
     });
 
     for (const c of TILE_CASES) {

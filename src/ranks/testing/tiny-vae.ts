@@ -1,9 +1,8 @@
 // The tiny synthetic AutoencoderKL the distribution tests decode with (2× spatial, 4 latent
 // channels, attention in the mid block), plan helpers and a seeded latent.
 
-import assert from 'node:assert/strict';
 import { loadVae, type Vae } from '../../decode/vae.js';
-import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
+import { setTiling } from '../../plan/planner.js';
 import type { Tensor } from '../../tensor.js';
 
 export const TINY_KL = { block_out_channels: [16, 32], norm_num_groups: 8, layers_per_block: 1, sample_size: 32 };
@@ -15,12 +14,7 @@ export function loadTinyVae(): Promise<Vae> {
 
 /** Installs an exact window / overlap plan (output pixels, height × width). */
 export function installPlan(vae: Vae, window: [number, number], overlap: [number, number]): void {
-  const shape = tileShapePlan(vae, window[0], window[1]);
-  assert.ok(shape, `window ${window} refused`);
-  applyTilePlan(vae, shape);
-  const ov = tileOverlapPlan(vae, overlap[0], overlap[1]);
-  assert.ok(ov, `overlap ${overlap} refused`);
-  applyTilePlan(vae, ov);
+  setTiling(vae, { window: { height: window[0], width: window[1] }, overlap: { height: overlap[0], width: overlap[1] } });
 }
 
 export function seededLatent(height: number, width: number, seed = 1): Tensor {

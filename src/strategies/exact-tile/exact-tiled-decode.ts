@@ -1,4 +1,4 @@
-// `exactTiledDecodeFor(vae, model, group)`: the coordinator of halo-exact tiles on a rank group.
+// `exactTiledDecodeFor(vae, group)`: the coordinator of halo-exact tiles on a rank group.
 // Tiles are dealt by the latent area each one decodes (core + halo) with the planner's
 // scheduler; every rank decodes its tiles with its own runner (rank-program.ts) and returns only
 // their cores, which the coordinator writes into the output. No tile needs
@@ -9,9 +9,8 @@ import { checkLatents, sliceLatent } from '../../decode/latents.js';
 import type { RankStats, TiledDecode } from '../../decode/types.js';
 import { rankFailed, type LocalGroup, type RankOutcome } from '../../ranks/local/local-group.js';
 import { programRef } from '../../ranks/program.js';
-import type { DistributableVae } from '../tile/tiled-decode.js';
+import type { AnalyzableVae } from '../distributable.js';
 import type { DistVaeError } from '../../errors.js';
-import type { ModelProto } from '../../graph/onnx-proto.js';
 import { tileGrid } from '../../plan/grid.js';
 import { scheduleTiles } from '../../plan/scheduler.js';
 import { copyBlock, corePlacement, exactTiles, exactTilingHalo, type PlaneBlock } from './halo.js';
@@ -29,9 +28,12 @@ export interface DistributedExactTiledDecode extends TiledDecode {
   readonly lastStats: ExactTileStats | null;
 }
 
-/** Halo-exact tiles of `vae` dealt to `group`'s ranks; `model` is the VAE's decoder graph (checked here). */
-export function exactTiledDecodeFor(vae: DistributableVae, model: ModelProto, group: LocalGroup, options: { onStats?: (s: ExactTileStats) => void } = {}): DistributedExactTiledDecode {
-  const halo = exactTilingHalo(model);
+/**
+ * Halo-exact tiles of `vae` dealt to `group`'s ranks. Its decoder graph is analysed here, before
+ * any rank works: a graph with nonlocal ops is refused (UNSUPPORTED), naming them.
+ */
+export function exactTiledDecodeFor(vae: AnalyzableVae, group: LocalGroup, options: { onStats?: (s: ExactTileStats) => void } = {}): DistributedExactTiledDecode {
+  const halo = exactTilingHalo(vae.decoderModel());
   let lastStats: ExactTileStats | null = null;
   const decode: TiledDecode = async (latents, decodeOptions = {}) => {
     throwIfAborted(decodeOptions.signal);

@@ -8,27 +8,22 @@ import { test } from 'node:test';
 import { loadVae, type Vae } from '../../decode/vae.js';
 import { DistVaeError } from '../../errors.js';
 import { difference } from '../../graph/testing/compare.js';
-import { seededTensor } from '../../graph/testing/random.js';
-import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
+import { seededTensor } from '../../tensor.js';
+import { disableTiling, setTiling } from '../../plan/planner.js';
 import type { RawConfig } from '../../families/types.js';
 import { exactTiledDecode, exactTilingHalo } from './halo.js';
 
 const LOCAL_TAE: RawConfig = { latent_channels: 4, decoder_block_out_channels: [8, 8, 8, 8], encoder_block_out_channels: [8, 8, 8, 8], num_decoder_blocks: [1, 1, 1, 1], num_encoder_blocks: [1, 1, 1, 1] };
 
 function installPlan(vae: Vae, window: number, overlap: number): void {
-  const shape = tileShapePlan(vae, window, window);
-  assert.ok(shape, `window ${window} refused`);
-  applyTilePlan(vae, shape);
-  const ov = tileOverlapPlan(vae, overlap, overlap);
-  assert.ok(ov, `overlap ${overlap} refused`);
-  applyTilePlan(vae, ov);
+  setTiling(vae, { window: { height: window, width: window }, overlap: { height: overlap, width: overlap } });
 }
 
 test('halo-exact tiles reproduce the whole decode of a local graph; blended tiles of the same plan do not', async () => {
   const vae = await loadVae({ family: 'tae', config: LOCAL_TAE, weights: 'synthetic', seed: 1 }, { threads: 1 });
   try {
     const z = seededTensor([1, 4, 21, 18], 4, 2);
-    vae.tiling = { ...vae.tiling, enabled: false };
+    disableTiling(vae);
     const whole = await vae.decode(z);
     // Window 7 latent units, overlap 2: stride 5, a 5 × 4 grid with clipped last tiles.
     installPlan(vae, 56, 16);

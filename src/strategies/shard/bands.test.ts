@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { DistVaeError } from '../../errors.js';
 import { ratio } from '../../graph/ratio.js';
 import { difference } from '../../graph/testing/compare.js';
-import { seededTensor } from '../../graph/testing/random.js';
+import { seededTensor } from '../../tensor.js';
 import * as ref from '../../graph/testing/reference-ops.js';
 import type { Tensor } from '../../tensor.js';
 import { bandRows, haloRows, haloSources, rowsForReader, splitBands } from './bands.js';

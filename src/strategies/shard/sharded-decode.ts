@@ -13,20 +13,14 @@ import type { RankStats, TiledDecode } from '../../decode/types.js';
 import type { LocalGroup, RankOutcome } from '../../ranks/local/local-group.js';
 import { rankFailed } from '../../ranks/local/local-group.js';
 import { programRef, type CommCounters } from '../../ranks/program.js';
-import type { DistributableVae } from '../tile/tiled-decode.js';
+import type { AnalyzableVae } from '../distributable.js';
 import { DistVaeError, reason, refuse } from '../../errors.js';
-import type { ModelProto } from '../../graph/onnx-proto.js';
 import { splitBands, type Band } from './bands.js';
 import { predictCollectives, shardPlan, type ShardPlan } from './plan.js';
 import type { ShardRankInput, ShardRankResult } from './rank-program.js';
 import { concatAxis } from './rows.js';
 
 export const SHARD_RANK_PROGRAM = programRef(new URL('./rank-program.js', import.meta.url), 'shardRank');
-
-/** A VAE that can be row-sharded: loadable on ranks, and with its decoder graph. */
-export interface ShardableVae extends DistributableVae {
-  decoderModel(): ModelProto;
-}
 
 export interface ShardRankStats extends RankStats {
   band: Band;
@@ -88,7 +82,7 @@ async function runBands(group: LocalGroup, inputs: ShardRankInput[], signal: Abo
  * `vae.tiledDecode = shardedDecodeFor(vae, group)`; `lastStats` then holds the bands, per-rank
  * times, peak memory (process isolation) and collectives of the last call.
  */
-export function shardedDecodeFor(vae: ShardableVae, group: LocalGroup, options: ShardedDecodeForOptions = {}): ShardedDecode {
+export function shardedDecodeFor(vae: AnalyzableVae, group: LocalGroup, options: ShardedDecodeForOptions = {}): ShardedDecode {
   if (vae.geometry.fiveDimLatents) {
     refuse('UNSUPPORTED', reason('SHARD_VIDEO', 'family', vae.family.name, 'an image family (4-D latents)', `row sharding decodes image latents; ${vae.family.name} latents are 5-D`));
   }

@@ -9,24 +9,15 @@
 import { checkFiniteOutput, throwIfAborted } from '../../decode/engine.js';
 import { checkLatents, sliceLatent } from '../../decode/latents.js';
 import type { TiledDecode } from '../../decode/types.js';
-import type { LoadOptions } from '../../decode/vae.js';
-import type { VaeSource } from '../../sources/vae-source.js';
 import { DistVaeError } from '../../errors.js';
-import type { VaeSpec } from '../../families/types.js';
 import { tileGrid } from '../../plan/grid.js';
 import { scheduleGrid, tileWork } from '../../plan/metrics.js';
 import { elementCount } from '../../tensor.js';
 import { RasterAssembler, writeCrop } from '../../tile/assembler.js';
 import { planes, type Planes } from '../../tile/blend.js';
 import { tileLayout } from '../../tile/layout.js';
+import type { DistributableVae } from '../distributable.js';
 import type { Assembly, RankGroup, TileJobResult, TileResult } from '../../ranks/group.js';
-
-/** What a VAE must offer to be decoded on other ranks: a loadable source and a content hash. */
-export interface DistributableVae extends VaeSpec {
-  readonly source: VaeSource;
-  readonly loadOptions: LoadOptions;
-  contentHash(): string;
-}
 
 export interface DistributedDecodeStats extends TileJobResult {
   transport: string;
@@ -47,17 +38,21 @@ export interface DistributedTiledDecode extends TiledDecode {
 export interface TiledDecodeForOptions {
   /** Called after every call (once per temporal chunk) with its statistics. */
   onStats?: (stats: DistributedDecodeStats) => void;
-  /** Decode on a group of one rank too (default: null there): keeps decoder calls off the calling thread, so it stays free to act on signals. */
-  evenOnOneRank?: boolean;
+  /**
+   * Decode through the group even when there is nothing to distribute (one rank, or tiling off:
+   * one tile on rank 0). Keeps decoder calls off the calling thread, so it stays free to act on
+   * signals. Default: null there.
+   */
+  offThread?: boolean;
 }
 
 /**
  * The distributed spatial tiling operation for `vae` on `group`, or null when there is nothing
- * to distribute (a single rank, or no tile plan installed). Usage:
- * `const r = tiledDecodeFor(vae, group); if (r) vae.tiledDecode = r;`
+ * to distribute: a single rank, or tiling off (DESIGN §4). Tiling on with the family's default
+ * window (`setTiling(vae)`) distributes. `useStrategy(vae, 'tile', group)` installs it.
  */
 export function tiledDecodeFor(vae: DistributableVae, group: RankGroup, options: TiledDecodeForOptions = {}): DistributedTiledDecode | null {
-  if (group.size < (options.evenOnOneRank ? 1 : 2) || !vae.tiling.planned) return null;
+  if (group.size < (options.offThread ? 1 : 2) || (!vae.tiling.enabled && !options.offThread)) return null;
   let lastStats: DistributedDecodeStats | null = null;
   const decode: TiledDecode = async (latents, decodeOptions = {}) => {
     throwIfAborted(decodeOptions.signal);

@@ -8,7 +8,7 @@ import { after, test } from 'node:test';
 import { loadVae, type Vae } from '../../decode/vae.js';
 import { HUNYUAN_VIDEO_TINY, LTX2_TINY, QWEN_IMAGE_TINY, WAN21_TINY, WAN22_TINY } from '../../families/testing/video-configs.js';
 import type { RawConfig } from '../../families/types.js';
-import { seededTensor } from '../../graph/testing/random.js';
+import { seededTensor } from '../../tensor.js';
 import { applyTilePlan, tileFramePlan, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
 import { sharedGroups } from '../../ranks/testing/group-conformance.js';
 import { localGroup } from '../../ranks/local/index.js';
