@@ -158,7 +158,7 @@ function pct(x: number | null): string {
 
 const mib = (n: number | null) => (n === null ? '–' : String(Math.round(n / 2 ** 20)));
 
-function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCalibration; cases: CaseResult[] }): string {
+function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCalibration; cells: CaseResult[] }): string {
   const lines = [
     '# Memory model accuracy',
     '',
@@ -169,22 +169,22 @@ function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCa
     '| case | weights | size | plan | process | predicted MiB | measured MiB | error | activation share |',
     '|---|---|---|---|---|---|---|---|---|',
   ];
-  for (const c of report.cases) {
+  for (const c of report.cells) {
     if (c.failed) {
       lines.push(`| ${c.name} | ${c.weights} | ${c.size} | ${c.plan} | – | – | – | failed: ${c.failed.replace(/\|/g, '/')} | – |`);
       continue;
     }
     for (const p of c.processes) lines.push(`| ${c.name} | ${c.weights} | ${c.size} | ${c.plan} | ${p.process} | ${mib(p.predictedBytes)} | ${mib(p.measuredBytes)} | ${pct(p.error)} | ${(100 * p.activationShare).toFixed(0)} % |`);
   }
-  const all = report.cases.flatMap((c) => c.processes.flatMap((p) => (p.error === null ? [] : [Math.abs(p.error)])));
+  const all = report.cells.flatMap((c) => c.processes.flatMap((p) => (p.error === null ? [] : [Math.abs(p.error)])));
   const within = all.filter((e) => e <= 0.15).length;
-  const heavy = report.cases.filter((c) => c.processes.some((p) => p.activationShare >= 0.5)).length;
+  const heavy = report.cells.filter((c) => c.processes.some((p) => p.activationShare >= 0.5)).length;
   lines.push('', `${within} of ${all.length} processes within ±15 %; largest |error| ${(100 * Math.max(...all)).toFixed(1)} %; ${heavy} case(s) where activations are at least half of a process's peak.`);
   return lines.join('\n') + '\n';
 }
 
 /** Least squares on the relative error over the calibration's factors (negative factors pinned to 0). */
-function fit(cases: CaseResult[], base: RuntimeCalibration): RuntimeCalibration {
+function fit(cells: CaseResult[], base: RuntimeCalibration): RuntimeCalibration {
   const keys = ['fixedBytes', 'decodingWeightCopies', 'holdingWeightCopies', 'activationFactor', 'repeatFactor', 'shardFactor', 'outputCopies'] as const;
   const rows: { x: number[]; y: number }[] = [];
   for (const c of cases) {
@@ -256,16 +256,16 @@ const outPath = flags['out'] ?? flags['from'] ?? join(ROOT, 'bench', 'results', 
 const machine = `${process.platform} ${process.arch}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, ${cpus()[0]?.model ?? 'cpu'} (${cpus().length} cores), Node ${process.version}`;
 
 if (mode === 'calibrate') {
-  const report = JSON.parse(readFileSync(outPath, 'utf8')) as { cases: CaseResult[] };
+  const report = JSON.parse(readFileSync(outPath, 'utf8')) as { cells: CaseResult[] };
   const base = CALIBRATIONS['cpu']!;
-  const fitted = fit(report.cases, base);
-  const errors = report.cases.flatMap((c) => c.processes.flatMap((p) => (p.measuredBytes ? [(peakOfTerms(p.terms, fitted) - p.measuredBytes) / p.measuredBytes] : [])));
+  const fitted = fit(report.cells, base);
+  const errors = report.cells.flatMap((c) => c.processes.flatMap((p) => (p.measuredBytes ? [(peakOfTerms(p.terms, fitted) - p.measuredBytes) / p.measuredBytes] : [])));
   process.stdout.write(`fitted to ${errors.length} processes of ${outPath}: largest |error| ${(100 * Math.max(...errors.map(Math.abs))).toFixed(1)} %, ${errors.filter((e) => Math.abs(e) <= 0.15).length} within ±15 %\n`);
   process.stdout.write(JSON.stringify({ ...fitted, measured: `fitted by \`npx tsx bench/memory-model.ts calibrate\` to ${errors.length} processes of bench/results/memory-model.json (${new Date().toISOString().slice(0, 10)}, ${machine})` }, null, 2) + '\n');
 } else if (mode === 'report') {
   // Rewrites the report's predictions and errors under the committed calibration, without decoding again.
-  const report = JSON.parse(readFileSync(outPath, 'utf8')) as { ran: Record<string, unknown>; cases: CaseResult[] };
-  const updated = { ...report, calibration: CALIBRATIONS['cpu']!, cases: report.cases.map((c) => (c.failed ? c : repredict(c))) };
+  const report = JSON.parse(readFileSync(outPath, 'utf8')) as { ran: Record<string, unknown>; cells: CaseResult[] };
+  const updated = { ...report, calibration: CALIBRATIONS['cpu']!, cells: report.cells.map((c) => (c.failed ? c : repredict(c))) };
   writeFileSync(outPath, JSON.stringify(updated, null, 2) + '\n');
   writeFileSync(outPath.replace(/\.json$/, '.md'), markdown(updated));
   process.stderr.write(`rewrote ${outPath} under the committed calibration\n`);
@@ -281,11 +281,11 @@ if (mode === 'calibrate') {
     process.stderr.write(`${c.name}: ${r.failed ?? r.processes.map((p) => `${p.process} ${mib(p.predictedBytes)}/${mib(p.measuredBytes)} MiB (${pct(p.error)})`).join(', ')}\n`);
   }
   // A selection of cases replaces those cases in an existing report (same calibration only).
-  const previous = which !== 'all' && existsSync(outPath) ? (JSON.parse(readFileSync(outPath, 'utf8')) as { calibration: RuntimeCalibration; cases: CaseResult[] }) : null;
-  const kept = previous ? previous.cases.filter((c) => !results.some((r) => r.name === c.name)).map(repredict) : [];
+  const previous = which !== 'all' && existsSync(outPath) ? (JSON.parse(readFileSync(outPath, 'utf8')) as { calibration: RuntimeCalibration; cells: CaseResult[] }) : null;
+  const kept = previous ? previous.cells.filter((c) => !results.some((r) => r.name === c.name)).map(repredict) : [];
   const order = (r: CaseResult) => CASES.findIndex((c) => c.name === r.name);
   const merged = [...kept, ...results].sort((a, b) => order(a) - order(b));
-  const report = { schema: 1, benchmark: 'memory-model', ran: { date: new Date().toISOString(), machine }, calibration: CALIBRATIONS['cpu']!, cases: merged };
+  const report = { schema: 1, benchmark: 'memory-model', ran: { date: new Date().toISOString(), machine }, calibration: CALIBRATIONS['cpu']!, cells: merged };
   writeFileSync(outPath, JSON.stringify(report, null, 2) + '\n');
   writeFileSync(outPath.replace(/\.json$/, '.md'), markdown(report));
   process.stderr.write(`wrote ${outPath}\n`);

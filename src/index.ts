@@ -60,7 +60,7 @@ export { checkFiniteOutput, localTiledDecode, throwIfAborted } from './decode/en
 export { decodeToBands } from './decode/engine.js';
 export { checkLatents } from './decode/latents.js';
 export type { DecodeOptions, DecodeProgress, RankStats, TiledDecode, TileRunner } from './decode/types.js';
-export { decoderGraphOf } from './decode/decoder-model.js';
+export { decoderGraphOf } from './sources/decoder-graph.js';
 
 // ---- Strategies: how tiles are decoded, and on which ranks -----------------------------------
 export { STRATEGIES, useStrategy, type ShardRankSummary, type Strategy, type StrategyReport, type UseStrategyOptions } from './strategies/index.js';

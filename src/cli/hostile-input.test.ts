@@ -124,7 +124,7 @@ test('block_out_channels of 4096 is refused by its predicted weight bytes agains
   const params = runtimeOf(family).decoderParams(resolved);
   assert.throws(
     () => checkWeightBytes(params, 'the test decoder', 4 * 2 ** 30),
-    (e: Error & { code?: string }) => e.code === 'CONFIG_INVALID' && /declares 9\.8 GiB of float32 weights .* memory budget of 4\.0 GiB/.test(e.message),
+    (e: Error & { code?: string }) => e.code === 'CONFIG_INVALID' && /declares 9\.81 GiB of float32 weights .* memory budget of 4\.00 GiB/.test(e.message),
   );
 });
 

@@ -4,12 +4,9 @@
 // values). A family that does not expose its graph is refused by name.
 
 import { reason, refuse } from '../errors.js';
-import { resolveFamily } from '../families/registry.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
-import { runtimeOf } from '../families/runtimes.js';
-import type { FamilySpec, RawConfig, ResolvedConfig } from '../families/types.js';
+import type { FamilySpec, ResolvedConfig } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
-import { readVaeSource } from '../sources/vae-source.js';
 import { elementCount, type Tensor } from '../tensor.js';
 
 export function decoderModelOf(family: FamilySpec, runtime: FamilyRuntime, config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): ModelProto {
@@ -23,19 +20,4 @@ export function decoderModelOf(family: FamilySpec, runtime: FamilyRuntime, confi
 export function architectureModel(family: FamilySpec, runtime: FamilyRuntime, config: ResolvedConfig): ModelProto {
   const weights = new Map(runtime.decoderParams(config).map((p) => [p.name, { dims: [...p.dims], data: new Float32Array(elementCount(p.dims)) }]));
   return decoderModelOf(family, runtime, config, weights);
-}
-
-/**
- * The decoder graph of what a user names, for analysis: a checkpoint (`path`, with its family and
- * config as for `loadVae`) with its weights, or an architecture alone (`family` and / or `config`)
- * with zero weights. Refuses a family that does not expose its graph.
- */
-export async function decoderGraphOf(source: { path?: string; family?: string; config?: RawConfig }): Promise<{ model: ModelProto; config: ResolvedConfig }> {
-  if (source.path !== undefined) {
-    const read = await readVaeSource({ path: source.path, ...(source.family !== undefined ? { family: source.family } : {}), ...(source.config !== undefined ? { config: source.config } : {}) });
-    return { model: decoderModelOf(read.family, read.runtime, read.config, read.weights), config: read.config };
-  }
-  const family = resolveFamily(source.family, source.config);
-  const config = family.resolveConfig(source.config);
-  return { model: architectureModel(family, runtimeOf(family), config), config };
 }

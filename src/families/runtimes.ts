@@ -7,7 +7,7 @@ import { hunyuanVideoRuntime } from './hunyuan-video.runtime.js';
 import { ltx2Runtime } from './ltx2.runtime.js';
 import type { FamilyRuntime } from './runtime-types.js';
 import { taeRuntime } from './tae.runtime.js';
-import { weightBytes } from '../weights/budget.js';
+import { weightBytes } from '../weights/synthetic.js';
 import type { FamilyName, FamilySpec, VaeSpec } from './types.js';
 import { qwenImageRuntime, wanRuntime } from './wan.runtime.js';
 

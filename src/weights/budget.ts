@@ -5,18 +5,7 @@
 
 import { reason, refuse } from '../errors.js';
 import { defaultMemoryBudget, formatBytes } from '../memory/budget.js';
-import type { ParamSpec } from './synthetic.js';
-
-/** Bytes of float32 weights the parameters declare. */
-export function weightBytes(specs: readonly ParamSpec[]): number {
-  let total = 0;
-  for (const s of specs) {
-    let n = 4;
-    for (const d of s.dims) n *= d;
-    total += n;
-  }
-  return total;
-}
+import { weightBytes, type ParamSpec } from './synthetic.js';
 
 /**
  * Copies of the weights resident while a process decodes: its JS tensors, the serialised model

@@ -114,3 +114,14 @@ function xoshiro128ss(seed: number): () => number {
     return result;
   };
 }
+
+/** Bytes of float32 weights the parameters declare. */
+export function weightBytes(specs: readonly ParamSpec[]): number {
+  let total = 0;
+  for (const s of specs) {
+    let n = 4;
+    for (const d of s.dims) n *= d;
+    total += n;
+  }
+  return total;
+}

@@ -367,7 +367,7 @@ export const decodeCommand: CommandSpec = {
       const final = decision as Decision | null;
       const single = scheduleGrid(grid, 1);
       const shard = stats?.shard() ?? null;
-      const notes = [...(redis === undefined && !laddered() && usedGroup!.size < ranks ? [`--ranks ${ranks} for ${grid.tiles.length} tile(s): ${usedGroup!.size} rank(s) started (a rank without a tile is never started)`] : []), ...(stats?.notes() ?? [])];
+      const notes = [...(redis === undefined && usedGroup !== null && usedGroup.size < ranks ? [`--ranks ${ranks} for ${grid.tiles.length} tile(s): ${usedGroup.size} rank(s) started (a rank without a tile is never started)`] : []), ...(stats?.notes() ?? [])];
       const rankList = stats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }];
       const summary = {
         shape: sample.dims,

@@ -207,8 +207,8 @@ else
       assert.deepEqual(summary.ranks.map((r) => r.rank), [0, 1], 'two workers listen: two runs');
       assert.deepEqual(summary.ranks.flatMap((r) => r.tiles).sort((a, b) => a - b), Array.from({ length: summary.tiles }, (_, i) => i));
       const port = await freePort();
-      // Redis is reached before the weights are read: the missing weights file is never opened.
-      const unreachable = await run('decode', '--vae', join(dir, 'missing.safetensors'), ...plan, '--out', join(dir, 'x.npy'), '--redis', `redis://127.0.0.1:${port}`);
+      // Redis is reached before the VAE is loaded (a VAE path that names nothing is bad input, refused first).
+      const unreachable = await run(...common, '--out', join(dir, 'x.npy'), '--redis', `redis://127.0.0.1:${port}`);
       assert.equal(unreachable.code, 3, 'a transport failure is a runtime failure');
       assert.match(unreachable.stderr, new RegExp(`TRANSPORT_FAILED: cannot reach Redis at redis://127\\.0\\.0\\.1:${port}`));
       const refused = await run(...common, '--out', join(dir, 'x.npy'), '--redis', server.url, '--isolation', 'process', '--ranks', '1');
