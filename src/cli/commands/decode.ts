@@ -158,7 +158,7 @@ export const decodeCommand: CommandSpec = {
     // use at most one rank per tile of a chunk; row sharding refuses more ranks than latent rows.
     const ranksFor = (vae: VaeSpec, latent: ReturnType<typeof checkLatents>) => (strategy === 'shard' ? ranks : Math.min(ranks, tileGrid(vae, latent, { spatialOnly: true }).tiles.length));
     const planned = spec ? ranksFor(spec, configure(spec)) : null;
-    if (planned !== null && redis === undefined) checkRankMemory(spec!, planned, loadOptions);
+    if (planned !== null && redis === undefined) checkRankMemory(spec!, planned, ranks, loadOptions);
     if (video) checkFfmpeg();
 
     // Local decodes always run their decoder calls on ranks (one thread without --ranks): a call in
@@ -192,7 +192,7 @@ export const decodeCommand: CommandSpec = {
       const latent = configure(vae);
       if (redis === undefined && group === null) {
         const n = ranksFor(vae, latent);
-        checkRankMemory(vae, n, loadOptions);
+        checkRankMemory(vae, n, ranks, loadOptions);
         ({ local: group, starting: started } = startLocal(n));
       }
       await started;
