@@ -68,15 +68,22 @@ else {
     try {
       const config = join(dir, 'queue-kl.json');
       const out = join(dir, 'queue.png');
+      // The signal lands while the decode is in Redis: its keys exist and a tile or more came back.
+      let liveSince: number | null = null;
+      const watch = setInterval(() => {
+        void redis.client.keys('*:out:*').then((k) => {
+          if (k.length > 0) liveSince ??= Date.now();
+        });
+      }, 50);
       const r = await runCliProcess(['decode', '--synthetic', '--family', 'autoencoder-kl', '--config', config, '--latents', latents, '--out', out, '--redis', redis.url, '--queue', 'interrupt', '--ranks', '2'], {
         signal: 'SIGINT',
-        when: busy(4000),
-      });
+        when: () => liveSince !== null,
+      }).finally(() => clearInterval(watch));
       assertInterrupted(r, 'SIGINT', out);
       // Jobs a worker held end at its next tile; give it that long.
       let keys: string[] = [];
       for (let i = 0; i < 50; i++) {
-        keys = (await redis.client.keys('*')).filter((k) => !/:(meta|id|events|stalled-check|workers?)$/.test(k) && !k.includes(':worker'));
+        keys = (await redis.client.keys('*')).filter((k) => !/:(meta|id|events|marker|stalled-check|workers?)$/.test(k) && !k.includes(':worker'));
         if (keys.length === 0) break;
         await new Promise((res) => setTimeout(res, 100));
       }

@@ -141,8 +141,10 @@ export const decodeCommand: CommandSpec = {
     'choice { strategy, window, overlap, frames, ranks, reason } and, after a fallback, attempts [...].',
     'With --json: { shape, tiles, seconds, ranks: [...] } where seconds is the decode time without loading.',
     'With --ranks R > 1 the tiles are decoded on R local ranks (each loads the VAE once) and ranks[] gives each rank\'s',
-    'tiles, load (latent area), seconds and, with --isolation process, peak RSS; a latent that fits one tile is decoded',
-    'whole on one rank and the others stay idle.',
+    'tiles, load (latent area), seconds and, with --isolation process, peak RSS. At most one rank per tile is started',
+    '(ranksRequested and a note say so when fewer than R ran); more ranks than the cores or the memory can hold are refused.',
+    'Decoder calls always run on a rank (one thread without --ranks): SIGINT/SIGTERM stop a decode within about 2 s,',
+    'end its ranks, write nothing and exit 130/143.',
     'With --strategy shard each rank decodes a band of at least one latent row (refused otherwise), the JSON adds',
     'strategy, bands, collectives ({ send, allReduce, allGather, ...: { calls, bytes } } summed over ranks) and each',
     "rank's band and collectives; tiles is 0. With --strategy exact-tile a decoder the locality analysis finds nonlocal",
@@ -248,7 +250,7 @@ export const decodeCommand: CommandSpec = {
     const ranksFor = (vae: VaeSpec, latent: ReturnType<typeof checkLatents>) => (strategyNow() === 'shard' ? ranksNow() : Math.min(ranksNow(), tileGrid(vae, latent, { spatialOnly: true }).tiles.length));
     storedAll.slice(1).forEach((stored, i) => spec && configure(spec, stored, inputs[i + 1]!));
     const planned = spec ? ranksFor(spec, configure(spec, storedAll[0]!, inputs[0]!)) : null;
-    if (planned !== null && redis === undefined && !laddered()) checkRankMemory(spec!, planned, loadOptions);
+    if (planned !== null && redis === undefined && !laddered()) checkRankMemory(spec!, planned, ranks, loadOptions);
     if (video) checkFfmpeg();
     // Local decodes always run their decoder calls on ranks (one thread without --ranks): a call in
     // onnxruntime blocks its thread, and the CLI's own thread must stay free to act on SIGINT/SIGTERM.
@@ -281,7 +283,7 @@ export const decodeCommand: CommandSpec = {
       const first = configure(vae, storedAll[0]!, inputs[0]!);
       if (redis === undefined && group === null && !laddered()) {
         const n = ranksFor(vae, first);
-        checkRankMemory(vae, n, loadOptions);
+        checkRankMemory(vae, n, ranks, loadOptions);
         ({ local: group, starting: started } = startLocal(n));
       }
       await started;
