@@ -7,6 +7,8 @@ of a full checkpoint, and read back by diffusers' loaders/single_file_utils.py
 convert_ldm_vae_checkpoint. The round trip must reproduce the state dict exactly; the JSON
 records, for every decoder key, the ldm key and shape next to the diffusers key and shape.
 
+What the golden is for and how it sits among the others: src/families/testing/goldens/README.md.
+
 Run (difref's environment, the diffusers tree it exports, and the script from the mirror):
   git --git-dir=/work/.mirror/huggingface+diffusers/repo show HEAD:scripts/convert_diffusers_to_original_stable_diffusion.py > /tmp/d2o.py
   /usr/bin/python3 scripts/goldens/ldm-vae-keys.py /tmp/d2o.py src/sources/testing/goldens/ldm-vae-keys.json <diffusers commit>

@@ -1,5 +1,5 @@
 // How far an arm's output is from the reference decode: max abs difference on the raw sample,
-// PSNR on the family's [0, 1] image (DESIGN §9), and for tiled plans the same two numbers
+// PSNR on the family's [0, 1] image (docs/design.md §9), and for tiled plans the same two numbers
 // inside the seam bands (E output pixels on each side of every crop line, E the blend extent)
 // and in the interior, so tone drift from tile-local normalisation shows where it happens.
 // PSNR is null when the two are identical (JSON has no Infinity).

@@ -112,7 +112,7 @@ export class Args {
     return n;
   }
 
-  /** `HxW` (height × width, DESIGN §9), or a single `N` for N×N; integers >= min. */
+  /** `HxW` (height × width, docs/design.md §9), or a single `N` for N×N; integers >= min. */
   size(name: string, opts: { required?: boolean; min?: number } = {}): Size2 | undefined {
     const v = this.string(name, opts);
     if (v === undefined) return undefined;

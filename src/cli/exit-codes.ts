@@ -1,4 +1,4 @@
-// The exit codes of `distvae` (DESIGN §9): 0 success; 2 a refusal or bad input, made
+// The exit codes of `distvae` (docs/design.md §9): 0 success; 2 a refusal or bad input, made
 // before work starts; 3 a runtime failure (a decoder call, a rank, the transport, a deadline or
 // a fallback ladder failed); 1 an unexpected error (a bug); 130 / 143 after SIGINT / SIGTERM.
 

@@ -84,7 +84,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
   }
 }
 
-/** Exit codes after a signal (DESIGN §9): 128 + the signal's number. */
+/** Exit codes after a signal (docs/design.md §9): 128 + the signal's number. */
 const SIGNAL_EXIT_CODES = { SIGINT: EXIT.sigint, SIGTERM: EXIT.sigterm } as const;
 const DEFAULT_SIGNAL_GRACE_MS = 1500;
 

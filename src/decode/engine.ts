@@ -1,5 +1,5 @@
 // The decode engine: validates latents, decides whole / tiled / temporally chunked from the
-// installed plan (DESIGN §3), runs the spatial tiling operation through the replaceable
+// installed plan (docs/design.md §3), runs the spatial tiling operation through the replaceable
 // `tiledDecode` once per temporal chunk, assembles chunks, and applies the family's
 // post-processing once, after assembly — never per tile.
 

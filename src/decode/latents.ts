@@ -8,7 +8,7 @@ import type { Span, Tile } from '../plan/grid.js';
 import type { LatentShape } from '../plan/shapes.js';
 import type { Tensor } from '../tensor.js';
 
-/** Checks `latents` fit the VAE (DESIGN §9: 4-D for image families, 5-D for video ones) and returns the latent shape. */
+/** Checks `latents` fit the VAE (docs/design.md §9: 4-D for image families, 5-D for video ones) and returns the latent shape. */
 export function checkLatents(vae: VaeSpec, latents: Tensor, source = 'latents'): LatentShape {
   const g = vae.geometry;
   const rank = g.fiveDimLatents ? 5 : 4;

@@ -30,7 +30,7 @@ export interface DecodeOptions {
   onProgress?: (event: DecodeProgress) => void;
 }
 
-/** Per-rank accounting of a distributed decode (DESIGN §9 `decode --json`). */
+/** Per-rank accounting of a distributed decode (docs/design.md §9 `decode --json`). */
 export interface RankStats {
   rank: number;
   /** Indices of the tiles this rank decoded (empty for an idle rank). */

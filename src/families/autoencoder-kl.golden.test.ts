@@ -4,12 +4,8 @@
 // factor 0.25: 4 tiles incl. a 4-row edge tile), so CI checks agreement with diffusers without
 // torch. The weights are regenerated here from (config, seed); only the outputs are stored.
 //
-// Provenance (T=../shared/tools/difref, PY=/usr/bin/python3):
-//   $PY $T/make_vae.py kl /tmp/kl-difref/kl --tiny --seed 0          (and flux2)
-//   npx tsx scripts/synthetic-vae-folder.ts --from /tmp/kl-difref/kl --out /tmp/kl-golden/kl --seed 3 \
-//       --latent 1,4,16,24 --latent-seed 9 --latent-out /tmp/kl-golden/z-kl.npy      (flux2: 1,32,16,24)
-//   $PY $T/ref_decode.py /tmp/kl-golden/kl /tmp/kl-golden/z-kl.npy kl-whole.npy --threads 1
-//   $PY $T/ref_decode.py /tmp/kl-golden/kl /tmp/kl-golden/z-kl.npy kl-tiled.npy --tiled --tile-sample 32 32 --overlap-factor 0.25 --threads 1
+// Provenance — how these files were made (difref's make_vae.py and ref_decode.py with
+// scripts/synthetic-vae-folder.ts) and how to remake them: testing/goldens/README.md.
 
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';

@@ -6,8 +6,8 @@ import { reason, type Reason, refuse } from '../errors.js';
 import type { RawConfig } from './types.js';
 
 /**
- * Config fields the project adds to diffusers' own: settings of how a decode runs (DESIGN §9:
- * "decode timestep comes from the config"), given in config.json or as an override. A family
+ * Config fields the project adds to diffusers' own: settings of how a decode runs (docs/design.md §9:
+ * the decode timestep is a config setting), given in config.json or as an override. A family
  * whose decoder has no use for one refuses it (registry.resolveFamilyConfig).
  */
 export const DECODE_SETTING_FIELDS: readonly string[] = ['decode_timestep'];

@@ -106,7 +106,7 @@ function klExpect(cfg: { block_out_channels: number[]; sample_size: number; late
 }
 
 const CASES: { name: string; family: string; config?: RawConfig; expect: Expect }[] = [
-  // Published defaults (DESIGN §3): SD 1.x KL, FLUX.2, TAE, Wan 2.1, Qwen-Image, HunyuanVideo, LTX-2.
+  // Published defaults (docs/design.md §3): SD 1.x KL, FLUX.2, TAE, Wan 2.1, Qwen-Image, HunyuanVideo, LTX-2.
   { name: 'autoencoder-kl published', family: 'autoencoder-kl', expect: klExpect({ block_out_channels: [128, 256, 512, 512], sample_size: 512, latent_channels: 4 }) },
   { name: 'flux2 published', family: 'flux2', expect: klExpect({ block_out_channels: [128, 256, 512, 512], sample_size: 1024, latent_channels: 32 }) },
   { name: 'tae published', family: 'tae', expect: { spatial: 8, temporal: 1, patch: 1, latentChannels: 4, fiveDim: false, window: 512, overlap: 128, frames: null } },
@@ -176,7 +176,7 @@ for (const c of CASES) {
   });
 }
 
-test('every family name resolves and each diffusers class name selects its family (DESIGN §9)', () => {
+test('every family name resolves and each diffusers class name selects its family (docs/design.md §9)', () => {
   assert.deepEqual([...FAMILY_NAMES].sort(), ['autoencoder-kl', 'flux2', 'hunyuan-video', 'ltx2', 'qwen-image', 'tae', 'wan']);
   const byClass: Record<string, string> = {
     AutoencoderKL: 'autoencoder-kl',

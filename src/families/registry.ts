@@ -30,7 +30,7 @@ export function familyForClassName(className: string): FamilySpec | null {
 }
 
 /**
- * Picks the family from an explicit name and/or a config's `_class_name` (DESIGN §9): either
+ * Picks the family from an explicit name and/or a config's `_class_name` (docs/design.md §9): either
  * suffices; both must agree.
  */
 export function resolveFamily(explicit: string | undefined, config: RawConfig | undefined): FamilySpec {

@@ -7,7 +7,7 @@
 // nearest upsample and a bias-free conv; the last stage ends in conv(W→3) with bias. Encoder:
 // conv(3→W), then per stage (after the first) a bias-free stride-2 conv, and its Blocks; then
 // conv(W→Cz). Block: [x ← x + pool(x)], ReLU(conv-ReLU-conv-ReLU-conv(x) + x). Output is raw
-// (madebyollin's decoder does not clamp; DESIGN §9).
+// (madebyollin's decoder does not clamp; docs/design.md §9).
 
 import { DistVaeError } from '../errors.js';
 import { GraphBuilder, type Scope, type Value } from '../graph/builder.js';

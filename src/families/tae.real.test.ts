@@ -67,7 +67,7 @@ test('the trained TAEF2 pair round-trips a photo: decode(encode(photo)) PSNR >= 
     assert.deepEqual(latents.dims, [1, 32, 32, 64]);
     const out = await vae.decode(latents);
     assert.deepEqual(out.dims, photo.dims);
-    // DESIGN §9: PSNR in float on the mapped image (tae: clamp(x, 0, 1)).
+    // docs/design.md §9: PSNR in float on the mapped image (tae: clamp(x, 0, 1)).
     const db = psnr(sampleToImage(out, tae.sampleRange), photo);
     t.diagnostic(`PSNR ${db.toFixed(2)} dB on the 256x512 crop at (64, 64)`);
     assert.ok(db >= 30, `PSNR ${db} dB`);

@@ -120,7 +120,7 @@ test('a diffusers AutoencoderTiny folder loads both halves from its one file, ea
     assert.deepEqual(latents.dims, [1, 4, 2, 3]);
     const out = await vae.decode(latents);
     assert.deepEqual(out.data, (await synthetic.decode(latents)).data, 'the folder decoder holds the decoder.* weights');
-    assert.ok(out.data.some((v) => v < 0 || v > 1), 'raw output, not clamped (DESIGN §9)');
+    assert.ok(out.data.some((v) => v < 0 || v > 1), 'raw output, not clamped (docs/design.md §9)');
   } finally {
     await Promise.all([vae.dispose(), enc.dispose(), synthetic.dispose()]);
   }

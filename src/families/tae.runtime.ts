@@ -1,6 +1,6 @@
 // The TAE family's runtime: parameters and sessions for the decoder and the encoder, the config
 // a bare checkpoint implies, and the identity post-processing (madebyollin's decoder output is
-// used raw and unclamped; images clamp it to [0, 1] — DESIGN §9).
+// used raw and unclamped; images clamp it to [0, 1] — docs/design.md §9).
 //
 // Reading a checkpoint: the key layout is 'diffusers' when any key starts with
 // `decoder.layers.` / `encoder.layers.` (an AutoencoderTiny checkpoint, both halves in one

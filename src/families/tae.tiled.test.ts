@@ -1,6 +1,6 @@
 // Tiled TAE decode through the public path (loadVae with synthetic weights, the planner's
 // tileShapePlan / tileOverlapPlan / applyTilePlan, vae.decode) against a plain, non-streaming
-// float64 version of the DESIGN §3 loop: tiles at range(0, L, stride) decoded alone by the
+// float64 version of the docs/design.md §3 loop: tiles at range(0, L, stride) decoded alone by the
 // reference decoder, blended in place in raster order (blend_v before blend_h), cropped to the
 // stride, concatenated and sliced. Tiny configs, with and without the nonlocal pool blocks
 // (which make every tile's GroupNorm statistics its own, in both paths).

@@ -1,6 +1,6 @@
 // Tiny autoencoders (madebyollin's TAESD, TAESDXL, TAESD3, TAEF1, TAEF2): no time axis, and no
 // diffusers tiling loop of their own — the project's loop is used with a default window of
-// 512 px and overlap of 128 px (DESIGN §3, family T). The architecture is madebyollin's
+// 512 px and overlap of 128 px (docs/design.md §3, family T). The architecture is madebyollin's
 // `Encoder` / `Decoder` (diffusers' `EncoderTiny` / `DecoderTiny` are the same layers), read
 // from diffusers' AutoencoderTiny field names plus three of ours:
 // - `variant` names a published checkpoint; its latent channels and pool blocks become the

@@ -31,7 +31,7 @@ export interface VaeGeometry {
   fiveDimLatents: boolean;
 }
 
-/** How a tile's frames are produced (DESIGN §3, temporal policy). */
+/** How a tile's frames are produced (docs/design.md §3, temporal policy). */
 export type TemporalPolicy =
   /** Image family: no time axis. */
   | { kind: 'none' }
@@ -90,7 +90,7 @@ export interface FamilySpec {
   /** Smallest window, in latent units, the decoder accepts on an axis. */
   minWindowLatent: number;
   /**
-   * Range of the decoded sample for image output (DESIGN §9): 'signed' maps x/2 + 0.5, 'unit'
+   * Range of the decoded sample for image output (docs/design.md §9): 'signed' maps x/2 + 0.5, 'unit'
    * (TAE) takes x as is; both then clamp to [0, 1].
    */
   sampleRange: 'signed' | 'unit';

@@ -1,14 +1,10 @@
 // HunyuanVideo and LTX-2 against diffusers' own output, stored as tiny goldens.
 //
 // Provenance of testing/goldens/*.npy (float32, (B, C, F, H, W)): diffusers at commit 58eb52c0
-// (torch 1.13, CPU, float32) through the difref harness (../shared/tools/difref/ref_decode.py),
-// on diffusers folders whose decoder tensors are exactly this repo's `syntheticWeights(params, 5)`
-// for the configs below (the encoder, which decode never touches, kept diffusers' seeded init),
-// decoding `seededTensor(latent, 21)`:
-//   hunyuan-video-tiled.npy:     ref_decode.py --tiled --tile-sample 8 8 --tile-stride 4 4
-//                                --tile-frames 16 --tile-frame-stride 12   (2 chunks × 9 tiles)
-//   ltx2-conditioned-tiled.npy:  ref_decode.py --temb 0.2 --tiled --tile-sample 12 12
-//                                --tile-stride 8 8 --tile-frames 4 --tile-frame-stride 2   (3 chunks × 4 tiles)
+// (torch 1.13, CPU, float32) on diffusers folders whose decoder tensors are exactly this repo's
+// `syntheticWeights(params, 5)` for the configs below, decoding `seededTensor(latent, 21)` —
+// hunyuan-video-tiled.npy in 2 chunks × 9 tiles, ltx2-conditioned-tiled.npy in 3 chunks × 4
+// tiles. The commands and flags: testing/goldens/README.md.
 // The same decodes here go through loadVae, the planner's plans and vae.decode. A change to the
 // synthetic weight stream or to seededTensor invalidates these files.
 

@@ -1,6 +1,6 @@
 // The layers of diffusers' Wan VAE decoder (AutoencoderKLWan 2.1 / 2.2 and AutoencoderKLQwenImage,
 // which shares the 2.1 layers), each as a `…Params` list beside the graph function that reads
-// the same checkpoint keys, built to decode ONE FRAME per call (DESIGN §3 'frame-steps').
+// the same checkpoint keys, built to decode ONE FRAME per call (docs/design.md §3 'frame-steps').
 //
 // Layout: an activation holds its frames on the batch axis, (frames, C, H, W) — one frame,
 // except for the two a temporal upsampler makes of one. Every per-frame op (RMS norm, the

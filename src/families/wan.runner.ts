@@ -1,4 +1,4 @@
-// The frame-stepping tile runner of the Wan family (DESIGN §3 'frame-steps'): a tile's decode
+// The frame-stepping tile runner of the Wan family (docs/design.md §3 'frame-steps'): a tile's decode
 // sends each latent frame of each batch element through the decoder's segment graphs, one frame
 // per call, depth first (a frame a temporal upsampler makes goes through the rest of the decoder
 // before its sibling), threading every temporal conv's history — the last two input frames it

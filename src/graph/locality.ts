@@ -1,4 +1,4 @@
-// Locality analysis (DESIGN §7): whether — and with how much halo — a band or tile of a built
+// Locality analysis (docs/design.md §7): whether — and with how much halo — a band or tile of a built
 // graph's input reproduces the matching part of the whole decode, computed from the graph's own
 // nodes (no architecture knowledge). The model is cut at its sync regions (stages.ts); through
 // each stage every value is interpreted abstractly: which axis holds its rows (and columns, or

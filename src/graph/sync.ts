@@ -3,7 +3,7 @@
 // every key). The builder records each region as it appends its nodes; the finished model
 // carries the list in its metadata_props, so locality analysis and staging read a ModelProto
 // alone. A region is a contiguous run of nodes with named inputs and one output; the fused graph
-// computes it as usual, a sharded run replaces it by collectives (DESIGN §6).
+// computes it as usual, a sharded run replaces it by collectives (docs/design.md §6).
 
 import { DistVaeError } from '../errors.js';
 import type { ModelProto } from './onnx-proto.js';

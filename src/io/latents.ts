@@ -15,7 +15,7 @@ import { readNpy } from './npy.js';
 
 export { validateLatents };
 
-/** The tensor name DESIGN §9 fixes for latents in a .safetensors file. */
+/** The tensor name docs/design.md §9 fixes for latents in a .safetensors file. */
 export const LATENTS_KEY = 'latents';
 
 /** ComfyUI's SaveLatent keys: the latent, and the marker of the current (unscaled) format. */

@@ -1,5 +1,5 @@
 // Agreement between two decodes or a decode and an image: max abs difference and PSNR
-// (computed in float on [0, 1] images, DESIGN §9).
+// (computed in float on [0, 1] images, docs/design.md §9).
 
 import { DistVaeError } from '../errors.js';
 import type { Tensor } from '../tensor.js';

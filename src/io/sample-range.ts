@@ -1,4 +1,4 @@
-// Decoded samples to [0, 1] image values (DESIGN §9): 'signed' families map x/2 + 0.5, 'unit'
+// Decoded samples to [0, 1] image values (docs/design.md §9): 'signed' families map x/2 + 0.5, 'unit'
 // ones (TAE) take x as is; both clamp. Pure, so pages and files share it.
 
 import type { Tensor } from '../tensor.js';

@@ -43,7 +43,7 @@ export interface BucketChoice {
   note: string;
 }
 
-/** Parses "1024x1024,1152x896" (height × width, DESIGN §9). */
+/** Parses "1024x1024,1152x896" (height × width, docs/design.md §9). */
 export function parseBuckets(text: string, field = 'buckets'): Size2[] {
   const items = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
   const reasons: Reason[] = [];

@@ -2,7 +2,7 @@
 // stride)` with clipped edge tiles, the "tile only when the latent exceeds the window" trigger
 // (both axes then go through the loop), blend / keep extents in diffusers' own terms (KL:
 // Smin, Lmin, int(Lmin·(1−f)), int(Smin·f); family B: px window and stride, // patch size), and
-// the temporal chunk loop of HunyuanVideo / LTX-2 (DESIGN §3).
+// the temporal chunk loop of HunyuanVideo / LTX-2 (docs/design.md §3).
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// Tile grids (DESIGN §3): the axis rule `range(0, L, stride)` with clipped last tiles, the
+// Tile grids (docs/design.md §3): the axis rule `range(0, L, stride)` with clipped last tiles, the
 // family's rule for when tiling happens at all, temporal chunks, and the blend / keep extents
 // on the raw decoder output. Pure arithmetic on latent units.
 

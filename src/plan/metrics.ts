@@ -1,4 +1,4 @@
-// Metrics of a tile grid on a latent (DESIGN §5) and its schedule over ranks: tile count,
+// Metrics of a tile grid on a latent (docs/design.md §5) and its schedule over ranks: tile count,
 // rows × columns, decoded-area ratio, activation share, seams, per-rank load and imbalance.
 
 import { framesPerTile, tileArea, type TileGrid } from './grid.js';

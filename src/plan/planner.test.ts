@@ -1,4 +1,4 @@
-// The planner contract (DESIGN §4): exact window / overlap requests (never rounded; every
+// The planner contract (docs/design.md §4): exact window / overlap requests (never rounded; every
 // refusal carries code, field, value and valid range), untiled axes and `sampleShape`, the
 // default overlap a shape plan keeps, overlap plans against the installed window, every
 // family's constraints, frame plans, diffusers-equivalence, and the default plan's refusal.
@@ -28,7 +28,7 @@ const TINY_LTX2 = {
   decoder_layers_per_block: [1, 1, 1], upsample_type: ['spatiotemporal', 'spatiotemporal'], spatial_compression_ratio: 16, temporal_compression_ratio: 4, latent_channels: 16,
 };
 
-/** Latent units per output pixel for each family at its published defaults (DESIGN §3). */
+/** Latent units per output pixel for each family at its published defaults (docs/design.md §3). */
 const PUBLISHED_RATIO: Record<string, number> = { 'autoencoder-kl': 8, flux2: 8, tae: 8, wan: 8, 'qwen-image': 8, 'hunyuan-video': 8, ltx2: 32 };
 /** Smallest window in latent units: LTX-2's reflect padding needs 2 rows / columns. */
 const MIN_WINDOW_LATENT: Record<string, number> = { 'autoencoder-kl': 1, flux2: 1, tae: 1, wan: 1, 'qwen-image': 1, 'hunyuan-video': 1, ltx2: 2 };

@@ -1,4 +1,4 @@
-// The planner contract (DESIGN §4): validate an exact window / overlap request against a VAE
+// The planner contract (docs/design.md §4): validate an exact window / overlap request against a VAE
 // and return a plan or null — never a rounded one — with siblings that say why a request was
 // refused; `applyTilePlan`, which installs a plan on the VAE; and `setTiling` / `disableTiling`,
 // the one-call way to turn tiling on (exact sizes or the family's default, refused with every
@@ -200,7 +200,7 @@ export function explainTiling(vae: VaeSpec, request: TilingRequest = {}): Reason
 }
 
 /**
- * Turns tiling on with exactly the requested window, overlap and frames (DESIGN §4), or throws
+ * Turns tiling on with exactly the requested window, overlap and frames (docs/design.md §4), or throws
  * PLAN_REFUSED with every reason and leaves the VAE as it was. `setTiling(vae)` is diffusers'
  * `enable_tiling()`: the family's default window and overlap, refused where that default does not
  * land on whole latent units (diffusers' own output would be misshapen there).

@@ -1,4 +1,4 @@
-// Metrics of a grid and the plan report (DESIGN §5, §9): decoded-area ratio, activation share,
+// Metrics of a grid and the plan report (docs/design.md §5, §9): decoded-area ratio, activation share,
 // the seams formula, per-rank loads (latent area × latent frames over all chunks) that add up to
 // the total work, imbalance, and the JSON field names of the CLI contract. References are
 // computed here from an independently built grid.
@@ -101,7 +101,7 @@ test('video load is latent area x latent frames carried over every temporal chun
   assert.deepEqual(w.stride, { height: 24, width: 24 });
 });
 
-test('the report carries the CLI JSON contract: field names, units and shapes (DESIGN §9)', () => {
+test('the report carries the CLI JSON contract: field names, units and shapes (docs/design.md §9)', () => {
   const vae = plan(createVae('autoencoder-kl'), [512, 512], [128, 128]);
   const report = JSON.parse(JSON.stringify(planReport(vae, { height: 1024, width: 1536 }, 4)));
   for (const key of ['family', 'latent', 'window', 'overlap', 'stride', 'tiles', 'rows', 'columns', 'decodedAreaRatio', 'activationShare', 'seams', 'imbalance', 'ranks', 'tileList']) {

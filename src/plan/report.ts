@@ -1,6 +1,6 @@
 // The plan report: everything `distvae plan --json` prints about a plan on one sample shape —
 // latent, window, overlap, stride, tile list, metrics and the schedule over ranks. The field
-// names are the CLI's stable JSON contract (DESIGN §9).
+// names are the CLI's stable JSON contract (docs/design.md §9).
 
 import type { Size2, VaeSpec } from '../families/types.js';
 import { tileGrid, type TileGrid } from './grid.js';

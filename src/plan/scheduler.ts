@@ -1,4 +1,4 @@
-// The scheduler (DESIGN §5): deals tiles to ranks by work (latent area × frames), not by count,
+// The scheduler (docs/design.md §5): deals tiles to ranks by work (latent area × frames), not by count,
 // minimising the heaviest rank's load over all assignments (a rank's tiles need not be
 // contiguous). Deterministic: two starts — optimal contiguous raster-order runs and
 // largest-first — each improved by local search out of the heaviest rank (single moves and

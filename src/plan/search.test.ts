@@ -1,4 +1,4 @@
-// Plan search (DESIGN §5) against an independent brute-force enumeration of its candidate rule:
+// Plan search (docs/design.md §5) against an independent brute-force enumeration of its candidate rule:
 // per axis the whole axis untiled (overlap 0), or a tiled window of w >= max(16, R) latent
 // units with overlap ceil(w/4) — among windows with the same tile count, those decoding less of
 // the axis than every smaller one — paired into grids of max(2, R)..4R tiles. Checks every
@@ -177,7 +177,7 @@ test('the frontier is exactly the undominated set of a brute-force enumeration o
   }
 });
 
-/** What the picks must satisfy on a (non-empty) frontier, as DESIGN §5 states them. */
+/** What the picks must satisfy on a (non-empty) frontier, as docs/design.md §5 states them. */
 function referencePicks(frontier: readonly SearchCandidate[]) {
   const maxArea = Math.max(...frontier.map((f) => f.windowArea));
   const minArea = Math.min(...frontier.map((f) => f.windowArea));

@@ -1,4 +1,4 @@
-// Plan search (DESIGN §5): enumerate candidate grids with between max(2, R) and 4·R tiles under
+// Plan search (docs/design.md §5): enumerate candidate grids with between max(2, R) and 4·R tiles under
 // the conservative constraints (narrow axis ≥ 16 latent units and ≥ R units, overlap
 // ceil(window/4) on tiled axes, windows the VAE accepts), keep the Pareto frontier over
 // (window area, decoded area, imbalance, tile columns), and pick coarse / balanced / fine.

@@ -1,4 +1,4 @@
-// Streaming assembly of decoded tiles into the output (DESIGN §3): diffusers' in-place raster
+// Streaming assembly of decoded tiles into the output (docs/design.md §3): diffusers' in-place raster
 // blend (blend_v with the tile above, then blend_h with the tile on the left), crop to the
 // stride, concatenate. Tiles may arrive in any order; each is blended and written as soon as
 // the tiles before it in raster order are in, and only the blended last rows of the previous

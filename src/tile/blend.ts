@@ -1,4 +1,4 @@
-// Blend primitives on plane-major tiles, exactly diffusers' formulas (DESIGN §3): for
+// Blend primitives on plane-major tiles, exactly diffusers' formulas (docs/design.md §3): for
 // e = min(a.extent, b.extent, E) and y < e, b[y] = a[a.extent − e + y]·(1 − y/e) + b[y]·(y/e).
 // Every caller — single-rank streaming, distributed ranks, the coordinator — goes through these
 // functions, so the same inputs give bitwise the same output on every path.

@@ -1,4 +1,4 @@
-// Temporal chunk assembly (HunyuanVideo, LTX-2; DESIGN §3): chunks after the first drop one
+// Temporal chunk assembly (HunyuanVideo, LTX-2; docs/design.md §3): chunks after the first drop one
 // decoded frame (the first or the last, as the family declares), blend_t with the previous
 // chunk's blended last frames, keep `keep` frames (`keep + 1` for the first chunk), and the
 // result is sliced to (F − 1)·rt + 1 frames. Chunks arrive in order; only the previous chunk's

@@ -1,5 +1,5 @@
 // `distvae decode --ranks R`: the same .npy bits as the single-rank decode, and the JSON
-// summary DESIGN §9 fixes ({ shape, tiles, seconds, ranks: [{ rank, tiles, load, seconds,
+// summary docs/design.md §9 fixes ({ shape, tiles, seconds, ranks: [{ rank, tiles, load, seconds,
 // peakRssBytes? }] }), with peak RSS in process isolation.
 
 import assert from 'node:assert/strict';

@@ -188,7 +188,7 @@ export const decodeCommand: CommandSpec = {
       }
     }
     const given = readVaeSourceOptions(args);
-    // The decode timestep is a config setting (DESIGN §9); the option overrides config.json's.
+    // The decode timestep is a config setting (docs/design.md §9); the option overrides config.json's.
     const source = decodeTimestep === undefined ? given : { ...given, config: { ...(given.config ?? {}), decode_timestep: decodeTimestep } };
     const loadOptions = readLoadOptions(args);
     const ranks = args.int('ranks', { min: 1, max: 1024 }) ?? 1;
@@ -207,7 +207,7 @@ export const decodeCommand: CommandSpec = {
       args.refuse('--isolation', isolation, 'with --ranks R', '--isolation says how --ranks are run; without --ranks the decode runs on one decoder thread');
     }
     const budgetOption = readBudgetOptions(args);
-    // No plan option at all: the memory policy's choice (DESIGN §9). Any plan option or an
+    // No plan option at all: the memory policy's choice (docs/design.md §9). Any plan option or an
     // explicit --strategy is an exact request, decoded as asked.
     const auto = redis === undefined && ![...planOptions, 'strategy'].some((name) => args.has(name));
     if (!auto && args.has('no-fallback')) args.refuse('--no-fallback', true, 'only without plan options', '--no-fallback applies to the memory policy\'s choice (a decode without --window/--overlap/--full/--strategy)');

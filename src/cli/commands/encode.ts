@@ -1,5 +1,5 @@
 // `distvae encode`: an image (PNG or JPEG) through a family's encoder (tae) to latents in a
-// .npy or .safetensors file (tensor `latents`, DESIGN §9), so realistic latents can be made
+// .npy or .safetensors file (tensor `latents`, docs/design.md §9), so realistic latents can be made
 // from photos. The image is read into [0, 1] and encoded whole; sizes that are not multiples of
 // the spatial ratio are refused with the nearest valid ones, or cut to them with --crop.
 

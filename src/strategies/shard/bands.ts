@@ -1,4 +1,4 @@
-// Band arithmetic of row sharding (DESIGN §6): the latent's rows split into one contiguous band
+// Band arithmetic of row sharding (docs/design.md §6): the latent's rows split into one contiguous band
 // per rank, as even as possible, at least one latent row each — so every band edge is a whole
 // multiple of the spatial scale factor in output rows, and of every intermediate resolution.
 // A value at s rows per latent row holds rows [start·s, end·s) of a band; a stage with a halo of

@@ -1,4 +1,4 @@
-// GroupNorm over bands (DESIGN §6): statistics of every (sample, group) over the whole image
+// GroupNorm over bands (docs/design.md §6): statistics of every (sample, group) over the whole image
 // from two all-reduces, each summing the bands' float64 partials in rank order — first group
 // sums and element counts (→ the global mean), then squared deviations about that global mean
 // (→ the biased variance PyTorch uses). One pass of E[x²] − E[x]² cancels catastrophically when

@@ -1,4 +1,4 @@
-// `shardedDecodeFor(vae, group)`: row sharding as a drop-in for `vae.tiledDecode` (DESIGN §6).
+// `shardedDecodeFor(vae, group)`: row sharding as a drop-in for `vae.tiledDecode` (docs/design.md §6).
 // The latent is split into one band of whole latent rows per rank (bands.ts); every rank runs
 // the decoder's stages on its band, exchanging halo rows, GroupNorm statistics and attention
 // keys/values with the others (staged-decoder.ts); the coordinator stacks the output bands.

@@ -1,4 +1,4 @@
-// `tiledDecodeFor(vae, group)` (DESIGN §4): a drop-in replacement for `vae.tiledDecode` that
+// `tiledDecodeFor(vae, group)` (docs/design.md §4): a drop-in replacement for `vae.tiledDecode` that
 // deals whole tiles to a group's ranks by work (the planner's scheduler), lets the ranks
 // exchange raw edges and finalise their own crops, and writes the gathered crops into the
 // output — the coordinator never holds a whole tile. When the overlap exceeds half the window
@@ -48,7 +48,7 @@ export interface TiledDecodeForOptions {
 
 /**
  * The distributed spatial tiling operation for `vae` on `group`, or null when there is nothing
- * to distribute: a single rank, or tiling off (DESIGN §4). Tiling on with the family's default
+ * to distribute: a single rank, or tiling off (docs/design.md §4). Tiling on with the family's default
  * window (`setTiling(vae)`) distributes. `useStrategy(vae, 'tile', group)` installs it.
  */
 export function tiledDecodeFor(vae: DistributableVae, group: RankGroup, options: TiledDecodeForOptions = {}): DistributedTiledDecode | null {
