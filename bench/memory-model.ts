@@ -184,7 +184,7 @@ function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCa
 }
 
 /** Least squares on the relative error over the calibration's factors (negative factors pinned to 0). */
-function fit(cells: CaseResult[], base: RuntimeCalibration): RuntimeCalibration {
+function fit(cases: CaseResult[], base: RuntimeCalibration): RuntimeCalibration {
   const keys = ['fixedBytes', 'decodingWeightCopies', 'holdingWeightCopies', 'activationFactor', 'repeatFactor', 'shardFactor', 'outputCopies'] as const;
   const rows: { x: number[]; y: number }[] = [];
   for (const c of cases) {
