@@ -164,7 +164,7 @@ test('rank counts the machine cannot hold are refused with the per-rank memory a
   const vae = createVae('autoencoder-kl', undefined);
   assert.throws(
     () => checkRankMemory(vae, 1024, 1024, {}, 2 ** 30),
-    (e: Error & { reasons?: { code: string }[] }) => e.reasons!.some((r) => r.code === 'RANKS_OVER_BUDGET') && /--ranks 1024: each of 1024 ranks loads its own VAE \(about \d+\.\d MiB\)/.test(e.message),
+    (e: Error & { reasons?: { code: string }[] }) => e.reasons!.some((r) => r.code === 'RANKS_OVER_BUDGET') && /--ranks 1024: each of 1024 ranks loads its own VAE \(about \d+ MiB\)/.test(e.message),
   );
   assert.doesNotThrow(() => checkRankMemory(vae, 1, 1024, {}, 2 ** 30));
 });

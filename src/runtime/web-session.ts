@@ -10,6 +10,7 @@
 
 import * as ort from 'onnxruntime-web/webgpu';
 import { DistVaeError, reason, refuse } from '../errors.js';
+import { encodeModel, type ModelProto } from '../graph/onnx-proto.js';
 import { elementCount, type Tensor } from '../tensor.js';
 import type { Session, SessionOptions } from './session.js';
 
@@ -65,9 +66,10 @@ export async function checkProvider(options: SessionOptions = {}): Promise<void>
   }
 }
 
-/** Opens a session on ONNX model bytes with onnxruntime-web. */
-export async function createSession(modelBytes: Uint8Array, options: SessionOptions = {}): Promise<Session> {
+/** Opens a session on ONNX model bytes (or a built model, whose weights a page holds in memory) with onnxruntime-web. */
+export async function createSession(model: Uint8Array | ModelProto, options: SessionOptions = {}): Promise<Session> {
   const provider = webProvider(options.provider);
+  const modelBytes = model instanceof Uint8Array ? model : encodeModel(model);
   configured = true;
   let session: ort.InferenceSession;
   try {

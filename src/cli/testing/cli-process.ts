@@ -60,10 +60,15 @@ export function rankProcessesOf(pid: number): number[] {
   }
 }
 
+/** Whether a process runs (a zombie, already dead and waiting to be reaped by init, does not). */
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return false;
   }
