@@ -95,7 +95,6 @@ export type ReasonCode =
   | 'TOO_MANY_RANKS'
   // Pages (distvae/web): backends, inputs, device limits
   | 'BACKEND_FIXED'
-  | 'FEEDS_INVALID'
   | 'FETCH_FAILED'
   | 'INPUT_TOO_LARGE'
   | 'TENSOR_EXCEEDS_DEVICE_LIMIT'

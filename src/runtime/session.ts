@@ -22,7 +22,8 @@ import { DistVaeError, invalidArgument } from '../errors.js';
 import { encodeModel, type ModelProto, type TensorProto } from '../graph/onnx-proto.js';
 import { externalBytesOf } from '../graph/tensor-proto.js';
 import { readExternalBytes } from '../io/external-bytes.js';
-import { elementCount, type Tensor } from '../tensor.js';
+import type { Tensor } from '../tensor.js';
+import { checkFeeds } from './feeds.js';
 import { probeProvider, providerConfig, type ProviderConfig } from './providers.js';
 
 export type GraphOptimizationLevel = 'disabled' | 'basic' | 'extended' | 'all';
@@ -133,13 +134,6 @@ export async function createSession(model: Uint8Array | ModelProto, options: Ses
   return wrapSession(session, provider);
 }
 
-function toOrtTensor(name: string, t: Tensor): ort.Tensor {
-  if (!(t.data instanceof Float32Array)) invalidArgument(`feeds.${name}.data`, typeof t.data, 'a Float32Array');
-  const n = elementCount(t.dims);
-  if (t.data.length !== n) invalidArgument(`feeds.${name}.data.length`, t.data.length, `${n} elements for dims [${t.dims.join(', ')}]`);
-  return new ort.Tensor('float32', t.data, t.dims);
-}
-
 function fromOrtTensor(name: string, value: ort.OnnxValue): Tensor {
   if (value.type !== 'float32' || !(value.data instanceof Float32Array)) {
     throw new DistVaeError('UNSUPPORTED', `graph output ${name} has type ${value.type}; distvae graphs must output float32`);
@@ -155,14 +149,9 @@ function wrapSession(session: ort.InferenceSession, provider: string): Session {
     inputNames,
     outputNames,
     async run(feeds) {
-      const given = Object.keys(feeds);
-      const missing = inputNames.filter((n) => !(n in feeds));
-      const unknown = given.filter((n) => !inputNames.includes(n));
-      if (missing.length > 0 || unknown.length > 0) {
-        invalidArgument('feeds', given, `exactly the graph inputs [${inputNames.join(', ')}]` + (missing.length ? `; missing ${missing.join(', ')}` : '') + (unknown.length ? `; unknown ${unknown.join(', ')}` : ''));
-      }
+      checkFeeds(inputNames, feeds);
       const ortFeeds: Record<string, ort.Tensor> = {};
-      for (const name of inputNames) ortFeeds[name] = toOrtTensor(name, feeds[name]!);
+      for (const name of inputNames) ortFeeds[name] = new ort.Tensor('float32', feeds[name]!.data, feeds[name]!.dims);
       let results: ort.InferenceSession.ReturnType;
       try {
         results = await session.run(ortFeeds);

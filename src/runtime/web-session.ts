@@ -11,7 +11,8 @@
 import * as ort from 'onnxruntime-web/webgpu';
 import { DistVaeError, reason, refuse } from '../errors.js';
 import { encodeModel, type ModelProto } from '../graph/onnx-proto.js';
-import { elementCount, type Tensor } from '../tensor.js';
+import type { Tensor } from '../tensor.js';
+import { checkFeeds } from './feeds.js';
 import type { Session, SessionOptions } from './session.js';
 
 export type { GraphOptimizationLevel, Session, SessionOptions } from './session.js';
@@ -89,18 +90,9 @@ export async function createSession(model: Uint8Array | ModelProto, options: Ses
     inputNames,
     outputNames,
     async run(feeds) {
-      const missing = inputNames.filter((n) => !(n in feeds));
-      if (missing.length > 0) {
-        refuse('INVALID_ARGUMENT', reason('FEEDS_INVALID', 'feeds', Object.keys(feeds), `exactly the graph inputs [${inputNames.join(', ')}]`));
-      }
+      checkFeeds(inputNames, feeds);
       const ortFeeds: Record<string, ort.Tensor> = {};
-      for (const name of inputNames) {
-        const t = feeds[name]!;
-        if (t.data.length !== elementCount(t.dims)) {
-          refuse('INVALID_ARGUMENT', reason('FEEDS_INVALID', `feeds.${name}.data.length`, t.data.length, `${elementCount(t.dims)} elements for dims [${t.dims.join(', ')}]`));
-        }
-        ortFeeds[name] = new ort.Tensor('float32', t.data, t.dims);
-      }
+      for (const name of inputNames) ortFeeds[name] = new ort.Tensor('float32', feeds[name]!.data, feeds[name]!.dims);
       let results: ort.InferenceSession.ReturnType;
       try {
         results = await session.run(ortFeeds);
