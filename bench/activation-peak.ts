@@ -2,11 +2,12 @@
 // loads a VAE, builds its fused session, decodes one latent `--repeat` times and prints the
 // process's peak RSS (VmHWM) after the session is built and after every decode, with the CPU
 // seconds (user + system) each decode took — a fair proxy for work on a loaded machine, where
-// wall time is not. Session knobs are passed through so each can be measured on its own.
+// wall time is not. Session knobs are passed through so each can be measured on its own; the
+// graph is the tile runner's (channel parts on; `--no-parts` for the plain spelling).
 //
 //   node --expose-gc --import tsx bench/activation-peak.ts --vae DIR --latent Z.npy [--repeat N] [--threads 2]
 //                                    [--no-arena] [--mem-pattern] [--config key=value ...]
-//                                    [--optimized PATH]
+//                                    [--optimized PATH] [--no-parts]
 //
 // Run 1024² cases under `flock /work/meas/bigmem.lock` on a shared machine.
 
@@ -29,6 +30,7 @@ const { values } = parseArgs({
     'mem-pattern': { type: 'boolean', default: false },
     config: { type: 'string', multiple: true, default: [] },
     optimized: { type: 'string' },
+    'no-parts': { type: 'boolean', default: false },
   },
 });
 
@@ -43,7 +45,7 @@ const { config, weights } = await readVaeSource({ path: values.vae! });
 const latent = readNpy(values.latent!);
 const bound = bindWeights(klDecoderParams(config), weights);
 const chunks = attentionChunksFor(latent.dims);
-const model = buildKlDecoderGraph(config, bound, { attentionChunks: chunks }).toModel();
+const model = buildKlDecoderGraph(config, bound, { attentionChunks: chunks, channelParts: !values['no-parts'] }).toModel();
 // Reading the weights' values (the finite check, the content hash) leaves JS garbage; collect it
 // (with --expose-gc) so the session's RSS is the baseline the decode's peak is read against.
 (globalThis as { gc?: () => void }).gc?.();
