@@ -49,6 +49,8 @@ export class Vae implements DecodingVae {
     readonly source: VaeSource,
     readonly loadOptions: LoadOptions,
     private readonly weights: ReadonlyMap<string, Tensor>,
+    /** Frees what holds the weights' bytes (readVaeSource's scratch file), after the sessions. */
+    private readonly release: () => void = () => undefined,
   ) {
     this.tiling = defaultTiling(this);
     this.tiledDecode = localTiledDecode(this, runner);
@@ -85,6 +87,7 @@ export class Vae implements DecodingVae {
 
   async dispose(): Promise<void> {
     await this.runner.dispose();
+    this.release();
   }
 }
 
@@ -108,7 +111,7 @@ export function sessionOptionsOf(options: LoadOptions): SessionOptions {
  */
 export async function loadVae(source: string | VaeSource, options: LoadOptions & { family?: string } = {}): Promise<Vae> {
   const resolved = vaeSourceOf(source, options.family);
-  const { family, config, runtime, weights } = await readVaeSource(resolved);
+  const { family, config, runtime, weights, release } = await readVaeSource(resolved);
   const sessionOptions = sessionOptionsOf(options);
   // The provider is checked now; the decoder's sessions are built by the first decode.
   await checkProvider(sessionOptions);
@@ -119,5 +122,5 @@ export async function loadVae(source: string | VaeSource, options: LoadOptions &
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
     ...(options.allowSpinning !== undefined ? { allowSpinning: options.allowSpinning } : {}),
   };
-  return new Vae(family, config, runtime, runner, resolved, loadOptions, weights);
+  return new Vae(family, config, runtime, runner, resolved, loadOptions, weights, release);
 }
