@@ -9,7 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { unlinkSync } from 'node:fs';
 import { extname } from 'node:path';
 import { withTemporaryPath } from './atomic-file.js';
-import { DistVaeError, reason, refuse } from '../errors.js';
+import { abortedError, DistVaeError, reason, refuse } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { imagesOf, sampleToImage, type SampleRange } from './image.js';
 
@@ -83,17 +83,13 @@ function rgb24(image: Float32Array, channels: number, plane: number): Uint8Array
   return out;
 }
 
-function aborted(signal: AbortSignal): DistVaeError {
-  return new DistVaeError('ABORTED', `video encoding aborted${signal.reason instanceof Error ? `: ${signal.reason.message}` : ''}`, { cause: signal.reason });
-}
-
 /**
  * Runs ffmpeg on `frames` streamed to its stdin, writing `output` (its last argument); rejects
  * with ffmpeg's own message on failure, and with ABORTED once an aborted ffmpeg is gone.
  */
 function encode(command: string, args: string[], output: string, frames: Iterable<Uint8Array>, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(aborted(signal));
+    if (signal?.aborted) return reject(abortedError(signal, 'video encoding'));
     const child = spawn(command, [...args, output], { stdio: ['pipe', 'ignore', 'pipe'] });
     liveEncoders.set(child, output);
     let stderr = '';
@@ -112,7 +108,7 @@ function encode(command: string, args: string[], output: string, frames: Iterabl
     child.on('close', (code) => {
       liveEncoders.delete(child);
       signal?.removeEventListener('abort', onAbort);
-      if (signal?.aborted) fail(aborted(signal));
+      if (signal?.aborted) fail(abortedError(signal, 'video encoding'));
       else if (code === 0) resolve();
       else fail(new DistVaeError('RUNTIME_FAILED', `ffmpeg exited with code ${code}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`));
     });
