@@ -1,7 +1,7 @@
 // AutoencoderKLQwenImage: the Wan-derived causal VAE used for single images (5-D latents with
 // one or more frames). Spatial ratio 2^len(temperal_downsample), as diffusers computes it.
 
-import { ConfigReader } from './config-fields.js';
+import { ConfigReader, MAX_WIDTH } from './config-fields.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
 export const qwenImage: FamilySpec = {
@@ -15,10 +15,11 @@ export const qwenImage: FamilySpec = {
   sampleRange: 'signed',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'qwen-image');
-    r.int('base_dim', 96);
-    const zDim = r.int('z_dim', 16);
+    r.int('base_dim', 96, 1, MAX_WIDTH);
+    const zDim = r.int('z_dim', 16, 1, MAX_WIDTH);
     const dimMult = r.intList('dim_mult', [1, 2, 4, 4]);
-    r.int('num_res_blocks', 2);
+    const resBlocks = r.int('num_res_blocks', 2);
+    r.blocks(dimMult.length * (resBlocks + 1), 'dim_mult × num_res_blocks', { dim_mult: dimMult.length, num_res_blocks: resBlocks });
     r.passthrough('attn_scales', []);
     const temporalDown = r.boolOrBoolList('temperal_downsample', [false, true, true], null);
     const channels = r.int('input_channels', 3);
