@@ -56,7 +56,7 @@ export { BUCKET_POLICIES, chooseBucket, parseBuckets, type BucketChoice, type Bu
 export { diffusersEquivalent } from './plan/equivalence.js';
 
 // ---- Decoding on this process ----------------------------------------------------------------
-export { checkFiniteOutput, localTiledDecode, throwIfAborted } from './decode/engine.js';
+export { checkFiniteOutput, localTiledDecode, throwIfAborted, untilAborted } from './decode/engine.js';
 export { decodeToBands } from './decode/engine.js';
 export { checkLatents } from './decode/latents.js';
 export type { DecodeOptions, DecodeProgress, RankStats, TiledDecode, TileRunner } from './decode/types.js';

@@ -57,6 +57,8 @@ const refusals: { name: string; argv: string[]; code?: number; says: RegExp }[] 
   { name: '--bit-depth 16 with .npy', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.npy'), '--bit-depth', '16'], says: /--bit-depth applies only to PNG output/ },
   { name: '--out in a missing folder', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'missing', 'o.png')], says: /the folder .*missing does not exist/ },
   { name: '--out is the --latents file', argv: ['decode', ...SYNTHETIC, '--out', join(dir, '.', 'z.npy')], says: /is the --latents file/ },
+  { name: '--threads with --redis', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--redis', 'redis://127.0.0.1:1', '--threads', '4'], says: /--threads sets how ranks decode; with --redis .* give --threads to each worker/ },
+  { name: '--device with --redis', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--redis', 'redis://127.0.0.1:1', '--device', '0'], says: /--device sets how ranks decode/ },
   { name: '--out is a folder', argv: ['decode', ...SYNTHETIC, '--out', dir + '/'], says: /must end in|is a folder/ },
 ];
 

@@ -26,6 +26,17 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw abortedError(signal);
 }
 
+/** `promise`'s outcome, or ABORTED as soon as `signal` fires (what `promise` stands for goes on: its owner ends it). */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(abortedError(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortedError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 /** `vae.decode`: whole, tiled or chunked as the VAE's tiling and the latent size decide. */
 export async function decodeLatents(vae: DecodingVae, latents: Tensor, options: DecodeOptions = {}): Promise<Tensor> {
   const latent = checkLatents(vae, latents);
