@@ -29,6 +29,9 @@ writeFileSync(config, JSON.stringify(TINY));
 const latents = join(dir, 'z.npy');
 writeNpy(latents, seededLatent(8, 8));
 const SYNTHETIC = ['--synthetic', '--config', config, '--latents', latents];
+mkdirSync(join(dir, 'batch'));
+for (const name of ['a', 'b']) writeNpy(join(dir, 'batch', `${name}.npy`), seededLatent(8, 8));
+const batchBytes = readFileSync(join(dir, 'batch', 'a.npy')).length;
 const REFUSED_RSS_BYTES = 400 * 2 ** 20;
 
 async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -45,7 +48,7 @@ function assertClean(stderr: string): void {
 
 /** Files in the test folder other than the inputs: a refusal writes nothing. */
 function written(): string[] {
-  return readdirSync(dir).filter((f) => !['tiny.json', 'z.npy', 'nan', 'inf', 'cfg', 'cfg-folder'].includes(f));
+  return readdirSync(dir).filter((f) => !['tiny.json', 'z.npy', 'nan', 'inf', 'cfg', 'cfg-folder', 'batch'].includes(f));
 }
 
 const refusals: { name: string; argv: string[]; code?: number; says: RegExp }[] = [
@@ -59,6 +62,7 @@ const refusals: { name: string; argv: string[]; code?: number; says: RegExp }[] 
   { name: '--out is the --latents file', argv: ['decode', ...SYNTHETIC, '--out', join(dir, '.', 'z.npy')], says: /is the --latents file/ },
   { name: '--threads with --redis', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--redis', 'redis://127.0.0.1:1', '--threads', '4'], says: /--threads sets how ranks decode; with --redis .* give --threads to each worker/ },
   { name: '--device with --redis', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--redis', 'redis://127.0.0.1:1', '--device', '0'], says: /--device sets how ranks decode/ },
+  { name: '--out-dir over the latents folder in their own format', argv: ['decode', '--synthetic', '--config', config, '--latents', join(dir, 'batch', '*.npy'), '--out-dir', join(dir, 'batch'), '--out-format', 'npy'], says: /--out-dir .*batch would write 2 output\(s\) over the --latents files they decode/ },
   { name: '--out is a folder', argv: ['decode', ...SYNTHETIC, '--out', dir + '/'], says: /must end in|is a folder/ },
 ];
 
@@ -71,6 +75,8 @@ for (const c of refusals) {
     assertClean(r.stderr);
     assert.deepEqual(written(), []);
     assert.deepEqual(readFileSync(latents), before, 'the input is untouched');
+    assert.deepEqual(readdirSync(join(dir, 'batch')), ['a.npy', 'b.npy']);
+    assert.equal(readFileSync(join(dir, 'batch', 'a.npy')).length, batchBytes, 'the batch inputs are untouched');
   });
 }
 

@@ -75,7 +75,7 @@ import {
 } from '../../index.js';
 import { JSON_OPTION, type Args, type CliIO, type CommandSpec } from '../args.js';
 import { formatCollectives } from '../locality-format.js';
-import { checkOutputPath } from '../output-path.js';
+import { checkOutputPath, checkOutputsAgainstInputs } from '../output-path.js';
 import { progressBar } from '../progress.js';
 import { checkRankMemory } from '../rank-memory.js';
 import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-options.js';
@@ -239,6 +239,7 @@ function readOutputs(args: Args): Pick<DecodeRequest, 'latentsPath' | 'inputs' |
   if (fps !== undefined && !video) args.refuse('--fps', fps, 'only with --out .mp4/.webm', '--fps applies only to video output (--out .mp4 or .webm)');
   if (bitDepth !== undefined && out !== undefined && extname(out).toLowerCase() !== '.png') args.refuse('--bit-depth', bitDepth, 'only with --out .png', `--bit-depth applies only to PNG output; --out ${out} is not a .png`);
   if (out !== undefined) checkOutputPath(args, out, { latents: latentsPath, vae: args.string('vae'), config: args.string('config') });
+  if (outDir !== undefined) checkOutputsAgainstInputs(args, outDir, outputs as string[], inputs);
   // A missing --out is a reason already: done() throws before any output is used.
   return { latentsPath, inputs, outputs: outputs as string[], out, video, bitDepth: bitDepth === '16' ? 16 : 8, fps };
 }
