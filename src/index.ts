@@ -20,7 +20,7 @@ export { openWeights, readBoundWeights } from './sources/weights-file.js';
 export { bytesSource, blobSource, httpRangeSource, type ByteSource } from './sources/byte-source.js';
 export { openFileSource, withFileSource, type FileByteSource } from './sources/file-source.js';
 export { hubCacheDirs, locateVae, parseRepoId, withVariant, type LocateOptions, type VaeLocation } from './sources/locate.js';
-export { ldmToDiffusers, ldmVaeConfig, ldmVaePrefix } from './sources/single-file.js';
+export { singleFileConfig, singleFileLayout, singleFileToDiffusers, type SingleFileLayout } from './sources/single-file.js';
 export { readTensors, type TensorEntry, type TensorReader } from './weights/reader.js';
 export { DISTVAE_VERSION } from './version.js';
 export { createVae, FAMILIES, FAMILY_NAMES, familyForClassName, getFamily, resolveFamily } from './families/registry.js';
