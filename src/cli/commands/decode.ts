@@ -31,6 +31,7 @@ import {
   loadVae,
   localGroup,
   MAX_LADDER_ATTEMPTS,
+  NpyBandWriter,
   peakRssBytes,
   planOfTiling,
   PngBandWriter,
@@ -471,10 +472,15 @@ class DecodeRun {
   private async decodeAsPlanned(vae: Vae, latents: Tensor, out: string, options: DecodeOptions): Promise<DecodedFile> {
     const stats = useStrategy(vae, this.strategyNow(), this.group, { offThread: true });
     const decoded = { stats, used: this.group, attempts: null };
-    // A single image goes to PNG band by band as its tile rows finish (memory independent of
-    // its height); a batch, video frames and .npy are written from the whole sample.
-    if (extname(out).toLowerCase() === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1) {
+    // A single image goes to PNG, and any image batch to .npy, band by band as its tile rows
+    // finish (memory independent of its height); PNGs of a batch and video are written from the
+    // whole sample.
+    const ext = extname(out).toLowerCase();
+    if (ext === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1) {
       return { ...decoded, sample: await writeStreamedPng(vae, latents, out, this.request.bitDepth, options), written: [out] };
+    }
+    if (ext === '.npy' && !vae.geometry.fiveDimLatents) {
+      return { ...decoded, sample: await writeStreamedNpy(vae, latents, out, options), written: [out] };
     }
     const whole = await vae.decode(latents, options);
     return { ...decoded, sample: whole, written: await this.writeWhole(vae, out, whole) };
@@ -567,6 +573,30 @@ async function writeStreamedPng(vae: Vae, latents: Tensor, out: string, bitDepth
     return result;
   } catch (e) {
     (writer as PngBandWriter | null)?.abort();
+    throw e;
+  }
+}
+
+/** Decodes image latents into an .npy written band by band (the raw decode(z).sample); nothing is left at `out` when the decode fails. */
+async function writeStreamedNpy(vae: Vae, latents: Tensor, out: string, options: DecodeOptions): Promise<{ dims: number[] }> {
+  const [batch, , latentHeight, latentWidth] = latents.dims as number[];
+  let writer: NpyBandWriter | null = null;
+  try {
+    const result = await decodeToBands(
+      vae,
+      latents,
+      (y0, band) => {
+        const [, channels, , width] = band.dims as number[];
+        checkFiniteOutput(band.data, `the decode's rows from ${y0}`);
+        writer ??= new NpyBandWriter(out, { dims: [batch!, channels!, (latentHeight! * width!) / latentWidth!, width!] });
+        writer.writeBand(band);
+      },
+      options,
+    );
+    writer!.finish();
+    return result;
+  } catch (e) {
+    (writer as NpyBandWriter | null)?.abort();
     throw e;
   }
 }
