@@ -57,7 +57,7 @@ export { diffusersEquivalent } from './plan/equivalence.js';
 
 // ---- Decoding on this process ----------------------------------------------------------------
 export { checkFiniteOutput, localTiledDecode, throwIfAborted } from './decode/engine.js';
-export { decodeToBands } from './decode/engine.js';
+export { decodeToBands, decodeToFrames } from './decode/engine.js';
 export { checkLatents } from './decode/latents.js';
 export type { DecodeOptions, DecodeProgress, RankStats, TiledDecode, TileRunner } from './decode/types.js';
 export { decoderGraphOf } from './sources/decoder-graph.js';
@@ -100,7 +100,7 @@ export { PngBandWriter, type PngStreamOptions } from './io/png-stream.js';
 export { encodeNpy, npyHeader, parseNpy, readNpy, writeNpy, type NpyDType, type NpyWriteOptions } from './io/npy.js';
 export { NpyBandWriter, type NpyStreamOptions } from './io/npy-stream.js';
 export { decodeImage, READABLE_IMAGE_FORMATS, readImage, sampleToImage, writeSamplePng, type SampleRange } from './io/image.js';
-export { checkFfmpeg, DEFAULT_FPS, isVideoPath, VIDEO_EXTENSIONS, writeSampleVideo, type VideoOptions } from './io/video.js';
+export { checkFfmpeg, DEFAULT_FPS, isVideoPath, VIDEO_EXTENSIONS, VideoFrameWriter, writeSampleVideo, type VideoOptions, type VideoShape } from './io/video.js';
 export { encodeSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './weights/safetensors.js';
 export { openPth, parsePth, readPth, type PthContents, type PthReader } from './weights/pth.js';
 

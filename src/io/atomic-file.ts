@@ -31,32 +31,12 @@ let counter = 0;
 
 /**
  * A hidden temporary name next to `path` that keeps its extension (ffmpeg picks its muxer from
- * it): `dir/.name.<pid>.<n>.partial.ext`.
+ * it, and writes there for io/video.ts): `dir/.name.<pid>.<n>.partial.ext`.
  */
 export function temporaryPathFor(path: string): string {
   const ext = extname(path);
   const stem = basename(path, ext);
   return join(dirname(path), `.${stem}.${process.pid}.${counter++}.partial${ext}`);
-}
-
-/**
- * Runs `produce` with a temporary path next to `path` (for a writer that is not ours, such as
- * ffmpeg), renaming it over `path` when it resolves and removing it when it throws.
- */
-export async function withTemporaryPath<T>(path: string, produce: (temporary: string) => Promise<T>, fs: AtomicFileSystem = NODE_FS): Promise<T> {
-  const temporary = temporaryPathFor(path);
-  try {
-    const result = await produce(temporary);
-    fs.renameSync(temporary, path);
-    return result;
-  } catch (e) {
-    try {
-      fs.unlinkSync(temporary);
-    } catch {
-      // The writer never created it.
-    }
-    throw writeError(path, e);
-  }
 }
 
 export class AtomicFile {

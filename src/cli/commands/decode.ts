@@ -14,6 +14,7 @@ import {
   checkLatents,
   chooseWithinBudget,
   decodeToBands,
+  decodeToFrames,
   DEFAULT_FPS,
   DEFAULT_QUEUE,
   describePlan,
@@ -51,6 +52,7 @@ import {
   useStrategy,
   vaeSpecOfSource,
   VIDEO_EXTENSIONS,
+  VideoFrameWriter,
   writeNpy,
   writeSamplePng,
   writeSampleVideo,
@@ -473,8 +475,8 @@ class DecodeRun {
     const stats = useStrategy(vae, this.strategyNow(), this.group, { offThread: true });
     const decoded = { stats, used: this.group, attempts: null };
     // A single image goes to PNG, and any image batch to .npy, band by band as its tile rows
-    // finish (memory independent of its height); PNGs of a batch and video are written from the
-    // whole sample.
+    // finish (memory independent of its height); PNGs of a batch and video .npy are written from
+    // the whole sample.
     const ext = extname(out).toLowerCase();
     if (ext === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1) {
       return { ...decoded, sample: await writeStreamedPng(vae, latents, out, this.request.bitDepth, options), written: [out] };
@@ -482,6 +484,9 @@ class DecodeRun {
     if (ext === '.npy' && !vae.geometry.fiveDimLatents) {
       return { ...decoded, sample: await writeStreamedNpy(vae, latents, out, options), written: [out] };
     }
+    // Video goes to ffmpeg chunk by chunk where the family decodes in temporal chunks; a plan of
+    // one chunk (or a family whose tiles span every frame) hands over the whole sample at once.
+    if (this.request.video) return { ...decoded, ...(await writeStreamedVideo(vae, latents, out, this.request.fps, options)) };
     const whole = await vae.decode(latents, options);
     return { ...decoded, sample: whole, written: await this.writeWhole(vae, out, whole) };
   }
@@ -597,6 +602,30 @@ async function writeStreamedNpy(vae: Vae, latents: Tensor, out: string, options:
     return result;
   } catch (e) {
     (writer as NpyBandWriter | null)?.abort();
+    throw e;
+  }
+}
+
+/** Decodes video latents into video files fed to ffmpeg as each temporal chunk is assembled; nothing is left at `out` when the decode fails. */
+async function writeStreamedVideo(vae: Vae, latents: Tensor, out: string, fps: number | undefined, options: DecodeOptions): Promise<{ sample: { dims: number[] }; written: string[] }> {
+  const [batch, , latentFrames] = latents.dims as number[];
+  let writer: VideoFrameWriter | null = null;
+  try {
+    const result = await decodeToFrames(
+      vae,
+      latents,
+      async (t0, frames) => {
+        const [, channels, , height, width] = frames.dims as number[];
+        checkFiniteOutput(frames.data, `the decode's frames from ${t0}`);
+        const shape = { batch: batch!, channels: channels!, frames: (latentFrames! - 1) * vae.geometry.temporalRatio + 1, height: height!, width: width! };
+        writer ??= new VideoFrameWriter(out, shape, vae.family.sampleRange, fps !== undefined ? { fps } : {});
+        await writer.writeFrames(frames);
+      },
+      options,
+    );
+    return { sample: result, written: await writer!.finish() };
+  } catch (e) {
+    await (writer as VideoFrameWriter | null)?.abort();
     throw e;
   }
 }
