@@ -108,7 +108,7 @@ export const decodeCommand: CommandSpec = {
     { name: 'out-dir', kind: 'string', value: 'DIR', description: 'with a folder or glob of latents: one output per latent, DIR/<stem>.<format>, all with one VAE load' },
     { name: 'out-format', kind: 'string', value: 'png|npy|mp4|webm', description: 'the outputs of --out-dir', defaultText: 'png' },
     { name: 'latents-scaled', kind: 'boolean', description: "the latents are a pipeline's (output_type=\"latent\"): divide by the VAE config's scaling_factor and add its shift_factor first, as pipelines do" },
-    { name: 'out', kind: 'string', value: 'PATH', description: ".npy: the raw decode(z).sample; .png: an image with the family's value mapping (one file per image/frame); .mp4/.webm: a video (one per batch item) through the system ffmpeg" },
+    { name: 'out', kind: 'string', value: 'PATH', description: ".npy: the raw decode(z).sample; .png: an image with the family's value mapping (one file per image/frame); .mp4/.webm: a video (one per batch item) through the system ffmpeg. Images go to .npy and a single PNG band by band as tile rows finish; video goes to ffmpeg chunk by chunk where the family decodes in temporal chunks (HunyuanVideo, LTX-2), else (Wan, Qwen-Image, one chunk) after the whole sample is held" },
     ...TILING_OPTIONS,
     { name: 'full', kind: 'boolean', description: 'one decoder call over everything: no spatial and no temporal tiling' },
     { name: 'bit-depth', kind: 'string', value: '8|16', description: 'PNG bit depth', defaultText: '8' },
