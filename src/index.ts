@@ -100,7 +100,7 @@ export { PngBandWriter, type PngStreamOptions } from './io/png-stream.js';
 export { encodeNpy, npyHeader, parseNpy, readNpy, writeNpy, type NpyDType, type NpyWriteOptions } from './io/npy.js';
 export { NpyBandWriter, type NpyStreamOptions } from './io/npy-stream.js';
 export { decodeImage, READABLE_IMAGE_FORMATS, readImage, sampleToImage, writeSamplePng, type SampleRange } from './io/image.js';
-export { checkFfmpeg, DEFAULT_FPS, isVideoPath, VIDEO_EXTENSIONS, VideoFrameWriter, writeSampleVideo, type VideoOptions, type VideoShape } from './io/video.js';
+export { checkFfmpeg, DEFAULT_FPS, isVideoPath, killVideoEncoders, VIDEO_EXTENSIONS, VideoFrameWriter, writeSampleVideo, type VideoOptions, type VideoShape } from './io/video.js';
 export { encodeSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './weights/safetensors.js';
 export { openPth, parsePth, readPth, type PthContents, type PthReader } from './weights/pth.js';
 

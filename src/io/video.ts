@@ -3,13 +3,14 @@
 // (io/image.ts) and 8-bit RGB frames streamed to ffmpeg's stdin — as they arrive, chunk by
 // chunk (VideoFrameWriter), or from a whole sample (writeSampleVideo). ffmpeg is not a
 // dependency: when it is missing, the error says how to install it; callers check before
-// decoding.
+// decoding. An aborted write kills ffmpeg and removes its partial file; so does a process
+// exiting (or ended by a signal, through `killVideoEncoders`) while ffmpeg runs.
 
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { renameSync, rmSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { renameSync, rmSync, unlinkSync } from 'node:fs';
 import { extname } from 'node:path';
 import { temporaryPathFor } from './atomic-file.js';
-import { DistVaeError, reason, refuse } from '../errors.js';
+import { abortedError, DistVaeError, reason, refuse } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { imagesOf, sampleToImage, type SampleRange } from './image.js';
 
@@ -29,7 +30,29 @@ export interface VideoOptions {
   fps?: number;
   /** The ffmpeg executable (default `ffmpeg`, looked up on PATH). */
   ffmpeg?: string;
+  /** Aborting kills ffmpeg and removes its partial file (ABORTED). */
+  signal?: AbortSignal;
 }
+
+/** ffmpeg processes running now, with the temporary file each writes. */
+const liveEncoders = new Map<ChildProcess, string>();
+
+/**
+ * Kills every running ffmpeg at once and removes its partial file (a process that must exit
+ * now, e.g. ended by a signal: ffmpeg would otherwise finish the file from what it was given).
+ */
+export function killVideoEncoders(): void {
+  for (const [child, temporary] of liveEncoders) {
+    child.kill('SIGKILL');
+    try {
+      unlinkSync(temporary);
+    } catch {
+      // Not created yet.
+    }
+  }
+  liveEncoders.clear();
+}
+process.on('exit', killVideoEncoders);
 
 export function isVideoPath(path: string): boolean {
   return (VIDEO_EXTENSIONS as readonly string[]).includes(extname(path).toLowerCase());
@@ -68,19 +91,27 @@ class FfmpegEncoder {
   private failure: DistVaeError | null = null;
   private readonly closed: Promise<void>;
 
-  constructor(command: string, args: string[], output: string) {
-    this.child = spawn(command, [...args, output], { stdio: ['pipe', 'pipe', 'pipe'] });
-    this.child.stdout.resume();
-    this.child.stderr.on('data', (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString()).slice(-4000)));
+  constructor(command: string, args: string[], output: string, signal?: AbortSignal) {
+    const child = spawn(command, [...args, output], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = child;
+    liveEncoders.set(child, output);
+    child.stdout.resume();
+    child.stderr.on('data', (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString()).slice(-4000)));
     // A closed pipe shows up as an exit code; the write error itself adds nothing.
-    this.child.stdin.on('error', () => undefined);
+    child.stdin.on('error', () => undefined);
+    const onAbort = () => child.kill('SIGKILL');
+    signal?.addEventListener('abort', onAbort, { once: true });
     this.closed = new Promise<void>((resolve) => {
-      this.child.on('error', (e: NodeJS.ErrnoException) => {
+      child.on('error', (e: NodeJS.ErrnoException) => {
+        liveEncoders.delete(child);
         this.failure ??= e.code === 'ENOENT' ? ffmpegMissing(command, e) : new DistVaeError('RUNTIME_FAILED', `ffmpeg could not be started: ${e.message}`, { cause: e });
         resolve();
       });
-      this.child.on('close', (code) => {
-        if (code !== 0) this.failure ??= new DistVaeError('RUNTIME_FAILED', `ffmpeg exited with code ${code}: ${this.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+      child.on('close', (code) => {
+        liveEncoders.delete(child);
+        signal?.removeEventListener('abort', onAbort);
+        if (signal?.aborted) this.failure ??= abortedError(signal, 'video encoding');
+        else if (code !== 0) this.failure ??= new DistVaeError('RUNTIME_FAILED', `ffmpeg exited with code ${code}: ${this.stderr.trim().split('\n').slice(-3).join(' | ')}`);
         resolve();
       });
     });
@@ -158,10 +189,11 @@ export class VideoFrameWriter {
       '-vf', 'pad=ceil(iw/2)*2:ceil(ih/2)*2',
       ...ENCODERS[ext],
     ];
+    if (options.signal?.aborted) throw abortedError(options.signal, 'video encoding');
     // ffmpeg writes temporary files renamed on success: a failed encode leaves nothing at a path.
     this.temporaries = this.paths.map((p) => temporaryPathFor(p));
     const command = options.ffmpeg ?? 'ffmpeg';
-    this.encoders = this.temporaries.map((t) => new FfmpegEncoder(command, args, t));
+    this.encoders = this.temporaries.map((t) => new FfmpegEncoder(command, args, t, options.signal));
   }
 
   /** Appends the next frames, a (B, C, f, H, W) sample in the family's range. */

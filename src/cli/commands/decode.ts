@@ -618,7 +618,7 @@ async function writeStreamedVideo(vae: Vae, latents: Tensor, out: string, fps: n
         const [, channels, , height, width] = frames.dims as number[];
         checkFiniteOutput(frames.data, `the decode's frames from ${t0}`);
         const shape = { batch: batch!, channels: channels!, frames: (latentFrames! - 1) * vae.geometry.temporalRatio + 1, height: height!, width: width! };
-        writer ??= new VideoFrameWriter(out, shape, vae.family.sampleRange, fps !== undefined ? { fps } : {});
+        writer ??= new VideoFrameWriter(out, shape, vae.family.sampleRange, { ...(fps !== undefined ? { fps } : {}), ...(options.signal ? { signal: options.signal } : {}) });
         await writer.writeFrames(frames);
       },
       options,
