@@ -72,6 +72,8 @@ export function chooseBucket(requested: Size2, buckets: readonly Size2[], policy
   if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   const area = requested.height * requested.width;
   const inflation = (b: Size2) => (b.height * b.width) / area;
+  // What every policy's answer says about the bucket it chose.
+  const chosen = (bucket: Size2) => ({ policy, requested: { ...requested }, bucket: { ...bucket }, areaInflation: inflation(bucket) });
 
   if (policy === 'pad') {
     const fitting = buckets.filter((b) => b.height >= requested.height && b.width >= requested.width);
@@ -82,10 +84,7 @@ export function chooseBucket(requested: Size2, buckets: readonly Size2[], policy
     const bucket = minBy(fitting, (b) => [b.height * b.width, aspectDistance(b, requested)]);
     const contentBox = { y0: 0, y1: requested.height, x0: 0, x1: requested.width };
     return {
-      policy,
-      requested: { ...requested },
-      bucket: { ...bucket },
-      areaInflation: inflation(bucket),
+      ...chosen(bucket),
       contentChanged: false,
       aspectPreserved: true,
       contentBox,
@@ -105,10 +104,7 @@ export function chooseBucket(requested: Size2, buckets: readonly Size2[], policy
     const keptBox = { y0, y1: y0 + keptH, x0, x1: x0 + keptW };
     const lost = 1 - (keptH * keptW) / area;
     return {
-      policy,
-      requested: { ...requested },
-      bucket: { ...bucket },
-      areaInflation: inflation(bucket),
+      ...chosen(bucket),
       contentChanged: true,
       aspectPreserved: true,
       scale,
@@ -119,10 +115,7 @@ export function chooseBucket(requested: Size2, buckets: readonly Size2[], policy
   const scaleHeight = bucket.height / requested.height;
   const scaleWidth = bucket.width / requested.width;
   return {
-    policy,
-    requested: { ...requested },
-    bucket: { ...bucket },
-    areaInflation: inflation(bucket),
+    ...chosen(bucket),
     contentChanged: true,
     aspectPreserved: scaleHeight === scaleWidth,
     scaleHeight,
