@@ -16,7 +16,10 @@ import type { RawConfig } from '../types.js';
  * A writer of diffusers folders named `prefix…`; call it at a test file's top level (the
  * folders are removed after the file's tests). With `className`, config.json names it.
  */
-export function diffusersFolderWriter(prefix: string, className?: string): (config: RawConfig, weights: ReadonlyMap<string, Tensor>) => string {
+export function diffusersFolderWriter(
+  prefix: string,
+  className?: string,
+): (config: RawConfig, weights: ReadonlyMap<string, Tensor>) => string {
   const dirs: string[] = [];
   after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
   return (config, weights) => {
