@@ -18,6 +18,7 @@ import { decodeLatents } from './engine.js';
 import { LazyTileRunner } from './lazy-runner.js';
 import type { DecodeOptions, TileRunner } from './types.js';
 
+/** How `loadVae` runs a VAE: execution provider and device, threads, spinning. */
 export interface LoadOptions {
   /** Execution provider (default 'cpu'); a missing one is an error, never a silent fallback. */
   provider?: string;

@@ -58,6 +58,7 @@ export async function withTemporaryPath<T>(path: string, produce: (temporary: st
   }
 }
 
+/** A file written whole or not at all: bytes go to a temporary file renamed over the target by `commit()`; `abort()` removes it. */
 export class AtomicFile {
   private fd: number | null;
   private readonly tempPath: string;

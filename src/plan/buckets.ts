@@ -8,9 +8,12 @@ import { reason, type Reason, refuse } from '../errors.js';
 import type { Size2 } from '../families/types.js';
 import { isPositiveInteger } from './shapes.js';
 
+/** How an image is fitted to a bucket: padded, cropped or resized. */
 export type BucketPolicy = 'pad' | 'crop' | 'resize';
+/** Every BucketPolicy. */
 export const BUCKET_POLICIES: readonly BucketPolicy[] = ['pad', 'crop', 'resize'];
 
+/** A pixel box, half-open on both axes. */
 export interface Box {
   /** Half-open pixel ranges. */
   y0: number;
@@ -19,6 +22,7 @@ export interface Box {
   x1: number;
 }
 
+/** The bucket chosen for an image and what the policy does to it. */
 export interface BucketChoice {
   policy: BucketPolicy;
   requested: Size2;
@@ -62,6 +66,7 @@ export function parseBuckets(text: string, field = 'buckets'): Size2[] {
 
 const aspectDistance = (a: Size2, b: Size2) => Math.abs(Math.log(a.height / a.width) - Math.log(b.height / b.width));
 
+/** The bucket for an image of `requested` size under `policy`: the smallest that holds it (pad) or the closest aspect ratio (crop, resize). */
 export function chooseBucket(requested: Size2, buckets: readonly Size2[], policy: BucketPolicy): BucketChoice {
   const reasons: Reason[] = [];
   for (const axis of ['height', 'width'] as const) {
