@@ -10,7 +10,7 @@ import type { Tensor } from '../tensor.js';
 import { localTiledDecode, type DecodingVae } from './engine.js';
 import type { TiledDecode, TileRunner } from './types.js';
 
-/** A loaded decoder; `R` is the kind of tile runner its host gives it. */
+/** What Vae (Node) and WebVae (a page) share: the planner's view, the runner, the tiling decode uses; `R` is the host's kind of tile runner. */
 export abstract class BoundVae<R extends TileRunner = TileRunner> implements DecodingVae {
   /** The tiling decode uses; set it with `setTiling` / `disableTiling`, never by hand. */
   tiling: TilingState;
@@ -28,10 +28,12 @@ export abstract class BoundVae<R extends TileRunner = TileRunner> implements Dec
     this.tiledDecode = localTiledDecode(this, runner);
   }
 
+  /** How latents map to samples (the resolved config's geometry). */
   get geometry(): VaeGeometry {
     return this.config.geometry;
   }
 
+  /** Frees the decoder's sessions; the VAE cannot decode afterwards. */
   dispose(): Promise<void> {
     return this.runner.dispose();
   }
