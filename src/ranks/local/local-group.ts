@@ -5,16 +5,17 @@
 // keep the process alive only while a run is in flight.
 
 import { availableParallelism } from 'node:os';
-import { abortedError } from '../../decode/engine.js';
-import { DistVaeError, invalidArgument } from '../../errors.js';
+import { abortedError, DistVaeError, invalidArgument } from '../../errors.js';
 import type { RankGroup, TileJob, TileJobOptions, TileJobResult } from '../group.js';
 import type { ProgramRef } from '../program.js';
 import { runTileJob } from '../../strategies/tile/coordinator.js';
 import type { RankHost, StartRank } from './host.js';
 import { deserializeError, transferables, type FromRank, type RankInit } from './protocol.js';
 
+/** How local ranks run: worker threads, or child processes (a crash stays in its rank). */
 export type Isolation = 'thread' | 'process';
 
+/** Options of `localGroup`. */
 export interface LocalGroupOptions {
   /** Number of ranks (≥ 1). */
   ranks: number;
@@ -66,6 +67,7 @@ interface ActiveRun {
   escalation: NodeJS.Timeout | null;
 }
 
+/** Ranks on this machine (threads or processes) that message each other; made by `localGroup`, started by `start()`, ended by `close()`. */
 export class LocalGroup implements RankGroup {
   readonly size: number;
   readonly isolation: Isolation;

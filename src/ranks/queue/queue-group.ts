@@ -15,8 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { FlowProducer, Queue, QueueEvents } from 'bullmq';
 import type { Redis, RedisOptions } from 'ioredis';
-import { abortedError } from '../../decode/engine.js';
-import { DistVaeError } from '../../errors.js';
+import { abortedError, DistVaeError } from '../../errors.js';
 import type { RankGroup, TileJob, TileJobOptions, TileJobResult } from '../group.js';
 import { connectRedis, describeServer, redisOptionsOf, type RedisConnection } from './connection.js';
 import { DEFAULT_QUEUE, bytesOf, decodeKeys, parentQueueOf, sha256, type DecodeKeys, type RunJobData, type RunTile } from './protocol.js';
@@ -30,6 +29,7 @@ export interface QueueTraffic {
   tileBytes: number;
 }
 
+/** Options of `queueGroup`. */
 export interface QueueGroupOptions {
   /** A `redis://` / `rediss://` URL (user, password, database in it) or ioredis options. */
   connection: RedisConnection;
@@ -56,6 +56,7 @@ interface Connected {
   size: number;
 }
 
+/** Ranks as run jobs on a BullMQ queue, served by `distvae worker` processes; made by `queueGroup`, reached by `connect()`. */
 export class QueueGroup implements RankGroup {
   readonly transport = 'queue';
   readonly rankToRank = false;
