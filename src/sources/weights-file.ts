@@ -62,13 +62,7 @@ export function readWeights(path: string): Promise<Map<string, StoredTensor>> {
   return withFileSource(path, async (source) => readTensors(await openWeights(source)));
 }
 
-/**
- * The decoder's tensors from an opened file: the shapes are bound first (header only, every
- * problem named at once), then only the expected tensors are read, one after another — a
- * view or storage the decoder does not expect is never materialised; with `spill`, converted
- * tensors end in a file too. `entries` may rename the
- * reader's keys (each entry keeps its stored name) and reshape them (same element count).
- */
+/** Options of readBoundWeights: binding's, and where converted tensors go. */
 export interface ReadBoundOptions extends BindOptions {
   /**
    * Where a tensor converted to float32 in JS (float16, bfloat16, a .pth storage) is written, one
@@ -78,6 +72,13 @@ export interface ReadBoundOptions extends BindOptions {
   spill?: (data: Float32Array, name: string) => FileBytes;
 }
 
+/**
+ * The decoder's tensors from an opened file: the shapes are bound first (header only, every
+ * problem named at once), then only the expected tensors are read, one after another — a
+ * view or storage the decoder does not expect is never materialised; with `spill`, converted
+ * tensors end in a file too. `entries` may rename the
+ * reader's keys (each entry keeps its stored name) and reshape them (same element count).
+ */
 export async function readBoundWeights(
   reader: TensorReader,
   entries: ReadonlyMap<string, TensorEntry>,
