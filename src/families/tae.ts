@@ -16,6 +16,7 @@
 import { ConfigReader, MAX_WIDTH } from './config-fields.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
+/** The published tiny autoencoders and what sets them apart (latent channels, a GroupNorm mid-block). */
 export const TAE_VARIANTS = {
   taesd: { latentChannels: 4, midblockGn: false },
   taesdxl: { latentChannels: 4, midblockGn: false },
@@ -24,9 +25,12 @@ export const TAE_VARIANTS = {
   taef2: { latentChannels: 32, midblockGn: true },
 } as const;
 
+/** A published tiny autoencoder: taesd, taesdxl, taesd3, taef1 or taef2. */
 export type TaeVariant = keyof typeof TAE_VARIANTS;
 
+/** How a TAE checkpoint names its weights: madebyollin's own files, or a diffusers AutoencoderTiny. */
 export const TAE_KEY_LAYOUTS = ['madebyollin', 'diffusers'] as const;
+/** One of TAE_KEY_LAYOUTS. */
 export type TaeKeyLayout = (typeof TAE_KEY_LAYOUTS)[number];
 
 /** The architecture a resolved TAE config describes (what the graph builders read). */

@@ -9,6 +9,7 @@ import type { RawConfig } from '../families/types.js';
 /** The largest config.json read (published ones are a few KiB): a bigger one, a device or a pipe is refused unread. */
 export const MAX_CONFIG_BYTES = 16 * 2 ** 20;
 
+/** Reads a diffusers config.json (a file, or a folder holding one, a regular file of at most MAX_CONFIG_BYTES); FILE_NOT_FOUND / FILE_INVALID / CONFIG_INVALID with the reason. */
 export function readConfigJson(path: string): RawConfig {
   const file = existsSync(path) && statSync(path).isDirectory() ? join(path, 'config.json') : path;
   if (!existsSync(file)) {
