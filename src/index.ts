@@ -13,6 +13,7 @@ export type { DType, FloatDType, StoredTensor } from './weights/dtype.js';
 
 // ---- Sources and families: what a user names -> family, config, weights -----------------------
 export { loadVae, type LoadOptions, type Vae } from './decode/vae.js';
+export type { BoundVae } from './decode/bound-vae.js';
 export { DIFFUSERS_WEIGHTS_FILE, readVaeSource, vaeSpecOfSource, type VaePart, type VaeSource } from './sources/vae-source.js';
 export { readConfigJson } from './sources/config-file.js';
 export { readWeights } from './sources/weights-file.js';
@@ -56,7 +57,7 @@ export { BUCKET_POLICIES, chooseBucket, parseBuckets, type BucketChoice, type Bu
 export { diffusersEquivalent } from './plan/equivalence.js';
 
 // ---- Decoding on this process ----------------------------------------------------------------
-export { checkFiniteOutput, localTiledDecode, throwIfAborted } from './decode/engine.js';
+export { checkFiniteOutput, localTiledDecode, throwIfAborted, untilAborted } from './decode/engine.js';
 export { decodeToBands, decodeToFrames } from './decode/engine.js';
 export { checkLatents } from './decode/latents.js';
 export type { DecodeOptions, DecodeProgress, RankStats, TiledDecode, TileRunner } from './decode/types.js';
@@ -106,6 +107,7 @@ export { openPth, parsePth, readPth, type PthContents, type PthReader } from './
 
 // ---- Encoding images to latents (tae) --------------------------------------------------------
 export { checkImage, cropToMultiple, loadEncoder, type Encoder } from './encode/encoder.js';
+export type { BoundEncoder } from './encode/bound-encoder.js';
 
 // ---- Graphs and their locality ---------------------------------------------------------------
 export { analyzeLocality, formatScale, type LocalityReport, type StageLocality } from './graph/locality.js';

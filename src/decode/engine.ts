@@ -26,6 +26,17 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw abortedError(signal);
 }
 
+/** `promise`'s outcome, or ABORTED as soon as `signal` fires (what `promise` stands for goes on: its owner ends it). */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(abortedError(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortedError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 /** One chunk (or the whole latent) through the tiling operation, or the runner when nothing tiles. */
 function chunkDecoder(vae: DecodingVae, grid: TileGrid, options: DecodeOptions): (chunkLatents: Tensor, chunk?: number) => Promise<Tensor> {
   const progress = new ProgressCounter(grid.tiles.length * grid.chunks.length, options.onProgress);

@@ -39,6 +39,7 @@ export function temporaryPathFor(path: string): string {
   return join(dirname(path), `.${stem}.${process.pid}.${counter++}.partial${ext}`);
 }
 
+/** A file written whole or not at all: bytes go to a temporary file renamed over the target by `commit()`; `abort()` removes it. */
 export class AtomicFile {
   private fd: number | null;
   private readonly tempPath: string;

@@ -30,6 +30,7 @@ const DESCR_DTYPES: Readonly<Record<string, DType>> = {
 };
 const DTYPE_DESCRS = { F32: '<f4', F16: '<f2' } as const;
 
+/** Reads a little-endian, C-order .npy file (float or integer dtypes) as a float32 tensor with its stored dtype. */
 export function readNpy(path: string): StoredTensor {
   return parseNpy(readFileBytes(path), path);
 }
@@ -119,10 +120,12 @@ function parseHeaderDict(text: string, fail: (message: string) => never): Map<st
   return dict;
 }
 
+/** Writes a tensor as .npy (float32 unless `options.dtype` says otherwise), atomically. */
 export function writeNpy(path: string, tensor: Tensor, options: NpyWriteOptions = {}): void {
   writeFileBytes(path, encodeNpy(tensor, options));
 }
 
+/** The .npy bytes of a tensor. */
 export function encodeNpy(tensor: Tensor, options: NpyWriteOptions = {}): Uint8Array {
   const dtype = options.dtype ?? 'F32';
   if (tensor.data.length !== elementCount(tensor.dims)) {

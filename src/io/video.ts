@@ -14,6 +14,7 @@ import { abortedError, DistVaeError, reason, refuse } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { imagesOf, sampleToImage, type SampleRange } from './image.js';
 
+/** The video containers `writeSampleVideo` writes. */
 export const VIDEO_EXTENSIONS = ['.mp4', '.webm'] as const;
 
 /** Encoder settings per container: widely playable 4:2:0 video at visually lossless quality. */
@@ -25,6 +26,7 @@ const ENCODERS: Readonly<Record<(typeof VIDEO_EXTENSIONS)[number], string[]>> = 
 /** The frame rate written when none is asked for (LTX-2 and HunyuanVideo pipelines export at 24). */
 export const DEFAULT_FPS = 24;
 
+/** Options of `writeSampleVideo`. */
 export interface VideoOptions {
   /** Frames per second, > 0 (default 24). */
   fps?: number;
@@ -54,6 +56,7 @@ export function killVideoEncoders(): void {
 }
 process.on('exit', killVideoEncoders);
 
+/** Whether `path` ends in a video extension (VIDEO_EXTENSIONS). */
 export function isVideoPath(path: string): boolean {
   return (VIDEO_EXTENSIONS as readonly string[]).includes(extname(path).toLowerCase());
 }

@@ -7,6 +7,7 @@
 // node-bounded exact search follows. With fewer tiles than ranks each tile gets its own rank and
 // the others stay idle: work is never duplicated.
 
+/** Tiles dealt to ranks: each rank's tiles and load, the largest load and the imbalance. */
 export interface Schedule {
   /** Tile indices per rank, in raster order; idle ranks have none. */
   ranks: number[][];
@@ -30,6 +31,7 @@ const WITHIN_OPTIMUM = 1.01;
 /** Node budget of the exact search that follows the heuristics (deterministic: nodes, not time). */
 const EXACT_SEARCH_NODES = 200;
 
+/** Deals tiles of the given work to `ranks`, minimising the largest load; each tile goes to exactly one rank. */
 export function scheduleTiles(work: readonly number[], ranks: number): Schedule {
   if (!Number.isInteger(ranks) || ranks < 1) throw new RangeError(`ranks must be a positive integer, got ${ranks}`);
   const n = work.length;

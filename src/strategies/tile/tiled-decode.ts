@@ -22,6 +22,7 @@ import { tileLayout } from '../../tile/layout.js';
 import type { DistributableVae } from '../distributable.js';
 import type { Assembly, RankGroup, TileJobResult, TileResult } from '../../ranks/group.js';
 
+/** What one distributed tiling call did: transport, assembly, tiles, idle ranks and every rank's accounting. */
 export interface DistributedDecodeStats extends TileJobResult {
   transport: string;
   assembly: Assembly;
@@ -33,11 +34,13 @@ export interface DistributedDecodeStats extends TileJobResult {
   seconds: number;
 }
 
+/** A tiled decode through a rank group, with the statistics of its last call. */
 export interface DistributedTiledDecode extends TiledDecode {
   /** Statistics of the last call (one call per temporal chunk), null before the first. */
   readonly lastStats: DistributedDecodeStats | null;
 }
 
+/** Options of `tiledDecodeFor`. */
 export interface TiledDecodeForOptions {
   /** Called after every call (once per temporal chunk) with its statistics. */
   onStats?: (stats: DistributedDecodeStats) => void;
