@@ -57,7 +57,7 @@ export { BUCKET_POLICIES, chooseBucket, parseBuckets, type BucketChoice, type Bu
 export { diffusersEquivalent } from './plan/equivalence.js';
 
 // ---- Decoding on this process ----------------------------------------------------------------
-export { checkFiniteOutput, localTiledDecode, throwIfAborted } from './decode/engine.js';
+export { checkFiniteOutput, localTiledDecode, throwIfAborted, untilAborted } from './decode/engine.js';
 export { decodeToBands } from './decode/engine.js';
 export { checkLatents } from './decode/latents.js';
 export type { DecodeOptions, DecodeProgress, RankStats, TiledDecode, TileRunner } from './decode/types.js';
@@ -100,7 +100,7 @@ export { AtomicFile, withAtomicFile, writeFileAtomic } from './io/atomic-file.js
 export { PngBandWriter, type PngStreamOptions } from './io/png-stream.js';
 export { encodeNpy, parseNpy, readNpy, writeNpy } from './io/npy.js';
 export { decodeImage, READABLE_IMAGE_FORMATS, readImage, sampleToImage, writeSamplePng, type SampleRange } from './io/image.js';
-export { checkFfmpeg, DEFAULT_FPS, isVideoPath, VIDEO_EXTENSIONS, writeSampleVideo, type VideoOptions } from './io/video.js';
+export { checkFfmpeg, DEFAULT_FPS, isVideoPath, killVideoEncoders, VIDEO_EXTENSIONS, writeSampleVideo, type VideoOptions } from './io/video.js';
 export { encodeSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './weights/safetensors.js';
 export { openPth, parsePth, readPth, type PthContents, type PthReader } from './weights/pth.js';
 

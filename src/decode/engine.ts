@@ -3,7 +3,7 @@
 // `tiledDecode` once per temporal chunk, assembles chunks, and applies the family's
 // post-processing once, after assembly — never per tile.
 
-import { DistVaeError } from '../errors.js';
+import { abortedError, DistVaeError } from '../errors.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
 import type { VaeSpec } from '../families/types.js';
 import { tileGrid } from '../plan/grid.js';
@@ -21,14 +21,20 @@ export interface DecodingVae extends VaeSpec {
   tiledDecode: TiledDecode;
 }
 
-/** ABORTED for an aborted signal, with its reason's message when it has one. */
-export function abortedError(signal: AbortSignal, what = 'decode'): DistVaeError {
-  return new DistVaeError('ABORTED', `${what} aborted${signal.reason instanceof Error ? `: ${signal.reason.message}` : ''}`, { cause: signal.reason });
-}
-
 /** Throws ABORTED when `signal` is aborted (a no-op without one). */
 export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw abortedError(signal);
+}
+
+/** `promise`'s outcome, or ABORTED as soon as `signal` fires (what `promise` stands for goes on: its owner ends it). */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(abortedError(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortedError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 /** `vae.decode`: whole, tiled or chunked as the VAE's tiling and the latent size decide. */

@@ -2,7 +2,7 @@
 // frame by frame inside each spatial tile. The spatial ratio is the config's
 // scale_factor_spatial, as in diffusers; the decoder's own up-sampling must agree with it.
 
-import { ConfigReader } from './config-fields.js';
+import { ConfigReader, MAX_WIDTH } from './config-fields.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
 export const wan: FamilySpec = {
@@ -62,11 +62,12 @@ export const wan: FamilySpec = {
 
 /** The fields of the Wan layout (Wan and Qwen-Image), read in diffusers' order; Wan 2.2 adds decoder_base_dim. */
 export function readWanLayout(r: ConfigReader, options: { decoderBaseDim: boolean }): { baseDim: number; decoderBaseDim: number | null; zDim: number; dimMult: number[]; temporalDown: boolean[] } {
-  const baseDim = r.int('base_dim', 96);
-  const decoderBaseDim = options.decoderBaseDim ? r.optionalInt('decoder_base_dim') : null;
-  const zDim = r.int('z_dim', 16);
+  const baseDim = r.int('base_dim', 96, 1, MAX_WIDTH);
+  const decoderBaseDim = options.decoderBaseDim ? r.optionalInt('decoder_base_dim', 1, MAX_WIDTH) : null;
+  const zDim = r.int('z_dim', 16, 1, MAX_WIDTH);
   const dimMult = r.intList('dim_mult', [1, 2, 4, 4]);
-  r.int('num_res_blocks', 2);
+  const resBlocks = r.int('num_res_blocks', 2);
+  r.blocks(dimMult.length * (resBlocks + 1), 'dim_mult × num_res_blocks', { dim_mult: dimMult.length, num_res_blocks: resBlocks });
   r.passthrough('attn_scales', []);
   const temporalDown = r.boolOrBoolList('temperal_downsample', [false, true, true], null);
   return { baseDim, decoderBaseDim, zDim, dimMult, temporalDown };

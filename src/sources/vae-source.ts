@@ -52,11 +52,15 @@ export function sourceConfig(source: VaeSource): RawConfig | undefined {
 /**
  * The planner's view of a source without reading weights, so a request can be checked before
  * loading; null for a bare weights file with no config (its variant is known only from its keys).
+ * A config whose declared weights cannot fit the default memory budget is refused (CONFIG_INVALID).
  */
 export function vaeSpecOfSource(source: VaeSource): VaeSpec | null {
   const config = sourceConfig(source);
   if (config === undefined) return null;
-  return createVae(source.family, config);
+  const vae = createVae(source.family, config);
+  // The weights the config declares are judged before a plan is made for it.
+  checkWeightBytes(runtimeOf(vae.family).decoderParams(vae.config), `the ${vae.family.name} decoder`);
+  return vae;
 }
 
 export type { VaePart };

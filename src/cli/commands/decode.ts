@@ -45,6 +45,7 @@ import {
   splitBands,
   STRATEGIES,
   throwIfAborted,
+  untilAborted,
   tileGrid,
   unscaleLatents,
   useStrategy,
@@ -74,7 +75,7 @@ import {
 } from '../../index.js';
 import { JSON_OPTION, type Args, type CliIO, type CommandSpec } from '../args.js';
 import { formatCollectives } from '../locality-format.js';
-import { checkOutputPath } from '../output-path.js';
+import { checkOutputPath, checkOutputsAgainstInputs } from '../output-path.js';
 import { progressBar } from '../progress.js';
 import { checkRankMemory } from '../rank-memory.js';
 import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-options.js';
@@ -238,6 +239,7 @@ function readOutputs(args: Args): Pick<DecodeRequest, 'latentsPath' | 'inputs' |
   if (fps !== undefined && !video) args.refuse('--fps', fps, 'only with --out .mp4/.webm', '--fps applies only to video output (--out .mp4 or .webm)');
   if (bitDepth !== undefined && out !== undefined && extname(out).toLowerCase() !== '.png') args.refuse('--bit-depth', bitDepth, 'only with --out .png', `--bit-depth applies only to PNG output; --out ${out} is not a .png`);
   if (out !== undefined) checkOutputPath(args, out, { latents: latentsPath, vae: args.string('vae'), config: args.string('config') });
+  if (outDir !== undefined) checkOutputsAgainstInputs(args, outDir, outputs as string[], inputs);
   // A missing --out is a reason already: done() throws before any output is used.
   return { latentsPath, inputs, outputs: outputs as string[], out, video, bitDepth: bitDepth === '16' ? 16 : 8, fps };
 }
@@ -277,6 +279,10 @@ function readPlacement(args: Args, strategy: Strategy): Pick<DecodeRequest, 'ran
     if (strategy !== 'tile') args.refuse('--strategy', strategy, 'tile with --redis', `--strategy ${strategy} needs local ranks; a queue decode deals blended tiles (--strategy tile)`);
     if (args.has('ranks') && ranks < 2) args.refuse('--ranks', ranks, 'an integer >= 2 with --redis', `--ranks ${ranks}: a queue decode deals its tiles into at least 2 runs`);
     if (args.has('isolation')) args.refuse('--isolation', isolation, 'absent with --redis', '--isolation applies to local ranks; with --redis the tiles are decoded by `distvae worker` processes');
+    // The coordinator of a queue decode never runs the decoder: these would do nothing.
+    for (const name of ['threads', 'device', 'provider']) {
+      if (args.has(name)) args.refuse(`--${name}`, args.values[name], 'absent with --redis', `--${name} sets how ranks decode; with --redis the tiles are decoded by \`distvae worker\` processes: give --${name} to each worker`);
+    }
   }
   if (redis === undefined && args.has('isolation') && !args.has('ranks') && strategy !== 'shard') {
     args.refuse('--isolation', isolation, 'with --ranks R', '--isolation says how --ranks are run; without --ranks the decode runs on one decoder thread');
@@ -325,14 +331,16 @@ class DecodeRun {
     let vae: Vae | null = null;
     try {
       vae = await loadVae(request.source, request.loadOptions);
+      // A signal that came during the (synchronous) load is acted on now: no rank is started after it.
+      throwIfAborted(this.io.signal);
       const first = this.configure(vae, storedAll[0]!, request.inputs[0]!);
       if (request.redis === undefined && this.group === null && !this.laddered()) {
         const n = this.ranksFor(vae, first);
         checkRankMemory(vae, n, request.ranks, request.loadOptions);
         this.startLocal(n);
       }
-      await this.started;
-      throwIfAborted(this.io.signal);
+      // Ranks still starting when a signal comes are ended by the group's close.
+      await untilAborted(this.started ?? Promise.resolve(), this.io.signal);
       for (const [i, stored] of storedAll.entries()) {
         await this.decodeOne(vae, stored, request.inputs[i]!, request.outputs[i]!);
       }
@@ -393,6 +401,7 @@ class DecodeRun {
    * onnxruntime blocks its thread, and the CLI's own thread must stay free to act on SIGINT/SIGTERM.
    */
   private startLocal(ranks: number): void {
+    throwIfAborted(this.io.signal);
     const local = this.localRanks(ranks, this.request.isolation);
     const started = local.start();
     started.catch(() => undefined);
@@ -489,7 +498,7 @@ class DecodeRun {
       writeNpy(out, whole);
       return [out];
     }
-    if (this.request.video) return await writeSampleVideo(out, whole, vae.family.sampleRange, fps !== undefined ? { fps } : {});
+    if (this.request.video) return await writeSampleVideo(out, whole, vae.family.sampleRange, { ...(fps !== undefined ? { fps } : {}), ...(this.io.signal ? { signal: this.io.signal } : {}) });
     return writeSamplePng(out, whole, vae.family.sampleRange, { bitDepth: this.request.bitDepth });
   }
 
