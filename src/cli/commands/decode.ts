@@ -83,7 +83,7 @@ import { progressBar } from '../progress.js';
 import { checkRankMemory } from '../rank-memory.js';
 import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-options.js';
 import { REDIS_OPTIONS } from './redis-options.js';
-import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
+import { printSourceNotes, RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
 import { MEMORY_OPTIONS, choiceJson, memoryJson, readBudgetOptions, type BudgetOption } from '../memory-options.js';
 
 /** How long an interrupted queue decode may take to remove its jobs from Redis. */
@@ -165,6 +165,7 @@ export const decodeCommand: CommandSpec = {
   ],
   async run(args, io) {
     const request = readRequest(args);
+    printSourceNotes(request.source, io);
     return new DecodeRun(request, args, io).execute();
   },
 };
