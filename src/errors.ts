@@ -111,6 +111,7 @@ export type ReasonCode =
   | 'NO_LATENTS'
   | 'OUTPUT_UNWRITABLE'
   | 'PNG_SIZE'
+  | 'NPY_SHAPE'
   | 'FFMPEG_MISSING'
   | 'FPS_INVALID'
   | 'IMAGE_CHANNELS'

@@ -21,7 +21,7 @@ export { openWeights, readBoundWeights } from './sources/weights-file.js';
 export { bytesSource, blobSource, httpRangeSource, type ByteSource } from './sources/byte-source.js';
 export { openFileSource, withFileSource, type FileByteSource } from './sources/file-source.js';
 export { hubCacheDirs, locateVae, parseRepoId, withVariant, type LocateOptions, type VaeLocation } from './sources/locate.js';
-export { ldmToDiffusers, ldmVaeConfig, ldmVaePrefix } from './sources/single-file.js';
+export { singleFileConfig, singleFileLayout, singleFileToDiffusers, type SingleFileLayout } from './sources/single-file.js';
 export { readTensors, type TensorEntry, type TensorReader } from './weights/reader.js';
 export { DISTVAE_VERSION } from './version.js';
 export { createVae, FAMILIES, FAMILY_NAMES, familyForClassName, getFamily, resolveFamily } from './families/registry.js';
@@ -58,7 +58,7 @@ export { diffusersEquivalent } from './plan/equivalence.js';
 
 // ---- Decoding on this process ----------------------------------------------------------------
 export { checkFiniteOutput, localTiledDecode, throwIfAborted, untilAborted } from './decode/engine.js';
-export { decodeToBands } from './decode/engine.js';
+export { decodeToBands, decodeToFrames } from './decode/engine.js';
 export { checkLatents } from './decode/latents.js';
 export type { DecodeOptions, DecodeProgress, RankStats, TiledDecode, TileRunner } from './decode/types.js';
 export { decoderGraphOf } from './sources/decoder-graph.js';
@@ -98,9 +98,10 @@ export { LATENTS_KEY, readLatents } from './io/latents.js';
 export { COMFY_LATENT_KEY, expandLatentsArg, latentScalingOf, latentsStem, unscaleLatents } from './io/latents.js';
 export { AtomicFile, withAtomicFile, writeFileAtomic } from './io/atomic-file.js';
 export { PngBandWriter, type PngStreamOptions } from './io/png-stream.js';
-export { encodeNpy, parseNpy, readNpy, writeNpy } from './io/npy.js';
+export { encodeNpy, npyHeader, parseNpy, readNpy, writeNpy, type NpyDType, type NpyWriteOptions } from './io/npy.js';
+export { NpyBandWriter, type NpyStreamOptions } from './io/npy-stream.js';
 export { decodeImage, READABLE_IMAGE_FORMATS, readImage, sampleToImage, writeSamplePng, type SampleRange } from './io/image.js';
-export { checkFfmpeg, DEFAULT_FPS, isVideoPath, killVideoEncoders, VIDEO_EXTENSIONS, writeSampleVideo, type VideoOptions } from './io/video.js';
+export { checkFfmpeg, DEFAULT_FPS, isVideoPath, killVideoEncoders, VIDEO_EXTENSIONS, VideoFrameWriter, writeSampleVideo, type VideoOptions, type VideoShape } from './io/video.js';
 export { encodeSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './weights/safetensors.js';
 export { openPth, parsePth, readPth, type PthContents, type PthReader } from './weights/pth.js';
 

@@ -55,6 +55,18 @@ export function scheduleTiles(work: readonly number[], ranks: number): Schedule 
 }
 
 /**
+ * Tiles dealt round-robin in raster order (tile i to rank i mod R) for output that streams band
+ * by band: ranks working at similar speeds finish tiles near each other in raster order, so the
+ * rows waiting for a missing tile stay few, whereas the balanced schedule's contiguous runs would
+ * finish the image's lower part first and hold it until the upper part is done. Loads differ by
+ * at most one tile's work.
+ */
+export function scheduleInterleaved(work: readonly number[], ranks: number): Schedule {
+  if (!Number.isInteger(ranks) || ranks < 1) throw new RangeError(`ranks must be a positive integer, got ${ranks}`);
+  return finish(work, work.map((_, i) => i % ranks), ranks);
+}
+
+/**
  * Depth-first search for an assignment whose heaviest load is below `peak`: largest tile first,
  * ranks with equal loads tried once, pruned when the remaining work cannot fit in the room the
  * ranks have left under the best peak so far. Returns the best assignment found, or null when
