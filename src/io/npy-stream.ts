@@ -10,6 +10,7 @@ import { DTYPE_BYTES, encodeFromFloat32 } from '../weights/dtype.js';
 import { AtomicFile } from './atomic-file.js';
 import { npyHeader, type NpyDType } from './npy.js';
 
+/** The sample an NpyBandWriter writes: its whole dims and stored dtype. */
 export interface NpyStreamOptions {
   /** The whole sample's dims, `[...leading, height, width]` (at least 2). */
   dims: readonly number[];
@@ -17,6 +18,7 @@ export interface NpyStreamOptions {
   dtype?: NpyDType;
 }
 
+/** Writes an .npy band by band as a decode's rows finish (memory holds one band), atomically: `finish()` renames it into place, `abort()` removes it. */
 export class NpyBandWriter {
   private readonly file: AtomicFile;
   private readonly dims: readonly number[];
