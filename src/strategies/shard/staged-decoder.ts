@@ -15,7 +15,9 @@ import type { Communicator } from '../../ranks/program.js';
 import { DistVaeError } from '../../errors.js';
 import type { ModelProto } from '../../graph/onnx-proto.js';
 import { createSession, type Session, type SessionOptions } from '../../runtime/session.js';
-import type { Tensor } from '../../tensor.js';
+import { elementCount, type Tensor } from '../../tensor.js';
+import type { SpatialFact } from '../../graph/locality.js';
+import { wholeTimes } from '../../graph/ratio.js';
 import { bandRows, haloRows, haloSources, rowsForReader, type Band } from './bands.js';
 import { AFFINE_EPSILON, bandName } from './band-models.js';
 import { allGroupStatistics, groupNormAffine, packStatistics } from './group-norm.js';
@@ -34,6 +36,42 @@ export interface ShardGeometry {
 
 /** Scores held at once by one attention chunk (queries × keys), in elements (64 MiB of float32). */
 const ATTENTION_CHUNK_ELEMENTS = 1 << 24;
+
+/**
+ * Float32Arrays of dropped values by length, for later stage outputs of the same length. Only
+ * buffers it handed out come back, so the caller's latent and received halo rows are never
+ * overwritten.
+ */
+class BufferPool {
+  private readonly free = new Map<number, Float32Array[]>();
+  private readonly own = new WeakSet<Float32Array>();
+
+  take(length: number): Float32Array {
+    const data = this.free.get(length)?.pop() ?? new Float32Array(length);
+    this.own.add(data);
+    return data;
+  }
+
+  give(data: Float32Array): void {
+    if (!this.own.has(data)) return;
+    const list = this.free.get(data.length);
+    if (list) list.push(data);
+    else this.free.set(data.length, [data]);
+  }
+}
+
+/** The dims of a value's band of `entries` on its row axis, or null when an axis size is unknown. */
+function bandDims(f: SpatialFact, entries: number, batch: number, latentCols: number): number[] | null {
+  const dims: number[] = [];
+  for (let axis = 0; axis < f.rank; axis++) {
+    if (axis === f.rowAxis) dims.push(entries);
+    else if (axis === f.colAxis) dims.push(wholeTimes(latentCols, f.scale.cols));
+    else if (axis === 0) dims.push(batch);
+    else if (f.dims[axis] == null) return null;
+    else dims.push(f.dims[axis]!);
+  }
+  return dims;
+}
 
 /** Crop bounds travel as float32, exact for integers up to 2²⁴. */
 const MAX_CROP_ENTRY = 1 << 24;
@@ -77,10 +115,15 @@ export class StagedDecoder {
     const band = geometry.bands[comm.rank]!;
     const { staged } = this.plan;
     const values = new Map<string, Tensor>([[staged.input, latent]]);
+    const pool = new BufferPool();
     for (const [i, step] of this.plan.steps.entries()) {
       throwIfAborted(signal);
-      await this.runStep(i, step, values, comm, band, geometry);
-      for (const [name] of values) if ((this.plan.lastUse.get(name) ?? -1) <= i) values.delete(name);
+      await this.runStep(i, step, values, comm, band, geometry, pool);
+      for (const [name, t] of values) {
+        if ((this.plan.lastUse.get(name) ?? -1) > i) continue;
+        values.delete(name);
+        pool.give(t.data);
+      }
     }
     return values.get(staged.output)!;
   }
@@ -89,7 +132,7 @@ export class StagedDecoder {
     await Promise.all([...this.sessions.values()].map((s) => s.dispose()));
   }
 
-  private async runStep(i: number, step: ShardStep, values: Map<string, Tensor>, comm: BandComm, band: Band, geometry: ShardGeometry): Promise<void> {
+  private async runStep(i: number, step: ShardStep, values: Map<string, Tensor>, comm: BandComm, band: Band, geometry: ShardGeometry, pool: BufferPool): Promise<void> {
     const read = (name: string) => values.get(name)!;
     if (step.kind === 'group-norm') {
       const { region, params } = step;
@@ -139,7 +182,14 @@ export class StagedDecoder {
         feeds[bandName.crop(name)] = { dims: [2], data: Float32Array.of(from, to) };
       });
     }
-    const outputs = await this.sessions.get(i)!.run(feeds);
+    // Outputs go straight into buffers of values already dropped (or new ones): no copy out of
+    // onnxruntime, and pages a decode already touched are reused.
+    const into: Record<string, Tensor> = {};
+    model.outputs.forEach((name, k) => {
+      const dims = bandDims(spans[k]!.f, spans[k]!.to - spans[k]!.from, read(model.inputs[0]!).dims[0]!, geometry.latentCols);
+      if (dims) into[model.halo ? bandName.cropped(name) : name] = { dims, data: pool.take(elementCount(dims)) };
+    });
+    const outputs = await this.sessions.get(i)!.run(feeds, into);
     model.outputs.forEach((name, k) => {
       const { f, from, to } = spans[k]!;
       const out = outputs[model.halo ? bandName.cropped(name) : name]!;
