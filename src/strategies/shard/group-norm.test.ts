@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { groupNormAffine, mergeStatistics, packStatistics } from './group-norm.js';
+import { bandStatistics, groupNormAffine, mergeStatistics, packStatistics } from './group-norm.js';
 
 /** Float64 two-pass statistics of `values`: n, mean, M2 (sum of squared deviations about the mean). */
 function twoPass(values: readonly number[]): { n: number; mean: number; m2: number } {
@@ -115,5 +115,25 @@ test('scale and shift: x·scale + shift equals the float64 GroupNorm with its af
         }
       }
     }
+  }
+});
+
+test('band statistics: per-row means and M2 merge into each (sample, group) as its float64 two-pass statistics', () => {
+  const [batch, channels, rows, cols, groups] = [2, 6, 3, 5, 3];
+  const x = noise(77, batch * channels * rows * cols).map((v, i) => v + 50 * (Math.floor(i / cols) % rows) - 20 * (Math.floor(i / (rows * cols)) % channels));
+  const mean = new Float32Array(batch * channels * rows);
+  const m2 = new Float32Array(batch * channels * rows);
+  for (let e = 0; e < mean.length; e++) {
+    const t = twoPass(x.slice(e * cols, (e + 1) * cols));
+    mean[e] = t.mean;
+    m2[e] = t.m2;
+  }
+  const merged = mergeStatistics([bandStatistics(mean, m2, batch, channels, groups, cols)]);
+  const perGroup = (channels / groups) * rows * cols;
+  for (let s = 0; s < batch * groups; s++) {
+    const t = twoPass(x.slice(s * perGroup, (s + 1) * perGroup));
+    assert.equal(merged.count[s], t.n);
+    assert.ok(Math.abs(merged.mean[s]! - t.mean) < 1e-5 * Math.max(1, Math.abs(t.mean)), `slot ${s}: mean ${merged.mean[s]} vs ${t.mean}`);
+    assert.ok(Math.abs(merged.m2[s]! - t.m2) < 1e-6 * t.m2, `slot ${s}: M2 ${merged.m2[s]} vs ${t.m2}`);
   }
 });
