@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadVae } from '../src/decode/vae.js';
 import { readNpy } from '../src/io/npy.js';
+import type { Tensor } from '../src/tensor.js';
 import { StagedDecoder, type BandComm } from '../src/strategies/shard/staged-decoder.js';
 
 const { values: args } = parseArgs({ options: { vae: { type: 'string' }, latent: { type: 'string' }, runs: { type: 'string', default: '2' }, threads: { type: 'string', default: '1' }, compare: { type: 'string' } } });
@@ -30,7 +31,7 @@ const one: BandComm = {
   allGather: async (d) => [d],
 };
 const geometry = { latentRows: latent.dims[2]!, latentCols: latent.dims[3]!, bands: [{ rank: 0, start: 0, end: latent.dims[2]! }] };
-let out = latent;
+let out: Tensor = latent;
 for (let run = 0; run < Number(args.runs); run++) {
   const cpu = process.cpuUsage();
   const t0 = performance.now();

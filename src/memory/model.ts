@@ -20,7 +20,9 @@ import type { Tensor } from '../tensor.js';
 import { calibrationOf, type RuntimeCalibration } from './calibration.js';
 import { activationPeak, type ActivationPeak } from './liveness.js';
 
+/** The decodes the memory model predicts: whole, blended tiles, row sharding, halo-exact tiles. */
 export const MEMORY_STRATEGIES = ['whole', 'tile', 'shard', 'exact-tile'] as const;
+/** One of MEMORY_STRATEGIES. */
 export type MemoryStrategy = (typeof MEMORY_STRATEGIES)[number];
 
 /** A decode plan as the memory model reads it. */
@@ -59,11 +61,13 @@ export interface MemoryTerms {
   buffers: number;
 }
 
+/** The predicted peak of one process, with the terms it adds up. */
 export interface ProcessPrediction {
   peakBytes: number;
   terms: MemoryTerms;
 }
 
+/** The predicted peak of one rank process. */
 export interface RankPrediction extends ProcessPrediction {
   rank: number;
 }

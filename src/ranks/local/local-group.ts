@@ -12,8 +12,10 @@ import { runTileJob } from '../../strategies/tile/coordinator.js';
 import type { RankHost, StartRank } from './host.js';
 import { deserializeError, transferables, type FromRank, type RankInit } from './protocol.js';
 
+/** How local ranks run: worker threads, or child processes (a crash stays in its rank). */
 export type Isolation = 'thread' | 'process';
 
+/** Options of `localGroup`. */
 export interface LocalGroupOptions {
   /** Number of ranks (≥ 1). */
   ranks: number;
@@ -65,6 +67,7 @@ interface ActiveRun {
   escalation: NodeJS.Timeout | null;
 }
 
+/** Ranks on this machine (threads or processes) that message each other; made by `localGroup`, started by `start()`, ended by `close()`. */
 export class LocalGroup implements RankGroup {
   readonly size: number;
   readonly isolation: Isolation;
@@ -78,6 +81,8 @@ export class LocalGroup implements RankGroup {
   private tail: Promise<void> = Promise.resolve();
   private runs = 0;
   private closed = false;
+  /** Aborted by close(): ranks still starting are ended instead of awaited. */
+  private readonly closing = new AbortController();
 
   constructor(
     options: LocalGroupOptions,
@@ -204,6 +209,7 @@ export class LocalGroup implements RankGroup {
     this.closed = true;
     const active = this.active;
     if (active) for (const host of this.hosts) host?.send({ type: 'cancel', run: active.id, reason: 'the group is closing' });
+    this.closing.abort();
     await Promise.allSettled(this.starting.map((s) => s));
     await Promise.all(this.hosts.map((h) => h?.close(CLOSE_GRACE_MS)));
   }
@@ -222,7 +228,7 @@ export class LocalGroup implements RankGroup {
       starting = this.startRank(init, {
         onMessage: (message) => this.onMessage(rank, message),
         onExit: (cause) => this.onExit(rank, cause),
-      }).then(
+      }, this.closing.signal).then(
         (h) => {
           this.hosts[rank] = h;
           this.starting[rank] = null;

@@ -26,6 +26,7 @@ export type ShardStep =
   | { kind: 'group-norm'; region: GroupNormRegion; params: GroupNormParams }
   | Extract<StagedStep, { kind: 'attention' }>;
 
+/** How a decoder model is row-sharded: its staged graph, the locality report, every step as a rank runs it, and when each value is last read. */
 export interface ShardPlan {
   staged: StagedGraph;
   locality: LocalityReport;
@@ -41,6 +42,7 @@ export function stepReads(step: ShardStep): string[] {
   return [step.region.query, step.region.key, step.region.value];
 }
 
+/** The shard plan of `model`; UNSUPPORTED naming the ops when it has nonlocal ops that are not sync regions. */
 export function shardPlan(model: ModelProto): ShardPlan {
   const locality = analyzeLocality(model);
   if (!locality.sharding.possible) {
