@@ -16,7 +16,15 @@ import { readNpy } from '../src/io/npy.js';
 import type { Tensor } from '../src/tensor.js';
 import { StagedDecoder, type BandComm } from '../src/strategies/shard/staged-decoder.js';
 
-const { values: args } = parseArgs({ options: { vae: { type: 'string' }, latent: { type: 'string' }, runs: { type: 'string', default: '2' }, threads: { type: 'string', default: '1' }, compare: { type: 'string' } } });
+const { values: args } = parseArgs({
+  options: {
+    vae: { type: 'string' },
+    latent: { type: 'string' },
+    runs: { type: 'string', default: '2' },
+    threads: { type: 'string', default: '1' },
+    compare: { type: 'string' },
+  },
+});
 if (!args.vae || !args.latent) throw new Error('usage: bench/shard-cpu.ts --vae DIR --latent FILE.npy [--runs N] [--threads T]');
 const threads = Number(args.threads);
 const vae = await loadVae(args.vae, { threads });
@@ -37,13 +45,24 @@ for (let run = 0; run < Number(args.runs); run++) {
   const t0 = performance.now();
   out = await decoder.decodeBand(one, latent, geometry);
   const used = process.cpuUsage(cpu);
-  console.log(JSON.stringify({ run, dims: out.dims, cpuSeconds: (used.user + used.system) / 1e6, userSeconds: used.user / 1e6, systemSeconds: used.system / 1e6, wallSeconds: (performance.now() - t0) / 1000 }));
+  console.log(
+    JSON.stringify({
+      run,
+      dims: out.dims,
+      cpuSeconds: (used.user + used.system) / 1e6,
+      userSeconds: used.user / 1e6,
+      systemSeconds: used.system / 1e6,
+      wallSeconds: (performance.now() - t0) / 1000,
+    }),
+  );
 }
 if (args.compare) {
   const whole = new Float32Array(new Uint8Array(readFileSync(args.compare)).buffer);
   let maxAbs = 0;
   for (let i = 0; i < whole.length; i++) maxAbs = Math.max(maxAbs, Math.abs(whole[i]! - out.data[i]!));
-  console.log(JSON.stringify({ maxAbsVsWhole: whole.length === out.data.length ? maxAbs : `length ${out.data.length} vs ${whole.length}` }));
+  console.log(
+    JSON.stringify({ maxAbsVsWhole: whole.length === out.data.length ? maxAbs : `length ${out.data.length} vs ${whole.length}` }),
+  );
 }
 const hwm = /VmHWM:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'));
 console.log(JSON.stringify({ peakRssMiB: hwm ? Number(hwm[1]) / 1024 : null }));

@@ -103,7 +103,12 @@ export function bandModel(spec: BandModelSpec): BandModel {
     const channels = node('ReduceProd', [lead], `${y}::bc`, [attr.int('keepdims', 1)]);
     const target = node('Concat', [int64([1]), channels, int64([-1])], `${y}::target`, [attr.int('axis', 0)]);
     const flat = node('Reshape', [r.input, target], `${y}::flat`);
-    const affine = node('BatchNormalization', [flat, bandName.scale(y), bandName.shift(y), bandName.zero(y), bandName.one(y)], `${y}::affine`, [attr.float('epsilon', AFFINE_EPSILON)]);
+    const affine = node(
+      'BatchNormalization',
+      [flat, bandName.scale(y), bandName.shift(y), bandName.zero(y), bandName.one(y)],
+      `${y}::affine`,
+      [attr.float('epsilon', AFFINE_EPSILON)],
+    );
     node('Reshape', [affine, shape], y);
   }
   nodes.push(...graph.node!);

@@ -50,7 +50,11 @@ test('Chan merge: bands with very different means keep the between-band spread',
 test('Chan merge: tiny variances on a huge common mean', () => {
   // Ten orders of magnitude between mean and spread: float64 itself keeps ~6 digits of M2 here
   // (the two-pass reference included), against none left by one pass of E[x²] − E[x]².
-  check([noise(6, 64).map((v) => 1e6 + v * 1e-4), noise(7, 64).map((v) => 1e6 + v * 1e-4), noise(8, 3).map((v) => 1e6 + v * 1e-4)], 'mean 1e6, spread 1e-4', 1e-6);
+  check(
+    [noise(6, 64).map((v) => 1e6 + v * 1e-4), noise(7, 64).map((v) => 1e6 + v * 1e-4), noise(8, 3).map((v) => 1e6 + v * 1e-4)],
+    'mean 1e6, spread 1e-4',
+    1e-6,
+  );
   // What one pass of E[x²] − E[x]² gives on the same data, to show the case is adversarial.
   const all = [...noise(6, 64), ...noise(7, 64)].map((v) => 1e6 + v * 1e-4);
   const onePass = all.reduce((a, v) => a + v * v, 0) / all.length - (all.reduce((a, v) => a + v, 0) / all.length) ** 2;
@@ -61,7 +65,10 @@ test('Chan merge: tiny variances on a huge common mean', () => {
 test('Chan merge: one-element and one-row bands, constant bands, many bands in rank order', () => {
   check([[3], [7], [-2], [1e3]], 'one element each');
   check([[5, 5, 5, 5], noise(9, 8), [5]], 'a constant band');
-  check(Array.from({ length: 37 }, (_, r) => noise(10 + r, 1 + (r % 5)).map((v) => v + r * 100)), '37 bands of 1–5 elements');
+  check(
+    Array.from({ length: 37 }, (_, r) => noise(10 + r, 1 + (r % 5)).map((v) => v + r * 100)),
+    '37 bands of 1–5 elements',
+  );
 });
 
 test('Chan merge: slots are independent; mismatched lengths are refused', () => {
@@ -120,7 +127,9 @@ test('scale and shift: x·scale + shift equals the float64 GroupNorm with its af
 
 test('band statistics: per-row means and M2 merge into each (sample, group) as its float64 two-pass statistics', () => {
   const [batch, channels, rows, cols, groups] = [2, 6, 3, 5, 3];
-  const x = noise(77, batch * channels * rows * cols).map((v, i) => v + 50 * (Math.floor(i / cols) % rows) - 20 * (Math.floor(i / (rows * cols)) % channels));
+  const x = noise(77, batch * channels * rows * cols).map(
+    (v, i) => v + 50 * (Math.floor(i / cols) % rows) - 20 * (Math.floor(i / (rows * cols)) % channels),
+  );
   const mean = new Float32Array(batch * channels * rows);
   const m2 = new Float32Array(batch * channels * rows);
   for (let e = 0; e < mean.length; e++) {

@@ -17,7 +17,9 @@ function chain(options: { leadingConv: boolean; trailingNorm: boolean }): GraphB
   let x: Value = g.input('x', [1, 4, 'h', 'w']);
   if (options.leadingConv) x = g.conv(x, p('c1.weight', [4, 4, 3, 3], 1), p('c1.bias', [4], 2), { pads: 1 });
   const n1 = g.scope('norm1');
-  x = g.silu(n1.groupNorm(x, n1.param('weight', seededTensor([4], 3)), n1.param('bias', seededTensor([4], 4)), { groups: 2, epsilon: 1e-6 }));
+  x = g.silu(
+    n1.groupNorm(x, n1.param('weight', seededTensor([4], 3)), n1.param('bias', seededTensor([4], 4)), { groups: 2, epsilon: 1e-6 }),
+  );
   x = g.conv(x, p('c2.weight', [4, 4, 3, 3], 5), p('c2.bias', [4], 6), { pads: 1 });
   if (options.trailingNorm) {
     const n2 = g.scope('norm2');
@@ -29,18 +31,40 @@ function chain(options: { leadingConv: boolean; trailingNorm: boolean }): GraphB
 
 test('band models: the stage before a GroupNorm outputs its band statistics, the stage after applies it', () => {
   const plan = shardPlan(chain({ leadingConv: true, trailingNorm: false }).toModel());
-  assert.deepEqual(plan.steps.map((s) => s.kind), ['stage', 'group-norm', 'stage']);
-  const [before, norm, after] = plan.steps as [Extract<(typeof plan.steps)[0], { kind: 'stage' }>, Extract<(typeof plan.steps)[0], { kind: 'group-norm' }>, Extract<(typeof plan.steps)[0], { kind: 'stage' }>];
+  assert.deepEqual(
+    plan.steps.map((s) => s.kind),
+    ['stage', 'group-norm', 'stage'],
+  );
+  const [before, norm, after] = plan.steps as [
+    Extract<(typeof plan.steps)[0], { kind: 'stage' }>,
+    Extract<(typeof plan.steps)[0], { kind: 'group-norm' }>,
+    Extract<(typeof plan.steps)[0], { kind: 'stage' }>,
+  ];
   const x = norm.region.input;
   const y = norm.region.output;
-  assert.deepEqual(before.band.stats.map((r) => r.name), [norm.region.name]);
-  assert.deepEqual(after.band.applies.map((r) => r.name), [norm.region.name]);
+  assert.deepEqual(
+    before.band.stats.map((r) => r.name),
+    [norm.region.name],
+  );
+  assert.deepEqual(
+    after.band.applies.map((r) => r.name),
+    [norm.region.name],
+  );
   assert.deepEqual(after.band.inputs, [x], 'the stage after reads the GroupNorm input, not its output');
   const names = (values: { name?: string }[] | undefined) => (values ?? []).map((v) => v.name);
   // Both stages have a halo (3×3 convolutions): inputs come as above / band / below, outputs are cropped.
   assert.deepEqual(names(before.band.model.graph!.input), [bandName.above('x'), bandName.band('x'), bandName.below('x'), bandName.crop(x)]);
   assert.deepEqual(names(before.band.model.graph!.output), [bandName.cropped(x), bandName.mean(x), bandName.m2(x)]);
-  assert.deepEqual(names(after.band.model.graph!.input), [bandName.above(x), bandName.band(x), bandName.below(x), bandName.scale(y), bandName.shift(y), bandName.zero(y), bandName.one(y), bandName.crop('y')]);
+  assert.deepEqual(names(after.band.model.graph!.input), [
+    bandName.above(x),
+    bandName.band(x),
+    bandName.below(x),
+    bandName.scale(y),
+    bandName.shift(y),
+    bandName.zero(y),
+    bandName.one(y),
+    bandName.crop('y'),
+  ]);
   // The merge step reads the statistics and the band (for its count); nothing reads y's GroupNorm output outside the stage.
   assert.equal(plan.lastUse.get(bandName.mean(x)), 1);
   assert.equal(plan.lastUse.get(x), 2);
@@ -50,8 +74,15 @@ test('band models: the stage before a GroupNorm outputs its band statistics, the
 test('a GroupNorm of the graph input (no stage computes its statistics) is refused by name', () => {
   assert.throws(
     () => shardPlan(chain({ leadingConv: false, trailingNorm: false }).toModel()),
-    (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED' && /GroupNorm norm1 reads the graph input or a sync region directly/.test(e.message) && e.reasons[0]!.code === 'GROUP_NORM_UNSTAGED',
+    (e: unknown) =>
+      e instanceof DistVaeError &&
+      e.code === 'UNSUPPORTED' &&
+      /GroupNorm norm1 reads the graph input or a sync region directly/.test(e.message) &&
+      e.reasons[0]!.code === 'GROUP_NORM_UNSTAGED',
   );
   // A GroupNorm just before the graph output is fine: the output is an Identity stage after it.
-  assert.deepEqual(shardPlan(chain({ leadingConv: true, trailingNorm: true }).toModel()).steps.map((s) => s.kind), ['stage', 'group-norm', 'stage', 'group-norm', 'stage']);
+  assert.deepEqual(
+    shardPlan(chain({ leadingConv: true, trailingNorm: true }).toModel()).steps.map((s) => s.kind),
+    ['stage', 'group-norm', 'stage', 'group-norm', 'stage'],
+  );
 });
