@@ -11,13 +11,13 @@ import { runtimeOf } from '../families/runtimes.js';
 import type { RawConfig } from '../families/types.js';
 import { createSession } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
-import { encodeModel, type ModelProto } from './onnx-proto.js';
+import type { ModelProto } from './onnx-proto.js';
 import { extractSubgraph, segmentGraph, stageGraph } from './stages.js';
 import { assertClose } from './testing/compare.js';
 import { seededTensor } from '../tensor.js';
 
 async function runModel(model: ModelProto, feeds: Record<string, Tensor>): Promise<Record<string, Tensor>> {
-  const s = await createSession(encodeModel(model), { intraOpThreads: 1 });
+  const s = await createSession(model, { intraOpThreads: 1 });
   try {
     return await s.run(feeds);
   } finally {
