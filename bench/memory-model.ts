@@ -28,18 +28,23 @@ import { writeNpy } from '../src/io/npy.js';
 import { CALIBRATIONS, type RuntimeCalibration } from '../src/memory/calibration.js';
 import { peakOfTerms, predictMemory, type MemoryPlan, type MemoryTerms } from '../src/memory/model.js';
 import { describePlan } from '../src/memory/policy.js';
+import { latentShapeOf } from '../src/plan/shapes.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const TAEF2 = join(ROOT, '..', 'shared', 'models', 'taef2', 'taef2_decoder.pth');
 const TMP = '/tmp/distvae-memory-model';
+const BIG_LOCK = '/work/meas/bigmem.lock';
+const BIG_BYTES = 3 * 2 ** 30;
 
 interface Case {
   name: string;
-  family: 'autoencoder-kl' | 'flux2' | 'tae';
+  family: 'autoencoder-kl' | 'flux2' | 'tae' | 'wan' | 'hunyuan-video';
   /** Trained TAEF2 weights instead of synthetic ones. */
   taef2?: boolean;
   height: number;
   width: number;
+  /** Output frames (video families). */
+  frames?: number;
   plan: MemoryPlan;
   /** Decoded by the policy's default path (no plan options: one process rank, a ladder). */
   auto?: boolean;
@@ -71,6 +76,11 @@ const CASES: Case[] = [
   { name: 'flux2-whole-512', family: 'flux2', height: 512, width: 512, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'flux2-tile256-512-r2', family: 'flux2', height: 512, width: 512, plan: tile(2, 256, 64) },
   { name: 'flux2-tile384-768-r3', family: 'flux2', height: 768, width: 768, plan: tile(3, 384, 96) },
+  { name: 'wan-whole-128x9', family: 'wan', height: 128, width: 128, frames: 9, plan: { strategy: 'whole', ranks: 1 } },
+  { name: 'wan-whole-256x5', family: 'wan', height: 256, width: 256, frames: 5, plan: { strategy: 'whole', ranks: 1 } },
+  { name: 'wan-tile128-256x5-r2', family: 'wan', height: 256, width: 256, frames: 5, plan: tile(2, 128, 32) },
+  { name: 'hunyuan-whole-128x9', family: 'hunyuan-video', height: 128, width: 128, frames: 9, plan: { strategy: 'whole', ranks: 1 } },
+  { name: 'hunyuan-chunks-128x21', family: 'hunyuan-video', height: 128, width: 128, frames: 21, plan: tile(1, 128, 32) },
 ];
 
 interface ProcessResult {
@@ -112,8 +122,9 @@ function vaeOf(c: Case): VaeSpec {
 }
 
 function latentFile(vae: VaeSpec, c: Case): string {
-  const r = vae.geometry.spatialRatio;
-  const dims = [1, vae.geometry.latentChannels, c.height / r, c.width / r];
+  const latent = latentShapeOf(vae.geometry, sampleOf(c));
+  const channels = vae.geometry.latentChannels;
+  const dims = vae.geometry.fiveDimLatents ? [1, channels, latent.frames, latent.height, latent.width] : [1, channels, latent.height, latent.width];
   const path = join(TMP, `z-${c.family}-${dims.join('x')}.npy`);
   if (!existsSync(path)) {
     const data = new Float32Array(dims.reduce((a, b) => a * b, 1));
@@ -127,29 +138,42 @@ function latentFile(vae: VaeSpec, c: Case): string {
   return path;
 }
 
+const sampleOf = (c: Case) => ({ height: c.height, width: c.width, ...(c.frames ? { frames: c.frames } : {}) });
+
+/** The model's prediction for a case's processes: the coordinator, then each rank. */
+function predict(c: Case): { process: string; predictedBytes: number; terms: MemoryTerms }[] {
+  const prediction = predictMemory(vaeOf(c), c.plan, sampleOf(c));
+  return [{ process: 'coordinator', predictedBytes: prediction.coordinatorBytes, terms: prediction.coordinator.terms }, ...prediction.ranks.map((r) => ({ process: `rank ${r.rank}`, predictedBytes: r.peakBytes, terms: r.terms }))];
+}
+
 function runCase(c: Case): CaseResult {
   const vae = vaeOf(c);
-  const prediction = predictMemory(vae, c.plan, { height: c.height, width: c.width });
-  const base = { name: c.name, family: c.family, weights: c.taef2 ? 'taef2 (trained)' : 'synthetic', size: `${c.height}x${c.width}`, plan: describePlan(c.plan) };
+  const predicted = predict(c);
+  const base = { name: c.name, family: c.family, weights: c.taef2 ? 'taef2 (trained)' : 'synthetic', size: `${c.height}x${c.width}${c.frames ? `x${c.frames}` : ''}`, plan: describePlan(c.plan) };
   let json: { memory: { coordinator: { measuredPeakBytes: number | null }; ranks: { rank: number; measuredPeakBytes: number | null }[] } };
   try {
-    const stdout = execFileSync(process.execPath, [join(ROOT, 'bin', 'distvae.js'), ...cliArgs(c, latentFile(vae, c))], { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'inherit'] });
+    // Cases predicted over 3 GiB take the machine's big-memory lock, so two never overlap.
+    const command = [process.execPath, join(ROOT, 'bin', 'distvae.js'), ...cliArgs(c, latentFile(vae, c))];
+    const total = predicted.reduce((a, p) => a + p.predictedBytes, 0);
+    const [file, ...args] = total > BIG_BYTES && existsSync(dirname(BIG_LOCK)) ? ['flock', BIG_LOCK, ...command] : command;
+    const stdout = execFileSync(file!, args, { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'inherit'] });
     json = JSON.parse(stdout.trim().split('\n').pop()!);
   } catch (e) {
     return { ...base, processes: [], worstError: null, failed: (e as Error).message.split('\n')[0]! };
   }
-  const measuredRanks = new Map(json.memory.ranks.map((r) => [r.rank, r.measuredPeakBytes]));
-  const row = (process: string, predictedBytes: number, measuredBytes: number | null, terms: MemoryTerms): ProcessResult => ({
-    process,
-    predictedBytes,
-    measuredBytes,
-    error: measuredBytes ? (predictedBytes - measuredBytes) / measuredBytes : null,
-    terms,
-    activationShare: measuredBytes ? (terms.activation + terms.repeat + terms.shard) / measuredBytes : 0,
-  });
-  const processes = [row('coordinator', prediction.coordinatorBytes, json.memory.coordinator.measuredPeakBytes, prediction.coordinator.terms), ...prediction.ranks.map((r) => row(`rank ${r.rank}`, r.peakBytes, measuredRanks.get(r.rank) ?? null, r.terms))];
+  const measured = new Map<string, number | null>([['coordinator', json.memory.coordinator.measuredPeakBytes], ...json.memory.ranks.map((r): [string, number | null] => [`rank ${r.rank}`, r.measuredPeakBytes])]);
+  return withErrors({ ...base, processes: predicted.map((p) => ({ ...p, measuredBytes: measured.get(p.process) ?? null, error: null, activationShare: 0 })), worstError: null });
+}
+
+/** Errors and activation shares of a case's processes from their predictions and measured peaks. */
+function withErrors(c: CaseResult): CaseResult {
+  const processes = c.processes.map((p) => ({
+    ...p,
+    error: p.measuredBytes ? (p.predictedBytes - p.measuredBytes) / p.measuredBytes : null,
+    activationShare: p.measuredBytes ? (p.terms.activation + p.terms.growth + p.terms.shard) / p.measuredBytes : 0,
+  }));
   const errors = processes.flatMap((p) => (p.error === null ? [] : [Math.abs(p.error)]));
-  return { ...base, processes, worstError: errors.length ? Math.max(...errors) : null };
+  return { ...c, processes, worstError: errors.length ? Math.max(...errors) : null };
 }
 
 function pct(x: number | null): string {
@@ -185,14 +209,14 @@ function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCa
 
 /** Least squares on the relative error over the calibration's factors (negative factors pinned to 0). */
 function fit(cases: CaseResult[], base: RuntimeCalibration): RuntimeCalibration {
-  const keys = ['fixedBytes', 'decodingWeightCopies', 'holdingWeightCopies', 'activationFactor', 'repeatFactor', 'shardFactor', 'outputCopies'] as const;
+  const keys = ['fixedBytes', 'decodingWeightCopies', 'holdingWeightCopies', 'activationFactor', 'growthFactor', 'shardFactor', 'outputCopies', 'runOutputCopies'] as const;
   const rows: { x: number[]; y: number }[] = [];
   for (const c of cases) {
     for (const p of c.processes) {
       if (!p.measuredBytes) continue;
       const t = p.terms;
       const w = 1 / p.measuredBytes;
-      rows.push({ x: [1, t.decodingWeights, t.holdingWeights, t.activation, t.repeat, t.shard, t.output].map((v) => v * w), y: (p.measuredBytes - t.buffers) * w });
+      rows.push({ x: [1, t.decodingWeights, t.holdingWeights, t.activation, t.growth, t.shard, t.output, t.runOutput].map((v) => v * w), y: (p.measuredBytes - t.buffers) * w });
     }
   }
   let active = keys.map(() => true);
@@ -232,15 +256,15 @@ function fit(cases: CaseResult[], base: RuntimeCalibration): RuntimeCalibration 
   return fitted;
 }
 
-/** A case's predictions and errors under the current calibration (measured peaks and terms as they were). */
+/**
+ * A case's predictions and errors under the current model and calibration, its measured peaks as
+ * they were: the terms are derived again, so a change to the model is re-fitted without decoding.
+ */
 function repredict(c: CaseResult): CaseResult {
-  const cal = CALIBRATIONS['cpu']!;
-  const processes = c.processes.map((p) => {
-    const predictedBytes = peakOfTerms(p.terms, cal);
-    return { ...p, predictedBytes, error: p.measuredBytes ? (predictedBytes - p.measuredBytes) / p.measuredBytes : null };
-  });
-  const errors = processes.flatMap((p) => (p.error === null ? [] : [Math.abs(p.error)]));
-  return { ...c, processes, worstError: errors.length ? Math.max(...errors) : null };
+  const spec = CASES.find((x) => x.name === c.name);
+  if (!spec || c.failed) return c;
+  const predicted = new Map(predict(spec).map((p) => [p.process, p]));
+  return withErrors({ ...c, processes: c.processes.map((p) => ({ ...p, ...predicted.get(p.process)! })) });
 }
 
 function parseFlags(argv: string[]): Record<string, string> {
@@ -250,14 +274,23 @@ function parseFlags(argv: string[]): Record<string, string> {
 }
 
 const argv = process.argv.slice(2);
-const mode = argv[0] === 'calibrate' || argv[0] === 'report' ? argv[0] : 'matrix';
+const mode = argv[0] === 'calibrate' || argv[0] === 'report' || argv[0] === 'predict' ? argv[0] : 'matrix';
 const flags = parseFlags(mode === 'matrix' ? argv : argv.slice(1));
 const outPath = flags['out'] ?? flags['from'] ?? join(ROOT, 'bench', 'results', 'memory-model.json');
 const machine = `${process.platform} ${process.arch}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, ${cpus()[0]?.model ?? 'cpu'} (${cpus().length} cores), Node ${process.version}`;
 
-if (mode === 'calibrate') {
+if (mode === 'predict') {
+  // The model's predictions for the matrix, without decoding (what a case will ask of the machine).
+  const which = flags['cases'] ?? 'all';
+  for (const c of which === 'all' ? CASES : CASES.filter((x) => which.split(',').includes(x.name))) {
+    const started = performance.now();
+    const rows = predict(c);
+    process.stdout.write(`${c.name} (${((performance.now() - started) / 1000).toFixed(1)} s): ${rows.map((r) => `${r.process} ${mib(r.predictedBytes)} MiB [${Object.entries(r.terms).filter(([, v]) => v).map(([k, v]) => `${k} ${mib(v)}`).join(', ')}]`).join('; ')}\n`);
+  }
+} else if (mode === 'calibrate') {
   const report = JSON.parse(readFileSync(outPath, 'utf8')) as { cells: CaseResult[] };
   const base = CALIBRATIONS['cpu']!;
+  report.cells = report.cells.map(repredict);
   const fitted = fit(report.cells, base);
   const errors = report.cells.flatMap((c) => c.processes.flatMap((p) => (p.measuredBytes ? [(peakOfTerms(p.terms, fitted) - p.measuredBytes) / p.measuredBytes] : [])));
   process.stdout.write(`fitted to ${errors.length} processes of ${outPath}: largest |error| ${(100 * Math.max(...errors.map(Math.abs))).toFixed(1)} %, ${errors.filter((e) => Math.abs(e) <= 0.15).length} within ±15 %\n`);
@@ -265,7 +298,7 @@ if (mode === 'calibrate') {
 } else if (mode === 'report') {
   // Rewrites the report's predictions and errors under the committed calibration, without decoding again.
   const report = JSON.parse(readFileSync(outPath, 'utf8')) as { ran: Record<string, unknown>; cells: CaseResult[] };
-  const updated = { ...report, calibration: CALIBRATIONS['cpu']!, cells: report.cells.map((c) => (c.failed ? c : repredict(c))) };
+  const updated = { ...report, calibration: CALIBRATIONS['cpu']!, cells: report.cells.map(repredict) };
   writeFileSync(outPath, JSON.stringify(updated, null, 2) + '\n');
   writeFileSync(outPath.replace(/\.json$/, '.md'), markdown(updated));
   process.stderr.write(`rewrote ${outPath} under the committed calibration\n`);

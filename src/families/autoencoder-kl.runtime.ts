@@ -59,6 +59,11 @@ export const klRuntime: FamilyRuntime = {
   decoderParams: klDecoderParams,
   decoderGraph: buildKlDecoderGraph,
   renameKeys: renameLegacyAttentionKeys,
+  // The graph the runner opens for this tile: its attention chunking depends on the tile's size.
+  memoryRuns: (config, weights, dims) => {
+    const chunks = klDecoderArchitecture(config).midAttention ? attentionChunksFor(dims) : 1;
+    return { sessions: [{ key: `decoder/${chunks}`, model: buildKlDecoderGraph(config, weights, { attentionChunks: chunks }).toModel(), runs: 1 }] };
+  },
   async createTileRunner(config, weights, session: SessionOptions) {
     const bound = bindWeights(klDecoderParams(config), weights, { source: 'the weights given to the decoder' });
     const attention = klDecoderArchitecture(config).midAttention;

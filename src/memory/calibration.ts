@@ -13,14 +13,16 @@ export interface RuntimeCalibration {
   decodingWeightCopies: number;
   /** Copies resident in a process that only holds the loaded VAE (a coordinator whose ranks decode, an idle rank). */
   holdingWeightCopies: number;
-  /** Resident bytes per byte of the graph's activation peak on a session's first run. */
+  /** Resident bytes per byte of the sessions' activation peaks (each arena keeps its largest run's plan). */
   activationFactor: number;
-  /** Extra resident bytes per byte of activation peak once a session runs again on the same shape (onnxruntime's memory pattern). */
-  repeatFactor: number;
-  /** Resident bytes per byte of a row-sharded rank's share of the whole decode's activation peak (staged sessions). */
+  /** Resident bytes per byte of the arena regions that later, larger runs add. */
+  growthFactor: number;
+  /** Resident bytes per byte of a row-sharded rank's largest step (stage sessions without an arena, plus the values kept). */
   shardFactor: number;
   /** Copies of the decoded output resident in the process that assembles and writes it. */
   outputCopies: number;
+  /** Copies of a run's output resident in the process that runs it (onnxruntime's and the JS copy). */
+  runOutputCopies: number;
   /** How the numbers were measured. */
   measured: string;
 }
@@ -37,9 +39,10 @@ export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
     decodingWeightCopies: 3.63,
     holdingWeightCopies: 0.999,
     activationFactor: 1.381,
-    repeatFactor: 0.504,
+    growthFactor: 0.5,
     shardFactor: 2.01,
     outputCopies: 2.549,
+    runOutputCopies: 1,
     measured:
       'fitted by `npx tsx bench/memory-model.ts calibrate` to the 50 processes of 22 cases in bench/results/memory-model.json (2026-12-01, linux x64, 2 cores, Node 20.20, onnxruntime-node 1.30, before the lean-runtime change of issue 14: recalibrate after it)',
   },

@@ -230,12 +230,24 @@ function inferNode(node: NodeProto, inputs: (ValueShape | null)[]): ValueShape[]
       return [{ dims: s.dims.map((d, i) => d + pads[i]! + pads[i + rank]!), itemBytes: s.itemBytes }];
     }
     case 'ReduceMean':
+    case 'ReduceL2':
     case 'ReduceSum': {
       const s = need(0);
       const axes = (inputs[1]?.values ?? s.dims.map((_, i) => i)).map((a) => normAxis(a, s.dims.length));
       const keep = intAttr(node, 'keepdims', 1) === 1;
       const dims = keep ? s.dims.map((d, i) => (axes.includes(i) ? 1 : d)) : s.dims.filter((_, i) => !axes.includes(i));
       return [{ dims, itemBytes: s.itemBytes }];
+    }
+    case 'ConstantOfShape': {
+      const dims = need(0).values ?? unsupported(node, 'its shape is not constant');
+      const value = attribute(node, 'value');
+      return [{ dims: [...dims], itemBytes: value?.t ? (ITEM_BYTES[value.t.data_type ?? DataType.FLOAT] ?? 4) : 4 }];
+    }
+    case 'Range': {
+      const [start, limit, delta] = [need(0).values?.[0], need(1).values?.[0], need(2).values?.[0]];
+      if (start === undefined || limit === undefined || delta === undefined) unsupported(node, 'its bounds are not constant');
+      const n = Math.max(0, Math.ceil((limit - start) / delta));
+      return [{ dims: [n], itemBytes: need(0).itemBytes, ...(n <= FOLD_LIMIT ? { values: Array.from({ length: n }, (_, i) => start + i * delta) } : {}) }];
     }
     case 'MatMul': {
       const a = need(0);
