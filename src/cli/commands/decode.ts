@@ -54,7 +54,11 @@ import {
   writeSamplePng,
   writeSampleVideo,
   type DecodeOptions,
+  type Isolation,
   type LadderAttempt,
+  type LatentShape,
+  type LoadOptions,
+  type LocalGroup,
   type MemoryPlan,
   type MemoryPrediction,
   type PlanAlternative,
@@ -63,10 +67,12 @@ import {
   type Strategy,
   type StrategyReport,
   type Tensor,
+  type TileGrid,
   type Vae,
+  type VaeSource,
   type VaeSpec,
 } from '../../index.js';
-import { JSON_OPTION, type CommandSpec } from '../args.js';
+import { JSON_OPTION, type Args, type CliIO, type CommandSpec } from '../args.js';
 import { formatCollectives } from '../locality-format.js';
 import { checkOutputPath } from '../output-path.js';
 import { progressBar } from '../progress.js';
@@ -154,256 +160,384 @@ export const decodeCommand: CommandSpec = {
     'workers listening (at least 2). Redis is reached before the VAE is loaded; nothing of the decode stays in Redis.',
   ],
   async run(args, io) {
-    const latentsPath = args.string('latents', { required: true });
-    // Several latents (a folder or a glob) decode with one load, each to --out-dir/<stem>.<format>.
-    const outDir = args.string('out-dir');
-    const outFormat = args.choice('out-format', ['png', 'npy', 'mp4', 'webm'] as const);
-    const inputs = latentsPath === undefined ? [] : expandLatentsArg(latentsPath);
-    if (outDir === undefined && inputs.length > 1) args.refuse('--latents', latentsPath, 'one file, or several with --out-dir', `--latents ${latentsPath} names ${inputs.length} files: give --out-dir DIR (one output per latent)`);
-    if (outDir !== undefined && args.has('out')) args.refuse('--out', args.values['out'], 'absent with --out-dir', '--out and --out-dir are exclusive');
-    if (outDir === undefined && outFormat !== undefined) args.refuse('--out-format', outFormat, 'only with --out-dir', '--out-format names the outputs of --out-dir; --out carries its own extension');
-    const outputs = outDir !== undefined ? inputs.map((p) => join(outDir, `${latentsStem(p)}.${outFormat ?? 'png'}`)) : [args.string('out', { required: true })];
-    const out = outputs[0];
-    const bitDepth = args.choice('bit-depth', ['8', '16'] as const);
-    const fps = args.number('fps');
-    const decodeTimestep = args.number('decode-timestep');
-    const video = out !== undefined && isVideoPath(out);
-    if (out !== undefined && !OUTPUT_EXTENSIONS.includes(extname(out).toLowerCase())) {
-      args.refuse('--out', out, `a path ending in ${OUTPUT_EXTENSIONS.join(' or ')}`, `--out ${out}: the output must end in ${OUTPUT_EXTENSIONS.join(' or ')}`);
-    }
-    if (fps !== undefined && !(fps > 0)) args.refuse('--fps', fps, 'a number > 0', `--fps ${fps}: frames per second must be > 0`);
-    if (fps !== undefined && !video) args.refuse('--fps', fps, 'only with --out .mp4/.webm', '--fps applies only to video output (--out .mp4 or .webm)');
-    if (bitDepth !== undefined && out !== undefined && extname(out).toLowerCase() !== '.png') args.refuse('--bit-depth', bitDepth, 'only with --out .png', `--bit-depth applies only to PNG output; --out ${out} is not a .png`);
-    if (out !== undefined) checkOutputPath(args, out, { latents: latentsPath, vae: args.string('vae'), config: args.string('config') });
-    const strategy = args.choice('strategy', STRATEGIES) ?? 'tile';
-    // Row sharding has no tile plan; exact tiles need the plan's tiles.
-    const planOptions = ['window', 'overlap', 'frame-window', 'frame-overlap', 'no-frame-tiling', 'full'];
-    const refusedWith = strategy === 'shard' ? planOptions : strategy === 'exact-tile' ? ['full'] : [];
-    for (const name of refusedWith) {
-      if (args.has(name)) args.refuse(`--${name}`, args.values[name], `absent with --strategy ${strategy}`, `--${name} cannot be combined with --strategy ${strategy} (${strategy === 'shard' ? 'row sharding splits every layer into bands, it has no tile plan' : 'halo-exact tiles are the plan\'s tiles'})`);
-    }
-    if (args.flag('full') && strategy !== 'shard') {
-      for (const name of ['window', 'overlap', 'frame-window', 'frame-overlap']) {
-        if (args.has(name)) args.refuse(`--${name}`, args.values[name], 'absent with --full', `--${name} cannot be combined with --full (one decoder call over everything)`);
-      }
-    }
-    const given = readVaeSourceOptions(args);
-    // The decode timestep is a config setting (docs/design.md §9); the option overrides config.json's.
-    const source = decodeTimestep === undefined ? given : { ...given, config: { ...(given.config ?? {}), decode_timestep: decodeTimestep } };
-    const loadOptions = readLoadOptions(args);
-    const ranks = args.int('ranks', { min: 1, max: 1024 }) ?? 1;
-    const isolation = args.choice('isolation', ISOLATIONS) ?? 'thread';
-    const redis = args.string('redis');
-    const queue = args.string('queue');
-    const queueTimeout = args.int('queue-timeout', { min: 1 });
-    if (redis === undefined) {
-      for (const name of ['queue', 'queue-timeout']) if (args.has(name)) args.refuse(`--${name}`, args.values[name], 'only with --redis', `--${name} applies only to a queue decode (--redis URL)`);
-    } else {
-      if (strategy !== 'tile') args.refuse('--strategy', strategy, 'tile with --redis', `--strategy ${strategy} needs local ranks; a queue decode deals blended tiles (--strategy tile)`);
-      if (args.has('ranks') && ranks < 2) args.refuse('--ranks', ranks, 'an integer >= 2 with --redis', `--ranks ${ranks}: a queue decode deals its tiles into at least 2 runs`);
-      if (args.has('isolation')) args.refuse('--isolation', isolation, 'absent with --redis', '--isolation applies to local ranks; with --redis the tiles are decoded by `distvae worker` processes');
-    }
-    if (redis === undefined && args.has('isolation') && !args.has('ranks') && strategy !== 'shard') {
-      args.refuse('--isolation', isolation, 'with --ranks R', '--isolation says how --ranks are run; without --ranks the decode runs on one decoder thread');
-    }
-    const budgetOption = readBudgetOptions(args);
-    // No plan option at all: the memory policy's choice (docs/design.md §9). Any plan option or an
-    // explicit --strategy is an exact request, decoded as asked.
-    const auto = redis === undefined && ![...planOptions, 'strategy'].some((name) => args.has(name));
-    if (!auto && args.has('no-fallback')) args.refuse('--no-fallback', true, 'only without plan options', '--no-fallback applies to the memory policy\'s choice (a decode without --window/--overlap/--full/--strategy)');
-    // A ladder runs every attempt in rank processes; threads asked for explicitly keep the plain decode.
-    const ladder = auto && !args.flag('no-fallback') && !(args.has('isolation') && isolation === 'thread');
-    args.done();
+    const request = readRequest(args);
+    return new DecodeRun(request, args, io).execute();
+  },
+};
 
-    const storedAll = await Promise.all(inputs.map((p) => readLatents(p)));
-    const latentsScaled = args.flag('latents-scaled');
-    let decision: Decision | null = null;
+/** What the command line asks for, read and checked before any file is read. */
+interface DecodeRequest {
+  latentsPath: string | undefined;
+  /** The latent files, and the output each decodes to (same order). */
+  inputs: string[];
+  outputs: string[];
+  /** The first output (the only one without --out-dir). */
+  out: string | undefined;
+  video: boolean;
+  bitDepth: 8 | 16;
+  fps: number | undefined;
+  latentsScaled: boolean;
+  strategy: Strategy;
+  full: boolean;
+  source: VaeSource;
+  loadOptions: LoadOptions;
+  ranks: number;
+  ranksGiven: boolean;
+  isolation: Isolation;
+  redis: string | undefined;
+  queue: string | undefined;
+  queueTimeout: number | undefined;
+  budgetOption: BudgetOption;
+  /** No plan option at all: the memory policy's choice. */
+  auto: boolean;
+  /** The policy's choice runs with a fallback ladder of rank processes. */
+  ladder: boolean;
+  json: boolean;
+}
+
+/** Row sharding has no tile plan; exact tiles need the plan's tiles. */
+const PLAN_OPTIONS = ['window', 'overlap', 'frame-window', 'frame-overlap', 'no-frame-tiling', 'full'];
+
+/** Reads and checks every option, in the order their refusals are reported; throws them all at once. */
+function readRequest(args: Args): DecodeRequest {
+  const outputs = readOutputs(args);
+  const strategy = readStrategy(args);
+  const source = readSource(args);
+  const loadOptions = readLoadOptions(args);
+  const placement = readPlacement(args, strategy);
+  const budgetOption = readBudgetOptions(args);
+  // No plan option at all: the memory policy's choice (docs/design.md §9). Any plan option or an
+  // explicit --strategy is an exact request, decoded as asked.
+  const auto = placement.redis === undefined && ![...PLAN_OPTIONS, 'strategy'].some((name) => args.has(name));
+  if (!auto && args.has('no-fallback')) args.refuse('--no-fallback', true, 'only without plan options', '--no-fallback applies to the memory policy\'s choice (a decode without --window/--overlap/--full/--strategy)');
+  // A ladder runs every attempt in rank processes; threads asked for explicitly keep the plain decode.
+  const ladder = auto && !args.flag('no-fallback') && !(args.has('isolation') && placement.isolation === 'thread');
+  args.done();
+  return { ...outputs, strategy, full: args.flag('full'), source, loadOptions, ...placement, budgetOption, auto, ladder, latentsScaled: args.flag('latents-scaled'), json: args.flag('json') };
+}
+
+/** --latents, --out / --out-dir and the output format's own options. */
+function readOutputs(args: Args): Pick<DecodeRequest, 'latentsPath' | 'inputs' | 'outputs' | 'out' | 'video' | 'bitDepth' | 'fps'> {
+  const latentsPath = args.string('latents', { required: true });
+  // Several latents (a folder or a glob) decode with one load, each to --out-dir/<stem>.<format>.
+  const outDir = args.string('out-dir');
+  const outFormat = args.choice('out-format', ['png', 'npy', 'mp4', 'webm'] as const);
+  const inputs = latentsPath === undefined ? [] : expandLatentsArg(latentsPath);
+  if (outDir === undefined && inputs.length > 1) args.refuse('--latents', latentsPath, 'one file, or several with --out-dir', `--latents ${latentsPath} names ${inputs.length} files: give --out-dir DIR (one output per latent)`);
+  if (outDir !== undefined && args.has('out')) args.refuse('--out', args.values['out'], 'absent with --out-dir', '--out and --out-dir are exclusive');
+  if (outDir === undefined && outFormat !== undefined) args.refuse('--out-format', outFormat, 'only with --out-dir', '--out-format names the outputs of --out-dir; --out carries its own extension');
+  const outputs = outDir !== undefined ? inputs.map((p) => join(outDir, `${latentsStem(p)}.${outFormat ?? 'png'}`)) : [args.string('out', { required: true })];
+  const out = outputs[0];
+  const bitDepth = args.choice('bit-depth', ['8', '16'] as const);
+  const fps = args.number('fps');
+  const video = out !== undefined && isVideoPath(out);
+  if (out !== undefined && !OUTPUT_EXTENSIONS.includes(extname(out).toLowerCase())) {
+    args.refuse('--out', out, `a path ending in ${OUTPUT_EXTENSIONS.join(' or ')}`, `--out ${out}: the output must end in ${OUTPUT_EXTENSIONS.join(' or ')}`);
+  }
+  if (fps !== undefined && !(fps > 0)) args.refuse('--fps', fps, 'a number > 0', `--fps ${fps}: frames per second must be > 0`);
+  if (fps !== undefined && !video) args.refuse('--fps', fps, 'only with --out .mp4/.webm', '--fps applies only to video output (--out .mp4 or .webm)');
+  if (bitDepth !== undefined && out !== undefined && extname(out).toLowerCase() !== '.png') args.refuse('--bit-depth', bitDepth, 'only with --out .png', `--bit-depth applies only to PNG output; --out ${out} is not a .png`);
+  if (out !== undefined) checkOutputPath(args, out, { latents: latentsPath, vae: args.string('vae'), config: args.string('config') });
+  // A missing --out is a reason already: done() throws before any output is used.
+  return { latentsPath, inputs, outputs: outputs as string[], out, video, bitDepth: bitDepth === '16' ? 16 : 8, fps };
+}
+
+/** --strategy, refusing the plan options it cannot take. */
+function readStrategy(args: Args): Strategy {
+  const strategy = args.choice('strategy', STRATEGIES) ?? 'tile';
+  const refusedWith = strategy === 'shard' ? PLAN_OPTIONS : strategy === 'exact-tile' ? ['full'] : [];
+  for (const name of refusedWith) {
+    if (args.has(name)) args.refuse(`--${name}`, args.values[name], `absent with --strategy ${strategy}`, `--${name} cannot be combined with --strategy ${strategy} (${strategy === 'shard' ? 'row sharding splits every layer into bands, it has no tile plan' : 'halo-exact tiles are the plan\'s tiles'})`);
+  }
+  if (args.flag('full') && strategy !== 'shard') {
+    for (const name of ['window', 'overlap', 'frame-window', 'frame-overlap']) {
+      if (args.has(name)) args.refuse(`--${name}`, args.values[name], 'absent with --full', `--${name} cannot be combined with --full (one decoder call over everything)`);
+    }
+  }
+  return strategy;
+}
+
+/** The VAE source; --decode-timestep overrides the config's (docs/design.md §9: a config setting). */
+function readSource(args: Args): VaeSource {
+  const decodeTimestep = args.number('decode-timestep');
+  const given = readVaeSourceOptions(args);
+  return decodeTimestep === undefined ? given : { ...given, config: { ...(given.config ?? {}), decode_timestep: decodeTimestep } };
+}
+
+/** Where the decoder calls run: local ranks (--ranks, --isolation) or a queue (--redis ...). */
+function readPlacement(args: Args, strategy: Strategy): Pick<DecodeRequest, 'ranks' | 'ranksGiven' | 'isolation' | 'redis' | 'queue' | 'queueTimeout'> {
+  const ranks = args.int('ranks', { min: 1, max: 1024 }) ?? 1;
+  const isolation = args.choice('isolation', ISOLATIONS) ?? 'thread';
+  const redis = args.string('redis');
+  const queue = args.string('queue');
+  const queueTimeout = args.int('queue-timeout', { min: 1 });
+  if (redis === undefined) {
+    for (const name of ['queue', 'queue-timeout']) if (args.has(name)) args.refuse(`--${name}`, args.values[name], 'only with --redis', `--${name} applies only to a queue decode (--redis URL)`);
+  } else {
+    if (strategy !== 'tile') args.refuse('--strategy', strategy, 'tile with --redis', `--strategy ${strategy} needs local ranks; a queue decode deals blended tiles (--strategy tile)`);
+    if (args.has('ranks') && ranks < 2) args.refuse('--ranks', ranks, 'an integer >= 2 with --redis', `--ranks ${ranks}: a queue decode deals its tiles into at least 2 runs`);
+    if (args.has('isolation')) args.refuse('--isolation', isolation, 'absent with --redis', '--isolation applies to local ranks; with --redis the tiles are decoded by `distvae worker` processes');
+  }
+  if (redis === undefined && args.has('isolation') && !args.has('ranks') && strategy !== 'shard') {
+    args.refuse('--isolation', isolation, 'with --ranks R', '--isolation says how --ranks are run; without --ranks the decode runs on one decoder thread');
+  }
+  return { ranks, ranksGiven: args.has('ranks'), isolation, redis, queue, queueTimeout };
+}
+
+/** A decoded latent file: what was written and what the ranks did. */
+interface DecodedFile {
+  sample: { dims: readonly number[] };
+  written: string[];
+  stats: StrategyReport | null;
+  used: RankGroup | null;
+  attempts: LadderAttempt[] | null;
+}
+
+/**
+ * One invocation: checks the latents and the plan (before the weights when the architecture is
+ * known without them), starts the ranks while the VAE loads, decodes each latent file and reports it.
+ */
+class DecodeRun {
+  private decision: Decision | null = null;
+  private group: RankGroup | null = null;
+  private started: Promise<void> | undefined;
+
+  constructor(
+    private readonly request: DecodeRequest,
+    private readonly args: Args,
+    private readonly io: CliIO,
+  ) {}
+
+  async execute(): Promise<number> {
+    const { request } = this;
+    const storedAll = await Promise.all(request.inputs.map((p) => readLatents(p)));
     // A plan-only view checks the latent and the plan before any weights are read, when the
     // architecture is known without them (a bare weights file names its variant only in its keys).
-    const spec = vaeSpecOfSource(source);
-    const configure = (vae: VaeSpec, stored: Tensor, latentsPath: string) => {
-      const latent = checkLatents(vae, stored, latentsPath);
-      if (video && !vae.geometry.fiveDimLatents) {
-        args.refuse('--out', out, '.npy or .png for an image family', `--out ${out}: ${vae.family.name} decodes images, not video; write .npy or .png`);
-        args.done();
-      }
-      const sample = sampleShapeOf(vae.geometry, latent);
-      const batch = stored.dims[0] ?? 1;
-      if (auto) {
-        decision = decide(vae, sample, budgetOption, { ranks, batch, isolated: ladder });
-        return latent;
-      }
-      if (strategy === 'shard') splitBands(latent.height, ranks, vae.geometry.spatialRatio);
-      else if (args.flag('full')) disableTiling(vae);
-      else applyTilingOptions(args, vae, undefined);
-      decision = exactRequest(vae, sample, budgetOption, strategy, ranks, batch, redis !== undefined, io);
-      return latent;
-    };
-    // The policy's choice decides the strategy and ranks of a decode without plan options; with a
-    // ladder, every attempt starts its own process ranks.
-    const chosenPlan = (): MemoryPlan | null => (auto ? ((decision as Decision | null)?.choice?.plan ?? null) : null);
-    const strategyNow = (): Strategy => { const p = chosenPlan(); return p ? strategyOf(p) : strategy; };
-    const ranksNow = (): number => chosenPlan()?.ranks ?? ranks;
-    const laddered = (): boolean => ladder && chosenPlan() !== null;
-    // Ranks without work are never started (each would load the VAE): blended and halo-exact tiles
-    // use at most one rank per tile of a chunk; row sharding refuses more ranks than latent rows.
-    const ranksFor = (vae: VaeSpec, latent: ReturnType<typeof checkLatents>) => (strategyNow() === 'shard' ? ranksNow() : Math.min(ranksNow(), tileGrid(vae, latent, { spatialOnly: true }).tiles.length));
-    storedAll.slice(1).forEach((stored, i) => spec && configure(spec, stored, inputs[i + 1]!));
-    const planned = spec ? ranksFor(spec, configure(spec, storedAll[0]!, inputs[0]!)) : null;
-    if (planned !== null && redis === undefined && !laddered()) checkRankMemory(spec!, planned, ranks, loadOptions);
-    if (video) checkFfmpeg();
-    // Local decodes always run their decoder calls on ranks (one thread without --ranks): a call in
-    // onnxruntime blocks its thread, and the CLI's own thread must stay free to act on SIGINT/SIGTERM.
-    const startLocal = (n: number) => {
-      const local = localGroup({ ranks: n, isolation, ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
-      const starting = local.start();
-      starting.catch(() => undefined);
-      return { local, starting };
-    };
+    const spec = vaeSpecOfSource(request.source);
+    storedAll.slice(1).forEach((stored, i) => spec && this.configure(spec, stored, request.inputs[i + 1]!));
+    const planned = spec ? this.ranksFor(spec, this.configure(spec, storedAll[0]!, request.inputs[0]!)) : null;
+    if (planned !== null && request.redis === undefined && !this.laddered()) checkRankMemory(spec!, planned, request.ranks, request.loadOptions);
+    if (request.video) checkFfmpeg();
     // Ranks start (or Redis is reached) while the coordinator loads the VAE; the timed decode
     // then includes each rank's own VAE load (once per rank) but not starting it.
-    let group: RankGroup | null = null;
-    let started: Promise<void> | undefined;
-    if (redis !== undefined) {
-      const q = queueGroup({ connection: redis, ...(queue !== undefined ? { queue } : {}), ...(args.has('ranks') ? { ranks } : {}), ...(queueTimeout !== undefined ? { timeoutMs: queueTimeout } : {}) });
-      group = q;
-      // Stopping is at once (the decode's keys go first), removing its jobs takes a round trip each.
-      io.setSignalGrace?.(QUEUE_SIGNAL_GRACE_MS);
-      // An unreachable Redis is reported before any weights are read.
-      await q.connect().catch(async (e: unknown) => {
-        await q.close();
-        throw e;
-      });
-    } else if (planned !== null && !laddered()) {
-      ({ local: group, starting: started } = startLocal(planned));
-    }
+    if (request.redis !== undefined) await this.connectQueue(request.redis);
+    else if (planned !== null && !this.laddered()) this.startLocal(planned);
     let vae: Vae | null = null;
     try {
-      vae = await loadVae(source, loadOptions);
-      const first = configure(vae, storedAll[0]!, inputs[0]!);
-      if (redis === undefined && group === null && !laddered()) {
-        const n = ranksFor(vae, first);
-        checkRankMemory(vae, n, ranks, loadOptions);
-        ({ local: group, starting: started } = startLocal(n));
+      vae = await loadVae(request.source, request.loadOptions);
+      const first = this.configure(vae, storedAll[0]!, request.inputs[0]!);
+      if (request.redis === undefined && this.group === null && !this.laddered()) {
+        const n = this.ranksFor(vae, first);
+        checkRankMemory(vae, n, request.ranks, request.loadOptions);
+        this.startLocal(n);
       }
-      await started;
-      throwIfAborted(io.signal);
+      await this.started;
+      throwIfAborted(this.io.signal);
       for (const [i, stored] of storedAll.entries()) {
-        await decodeOne(vae, stored, inputs[i]!, outputs[i]!);
+        await this.decodeOne(vae, stored, request.inputs[i]!, request.outputs[i]!);
       }
       return 0;
     } finally {
-      await group?.close();
+      await this.group?.close();
       await vae?.dispose();
     }
+  }
 
-    /** Decodes one latent file into its output, as decided for it, and reports it. */
-    async function decodeOne(vae: Vae, stored: Tensor, latentsPath: string, out: string): Promise<void> {
-      const latent = configure(vae, stored, latentsPath);
-      const latents = latentsScaled ? unscaleLatents(stored, latentScalingOf(vae.config.fields, vae.family.name)) : stored;
-      const grid = tileGrid(vae, latent);
-      const bar = progressBar(io, 'decode');
-      const t0 = performance.now();
-      const decodeOptions = { onProgress: bar.update, ...(io.signal ? { signal: io.signal } : {}) };
-      let rankStats: StrategyReport | null = null;
-      let attempts: LadderAttempt[] | null = null;
-      let used: RankGroup | null = group;
-      let sample: { dims: readonly number[] };
-      let written: string[];
-      // A single image goes to PNG band by band as its tile rows finish (memory independent of
-      // its height); a batch, video frames and .npy are written from the whole sample.
-      const streamPng = extname(out).toLowerCase() === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1;
-      const write = async (whole: Tensor): Promise<string[]> => {
-        throwIfAborted(io.signal);
-        checkFiniteOutput(whole.data, 'the decode');
-        return extname(out).toLowerCase() === '.npy'
-          ? (writeNpy(out, whole), [out])
-          : video
-            ? await writeSampleVideo(out, whole, vae.family.sampleRange, fps !== undefined ? { fps } : {})
-            : writeSamplePng(out, whole, vae.family.sampleRange, { bitDepth: bitDepth === '16' ? 16 : 8 });
-      };
-      if (laddered()) {
-        const rungs = ladderRungs(decision!.alternatives, decision!.choice!);
-        const outcome = await runLadder(
-          rungs,
-          async (rung) => {
-            applyMemoryPlan(vae, rung.plan, sampleShapeOf(vae.geometry, latent));
-            const local = localGroup({ ranks: Math.max(1, rung.plan.ranks), isolation: 'process', ...(loadOptions.threads !== undefined ? { threadsPerRank: loadOptions.threads } : {}) });
-            try {
-              await local.start();
-              rankStats = useStrategy(vae, strategyOf(rung.plan), local, { offThread: true });
-              used = local;
-              return await vae.decode(latents, decodeOptions);
-            } finally {
-              await local.close();
-            }
-          },
-          (attempt, i) => {
-            if (attempt.outcome === 'out-of-memory') io.stderr(`attempt ${i + 1} (${describePlan(rungs[i]!.plan)}, predicted ${formatBytes(attempt.predictedPeakBytes)}) ran out of memory: ${attempt.error}${i + 1 < rungs.length ? `; trying ${describePlan(rungs[i + 1]!.plan)}` : ''}\n`);
-          },
-        ).catch((e: unknown) => {
+  /** Checks a latent against the VAE and decides its plan (the policy's choice or the exact request). */
+  private configure(vae: VaeSpec, stored: Tensor, latentsPath: string): LatentShape {
+    const { request, args } = this;
+    const latent = checkLatents(vae, stored, latentsPath);
+    if (request.video && !vae.geometry.fiveDimLatents) {
+      args.refuse('--out', request.out, '.npy or .png for an image family', `--out ${request.out}: ${vae.family.name} decodes images, not video; write .npy or .png`);
+      args.done();
+    }
+    const sample = sampleShapeOf(vae.geometry, latent);
+    const batch = stored.dims[0] ?? 1;
+    if (request.auto) {
+      this.decision = decide(vae, sample, request.budgetOption, { ranks: request.ranks, batch, isolated: request.ladder });
+      return latent;
+    }
+    if (request.strategy === 'shard') splitBands(latent.height, request.ranks, vae.geometry.spatialRatio);
+    else if (request.full) disableTiling(vae);
+    else applyTilingOptions(args, vae, undefined);
+    this.decision = exactRequest(vae, sample, request.budgetOption, request.strategy, request.ranks, batch, request.redis !== undefined, this.io);
+    return latent;
+  }
+
+  // The policy's choice decides the strategy and ranks of a decode without plan options; with a
+  // ladder, every attempt starts its own process ranks.
+  private chosenPlan(): MemoryPlan | null {
+    return this.request.auto ? (this.decision?.choice?.plan ?? null) : null;
+  }
+
+  private strategyNow(): Strategy {
+    const plan = this.chosenPlan();
+    return plan ? strategyOf(plan) : this.request.strategy;
+  }
+
+  private laddered(): boolean {
+    return this.request.ladder && this.chosenPlan() !== null;
+  }
+
+  /**
+   * Ranks without work are never started (each would load the VAE): blended and halo-exact tiles
+   * use at most one rank per tile of a chunk; row sharding refuses more ranks than latent rows.
+   */
+  private ranksFor(vae: VaeSpec, latent: LatentShape): number {
+    const ranks = this.chosenPlan()?.ranks ?? this.request.ranks;
+    return this.strategyNow() === 'shard' ? ranks : Math.min(ranks, tileGrid(vae, latent, { spatialOnly: true }).tiles.length);
+  }
+
+  /**
+   * Local decodes always run their decoder calls on ranks (one thread without --ranks): a call in
+   * onnxruntime blocks its thread, and the CLI's own thread must stay free to act on SIGINT/SIGTERM.
+   */
+  private startLocal(ranks: number): void {
+    const local = this.localRanks(ranks, this.request.isolation);
+    const started = local.start();
+    started.catch(() => undefined);
+    this.group = local;
+    this.started = started;
+  }
+
+  private localRanks(ranks: number, isolation: Isolation): LocalGroup {
+    const threads = this.request.loadOptions.threads;
+    return localGroup({ ranks, isolation, ...(threads !== undefined ? { threadsPerRank: threads } : {}) });
+  }
+
+  /** Reaches Redis before any weights are read (an unreachable one is reported first). */
+  private async connectQueue(connection: string): Promise<void> {
+    const { queue, queueTimeout, ranks, ranksGiven } = this.request;
+    const q = queueGroup({ connection, ...(queue !== undefined ? { queue } : {}), ...(ranksGiven ? { ranks } : {}), ...(queueTimeout !== undefined ? { timeoutMs: queueTimeout } : {}) });
+    this.group = q;
+    // Stopping is at once (the decode's keys go first), removing its jobs takes a round trip each.
+    this.io.setSignalGrace?.(QUEUE_SIGNAL_GRACE_MS);
+    await q.connect().catch(async (e: unknown) => {
+      await q.close();
+      throw e;
+    });
+  }
+
+  /** Decodes one latent file into its output, as decided for it, and reports it. */
+  private async decodeOne(vae: Vae, stored: Tensor, latentsPath: string, out: string): Promise<void> {
+    const latent = this.configure(vae, stored, latentsPath);
+    const latents = this.request.latentsScaled ? unscaleLatents(stored, latentScalingOf(vae.config.fields, vae.family.name)) : stored;
+    const grid = tileGrid(vae, latent);
+    const bar = progressBar(this.io, 'decode');
+    const t0 = performance.now();
+    const options: DecodeOptions = { onProgress: bar.update, ...(this.io.signal ? { signal: this.io.signal } : {}) };
+    const decoded = this.laddered()
+      ? await this.decodeLaddered(vae, latent, latents, out, options).catch((e: unknown) => {
           bar.finish();
           throw e;
-        });
-        sample = outcome.result;
-        written = await write(outcome.result);
-        if (outcome.attempts.length > 1) attempts = outcome.attempts;
-        const fellBack = outcome.attempts.length > 1 ? `${outcome.rung.reason}: attempt ${outcome.attempts.length}, after the plans above it ran out of memory` : outcome.rung.reason;
-        decision = { ...decision!, plan: outcome.rung.plan, reason: fellBack, choice: outcome.rung, prediction: outcome.rung.prediction };
-      } else {
-        rankStats = useStrategy(vae, strategyNow(), group, { offThread: true });
-        if (streamPng) {
-          sample = await writeStreamedPng(vae, latents, out, bitDepth === '16' ? 16 : 8, decodeOptions);
-          written = [out];
-        } else {
-          const whole = await vae.decode(latents, decodeOptions);
-          sample = whole;
-          written = await write(whole);
+        })
+      : await this.decodeAsPlanned(vae, latents, out, options);
+    const seconds = (performance.now() - t0) / 1000;
+    bar.finish();
+    this.report(decoded, grid, seconds);
+  }
+
+  /** The policy's choice with its fallback ladder: each attempt on its own process ranks. */
+  private async decodeLaddered(vae: Vae, latent: LatentShape, latents: Tensor, out: string, options: DecodeOptions): Promise<DecodedFile> {
+    const decision = this.decision!;
+    const rungs = ladderRungs(decision.alternatives, decision.choice!);
+    let stats: StrategyReport | null = null;
+    let used: RankGroup | null = this.group;
+    const outcome = await runLadder(
+      rungs,
+      async (rung) => {
+        applyMemoryPlan(vae, rung.plan, sampleShapeOf(vae.geometry, latent));
+        const local = this.localRanks(Math.max(1, rung.plan.ranks), 'process');
+        try {
+          await local.start();
+          stats = useStrategy(vae, strategyOf(rung.plan), local, { offThread: true });
+          used = local;
+          return await vae.decode(latents, options);
+        } finally {
+          await local.close();
         }
-      }
-      const seconds = (performance.now() - t0) / 1000;
-      bar.finish();
-      const stats = rankStats as StrategyReport | null;
-      const usedGroup = used as RankGroup | null;
-      const usedStrategy = strategyNow();
-      const final = decision as Decision | null;
-      const single = scheduleGrid(grid, 1);
-      const shard = stats?.shard() ?? null;
-      const notes = [...(redis === undefined && usedGroup !== null && usedGroup.size < ranks ? [`--ranks ${ranks} for ${grid.tiles.length} tile(s): ${usedGroup.size} rank(s) started (a rank without a tile is never started)`] : []), ...(stats?.notes() ?? [])];
-      const rankList = stats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }];
-      const summary = {
-        shape: sample.dims,
-        tiles: shard ? 0 : grid.tiles.length * grid.chunks.length,
-        seconds,
-        ranks: rankList,
-        strategy: usedStrategy,
-        ...(shard ? { bands: shard.bands.length, collectives: shard.collectives } : {}),
-        ...(stats?.failures().length ? { failures: stats.failures() } : {}),
-        ...(redis === undefined && args.has('ranks') ? { ranksRequested: ranks } : {}),
-        ...(notes.length ? { note: notes.join('; ') } : {}),
-        memory: memoryJson(budgetOption.budget, final?.prediction ?? null, { coordinator: peakRssBytes(), ranks: stats && usedGroup && usedGroup.transport !== 'queue' ? rankList : [] }),
-        ...(final?.plan ? { choice: choiceJson(final.plan, final.reason) } : {}),
-        ...(attempts ? { attempts } : {}),
-        files: written,
-      };
-      if (args.flag('json')) {
-        io.stdout(JSON.stringify(summary) + '\n');
-      } else if (shard) {
-        const bands = shard.bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
-        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${usedGroup!.size} ${laddered() ? 'process' : isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
-        io.stdout(`collectives (calls / bytes sent, all ranks): ${formatCollectives(shard.collectives)}\n`);
-      } else {
-        const where = redis !== undefined ? `queue "${queue ?? DEFAULT_QUEUE}"` : laddered() ? 'process' : isolation;
-        const over = usedGroup && usedGroup.size > 1 ? ` over ${usedGroup.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
-        const exact = usedStrategy === 'exact-tile' ? ' halo-exact' : '';
-        io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles}${exact} tile(s)${over}) -> ${written.join(', ')}\n`);
-        for (const f of stats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
-        for (const note of notes) io.stdout(`${note}\n`);
-      }
-      if (!args.flag('json') && final?.plan) io.stdout(`plan: ${describePlan(final.plan)} (${final.reason}); predicted peak ${final.prediction ? formatBytes(final.prediction.peakBytes) : 'unknown'} of a ${formatBytes(budgetOption.budget.bytes)} budget\n`);
+      },
+      (attempt, i) => {
+        if (attempt.outcome === 'out-of-memory') this.io.stderr(`attempt ${i + 1} (${describePlan(rungs[i]!.plan)}, predicted ${formatBytes(attempt.predictedPeakBytes)}) ran out of memory: ${attempt.error}${i + 1 < rungs.length ? `; trying ${describePlan(rungs[i + 1]!.plan)}` : ''}\n`);
+      },
+    );
+    const written = await this.writeWhole(vae, out, outcome.result);
+    const fellBack = outcome.attempts.length > 1 ? `${outcome.rung.reason}: attempt ${outcome.attempts.length}, after the plans above it ran out of memory` : outcome.rung.reason;
+    this.decision = { ...decision, plan: outcome.rung.plan, reason: fellBack, choice: outcome.rung, prediction: outcome.rung.prediction };
+    return { sample: outcome.result, written, stats, used, attempts: outcome.attempts.length > 1 ? outcome.attempts : null };
+  }
+
+  /** The decision's plan on the ranks already started. */
+  private async decodeAsPlanned(vae: Vae, latents: Tensor, out: string, options: DecodeOptions): Promise<DecodedFile> {
+    const stats = useStrategy(vae, this.strategyNow(), this.group, { offThread: true });
+    const decoded = { stats, used: this.group, attempts: null };
+    // A single image goes to PNG band by band as its tile rows finish (memory independent of
+    // its height); a batch, video frames and .npy are written from the whole sample.
+    if (extname(out).toLowerCase() === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1) {
+      return { ...decoded, sample: await writeStreamedPng(vae, latents, out, this.request.bitDepth, options), written: [out] };
     }
-  },
-};
+    const whole = await vae.decode(latents, options);
+    return { ...decoded, sample: whole, written: await this.writeWhole(vae, out, whole) };
+  }
+
+  /** Writes a whole sample as the output's extension asks: .npy, a video, or PNGs. */
+  private async writeWhole(vae: Vae, out: string, whole: Tensor): Promise<string[]> {
+    throwIfAborted(this.io.signal);
+    checkFiniteOutput(whole.data, 'the decode');
+    const { fps } = this.request;
+    if (extname(out).toLowerCase() === '.npy') {
+      writeNpy(out, whole);
+      return [out];
+    }
+    if (this.request.video) return await writeSampleVideo(out, whole, vae.family.sampleRange, fps !== undefined ? { fps } : {});
+    return writeSamplePng(out, whole, vae.family.sampleRange, { bitDepth: this.request.bitDepth });
+  }
+
+  /** Prints what a decode did: one JSON object with --json, else a line or two of text. */
+  private report(decoded: DecodedFile, grid: TileGrid, seconds: number): void {
+    const { request, io } = this;
+    const { sample, written, stats, used, attempts } = decoded;
+    const usedStrategy = this.strategyNow();
+    const final = this.decision;
+    const laddered = this.laddered();
+    const single = scheduleGrid(grid, 1);
+    const shard = stats?.shard() ?? null;
+    const notes = [...(request.redis === undefined && used !== null && used.size < request.ranks ? [`--ranks ${request.ranks} for ${grid.tiles.length} tile(s): ${used.size} rank(s) started (a rank without a tile is never started)`] : []), ...(stats?.notes() ?? [])];
+    const rankList = stats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }];
+    const summary = {
+      shape: sample.dims,
+      tiles: shard ? 0 : grid.tiles.length * grid.chunks.length,
+      seconds,
+      ranks: rankList,
+      strategy: usedStrategy,
+      ...(shard ? { bands: shard.bands.length, collectives: shard.collectives } : {}),
+      ...(stats?.failures().length ? { failures: stats.failures() } : {}),
+      ...(request.redis === undefined && request.ranksGiven ? { ranksRequested: request.ranks } : {}),
+      ...(notes.length ? { note: notes.join('; ') } : {}),
+      memory: memoryJson(request.budgetOption.budget, final?.prediction ?? null, { coordinator: peakRssBytes(), ranks: stats && used && used.transport !== 'queue' ? rankList : [] }),
+      ...(final?.plan ? { choice: choiceJson(final.plan, final.reason) } : {}),
+      ...(attempts ? { attempts } : {}),
+      files: written,
+    };
+    if (request.json) {
+      io.stdout(JSON.stringify(summary) + '\n');
+      return;
+    }
+    if (shard) {
+      const bands = shard.bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
+      io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${used!.size} ${laddered ? 'process' : request.isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
+      io.stdout(`collectives (calls / bytes sent, all ranks): ${formatCollectives(shard.collectives)}\n`);
+    } else {
+      const where = request.redis !== undefined ? `queue "${request.queue ?? DEFAULT_QUEUE}"` : laddered ? 'process' : request.isolation;
+      const over = used && used.size > 1 ? ` over ${used.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
+      const exact = usedStrategy === 'exact-tile' ? ' halo-exact' : '';
+      io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles}${exact} tile(s)${over}) -> ${written.join(', ')}\n`);
+      for (const f of stats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
+      for (const note of notes) io.stdout(`${note}\n`);
+    }
+    if (final?.plan) io.stdout(`plan: ${describePlan(final.plan)} (${final.reason}); predicted peak ${final.prediction ? formatBytes(final.prediction.peakBytes) : 'unknown'} of a ${formatBytes(request.budgetOption.budget.bytes)} budget\n`);
+  }
+}
 
 /**
  * Decodes one image into a PNG written band by band, with the plan, the distvae version and the

@@ -10,16 +10,17 @@
 // puts the run back in the queue and it is taken again, skipping tiles already delivered (decodes
 // are deterministic, so the image is the same). A run that fails (wrong VAE, bad input) fails the
 // decode. No progress for `timeoutMs` is a TIMEOUT. Whatever happens, the decode's keys and jobs
-// are removed before decodeTiles settles.
+// are removed before decodeTiles settles. One decode in flight is a RemoteDecode (remote-decode.ts).
 
 import { randomBytes } from 'node:crypto';
 import { FlowProducer, Queue, QueueEvents } from 'bullmq';
 import type { Redis, RedisOptions } from 'ioredis';
 import { abortedError } from '../../decode/engine.js';
 import { DistVaeError } from '../../errors.js';
-import type { DistRankStats, RankFailure, RankGroup, TileJob, TileJobOptions, TileJobResult } from '../group.js';
+import type { RankGroup, TileJob, TileJobOptions, TileJobResult } from '../group.js';
 import { connectRedis, describeServer, redisOptionsOf, type RedisConnection } from './connection.js';
-import { DEFAULT_QUEUE, bytesOf, checkTilePayload, decodeKeys, parentQueueOf, readTile, sha256, type DecodeKeys, type RunJobData, type RunJobResult, type RunProgress } from './protocol.js';
+import { DEFAULT_QUEUE, bytesOf, decodeKeys, parentQueueOf, sha256, type DecodeKeys, type RunJobData, type RunTile } from './protocol.js';
+import { RemoteDecode, type JobEvent } from './remote-decode.js';
 
 /** Bytes that went through Redis for this group's decodes (payloads only, not BullMQ's bookkeeping). */
 export interface QueueTraffic {
@@ -54,8 +55,6 @@ interface Connected {
   events: QueueEvents;
   size: number;
 }
-
-type JobEvent = { kind: 'active' | 'progress' | 'completed' | 'failed' | 'stalled' | 'waiting'; data?: unknown; reason?: string };
 
 export class QueueGroup implements RankGroup {
   readonly transport = 'queue';
@@ -138,148 +137,55 @@ export class QueueGroup implements RankGroup {
   }
 
   private async run(c: Connected, job: TileJob, options: TileJobOptions, d: { decodeId: string; keys: DecodeKeys; runIds: string[]; owner: number[]; ttl: number }): Promise<TileJobResult> {
-    const { keys, runIds, owner } = d;
-    const tileCount = job.latents.length;
-    const timeoutMs = this.options.timeoutMs ?? 120_000;
+    const tiles = await this.writeInputs(c, job, d.keys, d.ttl);
+    const decode = new RemoteDecode(job, options, {
+      redis: c.redis,
+      keys: d.keys,
+      owner: d.owner,
+      size: this.size,
+      ttlMs: d.ttl,
+      timeoutMs: this.options.timeoutMs ?? 120_000,
+      lockKeyOf: (rank) => `${c.queue.toKey(d.runIds[rank]!)}:lock`,
+      queueName: this.queueName,
+      server: describeServer(this.redisOptions),
+      traffic: this.traffic,
+    });
+    for (const rank of decode.runsWithTiles) this.listeners.set(d.runIds[rank]!, (event) => decode.onEvent(rank, event));
+    try {
+      // Inputs first, then the jobs that name them.
+      this.addJobs(c, job, d, tiles, decode.runsWithTiles).catch((e: unknown) => decode.fail(new DistVaeError('TRANSPORT_FAILED', `adding the decode's jobs to queue "${this.queueName}" failed: ${(e as Error).message}`, { cause: e })));
+      return await decode.result;
+    } finally {
+      for (const id of d.runIds) this.listeners.delete(id);
+    }
+  }
 
-    // Inputs first, then the jobs that name them.
-    const write = c.redis.multi().set(keys.alive, '1', 'PX', d.ttl);
+  /** Writes every tile's latent slice to its key (with the decode's alive key); returns the tiles as run jobs name them. */
+  private async writeInputs(c: Connected, job: TileJob, keys: DecodeKeys, ttl: number): Promise<RunTile[]> {
+    const write = c.redis.multi().set(keys.alive, '1', 'PX', ttl);
     const tiles = job.latents.map((latent, index) => {
       const bytes = bytesOf(latent.data);
-      write.set(keys.input(index), bytes, 'PX', d.ttl);
+      write.set(keys.input(index), bytes, 'PX', ttl);
       this.traffic.latentBytes += bytes.byteLength;
       return { index, dims: [...latent.dims], sha256: sha256(bytes) };
     });
     await write.exec();
+    return tiles;
+  }
 
-    return new Promise<TileJobResult>((resolve, reject) => {
-      let settled = false;
-      let next = 0;
-      let pumping = false;
-      const ready = new Set<number>();
-      const completed = new Map<number, RunJobResult>();
-      const failures: RankFailure[] = [];
-      const redealt = new Set<number>();
-      const delivered = job.schedule.ranks.map(() => [] as number[]);
-      const runsWithTiles = job.schedule.ranks.flatMap((t, r) => (t.length > 0 ? [r] : []));
-      let idle: NodeJS.Timeout | null = null;
-
-      const finish = (error: DistVaeError | null) => {
-        if (settled) return;
-        settled = true;
-        if (idle) clearTimeout(idle);
-        options.signal?.removeEventListener('abort', onAbort);
-        for (const id of runIds) this.listeners.delete(id);
-        if (error) return reject(error);
-        // Workers load their VAE when they start, never inside a decode: loadSeconds is 0.
-        const ranks: DistRankStats[] = job.schedule.ranks.map((_, rank) => {
-          const r = completed.get(rank);
-          const tiles = [...delivered[rank]!].sort((a, b) => a - b);
-          return { rank, tiles, load: tiles.reduce((s, t) => s + job.work[t]!, 0), seconds: r?.busySeconds ?? 0, decoderSeconds: r?.decoderSeconds ?? 0, loadSeconds: 0 };
-        });
-        while (ranks.length < this.size) ranks.push({ rank: ranks.length, tiles: [], load: 0, seconds: 0, decoderSeconds: 0, loadSeconds: 0 });
-        resolve({ ranks, failures, redealt: [...redealt].sort((a, b) => a - b), edgeRedecodes: [] });
-      };
-      const maybeDone = () => {
-        if (next === tileCount && runsWithTiles.every((r) => completed.has(r))) finish(null);
-      };
-      // A decode times out after `timeoutMs` without a tile taken or finished — unless a worker
-      // still holds one of its runs (a long tile): its job lock, renewed while it lives, says so.
-      const armIdle = () => {
-        if (idle) clearTimeout(idle);
-        idle = setTimeout(() => {
-          const locks = runsWithTiles.filter((r) => !completed.has(r)).map((r) => `${c.queue.toKey(runIds[r]!)}:lock`);
-          (locks.length > 0 ? c.redis.exists(...locks) : Promise.resolve(0)).then(
-            (held) => {
-              if (settled) return;
-              if (held > 0) return armIdle();
-              finish(
-                new DistVaeError(
-                  'TIMEOUT',
-                  `no worker on queue "${this.queueName}" at ${describeServer(this.redisOptions)} took or finished a tile for ${timeoutMs} ms (${next} of ${tileCount} tile(s) assembled): start workers with \`distvae worker --redis URL --queue ${this.queueName}\` and the same VAE`,
-                ),
-              );
-            },
-            (e: unknown) => finish(new DistVaeError('TRANSPORT_FAILED', `Redis stopped answering during the decode: ${(e as Error).message}`, { cause: e })),
-          );
-        }, timeoutMs);
-      };
-      const onAbort = () => finish(abortedError(options.signal!));
-      options.signal?.addEventListener('abort', onAbort, { once: true });
-
-      // Tiles are read in raster order, so the coordinator holds at most what the assembler buffers.
-      const pump = async () => {
-        if (pumping) return;
-        pumping = true;
-        try {
-          while (!settled && ready.has(next)) {
-            const index = next;
-            const rank = owner[index]!;
-            const payload = await readTile(c.redis, keys, index);
-            if (settled) return;
-            if (!payload) throw new DistVaeError('RANK_FAILED', `tile ${index} of rank ${rank} was reported done but its key is gone (expired after ${d.ttl} ms, or removed)`);
-            const checked = checkTilePayload(payload, job.layout.extents[index]!);
-            const from = `rank ${rank} (worker ${payload.worker ?? 'unknown'})`;
-            if (typeof checked === 'string') throw new DistVaeError('RANK_FAILED', `${from} returned a wrong result for tile ${index}, rejected: ${checked}`);
-            try {
-              options.onResult({ index, rank, kind: 'raw', leading: checked.leading, planes: checked.planes });
-            } catch (e) {
-              throw new DistVaeError('RANK_FAILED', `${from} returned a wrong result for tile ${index}, rejected: ${(e as Error).message}`, { cause: e });
-            }
-            this.traffic.tileBytes += payload.data!.byteLength;
-            delivered[rank]!.push(index);
-            await c.redis.multi().sadd(keys.done, String(index)).del(keys.output(index)).exec();
-            next++;
-          }
-          maybeDone();
-        } catch (e) {
-          finish(e instanceof DistVaeError ? e : new DistVaeError('TRANSPORT_FAILED', `reading tile ${next} from Redis failed: ${(e as Error).message}`, { cause: e }));
-        } finally {
-          pumping = false;
-        }
-        if (!settled && ready.has(next)) void pump();
-      };
-
-      const onEvent = (rank: number) => (event: JobEvent) => {
-        if (settled) return;
-        armIdle();
-        const mine = job.schedule.ranks[rank]!;
-        if (event.kind === 'progress') {
-          const tile = (event.data as RunProgress | undefined)?.tile;
-          if (typeof tile !== 'number' || !mine.includes(tile)) return finish(new DistVaeError('RANK_FAILED', `rank ${rank} reported tile ${String(tile)}, which is not a tile of its run; its result is rejected`));
-          ready.add(tile);
-          void pump();
-        } else if (event.kind === 'completed') {
-          const result = event.data as RunJobResult;
-          // Progress events precede completion in the stream; a tile of a completed run that was
-          // never reported is read anyway, and reading it fails if it is not in Redis.
-          for (const t of mine) if (t >= next) ready.add(t);
-          completed.set(rank, result);
-          void pump();
-        } else if (event.kind === 'failed') {
-          finish(new DistVaeError('RANK_FAILED', `rank ${rank} failed on a worker: ${event.reason ?? 'no reason given'}`));
-        } else if (event.kind === 'stalled') {
-          failures.push({ rank, cause: 'its worker stopped renewing the job lock (lost or killed); the run went back to the queue and was taken again' });
-          for (const t of mine) if (!ready.has(t) && t >= next) redealt.add(t);
-        }
-      };
-      runsWithTiles.forEach((rank) => this.listeners.set(runIds[rank]!, onEvent(rank)));
-      armIdle();
-
-      c.flows
-        .add({
-          name: 'decode',
-          queueName: parentQueueOf(this.queueName),
-          opts: { jobId: d.decodeId },
-          data: { tiles: tileCount, runs: runsWithTiles.length },
-          children: runsWithTiles.map((rank) => ({
-            name: 'run',
-            queueName: this.queueName,
-            opts: { jobId: runIds[rank]!, removeOnComplete: true, removeOnFail: true, attempts: 1 },
-            data: { decodeId: d.decodeId, rank, vaeHash: job.vae.hash, tiles: job.schedule.ranks[rank]!.map((t) => tiles[t]!), tileTtlMs: d.ttl } satisfies RunJobData,
-          })),
-        })
-        .catch((e: unknown) => finish(new DistVaeError('TRANSPORT_FAILED', `adding the decode's jobs to queue "${this.queueName}" failed: ${(e as Error).message}`, { cause: e })));
+  /** Adds the decode's parent job with one child run job per rank that has tiles. */
+  private async addJobs(c: Connected, job: TileJob, d: { decodeId: string; runIds: string[]; ttl: number }, tiles: RunTile[], runsWithTiles: number[]): Promise<void> {
+    await c.flows.add({
+      name: 'decode',
+      queueName: parentQueueOf(this.queueName),
+      opts: { jobId: d.decodeId },
+      data: { tiles: tiles.length, runs: runsWithTiles.length },
+      children: runsWithTiles.map((rank) => ({
+        name: 'run',
+        queueName: this.queueName,
+        opts: { jobId: d.runIds[rank]!, removeOnComplete: true, removeOnFail: true, attempts: 1 },
+        data: { decodeId: d.decodeId, rank, vaeHash: job.vae.hash, tiles: job.schedule.ranks[rank]!.map((t) => tiles[t]!), tileTtlMs: d.ttl } satisfies RunJobData,
+      })),
     });
   }
 
