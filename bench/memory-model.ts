@@ -170,7 +170,7 @@ function withErrors(c: CaseResult): CaseResult {
   const processes = c.processes.map((p) => ({
     ...p,
     error: p.measuredBytes ? (p.predictedBytes - p.measuredBytes) / p.measuredBytes : null,
-    activationShare: p.measuredBytes ? (p.terms.activation + p.terms.growth + p.terms.shard) / p.measuredBytes : 0,
+    activationShare: p.measuredBytes ? (p.terms.activation + p.terms.pattern + p.terms.growth + p.terms.shard) / p.measuredBytes : 0,
   }));
   const errors = processes.flatMap((p) => (p.error === null ? [] : [Math.abs(p.error)]));
   return { ...c, processes, worstError: errors.length ? Math.max(...errors) : null };
@@ -209,14 +209,14 @@ function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCa
 
 /** Least squares on the relative error over the calibration's factors (negative factors pinned to 0). */
 function fit(cases: CaseResult[], base: RuntimeCalibration): RuntimeCalibration {
-  const keys = ['fixedBytes', 'decodingWeightCopies', 'holdingWeightCopies', 'activationFactor', 'growthFactor', 'shardFactor', 'outputCopies', 'runOutputCopies'] as const;
+  const keys = ['fixedBytes', 'decodingWeightCopies', 'holdingWeightCopies', 'activationFactor', 'patternFactor', 'growthFactor', 'shardFactor', 'outputCopies', 'runOutputCopies', 'rankThreadBytes'] as const;
   const rows: { x: number[]; y: number }[] = [];
   for (const c of cases) {
     for (const p of c.processes) {
       if (!p.measuredBytes) continue;
       const t = p.terms;
       const w = 1 / p.measuredBytes;
-      rows.push({ x: [1, t.decodingWeights, t.holdingWeights, t.activation, t.growth, t.shard, t.output, t.runOutput].map((v) => v * w), y: (p.measuredBytes - t.buffers) * w });
+      rows.push({ x: [1, t.decodingWeights, t.holdingWeights, t.activation, t.pattern, t.growth, t.shard, t.output, t.runOutput, t.rankThread].map((v) => v * w), y: (p.measuredBytes - t.buffers) * w });
     }
   }
   let active = keys.map(() => true);
@@ -251,7 +251,7 @@ function fit(cases: CaseResult[], base: RuntimeCalibration): RuntimeCalibration 
   }
   const fitted: RuntimeCalibration = { ...base };
   keys.forEach((k, i) => {
-    (fitted as unknown as Record<string, number>)[k] = k === 'fixedBytes' ? Math.round(solution[i]!) : Number(solution[i]!.toFixed(3));
+    (fitted as unknown as Record<string, number>)[k] = k === 'fixedBytes' || k === 'rankThreadBytes' ? Math.round(solution[i]!) : Number(solution[i]!.toFixed(3));
   });
   return fitted;
 }

@@ -15,6 +15,8 @@ export interface RuntimeCalibration {
   holdingWeightCopies: number;
   /** Resident bytes per byte of the sessions' activation peaks (each arena keeps its largest run's plan). */
   activationFactor: number;
+  /** Resident bytes per byte of the memory-pattern block of a shape run again. */
+  patternFactor: number;
   /** Resident bytes per byte of the arena regions that later, larger runs add. */
   growthFactor: number;
   /** Resident bytes per byte of a row-sharded rank's largest step (stage sessions without an arena, plus the values kept). */
@@ -23,6 +25,8 @@ export interface RuntimeCalibration {
   outputCopies: number;
   /** Copies of a run's output resident in the process that runs it (onnxruntime's and the JS copy). */
   runOutputCopies: number;
+  /** Resident bytes a rank thread adds to the process it runs in. */
+  rankThreadBytes: number;
   /** How the numbers were measured. */
   measured: string;
 }
@@ -39,10 +43,12 @@ export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
     decodingWeightCopies: 3.63,
     holdingWeightCopies: 0.999,
     activationFactor: 1.381,
+    patternFactor: 1,
     growthFactor: 0.5,
     shardFactor: 2.01,
     outputCopies: 2.549,
     runOutputCopies: 1,
+    rankThreadBytes: 80 * 2 ** 20,
     measured:
       'fitted by `npx tsx bench/memory-model.ts calibrate` to the 50 processes of 22 cases in bench/results/memory-model.json (2026-12-01, linux x64, 2 cores, Node 20.20, onnxruntime-node 1.30, before the lean-runtime change of issue 14: recalibrate after it)',
   },

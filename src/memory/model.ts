@@ -54,6 +54,8 @@ export interface MemoryTerms {
   holdingWeights: number;
   /** Sum over its sessions of their largest run's activation peak (graph liveness): what each arena keeps. */
   activation: number;
+  /** The memory pattern's block of the largest shape each session runs at least twice (runs.ts). */
+  pattern: number;
   /** Arena regions added by runs larger than every earlier run of their session (runs.ts). */
   growth: number;
   /** A row-sharded rank's largest step: values kept for later steps plus the step's work (shard.ts). */
@@ -62,6 +64,8 @@ export interface MemoryTerms {
   output: number;
   /** The largest run's output as copied out of onnxruntime (a raw tile before assembly). */
   runOutput: number;
+  /** 1 when the process decodes on a rank thread of its own (a second JS realm and module graph). */
+  rankThread: number;
   /** Buffers counted as they are (latent, tile outputs a rank returns, a runner's kept state). */
   buffers: number;
 }
@@ -97,10 +101,12 @@ export function peakOfTerms(t: MemoryTerms, cal: RuntimeCalibration): number {
       cal.decodingWeightCopies * t.decodingWeights +
       cal.holdingWeightCopies * t.holdingWeights +
       cal.activationFactor * t.activation +
+      cal.patternFactor * t.pattern +
       cal.growthFactor * t.growth +
       cal.shardFactor * t.shard +
       cal.outputCopies * t.output +
       cal.runOutputCopies * t.runOutput +
+      cal.rankThreadBytes * t.rankThread +
       t.buffers,
   );
 }
@@ -219,7 +225,7 @@ interface Run {
   outBytes: number;
 }
 
-const NO_TERMS: MemoryTerms = { decodingWeights: 0, holdingWeights: 0, activation: 0, growth: 0, shard: 0, output: 0, runOutput: 0, buffers: 0 };
+const NO_TERMS: MemoryTerms = { decodingWeights: 0, holdingWeights: 0, activation: 0, pattern: 0, growth: 0, shard: 0, output: 0, runOutput: 0, rankThread: 0, buffers: 0 };
 
 /**
  * Predicted peak memory of decoding a latent of `sample`'s size (batch `batch`) with `plan`.
@@ -253,7 +259,7 @@ export function predictMemory(vae: VaeSpec, plan: MemoryPlan, sample: SampleShap
     maxTensorBytes = Math.max(maxTensorBytes, hold.maxTensorBytes);
     // A temporally chunked decode also holds one chunk's raw output while it assembles.
     const chunkOutput = chunkFrames.length > 1 ? hold.outputBytes : 0;
-    return { ...NO_TERMS, decodingWeights: hold.weightBytes, activation: hold.activation, growth: hold.growth, runOutput: hold.runOutput, buffers: buffers + hold.kept + chunkOutput };
+    return { ...NO_TERMS, decodingWeights: hold.weightBytes, activation: hold.activation, pattern: hold.pattern, growth: hold.growth, runOutput: hold.outputBytes, buffers: buffers + hold.kept + chunkOutput };
   };
   const holding: MemoryTerms = { ...NO_TERMS, holdingWeights: arch.weightBytes };
   const assembling = (t: MemoryTerms): MemoryTerms => ({ ...t, output, buffers: t.buffers + latentBytes });
@@ -277,8 +283,9 @@ export function predictMemory(vae: VaeSpec, plan: MemoryPlan, sample: SampleShap
     return done(assembling(holding), ranks);
   }
   const runs = tileRuns(grid);
-  // The process that decodes also assembles: its buffers are the coordinator's.
-  if (plan.ranks <= 1 && !plan.isolated) return done(assembling(decoding(runs, 0)), []);
+  // Decoding in this process: on a rank thread, next to the coordinator's own loaded VAE, and
+  // assembling here.
+  if (plan.ranks <= 1 && !plan.isolated) return done(assembling({ ...decoding(runs, 0), holdingWeights: arch.weightBytes, rankThread: 1 }), []);
   const schedule = scheduleGrid(grid, Math.max(1, plan.ranks));
   const ranks = schedule.ranks.map((tiles, rank) => {
     if (tiles.length === 0) return { rank, terms: holding };
@@ -316,6 +323,6 @@ export function predictTileRun(vae: VaeSpec, tiles: readonly (readonly number[])
     return { peakBytes: peakOfTerms(idle, cal), terms: idle };
   }
   const hold = decodingHold(tiles.map((t) => runsFor(arch, t)));
-  const terms: MemoryTerms = { ...NO_TERMS, decodingWeights: hold.weightBytes, activation: hold.activation, growth: hold.growth, runOutput: hold.runOutput, buffers: hold.outputBytes + hold.kept };
+  const terms: MemoryTerms = { ...NO_TERMS, decodingWeights: hold.weightBytes, activation: hold.activation, pattern: hold.pattern, growth: hold.growth, runOutput: hold.outputBytes, buffers: hold.kept };
   return { peakBytes: peakOfTerms(terms, cal), terms };
 }

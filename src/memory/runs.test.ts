@@ -7,7 +7,6 @@ import { test } from 'node:test';
 import { createVae } from '../families/registry.js';
 import { runtimeOf } from '../families/runtimes.js';
 import { HUNYUAN_VIDEO_TINY, LTX2_TINY, WAN21_TINY, WAN22_TINY } from '../families/testing/video-configs.js';
-import { TINY_KL } from '../ranks/testing/tiny-vae.js';
 import { createSession } from '../runtime/session.js';
 import { elementCount, seededTensor, type Tensor } from '../tensor.js';
 import { predictMemory } from './model.js';
@@ -23,14 +22,19 @@ const run = (key: string, peakBytes: number, kept: [string, number][] = []): Ses
   outputBytes: 8,
 });
 
-test('an arena keeps its largest run, plus a region for every run larger than all before it', () => {
+test('an arena keeps its largest run, a region for every run larger than all before it, and the pattern of a shape run again', () => {
   // Runs of 50, 80, 60, 120 bytes on one session: regions of 50, 80 and 120 were added.
   const hold = decodingHold([[run('a', 50)], [run('a', 80)], [run('a', 60)], [run('a', 120)]]);
   assert.equal(hold.activation, 120);
   assert.equal(hold.growth, 130);
   assert.equal(hold.weightBytes, 100);
-  // The largest run first: one region, reused by every later, smaller run.
-  assert.equal(decodingHold([[run('a', 120)], [run('a', 80)], [run('a', 60)]]).growth, 0);
+  assert.equal(hold.pattern, 0);
+  // The largest run first: one region, reused by every later, smaller run; a shape run twice
+  // allocates its memory pattern.
+  const repeated = decodingHold([[run('a', 120)], [run('a', 80)], [run('a', 80)], [run('a', 60)]]);
+  assert.equal(repeated.growth, 0);
+  assert.equal(repeated.pattern, 80);
+  assert.equal(decodingHold([[{ ...run('a', 70), runs: 3 }]]).pattern, 70);
   // Two sessions: two arenas, two copies of weights.
   const two = decodingHold([[run('a', 50), run('b', 70)]]);
   assert.equal(two.activation, 120);

@@ -4,11 +4,12 @@
 // are resolved from their declared axes, so a family describes its runs (FamilyRuntime.memoryRuns)
 // without computing shapes itself.
 //
-// The arena (CPU EP, memory patterns on): a session's first run on a shape allocates one block
-// for that shape's plan; a later run on a shape whose block fits a free one reuses it, a larger
-// one extends the arena with a new region, and the old region stays resident. So a session
-// holds the sum of the record-breaking blocks over its runs in order: its largest run, plus
-// `growth` for every region a larger later run added.
+// The arena (CPU EP, memory patterns on), as measured (bench/results/memory-model.md): a
+// session's first run on a shape allocates tensor by tensor from the arena, which grows to hold
+// them (the `activation` term: each session's largest run); the second run on the same shape
+// allocates the shape's memory pattern as one block, which the fragmented regions of the first
+// rarely hold, so the arena grows again (`pattern`: the largest shape run at least twice); a
+// later shape larger than every earlier one adds regions (`growth`).
 
 import type { TileMemoryRuns } from '../families/runtime-types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
@@ -91,19 +92,25 @@ export interface DecodingHold {
   weightBytes: number;
   /** Sum over sessions of their largest run's activation peak. */
   activation: number;
-  /** Regions the arenas added for later runs larger than every earlier one. */
+  /** Sum over sessions of the largest activation peak among shapes run at least twice (the memory pattern's block). */
+  pattern: number;
+  /** Per session, the peaks of runs larger than every earlier one, but the last (regions added on the way). */
   growth: number;
-  /** The largest run's output: the copy out of onnxruntime (a tile's raw output, before assembly). */
-  runOutput: number;
   /** State the runner keeps across runs (largest tile). */
   kept: number;
   maxTensorBytes: number;
-  /** Largest single run output. */
+  /** Largest single run's output (the copy out of onnxruntime: a tile's raw output before assembly). */
   outputBytes: number;
 }
 
 export function decodingHold(tiles: readonly SessionRun[][]): DecodingHold {
-  const sessions = new Map<string, { records: number[]; weightBytes: number }>();
+  interface Arena {
+    records: number[];
+    weightBytes: number;
+    /** Runs per shape (by peak). */
+    shapes: Map<number, number>;
+  }
+  const sessions = new Map<string, Arena>();
   let kept = 0;
   let maxTensorBytes = 0;
   let outputBytes = 0;
@@ -111,9 +118,12 @@ export function decodingHold(tiles: readonly SessionRun[][]): DecodingHold {
     // Every session of a sequence writes the same history entries (first and next frames alike).
     const tileKept = new Map<string, number>();
     for (const r of tile) {
-      const s = sessions.get(r.key) ?? { records: [], weightBytes: r.weightBytes };
+      const s: Arena = sessions.get(r.key) ?? { records: [], weightBytes: r.weightBytes, shapes: new Map() };
       sessions.set(r.key, s);
-      if (r.peak.peakBytes > (s.records.at(-1) ?? 0)) s.records.push(r.peak.peakBytes);
+      const peak = r.peak.peakBytes;
+      if (peak > (s.records.at(-1) ?? 0)) s.records.push(peak);
+      // Shapes are told apart by their peak: two shapes with one peak share one pattern size.
+      s.shapes.set(peak, (s.shapes.get(peak) ?? 0) + r.runs);
       for (const [name, bytes] of r.kept) tileKept.set(name, Math.max(bytes, tileKept.get(name) ?? 0));
       maxTensorBytes = Math.max(maxTensorBytes, r.peak.maxTensorBytes);
       outputBytes = Math.max(outputBytes, r.outputBytes);
@@ -122,12 +132,14 @@ export function decodingHold(tiles: readonly SessionRun[][]): DecodingHold {
   }
   let weightBytes = 0;
   let activation = 0;
+  let pattern = 0;
   let growth = 0;
   for (const s of sessions.values()) {
     weightBytes += s.weightBytes;
     const largest = s.records.at(-1) ?? 0;
     activation += largest;
     growth += s.records.reduce((a, b) => a + b, 0) - largest;
+    pattern += Math.max(0, ...[...s.shapes].filter(([, runs]) => runs > 1).map(([peak]) => peak));
   }
-  return { weightBytes, activation, growth, runOutput: outputBytes, kept, maxTensorBytes, outputBytes };
+  return { weightBytes, activation, pattern, growth, kept, maxTensorBytes, outputBytes };
 }
