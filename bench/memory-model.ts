@@ -293,6 +293,13 @@ if (mode === 'predict') {
   report.cells = report.cells.map(repredict);
   const fitted = fit(report.cells, base);
   const errors = report.cells.flatMap((c) => c.processes.flatMap((p) => (p.measuredBytes ? [(peakOfTerms(p.terms, fitted) - p.measuredBytes) / p.measuredBytes] : [])));
+  for (const c of report.cells) {
+    for (const p of c.processes) {
+      if (!p.measuredBytes) continue;
+      const e = (peakOfTerms(p.terms, fitted) - p.measuredBytes) / p.measuredBytes;
+      process.stderr.write(`${Math.abs(e) > 0.15 ? '!' : ' '} ${c.name} ${p.process}: ${mib(peakOfTerms(p.terms, fitted))}/${mib(p.measuredBytes)} MiB ${pct(e)}\n`);
+    }
+  }
   process.stdout.write(`fitted to ${errors.length} processes of ${outPath}: largest |error| ${(100 * Math.max(...errors.map(Math.abs))).toFixed(1)} %, ${errors.filter((e) => Math.abs(e) <= 0.15).length} within ±15 %\n`);
   process.stdout.write(JSON.stringify({ ...fitted, measured: `fitted by \`npx tsx bench/memory-model.ts calibrate\` to ${errors.length} processes of bench/results/memory-model.json (${new Date().toISOString().slice(0, 10)}, ${machine})` }, null, 2) + '\n');
 } else if (mode === 'report') {
