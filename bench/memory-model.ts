@@ -2,24 +2,28 @@
 // (`distvae decode --json`, process ranks) and compares the model's predicted peak of every
 // process with the measured peak RSS (VmHWM) of every rank and of the coordinator.
 //
-//   npx tsx bench/memory-model.ts [--cases all|quick|NAME,NAME] [--out bench/results/memory-model.json]
+//   npx tsx bench/memory-model.ts [--cases all|quick|NAME,NAME] [--jobs N] [--out bench/results/memory-model.json]
+//   npx tsx bench/memory-model.ts predict [--cases ...]
 //   npx tsx bench/memory-model.ts calibrate [--from bench/results/memory-model.json]
 //   npx tsx bench/memory-model.ts report [--from bench/results/memory-model.json]
 //
-// The first runs the matrix one case at a time (memory is load-independent, so a busy machine is
-// fine; each case is one decode, the heaviest ~4.5 GiB) and writes the JSON and a Markdown table
-// next to it. `calibrate` fits the per-provider factors of src/memory/calibration.ts to a matrix
-// by least squares on the relative error and prints the entry to commit, with the refitted
-// errors. After a runtime change (e.g. the lean-runtime issue): run the matrix, calibrate, paste
-// the entry, then `report` rewrites the predictions and errors under it (the measured peaks and
-// the graph-derived terms are kept; rerun the matrix when the graphs or the runtime changed).
+// The first runs the matrix (memory is load-independent, so a busy machine is fine; each case is
+// one decode, the heaviest ~4.7 GiB, and cases over 3 GiB take /work/meas/bigmem.lock where it
+// exists) and writes the JSON and a Markdown table next to it. `predict` prints the model's
+// terms per process without decoding. `calibrate` derives every case's terms again from the
+// current model, fits the per-provider factors of src/memory/calibration.ts to the measured peaks
+// by least squares on the relative error, and prints each process's refitted error and the entry
+// to paste; `report` then rewrites predictions and errors under the committed calibration. So a
+// change to the model is refitted without decoding; a change to the graphs or the runtime (what
+// the processes really hold) needs the matrix again: run it, calibrate, paste, report.
 //
 // This is the model-accuracy mode of the project's one memory harness; once bench/memory.ts (the
 // side-by-side harness) lands it becomes a mode there.
 
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createVae } from '../src/families/registry.js';
@@ -32,7 +36,8 @@ import { latentShapeOf } from '../src/plan/shapes.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const TAEF2 = join(ROOT, '..', 'shared', 'models', 'taef2', 'taef2_decoder.pth');
-const TMP = '/tmp/distvae-memory-model';
+// Latents and outputs of this run (its own folder: other runs on the machine clean up theirs).
+const TMP = join(tmpdir(), `distvae-memory-model-${process.pid}`);
 const BIG_LOCK = '/work/meas/bigmem.lock';
 const BIG_BYTES = 3 * 2 ** 30;
 
@@ -146,7 +151,7 @@ function predict(c: Case): { process: string; predictedBytes: number; terms: Mem
   return [{ process: 'coordinator', predictedBytes: prediction.coordinatorBytes, terms: prediction.coordinator.terms }, ...prediction.ranks.map((r) => ({ process: `rank ${r.rank}`, predictedBytes: r.peakBytes, terms: r.terms }))];
 }
 
-function runCase(c: Case): CaseResult {
+async function runCase(c: Case): Promise<CaseResult> {
   const vae = vaeOf(c);
   const predicted = predict(c);
   const base = { name: c.name, family: c.family, weights: c.taef2 ? 'taef2 (trained)' : 'synthetic', size: `${c.height}x${c.width}${c.frames ? `x${c.frames}` : ''}`, plan: describePlan(c.plan) };
@@ -156,10 +161,11 @@ function runCase(c: Case): CaseResult {
     const command = [process.execPath, join(ROOT, 'bin', 'distvae.js'), ...cliArgs(c, latentFile(vae, c))];
     const total = predicted.reduce((a, p) => a + p.predictedBytes, 0);
     const [file, ...args] = total > BIG_BYTES && existsSync(dirname(BIG_LOCK)) ? ['flock', BIG_LOCK, ...command] : command;
-    const stdout = execFileSync(file!, args, { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'inherit'] });
+    const { stdout } = await promisify(execFile)(file!, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
     json = JSON.parse(stdout.trim().split('\n').pop()!);
   } catch (e) {
-    return { ...base, processes: [], worstError: null, failed: (e as Error).message.split('\n')[0]! };
+    const said = String((e as { stderr?: string }).stderr ?? '').trim().split('\n').pop();
+    return { ...base, processes: [], worstError: null, failed: said || (e as Error).message.split('\n')[0]! };
   }
   const measured = new Map<string, number | null>([['coordinator', json.memory.coordinator.measuredPeakBytes], ...json.memory.ranks.map((r): [string, number | null] => [`rank ${r.rank}`, r.measuredPeakBytes])]);
   return withErrors({ ...base, processes: predicted.map((p) => ({ ...p, measuredBytes: measured.get(p.process) ?? null, error: null, activationShare: 0 })), worstError: null });
@@ -313,13 +319,21 @@ if (mode === 'predict') {
   mkdirSync(TMP, { recursive: true });
   const which = flags['cases'] ?? 'all';
   const cases = which === 'all' ? CASES : which === 'quick' ? CASES.filter((c) => c.quick) : CASES.filter((c) => which.split(',').includes(c.name));
+  // `--jobs N` decodes N cases at once (peaks are per process, so they do not disturb each other;
+  // cases over 3 GiB still take the big-memory lock one at a time).
+  const jobs = Math.max(1, Number(flags['jobs'] ?? 1));
   const results: CaseResult[] = [];
-  for (const c of cases) {
-    process.stderr.write(`${c.name} ...\n`);
-    const r = runCase(c);
-    results.push(r);
-    process.stderr.write(`${c.name}: ${r.failed ?? r.processes.map((p) => `${p.process} ${mib(p.predictedBytes)}/${mib(p.measuredBytes)} MiB (${pct(p.error)})`).join(', ')}\n`);
-  }
+  const queue = [...cases];
+  await Promise.all(
+    Array.from({ length: jobs }, async () => {
+      for (let c = queue.shift(); c; c = queue.shift()) {
+        process.stderr.write(`${c.name} ...\n`);
+        const r = await runCase(c);
+        results.push(r);
+        process.stderr.write(`${c.name}: ${r.failed ?? r.processes.map((p) => `${p.process} ${mib(p.predictedBytes)}/${mib(p.measuredBytes)} MiB (${pct(p.error)})`).join(', ')}\n`);
+      }
+    }),
+  );
   // A selection of cases replaces those cases in an existing report (same calibration only).
   const previous = which !== 'all' && existsSync(outPath) ? (JSON.parse(readFileSync(outPath, 'utf8')) as { calibration: RuntimeCalibration; cells: CaseResult[] }) : null;
   const kept = previous ? previous.cells.filter((c) => !results.some((r) => r.name === c.name)).map(repredict) : [];
@@ -328,5 +342,6 @@ if (mode === 'predict') {
   const report = { schema: 1, benchmark: 'memory-model', ran: { date: new Date().toISOString(), machine }, calibration: CALIBRATIONS['cpu']!, cells: merged };
   writeFileSync(outPath, JSON.stringify(report, null, 2) + '\n');
   writeFileSync(outPath.replace(/\.json$/, '.md'), markdown(report));
+  rmSync(TMP, { recursive: true, force: true });
   process.stderr.write(`wrote ${outPath}\n`);
 }
