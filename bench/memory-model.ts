@@ -210,19 +210,44 @@ function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCa
   const within = all.filter((e) => e <= 0.15).length;
   const heavy = report.cells.filter((c) => c.processes.some((p) => p.activationShare >= 0.5)).length;
   lines.push('', `${within} of ${all.length} processes within ±15 %; largest |error| ${(100 * Math.max(...all)).toFixed(1)} %; ${heavy} case(s) where activations are at least half of a process's peak.`);
+  const cal = report.calibration as unknown as Record<string, number>;
+  lines.push(
+    '',
+    '## What the runtime adds (the fitted calibration)',
+    '',
+    'predicted = fixed + Σ factor × term + buffers, each term derived from the graphs (src/memory/model.ts `MemoryTerms`):',
+    '',
+    '| factor | fitted | term it multiplies |',
+    '|---|---|---|',
+    ...CALIBRATION_TERMS.map(([key, , what]) => `| ${key} | ${key.endsWith('Bytes') ? `${mib(cal[key]!)} MiB` : cal[key]} | ${what} |`),
+  );
   return lines.join('\n') + '\n';
 }
 
+/** Each calibration factor, the term of MemoryTerms it multiplies (null: the constant), and what that is. */
+const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, string][] = [
+  ['fixedBytes', null, 'every process: node, distvae, onnxruntime loaded'],
+  ['decodingWeightCopies', 'decodingWeights', 'weight bytes of the sessions a decoding process opens'],
+  ['holdingWeightCopies', 'holdingWeights', 'weight bytes of the loaded VAE a coordinator holds'],
+  ['activationFactor', 'activation', "each session's largest run's liveness peak (the arena's first-run regions)"],
+  ['patternFactor', 'pattern', 'the liveness peak of the largest shape a session runs twice (its memory-pattern block)'],
+  ['growthFactor', 'growth', 'runs larger than every earlier run of their session (regions added on the way)'],
+  ['shardFactor', 'shard', "a row-sharded rank's largest step (kept band values + the step's work)"],
+  ['outputCopies', 'output', 'the decoded sample, in the process that assembles it'],
+  ['runOutputCopies', 'runOutput', "a run's output (the copy out of onnxruntime, a raw tile)"],
+  ['rankThreadBytes', 'rankThread', 'a rank thread in the coordinator (decoding in-process)'],
+];
+
 /** Least squares on the relative error over the calibration's factors (negative factors pinned to 0). */
 function fit(cases: CaseResult[], base: RuntimeCalibration): RuntimeCalibration {
-  const keys = ['fixedBytes', 'decodingWeightCopies', 'holdingWeightCopies', 'activationFactor', 'patternFactor', 'growthFactor', 'shardFactor', 'outputCopies', 'runOutputCopies', 'rankThreadBytes'] as const;
+  const keys = CALIBRATION_TERMS.map(([key]) => key);
   const rows: { x: number[]; y: number }[] = [];
   for (const c of cases) {
     for (const p of c.processes) {
       if (!p.measuredBytes) continue;
       const t = p.terms;
       const w = 1 / p.measuredBytes;
-      rows.push({ x: [1, t.decodingWeights, t.holdingWeights, t.activation, t.pattern, t.growth, t.shard, t.output, t.runOutput, t.rankThread].map((v) => v * w), y: (p.measuredBytes - t.buffers) * w });
+      rows.push({ x: CALIBRATION_TERMS.map(([, term]) => (term === null ? 1 : t[term]) * w), y: (p.measuredBytes - t.buffers) * w });
     }
   }
   let active = keys.map(() => true);
