@@ -164,15 +164,27 @@ export type ErrorCode =
 
 /**
  * The codes of runtime failures: a run started and something broke (a decoder call, a rank, the
- * transport, a deadline, every fallback of a ladder). Every other code is a refusal of the
- * request or its inputs, made before work starts. ABORTED counts as a failure of the run (the
- * CLI reports a signal's abort with the signal's own exit code).
+ * transport, a deadline, every fallback of a ladder). ABORTED is neither a failure nor a
+ * refusal: the caller stopped the run (the CLI exits 130, or 143 after SIGTERM); a signal that
+ * fired because a deadline passed is a TIMEOUT (abortedError). Every other code is a refusal of
+ * the request or its inputs, made before work starts.
  */
-export const RUNTIME_FAILURE_CODES: readonly ErrorCode[] = ['RUNTIME_FAILED', 'RANK_FAILED', 'TRANSPORT_FAILED', 'TIMEOUT', 'LADDER_EXHAUSTED', 'ABORTED'];
+export const RUNTIME_FAILURE_CODES: readonly ErrorCode[] = ['RUNTIME_FAILED', 'RANK_FAILED', 'TRANSPORT_FAILED', 'TIMEOUT', 'LADDER_EXHAUSTED'];
 
-/** Whether `code` reports a runtime failure rather than a refusal (see RUNTIME_FAILURE_CODES). */
+/** Whether `code` reports a runtime failure rather than a refusal or a cancellation (see RUNTIME_FAILURE_CODES). */
 export function isRuntimeFailure(code: ErrorCode): boolean {
   return RUNTIME_FAILURE_CODES.includes(code);
+}
+
+/**
+ * The error for work stopped by an aborted `signal`, with its reason's message when it has one:
+ * ABORTED, or TIMEOUT when the signal fired at a deadline (`AbortSignal.timeout`'s TimeoutError).
+ */
+export function abortedError(signal: AbortSignal, what = 'decode'): DistVaeError {
+  const cause: unknown = signal.reason;
+  const detail = cause instanceof Error ? `: ${cause.message}` : '';
+  if (cause instanceof Error && cause.name === 'TimeoutError') return new DistVaeError('TIMEOUT', `${what} timed out${detail}`, { cause });
+  return new DistVaeError('ABORTED', `${what} aborted${detail}`, { cause });
 }
 
 /**

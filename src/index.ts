@@ -99,7 +99,7 @@ export { AtomicFile, withAtomicFile, writeFileAtomic } from './io/atomic-file.js
 export { PngBandWriter, type PngStreamOptions } from './io/png-stream.js';
 export { encodeNpy, parseNpy, readNpy, writeNpy } from './io/npy.js';
 export { decodeImage, READABLE_IMAGE_FORMATS, readImage, sampleToImage, writeSamplePng, type SampleRange } from './io/image.js';
-export { checkFfmpeg, DEFAULT_FPS, isVideoPath, VIDEO_EXTENSIONS, writeSampleVideo, type VideoOptions } from './io/video.js';
+export { checkFfmpeg, DEFAULT_FPS, isVideoPath, killVideoEncoders, VIDEO_EXTENSIONS, writeSampleVideo, type VideoOptions } from './io/video.js';
 export { encodeSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './weights/safetensors.js';
 export { openPth, parsePth, readPth, type PthContents, type PthReader } from './weights/pth.js';
 

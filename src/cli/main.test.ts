@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { freePort } from '../ranks/testing/redis-server.js';
 import { EXIT, exitCodeOf } from './exit-codes.js';
-import { DistVaeError, RUNTIME_FAILURE_CODES } from '../errors.js';
+import { abortedError, DistVaeError, RUNTIME_FAILURE_CODES } from '../errors.js';
 import { writeNpy } from '../io/npy.js';
 import { runCli } from './main.js';
 
@@ -280,8 +280,16 @@ test('human output and help exit 0; bare distvae prints help and exits 2', async
   assert.match(demo.stdout, /autoencoder-kl/);
 });
 
-test('exit codes: 2 for a refusal, 3 for a runtime failure', async () => {
+test('exit codes: 2 for a refusal, 3 for a runtime failure, 130 for a stopped run; a deadline is a TIMEOUT', async () => {
   for (const code of RUNTIME_FAILURE_CODES) assert.equal(exitCodeOf(new DistVaeError(code, 'x')), EXIT.failed, code);
+  assert.equal(exitCodeOf(new DistVaeError('ABORTED', 'x')), EXIT.sigint, 'ABORTED is a cancellation, not a runtime failure');
+  const timeout = AbortSignal.timeout(1);
+  await new Promise((done) => setTimeout(done, 20));
+  const late = abortedError(timeout);
+  assert.deepEqual([late.code, exitCodeOf(late)], ['TIMEOUT', EXIT.failed], late.message);
+  const stopped = new AbortController();
+  stopped.abort(new Error('user pressed stop'));
+  assert.equal(abortedError(stopped.signal).code, 'ABORTED');
   for (const code of ['INVALID_ARGUMENT', 'PLAN_REFUSED', 'FILE_NOT_FOUND', 'UNSUPPORTED', 'PROVIDER_UNAVAILABLE'] as const) assert.equal(exitCodeOf(new DistVaeError(code, 'x')), EXIT.refused, code);
   // Nothing listens on the port: the decode starts, the transport fails, the CLI exits 3.
   const port = await freePort();

@@ -5,7 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { DistVaeError, isDistVaeError, killRankProcesses } from '../index.js';
+import { DistVaeError, isDistVaeError, killRankProcesses, killVideoEncoders } from '../index.js';
 import { EXIT, exitCodeOf } from './exit-codes.js';
 import { commandHelp, parseCommandArgs, type CliIO, type CommandSpec } from './args.js';
 import { analyzeCommand } from './commands/analyze.js';
@@ -91,7 +91,7 @@ const DEFAULT_SIGNAL_GRACE_MS = 1500;
 /**
  * Runs the CLI as a process: SIGINT/SIGTERM abort the command (its ranks are ended, nothing is
  * written) and the process exits 130/143 once the command has returned or its grace period has
- * passed, whichever is first; a second signal exits at once. Rank processes are killed on exit.
+ * passed, whichever is first; a second signal exits at once. Rank processes and ffmpeg are killed on exit.
  */
 function runProcess(argv: string[]): void {
   const controller = new AbortController();
@@ -99,9 +99,11 @@ function runProcess(argv: string[]): void {
   const command = COMMANDS.find((c) => c.name === argv[0]);
   const exitAfterSignal = () => process.exit(SIGNAL_EXIT_CODES[received!]);
   // A rank thread inside a decoder call cannot be stopped, and process.exit waits for it: past
-  // the grace period the process ends by the signal itself (the shell sees 128 + its number).
+  // the grace period the process ends by the signal itself (the shell sees 128 + its number),
+  // taking its rank processes and ffmpeg (and its partial file) with it.
   const endBySignal = () => {
     killRankProcesses();
+    killVideoEncoders();
     process.removeAllListeners(received!);
     process.kill(process.pid, received!);
   };

@@ -3,7 +3,7 @@
 // `tiledDecode` once per temporal chunk, assembles chunks, and applies the family's
 // post-processing once, after assembly — never per tile.
 
-import { DistVaeError } from '../errors.js';
+import { abortedError, DistVaeError } from '../errors.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
 import type { VaeSpec } from '../families/types.js';
 import { tileGrid } from '../plan/grid.js';
@@ -19,11 +19,6 @@ export interface DecodingVae extends VaeSpec {
   readonly runtime: FamilyRuntime;
   readonly runner: TileRunner;
   tiledDecode: TiledDecode;
-}
-
-/** ABORTED for an aborted signal, with its reason's message when it has one. */
-export function abortedError(signal: AbortSignal, what = 'decode'): DistVaeError {
-  return new DistVaeError('ABORTED', `${what} aborted${signal.reason instanceof Error ? `: ${signal.reason.message}` : ''}`, { cause: signal.reason });
 }
 
 /** Throws ABORTED when `signal` is aborted (a no-op without one). */

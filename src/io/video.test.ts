@@ -4,12 +4,13 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import type { Tensor } from '../tensor.js';
+import { stallingFfmpeg } from './testing/stalling-ffmpeg.js';
 import { checkFfmpeg, writeSampleVideo } from './video.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-video-'));
@@ -48,6 +49,21 @@ test('without ffmpeg on PATH, video output fails with the install hint before an
   } finally {
     process.env['PATH'] = saved;
   }
+});
+
+test('an abort kills a running ffmpeg and removes its partial file', async () => {
+  const fake = stallingFfmpeg(dir);
+  const out = join(dir, 'aborted');
+  mkdirSync(out);
+  const controller = new AbortController();
+  const writing = writeSampleVideo(join(out, 'v.mp4'), flatFrames(1, 4, 64, 64, () => [0, 0, 0]), 'signed', { ffmpeg: join(fake.bin, 'ffmpeg'), signal: controller.signal });
+  while (fake.pid() === null) await new Promise((done) => setTimeout(done, 20));
+  assert.equal(readdirSync(out).length, 1, 'ffmpeg is writing its temporary file');
+  controller.abort(new Error('stop'));
+  await assert.rejects(writing, { code: 'ABORTED', message: /video encoding aborted: stop/ });
+  assert.deepEqual(readdirSync(out), [], 'nothing left: no output, no partial file');
+  assert.throws(() => process.kill(fake.pid()!, 0), 'ffmpeg is gone');
+  await assert.rejects(writeSampleVideo(join(out, 'v.mp4'), flatFrames(1, 2, 4, 4, () => [0, 0, 0]), 'signed', { signal: controller.signal }), { code: 'ABORTED' });
 });
 
 test('refuses a non-video path, a 4-D sample and a non-positive fps', async () => {

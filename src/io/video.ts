@@ -1,12 +1,15 @@
 // Video output through the system `ffmpeg`: a decoded (B, C, F, H, W) sample becomes one MP4
 // (H.264) or WebM (VP9) file per batch item, with the family's value mapping as for PNG
 // (io/image.ts) and 8-bit RGB frames streamed to ffmpeg's stdin. ffmpeg is not a dependency:
-// when it is missing, the error says how to install it; callers check before decoding.
+// when it is missing, the error says how to install it; callers check before decoding. An
+// aborted write kills ffmpeg and removes its partial file; so does a process exiting (or ended
+// by a signal, through `killVideoEncoders`) while ffmpeg runs.
 
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { unlinkSync } from 'node:fs';
 import { extname } from 'node:path';
 import { withTemporaryPath } from './atomic-file.js';
-import { DistVaeError, reason, refuse } from '../errors.js';
+import { abortedError, DistVaeError, reason, refuse } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { imagesOf, sampleToImage, type SampleRange } from './image.js';
 
@@ -26,7 +29,29 @@ export interface VideoOptions {
   fps?: number;
   /** The ffmpeg executable (default `ffmpeg`, looked up on PATH). */
   ffmpeg?: string;
+  /** Aborting kills ffmpeg and removes its partial file (ABORTED). */
+  signal?: AbortSignal;
 }
+
+/** ffmpeg processes running now, with the temporary file each writes. */
+const liveEncoders = new Map<ChildProcess, string>();
+
+/**
+ * Kills every running ffmpeg at once and removes its partial file (a process that must exit
+ * now, e.g. ended by a signal: ffmpeg would otherwise finish the file from what it was given).
+ */
+export function killVideoEncoders(): void {
+  for (const [child, temporary] of liveEncoders) {
+    child.kill('SIGKILL');
+    try {
+      unlinkSync(temporary);
+    } catch {
+      // Not created yet.
+    }
+  }
+  liveEncoders.clear();
+}
+process.on('exit', killVideoEncoders);
 
 export function isVideoPath(path: string): boolean {
   return (VIDEO_EXTENSIONS as readonly string[]).includes(extname(path).toLowerCase());
@@ -58,20 +83,33 @@ function rgb24(image: Float32Array, channels: number, plane: number): Uint8Array
   return out;
 }
 
-/** Runs ffmpeg on `frames` streamed to its stdin; rejects with ffmpeg's own message on failure. */
-function encode(command: string, args: string[], frames: Iterable<Uint8Array>): Promise<void> {
+/**
+ * Runs ffmpeg on `frames` streamed to its stdin, writing `output` (its last argument); rejects
+ * with ffmpeg's own message on failure, and with ABORTED once an aborted ffmpeg is gone.
+ */
+function encode(command: string, args: string[], output: string, frames: Iterable<Uint8Array>, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['pipe', 'ignore', 'pipe'] });
+    if (signal?.aborted) return reject(abortedError(signal, 'video encoding'));
+    const child = spawn(command, [...args, output], { stdio: ['pipe', 'ignore', 'pipe'] });
+    liveEncoders.set(child, output);
     let stderr = '';
     let failed = false;
     const fail = (e: DistVaeError) => {
       if (!failed) reject(e);
       failed = true;
     };
+    const onAbort = () => child.kill('SIGKILL');
+    signal?.addEventListener('abort', onAbort, { once: true });
     child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
-    child.on('error', (e: NodeJS.ErrnoException) => fail(e.code === 'ENOENT' ? ffmpegMissing(command, e) : new DistVaeError('RUNTIME_FAILED', `ffmpeg could not be started: ${e.message}`, { cause: e })));
+    child.on('error', (e: NodeJS.ErrnoException) => {
+      liveEncoders.delete(child);
+      fail(e.code === 'ENOENT' ? ffmpegMissing(command, e) : new DistVaeError('RUNTIME_FAILED', `ffmpeg could not be started: ${e.message}`, { cause: e }));
+    });
     child.on('close', (code) => {
-      if (code === 0) resolve();
+      liveEncoders.delete(child);
+      signal?.removeEventListener('abort', onAbort);
+      if (signal?.aborted) fail(abortedError(signal, 'video encoding'));
+      else if (code === 0) resolve();
       else fail(new DistVaeError('RUNTIME_FAILED', `ffmpeg exited with code ${code}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`));
     });
     // A closed pipe shows up as an exit code; the write error itself adds nothing.
@@ -119,9 +157,9 @@ export async function writeSampleVideo(path: string, sample: Tensor, range: Samp
     const mine = frames.slice(b * frameCount, (b + 1) * frameCount);
     // ffmpeg writes a temporary file renamed on success: a failed encode leaves nothing at `out`.
     await withTemporaryPath(out, (temporary) =>
-      encode(command, [...args, temporary], (function* () {
+      encode(command, args, temporary, (function* () {
         for (const image of mine) yield rgb24(image, channels, height * width);
-      })()),
+      })(), options.signal),
     );
   }
   return paths;

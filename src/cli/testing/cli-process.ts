@@ -1,10 +1,12 @@
 // The `distvae` CLI as a child process for tests that need what only a process shows: its exit
 // code or signal, its peak RSS (VmHWM, written by a preloaded hook when it exits normally), the
-// ranks it leaves behind, and how it takes SIGINT/SIGTERM.
+// ranks it leaves behind, and how it takes SIGINT/SIGTERM. Every process it starts (ranks,
+// ffmpeg, their own children) inherits a variable unique to the run, so a process left behind is
+// found even when it was started after the last look at the tree or was re-parented to init.
 
 import { spawn, execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +29,8 @@ export interface CliProcessResult {
   afterSignalMs: number | null;
   /** Rank processes seen just before the signal. */
   ranks: number[];
+  /** Processes started by the CLI (ranks, ffmpeg, ...) still alive 2 s after it exited. */
+  leftBehind: number[];
 }
 
 export interface CliProcessOptions {
@@ -74,6 +78,31 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** Live processes whose environment holds `entry` (NAME=value): the descendants of one run, wherever they were re-parented. */
+export function processesWithEnv(entry: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${name}/environ`, 'latin1').split('\0').includes(entry) && isAlive(Number(name))) found.push(Number(name));
+    } catch {
+      // Gone meanwhile, or another user's.
+    }
+  }
+  return found;
+}
+
+/** The processes of `entry` still alive after `graceMs` (a killed rank takes the kernel a moment to tear down). */
+async function survivors(entry: string, graceMs: number): Promise<number[]> {
+  if (!existsSync('/proc/self/environ')) return [];
+  let left = processesWithEnv(entry);
+  for (let waited = 0; left.length > 0 && waited < graceMs; waited += 50) {
+    await new Promise((done) => setTimeout(done, 50));
+    left = left.filter(isAlive);
+  }
+  return left;
+}
+
 export async function runCliProcess(argv: string[], options: CliProcessOptions = {}): Promise<CliProcessResult> {
   const dir = mkdtempSync(join(tmpdir(), 'distvae-cli-proc-'));
   const hwm = join(dir, 'hwm');
@@ -104,6 +133,8 @@ export async function runCliProcess(argv: string[], options: CliProcessOptions =
   clearTimeout(killer);
   if (poll) clearInterval(poll);
   const peakRssBytes = existsSync(hwm) ? Number(readFileSync(hwm, 'utf8')) : null;
+  const leftBehind = await survivors(`DISTVAE_TEST_HWM=${hwm}`, 2000);
+  for (const pid of leftBehind) process.kill(pid, 'SIGKILL');
   rmSync(dir, { recursive: true, force: true });
-  return { code, signal, stdout, stderr, peakRssBytes, afterSignalMs: signalledAt === null ? null : endedAt - signalledAt, ranks };
+  return { code, signal, stdout, stderr, peakRssBytes, afterSignalMs: signalledAt === null ? null : endedAt - signalledAt, ranks, leftBehind };
 }

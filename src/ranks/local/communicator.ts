@@ -4,8 +4,7 @@
 // and all-reduce combines the gathered arrays in rank order, so every rank computes the same
 // bits on every run.
 
-import { abortedError } from '../../decode/engine.js';
-import { DistVaeError } from '../../errors.js';
+import { abortedError, DistVaeError } from '../../errors.js';
 import type { CommCounters, CommKind, Communicator } from '../program.js';
 import { payloadBytes } from './protocol.js';
 

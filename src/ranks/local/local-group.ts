@@ -5,8 +5,7 @@
 // keep the process alive only while a run is in flight.
 
 import { availableParallelism } from 'node:os';
-import { abortedError } from '../../decode/engine.js';
-import { DistVaeError, invalidArgument } from '../../errors.js';
+import { abortedError, DistVaeError, invalidArgument } from '../../errors.js';
 import type { RankGroup, TileJob, TileJobOptions, TileJobResult } from '../group.js';
 import type { ProgramRef } from '../program.js';
 import { runTileJob } from '../../strategies/tile/coordinator.js';

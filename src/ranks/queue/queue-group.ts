@@ -15,8 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { FlowProducer, Queue, QueueEvents } from 'bullmq';
 import type { Redis, RedisOptions } from 'ioredis';
-import { abortedError } from '../../decode/engine.js';
-import { DistVaeError } from '../../errors.js';
+import { abortedError, DistVaeError } from '../../errors.js';
 import type { RankGroup, TileJob, TileJobOptions, TileJobResult } from '../group.js';
 import { connectRedis, describeServer, redisOptionsOf, type RedisConnection } from './connection.js';
 import { DEFAULT_QUEUE, bytesOf, decodeKeys, parentQueueOf, sha256, type DecodeKeys, type RunJobData, type RunTile } from './protocol.js';

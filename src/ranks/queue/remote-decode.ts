@@ -4,8 +4,7 @@
 // and adds the jobs; this owns everything between that and the result.
 
 import type { Redis } from 'ioredis';
-import { abortedError } from '../../decode/engine.js';
-import { DistVaeError } from '../../errors.js';
+import { abortedError, DistVaeError } from '../../errors.js';
 import type { DistRankStats, RankFailure, TileJob, TileJobOptions, TileJobResult } from '../group.js';
 import { checkTilePayload, readTile, type DecodeKeys, type RunJobResult, type RunProgress } from './protocol.js';
 import type { QueueTraffic } from './queue-group.js';

@@ -165,17 +165,23 @@ export function groupConformance(name: string, isolation: 'thread' | 'process', 
     }
 
     if (isolation === 'process') {
-      test('a coordinator killed with SIGKILL leaves no rank processes behind', async () => {
-        const script = fileURLToPath(new URL('./orphan-coordinator.ts', import.meta.url));
-        const coordinator = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), script], { stdio: ['ignore', 'pipe', 'inherit'] });
-        const [line] = (await once(createInterface({ input: coordinator.stdout! }), 'line')) as [string];
-        const pids = JSON.parse(line) as number[];
-        assert.ok(pids.length === 2 && pids.every(isAlive));
-        coordinator.kill('SIGKILL');
-        await once(coordinator, 'exit');
-        for (let i = 0; i < 100 && pids.some(isAlive); i++) await new Promise((r) => setTimeout(r, 100));
-        assert.deepEqual(pids.filter(isAlive), [], 'the ranks exit when their coordinator is gone');
-      });
+      // 'block': rank 0 holds its thread as a decoder call does, so it never sees the channel
+      // close; its parent watcher must end it (well before the block's own end).
+      for (const kind of ['hang', 'block'] as const) {
+        test(`a coordinator killed with SIGKILL leaves no rank processes behind (rank 0 ${kind === 'hang' ? 'waiting on a message' : 'holding its thread'})`, async () => {
+          const script = fileURLToPath(new URL('./orphan-coordinator.ts', import.meta.url));
+          const coordinator = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), script, kind], { stdio: ['ignore', 'pipe', 'inherit'] });
+          const [line] = (await once(createInterface({ input: coordinator.stdout! }), 'line')) as [string];
+          const pids = JSON.parse(line) as number[];
+          assert.ok(pids.length === 2 && pids.every(isAlive));
+          coordinator.kill('SIGKILL');
+          await once(coordinator, 'exit');
+          const killedAt = Date.now();
+          for (let i = 0; i < 100 && pids.some(isAlive); i++) await new Promise((r) => setTimeout(r, 100));
+          assert.deepEqual(pids.filter(isAlive), [], 'the ranks exit when their coordinator is gone');
+          assert.ok(Date.now() - killedAt < 5000, `the ranks took ${Date.now() - killedAt} ms to exit`);
+        });
+      }
     }
 
     test('abort cancels a run with ABORTED; the group stays usable', async () => {

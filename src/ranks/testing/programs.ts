@@ -47,17 +47,27 @@ export async function collectives(ctx: RankContext, input: { values: number[][] 
   return { sum: Array.from(sum), max: Array.from(max), min: Array.from(min), gathered, broadcast, neighbours, counters: comm.counters() };
 }
 
-export type Fault = { rank: number; kind: 'throw' | 'exit' | 'hang' } | null;
+export type Fault = { rank: number; kind: 'throw' | 'exit' | 'hang' | 'block' } | null;
+
+/** How long a 'block' rank holds its thread, as a long decoder call does (no event is handled meanwhile). */
+export const BLOCK_MS = 60_000;
 
 /**
- * The faulty rank throws or exits its thread/process; every other rank (and a 'hang' rank)
- * posts that it is waiting, then waits for a message that never comes, so a transport must
- * cancel it.
+ * The faulty rank throws or exits its thread/process, or ('block') posts that it is waiting and
+ * then blocks its thread; every other rank (and a 'hang' rank) posts that it is waiting, then
+ * waits for a message that never comes, so a transport must cancel it.
  */
 export async function fault(ctx: RankContext, input: Fault) {
   if (input?.rank === ctx.rank) {
     if (input.kind === 'throw') throw new DistVaeError('RUNTIME_FAILED', `rank ${ctx.rank} was told to throw`);
     if (input.kind === 'exit') process.exit(3);
+    if (input.kind === 'block') {
+      ctx.post({ waiting: ctx.rank, blocking: true });
+      // Let the post leave before the thread stops handling anything.
+      await new Promise((done) => setTimeout(done, 200));
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, BLOCK_MS);
+      return 'unblocked';
+    }
   }
   ctx.post({ waiting: ctx.rank });
   await ctx.comm.recv((ctx.rank + 1) % ctx.size, 'never');

@@ -9,8 +9,7 @@
 // are deterministic, so the image is the same. A rank whose program throws, or whose result is
 // rejected, fails the job (RANK_FAILED) — the same input would fail again elsewhere.
 
-import { abortedError } from '../../decode/engine.js';
-import { DistVaeError } from '../../errors.js';
+import { abortedError, DistVaeError } from '../../errors.js';
 import { scheduleTiles } from '../../plan/scheduler.js';
 import type { DistRankStats, RankFailure, TileJob, TileJobOptions, TileJobResult } from '../../ranks/group.js';
 import { programRef, type ProgramRef } from '../../ranks/program.js';

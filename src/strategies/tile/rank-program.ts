@@ -5,7 +5,8 @@
 // above-left neighbours are in — then only the crop goes to the coordinator. With 'raster'
 // assembly it sends raw tiles. It ends when the coordinator says every tile is in.
 
-import { abortedError, asPlanes } from '../../decode/engine.js';
+import { asPlanes } from '../../decode/engine.js';
+import { abortedError } from '../../errors.js';
 import { DistVaeError } from '../../errors.js';
 import type { Vae } from '../../decode/vae.js';
 import type { Planes } from '../../tile/blend.js';

@@ -1,11 +1,13 @@
 // Entry module of a rank running as a child process. Its peak memory is read from
 // /proc/self/status (VmHWM), reset at the start of every run through /proc/self/clear_refs
-// where Linux allows it, else the process's lifetime peak.
+// where Linux allows it, else the process's lifetime peak. It ends with its parent: on the IPC
+// channel's disconnect, or through the parent watcher while its thread is busy.
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import { serveRank } from '../rank-runtime.js';
 import type { FromRank, RankInit, ToRank } from '../protocol.js';
-import { RANK_INIT_ENV } from './process-host.js';
+import { watchParent } from './parent-watch.js';
+import { RANK_INIT_ENV, RANK_PARENT_ENV } from './process-host.js';
 
 function resetPeakRss(): void {
   try {
@@ -26,6 +28,7 @@ function peakRssBytes(): number {
 }
 
 process.on('disconnect', () => process.exit(0));
+watchParent(Number(process.env[RANK_PARENT_ENV]));
 serveRank({
   init: JSON.parse(process.env[RANK_INIT_ENV]!) as RankInit,
   // A parent that is gone (killed, interrupted) closes the channel under a send in flight: the

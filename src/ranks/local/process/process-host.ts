@@ -1,7 +1,8 @@
 // Ranks as child processes: a crash, an out-of-memory kill or a SIGKILL takes down only that
 // rank, and each rank's peak memory can be measured. Messages travel over the IPC channel with
 // V8 serialisation (typed arrays stay binary). A rank exits on its own when its parent goes
-// away (the channel disconnects), so a dead coordinator leaves no orphans.
+// away (the channel disconnects, or its parent watcher sees it re-parented while its thread is
+// busy), so a dead coordinator leaves no orphans.
 
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +14,8 @@ const entry = rankEntry(import.meta.url, 'process-entry');
 
 /** The environment variable a rank process reads its RankInit from. */
 export const RANK_INIT_ENV = 'DISTVAE_RANK_INIT';
+/** The environment variable holding the coordinator's pid: a rank ends itself once that is no longer its parent. */
+export const RANK_PARENT_ENV = 'DISTVAE_RANK_PARENT';
 
 /**
  * Rank processes alive now. A rank busy in a decoder call reads its channel only when the call
@@ -31,7 +34,7 @@ export const startProcessRank: StartRank = (init, events) =>
     const child = fork(fileURLToPath(entry.url), [], {
       execArgv: entry.tsx ? ['--import', import.meta.resolve('tsx')] : [],
       serialization: 'advanced',
-      env: { ...process.env, [RANK_INIT_ENV]: JSON.stringify(init) },
+      env: { ...process.env, [RANK_INIT_ENV]: JSON.stringify(init), [RANK_PARENT_ENV]: String(process.pid) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     let ready = false;
