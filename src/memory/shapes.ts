@@ -231,12 +231,16 @@ function inferNode(node: NodeProto, inputs: (ValueShape | null)[]): ValueShape[]
     }
     case 'ReduceMean':
     case 'ReduceL2':
+    case 'ReduceSumSquare':
+    case 'ReduceProd':
     case 'ReduceSum': {
       const s = need(0);
       const axes = (inputs[1]?.values ?? s.dims.map((_, i) => i)).map((a) => normAxis(a, s.dims.length));
       const keep = intAttr(node, 'keepdims', 1) === 1;
       const dims = keep ? s.dims.map((d, i) => (axes.includes(i) ? 1 : d)) : s.dims.filter((_, i) => !axes.includes(i));
-      return [{ dims, itemBytes: s.itemBytes }];
+      // The product of a shape's entries (a reshape target's size) is folded.
+      const folded = op === 'ReduceProd' && s.values && s.dims.length === 1 ? { values: [s.values.reduce((a, b) => a * b, 1)] } : {};
+      return [{ dims, itemBytes: s.itemBytes, ...folded }];
     }
     case 'ConstantOfShape': {
       const dims = need(0).values ?? unsupported(node, 'its shape is not constant');
@@ -333,7 +337,8 @@ function fixedShapes(model: ModelProto): Map<string, ValueShape> {
   let shapes = fixed.get(model);
   if (!shapes) {
     shapes = new Map();
-    for (const t of model.graph!.initializer ?? []) shapes.set(t.name!, { dims: (t.dims ?? []).map(Number), itemBytes: ITEM_BYTES[t.data_type ?? DataType.FLOAT] ?? 4 });
+    // Small initializers keep their elements (shape literals); weights are never read.
+    for (const t of model.graph!.initializer ?? []) shapes.set(t.name!, elements((t.dims ?? []).map(Number)) <= FOLD_LIMIT && t.data_type !== DataType.FLOAT ? tensorShape(t) : { dims: (t.dims ?? []).map(Number), itemBytes: ITEM_BYTES[t.data_type ?? DataType.FLOAT] ?? 4 });
     for (const node of model.graph!.node ?? []) if (node.op_type === 'Constant') shapes.set(node.output![0]!, inferNode(node, [])[0]!);
     fixed.set(model, shapes);
   }
