@@ -8,7 +8,7 @@
 //   npx tsx bench/memory-model.ts report [--from bench/results/memory-model.json]
 //
 // The first runs the matrix (memory is load-independent, so a busy machine is fine; each case is
-// one decode, the heaviest ~4.7 GiB, and cases over 3 GiB take /work/meas/bigmem.lock where it
+// one decode, the heaviest ~4.7 GiB, and cases with a process over 3 GiB take /work/meas/bigmem.lock where it
 // exists) and writes the JSON and a Markdown table next to it. `predict` prints the model's
 // terms per process without decoding. `calibrate` derives every case's terms again from the
 // current model, fits the per-provider factors of src/memory/calibration.ts to the measured peaks
@@ -154,13 +154,13 @@ function predict(c: Case): { process: string; predictedBytes: number; terms: Mem
 async function runCase(c: Case): Promise<CaseResult> {
   const vae = vaeOf(c);
   const predicted = predict(c);
-  const base = { name: c.name, family: c.family, weights: c.taef2 ? 'taef2 (trained)' : 'synthetic', size: `${c.height}x${c.width}${c.frames ? `x${c.frames}` : ''}`, plan: describePlan(c.plan) };
+  const base = baseOf(c);
   let json: { memory: { coordinator: { measuredPeakBytes: number | null }; ranks: { rank: number; measuredPeakBytes: number | null }[] } };
   try {
-    // Cases predicted over 3 GiB take the machine's big-memory lock, so two never overlap.
+    // A case with a process predicted over 3 GiB takes the machine's big-memory lock, so two never overlap.
     const command = [process.execPath, join(ROOT, 'bin', 'distvae.js'), ...cliArgs(c, latentFile(vae, c))];
-    const total = predicted.reduce((a, p) => a + p.predictedBytes, 0);
-    const [file, ...args] = total > BIG_BYTES && existsSync(dirname(BIG_LOCK)) ? ['flock', BIG_LOCK, ...command] : command;
+    const largest = Math.max(...predicted.map((p) => p.predictedBytes));
+    const [file, ...args] = largest > BIG_BYTES && existsSync(dirname(BIG_LOCK)) ? ['flock', BIG_LOCK, ...command] : command;
     const { stdout } = await promisify(execFile)(file!, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
     json = JSON.parse(stdout.trim().split('\n').pop()!);
   } catch (e) {
@@ -169,6 +169,11 @@ async function runCase(c: Case): Promise<CaseResult> {
   }
   const measured = new Map<string, number | null>([['coordinator', json.memory.coordinator.measuredPeakBytes], ...json.memory.ranks.map((r): [string, number | null] => [`rank ${r.rank}`, r.measuredPeakBytes])]);
   return withErrors({ ...base, processes: predicted.map((p) => ({ ...p, measuredBytes: measured.get(p.process) ?? null, error: null, activationShare: 0 })), worstError: null });
+}
+
+/** How a case is listed in the report. */
+function baseOf(c: Case): Pick<CaseResult, 'name' | 'family' | 'weights' | 'size' | 'plan'> {
+  return { name: c.name, family: c.family, weights: c.taef2 ? 'taef2 (trained)' : 'synthetic', size: `${c.height}x${c.width}${c.frames ? `x${c.frames}` : ''}`, plan: describePlan(c.plan) };
 }
 
 /** Errors and activation shares of a case's processes from their predictions and measured peaks. */
@@ -295,7 +300,7 @@ function repredict(c: CaseResult): CaseResult {
   const spec = CASES.find((x) => x.name === c.name);
   if (!spec || c.failed) return c;
   const predicted = new Map(predict(spec).map((p) => [p.process, p]));
-  return withErrors({ ...c, processes: c.processes.map((p) => ({ ...p, ...predicted.get(p.process)! })) });
+  return withErrors({ ...c, ...baseOf(spec), processes: c.processes.map((p) => ({ ...p, ...predicted.get(p.process)! })) });
 }
 
 function parseFlags(argv: string[]): Record<string, string> {
@@ -336,7 +341,8 @@ if (mode === 'predict') {
 } else if (mode === 'report') {
   // Rewrites the report's predictions and errors under the committed calibration, without decoding again.
   const report = JSON.parse(readFileSync(outPath, 'utf8')) as { ran: Record<string, unknown>; cells: CaseResult[] };
-  const updated = { ...report, calibration: CALIBRATIONS['cpu']!, cells: report.cells.map(repredict) };
+  const order = (r: CaseResult) => CASES.findIndex((c) => c.name === r.name);
+  const updated = { ...report, calibration: CALIBRATIONS['cpu']!, cells: report.cells.map(repredict).sort((a, b) => order(a) - order(b)) };
   writeFileSync(outPath, JSON.stringify(updated, null, 2) + '\n');
   writeFileSync(outPath.replace(/\.json$/, '.md'), markdown(updated));
   process.stderr.write(`rewrote ${outPath} under the committed calibration\n`);
