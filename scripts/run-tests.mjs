@@ -6,8 +6,14 @@ import { join, relative } from 'node:path';
 import { spawnSync } from 'node:child_process';
 
 // Build outputs by path, not by name: a source folder may share a build folder's name.
+/** @param {string} path */
 const SKIPPED = (path) => path.endsWith('node_modules') || path === join('docs', 'dist');
 
+/**
+ * @param {string} dir
+ * @param {string[]} out
+ * @returns {string[]}
+ */
 function collect(dir, out) {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);

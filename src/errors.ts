@@ -111,6 +111,7 @@ export type ReasonCode =
   | 'NO_LATENTS'
   | 'OUTPUT_UNWRITABLE'
   | 'PNG_SIZE'
+  | 'NPY_SHAPE'
   | 'FFMPEG_MISSING'
   | 'FPS_INVALID'
   | 'IMAGE_CHANNELS'
@@ -127,6 +128,7 @@ export type ReasonCode =
   | 'VIDEO_EXTENSION'
   | 'INTERNAL';
 
+/** One reason a request is refused: which field, its value, what would be valid, and a sentence. */
 export interface Reason {
   /** Stable machine-readable code, e.g. `WINDOW_NOT_WHOLE_LATENT`. */
   code: ReasonCode;
@@ -140,6 +142,7 @@ export interface Reason {
   message: string;
 }
 
+/** The `code` of a DistVaeError: what kind of failure it is (the CLI maps it to an exit code, docs/design.md §9). */
 export type ErrorCode =
   | 'INVALID_ARGUMENT'
   | 'PLAN_REFUSED'

@@ -13,6 +13,7 @@ export type { DType, FloatDType, StoredTensor } from './weights/dtype.js';
 
 // ---- Sources and families: what a user names -> family, config, weights -----------------------
 export { loadVae, type LoadOptions, type Vae } from './decode/vae.js';
+export type { BoundVae } from './decode/bound-vae.js';
 export { DIFFUSERS_WEIGHTS_FILE, readVaeSource, vaeSpecOfSource, type VaePart, type VaeSource } from './sources/vae-source.js';
 export { readConfigJson } from './sources/config-file.js';
 export { readWeights } from './sources/weights-file.js';
@@ -20,7 +21,7 @@ export { openWeights, readBoundWeights } from './sources/weights-file.js';
 export { bytesSource, blobSource, httpRangeSource, type ByteSource } from './sources/byte-source.js';
 export { openFileSource, withFileSource, type FileByteSource } from './sources/file-source.js';
 export { hubCacheDirs, locateVae, parseRepoId, withVariant, type LocateOptions, type VaeLocation } from './sources/locate.js';
-export { ldmToDiffusers, ldmVaeConfig, ldmVaePrefix } from './sources/single-file.js';
+export { singleFileConfig, singleFileLayout, singleFileToDiffusers, type SingleFileLayout } from './sources/single-file.js';
 export { readTensors, type TensorEntry, type TensorReader } from './weights/reader.js';
 export { DISTVAE_VERSION } from './version.js';
 export { createVae, FAMILIES, FAMILY_NAMES, familyForClassName, getFamily, resolveFamily } from './families/registry.js';
@@ -56,8 +57,8 @@ export { BUCKET_POLICIES, chooseBucket, parseBuckets, type BucketChoice, type Bu
 export { diffusersEquivalent } from './plan/equivalence.js';
 
 // ---- Decoding on this process ----------------------------------------------------------------
-export { checkFiniteOutput, localTiledDecode, throwIfAborted } from './decode/engine.js';
-export { decodeToBands } from './decode/engine.js';
+export { checkFiniteOutput, localTiledDecode, throwIfAborted, untilAborted } from './decode/engine.js';
+export { decodeToBands, decodeToFrames } from './decode/engine.js';
 export { checkLatents } from './decode/latents.js';
 export type { DecodeOptions, DecodeProgress, RankStats, TiledDecode, TileRunner } from './decode/types.js';
 export { decoderGraphOf } from './sources/decoder-graph.js';
@@ -97,14 +98,16 @@ export { LATENTS_KEY, readLatents } from './io/latents.js';
 export { COMFY_LATENT_KEY, expandLatentsArg, latentScalingOf, latentsStem, unscaleLatents } from './io/latents.js';
 export { AtomicFile, withAtomicFile, writeFileAtomic } from './io/atomic-file.js';
 export { PngBandWriter, type PngStreamOptions } from './io/png-stream.js';
-export { encodeNpy, parseNpy, readNpy, writeNpy } from './io/npy.js';
+export { encodeNpy, npyHeader, parseNpy, readNpy, writeNpy, type NpyDType, type NpyWriteOptions } from './io/npy.js';
+export { NpyBandWriter, type NpyStreamOptions } from './io/npy-stream.js';
 export { decodeImage, READABLE_IMAGE_FORMATS, readImage, sampleToImage, writeSamplePng, type SampleRange } from './io/image.js';
-export { checkFfmpeg, DEFAULT_FPS, isVideoPath, killVideoEncoders, VIDEO_EXTENSIONS, writeSampleVideo, type VideoOptions } from './io/video.js';
+export { checkFfmpeg, DEFAULT_FPS, isVideoPath, killVideoEncoders, VIDEO_EXTENSIONS, VideoFrameWriter, writeSampleVideo, type VideoOptions, type VideoShape } from './io/video.js';
 export { encodeSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './weights/safetensors.js';
 export { openPth, parsePth, readPth, type PthContents, type PthReader } from './weights/pth.js';
 
 // ---- Encoding images to latents (tae) --------------------------------------------------------
 export { checkImage, cropToMultiple, loadEncoder, type Encoder } from './encode/encoder.js';
+export type { BoundEncoder } from './encode/bound-encoder.js';
 
 // ---- Graphs and their locality ---------------------------------------------------------------
 export { analyzeLocality, formatScale, type LocalityReport, type StageLocality } from './graph/locality.js';

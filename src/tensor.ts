@@ -4,17 +4,20 @@
 
 import { invalidArgument } from './errors.js';
 
+/** A float32 tensor: row-major `data` with the sizes in `dims`. */
 export interface Tensor {
   readonly dims: readonly number[];
   readonly data: Float32Array;
 }
 
+/** The number of elements of a tensor with `dims` (1 for no dims). */
 export function elementCount(dims: readonly number[]): number {
   let n = 1;
   for (const d of dims) n *= d;
   return n;
 }
 
+/** A tensor of `dims`, zero-filled or over `data` (refused when its length does not match). */
 export function tensor(dims: readonly number[], data?: Float32Array): Tensor {
   for (const [i, d] of dims.entries()) {
     if (!Number.isInteger(d) || d < 0) invalidArgument(`dims[${i}]`, d, 'a non-negative integer');

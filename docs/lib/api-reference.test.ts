@@ -18,6 +18,11 @@ test('every runtime export of src/index.ts has an entry, under the module that d
   assert.equal(entries.get('BucketPolicy')!.kind, 'type');
 });
 
+test('every export of src/index.ts, types included, carries JSDoc (the API page shows it)', () => {
+  const undocumented = modules.flatMap((m) => m.entries.filter((e) => e.doc.trim() === '').map((e) => `${m.path}: ${e.kind} ${e.name}`));
+  assert.deepEqual(undocumented, []);
+});
+
 test('signatures come without bodies or export keywords, with their JSDoc', () => {
   const e = entries.get('tileOverlapPlan')!;
   assert.equal(e.signature, 'function tileOverlapPlan(vae: VaeSpec, overlapH: number, overlapW: number, options: PlanOptions = {}): TileOverlapPlan | null');

@@ -30,7 +30,9 @@ import { hasMemoryModel, predictMemory, type MemoryPlan } from '../memory/model.
 import { agreement, type Agreement } from './agreement.js';
 import { RANK_DECODE_PROGRAM, RANK_LOAD_PROGRAM, type RankDecodeInput, type RankDecodeResult } from './rank-decode.js';
 
+/** The arms `distvae bench` compares: the whole decode, row sharding, the default tiles and the search's three picks. */
 export const ARM_NAMES = ['none', 'shard', 'tile', 'coarse', 'balanced', 'fine'] as const;
+/** One of ARM_NAMES. */
 export type ArmName = (typeof ARM_NAMES)[number];
 export const SEARCHED_ARMS = ['coarse', 'balanced', 'fine'] as const;
 
@@ -77,6 +79,7 @@ export interface ArmResult {
   plan?: PlanReport;
 }
 
+/** One benchmark cell (a family, a sample size, a rank count): every arm's speed, memory and agreement. */
 export interface BenchCell {
   family: string;
   className: string;
@@ -95,6 +98,7 @@ export interface BenchCell {
   arms: ArmResult[];
 }
 
+/** Options of `runBenchCell`. */
 export interface BenchCellOptions {
   /** Loaded on the coordinator: its source, hash and tiling state drive the ranks. */
   vae: Vae;
@@ -289,6 +293,7 @@ function predictArm(vae: Vae, name: ArmName, ranks: number, sample: Required<Sam
   }
 }
 
+/** Runs every arm of one benchmark cell on fresh process ranks and compares each to the reference arm. */
 export async function runBenchCell(o: BenchCellOptions): Promise<BenchCell> {
   const { vae, sample } = o;
   const progress = o.onProgress ?? (() => undefined);

@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { arch, cpus, loadavg, platform, release, totalmem } from 'node:os';
 import { env as ortEnv } from 'onnxruntime-node';
 
+/** What produced a benchmark's numbers: date, machine, CPU, memory, versions, commit and command line. */
 export interface RunDescription {
   date: string;
   machine: string;

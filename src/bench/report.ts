@@ -8,6 +8,7 @@ import { planFigureSvg } from './plan-figure.js';
 import type { ArmResult, BenchCell } from './arms.js';
 import type { RunDescription } from './machine.js';
 
+/** A `distvae bench` report (schema 1): what ran, and its cells. */
 export interface BenchReport {
   schema: 1;
   benchmark: 'distvae bench';
@@ -15,6 +16,7 @@ export interface BenchReport {
   cells: BenchCell[];
 }
 
+/** The report of cells run on the machine `ran` describes. */
 export function benchReport(ran: RunDescription, cells: BenchCell[]): BenchReport {
   return { schema: 1, benchmark: 'distvae bench', ran, cells };
 }

@@ -14,7 +14,8 @@ import { writeNpy } from '../io/npy.js';
 import { seededLatent } from '../ranks/testing/tiny-vae.js';
 import { readVaeSource, DIFFUSERS_WEIGHTS_FILE } from '../sources/vae-source.js';
 import { writeSafetensors } from '../weights/safetensors.js';
-import { checkWeightBytes } from '../weights/budget.js';
+import { checkWeightBytes, DECODING_WEIGHT_COPIES } from '../weights/budget.js';
+import { defaultMemoryBudget } from '../memory/budget.js';
 import { runCli } from './main.js';
 import { checkRankMemory } from './rank-memory.js';
 import { runCliProcess } from './testing/cli-process.js';
@@ -28,6 +29,9 @@ writeFileSync(config, JSON.stringify(TINY));
 const latents = join(dir, 'z.npy');
 writeNpy(latents, seededLatent(8, 8));
 const SYNTHETIC = ['--synthetic', '--config', config, '--latents', latents];
+mkdirSync(join(dir, 'batch'));
+for (const name of ['a', 'b']) writeNpy(join(dir, 'batch', `${name}.npy`), seededLatent(8, 8));
+const batchBytes = readFileSync(join(dir, 'batch', 'a.npy')).length;
 const REFUSED_RSS_BYTES = 400 * 2 ** 20;
 
 async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -44,7 +48,7 @@ function assertClean(stderr: string): void {
 
 /** Files in the test folder other than the inputs: a refusal writes nothing. */
 function written(): string[] {
-  return readdirSync(dir).filter((f) => !['tiny.json', 'z.npy', 'nan', 'inf', 'cfg'].includes(f));
+  return readdirSync(dir).filter((f) => !['tiny.json', 'z.npy', 'nan', 'inf', 'cfg', 'cfg-folder', 'batch'].includes(f));
 }
 
 const refusals: { name: string; argv: string[]; code?: number; says: RegExp }[] = [
@@ -56,6 +60,9 @@ const refusals: { name: string; argv: string[]; code?: number; says: RegExp }[] 
   { name: '--bit-depth 16 with .npy', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.npy'), '--bit-depth', '16'], says: /--bit-depth applies only to PNG output/ },
   { name: '--out in a missing folder', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'missing', 'o.png')], says: /the folder .*missing does not exist/ },
   { name: '--out is the --latents file', argv: ['decode', ...SYNTHETIC, '--out', join(dir, '.', 'z.npy')], says: /is the --latents file/ },
+  { name: '--threads with --redis', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--redis', 'redis://127.0.0.1:1', '--threads', '4'], says: /--threads sets how ranks decode; with --redis .* give --threads to each worker/ },
+  { name: '--device with --redis', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--redis', 'redis://127.0.0.1:1', '--device', '0'], says: /--device sets how ranks decode/ },
+  { name: '--out-dir over the latents folder in their own format', argv: ['decode', '--synthetic', '--config', config, '--latents', join(dir, 'batch', '*.npy'), '--out-dir', join(dir, 'batch'), '--out-format', 'npy'], says: /--out-dir .*batch would write 2 output\(s\) over the --latents files they decode/ },
   { name: '--out is a folder', argv: ['decode', ...SYNTHETIC, '--out', dir + '/'], says: /must end in|is a folder/ },
 ];
 
@@ -68,6 +75,8 @@ for (const c of refusals) {
     assertClean(r.stderr);
     assert.deepEqual(written(), []);
     assert.deepEqual(readFileSync(latents), before, 'the input is untouched');
+    assert.deepEqual(readdirSync(join(dir, 'batch')), ['a.npy', 'b.npy']);
+    assert.equal(readFileSync(join(dir, 'batch', 'a.npy')).length, batchBytes, 'the batch inputs are untouched');
   });
 }
 
@@ -136,14 +145,25 @@ test('plan at 262144² answers (no stack overflow, linear in its 466489 tiles)',
 });
 
 // As processes: exit code, message, and a peak RSS that shows nothing was allocated for the request.
-const spawned: { name: string; argv: string[]; says: RegExp }[] = [
-  { name: 'block_out_channels of 1e9', argv: ['decode', '--synthetic', '--config', 'cfg:{"_class_name":"AutoencoderKL","block_out_channels":[1000000000],"norm_num_groups":4}', '--latents', latents, '--out', join(dir, 'o.png')], says: /block_out_channels = \[1000000000\] is invalid .* in \[1, 8192\]/ },
+const spawned: { name: string; argv: string[]; says: RegExp; skip?: () => string | false }[] = [
+  // Widths are judged by the weight bytes they declare against the default budget, before a plan or a weight exists.
+  { name: 'block_out_channels of 1e9', argv: ['decode', '--synthetic', '--config', 'cfg:{"_class_name":"AutoencoderKL","block_out_channels":[1000000000],"norm_num_groups":4}', '--latents', latents, '--out', join(dir, 'o.png')], says: /CONFIG_INVALID: the autoencoder-kl decoder declares [\d.]+ GiB of float32 weights .* more than the memory budget of [\d.]+ GiB/ },
+  { name: 'block_out_channels of 4096 on a folder', argv: ['decode', '--vae', 'dir:{"_class_name":"AutoencoderKL","block_out_channels":[4096,4096],"norm_num_groups":32}', '--latents', latents, '--out', join(dir, 'o.png')], says: /declares 9\.81 GiB of float32 weights .* more than the memory budget/, skip: () => (DECODING_WEIGHT_COPIES * 9.81 * 2 ** 30 < 0.9 * defaultMemoryBudget() ? 'this machine can hold 4096-wide weights' : false) },
+  // Depths: a structural bound (their weights may be small; their parameter list and graph are not).
   { name: 'layers_per_block of 100000', argv: ['decode', '--synthetic', '--config', 'cfg:{"_class_name":"AutoencoderKL","block_out_channels":[8,16],"layers_per_block":100000,"norm_num_groups":4}', '--latents', latents, '--out', join(dir, 'o.png')], says: /layers_per_block = 100000 is invalid/ },
+  { name: '8192 levels of 8192 layers', argv: ['decode', '--synthetic', '--config', `cfg:{"_class_name":"AutoencoderKL","block_out_channels":[${new Array(8192).fill(8).join(',')}],"layers_per_block":8192,"norm_num_groups":4}`, '--latents', latents, '--out', join(dir, 'o.png')], says: /make a decoder of 67117056 repeated blocks, more than 4096/ },
   { name: '--provider webgpu without an adapter (or an unknown provider)', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--provider', 'webgpu'], says: /PROVIDER_UNAVAILABLE: execution provider 'webgpu' is not available/ },
 ];
 for (const c of spawned) {
-  test(`as a process: ${c.name}`, async (t) => {
+  test(`as a process: ${c.name}`, { skip: c.skip?.() ?? false }, async (t) => {
     const argv = c.argv.map((a) => {
+      if (a.startsWith('dir:')) {
+        // A diffusers folder whose config declares the weights (the weights file is never opened).
+        mkdirSync(join(dir, 'cfg-folder'), { recursive: true });
+        writeFileSync(join(dir, 'cfg-folder', 'config.json'), a.slice(4));
+        writeFileSync(join(dir, 'cfg-folder', DIFFUSERS_WEIGHTS_FILE), '');
+        return join(dir, 'cfg-folder');
+      }
       if (!a.startsWith('cfg:')) return a;
       const path = join(dir, 'cfg');
       writeFileSync(path, a.slice(4));

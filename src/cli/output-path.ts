@@ -42,3 +42,16 @@ export function checkOutputPath(args: Args, out: string, inputs: Readonly<Record
     }
   }
 }
+
+/**
+ * Records one refusal when any of `outputs` (one per input, from --out-dir) is one of the latent
+ * files `inputs` the decode reads: `--out-dir` over the latents' own folder with their format
+ * would replace each input with its decode.
+ */
+export function checkOutputsAgainstInputs(args: Args, outDir: string, outputs: readonly string[], inputs: readonly string[]): void {
+  const read = new Set(inputs.map(canonical));
+  const clash = outputs.filter((o) => read.has(canonical(o)));
+  if (clash.length > 0) {
+    args.refuse('--out-dir', outDir, 'a folder whose outputs are not the --latents files', `--out-dir ${outDir} would write ${clash.length} output(s) over the --latents files they decode (${clash.slice(0, 3).join(', ')}${clash.length > 3 ? ', ...' : ''}): pick another folder or --out-format`);
+  }
+}

@@ -6,7 +6,7 @@
 import { abortedError, DistVaeError } from '../errors.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
 import type { VaeSpec } from '../families/types.js';
-import { tileGrid } from '../plan/grid.js';
+import { tileGrid, type TileGrid } from '../plan/grid.js';
 import { firstNonFinite, type Tensor } from '../tensor.js';
 import { planes, type Planes } from '../tile/blend.js';
 import { RasterAssembler } from '../tile/assembler.js';
@@ -26,13 +26,21 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw abortedError(signal);
 }
 
-/** `vae.decode`: whole, tiled or chunked as the VAE's tiling and the latent size decide. */
-export async function decodeLatents(vae: DecodingVae, latents: Tensor, options: DecodeOptions = {}): Promise<Tensor> {
-  const latent = checkLatents(vae, latents);
-  const grid = tileGrid(vae, latent);
-  const tilesPerChunk = grid.tiles.length;
-  const progress = new ProgressCounter(tilesPerChunk * grid.chunks.length, options.onProgress);
-  const decodeChunk = async (chunkLatents: Tensor, chunk?: number): Promise<Tensor> => {
+/** `promise`'s outcome, or ABORTED as soon as `signal` fires (what `promise` stands for goes on: its owner ends it). */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(abortedError(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortedError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** One chunk (or the whole latent) through the tiling operation, or the runner when nothing tiles. */
+function chunkDecoder(vae: DecodingVae, grid: TileGrid, options: DecodeOptions): (chunkLatents: Tensor, chunk?: number) => Promise<Tensor> {
+  const progress = new ProgressCounter(grid.tiles.length * grid.chunks.length, options.onProgress);
+  return async (chunkLatents, chunk) => {
     throwIfAborted(options.signal);
     if (grid.tiled || vae.tiledDecode.decodesUntiled) return vae.tiledDecode(chunkLatents, { ...options, progress });
     const raw = await vae.runner.decode(chunkLatents, options.signal);
@@ -40,26 +48,79 @@ export async function decodeLatents(vae: DecodingVae, latents: Tensor, options: 
     progress.tileDone(chunk === undefined ? {} : { chunk });
     return raw;
   };
+}
+
+/**
+ * The temporal chunks of a chunked decode in order, each assembled with the chunk before it;
+ * `onChunk` receives each chunk's final raw frames [t0, t0 + f) and is awaited before the next
+ * chunk is decoded. `streaming` leaves the whole output unallocated.
+ */
+async function decodeChunks(vae: DecodingVae, latents: Tensor, grid: TileGrid, options: DecodeOptions, streaming: boolean, onChunk?: (t0: number, frames: Tensor) => Promise<void>): Promise<TemporalAssembler> {
+  if (vae.family.temporal.kind !== 'temporal-chunks') throw new Error('unreachable: chunks without a chunked temporal policy');
+  const decodeChunk = chunkDecoder(vae, grid, options);
+  const frames = (checkLatents(vae, latents).frames - 1) * vae.geometry.temporalRatio + 1;
+  let assembler: TemporalAssembler | null = null;
+  for (const [i, span] of grid.chunks.entries()) {
+    const out = await decodeChunk(sliceFrames(latents, span), i);
+    if (!assembler) {
+      const [b, c, , h, w] = out.dims as number[];
+      assembler = new TemporalAssembler(
+        { chunks: grid.chunks.length, blend: grid.frameBlend, keep: grid.frameKeep, dropFrame: vae.family.temporal.dropFrame, outFrames: frames },
+        { batch: b!, channels: c!, height: h!, width: w! },
+        { streaming },
+      );
+    }
+    if (!streaming) assembler.add(i, out);
+    else {
+      const taken = assembler.takeChunk(i, out);
+      await onChunk!(taken.t0, taken.frames);
+    }
+  }
+  return assembler!;
+}
+
+/** `vae.decode`: whole, tiled or chunked as the VAE's tiling and the latent size decide. */
+export async function decodeLatents(vae: DecodingVae, latents: Tensor, options: DecodeOptions = {}): Promise<Tensor> {
+  const latent = checkLatents(vae, latents);
+  const grid = tileGrid(vae, latent);
   let raw: Tensor;
   if (grid.chunks.length === 1) {
-    raw = await decodeChunk(latents);
+    raw = await chunkDecoder(vae, grid, options)(latents);
   } else {
-    if (vae.family.temporal.kind !== 'temporal-chunks') throw new Error('unreachable: chunks without a chunked temporal policy');
-    let assembler: TemporalAssembler | null = null;
-    for (const [i, span] of grid.chunks.entries()) {
-      const out = await decodeChunk(sliceFrames(latents, span), i);
-      if (!assembler) {
-        const [b, c, , h, w] = out.dims as number[];
-        assembler = new TemporalAssembler(
-          { chunks: grid.chunks.length, blend: grid.frameBlend, keep: grid.frameKeep, dropFrame: vae.family.temporal.dropFrame, outFrames: (latent.frames - 1) * vae.geometry.temporalRatio + 1 },
-          { batch: b!, channels: c!, height: h!, width: w! },
-        );
-      }
-      assembler.add(i, out);
-    }
-    raw = { dims: assembler!.outputDims, data: assembler!.output };
+    const assembler = await decodeChunks(vae, latents, grid, options, false);
+    raw = { dims: assembler.outputDims, data: assembler.output };
   }
   return vae.runtime.postprocess(raw, { spatiallyTiled: grid.tiled, config: vae.config });
+}
+
+/**
+ * A video decode whose frames arrive in order as each temporal chunk is assembled
+ * (`onFrames(t0, frames)`, (B, C, f, H, W), post-processed; awaited before the next chunk), so
+ * memory holds one chunk, not the video. `streamed` is false when the family or the plan
+ * decodes all frames at once (one chunk, or a family whose spatial tiles span every frame):
+ * then the whole sample arrives once and memory holds it.
+ */
+export async function decodeToFrames(
+  vae: DecodingVae,
+  latents: Tensor,
+  onFrames: (t0: number, frames: Tensor) => void | Promise<void>,
+  options: DecodeOptions = {},
+): Promise<{ dims: number[]; streamed: boolean }> {
+  const latent = checkLatents(vae, latents);
+  const grid = tileGrid(vae, latent);
+  if (!vae.geometry.fiveDimLatents || grid.chunks.length === 1) {
+    const sample = await decodeLatents(vae, latents, options);
+    await onFrames(0, sample);
+    return { dims: [...sample.dims], streamed: false };
+  }
+  let dims: number[] = [];
+  const assembler = await decodeChunks(vae, latents, grid, options, true, async (t0, raw) => {
+    // Post-processing is frame-local, so it applies chunk by chunk.
+    const out = vae.runtime.postprocess(raw, { spatiallyTiled: grid.tiled, config: vae.config });
+    dims = [...out.dims];
+    await onFrames(t0, out);
+  });
+  return { dims: [...dims.slice(0, 2), assembler.outputDims[2]!, ...dims.slice(3)], streamed: true };
 }
 
 /**

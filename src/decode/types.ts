@@ -12,6 +12,7 @@ export interface TileRunner {
   dispose(): Promise<void>;
 }
 
+/** One progress report of a decode: tiles done of the total, and the rank that finished the tile. */
 export interface DecodeProgress {
   /** Tiles finished / total over the whole decode (all temporal chunks). */
   tilesDone: number;

@@ -6,18 +6,19 @@
 // `decode` and a replaceable `tiledDecode`.
 
 import { createHash } from 'node:crypto';
-import { defaultTiling } from '../families/registry.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
-import type { FamilySpec, ResolvedConfig, TilingState, VaeGeometry } from '../families/types.js';
+import type { FamilySpec, ResolvedConfig } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { checkProvider, type SessionOptions } from '../runtime/session.js';
 import { readVaeSource, vaeSourceOf, type VaeSource } from '../sources/vae-source.js';
 import type { Tensor } from '../tensor.js';
 import { decoderModelOf } from './decoder-model.js';
-import { decodeLatents, localTiledDecode, type DecodingVae } from './engine.js';
+import { BoundVae } from './bound-vae.js';
+import { decodeLatents } from './engine.js';
 import { LazyTileRunner } from './lazy-runner.js';
-import type { DecodeOptions, TiledDecode, TileRunner } from './types.js';
+import type { DecodeOptions, TileRunner } from './types.js';
 
+/** How `loadVae` runs a VAE: execution provider and device, threads, spinning. */
 export interface LoadOptions {
   /** Execution provider (default 'cpu'); a missing one is an error, never a silent fallback. */
   provider?: string;
@@ -34,28 +35,19 @@ export interface LoadOptions {
  * until `setTiling(vae)`; `useStrategy(vae, strategy, group)` chooses how tiles are decoded.
  * `dispose()` frees its onnxruntime sessions.
  */
-export class Vae implements DecodingVae {
-  /** The tiling decode uses; set it with `setTiling` / `disableTiling`, never by hand. */
-  tiling: TilingState;
-  /** The spatial tiling operation; replace it with a rank group's `tiledDecodeFor(vae, group)`. */
-  tiledDecode: TiledDecode;
+export class Vae extends BoundVae {
   private hash: string | null = null;
 
   constructor(
-    readonly family: FamilySpec,
-    readonly config: ResolvedConfig,
-    readonly runtime: FamilyRuntime,
-    readonly runner: TileRunner,
+    family: FamilySpec,
+    config: ResolvedConfig,
+    runtime: FamilyRuntime,
+    runner: TileRunner,
     readonly source: VaeSource,
     readonly loadOptions: LoadOptions,
-    private readonly weights: ReadonlyMap<string, Tensor>,
+    weights: ReadonlyMap<string, Tensor>,
   ) {
-    this.tiling = defaultTiling(this);
-    this.tiledDecode = localTiledDecode(this, runner);
-  }
-
-  get geometry(): VaeGeometry {
-    return this.config.geometry;
+    super(family, config, runtime, runner, weights);
   }
 
   /** `decode(z).sample` as diffusers returns it, including the family's post-processing. */
@@ -81,10 +73,6 @@ export class Vae implements DecodingVae {
       this.hash = h.digest('hex');
     }
     return this.hash;
-  }
-
-  async dispose(): Promise<void> {
-    await this.runner.dispose();
   }
 }
 

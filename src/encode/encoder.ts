@@ -8,21 +8,15 @@
 // than padded, since padding would put content into the latents that the image does not have
 // (the CLI's --crop cuts to a valid size instead; `cropToMultiple` does it here).
 
-import type { FamilySpec, ResolvedConfig } from '../families/types.js';
-import type { Tensor } from '../tensor.js';
-import { checkImage } from './image-check.js';
+import { boundEncoder, type BoundEncoder } from './bound-encoder.js';
 import { sessionOptionsOf, type LoadOptions } from '../decode/vae.js';
 import { readVaeSource, vaeSourceOf, type VaeSource } from '../sources/vae-source.js';
 
 export { checkImage, cropToMultiple } from './image-check.js';
 
-export interface Encoder {
-  readonly family: FamilySpec;
-  readonly config: ResolvedConfig;
+/** A loaded encoder (made by `loadEncoder`), with the source it was read from. */
+export interface Encoder extends BoundEncoder {
   readonly source: VaeSource;
-  /** Latents (B, Cz, H/r, W/r) of images (B, C, H, W) with values in [0, 1]. */
-  encode(image: Tensor, options?: { signal?: AbortSignal }): Promise<Tensor>;
-  dispose(): Promise<void>;
 }
 
 /**
@@ -33,14 +27,5 @@ export async function loadEncoder(source: string | VaeSource, options: LoadOptio
   const resolved = vaeSourceOf(source, options.family);
   const { family, config, runtime, weights } = await readVaeSource(resolved, 'encoder');
   const runner = await runtime.encoder!.createRunner(config, weights, sessionOptionsOf(options));
-  return {
-    family,
-    config,
-    source: resolved,
-    async encode(image, encodeOptions = {}) {
-      checkImage(config, image);
-      return runner.decode(image, encodeOptions.signal);
-    },
-    dispose: () => runner.dispose(),
-  };
+  return { ...boundEncoder(family, config, runner), source: resolved };
 }

@@ -4,10 +4,7 @@
 // of folders: full checkpoints load as is, legacy attention names load, wrong ones fail.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { loadVae } from '../decode/vae.js';
 import { diffusersTiledDecode, diffusersTiling, type DiffusersTiling } from '../decode/testing/diffusers-tiled-decode.js';
 import { DistVaeError } from '../errors.js';
@@ -15,12 +12,12 @@ import { assertRelativeL2 } from '../graph/testing/compare.js';
 import { seededTensor } from '../tensor.js';
 import { applyTilePlan, setTiling, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import type { Tensor } from '../tensor.js';
-import { writeSafetensors } from '../weights/safetensors.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { klDecoderParams } from './autoencoder-kl.graph.js';
 import { getFamily } from './registry.js';
 import { referenceKlDecode, type KlReferenceArchitecture } from './testing/kl-reference.js';
 import type { RawConfig } from './types.js';
+import { decodeOnce, diffusersFolderWriter } from './testing/diffusers-folder.js';
 
 const SEED = 5;
 const TINY: RawConfig = { block_out_channels: [16, 32], layers_per_block: 1, norm_num_groups: 8, latent_channels: 4, sample_size: 16 };
@@ -142,35 +139,18 @@ test("the family's default plan on a loaded VAE is diffusers' own tiling (sample
 
 // ---- loading diffusers folders ---------------------------------------------------------------
 
-const dirs: string[] = [];
-after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-
-function diffusersFolder(config: RawConfig, weights: ReadonlyMap<string, Tensor>): string {
-  const dir = mkdtempSync(join(tmpdir(), 'distvae-kl-'));
-  dirs.push(dir);
-  writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
-  writeSafetensors(join(dir, 'diffusion_pytorch_model.safetensors'), weights);
-  return dir;
-}
+const diffusersFolder = diffusersFolderWriter('distvae-kl-');
 
 const tinyWeights = (family: 'autoencoder-kl' | 'flux2', config: RawConfig, seed = SEED) => syntheticWeights(klDecoderParams(getFamily(family).resolveConfig(config)), seed);
 const small = (dims: number[]): Tensor => seededTensor(dims, 3);
 
-async function decodeWith(source: Parameters<typeof loadVae>[0], z: Tensor): Promise<Tensor> {
-  const vae = await loadVae(source, { threads: 1 });
-  try {
-    return await vae.decode(z);
-  } finally {
-    await vae.dispose();
-  }
-}
 
 test('a full AutoencoderKL folder (encoder.*, quant_conv.* too) loads as is and decodes like the same weights given directly', async () => {
   const weights = new Map([...tinyWeights('autoencoder-kl', TINY), ['encoder.conv_in.weight', small([16, 3, 3, 3])], ['quant_conv.weight', small([8, 8, 1, 1])], ['quant_conv.bias', small([8])]]);
   const dir = diffusersFolder({ _class_name: 'AutoencoderKL', ...TINY }, weights);
   const z = seededTensor([1, 4, 5, 6], 2);
-  const fromFolder = await decodeWith(dir, z);
-  const synthetic = await decodeWith({ family: 'autoencoder-kl', config: TINY, weights: 'synthetic', seed: SEED }, z);
+  const fromFolder = await decodeOnce(dir, z);
+  const synthetic = await decodeOnce({ family: 'autoencoder-kl', config: TINY, weights: 'synthetic', seed: SEED }, z);
   assert.deepEqual(fromFolder, synthetic);
 });
 
@@ -179,7 +159,7 @@ test('a Flux.2 folder with its pipeline-only bn.* statistics loads as is', async
   const weights = new Map([...tinyWeights('flux2', config), ['bn.running_mean', small([128])], ['bn.running_var', small([128])], ['bn.num_batches_tracked', small([1])]]);
   const dir = diffusersFolder({ _class_name: 'AutoencoderKLFlux2', ...config }, weights);
   const z = seededTensor([1, 32, 4, 5], 2);
-  const out = await decodeWith(dir, z);
+  const out = await decodeOnce(dir, z);
   const weightsOnly = tinyWeights('flux2', config);
   assertRelativeL2(out, referenceKlDecode({ ...TINY_ARCH }, weightsOnly, z), 'flux2 folder');
 });
@@ -192,7 +172,7 @@ test('legacy attention key names (query/key/value/proj_attn) load and decode ide
   assert.ok(legacy.has('decoder.mid_block.attentions.0.proj_attn.weight'));
   const dir = diffusersFolder({ _class_name: 'AutoencoderKL', ...TINY }, legacy);
   const z = seededTensor([1, 4, 5, 6], 2);
-  assert.deepEqual(await decodeWith(dir, z), await decodeWith({ family: 'autoencoder-kl', config: TINY, weights: 'synthetic', seed: SEED }, z));
+  assert.deepEqual(await decodeOnce(dir, z), await decodeOnce({ family: 'autoencoder-kl', config: TINY, weights: 'synthetic', seed: SEED }, z));
 });
 
 test('a checkpoint of another architecture is refused before any decode, naming each key and both shapes', async () => {

@@ -1,7 +1,7 @@
 // AutoencoderKL (SD 1.x/2.x, SDXL, SD3, FLUX.1 are configs of it): config reading, ratios and
 // diffusers' tiling defaults (square `sample_size` window, overlap int(sample_size · 0.25)).
 
-import { ConfigReader } from './config-fields.js';
+import { ConfigReader, MAX_WIDTH } from './config-fields.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
 /** diffusers' `tile_overlap_factor` for AutoencoderKL and Flux.2. */
@@ -18,10 +18,11 @@ export function readKlFields(r: ConfigReader, defaults: { latentChannels: number
   outChannels: number;
   normGroups: number;
 } {
-  const blockOut = r.intList('block_out_channels', [128, 256, 512, 512]);
-  r.int('layers_per_block', 2);
+  const blockOut = r.intList('block_out_channels', [128, 256, 512, 512], { max: MAX_WIDTH });
+  const layers = r.int('layers_per_block', 2);
+  r.blocks(blockOut.length * (layers + 1), 'block_out_channels × layers_per_block', { block_out_channels: blockOut.length, layers_per_block: layers });
   r.string('act_fn', 'silu', ['silu']);
-  const latentChannels = r.int('latent_channels', defaults.latentChannels);
+  const latentChannels = r.int('latent_channels', defaults.latentChannels, 1, MAX_WIDTH);
   const normGroups = r.int('norm_num_groups', 32);
   const sampleSize = r.intOrFirst('sample_size', defaults.sampleSize);
   r.int('in_channels', 3);

@@ -13,14 +13,29 @@ import type { RawConfig } from './types.js';
 export const DECODE_SETTING_FIELDS: readonly string[] = ['decode_timestep'];
 
 /**
- * The largest integer any architecture field may hold. No published VAE comes near it (widths
- * are at most a few thousand, depths a handful); it keeps a config like `block_out_channels:
- * [1e9]` or `layers_per_block: 100000` from reaching shape arithmetic, parameter lists and
- * graph builders at all. Sizes below it are judged by the weight bytes they imply (weights/budget.ts).
+ * The largest integer a structural field may hold: a depth, a count, a ratio, a size (widths
+ * have their own bound, MAX_WIDTH). No published VAE comes near it (depths are a handful); it
+ * keeps a config like `layers_per_block: 100000` from making parameter lists and graphs whose
+ * length alone exhausts memory or the stack before their bytes could be judged.
  */
 export const MAX_CONFIG_INT = 8192;
 
-const inRange = (v: unknown, min: number): v is number => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= MAX_CONFIG_INT;
+/**
+ * The largest channel width: a tensor dimension beyond it cannot index a typed array. Widths
+ * below it are judged by the weight bytes they imply against the memory budget
+ * (weights/budget.ts), so `block_out_channels: [4096]` and `[1e9]` are refused the same way.
+ */
+export const MAX_WIDTH = 2 ** 31 - 1;
+
+/**
+ * The most repeated blocks (resnets, TAE blocks) a decoder may declare. Published VAEs have a
+ * few dozen; within the per-field bound a config could still multiply levels by depths into
+ * millions, whose parameter list and graph alone would exhaust memory before their weight bytes
+ * could be judged. (A 16386-resnet decoder already takes minutes to build and run.)
+ */
+export const MAX_DECODER_BLOCKS = 4096;
+
+const inRange = (v: unknown, min: number, max = MAX_CONFIG_INT): v is number => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 
 export class ConfigReader {
   readonly reasons: Reason[] = [];
@@ -39,10 +54,10 @@ export class ConfigReader {
     this.reasons.push(reason('CONFIG_FIELD_INVALID', key, value, valid, `config field ${key} = ${JSON.stringify(value)} is invalid for ${this.familyName}: expected ${valid}`));
   }
 
-  int(key: string, fallback: number, min = 1): number {
+  int(key: string, fallback: number, min = 1, max = MAX_CONFIG_INT): number {
     const value = this.present(key) ? this.raw[key] : fallback;
-    if (!inRange(value, min)) {
-      this.refuse(key, value, `an integer in [${min}, ${MAX_CONFIG_INT}]`);
+    if (!inRange(value, min, max)) {
+      this.refuse(key, value, `an integer in [${min}, ${max}]`);
       return (this.fields[key] = fallback);
     }
     return (this.fields[key] = value);
@@ -60,11 +75,11 @@ export class ConfigReader {
     return first;
   }
 
-  optionalInt(key: string, min = 1): number | null {
+  optionalInt(key: string, min = 1, max = MAX_CONFIG_INT): number | null {
     if (!this.present(key)) return (this.fields[key] = null);
     const value = this.raw[key];
-    if (!inRange(value, min)) {
-      this.refuse(key, value, `an integer in [${min}, ${MAX_CONFIG_INT}] or null`);
+    if (!inRange(value, min, max)) {
+      this.refuse(key, value, `an integer in [${min}, ${max}] or null`);
       return (this.fields[key] = null);
     }
     return (this.fields[key] = value);
@@ -97,12 +112,14 @@ export class ConfigReader {
     return (this.fields[key] = value);
   }
 
-  intList(key: string, fallback: readonly number[], opts: { min?: number; minLength?: number } = {}): number[] {
+  /** A list of integers; `max` bounds its entries (MAX_WIDTH for widths), MAX_CONFIG_INT its length. */
+  intList(key: string, fallback: readonly number[], opts: { min?: number; max?: number; minLength?: number } = {}): number[] {
     const min = opts.min ?? 1;
+    const max = opts.max ?? MAX_CONFIG_INT;
     const minLength = opts.minLength ?? 1;
     const value = this.present(key) ? this.raw[key] : fallback;
-    if (!Array.isArray(value) || value.length < minLength || value.length > MAX_CONFIG_INT || !value.every((v) => inRange(v, min))) {
-      this.refuse(key, value, `a list of ${minLength} to ${MAX_CONFIG_INT} integers in [${min}, ${MAX_CONFIG_INT}]`);
+    if (!Array.isArray(value) || value.length < minLength || value.length > MAX_CONFIG_INT || !value.every((v) => inRange(v, min, max))) {
+      this.refuse(key, value, `a list of ${minLength} to ${MAX_CONFIG_INT} integers in [${min}, ${max}]`);
       return (this.fields[key] = [...fallback]) as number[];
     }
     return (this.fields[key] = [...(value as number[])]) as number[];
@@ -146,6 +163,17 @@ export class ConfigReader {
   /** Keeps a field as given (e.g. latents_mean) without interpreting it. */
   passthrough(key: string, fallback: unknown = null): unknown {
     return (this.fields[key] = this.present(key) ? this.raw[key] : fallback);
+  }
+
+  /** Refuses a decoder of more than MAX_DECODER_BLOCKS repeated blocks; `fields` names what multiplies into `blocks`. */
+  blocks(blocks: number, fields: string, value: unknown): void {
+    this.check(
+      blocks <= MAX_DECODER_BLOCKS,
+      fields,
+      value,
+      `at most ${MAX_DECODER_BLOCKS} decoder blocks in all`,
+      `${fields} = ${JSON.stringify(value)} make a decoder of ${blocks} repeated blocks, more than ${MAX_DECODER_BLOCKS} (published VAEs have a few dozen): its parameter list and graph alone would exhaust memory`,
+    );
   }
 
   /** Adds a cross-field refusal. */

@@ -2,7 +2,7 @@
 // statistics (`bn.*`) that only the pipeline uses; its `patch_size` is the pipeline's latent
 // packing and adds no tiling constraint.
 
-import { ConfigReader } from './config-fields.js';
+import { ConfigReader, MAX_WIDTH } from './config-fields.js';
 import { klResolved, readKlFields } from './autoencoder-kl.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
@@ -18,7 +18,7 @@ export const flux2: FamilySpec = {
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'flux2');
     const kl = readKlFields(r, { latentChannels: 32, sampleSize: 1024 });
-    const decoderBlockOut = r.intList('decoder_block_out_channels', kl.blockOut);
+    const decoderBlockOut = r.intList('decoder_block_out_channels', kl.blockOut, { max: MAX_WIDTH });
     r.check(
       decoderBlockOut.length === kl.blockOut.length,
       'decoder_block_out_channels',

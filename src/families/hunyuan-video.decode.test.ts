@@ -5,10 +5,7 @@
 // decoder per tile and chunk; and strict binding of folders.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { diffusersVideoDecode, type DiffusersVideoTiling } from '../decode/testing/diffusers-video-decode.js';
 import { loadVae, type Vae } from '../decode/vae.js';
 import { DistVaeError } from '../errors.js';
@@ -16,13 +13,12 @@ import { assertRelativeL2 } from '../graph/testing/compare.js';
 import { seededTensor } from '../tensor.js';
 import { applyTilePlan, tileFramePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import type { Tensor } from '../tensor.js';
-import { writeSafetensors } from '../weights/safetensors.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { hunyuanVideoDecoderParams } from './hunyuan-video.graph.js';
 import { getFamily } from './registry.js';
 import { referenceHunyuanVideoDecode, type HunyuanVideoReferenceArchitecture } from './testing/hunyuan-video-reference.js';
-import type { RawConfig } from './types.js';
 import { HUNYUAN_VIDEO_TINY } from './testing/video-configs.js';
+import { decodeOnce, diffusersFolderWriter } from './testing/diffusers-folder.js';
 
 const SEED = 5;
 const TINY_ARCH: HunyuanVideoReferenceArchitecture = { blockOut: [8, 16, 16], layersPerBlock: 1, groups: 4, attention: true, spatialRatio: 4 };
@@ -105,28 +101,12 @@ for (const c of CASES) {
 
 // ---- loading diffusers folders ---------------------------------------------------------------
 
-const dirs: string[] = [];
-after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-
-function diffusersFolder(config: RawConfig, weights: ReadonlyMap<string, Tensor>): string {
-  const dir = mkdtempSync(join(tmpdir(), 'distvae-hv-'));
-  dirs.push(dir);
-  writeFileSync(join(dir, 'config.json'), JSON.stringify({ _class_name: 'AutoencoderKLHunyuanVideo', ...config }));
-  writeSafetensors(join(dir, 'diffusion_pytorch_model.safetensors'), weights);
-  return dir;
-}
+const diffusersFolder = diffusersFolderWriter('distvae-hv-', 'AutoencoderKLHunyuanVideo');
 
 const tinyWeights = () => syntheticWeights(hunyuanVideoDecoderParams(getFamily('hunyuan-video').resolveConfig(HUNYUAN_VIDEO_TINY)), SEED);
 
-async function decodeWhole(source: Parameters<typeof loadVae>[0], z: Tensor): Promise<Tensor> {
-  const vae = await loadVae(source, { threads: 1 });
-  try {
-    applyTilePlan(vae, tileFramePlan(vae, null)!);
-    return await vae.decode(z);
-  } finally {
-    await vae.dispose();
-  }
-}
+/** Decodes with frame tiling off (one call over all frames). */
+const decodeWhole = (source: Parameters<typeof loadVae>[0], z: Tensor) => decodeOnce(source, z, (vae) => applyTilePlan(vae, tileFramePlan(vae, null)!));
 
 test('a full folder (encoder.*, quant_conv.*) and one with legacy attention names load as is and decode like the synthetic weights', async () => {
   const z = seededTensor([1, 4, 2, 3, 3], 2);

@@ -2,7 +2,7 @@
 // (diffusers' framewise decoding) is on by default at 16 frames with stride 12; chunks after
 // the first drop their first decoded frame before blend_t.
 
-import { ConfigReader, log2Exact } from './config-fields.js';
+import { ConfigReader, log2Exact, MAX_WIDTH } from './config-fields.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
 export const hunyuanVideo: FamilySpec = {
@@ -18,9 +18,10 @@ export const hunyuanVideo: FamilySpec = {
     const r = new ConfigReader(raw ?? {}, 'hunyuan-video');
     r.int('in_channels', 3);
     const outChannels = r.int('out_channels', 3);
-    const latentChannels = r.int('latent_channels', 16);
-    const blockOut = r.intList('block_out_channels', [128, 256, 512, 512]);
-    r.int('layers_per_block', 2);
+    const latentChannels = r.int('latent_channels', 16, 1, MAX_WIDTH);
+    const blockOut = r.intList('block_out_channels', [128, 256, 512, 512], { max: MAX_WIDTH });
+    const layers = r.int('layers_per_block', 2);
+    r.blocks(blockOut.length * (layers + 1), 'block_out_channels × layers_per_block', { block_out_channels: blockOut.length, layers_per_block: layers });
     r.string('act_fn', 'silu', ['silu']);
     const groups = r.int('norm_num_groups', 32);
     const upTypes = r.stringList('up_block_types', blockOut.map(() => 'HunyuanVideoUpBlock3D'));

@@ -5,43 +5,24 @@
 // timestep conditioning; the decode timestep from the config; strict binding of folders.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { diffusersVideoDecode, type DiffusersVideoTiling } from '../decode/testing/diffusers-video-decode.js';
 import { loadVae, type Vae } from '../decode/vae.js';
 import { DistVaeError } from '../errors.js';
 import { assertRelativeL2 } from '../graph/testing/compare.js';
 import { seededTensor } from '../tensor.js';
 import { applyTilePlan, tileFramePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
-import type { Tensor } from '../tensor.js';
-import { writeSafetensors } from '../weights/safetensors.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { ltx2DecoderParams } from './ltx2.graph.js';
 import { getFamily } from './registry.js';
 import { referenceLtx2Decode, type Ltx2ReferenceConfig } from './testing/ltx2-reference.js';
 import type { RawConfig } from './types.js';
-import { LTX2_TINY } from './testing/video-configs.js';
+import { LTX2_TINY, LTX2_TINY_REFERENCE } from './testing/video-configs.js';
+import { decodeOnce, diffusersFolderWriter } from './testing/diffusers-folder.js';
 
 const SEED = 5;
-/** Two residual spatio-temporal up-samplers, patch 4: ratios 16 / 4, reflect padding, non-causal. */
-const TINY_REFERENCE: Ltx2ReferenceConfig = {
-  decoderBlockOut: [8, 16],
-  layersPerBlock: [1, 1, 1],
-  scaling: [true, true],
-  upsampleType: ['spatiotemporal', 'spatiotemporal'],
-  residual: [true, true],
-  factor: [2, 2],
-  patchSize: 4,
-  patchSizeT: 1,
-  causal: false,
-  padding: 'reflect',
-  timestepConditioning: false,
-  layerNormEpsilon: 1e-6,
-};
 const CONDITIONED: RawConfig = { ...LTX2_TINY, timestep_conditioning: true, decoder_causal: true, decode_timestep: 0.2 };
-const CONDITIONED_REFERENCE: Ltx2ReferenceConfig = { ...TINY_REFERENCE, timestepConditioning: true, causal: true };
+const CONDITIONED_REFERENCE: Ltx2ReferenceConfig = { ...LTX2_TINY_REFERENCE, timestepConditioning: true, causal: true };
 
 interface Case {
   label: string;
@@ -61,7 +42,7 @@ const CASES: Case[] = [
   {
     label: 'spatial tiles over all 5 latent frames: temporal tiling is off by default',
     config: LTX2_TINY,
-    reference: TINY_REFERENCE,
+    reference: LTX2_TINY_REFERENCE,
     temb: null,
     latent: [1, 4, 5, 5, 6],
     window: [64, 64],
@@ -73,7 +54,7 @@ const CASES: Case[] = [
   {
     label: 'temporal chunks of 8 frames every 4 (last frame dropped), spatial tiles per chunk',
     config: LTX2_TINY,
-    reference: TINY_REFERENCE,
+    reference: LTX2_TINY_REFERENCE,
     temb: null,
     latent: [1, 4, 3, 5, 5],
     window: [64, 64],
@@ -141,25 +122,8 @@ test('an edge tile one latent unit wide is refused with reflect padding, as diff
 
 // ---- loading diffusers folders ---------------------------------------------------------------
 
-const dirs: string[] = [];
-after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const diffusersFolder = diffusersFolderWriter('distvae-ltx2-', 'AutoencoderKLLTX2Video');
 
-function diffusersFolder(config: RawConfig, weights: ReadonlyMap<string, Tensor>): string {
-  const dir = mkdtempSync(join(tmpdir(), 'distvae-ltx2-'));
-  dirs.push(dir);
-  writeFileSync(join(dir, 'config.json'), JSON.stringify({ _class_name: 'AutoencoderKLLTX2Video', ...config }));
-  writeSafetensors(join(dir, 'diffusion_pytorch_model.safetensors'), weights);
-  return dir;
-}
-
-async function decodeWith(source: Parameters<typeof loadVae>[0], z: Tensor): Promise<Tensor> {
-  const vae = await loadVae(source, { threads: 1 });
-  try {
-    return await vae.decode(z);
-  } finally {
-    await vae.dispose();
-  }
-}
 
 test('a conditioned folder (encoder.*, latents_mean/std, the multiplier stored as [1]) loads as is; decode_timestep comes from the config, an override wins', async () => {
   const { decode_timestep: _, ...architecture } = CONDITIONED;
@@ -169,8 +133,8 @@ test('a conditioned folder (encoder.*, latents_mean/std, the multiplier stored a
   const dir = diffusersFolder(architecture, stored);
   const z = seededTensor([1, 4, 2, 2, 3], 2);
   const expectedAt = (t: number) => referenceLtx2Decode(CONDITIONED_REFERENCE, weights, z, [t]);
-  assertRelativeL2(await decodeWith(dir, z), expectedAt(0), 'default decode timestep 0');
-  assertRelativeL2(await decodeWith({ path: dir, config: { decode_timestep: 0.3 } }, z), expectedAt(0.3), 'decode_timestep override 0.3');
+  assertRelativeL2(await decodeOnce(dir, z), expectedAt(0), 'default decode timestep 0');
+  assertRelativeL2(await decodeOnce({ path: dir, config: { decode_timestep: 0.3 } }, z), expectedAt(0.3), 'decode_timestep override 0.3');
 });
 
 test('a decode timestep is refused for an LTX-2 decoder without timestep conditioning', async () => {

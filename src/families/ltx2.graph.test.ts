@@ -16,24 +16,11 @@ import { buildLtx2DecoderStages, ltx2DecoderParams } from './ltx2.graph.js';
 import { getFamily } from './registry.js';
 import { referenceLtx2Decode, type Ltx2ReferenceConfig } from './testing/ltx2-reference.js';
 import type { RawConfig } from './types.js';
+import { LTX2_TINY_REFERENCE } from './testing/video-configs.js';
 
 /** diffusers' config lists for a two-block decoder, and the same fields for the reference. */
 function configs(fields: Partial<Ltx2ReferenceConfig> & { ratios: [number, number] }): { raw: RawConfig; reference: Ltx2ReferenceConfig } {
-  const reference: Ltx2ReferenceConfig = {
-    decoderBlockOut: [8, 16],
-    layersPerBlock: [1, 1, 1],
-    scaling: [true, true],
-    upsampleType: ['spatiotemporal', 'spatiotemporal'],
-    residual: [true, true],
-    factor: [2, 2],
-    patchSize: 4,
-    patchSizeT: 1,
-    causal: false,
-    padding: 'reflect',
-    timestepConditioning: false,
-    layerNormEpsilon: 1e-6,
-    ...fields,
-  };
+  const reference: Ltx2ReferenceConfig = { ...LTX2_TINY_REFERENCE, ...fields };
   const raw: RawConfig = {
     latent_channels: 4,
     block_out_channels: [8, 16],

@@ -7,7 +7,7 @@
 // timestep-conditioned decoder is given (diffusers' `decode(z, temb)`; the LTX-2 pipeline's
 // `decode_timestep`, default 0), read only when the config has timestep conditioning.
 
-import { ConfigReader, DECODE_SETTING_FIELDS } from './config-fields.js';
+import { ConfigReader, DECODE_SETTING_FIELDS, MAX_WIDTH } from './config-fields.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
 /**
@@ -39,10 +39,11 @@ export const ltx2: FamilySpec = {
     const r = new ConfigReader(given, 'ltx2');
     r.int('in_channels', 3);
     const outChannels = r.int('out_channels', 3);
-    const latentChannels = r.int('latent_channels', 128);
-    const encoderBlockOut = r.intList('block_out_channels', [256, 512, 1024, 2048]);
-    const decoderBlockOut = r.intList('decoder_block_out_channels', [256, 512, 1024]);
-    r.intOrIntList('decoder_layers_per_block', [5, 5, 5, 5], decoderBlockOut.length + 1);
+    const latentChannels = r.int('latent_channels', 128, 1, MAX_WIDTH);
+    const encoderBlockOut = r.intList('block_out_channels', [256, 512, 1024, 2048], { max: MAX_WIDTH });
+    const decoderBlockOut = r.intList('decoder_block_out_channels', [256, 512, 1024], { max: MAX_WIDTH });
+    const layers = r.intOrIntList('decoder_layers_per_block', [5, 5, 5, 5], decoderBlockOut.length + 1);
+    r.blocks(layers.reduce((a, b) => a + b, 0), 'decoder_layers_per_block', layers);
     const encoderScaling = r.boolOrBoolList('spatio_temporal_scaling', true, encoderBlockOut.length);
     const decoderScaling = r.boolOrBoolList('decoder_spatio_temporal_scaling', true, decoderBlockOut.length);
     r.boolOrBoolList('decoder_inject_noise', false, decoderBlockOut.length + 1);

@@ -2,6 +2,7 @@
 // one or more frames). Spatial ratio 2^len(temperal_downsample), as diffusers computes it.
 
 import { ConfigReader } from './config-fields.js';
+import { checkTemporalLevels, readWanLayout } from './wan.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
 export const qwenImage: FamilySpec = {
@@ -15,22 +16,11 @@ export const qwenImage: FamilySpec = {
   sampleRange: 'signed',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'qwen-image');
-    r.int('base_dim', 96);
-    const zDim = r.int('z_dim', 16);
-    const dimMult = r.intList('dim_mult', [1, 2, 4, 4]);
-    r.int('num_res_blocks', 2);
-    r.passthrough('attn_scales', []);
-    const temporalDown = r.boolOrBoolList('temperal_downsample', [false, true, true], null);
+    const { zDim, dimMult, temporalDown } = readWanLayout(r, { decoderBaseDim: false });
     const channels = r.int('input_channels', 3);
     r.passthrough('latents_mean');
     r.passthrough('latents_std');
-    r.check(
-      temporalDown.length === dimMult.length - 1,
-      'temperal_downsample',
-      temporalDown,
-      `${dimMult.length - 1} entries (one per level of dim_mult after the first)`,
-      `temperal_downsample has ${temporalDown.length} entries but dim_mult has ${dimMult.length} levels`,
-    );
+    checkTemporalLevels(r, dimMult, temporalDown);
     r.finish();
     return {
       className: 'AutoencoderKLQwenImage',

@@ -12,10 +12,13 @@ import { tae } from './tae.js';
 import type { FamilyName, FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeSpec } from './types.js';
 import { wan } from './wan.js';
 
+/** Every VAE family distvae decodes, in the order help and docs list them. */
 export const FAMILIES: readonly FamilySpec[] = [autoencoderKl, flux2, tae, wan, qwenImage, hunyuanVideo, ltx2];
 
+/** The names of FAMILIES, as `--family` and `createVae` take them. */
 export const FAMILY_NAMES: readonly FamilyName[] = FAMILIES.map((f) => f.name);
 
+/** The family named `name`; UNKNOWN_FAMILY naming the known ones otherwise. */
 export function getFamily(name: string): FamilySpec {
   const family = FAMILIES.find((f) => f.name === name);
   if (!family) {

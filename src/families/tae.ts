@@ -13,9 +13,10 @@
 //   `decoder.layers.N…` with N one less, as DecoderTiny has no Clamp module, and
 //   `encoder.layers.N…` with the same N). Loading reads it from the keys.
 
-import { ConfigReader } from './config-fields.js';
+import { ConfigReader, MAX_WIDTH } from './config-fields.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
+/** The published tiny autoencoders and what sets them apart (latent channels, a GroupNorm mid-block). */
 export const TAE_VARIANTS = {
   taesd: { latentChannels: 4, midblockGn: false },
   taesdxl: { latentChannels: 4, midblockGn: false },
@@ -24,9 +25,12 @@ export const TAE_VARIANTS = {
   taef2: { latentChannels: 32, midblockGn: true },
 } as const;
 
+/** A published tiny autoencoder: taesd, taesdxl, taesd3, taef1 or taef2. */
 export type TaeVariant = keyof typeof TAE_VARIANTS;
 
+/** How a TAE checkpoint names its weights: madebyollin's own files, or a diffusers AutoencoderTiny. */
 export const TAE_KEY_LAYOUTS = ['madebyollin', 'diffusers'] as const;
+/** One of TAE_KEY_LAYOUTS. */
 export type TaeKeyLayout = (typeof TAE_KEY_LAYOUTS)[number];
 
 /** The architecture a resolved TAE config describes (what the graph builders read). */
@@ -58,7 +62,7 @@ export const TAE_POOL_EXPANSION = 4;
 export const TAE_POOL_EPSILON = 1e-5;
 
 function checkUniformWidth(r: ConfigReader, key: string, stages: number): void {
-  const widths = r.intList(key, new Array<number>(stages).fill(STANDARD.width));
+  const widths = r.intList(key, new Array<number>(stages).fill(STANDARD.width), { max: MAX_WIDTH });
   r.check(widths.length === stages, key, widths, `${stages} entries, one per stage`, `${key} has ${widths.length} entries for ${stages} stages`);
   r.check(widths.every((w) => w === widths[0]), key, widths, 'the same width for every stage', `${key} = [${widths.join(', ')}]: a tiny autoencoder keeps one width through all stages`);
 }
@@ -78,7 +82,7 @@ export const tae: FamilySpec = {
     const r = new ConfigReader(given, 'tae');
     const variant = given['variant'] == null ? (r.passthrough('variant') as null) : (r.string('variant', 'taesd', Object.keys(TAE_VARIANTS)) as TaeVariant);
     const published = TAE_VARIANTS[variant ?? 'taesd'];
-    const latentChannels = r.int('latent_channels', published.latentChannels);
+    const latentChannels = r.int('latent_channels', published.latentChannels, 1, MAX_WIDTH);
     const midblockGn = r.bool('use_midblock_gn', published.midblockGn);
     if (variant !== null) {
       r.check(latentChannels === published.latentChannels, 'latent_channels', latentChannels, `${published.latentChannels} for ${variant}`, `latent_channels = ${latentChannels} does not match the ${variant} variant (${published.latentChannels})`);
@@ -86,6 +90,7 @@ export const tae: FamilySpec = {
     }
     const decoderBlocks = r.intList('num_decoder_blocks', STANDARD.decoderBlocks);
     const encoderBlocks = r.intList('num_encoder_blocks', STANDARD.encoderBlocks);
+    r.blocks([...decoderBlocks, ...encoderBlocks].reduce((a, b) => a + b, 0), 'num_decoder_blocks + num_encoder_blocks', { num_decoder_blocks: decoderBlocks, num_encoder_blocks: encoderBlocks });
     checkUniformWidth(r, 'decoder_block_out_channels', decoderBlocks.length);
     checkUniformWidth(r, 'encoder_block_out_channels', encoderBlocks.length);
     const upsampleFactor = r.int('upsampling_scaling_factor', 2);

@@ -5,8 +5,10 @@
 
 import type { Reason } from '../errors.js';
 
+/** The name of a VAE family. */
 export type FamilyName = 'autoencoder-kl' | 'flux2' | 'tae' | 'wan' | 'qwen-image' | 'hunyuan-video' | 'ltx2';
 
+/** A height and a width (output pixels or latent units, as the field says). */
 export interface Size2 {
   height: number;
   width: number;
@@ -15,6 +17,7 @@ export interface Size2 {
 /** Raw config as read from a diffusers `config.json` (or given in code). */
 export type RawConfig = Readonly<Record<string, unknown>>;
 
+/** How latents map to samples: spatial and temporal ratios, patch size, channels, and whether latents carry frames. */
 export interface VaeGeometry {
   /** Output pixels per latent unit along height and width (diffusers' spatial compression ratio). */
   spatialRatio: number;
@@ -52,6 +55,7 @@ export type DiffusersTiling =
   /** No diffusers tiling loop of its own (TAE): the project's loop is used. */
   | 'none';
 
+/** Temporal tiling: on or off, window and overlap in output frames. */
 export interface FrameTiling {
   /** Whether temporal tiling is on. */
   enabled: boolean;
@@ -60,6 +64,7 @@ export interface FrameTiling {
   overlap: number;
 }
 
+/** A family's default tiling for a resolved config (what `setTiling(vae)` installs). */
 export interface TilingDefaults {
   window: Size2;
   overlap: Size2;
@@ -77,6 +82,7 @@ export interface ResolvedConfig {
   fields: Readonly<Record<string, unknown>>;
 }
 
+/** What a VAE family declares: its names, how diffusers tiles it, its config reader and the checks the planner applies (the engine reads these, never a family name). */
 export interface FamilySpec {
   name: FamilyName;
   /** One line for humans: which models use it. */

@@ -7,10 +7,7 @@
 // Also strict binding of folders: full checkpoints load as is, wrong ones fail.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { diffusersTiledDecode, type DiffusersTiling } from '../decode/testing/diffusers-tiled-decode.js';
 import { loadVae } from '../decode/vae.js';
 import { DistVaeError } from '../errors.js';
@@ -19,13 +16,13 @@ import { seededTensor } from '../tensor.js';
 import type { NumericTensor, RefTensor } from '../graph/testing/reference-ops.js';
 import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import type { Tensor } from '../tensor.js';
-import { writeSafetensors } from '../weights/safetensors.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { getFamily } from './registry.js';
 import { referenceClamp, referenceUnpatchify, referenceWanDecode, type WanReferenceConfig } from './testing/wan-reference.js';
 import type { RawConfig } from './types.js';
 import { QWEN_IMAGE_TINY, WAN21_TINY, WAN22_TINY } from './testing/video-configs.js';
 import { wanDecoderParams } from './wan.graph.js';
+import { diffusersFolderWriter } from './testing/diffusers-folder.js';
 
 const SEED = 5;
 const WAN21_REF: WanReferenceConfig = { baseDim: 4, dimMult: [1, 2], numResBlocks: 1, temperalDownsample: [true] };
@@ -135,16 +132,7 @@ test('whole Wan 2.2 vae.decode (tiling on, the latent fits one window): unpatchi
 
 // ---- diffusers folders -----------------------------------------------------------------------
 
-const dirs: string[] = [];
-after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-
-function diffusersFolder(config: RawConfig, weights: ReadonlyMap<string, Tensor>): string {
-  const dir = mkdtempSync(join(tmpdir(), 'distvae-wan-'));
-  dirs.push(dir);
-  writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
-  writeSafetensors(join(dir, 'diffusion_pytorch_model.safetensors'), weights);
-  return dir;
-}
+const diffusersFolder = diffusersFolderWriter('distvae-wan-');
 
 const decoderWeights = (family: 'wan' | 'qwen-image', config: RawConfig) => syntheticWeights(wanDecoderParams(getFamily(family).resolveConfig(config)), SEED);
 

@@ -2,7 +2,7 @@
 // frame by frame inside each spatial tile. The spatial ratio is the config's
 // scale_factor_spatial, as in diffusers; the decoder's own up-sampling must agree with it.
 
-import { ConfigReader } from './config-fields.js';
+import { ConfigReader, MAX_WIDTH } from './config-fields.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
 export const wan: FamilySpec = {
@@ -16,13 +16,7 @@ export const wan: FamilySpec = {
   sampleRange: 'signed',
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'wan');
-    const baseDim = r.int('base_dim', 96);
-    const decoderBaseDim = r.optionalInt('decoder_base_dim');
-    const zDim = r.int('z_dim', 16);
-    const dimMult = r.intList('dim_mult', [1, 2, 4, 4]);
-    r.int('num_res_blocks', 2);
-    r.passthrough('attn_scales', []);
-    const temporalDown = r.boolOrBoolList('temperal_downsample', [false, true, true], null);
+    const { baseDim, decoderBaseDim, zDim, dimMult, temporalDown } = readWanLayout(r, { decoderBaseDim: true });
     const residual = r.bool('is_residual', false);
     r.int('in_channels', 3);
     const outChannels = r.int('out_channels', 3);
@@ -31,13 +25,7 @@ export const wan: FamilySpec = {
     const spatialRatio = r.int('scale_factor_spatial', 8);
     r.passthrough('latents_mean');
     r.passthrough('latents_std');
-    r.check(
-      temporalDown.length === dimMult.length - 1,
-      'temperal_downsample',
-      temporalDown,
-      `${dimMult.length - 1} entries (one per level of dim_mult after the first)`,
-      `temperal_downsample has ${temporalDown.length} entries but dim_mult has ${dimMult.length} levels`,
-    );
+    checkTemporalLevels(r, dimMult, temporalDown);
     const decoderSpatial = 2 ** (dimMult.length - 1) * patchSize;
     r.check(
       spatialRatio === decoderSpatial,
@@ -71,6 +59,30 @@ export const wan: FamilySpec = {
     };
   },
 };
+
+/** The fields of the Wan layout (Wan and Qwen-Image), read in diffusers' order; Wan 2.2 adds decoder_base_dim. */
+export function readWanLayout(r: ConfigReader, options: { decoderBaseDim: boolean }): { baseDim: number; decoderBaseDim: number | null; zDim: number; dimMult: number[]; temporalDown: boolean[] } {
+  const baseDim = r.int('base_dim', 96, 1, MAX_WIDTH);
+  const decoderBaseDim = options.decoderBaseDim ? r.optionalInt('decoder_base_dim', 1, MAX_WIDTH) : null;
+  const zDim = r.int('z_dim', 16, 1, MAX_WIDTH);
+  const dimMult = r.intList('dim_mult', [1, 2, 4, 4]);
+  const resBlocks = r.int('num_res_blocks', 2);
+  r.blocks(dimMult.length * (resBlocks + 1), 'dim_mult × num_res_blocks', { dim_mult: dimMult.length, num_res_blocks: resBlocks });
+  r.passthrough('attn_scales', []);
+  const temporalDown = r.boolOrBoolList('temperal_downsample', [false, true, true], null);
+  return { baseDim, decoderBaseDim, zDim, dimMult, temporalDown };
+}
+
+/** temperal_downsample has one entry per level of dim_mult after the first. */
+export function checkTemporalLevels(r: ConfigReader, dimMult: readonly number[], temporalDown: readonly boolean[]): void {
+  r.check(
+    temporalDown.length === dimMult.length - 1,
+    'temperal_downsample',
+    temporalDown,
+    `${dimMult.length - 1} entries (one per level of dim_mult after the first)`,
+    `temperal_downsample has ${temporalDown.length} entries but dim_mult has ${dimMult.length} levels`,
+  );
+}
 
 /**
  * Wan 2.2's DupUp3D repeats each of an up block's input channels out·F/in times (F = 8 with a

@@ -88,6 +88,7 @@ export interface StageValue {
   haloCols: number;
 }
 
+/** One stage of a locality report: its nodes, inputs and outputs with their row layout, and the halo it needs. */
 export interface StageLocality {
   index: number;
   nodes: { first: string; last: string; count: number };
@@ -109,6 +110,7 @@ export interface RegionLocality {
   nodes: string[];
 }
 
+/** What the locality analysis found in a decoder graph: its scale, the stages and their halos, the nonlocal ops, and whether row sharding and exact tiles are possible. */
 export interface LocalityReport {
   graph: string;
   input: string;
@@ -174,6 +176,7 @@ function isSpatialAxis(f: SpatialFact, axis: number): boolean {
   return axis === f.rowAxis || axis === f.colAxis;
 }
 
+/** A scale as text: `8x`, or `8x4` when rows and columns differ. */
 export function formatScale(s: Scale): string {
   return equalRatio(s.rows, s.cols) ? `${formatRatio(s.rows)}x` : `${formatRatio(s.rows)}x${formatRatio(s.cols)}`;
 }

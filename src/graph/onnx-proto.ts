@@ -209,6 +209,7 @@ export interface OperatorSetIdProto {
   version?: number;
 }
 
+/** An ONNX model (the subset of onnx.proto distvae builds and reads). */
 export interface ModelProto {
   ir_version?: number;
   opset_import?: OperatorSetIdProto[];

@@ -77,6 +77,7 @@ export function ceilToWholeRows(value: Ratio, scales: readonly Ratio[]): Ratio {
   return ratio(k * unit.num, unit.den);
 }
 
+/** A ratio as text: `3`, or `3/2`. */
 export function formatRatio(r: Ratio): string {
   return r.den === 1 ? String(r.num) : `${r.num}/${r.den}`;
 }

@@ -10,7 +10,8 @@ import { DistVaeError, reason } from '../errors.js';
 /** The file-system calls an AtomicFile makes (replaceable to inject failures in tests). */
 export interface AtomicFileSystem {
   openSync(path: string, flags: string): number;
-  writeSync(fd: number, bytes: Uint8Array, offset: number, length: number): number;
+  /** At the file's current end, or at `position` when one is given. */
+  writeSync(fd: number, bytes: Uint8Array, offset: number, length: number, position?: number): number;
   fsyncSync(fd: number): void;
   closeSync(fd: number): void;
   renameSync(from: string, to: string): void;
@@ -19,7 +20,7 @@ export interface AtomicFileSystem {
 
 const NODE_FS: AtomicFileSystem = {
   openSync: (path, flags) => openSync(path, flags),
-  writeSync: (fd, bytes, offset, length) => writeSync(fd, bytes, offset, length),
+  writeSync: (fd, bytes, offset, length, position) => writeSync(fd, bytes, offset, length, position),
   fsyncSync,
   closeSync,
   renameSync,
@@ -30,7 +31,7 @@ let counter = 0;
 
 /**
  * A hidden temporary name next to `path` that keeps its extension (ffmpeg picks its muxer from
- * it): `dir/.name.<pid>.<n>.partial.ext`.
+ * it, and writes there for io/video.ts): `dir/.name.<pid>.<n>.partial.ext`.
  */
 export function temporaryPathFor(path: string): string {
   const ext = extname(path);
@@ -38,26 +39,7 @@ export function temporaryPathFor(path: string): string {
   return join(dirname(path), `.${stem}.${process.pid}.${counter++}.partial${ext}`);
 }
 
-/**
- * Runs `produce` with a temporary path next to `path` (for a writer that is not ours, such as
- * ffmpeg), renaming it over `path` when it resolves and removing it when it throws.
- */
-export async function withTemporaryPath<T>(path: string, produce: (temporary: string) => Promise<T>, fs: AtomicFileSystem = NODE_FS): Promise<T> {
-  const temporary = temporaryPathFor(path);
-  try {
-    const result = await produce(temporary);
-    fs.renameSync(temporary, path);
-    return result;
-  } catch (e) {
-    try {
-      fs.unlinkSync(temporary);
-    } catch {
-      // The writer never created it.
-    }
-    throw writeError(path, e);
-  }
-}
-
+/** A file written whole or not at all: bytes go to a temporary file renamed over the target by `commit()`; `abort()` removes it. */
 export class AtomicFile {
   private fd: number | null;
   private readonly tempPath: string;
@@ -80,9 +62,21 @@ export class AtomicFile {
 
   /** Appends bytes; on failure the temporary file is removed and the error names the target. */
   write(bytes: Uint8Array): void {
+    this.writeBytes(bytes, undefined);
+  }
+
+  /**
+   * Writes bytes at `position` (a file filled out of order, such as the planes of an .npy
+   * written band by band); failures as for `write`.
+   */
+  writeAt(bytes: Uint8Array, position: number): void {
+    this.writeBytes(bytes, position);
+  }
+
+  private writeBytes(bytes: Uint8Array, position: number | undefined): void {
     if (this.fd === null) throw new Error('unreachable: write after commit or abort');
     try {
-      for (let at = 0; at < bytes.length; ) at += this.fs.writeSync(this.fd, bytes, at, bytes.length - at);
+      for (let at = 0; at < bytes.length; ) at += this.fs.writeSync(this.fd, bytes, at, bytes.length - at, position === undefined ? undefined : position + at);
       this.written += bytes.length;
     } catch (e) {
       this.abort();

@@ -81,6 +81,7 @@ export function writeSamplePng(path: string, sample: Tensor, range: SampleRange,
 
 // ---- reading ----------------------------------------------------------------------------
 
+/** The image formats `decodeImage` reads. */
 export const READABLE_IMAGE_FORMATS = ['PNG', 'JPEG'] as const;
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
@@ -107,6 +108,7 @@ export function readImage(path: string): Tensor {
   return decodeImage(readFileBytes(path), path);
 }
 
+/** Decodes PNG or JPEG bytes to an image tensor (1, 3, H, W) with values in [0, 1]; other formats are refused, named. */
 export function decodeImage(bytes: Uint8Array, source = '<buffer>'): Tensor {
   if (startsWith(bytes, PNG_SIGNATURE)) return decodePng(bytes, source);
   if (startsWith(bytes, [0xff, 0xd8, 0xff])) return decodeJpeg(bytes, source);

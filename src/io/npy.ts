@@ -7,9 +7,12 @@ import { elementCount, type Tensor } from '../tensor.js';
 import { decodeToFloat32, DTYPE_BYTES, encodeFromFloat32, type DType, type StoredTensor } from '../weights/dtype.js';
 import { readFileBytes, writeFileBytes } from './files.js';
 
+/** The element types .npy output is written in. */
+export type NpyDType = 'F32' | 'F16';
+
 export interface NpyWriteOptions {
   /** Stored element type; default F32. */
-  dtype?: 'F32' | 'F16';
+  dtype?: NpyDType;
 }
 
 const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // "\x93NUMPY"
@@ -27,6 +30,7 @@ const DESCR_DTYPES: Readonly<Record<string, DType>> = {
 };
 const DTYPE_DESCRS = { F32: '<f4', F16: '<f2' } as const;
 
+/** Reads a little-endian, C-order .npy file (float or integer dtypes) as a float32 tensor with its stored dtype. */
 export function readNpy(path: string): StoredTensor {
   return parseNpy(readFileBytes(path), path);
 }
@@ -116,25 +120,35 @@ function parseHeaderDict(text: string, fail: (message: string) => never): Map<st
   return dict;
 }
 
+/** Writes a tensor as .npy (float32 unless `options.dtype` says otherwise), atomically. */
 export function writeNpy(path: string, tensor: Tensor, options: NpyWriteOptions = {}): void {
   writeFileBytes(path, encodeNpy(tensor, options));
 }
 
+/** The .npy bytes of a tensor. */
 export function encodeNpy(tensor: Tensor, options: NpyWriteOptions = {}): Uint8Array {
   const dtype = options.dtype ?? 'F32';
   if (tensor.data.length !== elementCount(tensor.dims)) {
     throw new DistVaeError('INVALID_ARGUMENT', `tensor has ${tensor.data.length} values for dims [${tensor.dims.join(', ')}]`);
   }
-  const shape = tensor.dims.length === 1 ? `(${tensor.dims[0]},)` : `(${tensor.dims.join(', ')})`;
+  const header = npyHeader(tensor.dims, dtype);
+  const data = encodeFromFloat32(tensor.data, dtype);
+  const out = new Uint8Array(header.length + data.length);
+  out.set(header, 0);
+  out.set(data, header.length);
+  return out;
+}
+
+/** The bytes before the data of a format 1.0 .npy holding `dims` of `dtype`, as numpy.save writes them. */
+export function npyHeader(dims: readonly number[], dtype: NpyDType = 'F32'): Uint8Array {
+  const shape = dims.length === 1 ? `(${dims[0]},)` : `(${dims.join(', ')})`;
   const dict = `{'descr': '${DTYPE_DESCRS[dtype]}', 'fortran_order': False, 'shape': ${shape}, }`;
   const padding = ALIGNMENT - ((MAGIC.length + 4 + dict.length + 1) % ALIGNMENT);
   const header = `${dict}${' '.repeat(padding)}\n`;
-  const data = encodeFromFloat32(tensor.data, dtype);
-  const out = new Uint8Array(MAGIC.length + 4 + header.length + data.length);
+  const out = new Uint8Array(MAGIC.length + 4 + header.length);
   out.set(MAGIC, 0);
   out.set([1, 0], MAGIC.length);
   new DataView(out.buffer).setUint16(8, header.length, true);
   out.set(new TextEncoder().encode(header), 10);
-  out.set(data, 10 + header.length);
   return out;
 }

@@ -11,6 +11,7 @@ import type { Tensor } from '../tensor.js';
 import { AtomicFile } from './atomic-file.js';
 import type { SampleRange } from './image.js';
 
+/** The size, channels, bit depth, value range and text chunks of a PNG written band by band. */
 export interface PngStreamOptions {
   width: number;
   height: number;
@@ -25,6 +26,7 @@ export interface PngStreamOptions {
 const SIGNATURE = Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 const latin1 = (s: string): Uint8Array => Uint8Array.from(s, (c) => c.charCodeAt(0) & 0xff);
 
+/** Writes a PNG band by band as a decode's rows finish (memory independent of its height), atomically. */
 export class PngBandWriter {
   private readonly file: AtomicFile;
   private readonly deflate: Zlib;

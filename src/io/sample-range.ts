@@ -3,6 +3,7 @@
 
 import type { Tensor } from '../tensor.js';
 
+/** The range of a decoded sample: 'signed' ([-1, 1], mapped x/2 + 0.5) or 'unit' ([0, 1]). */
 export type SampleRange = 'signed' | 'unit';
 
 /** One decoded value as a [0, 1] image value. */

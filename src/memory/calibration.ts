@@ -5,6 +5,7 @@
 
 import { DistVaeError, reason } from '../errors.js';
 
+/** What an execution provider's runtime adds to the graph's own memory, as measured (one entry per provider). */
 export interface RuntimeCalibration {
   provider: string;
   /** Resident bytes of a process that has loaded node, distvae and onnxruntime, before any VAE. */

@@ -25,7 +25,9 @@ import { decodingHold, sessionRuns, type SessionRun } from './runs.js';
 import { inferShapes, type ValueShape } from './shapes.js';
 import { shardRankHold } from './shard.js';
 
+/** The decodes the memory model predicts: whole, blended tiles, row sharding, halo-exact tiles. */
 export const MEMORY_STRATEGIES = ['whole', 'tile', 'shard', 'exact-tile'] as const;
+/** One of MEMORY_STRATEGIES. */
 export type MemoryStrategy = (typeof MEMORY_STRATEGIES)[number];
 
 /** A decode plan as the memory model reads it. */
@@ -70,11 +72,13 @@ export interface MemoryTerms {
   buffers: number;
 }
 
+/** The predicted peak of one process, with the terms it adds up. */
 export interface ProcessPrediction {
   peakBytes: number;
   terms: MemoryTerms;
 }
 
+/** The predicted peak of one rank process. */
 export interface RankPrediction extends ProcessPrediction {
   rank: number;
 }

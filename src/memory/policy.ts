@@ -29,6 +29,7 @@ export interface PlanAlternative {
   reason: string;
 }
 
+/** What the memory policy chose within a budget, and the alternatives it evaluated. */
 export interface BudgetChoice {
   /** The first alternative that fits; null when none does. */
   choice: PlanAlternative | null;
@@ -39,6 +40,7 @@ export interface BudgetChoice {
   budget: MemoryBudget;
 }
 
+/** Options of `chooseWithinBudget`. */
 export interface ChooseOptions extends MemoryModelOptions {
   /** Local ranks available (default 1). */
   ranks?: number;

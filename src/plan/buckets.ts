@@ -8,9 +8,12 @@ import { reason, type Reason, refuse } from '../errors.js';
 import type { Size2 } from '../families/types.js';
 import { isPositiveInteger } from './shapes.js';
 
+/** How an image is fitted to a bucket: padded, cropped or resized. */
 export type BucketPolicy = 'pad' | 'crop' | 'resize';
+/** Every BucketPolicy. */
 export const BUCKET_POLICIES: readonly BucketPolicy[] = ['pad', 'crop', 'resize'];
 
+/** A pixel box, half-open on both axes. */
 export interface Box {
   /** Half-open pixel ranges. */
   y0: number;
@@ -19,6 +22,7 @@ export interface Box {
   x1: number;
 }
 
+/** The bucket chosen for an image and what the policy does to it. */
 export interface BucketChoice {
   policy: BucketPolicy;
   requested: Size2;
@@ -62,6 +66,7 @@ export function parseBuckets(text: string, field = 'buckets'): Size2[] {
 
 const aspectDistance = (a: Size2, b: Size2) => Math.abs(Math.log(a.height / a.width) - Math.log(b.height / b.width));
 
+/** The bucket for an image of `requested` size under `policy`: the smallest that holds it (pad) or the closest aspect ratio (crop, resize). */
 export function chooseBucket(requested: Size2, buckets: readonly Size2[], policy: BucketPolicy): BucketChoice {
   const reasons: Reason[] = [];
   for (const axis of ['height', 'width'] as const) {
@@ -72,6 +77,8 @@ export function chooseBucket(requested: Size2, buckets: readonly Size2[], policy
   if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   const area = requested.height * requested.width;
   const inflation = (b: Size2) => (b.height * b.width) / area;
+  // What every policy's answer says about the bucket it chose.
+  const chosen = (bucket: Size2) => ({ policy, requested: { ...requested }, bucket: { ...bucket }, areaInflation: inflation(bucket) });
 
   if (policy === 'pad') {
     const fitting = buckets.filter((b) => b.height >= requested.height && b.width >= requested.width);
@@ -82,10 +89,7 @@ export function chooseBucket(requested: Size2, buckets: readonly Size2[], policy
     const bucket = minBy(fitting, (b) => [b.height * b.width, aspectDistance(b, requested)]);
     const contentBox = { y0: 0, y1: requested.height, x0: 0, x1: requested.width };
     return {
-      policy,
-      requested: { ...requested },
-      bucket: { ...bucket },
-      areaInflation: inflation(bucket),
+      ...chosen(bucket),
       contentChanged: false,
       aspectPreserved: true,
       contentBox,
@@ -105,10 +109,7 @@ export function chooseBucket(requested: Size2, buckets: readonly Size2[], policy
     const keptBox = { y0, y1: y0 + keptH, x0, x1: x0 + keptW };
     const lost = 1 - (keptH * keptW) / area;
     return {
-      policy,
-      requested: { ...requested },
-      bucket: { ...bucket },
-      areaInflation: inflation(bucket),
+      ...chosen(bucket),
       contentChanged: true,
       aspectPreserved: true,
       scale,
@@ -119,10 +120,7 @@ export function chooseBucket(requested: Size2, buckets: readonly Size2[], policy
   const scaleHeight = bucket.height / requested.height;
   const scaleWidth = bucket.width / requested.width;
   return {
-    policy,
-    requested: { ...requested },
-    bucket: { ...bucket },
-    areaInflation: inflation(bucket),
+    ...chosen(bucket),
     contentChanged: true,
     aspectPreserved: scaleHeight === scaleWidth,
     scaleHeight,

@@ -11,6 +11,7 @@ export interface Span {
   end: number;
 }
 
+/** One tile of a grid: raster index, row and column, latent extents and its crop in the output. */
 export interface Tile {
   /** Raster index (row-major). */
   index: number;
@@ -23,6 +24,7 @@ export interface Tile {
   x1: number;
 }
 
+/** The tiles a latent is decoded in under the VAE's tiling, with the temporal chunks of video families. */
 export interface TileGrid {
   latent: LatentShape;
   /** False when the latent is decoded in one call (tiling off, or the latent fits in the window). */
@@ -117,6 +119,7 @@ export function tileGrid(vae: VaeSpec, latent: LatentShape, options: { spatialOn
   };
 }
 
+/** A tile's area in latent units². */
 export function tileArea(t: Tile): number {
   return (t.y1 - t.y0) * (t.x1 - t.x0);
 }

@@ -4,6 +4,7 @@
 import { framesPerTile, tileArea, type TileGrid } from './grid.js';
 import { scheduleTiles, type Schedule } from './scheduler.js';
 
+/** What a grid costs: tile counts, decoded area against the latent, activation share, seams and imbalance. */
 export interface GridMetrics {
   tiles: number;
   rows: number;
@@ -16,6 +17,7 @@ export interface GridMetrics {
   seams: number;
 }
 
+/** The metrics of `grid` (pure arithmetic on the tiles). */
 export function gridMetrics(grid: TileGrid): GridMetrics {
   const latentArea = grid.latent.height * grid.latent.width;
   const areas = grid.tiles.map(tileArea);
@@ -37,6 +39,7 @@ export function tileWork(grid: TileGrid): number[] {
   return grid.tiles.map((t) => tileArea(t) * frames);
 }
 
+/** The grid's tiles dealt to `ranks` by work (latent area × frames). */
 export function scheduleGrid(grid: TileGrid, ranks: number): Schedule {
   return scheduleTiles(tileWork(grid), ranks);
 }

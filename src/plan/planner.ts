@@ -8,6 +8,7 @@ import { DistVaeError, reason, type Reason, refuse } from '../errors.js';
 import type { Size2, TilingState, VaeSpec } from '../families/types.js';
 import { isPositiveInteger, latentShapeOf, sampleShapeReasons, type SampleShape } from './shapes.js';
 
+/** A validated window (with its default overlap), to install with `applyTilePlan`. */
 export interface TileShapePlan {
   readonly kind: 'shape';
   readonly family: string;
@@ -17,6 +18,7 @@ export interface TileShapePlan {
   readonly overlap: Size2;
 }
 
+/** A validated overlap for the window it was checked against, to install with `applyTilePlan`. */
 export interface TileOverlapPlan {
   readonly kind: 'overlap';
   readonly family: string;
@@ -25,6 +27,7 @@ export interface TileOverlapPlan {
   readonly overlap: Size2;
 }
 
+/** A validated temporal window and overlap (or temporal tiling off), to install with `applyTilePlan`. */
 export interface TileFramePlan {
   readonly kind: 'frames';
   readonly family: string;
@@ -32,8 +35,10 @@ export interface TileFramePlan {
   readonly frames: { window: number; overlap: number } | null;
 }
 
+/** Any validated plan `applyTilePlan` installs. */
 export type TilePlan = TileShapePlan | TileOverlapPlan | TileFramePlan;
 
+/** What a plan is validated for beyond the VAE itself. */
 export interface PlanOptions {
   /** The output size the plan is for; axes it leaves untiled must have overlap 0. */
   sampleShape?: SampleShape;

@@ -8,12 +8,14 @@ import { gridMetrics, scheduleGrid, type GridMetrics } from './metrics.js';
 import { latentShapeOf, type LatentShape, type SampleShape } from './shapes.js';
 import { diffusersEquivalent } from './equivalence.js';
 
+/** One rank of a plan report: its tiles and their load. */
 export interface RankReport {
   rank: number;
   tiles: number[];
   load: number;
 }
 
+/** Everything a plan does to one sample: shapes, window and overlap, tiles, metrics and the ranks' loads (`distvae plan --json`). */
 export interface PlanReport extends GridMetrics {
   family: string;
   className: string;

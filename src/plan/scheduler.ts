@@ -7,6 +7,7 @@
 // node-bounded exact search follows. With fewer tiles than ranks each tile gets its own rank and
 // the others stay idle: work is never duplicated.
 
+/** Tiles dealt to ranks: each rank's tiles and load, the largest load and the imbalance. */
 export interface Schedule {
   /** Tile indices per rank, in raster order; idle ranks have none. */
   ranks: number[][];
@@ -30,6 +31,7 @@ const WITHIN_OPTIMUM = 1.01;
 /** Node budget of the exact search that follows the heuristics (deterministic: nodes, not time). */
 const EXACT_SEARCH_NODES = 200;
 
+/** Deals tiles of the given work to `ranks`, minimising the largest load; each tile goes to exactly one rank. */
 export function scheduleTiles(work: readonly number[], ranks: number): Schedule {
   if (!Number.isInteger(ranks) || ranks < 1) throw new RangeError(`ranks must be a positive integer, got ${ranks}`);
   const n = work.length;
@@ -50,6 +52,18 @@ export function scheduleTiles(work: readonly number[], ranks: number): Schedule 
   // optimum on small grids); a bounded exact search closes that gap when the bound is not met.
   if (bestKey[0] > WITHIN_OPTIMUM * maxLoadLowerBound(work, ranks)) best = exactSearch(work, ranks, best!, bestKey[0]) ?? best;
   return finish(work, best!, ranks);
+}
+
+/**
+ * Tiles dealt round-robin in raster order (tile i to rank i mod R) for output that streams band
+ * by band: ranks working at similar speeds finish tiles near each other in raster order, so the
+ * rows waiting for a missing tile stay few, whereas the balanced schedule's contiguous runs would
+ * finish the image's lower part first and hold it until the upper part is done. Loads differ by
+ * at most one tile's work.
+ */
+export function scheduleInterleaved(work: readonly number[], ranks: number): Schedule {
+  if (!Number.isInteger(ranks) || ranks < 1) throw new RangeError(`ranks must be a positive integer, got ${ranks}`);
+  return finish(work, work.map((_, i) => i % ranks), ranks);
 }
 
 /**

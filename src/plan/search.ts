@@ -9,8 +9,10 @@ import { axisSpans } from './grid.js';
 import { maxLoadLowerBound, scheduleTiles } from './scheduler.js';
 import { latentShapeOf, type SampleShape } from './shapes.js';
 
+/** The smallest window the search considers on an axis, in latent units (or the ranks, when more). */
 export const MIN_NARROW_AXIS_LATENT = 16;
 
+/** A plan the search considered, with the costs it is ranked by. */
 export interface SearchCandidate {
   /** Window and overlap in output pixels. */
   window: Size2;
@@ -28,6 +30,7 @@ export interface SearchCandidate {
   imbalance: number;
 }
 
+/** What `searchPlans` found: how many candidates met the constraints, the Pareto frontier and three picks. */
 export interface SearchResult {
   /** How many candidates met the constraints. */
   candidates: number;

@@ -48,6 +48,7 @@ export interface TileJobOptions {
   onResult(result: TileResult): void;
 }
 
+/** A rank lost during a job, and what happened to it. */
 export interface RankFailure {
   rank: number;
   /** What happened, in words (exit code / signal, or the error's message). */
@@ -64,6 +65,7 @@ export interface DistRankStats extends RankStats {
   counters?: CommCounters;
 }
 
+/** What a rank group reports after a tile job: every rank's accounting, the ranks lost and the tiles dealt again. */
 export interface TileJobResult {
   /** Every rank of the group, idle ones with no tiles. */
   ranks: DistRankStats[];
@@ -75,6 +77,7 @@ export interface TileJobResult {
   edgeRedecodes: number[];
 }
 
+/** Ranks that decode tiles: local threads or processes (`localGroup`), or queue workers (`queueGroup`). */
 export interface RankGroup {
   /** Number of ranks tiles are dealt to. */
   readonly size: number;

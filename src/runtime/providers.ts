@@ -17,6 +17,7 @@ import ort from 'onnxruntime-node';
 import { invalidArgument, reason, refuse } from '../errors.js';
 import { GraphBuilder } from '../graph/builder.js';
 
+/** An execution provider distvae knows how to request. */
 export type ProviderName = 'cpu' | 'cuda' | 'tensorrt' | 'webgpu' | 'dml' | 'coreml';
 
 interface ProviderSpec {
@@ -26,6 +27,7 @@ interface ProviderSpec {
   readonly takesDeviceId: boolean;
 }
 
+/** Every known execution provider, what it runs on and whether it takes a device id. */
 export const EXECUTION_PROVIDERS: Readonly<Record<ProviderName, ProviderSpec>> = {
   cpu: { description: 'CPU (MLAS kernels)', takesDeviceId: false },
   cuda: { description: 'NVIDIA GPU via CUDA 12', takesDeviceId: true },
@@ -35,6 +37,7 @@ export const EXECUTION_PROVIDERS: Readonly<Record<ProviderName, ProviderSpec>> =
   coreml: { description: 'Apple Neural Engine / GPU via CoreML', takesDeviceId: false },
 };
 
+/** Whether an execution provider is available here, and why not when it is not. */
 export interface ProviderStatus {
   name: string;
   /** Compiled into this build, its library installed where separate, and not failed a probe here. */

@@ -1,5 +1,5 @@
 // From an opened weights file to one bound half of a VAE: the layout's key mapping (an original
-// ldm single file becomes diffusers' keys), the family's key renames, the config the weights
+// ldm or Flux.2 single file becomes diffusers' keys), the family's key renames, the config the weights
 // imply merged under the given one, then only the half's own tensors read (shapes bound
 // first). Pure (a TensorReader over any ByteSource), so the Node loader (vae-source.ts) and
 // the page loader (web/load.ts) share it.
@@ -11,7 +11,7 @@ import type { FamilySpec, RawConfig, ResolvedConfig } from '../families/types.js
 import type { Tensor } from '../tensor.js';
 import type { TensorReader } from '../weights/reader.js';
 import type { ParamSpec } from '../weights/synthetic.js';
-import { ldmToDiffusers, ldmVaeConfig } from './single-file.js';
+import { singleFileConfig, singleFileToDiffusers, type SingleFileLayout } from './single-file.js';
 import { readBoundWeights } from './weights-file.js';
 
 /** Which half of an autoencoder a source is read for. */
@@ -33,8 +33,8 @@ export interface HalfReading {
   part: VaePart;
   /** Names the file in errors. */
   source: string;
-  /** The key prefix of an original ldm single file (`''` or `first_stage_model.`); null for diffusers' keys. */
-  ldmPrefix?: string | null;
+  /** The original layout of a single file (ldm, Flux.2); null for diffusers' keys. */
+  layout?: SingleFileLayout | null;
   /** Runs on the half's parameter list before any tensor is read (e.g. refuse absurd weight bytes). */
   checkParams?: (params: ParamSpec[]) => void;
 }
@@ -42,10 +42,10 @@ export interface HalfReading {
 /** The resolved config and bound weights of one half from an opened weights file. */
 export async function readBoundHalf(family: FamilySpec, runtime: FamilyRuntime, raw: RawConfig | undefined, reader: TensorReader, reading: HalfReading): Promise<{ config: ResolvedConfig; weights: Map<string, Tensor> }> {
   const half = partOf(family, runtime, reading.part);
-  const ldmPrefix = reading.ldmPrefix ?? null;
-  const stored = ldmPrefix !== null ? ldmToDiffusers(reader.entries, ldmPrefix) : reader.entries;
+  const layout = reading.layout ?? null;
+  const stored = layout !== null ? singleFileToDiffusers(reader.entries, layout) : reader.entries;
   const entries = runtime.renameKeys ? runtime.renameKeys(stored) : stored;
-  const implied = ldmPrefix !== null ? ldmVaeConfig(reader.entries, ldmPrefix) : half.configFromWeights?.(entries);
+  const implied = layout !== null ? singleFileConfig(reader.entries, layout) : half.configFromWeights?.(entries);
   const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
   const params = half.params(config);
   reading.checkParams?.(params);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { reason, refuse } from '../errors.js';
 import type { RawConfig } from '../families/types.js';
 
+/** Reads a diffusers config.json (a file, or a folder holding one); FILE_NOT_FOUND / CONFIG_INVALID with the reason. */
 export function readConfigJson(path: string): RawConfig {
   const file = existsSync(path) && statSync(path).isDirectory() ? join(path, 'config.json') : path;
   if (!existsSync(file)) {

@@ -14,6 +14,7 @@ export interface FileByteSource extends ByteSource {
   close(): Promise<void>;
 }
 
+/** Opens a file for bounded random-access reads (close it when done). */
 export async function openFileSource(path: string): Promise<FileByteSource> {
   let handle: FileHandle;
   try {

@@ -15,11 +15,13 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { DistVaeError, reason } from '../errors.js';
 
+/** The weights file of a diffusers model folder. */
 export const DIFFUSERS_WEIGHTS_FILE = 'diffusion_pytorch_model.safetensors';
 const DIFFUSERS_PICKLE_FILE = 'diffusion_pytorch_model.bin';
 const PIPELINE_INDEX = 'model_index.json';
 const DEFAULT_COMPONENT = 'vae';
 
+/** Where to look for a VAE: the pipeline component, the weights variant, the environment the cache location is read from. */
 export interface LocateOptions {
   /** The pipeline component (or any subfolder) holding the VAE; default `vae` for a pipeline. */
   subfolder?: string;
@@ -29,6 +31,7 @@ export interface LocateOptions {
   env?: Readonly<Record<string, string | undefined>>;
 }
 
+/** Where a VAE source resolved to: a single weights file, or a diffusers folder and its weights file (with notes on what was chosen). */
 export type VaeLocation =
   /** A single weights file (its architecture comes from a family / config). */
   | { kind: 'file'; weightsPath: string; notes: string[] }

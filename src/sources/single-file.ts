@@ -1,9 +1,12 @@
-// Single-file AutoencoderKL checkpoints in the original (ldm) layout — a VAE file from ComfyUI's
-// models/vae, SD/SDXL full checkpoints (keys under `first_stage_model.`, every other key
-// ignored), FLUX.1's ae.safetensors — read as diffusers' AutoencoderKL: keys renamed as
-// diffusers' convert_ldm_vae_checkpoint renames them (proved against it by
-// testing/goldens/ldm-vae-keys.json), attention 1×1 convs viewed as linear weights, and the
-// architecture read from the tensor shapes. TAE files are recognised by their keys too (their
+// Single-file VAE checkpoints in the original layouts, read as diffusers models: the ldm layout
+// (a VAE file from ComfyUI's models/vae, SD/SDXL full checkpoints with keys under
+// `first_stage_model.` and every other key ignored, FLUX.1's ae.safetensors) as AutoencoderKL,
+// keys renamed as diffusers' convert_ldm_vae_checkpoint renames them (proved by
+// testing/goldens/ldm-vae-keys.json); and Flux.2's ae.safetensors — the same names with the
+// quant convs inside `encoder.` / `decoder.` and batch-norm statistics `bn.*` — as
+// AutoencoderKLFlux2, as diffusers' scripts/convert_flux2_to_diffusers.py renames them (proved by
+// testing/goldens/flux2-vae-keys.json). Attention 1×1 convs are viewed as linear weights and the
+// architecture is read from the tensor shapes. TAE files are recognised by their keys too (their
 // variant then comes from the shapes, see tae.runtime.ts). Only the header is needed.
 
 import type { RawConfig } from '../families/types.js';
@@ -27,13 +30,33 @@ export function looksLikeTae(keys: Iterable<string>): boolean {
   return any;
 }
 
-/** The key prefix of an ldm-layout AutoencoderKL (`first_stage_model.` or none), or null when the keys are not one. */
-export function ldmVaePrefix(entries: ReadonlyMap<string, unknown>): string | null {
-  return PREFIXES.find((p) => entries.has(`${p}${PROBE}`)) ?? null;
+/** An original single-file layout: which one, the key prefix it sits under, and the family it loads as. */
+export interface SingleFileLayout {
+  /** `ldm`: SD / SDXL / FLUX.1 (AutoencoderKL); `flux2`: Flux.2's ae (AutoencoderKLFlux2). */
+  kind: 'ldm' | 'flux2';
+  /** `first_stage_model.` in a full checkpoint, else empty. */
+  prefix: string;
+  family: 'autoencoder-kl' | 'flux2';
 }
 
-/** The decoder's entries under diffusers' names (each keeps its stored name; attention weights squeezed to 2-D). */
-export function ldmToDiffusers(entries: ReadonlyMap<string, TensorEntry>, prefix: string): Map<string, TensorEntry> {
+/**
+ * The original layout the keys are in, or null when they are not one (diffusers' own keys, TAE,
+ * others). Flux.2 keeps the ldm names; its post-quant conv inside `decoder.` (or its `bn.`
+ * statistics) tells it apart from an ldm AutoencoderKL, whose quant convs sit at the top.
+ */
+export function singleFileLayout(entries: ReadonlyMap<string, unknown>): SingleFileLayout | null {
+  const prefix = PREFIXES.find((p) => entries.has(`${p}${PROBE}`));
+  if (prefix === undefined) return null;
+  const flux2 = entries.has(`${prefix}decoder.post_quant_conv.weight`) || entries.has(`${prefix}bn.running_mean`);
+  return flux2 ? { kind: 'flux2', prefix, family: 'flux2' } : { kind: 'ldm', prefix, family: 'autoencoder-kl' };
+}
+
+/**
+ * The decoder's entries under diffusers' names (each keeps its stored name; attention weights
+ * squeezed to 2-D); for Flux.2 also its post-quant conv and `bn.` statistics under diffusers' names.
+ */
+export function singleFileToDiffusers(entries: ReadonlyMap<string, TensorEntry>, layout: SingleFileLayout): Map<string, TensorEntry> {
+  const prefix = layout.prefix;
   const levels = new Set<number>();
   for (const key of entries.keys()) {
     const m = new RegExp(`^${prefix.replace('.', '\\.')}decoder\\.up\\.(\\d+)\\.`).exec(key);
@@ -43,7 +66,15 @@ export function ldmToDiffusers(entries: ReadonlyMap<string, TensorEntry>, prefix
   const out = new Map<string, TensorEntry>();
   for (const [key, entry] of entries) {
     if (!key.startsWith(prefix)) continue;
-    const k = key.slice(prefix.length);
+    let k = key.slice(prefix.length);
+    if (layout.kind === 'flux2') {
+      if (k.startsWith('bn.running_')) {
+        out.set(k, { name: entry.name, dtype: entry.dtype, dims: entry.dims });
+        continue;
+      }
+      if (k.startsWith('post_quant_conv.')) continue; // not where Flux.2 keeps it
+      k = k.replace(/^decoder\.post_quant_conv\./, 'post_quant_conv.');
+    }
     if (!k.startsWith('decoder.') && !k.startsWith('post_quant_conv.')) continue;
     let name = k
       .replace(/^decoder\.up\.(\d+)\.block\.(\d+)\./, (_, i: string, j: string) => `decoder.up_blocks.${top - Number(i)}.resnets.${j}.`)
@@ -64,17 +95,35 @@ export function ldmToDiffusers(entries: ReadonlyMap<string, TensorEntry>, prefix
 }
 
 /**
- * The AutoencoderKL config the shapes imply: latent channels, one block width per level, layers
- * per block and the quant convs. GroupNorm's group count is not in the shapes: 32, as every
- * published ldm VAE uses (a config overrides it). A 4-channel VAE gets SD's scaling_factor.
+ * The config the shapes imply: latent channels, one block width per level, layers per block and
+ * the quant convs; for Flux.2 also the latent packing (`bn` holds latent_channels · p² statistics).
+ * GroupNorm's group count is not in the shapes: 32, as every published ldm and Flux.2 VAE uses (a
+ * config overrides it). A 4-channel ldm VAE gets SD's scaling_factor; a 16-channel one gets none,
+ * since SD3's and FLUX.1's VAEs have the same shapes and different factors.
  */
-export function ldmVaeConfig(entries: ReadonlyMap<string, { readonly dims: readonly number[] }>, prefix: string): RawConfig {
+export function singleFileConfig(entries: ReadonlyMap<string, { readonly dims: readonly number[] }>, layout: SingleFileLayout): RawConfig {
+  const prefix = layout.prefix;
   const dims = (k: string) => entries.get(`${prefix}${k}`)?.dims;
   const latentChannels = dims('decoder.conv_in.weight')?.[1] ?? 4;
   const blockOut: number[] = [];
   for (let i = 0; dims(`decoder.up.${i}.block.0.conv2.weight`); i++) blockOut.push(dims(`decoder.up.${i}.block.0.conv2.weight`)![0]!);
   let blocks = 0;
   while (dims(`decoder.up.0.block.${blocks}.conv1.weight`)) blocks++;
+  if (layout.kind === 'flux2') {
+    const statistics = dims('bn.running_mean')?.[0];
+    const patch = statistics !== undefined ? Math.round(Math.sqrt(statistics / latentChannels)) : undefined;
+    return {
+      _class_name: 'AutoencoderKLFlux2',
+      latent_channels: latentChannels,
+      block_out_channels: blockOut,
+      layers_per_block: blocks - 1,
+      norm_num_groups: 32,
+      use_quant_conv: entries.has(`${prefix}encoder.quant_conv.weight`),
+      use_post_quant_conv: entries.has(`${prefix}decoder.post_quant_conv.weight`),
+      // A statistics count that is not latent_channels · p² is left to the config reader's default.
+      ...(patch !== undefined && patch * patch * latentChannels === statistics ? { patch_size: [patch, patch] } : {}),
+    };
+  }
   return {
     _class_name: 'AutoencoderKL',
     latent_channels: latentChannels,

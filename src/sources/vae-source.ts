@@ -15,10 +15,13 @@ import { readConfigJson } from './config-file.js';
 import { withFileSource } from './file-source.js';
 import { partOf, readBoundHalf, type VaePart } from './bind-half.js';
 import { locateVae, type VaeLocation } from './locate.js';
-import { ldmVaePrefix, looksLikeTae } from './single-file.js';
+import { looksLikeTae, singleFileLayout, type SingleFileLayout } from './single-file.js';
 import { openWeights } from './weights-file.js';
 
 export { DIFFUSERS_WEIGHTS_FILE } from './locate.js';
+
+/** The families an original single-file layout can hold (the others' files are read by their diffusers keys). */
+const SINGLE_FILE_FAMILIES: ReadonlySet<string> = new Set(['autoencoder-kl', 'flux2'] satisfies SingleFileLayout['family'][]);
 
 /** Where a VAE's architecture and weights come from (serialisable). */
 export type VaeSource =
@@ -52,11 +55,15 @@ export function sourceConfig(source: VaeSource): RawConfig | undefined {
 /**
  * The planner's view of a source without reading weights, so a request can be checked before
  * loading; null for a bare weights file with no config (its variant is known only from its keys).
+ * A config whose declared weights cannot fit the default memory budget is refused (CONFIG_INVALID).
  */
 export function vaeSpecOfSource(source: VaeSource): VaeSpec | null {
   const config = sourceConfig(source);
   if (config === undefined) return null;
-  return createVae(source.family, config);
+  const vae = createVae(source.family, config);
+  // The weights the config declares are judged before a plan is made for it.
+  checkWeightBytes(runtimeOf(vae.family).decoderParams(vae.config), `the ${vae.family.name} decoder`);
+  return vae;
 }
 
 export type { VaePart };
@@ -81,10 +88,10 @@ export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'
   const weightsPath = location.weightsPath;
   return withFileSource(weightsPath, async (file) => {
     const reader = await openWeights(file);
-    // A bare file in the original ldm layout is an AutoencoderKL whose shapes give its config;
-    // one with TAE keys is a TAE.
-    const ldmPrefix = location.kind === 'file' && part === 'decoder' && (source.family === undefined || source.family === 'autoencoder-kl') ? ldmVaePrefix(reader.entries) : null;
-    const inferred = ldmPrefix !== null ? 'autoencoder-kl' : location.kind === 'file' && source.family === undefined && raw === undefined && looksLikeTae(reader.entries.keys()) ? 'tae' : source.family;
+    // A bare file in an original layout (ldm, Flux.2) is the family of its layout, its config from
+    // its shapes; one with TAE keys is a TAE.
+    const layout = location.kind === 'file' && part === 'decoder' && (source.family === undefined || SINGLE_FILE_FAMILIES.has(source.family)) ? singleFileLayout(reader.entries) : null;
+    const inferred = source.family ?? layout?.family ?? (location.kind === 'file' && raw === undefined && looksLikeTae(reader.entries.keys()) ? 'tae' : undefined);
     if (location.kind === 'file' && inferred === undefined && raw === undefined) {
       refuse('INVALID_ARGUMENT', reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`));
     }
@@ -93,7 +100,7 @@ export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'
     const { config, weights } = await readBoundHalf(family, runtime, raw, reader, {
       part,
       source: weightsPath,
-      ldmPrefix,
+      layout,
       checkParams: (params) => checkWeightBytes(params, `the ${family.name} ${part} of ${weightsPath}`),
     });
     checkFiniteWeights(weights, weightsPath);

@@ -23,6 +23,7 @@ import { tiledDecodeFor } from './tile/tiled-decode.js';
 
 /** The decode strategies `useStrategy` installs. */
 export const STRATEGIES = ['tile', 'shard', 'exact-tile'] as const;
+/** One of STRATEGIES: how `useStrategy` decodes the spatial tiles. */
 export type Strategy = (typeof STRATEGIES)[number];
 
 /** A rank of a row-sharded decode: its latent rows and what it sent. */
@@ -43,6 +44,7 @@ export interface StrategyReport {
   shard(): { bands: Band[]; collectives: CommCounters } | null;
 }
 
+/** Options of `useStrategy`. */
 export interface UseStrategyOptions {
   /** tile: decode through the group even when there is nothing to distribute (see `TiledDecodeForOptions.offThread`). */
   offThread?: boolean;

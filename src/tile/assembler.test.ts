@@ -8,7 +8,8 @@ import { createVae } from '../families/registry.js';
 import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import { tileGrid, type TileGrid } from '../plan/grid.js';
 import { planes, type Planes } from './blend.js';
-import { RasterAssembler, edgeSources, finalizeTile, tileEdges, writeCrop, type TileEdges } from './assembler.js';
+import { CropBandAssembler, RasterAssembler, edgeSources, finalizeTile, tileEdges, writeCrop, type TileEdges } from './assembler.js';
+import type { TileLayout } from './layout.js';
 import { tileLayout } from './layout.js';
 
 const PLANES = 2;
@@ -130,6 +131,35 @@ const CASES: { name: string; family: string; config?: Record<string, unknown>; l
   { name: 'patch-size family (wan 2.2: blend on raw output at r/p)', family: 'wan', config: { patch_size: 2, scale_factor_spatial: 16, out_channels: 12 }, latent: [13, 22], window: [96, 128], overlap: [32, 32] },
 ];
 
+/** Tile rows whose every tile, and every tile above, has arrived. */
+function leadingCompleteRows(layout: TileLayout, arrived: ReadonlySet<number>): number {
+  let rows = 0;
+  while (rows < layout.rows && Array.from({ length: layout.cols }, (_, c) => rows * layout.cols + c).every((i) => arrived.has(i))) rows++;
+  return rows;
+}
+
+/** A band sink that checks bands arrive in order and concatenates them. */
+function bandCollector(layout: TileLayout): { sink: { planes: number; band: (y0: number, band: Planes) => void }; rows: () => number; output: () => Planes } {
+  const out = planes(PLANES, layout.outHeight, layout.outWidth);
+  let y = 0;
+  let rows = 0;
+  const sink = {
+    planes: PLANES,
+    band: (y0: number, band: Planes) => {
+      assert.equal(y0, y, 'bands arrive in order, without gaps');
+      assert.equal(band.width, layout.outWidth);
+      writeBlockRows(band, out, y0);
+      y += band.height;
+      rows++;
+    },
+  };
+  return { sink, rows: () => rows, output: () => (assert.equal(y, layout.outHeight), out) };
+}
+
+function writeBlockRows(band: Planes, out: Planes, y0: number): void {
+  for (let p = 0; p < PLANES; p++) out.data.set(band.data.subarray(p * band.height * band.width, (p + 1) * band.height * band.width), (p * out.height + y0) * out.width);
+}
+
 for (const c of CASES) {
   test(`assembler matches the naive diffusers loop: ${c.name}`, () => {
     const grid = gridFor(c.family, c.config, c.latent[0], c.latent[1], c.window, c.overlap);
@@ -147,6 +177,17 @@ for (const c of CASES) {
       }
       assert.ok(assembler.complete);
       assert.deepEqual(assembler.output.data, expected.data, 'streaming assembly must be bitwise identical to the naive loop');
+      // Band mode: rows flushed as soon as the raster order reaches the end of each.
+      const bands = bandCollector(layout);
+      const banded = new RasterAssembler(layout, bands.sink);
+      const arrived = new Set<number>();
+      for (const i of shuffled(decoded.length, seed)) {
+        const tile = decoded[i]!;
+        banded.add(i, { ...tile, data: tile.data.slice() });
+        arrived.add(i);
+        assert.equal(bands.rows(), leadingCompleteRows(layout, arrived), `seed ${seed}, after tile ${i}`);
+      }
+      assert.deepEqual(bands.output().data, expected.data, 'banded raster assembly must be bitwise identical to the naive loop');
     }
     if (layout.edgesSuffice) {
       // Edge-based finalisation in a scrambled order, as ranks would do it.
@@ -160,6 +201,27 @@ for (const c of CASES) {
         writeCrop(layout, i, crop, out);
       }
       assert.deepEqual(out.data, expected.data, 'edge-based finalisation must be bitwise identical to the naive loop');
+      // The same crops in band mode, in two scrambled orders: each row flushed once every tile of
+      // it and of the rows above has arrived, and not before.
+      const crops = decoded.map((tile, i) => {
+        const src = edgeSources(layout, i);
+        const pick = (k: number | null) => (k === null ? null : edges[k]!);
+        return finalizeTile(layout, i, { ...tile, data: tile.data.slice() }, { above: pick(src.above), left: pick(src.left), corner: pick(src.corner) });
+      });
+      for (const seed of [4, 5]) {
+        const bands = bandCollector(layout);
+        const assembler = new CropBandAssembler(layout, bands.sink);
+        const arrived = new Set<number>();
+        for (const i of shuffled(crops.length, seed)) {
+          assembler.add(i, crops[i]!);
+          arrived.add(i);
+          assert.equal(bands.rows(), leadingCompleteRows(layout, arrived), `seed ${seed}, after tile ${i}`);
+          assert.ok(assembler.heldRows <= layout.rows - bands.rows());
+        }
+        assert.ok(assembler.complete);
+        assert.deepEqual(bands.output().data, expected.data, 'banded crops must be bitwise identical to the naive loop');
+        assert.throws(() => assembler.add(0, crops[0]!), /twice/);
+      }
     } else {
       assert.throws(() => finalizeTile(layout, 0, decoded[0]!, { above: null, left: null, corner: null }), /half the window/);
     }

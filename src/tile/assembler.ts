@@ -5,7 +5,8 @@
 // tile row and the last columns of the previous tile are kept — live memory is the output plus
 // about one row of edges, never all tiles. Given a band sink instead of an output, it holds
 // one tile row's crops only and hands each band of finished rows on as soon as the row's last
-// tile is placed, so memory does not grow with the image's height.
+// tile is placed, so memory does not grow with the image's height. CropBandAssembler does the
+// same for crops finalised elsewhere (by ranks), which may arrive in any order.
 
 import { DistVaeError } from '../errors.js';
 import { blendH, blendV, planes, sliceCols, sliceRows, writeBlock, type Planes } from './blend.js';
@@ -158,6 +159,52 @@ export function writeCrop(layout: TileLayout, index: number, crop: Planes, outpu
     throw new DistVaeError('TENSOR_INVALID', `crop of tile ${index} is ${crop.planes}x${crop.height}x${crop.width}, expected ${output.planes}x${at.h}x${at.w}`);
   }
   writeBlock(crop, at.h, at.w, output, at.y, at.x);
+}
+
+/**
+ * Finished crops (from ranks that finalise their own tiles, in any order) gathered into bands of
+ * whole tile rows: a row's band is handed to the sink as soon as its last crop is in and every
+ * row above it has been handed on, so only rows with a crop still missing are held.
+ */
+export class CropBandAssembler {
+  private readonly rows = new Map<number, { band: Planes; seen: Set<number> }>();
+  private nextRow = 0;
+
+  constructor(
+    private readonly layout: TileLayout,
+    private readonly sink: BandSink,
+  ) {}
+
+  get complete(): boolean {
+    return this.nextRow === this.layout.rows;
+  }
+
+  /** Rows held now (each waiting for a crop of its own or of a row above). */
+  get heldRows(): number {
+    return this.rows.size;
+  }
+
+  add(index: number, crop: Planes): void {
+    const { cols } = this.layout;
+    const at = cropPlacement(this.layout, index);
+    const row = Math.floor(index / cols);
+    if (crop.height !== at.h || crop.width !== at.w || crop.planes !== this.sink.planes) {
+      throw new DistVaeError('TENSOR_INVALID', `crop of tile ${index} is ${crop.planes}x${crop.height}x${crop.width}, expected ${this.sink.planes}x${at.h}x${at.w}`);
+    }
+    let held = this.rows.get(row);
+    if (row < this.nextRow || held?.seen.has(index)) throw new DistVaeError('RUNTIME_FAILED', `tile ${index} was delivered twice`);
+    if (!held) {
+      held = { band: planes(this.sink.planes, at.h, this.layout.outWidth), seen: new Set() };
+      this.rows.set(row, held);
+    }
+    writeBlock(crop, at.h, at.w, held.band, 0, at.x);
+    held.seen.add(index);
+    for (let next = this.rows.get(this.nextRow); next && next.seen.size === cols; next = this.rows.get(this.nextRow)) {
+      this.rows.delete(this.nextRow);
+      this.sink.band(this.nextRow * this.layout.keep.height, next.band);
+      this.nextRow++;
+    }
+  }
 }
 
 function copy(p: Planes): Planes {

@@ -2,7 +2,9 @@
 // decoded frame (the first or the last, as the family declares), blend_t with the previous
 // chunk's blended last frames, keep `keep` frames (`keep + 1` for the first chunk), and the
 // result is sliced to (F − 1)·rt + 1 frames. Chunks arrive in order; only the previous chunk's
-// last frames are kept.
+// last frames are kept. Each chunk's kept frames are final once it is added (the next chunk
+// blends into its own frames, reading only the kept tail), so `takeChunk` can hand them on
+// instead of writing a whole output: a video streams chunk by chunk.
 
 import { DistVaeError } from '../errors.js';
 import type { Tensor } from '../tensor.js';
@@ -21,13 +23,21 @@ export class TemporalAssembler {
   private previousTail: { frames: number; data: Float32Array } | null = null;
   private nextChunk = 0;
   private written = 0;
-  readonly output: Float32Array;
+  private readonly whole: Float32Array | null;
 
+  /** `streaming`: chunks are taken with `takeChunk` and no whole output is allocated. */
   constructor(
     private readonly layout: TemporalLayout,
     private readonly dims: { batch: number; channels: number; height: number; width: number },
+    options: { streaming?: boolean } = {},
   ) {
-    this.output = new Float32Array(dims.batch * dims.channels * layout.outFrames * dims.height * dims.width);
+    this.whole = options.streaming ? null : new Float32Array(dims.batch * dims.channels * layout.outFrames * dims.height * dims.width);
+  }
+
+  /** The whole output (not when streaming). */
+  get output(): Float32Array {
+    if (!this.whole) throw new Error('unreachable: a streaming temporal assembler holds no whole output');
+    return this.whole;
   }
 
   get outputDims(): number[] {
@@ -35,7 +45,19 @@ export class TemporalAssembler {
     return [d.batch, d.channels, this.layout.outFrames, d.height, d.width];
   }
 
+  /** Adds chunk `index` into the whole output. */
   add(index: number, chunk: Tensor): void {
+    const { t0, frames } = this.takeChunk(index, chunk);
+    const frame = this.dims.height * this.dims.width;
+    const keep = frames.dims[2]!;
+    const outFrames = this.layout.outFrames;
+    for (let p = 0; p < this.dims.batch * this.dims.channels; p++) {
+      this.output.set(frames.data.subarray(p * keep * frame, (p + 1) * keep * frame), (p * outFrames + t0) * frame);
+    }
+  }
+
+  /** Adds chunk `index` and returns its final frames [t0, t0 + keep) of the output, (B, C, keep, H, W). */
+  takeChunk(index: number, chunk: Tensor): { t0: number; frames: Tensor } {
     if (index !== this.nextChunk) throw new DistVaeError('RUNTIME_FAILED', `temporal chunk ${index} arrived before chunk ${this.nextChunk}`);
     const [b, c, f, h, w] = chunk.dims as [number, number, number, number, number];
     const d = this.dims;
@@ -63,16 +85,16 @@ export class TemporalAssembler {
       }
     }
     const keep = Math.min(frames, index === 0 ? this.layout.keep + 1 : this.layout.keep, this.layout.outFrames - this.written);
-    const outFrames = this.layout.outFrames;
-    for (let p = 0; p < planes; p++) {
-      this.output.set(data.subarray(p * frames * frame, (p * frames + keep) * frame), (p * outFrames + this.written) * frame);
-    }
+    const kept = new Float32Array(planes * keep * frame);
+    for (let p = 0; p < planes; p++) kept.set(data.subarray(p * frames * frame, (p * frames + keep) * frame), p * keep * frame);
+    const t0 = this.written;
     this.written += keep;
     const tail = Math.min(this.layout.blend, frames);
     const tailData = new Float32Array(planes * tail * frame);
     for (let p = 0; p < planes; p++) tailData.set(data.subarray((p * frames + frames - tail) * frame, (p * frames + frames) * frame), p * tail * frame);
     this.previousTail = { frames: tail, data: tailData };
     this.nextChunk++;
+    return { t0, frames: { dims: [b, c, keep, h, w], data: kept } };
   }
 
   get complete(): boolean {

@@ -4,17 +4,16 @@
 // bound as the Node loader binds them (sources/bind-half.ts); the sessions run on the page's
 // backend (backend.ts) and are built by the first decode.
 
+import { BoundVae } from '../decode/bound-vae.js';
 import { decoderModelOf } from '../decode/decoder-model.js';
-import { localTiledDecode, type DecodingVae } from '../decode/engine.js';
 import { LazyTileRunner } from '../decode/lazy-runner.js';
-import type { TiledDecode } from '../decode/types.js';
 import { reason, refuse } from '../errors.js';
-import { defaultTiling, resolveFamily } from '../families/registry.js';
+import { resolveFamily } from '../families/registry.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
-import type { FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeGeometry } from '../families/types.js';
+import type { FamilySpec, RawConfig, ResolvedConfig } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
-import { checkImage } from '../encode/image-check.js';
+import { boundEncoder, type BoundEncoder } from '../encode/bound-encoder.js';
 import type { Tensor } from '../tensor.js';
 import { readBoundHalf } from '../sources/bind-half.js';
 import { blobSource, bytesSource, httpRangeSource, type ByteSource } from '../sources/byte-source.js';
@@ -75,35 +74,24 @@ async function readHalf(source: WebVaeSource, part: 'decoder' | 'encoder', signa
 }
 
 /** A decoder loaded in a page: the planner's view, its decoder graph, and the runner on the page's backend. */
-export class WebVae implements DecodingVae {
-  tiling: TilingState;
-  tiledDecode: TiledDecode;
+export class WebVae extends BoundVae<LazyTileRunner> {
   private model: ModelProto | null = null;
 
   constructor(
-    readonly family: FamilySpec,
-    readonly config: ResolvedConfig,
-    readonly runtime: FamilyRuntime,
-    readonly runner: LazyTileRunner,
+    family: FamilySpec,
+    config: ResolvedConfig,
+    runtime: FamilyRuntime,
+    runner: LazyTileRunner,
     readonly web: WebRuntime,
-    private readonly weights: ReadonlyMap<string, Tensor>,
+    weights: ReadonlyMap<string, Tensor>,
   ) {
-    this.tiling = defaultTiling(this);
-    this.tiledDecode = localTiledDecode(this, runner);
-  }
-
-  get geometry(): VaeGeometry {
-    return this.config.geometry;
+    super(family, config, runtime, runner, weights);
   }
 
   /** The fused decoder graph (what tensor sizes and halo-exact tiles are computed from). */
   decoderModel(): ModelProto {
     this.model ??= decoderModelOf(this.family, this.runtime, this.config, this.weights);
     return this.model;
-  }
-
-  dispose(): Promise<void> {
-    return this.runner.dispose();
   }
 }
 
@@ -115,13 +103,9 @@ export async function loadWebVae(source: WebVaeSource, options: WebLoadOptions =
   return new WebVae(family, config, runtime, runner, web, weights);
 }
 
-/** An encoder in a page: images (B, C, H, W) in [0, 1] to latents. */
-export interface WebEncoder {
-  readonly family: FamilySpec;
-  readonly config: ResolvedConfig;
+/** An encoder in a page: images (B, C, H, W) in [0, 1] to latents, on the page's runtime. */
+export interface WebEncoder extends BoundEncoder {
   readonly web: WebRuntime;
-  encode(image: Tensor, options?: { signal?: AbortSignal }): Promise<Tensor>;
-  dispose(): Promise<void>;
 }
 
 /** Loads an encoder in a page (tae): `await loadWebEncoder({ weights: file, family: 'tae' })`. */
@@ -129,14 +113,5 @@ export async function loadWebEncoder(source: WebVaeSource, options: WebLoadOptio
   const web = await startWebRuntime(options);
   const { family, runtime, config, weights } = await readHalf(source, 'encoder', options.signal);
   const runner = await runtime.encoder!.createRunner(config, weights, { provider: web.backend });
-  return {
-    family,
-    config,
-    web,
-    async encode(image, encodeOptions = {}) {
-      checkImage(config, image);
-      return runner.decode(image, encodeOptions.signal);
-    },
-    dispose: () => runner.dispose(),
-  };
+  return { ...boundEncoder(family, config, runner), web };
 }

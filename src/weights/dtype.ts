@@ -24,6 +24,7 @@ export const DTYPE_BYTES = {
   BOOL: 1,
 } as const;
 
+/** A tensor dtype, named as safetensors names it (`F32`, `F16`, `BF16`, `I64`, …). */
 export type DType = keyof typeof DTYPE_BYTES;
 
 /** The dtypes a file may be written in: the float types checkpoints use. */

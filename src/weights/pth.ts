@@ -17,6 +17,7 @@ import { unpickle } from './pickle.js';
 import type { TensorEntry, TensorReader } from './reader.js';
 import { openZip, type ZipArchive, type ZipEntry } from './zip.js';
 
+/** The tensors of a torch.save checkpoint, and the key its state dict was found under. */
 export interface PthContents {
   readonly tensors: Map<string, StoredTensor>;
   /** The top-level key the state dict was found under, or null when the top level is it. */

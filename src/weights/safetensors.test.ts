@@ -91,7 +91,10 @@ test('reads F64, I64, F16 and BF16 data into float32 and keeps each dtype', asyn
   });
   const data = new Uint8Array(offset);
   let at = 0;
-  for (const c of chunks) (data.set(c, at), (at += c.length));
+  for (const c of chunks) {
+    data.set(c, at);
+    at += c.length;
+  }
   const { tensors } = await parseSafetensors(rawFile(header, data));
   assert.deepEqual(
     names.map((n) => [tensors.get(n)!.dtype, [...tensors.get(n)!.data]]),

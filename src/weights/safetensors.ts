@@ -158,6 +158,7 @@ function isNonNegativeInteger(x: unknown): x is number {
   return Number.isSafeInteger(x) && (x as number) >= 0;
 }
 
+/** Writes tensors as a .safetensors file (float32 unless `options.dtype` says otherwise), atomically. */
 export function writeSafetensors(
   path: string,
   tensors: Readonly<Record<string, Tensor>> | ReadonlyMap<string, Tensor>,
@@ -166,6 +167,7 @@ export function writeSafetensors(
   writeFileBytes(path, encodeSafetensors(tensors, options));
 }
 
+/** The .safetensors bytes of named tensors. */
 export function encodeSafetensors(
   tensors: Readonly<Record<string, Tensor>> | ReadonlyMap<string, Tensor>,
   options: SafetensorsWriteOptions = {},

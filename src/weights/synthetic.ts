@@ -29,6 +29,7 @@ export interface ParamSpec {
 /** Standard deviation of biases and of norm weights around 1. */
 const SMALL_STD = 0.02;
 
+/** Seeded weights for every parameter in `specs`: the same (specs, seed) give the same tensors anywhere (tests, benchmarks, demos). */
 export function syntheticWeights(specs: readonly ParamSpec[], seed: number): Map<string, Tensor> {
   validateSpecs(specs, seed);
   return new Map(specs.map((spec) => [spec.name, syntheticTensor(spec, seed)]));

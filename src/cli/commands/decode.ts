@@ -14,6 +14,7 @@ import {
   checkLatents,
   chooseWithinBudget,
   decodeToBands,
+  decodeToFrames,
   DEFAULT_FPS,
   DEFAULT_QUEUE,
   describePlan,
@@ -31,6 +32,7 @@ import {
   loadVae,
   localGroup,
   MAX_LADDER_ATTEMPTS,
+  NpyBandWriter,
   peakRssBytes,
   planOfTiling,
   PngBandWriter,
@@ -45,11 +47,13 @@ import {
   splitBands,
   STRATEGIES,
   throwIfAborted,
+  untilAborted,
   tileGrid,
   unscaleLatents,
   useStrategy,
   vaeSpecOfSource,
   VIDEO_EXTENSIONS,
+  VideoFrameWriter,
   writeNpy,
   writeSamplePng,
   writeSampleVideo,
@@ -74,7 +78,7 @@ import {
 } from '../../index.js';
 import { JSON_OPTION, type Args, type CliIO, type CommandSpec } from '../args.js';
 import { formatCollectives } from '../locality-format.js';
-import { checkOutputPath } from '../output-path.js';
+import { checkOutputPath, checkOutputsAgainstInputs } from '../output-path.js';
 import { progressBar } from '../progress.js';
 import { checkRankMemory } from '../rank-memory.js';
 import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-options.js';
@@ -105,7 +109,7 @@ export const decodeCommand: CommandSpec = {
     { name: 'out-dir', kind: 'string', value: 'DIR', description: 'with a folder or glob of latents: one output per latent, DIR/<stem>.<format>, all with one VAE load' },
     { name: 'out-format', kind: 'string', value: 'png|npy|mp4|webm', description: 'the outputs of --out-dir', defaultText: 'png' },
     { name: 'latents-scaled', kind: 'boolean', description: "the latents are a pipeline's (output_type=\"latent\"): divide by the VAE config's scaling_factor and add its shift_factor first, as pipelines do" },
-    { name: 'out', kind: 'string', value: 'PATH', description: ".npy: the raw decode(z).sample; .png: an image with the family's value mapping (one file per image/frame); .mp4/.webm: a video (one per batch item) through the system ffmpeg" },
+    { name: 'out', kind: 'string', value: 'PATH', description: ".npy: the raw decode(z).sample; .png: an image with the family's value mapping (one file per image/frame); .mp4/.webm: a video (one per batch item) through the system ffmpeg. Images go to .npy and a single PNG band by band as tile rows finish; video goes to ffmpeg chunk by chunk where the family decodes in temporal chunks (HunyuanVideo, LTX-2), else (Wan, Qwen-Image, one chunk) after the whole sample is held" },
     ...TILING_OPTIONS,
     { name: 'full', kind: 'boolean', description: 'one decoder call over everything: no spatial and no temporal tiling' },
     { name: 'bit-depth', kind: 'string', value: '8|16', description: 'PNG bit depth', defaultText: '8' },
@@ -238,6 +242,7 @@ function readOutputs(args: Args): Pick<DecodeRequest, 'latentsPath' | 'inputs' |
   if (fps !== undefined && !video) args.refuse('--fps', fps, 'only with --out .mp4/.webm', '--fps applies only to video output (--out .mp4 or .webm)');
   if (bitDepth !== undefined && out !== undefined && extname(out).toLowerCase() !== '.png') args.refuse('--bit-depth', bitDepth, 'only with --out .png', `--bit-depth applies only to PNG output; --out ${out} is not a .png`);
   if (out !== undefined) checkOutputPath(args, out, { latents: latentsPath, vae: args.string('vae'), config: args.string('config') });
+  if (outDir !== undefined) checkOutputsAgainstInputs(args, outDir, outputs as string[], inputs);
   // A missing --out is a reason already: done() throws before any output is used.
   return { latentsPath, inputs, outputs: outputs as string[], out, video, bitDepth: bitDepth === '16' ? 16 : 8, fps };
 }
@@ -277,6 +282,10 @@ function readPlacement(args: Args, strategy: Strategy): Pick<DecodeRequest, 'ran
     if (strategy !== 'tile') args.refuse('--strategy', strategy, 'tile with --redis', `--strategy ${strategy} needs local ranks; a queue decode deals blended tiles (--strategy tile)`);
     if (args.has('ranks') && ranks < 2) args.refuse('--ranks', ranks, 'an integer >= 2 with --redis', `--ranks ${ranks}: a queue decode deals its tiles into at least 2 runs`);
     if (args.has('isolation')) args.refuse('--isolation', isolation, 'absent with --redis', '--isolation applies to local ranks; with --redis the tiles are decoded by `distvae worker` processes');
+    // The coordinator of a queue decode never runs the decoder: these would do nothing.
+    for (const name of ['threads', 'device', 'provider']) {
+      if (args.has(name)) args.refuse(`--${name}`, args.values[name], 'absent with --redis', `--${name} sets how ranks decode; with --redis the tiles are decoded by \`distvae worker\` processes: give --${name} to each worker`);
+    }
   }
   if (redis === undefined && args.has('isolation') && !args.has('ranks') && strategy !== 'shard') {
     args.refuse('--isolation', isolation, 'with --ranks R', '--isolation says how --ranks are run; without --ranks the decode runs on one decoder thread');
@@ -325,14 +334,16 @@ class DecodeRun {
     let vae: Vae | null = null;
     try {
       vae = await loadVae(request.source, request.loadOptions);
+      // A signal that came during the (synchronous) load is acted on now: no rank is started after it.
+      throwIfAborted(this.io.signal);
       const first = this.configure(vae, storedAll[0]!, request.inputs[0]!);
       if (request.redis === undefined && this.group === null && !this.laddered()) {
         const n = this.ranksFor(vae, first);
         checkRankMemory(vae, n, request.ranks, request.loadOptions);
         this.startLocal(n);
       }
-      await this.started;
-      throwIfAborted(this.io.signal);
+      // Ranks still starting when a signal comes are ended by the group's close.
+      await untilAborted(this.started ?? Promise.resolve(), this.io.signal);
       for (const [i, stored] of storedAll.entries()) {
         await this.decodeOne(vae, stored, request.inputs[i]!, request.outputs[i]!);
       }
@@ -393,6 +404,7 @@ class DecodeRun {
    * onnxruntime blocks its thread, and the CLI's own thread must stay free to act on SIGINT/SIGTERM.
    */
   private startLocal(ranks: number): void {
+    throwIfAborted(this.io.signal);
     const local = this.localRanks(ranks, this.request.isolation);
     const started = local.start();
     started.catch(() => undefined);
@@ -471,11 +483,19 @@ class DecodeRun {
   private async decodeAsPlanned(vae: Vae, latents: Tensor, out: string, options: DecodeOptions): Promise<DecodedFile> {
     const stats = useStrategy(vae, this.strategyNow(), this.group, { offThread: true });
     const decoded = { stats, used: this.group, attempts: null };
-    // A single image goes to PNG band by band as its tile rows finish (memory independent of
-    // its height); a batch, video frames and .npy are written from the whole sample.
-    if (extname(out).toLowerCase() === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1) {
+    // A single image goes to PNG, and any image batch to .npy, band by band as its tile rows
+    // finish (memory independent of its height); PNGs of a batch and video .npy are written from
+    // the whole sample.
+    const ext = extname(out).toLowerCase();
+    if (ext === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1) {
       return { ...decoded, sample: await writeStreamedPng(vae, latents, out, this.request.bitDepth, options), written: [out] };
     }
+    if (ext === '.npy' && !vae.geometry.fiveDimLatents) {
+      return { ...decoded, sample: await writeStreamedNpy(vae, latents, out, options), written: [out] };
+    }
+    // Video goes to ffmpeg chunk by chunk where the family decodes in temporal chunks; a plan of
+    // one chunk (or a family whose tiles span every frame) hands over the whole sample at once.
+    if (this.request.video) return { ...decoded, ...(await writeStreamedVideo(vae, latents, out, this.request.fps, options)) };
     const whole = await vae.decode(latents, options);
     return { ...decoded, sample: whole, written: await this.writeWhole(vae, out, whole) };
   }
@@ -489,7 +509,7 @@ class DecodeRun {
       writeNpy(out, whole);
       return [out];
     }
-    if (this.request.video) return await writeSampleVideo(out, whole, vae.family.sampleRange, fps !== undefined ? { fps } : {});
+    if (this.request.video) return await writeSampleVideo(out, whole, vae.family.sampleRange, { ...(fps !== undefined ? { fps } : {}), ...(this.io.signal ? { signal: this.io.signal } : {}) });
     return writeSamplePng(out, whole, vae.family.sampleRange, { bitDepth: this.request.bitDepth });
   }
 
@@ -567,6 +587,54 @@ async function writeStreamedPng(vae: Vae, latents: Tensor, out: string, bitDepth
     return result;
   } catch (e) {
     (writer as PngBandWriter | null)?.abort();
+    throw e;
+  }
+}
+
+/** Decodes image latents into an .npy written band by band (the raw decode(z).sample); nothing is left at `out` when the decode fails. */
+async function writeStreamedNpy(vae: Vae, latents: Tensor, out: string, options: DecodeOptions): Promise<{ dims: number[] }> {
+  const [batch, , latentHeight, latentWidth] = latents.dims as number[];
+  let writer: NpyBandWriter | null = null;
+  try {
+    const result = await decodeToBands(
+      vae,
+      latents,
+      (y0, band) => {
+        const [, channels, , width] = band.dims as number[];
+        checkFiniteOutput(band.data, `the decode's rows from ${y0}`);
+        writer ??= new NpyBandWriter(out, { dims: [batch!, channels!, (latentHeight! * width!) / latentWidth!, width!] });
+        writer.writeBand(band);
+      },
+      options,
+    );
+    writer!.finish();
+    return result;
+  } catch (e) {
+    (writer as NpyBandWriter | null)?.abort();
+    throw e;
+  }
+}
+
+/** Decodes video latents into video files fed to ffmpeg as each temporal chunk is assembled; nothing is left at `out` when the decode fails. */
+async function writeStreamedVideo(vae: Vae, latents: Tensor, out: string, fps: number | undefined, options: DecodeOptions): Promise<{ sample: { dims: number[] }; written: string[] }> {
+  const [batch, , latentFrames] = latents.dims as number[];
+  let writer: VideoFrameWriter | null = null;
+  try {
+    const result = await decodeToFrames(
+      vae,
+      latents,
+      async (t0, frames) => {
+        const [, channels, , height, width] = frames.dims as number[];
+        checkFiniteOutput(frames.data, `the decode's frames from ${t0}`);
+        const shape = { batch: batch!, channels: channels!, frames: (latentFrames! - 1) * vae.geometry.temporalRatio + 1, height: height!, width: width! };
+        writer ??= new VideoFrameWriter(out, shape, vae.family.sampleRange, { ...(fps !== undefined ? { fps } : {}), ...(options.signal ? { signal: options.signal } : {}) });
+        await writer.writeFrames(frames);
+      },
+      options,
+    );
+    return { sample: result, written: await writer!.finish() };
+  } catch (e) {
+    await (writer as VideoFrameWriter | null)?.abort();
     throw e;
   }
 }

@@ -5,7 +5,7 @@
 // the other frames in time and space, concatenated). It shares no code with the graph builder.
 
 import * as ref from '../../graph/testing/reference-ops.js';
-import type { NumericTensor, RefTensor } from '../../graph/testing/reference-ops.js';
+import { add, weightLookup, type NumericTensor, type RefTensor } from '../../graph/testing/reference-ops.js';
 
 export interface HunyuanVideoReferenceArchitecture {
   /** block_out_channels, narrowest first. */
@@ -18,17 +18,9 @@ export interface HunyuanVideoReferenceArchitecture {
 
 const EPS = 1e-6;
 
-function add(a: RefTensor, b: RefTensor): RefTensor {
-  return { dims: a.dims, data: a.data.map((v, i) => v + b.data[i]!) };
-}
-
 /** `decoder(post_quant_conv(z))`: z (B, Cz, F, h, w) → (B, Cout, 1 + 4(F − 1), h·r, w·r). */
 export function referenceHunyuanVideoDecode(arch: HunyuanVideoReferenceArchitecture, weights: ReadonlyMap<string, NumericTensor>, z: NumericTensor): RefTensor {
-  const w = (key: string): NumericTensor => {
-    const t = weights.get(key);
-    if (!t) throw new Error(`reference decoder: no weight ${key}`);
-    return t;
-  };
+  const w = weightLookup(weights);
   // F.pad(x, (k//2, k//2, k//2, k//2, k − 1, 0), mode="replicate") then a valid Conv3d.
   const causalConv = (key: string, x: NumericTensor): RefTensor => {
     const k = w(`${key}.conv.weight`).dims[2]!;

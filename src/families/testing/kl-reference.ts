@@ -3,7 +3,7 @@
 // graph/testing — it shares no code with the graph builder, so the two can check each other.
 
 import * as ref from '../../graph/testing/reference-ops.js';
-import type { NumericTensor, RefTensor } from '../../graph/testing/reference-ops.js';
+import { add, weightLookup, type NumericTensor, type RefTensor } from '../../graph/testing/reference-ops.js';
 
 export interface KlReferenceArchitecture {
   /** Decoder widths, narrowest first (`decoder_block_out_channels or block_out_channels`). */
@@ -16,17 +16,9 @@ export interface KlReferenceArchitecture {
 
 const EPS = 1e-6;
 
-function add(a: RefTensor, b: RefTensor): RefTensor {
-  return { dims: a.dims, data: a.data.map((v, i) => v + b.data[i]!) };
-}
-
 /** diffusers' `AutoencoderKL._decode` without tiling: z (B, Cz, h, w) → raw sample (B, Cout, h·r, w·r). */
 export function referenceKlDecode(arch: KlReferenceArchitecture, weights: ReadonlyMap<string, NumericTensor>, z: NumericTensor): RefTensor {
-  const w = (key: string): NumericTensor => {
-    const t = weights.get(key);
-    if (!t) throw new Error(`reference decoder: no weight ${key}`);
-    return t;
-  };
+  const w = weightLookup(weights);
   const conv = (key: string, x: NumericTensor): RefTensor => {
     const k = w(`${key}.weight`).dims[2]!;
     return ref.conv(x, w(`${key}.weight`), w(`${key}.bias`), { pads: (k - 1) / 2 });

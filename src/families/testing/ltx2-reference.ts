@@ -5,7 +5,7 @@
 // timestep embedding in float64. It shares no code with the graph builder.
 
 import * as ref from '../../graph/testing/reference-ops.js';
-import type { NumericTensor, RefTensor } from '../../graph/testing/reference-ops.js';
+import { add, weightLookup, type NumericTensor, type RefTensor } from '../../graph/testing/reference-ops.js';
 
 /** The decoder fields of an AutoencoderKLLTX2Video config, as diffusers' lists (not reversed). */
 export interface Ltx2ReferenceConfig {
@@ -26,10 +26,6 @@ export interface Ltx2ReferenceConfig {
 
 const STRIDES: Record<string, [number, number, number]> = { spatial: [1, 2, 2], temporal: [2, 1, 1], spatiotemporal: [2, 2, 2] };
 
-function add(a: RefTensor, b: RefTensor): RefTensor {
-  return { dims: a.dims, data: a.data.map((v, i) => v + b.data[i]!) };
-}
-
 /** y[b, c, …] = x[b, c, …]·(1 + scale[b, c]) + shift[b, c] with per-(batch, channel) vectors. */
 function modulate(x: RefTensor, shift: Float64Array, scale: Float64Array): RefTensor {
   const [b, c] = x.dims as [number, number];
@@ -42,11 +38,7 @@ function modulate(x: RefTensor, shift: Float64Array, scale: Float64Array): RefTe
 
 /** LTX2VideoDecoder3d: z (B, Cz, F, h, w), temb (B) or null → (B, Cout, frames, h·r, w·r). */
 export function referenceLtx2Decode(cfg: Ltx2ReferenceConfig, weights: ReadonlyMap<string, NumericTensor>, z: NumericTensor, temb: readonly number[] | null): RefTensor {
-  const w = (key: string): NumericTensor => {
-    const t = weights.get(key);
-    if (!t) throw new Error(`reference decoder: no weight ${key}`);
-    return t;
-  };
+  const w = weightLookup(weights);
   const has = (key: string) => weights.has(key);
   const batch = z.dims[0]!;
 

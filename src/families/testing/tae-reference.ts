@@ -6,7 +6,7 @@
 
 import type { Tensor } from '../../tensor.js';
 import * as ref from '../../graph/testing/reference-ops.js';
-import type { NumericTensor, RefTensor } from '../../graph/testing/reference-ops.js';
+import { add, type NumericTensor, type RefTensor } from '../../graph/testing/reference-ops.js';
 
 export interface ReferenceArch {
   latentChannels: number;
@@ -42,10 +42,6 @@ function conv(sd: Weights, key: string, x: RefTensor, opts: { bias: boolean; str
   const pad = Math.floor(w.dims[3]! / 2);
   const s = opts.stride ?? 1;
   return ref.conv(x, w, opts.bias ? get(sd, `${key}.bias`) : undefined, { pads: pad, strides: [s, s] });
-}
-
-function add(a: RefTensor, b: RefTensor): RefTensor {
-  return { dims: a.dims, data: a.data.map((v, i) => v + b.data[i]!) };
 }
 
 /** taesd.py `Block(n, n, use_midblock_gn)`: skip is Identity (n_in == n_out), fuse is ReLU. */

@@ -1,6 +1,7 @@
 // Tiny video-family configs the family and distribution tests share (diffusers' field names).
 
 import type { RawConfig } from '../types.js';
+import type { Ltx2ReferenceConfig } from './ltx2-reference.js';
 
 /** Wan 2.1 with one temporal upsample: 2 output frames per latent frame after the first. */
 export const WAN21_TINY: RawConfig = { base_dim: 4, dim_mult: [1, 2], num_res_blocks: 1, temperal_downsample: [true], z_dim: 4, scale_factor_spatial: 2, scale_factor_temporal: 2 };
@@ -43,4 +44,20 @@ export const LTX2_TINY: RawConfig = {
   decoder_causal: false,
   spatial_compression_ratio: 16,
   temporal_compression_ratio: 4,
+};
+
+/** LTX2_TINY as the float64 reference takes it: ratios 16 / 4, reflect padding, non-causal. */
+export const LTX2_TINY_REFERENCE: Ltx2ReferenceConfig = {
+  decoderBlockOut: [8, 16],
+  layersPerBlock: [1, 1, 1],
+  scaling: [true, true],
+  upsampleType: ['spatiotemporal', 'spatiotemporal'],
+  residual: [true, true],
+  factor: [2, 2],
+  patchSize: 4,
+  patchSizeT: 1,
+  causal: false,
+  padding: 'reflect',
+  timestepConditioning: false,
+  layerNormEpsilon: 1e-6,
 };

@@ -7,7 +7,7 @@
 // same view/permute here.
 
 import * as ref from '../../graph/testing/reference-ops.js';
-import type { NumericTensor, RefTensor } from '../../graph/testing/reference-ops.js';
+import { add, weightLookup, type NumericTensor, type RefTensor } from '../../graph/testing/reference-ops.js';
 
 /** The config fields WanDecoder3d is built from (Qwen-Image: no decoder_base_dim, not residual). */
 export interface WanReferenceConfig {
@@ -21,10 +21,6 @@ export interface WanReferenceConfig {
 
 function view(x: RefTensor, dims: readonly number[]): RefTensor {
   return { dims: [...dims], data: x.data };
-}
-
-function add(a: RefTensor, b: RefTensor): RefTensor {
-  return { dims: a.dims, data: a.data.map((v, i) => v + b.data[i]!) };
 }
 
 /** Frame t of (B, C, T, H, W) as (B, C, H, W). */
@@ -41,11 +37,7 @@ function stack(frames: readonly RefTensor[]): RefTensor {
 
 /** diffusers' `_decode` without tiling and before unpatchify / clamp: z (B, z, F, h, w) → raw (B, C, 1 + (F−1)·rt, H, W). */
 export function referenceWanDecode(config: WanReferenceConfig, weights: ReadonlyMap<string, NumericTensor>, z: NumericTensor): RefTensor {
-  const w = (key: string): NumericTensor => {
-    const t = weights.get(key);
-    if (!t) throw new Error(`reference decoder: no weight ${key}`);
-    return t;
-  };
+  const w = weightLookup(weights);
 
   /**
    * WanCausalConv3d: zero pad (kernel − 1) frames in front (2·padding[0]), kernel//2 in space,

@@ -41,6 +41,20 @@ export function toRef(t: NumericTensor): RefTensor {
   return { dims: [...t.dims], data: Float64Array.from(t.data) };
 }
 
+/** Element-wise a + b of two tensors of one shape. */
+export function add(a: RefTensor, b: RefTensor): RefTensor {
+  return { dims: a.dims, data: a.data.map((v, i) => v + b.data[i]!) };
+}
+
+/** A reference decoder's weight lookup: the tensor named `key`, or an error naming the key it lacks. */
+export function weightLookup(weights: ReadonlyMap<string, NumericTensor>): (key: string) => NumericTensor {
+  return (key) => {
+    const t = weights.get(key);
+    if (!t) throw new Error(`reference decoder: no weight ${key}`);
+    return t;
+  };
+}
+
 export function map(x: NumericTensor, fn: (v: number) => number): RefTensor {
   return { dims: [...x.dims], data: Float64Array.from(x.data, fn) };
 }

@@ -81,9 +81,11 @@ export const HOSTILE_CASES: readonly HostileCase[] = [
     run: async (dir) => (writeFileSync(join(dir, 'expand.pth'), expandedPth(30000)), readPth(join(dir, 'expand.pth'))),
   },
   {
-    name: '.pth expand(30000, 30000) loaded as a decoder: the config its shapes imply is refused before any value is read',
-    code: 'CONFIG_INVALID',
-    message: /latent_channels = 30000 is invalid/,
+    // Its shapes imply a 30000-channel latent (a width, judged by bytes: small enough), and the
+    // view's shape is not the one that config's first convolution has.
+    name: '.pth expand(30000, 30000) loaded as a decoder: refused from its shapes before any value is read',
+    code: 'WEIGHTS_MISMATCH',
+    message: /1\.weight has shape \[30000, 30000, 1, 1\] .* the decoder expects \[64, 30000, 3, 3\]/,
     run: async (dir) => (writeFileSync(join(dir, 'expand.pth'), expandedPth(30000)), loadVae(join(dir, 'expand.pth'), { family: 'tae' })),
   },
   {

@@ -1,7 +1,9 @@
 // The coordinator's handle on one rank of a local group, whatever runs it (a worker thread or
-// a child process), and how a rank's entry module is found: next to the transport's own
+// a child process), the start handshake both share (ready, or the cause it died of), and how a
+// rank's entry module is found: next to the transport's own
 // module, as a .ts source under tsx (tests, development) or as compiled .js (the package).
 
+import { DistVaeError } from '../../errors.js';
 import type { FromRank, RankInit, ToRank } from './protocol.js';
 
 export interface RankHost {
@@ -31,4 +33,38 @@ export type StartRank = (init: RankInit, events: RankHostEvents) => Promise<Rank
 export function rankEntry(base: string, name: string): { url: string; tsx: boolean } {
   const tsx = base.endsWith('.ts');
   return { url: new URL(`./${name}.${tsx ? 'ts' : 'js'}`, base).href, tsx };
+}
+
+/** What a transport reports about a rank it started: each message, and its exit once. */
+export interface RankEnds {
+  message(message: FromRank): void;
+  /** The rank ended, `cause` in words; `error` is what the transport saw, if anything. */
+  exit(cause: string, error: Error | null): void;
+}
+
+/**
+ * Starts a rank with `spawn` (which builds its host and wires its messages and exit to the ends
+ * given) and resolves once the rank reported ready: the first 'ready' lets go of this process,
+ * every later message goes to `events`; an exit before 'ready' rejects with TRANSPORT_FAILED
+ * naming `what` ran the rank, a later one is reported to `events`.
+ */
+export function startRank(init: RankInit, what: string, events: RankHostEvents, spawn: (ends: RankEnds) => RankHost): Promise<RankHost> {
+  return new Promise((resolve, reject) => {
+    let ready = false;
+    const host: RankHost = spawn({
+      message: (message) => {
+        if (!ready && message.type === 'ready') {
+          ready = true;
+          host.hold(false);
+          resolve(host);
+          return;
+        }
+        events.onMessage(message);
+      },
+      exit: (cause, error) => {
+        if (!ready) reject(new DistVaeError('TRANSPORT_FAILED', `rank ${init.rank} (${what}) failed to start: ${cause}`, { cause: error }));
+        else events.onExit(cause);
+      },
+    });
+  });
 }

@@ -12,8 +12,10 @@ import { runTileJob } from '../../strategies/tile/coordinator.js';
 import type { RankHost, StartRank } from './host.js';
 import { deserializeError, transferables, type FromRank, type RankInit } from './protocol.js';
 
+/** How local ranks run: worker threads, or child processes (a crash stays in its rank). */
 export type Isolation = 'thread' | 'process';
 
+/** Options of `localGroup`. */
 export interface LocalGroupOptions {
   /** Number of ranks (≥ 1). */
   ranks: number;
@@ -65,6 +67,7 @@ interface ActiveRun {
   escalation: NodeJS.Timeout | null;
 }
 
+/** Ranks on this machine (threads or processes) that message each other; made by `localGroup`, started by `start()`, ended by `close()`. */
 export class LocalGroup implements RankGroup {
   readonly size: number;
   readonly isolation: Isolation;

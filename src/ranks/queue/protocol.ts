@@ -10,6 +10,7 @@ import type { Tensor } from '../../tensor.js';
 import { elementCount } from '../../tensor.js';
 import type { Planes } from '../../tile/blend.js';
 
+/** The queue coordinators and workers use unless told otherwise. */
 export const DEFAULT_QUEUE = 'distvae';
 
 /** The queue that holds the parent job of every decode (no worker takes from it). */

@@ -29,6 +29,7 @@ export interface QueueTraffic {
   tileBytes: number;
 }
 
+/** Options of `queueGroup`. */
 export interface QueueGroupOptions {
   /** A `redis://` / `rediss://` URL (user, password, database in it) or ioredis options. */
   connection: RedisConnection;
@@ -55,6 +56,7 @@ interface Connected {
   size: number;
 }
 
+/** Ranks as run jobs on a BullMQ queue, served by `distvae worker` processes; made by `queueGroup`, reached by `connect()`. */
 export class QueueGroup implements RankGroup {
   readonly transport = 'queue';
   readonly rankToRank = false;

@@ -19,6 +19,7 @@ import { connectRedis, redisOptionsOf, type RedisConnection } from './connection
 import { DECODE_TILE } from './decode-program.js';
 import { DEFAULT_QUEUE, decodeKeys, type DecodeKeys, float32Of, sha256, writeTile, type RunJobData, type RunJobResult, type RunProgress, type RunTile } from './protocol.js';
 
+/** Options of `startQueueWorker`. */
 export interface QueueWorkerOptions {
   connection: RedisConnection;
   /** Queue to take run jobs from (default 'distvae'); the coordinator must name the same. */
@@ -46,6 +47,7 @@ export interface QueueWorkerOptions {
 /** How long a run handed back for memory waits before any worker (this one included) may take it again (ms). */
 export const HANDED_BACK_DELAY_MS = 2000;
 
+/** A running queue worker (from `startQueueWorker`): its name, the VAE it serves, and `close()` to drain. */
 export interface QueueWorker {
   readonly name: string;
   readonly vaeHash: string;

@@ -196,9 +196,10 @@ else
         return { code, stdout, stderr };
       };
       writeNpy(join(dir, 'z.npy'), latents);
-      const plan = ['--family', 'autoencoder-kl', '--config', join(dir, 'tiny-kl.json'), '--latents', join(dir, 'z.npy'), '--window', '32x32', '--overlap', '8x8', '--threads', '1', '--json'];
+      const plan = ['--family', 'autoencoder-kl', '--config', join(dir, 'tiny-kl.json'), '--latents', join(dir, 'z.npy'), '--window', '32x32', '--overlap', '8x8', '--json'];
       const common = ['decode', '--synthetic', ...plan];
-      const local = await run(...common, '--out', join(dir, 'local.npy'));
+      // --threads is a local decode's (with --redis each worker has its own, and it is refused).
+      const local = await run(...common, '--out', join(dir, 'local.npy'), '--threads', '1');
       assert.equal(local.code, 0, local.stderr);
       const queued = await run(...common, '--out', join(dir, 'queue.npy'), '--redis', server.url, '--queue', 'conformance');
       assert.equal(queued.code, 0, queued.stderr);

@@ -72,7 +72,13 @@ export class RemoteDecode {
     const mine = this.job.schedule.ranks[rank]!;
     if (event.kind === 'progress') {
       const tile = (event.data as RunProgress | undefined)?.tile;
-      if (typeof tile !== 'number' || !mine.includes(tile)) return this.finish(new DistVaeError('RANK_FAILED', `rank ${rank} reported tile ${String(tile)}, which is not a tile of its run; its result is rejected`));
+      if (typeof tile !== 'number' || !mine.includes(tile))
+        return this.finish(
+          new DistVaeError(
+            'RANK_FAILED',
+            `rank ${rank} reported tile ${String(tile)}, which is not a tile of its run; its result is rejected`,
+          ),
+        );
       this.ready.add(tile);
       void this.pump();
     } else if (event.kind === 'completed') {
@@ -84,7 +90,10 @@ export class RemoteDecode {
     } else if (event.kind === 'failed') {
       this.finish(new DistVaeError('RANK_FAILED', `rank ${rank} failed on a worker: ${event.reason ?? 'no reason given'}`));
     } else if (event.kind === 'stalled') {
-      this.failures.push({ rank, cause: 'its worker stopped renewing the job lock (lost or killed); the run went back to the queue and was taken again' });
+      this.failures.push({
+        rank,
+        cause: 'its worker stopped renewing the job lock (lost or killed); the run went back to the queue and was taken again',
+      });
       for (const t of mine) if (!this.ready.has(t) && t >= this.next) this.redealt.add(t);
     }
   }
@@ -108,9 +117,17 @@ export class RemoteDecode {
     const ranks: DistRankStats[] = this.job.schedule.ranks.map((_, rank) => {
       const r = this.completed.get(rank);
       const tiles = [...this.delivered[rank]!].sort((a, b) => a - b);
-      return { rank, tiles, load: tiles.reduce((s, t) => s + this.job.work[t]!, 0), seconds: r?.busySeconds ?? 0, decoderSeconds: r?.decoderSeconds ?? 0, loadSeconds: 0 };
+      return {
+        rank,
+        tiles,
+        load: tiles.reduce((s, t) => s + this.job.work[t]!, 0),
+        seconds: r?.busySeconds ?? 0,
+        decoderSeconds: r?.decoderSeconds ?? 0,
+        loadSeconds: 0,
+      };
     });
-    while (ranks.length < this.ctx.size) ranks.push({ rank: ranks.length, tiles: [], load: 0, seconds: 0, decoderSeconds: 0, loadSeconds: 0 });
+    while (ranks.length < this.ctx.size)
+      ranks.push({ rank: ranks.length, tiles: [], load: 0, seconds: 0, decoderSeconds: 0, loadSeconds: 0 });
     return { ranks, failures: this.failures, redealt: [...this.redealt].sort((a, b) => a - b), edgeRedecodes: [] };
   }
 
@@ -134,7 +151,9 @@ export class RemoteDecode {
     try {
       held = locks.length > 0 ? await ctx.redis.exists(...locks) : 0;
     } catch (e) {
-      return this.finish(new DistVaeError('TRANSPORT_FAILED', `Redis stopped answering during the decode: ${(e as Error).message}`, { cause: e }));
+      return this.finish(
+        new DistVaeError('TRANSPORT_FAILED', `Redis stopped answering during the decode: ${(e as Error).message}`, { cause: e }),
+      );
     }
     if (this.settled) return;
     if (held > 0) return this.armIdle();
@@ -157,7 +176,11 @@ export class RemoteDecode {
       }
       this.finishIfDone();
     } catch (e) {
-      this.finish(e instanceof DistVaeError ? e : new DistVaeError('TRANSPORT_FAILED', `reading tile ${this.next} from Redis failed: ${(e as Error).message}`, { cause: e }));
+      this.finish(
+        e instanceof DistVaeError
+          ? e
+          : new DistVaeError('TRANSPORT_FAILED', `reading tile ${this.next} from Redis failed: ${(e as Error).message}`, { cause: e }),
+      );
     } finally {
       this.pumping = false;
     }
@@ -170,14 +193,21 @@ export class RemoteDecode {
     const rank = ctx.owner[index]!;
     const payload = await readTile(ctx.redis, ctx.keys, index);
     if (this.settled) return false;
-    if (!payload) throw new DistVaeError('RANK_FAILED', `tile ${index} of rank ${rank} was reported done but its key is gone (expired after ${ctx.ttlMs} ms, or removed)`);
+    if (!payload)
+      throw new DistVaeError(
+        'RANK_FAILED',
+        `tile ${index} of rank ${rank} was reported done but its key is gone (expired after ${ctx.ttlMs} ms, or removed)`,
+      );
     const checked = checkTilePayload(payload, this.job.layout.extents[index]!);
     const from = `rank ${rank} (worker ${payload.worker ?? 'unknown'})`;
-    if (typeof checked === 'string') throw new DistVaeError('RANK_FAILED', `${from} returned a wrong result for tile ${index}, rejected: ${checked}`);
+    if (typeof checked === 'string')
+      throw new DistVaeError('RANK_FAILED', `${from} returned a wrong result for tile ${index}, rejected: ${checked}`);
     try {
       this.options.onResult({ index, rank, kind: 'raw', leading: checked.leading, planes: checked.planes });
     } catch (e) {
-      throw new DistVaeError('RANK_FAILED', `${from} returned a wrong result for tile ${index}, rejected: ${(e as Error).message}`, { cause: e });
+      throw new DistVaeError('RANK_FAILED', `${from} returned a wrong result for tile ${index}, rejected: ${(e as Error).message}`, {
+        cause: e,
+      });
     }
     ctx.traffic.tileBytes += payload.data!.byteLength;
     this.delivered[rank]!.push(index);

@@ -18,12 +18,14 @@ import type { ExactTileRankInput, ExactTileRankResult } from './rank-program.js'
 
 export const EXACT_TILE_PROGRAM = programRef(new URL('./rank-program.js', import.meta.url), 'exactTileRank');
 
+/** What a halo-exact tiled decode did: every rank's accounting, the tiles and the halo. */
 export interface ExactTileStats {
   ranks: (RankStats & { loadSeconds: number })[];
   tiles: number;
   halo: { rows: number; cols: number };
 }
 
+/** A halo-exact tiled decode through a rank group, with the statistics of its last call. */
 export interface DistributedExactTiledDecode extends TiledDecode {
   readonly lastStats: ExactTileStats | null;
 }

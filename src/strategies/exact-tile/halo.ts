@@ -15,6 +15,7 @@ import { analyzeLocality } from '../../graph/locality.js';
 import type { ModelProto } from '../../graph/onnx-proto.js';
 import { tileGrid, type Tile, type TileGrid } from '../../plan/grid.js';
 
+/** The latent rows and columns a tile reads beyond its own to be exact. */
 export interface Halo {
   rows: number;
   cols: number;

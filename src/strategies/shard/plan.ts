@@ -14,6 +14,7 @@ import { tensorProtoValues } from '../../graph/tensor-proto.js';
 import { bandRows, haloSources, rowsForReader, type Band } from './bands.js';
 import type { GroupNormParams } from './group-norm.js';
 
+/** How a decoder model is row-sharded: its staged graph, the locality report, every step's halo and the collectives a run makes. */
 export interface ShardPlan {
   staged: StagedGraph;
   locality: LocalityReport;
@@ -25,6 +26,7 @@ export interface ShardPlan {
   groupNorms: Map<number, GroupNormParams>;
 }
 
+/** The shard plan of `model`; UNSUPPORTED naming the ops when it has nonlocal ops that are not sync regions. */
 export function shardPlan(model: ModelProto): ShardPlan {
   const locality = analyzeLocality(model);
   if (!locality.sharding.possible) {

@@ -22,6 +22,7 @@ import { concatAxis } from './rows.js';
 
 export const SHARD_RANK_PROGRAM = programRef(new URL('./rank-program.js', import.meta.url), 'shardRank');
 
+/** One rank of a row-sharded decode: its band, what it sent, and its times. */
 export interface ShardRankStats extends RankStats {
   band: Band;
   /** What the rank sent, by kind of operation (calls and payload bytes). */
@@ -30,6 +31,7 @@ export interface ShardRankStats extends RankStats {
   loadSeconds: number;
 }
 
+/** What a row-sharded decode did: its bands, every rank's accounting and the collectives summed. */
 export interface ShardStats {
   transport: string;
   bands: Band[];
@@ -42,6 +44,7 @@ export interface ShardStats {
   seconds: number;
 }
 
+/** A row-sharded decode through a rank group, with the statistics of its last call. */
 export interface ShardedDecode extends TiledDecode {
   readonly lastStats: ShardStats | null;
 }

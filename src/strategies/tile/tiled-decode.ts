@@ -4,21 +4,25 @@
 // output — the coordinator never holds a whole tile. When the overlap exceeds half the window
 // (raw edges no longer suffice) or the transport's ranks cannot message each other, ranks
 // return raw tiles and the coordinator blends them with the streaming raster assembler
-// (`stats.assembly` says which). Bitwise identical to `localTiledDecode` of the same plan.
+// (`stats.assembly` says which). Bitwise identical to `localTiledDecode` of the same plan. Its
+// `streamBands` hands finished bands of rows on instead (both assemblies, tiles arriving in any
+// order), dealing tiles round-robin so rows finish from the top and few are held.
 
 import { checkFiniteOutput, throwIfAborted } from '../../decode/engine.js';
 import { checkLatents, sliceLatent } from '../../decode/latents.js';
-import type { TiledDecode } from '../../decode/types.js';
+import type { DecodeOptions, ProgressCounter, TiledDecode } from '../../decode/types.js';
 import { DistVaeError } from '../../errors.js';
 import { tileGrid } from '../../plan/grid.js';
 import { scheduleGrid, tileWork } from '../../plan/metrics.js';
-import { elementCount } from '../../tensor.js';
-import { RasterAssembler, writeCrop } from '../../tile/assembler.js';
+import { scheduleInterleaved } from '../../plan/scheduler.js';
+import { elementCount, type Tensor } from '../../tensor.js';
+import { CropBandAssembler, RasterAssembler, writeCrop } from '../../tile/assembler.js';
 import { planes, type Planes } from '../../tile/blend.js';
 import { tileLayout } from '../../tile/layout.js';
 import type { DistributableVae } from '../distributable.js';
 import type { Assembly, RankGroup, TileJobResult, TileResult } from '../../ranks/group.js';
 
+/** What one distributed tiling call did: transport, assembly, tiles, idle ranks and every rank's accounting. */
 export interface DistributedDecodeStats extends TileJobResult {
   transport: string;
   assembly: Assembly;
@@ -30,11 +34,13 @@ export interface DistributedDecodeStats extends TileJobResult {
   seconds: number;
 }
 
+/** A tiled decode through a rank group, with the statistics of its last call. */
 export interface DistributedTiledDecode extends TiledDecode {
   /** Statistics of the last call (one call per temporal chunk), null before the first. */
   readonly lastStats: DistributedDecodeStats | null;
 }
 
+/** Options of `tiledDecodeFor`. */
 export interface TiledDecodeForOptions {
   /** Called after every call (once per temporal chunk) with its statistics. */
   onStats?: (stats: DistributedDecodeStats) => void;
@@ -54,17 +60,19 @@ export interface TiledDecodeForOptions {
 export function tiledDecodeFor(vae: DistributableVae, group: RankGroup, options: TiledDecodeForOptions = {}): DistributedTiledDecode | null {
   if (group.size < (options.offThread ? 1 : 2) || (!vae.tiling.enabled && !options.offThread)) return null;
   let lastStats: DistributedDecodeStats | null = null;
-  const decode: TiledDecode = async (latents, decodeOptions = {}) => {
+  /** The operation; with `onBand`, finished bands of rows go there in order and nothing whole is held. */
+  const run = async (latents: Tensor, decodeOptions: DecodeOptions & { progress?: ProgressCounter }, onBand?: (y0: number, band: Tensor) => void): Promise<{ dims: number[]; output: Planes | null }> => {
     throwIfAborted(decodeOptions.signal);
     const latent = checkLatents(vae, latents);
     const grid = tileGrid(vae, latent, { spatialOnly: true });
     const layout = tileLayout(grid);
-    const schedule = scheduleGrid(grid, group.size);
+    // Streaming deals tiles round-robin in raster order, so rows complete from the top.
+    const schedule = onBand ? scheduleInterleaved(tileWork(grid), group.size) : scheduleGrid(grid, group.size);
     const assembly: Assembly = layout.edgesSuffice && group.rankToRank ? 'edges' : 'raster';
     const started = performance.now();
     let leading: number[] | null = null;
     let output: Planes | null = null;
-    let assembler: RasterAssembler | null = null;
+    let place: ((index: number, p: Planes) => void) | null = null;
     const onResult = (r: TileResult) => {
       const p = r.planes;
       if (!(p?.data instanceof Float32Array) || p.data.length !== p.planes * p.height * p.width) {
@@ -74,13 +82,21 @@ export function tiledDecodeFor(vae: DistributableVae, group: RankGroup, options:
       if (!Array.isArray(r.leading) || elementCount(r.leading) !== p.planes || (leading !== null && r.leading.join() !== leading.join())) {
         throw new DistVaeError('TENSOR_INVALID', `tile ${r.index} has leading dimensions [${r.leading}] for ${p.planes} planes; expected [${leading ?? `a product of ${p.planes}`}]`);
       }
-      if (!output) {
-        leading = [...r.leading];
-        output = planes(p.planes, layout.outHeight, layout.outWidth);
-        assembler = assembly === 'raster' ? new RasterAssembler(layout, output) : null;
+      if (!place) {
+        const lead = [...r.leading];
+        leading = lead;
+        if (onBand) {
+          const sink = { planes: p.planes, band: (y0: number, band: Planes) => onBand(y0, { dims: [...lead, band.height, band.width], data: band.data }) };
+          const assembler = assembly === 'raster' ? new RasterAssembler(layout, sink) : new CropBandAssembler(layout, sink);
+          place = (index, tile) => assembler.add(index, tile);
+        } else {
+          const whole = planes(p.planes, layout.outHeight, layout.outWidth);
+          output = whole;
+          const assembler = assembly === 'raster' ? new RasterAssembler(layout, whole) : null;
+          place = (index, tile) => (assembler ? assembler.add(index, tile) : writeCrop(layout, index, tile, whole));
+        }
       }
-      if (assembler) assembler.add(r.index, p);
-      else writeCrop(layout, r.index, p, output);
+      place(r.index, p);
       decodeOptions.progress?.tileDone({ rank: r.rank });
     };
     const result = await group.decodeTiles(
@@ -96,10 +112,15 @@ export function tiledDecodeFor(vae: DistributableVae, group: RankGroup, options:
     );
     lastStats = { ...result, transport: group.transport, assembly, tiles: grid.tiles.length, idleRanks: schedule.idleRanks, seconds: (performance.now() - started) / 1000 };
     options.onStats?.(lastStats);
-    return { dims: [...leading!, layout.outHeight, layout.outWidth], data: output!.data };
+    return { dims: [...leading!, layout.outHeight, layout.outWidth], output };
+  };
+  const decode: TiledDecode = async (latents, decodeOptions = {}) => {
+    const { dims, output } = await run(latents, decodeOptions);
+    return { dims, data: output!.data };
   };
   return Object.defineProperties(decode, {
     decodesUntiled: { value: true, enumerable: true },
+    streamBands: { value: async (latents: Tensor, onBand: (y0: number, band: Tensor) => void, decodeOptions: DecodeOptions & { progress?: ProgressCounter } = {}) => ({ dims: (await run(latents, decodeOptions, onBand)).dims }), enumerable: true },
     lastStats: { get: () => lastStats, enumerable: true },
   }) as DistributedTiledDecode;
 }

@@ -6,9 +6,7 @@
 
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { DistVaeError } from '../../../errors.js';
-import { rankEntry, type RankHost, type StartRank } from '../host.js';
-import type { FromRank } from '../protocol.js';
+import { rankEntry, startRank, type StartRank } from '../host.js';
 
 const entry = rankEntry(import.meta.url, 'process-entry');
 
@@ -30,19 +28,31 @@ export function killRankProcesses(): void {
 process.on('exit', killRankProcesses);
 
 export const startProcessRank: StartRank = (init, events) =>
-  new Promise((resolve, reject) => {
+  startRank(init, 'child process', events, (ends) => {
     const child = fork(fileURLToPath(entry.url), [], {
       execArgv: entry.tsx ? ['--import', import.meta.resolve('tsx')] : [],
       serialization: 'advanced',
       env: { ...process.env, [RANK_INIT_ENV]: JSON.stringify(init), [RANK_PARENT_ENV]: String(process.pid) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    let ready = false;
     let exited = false;
     let spawnError: Error | null = null;
     liveRanks.add(child);
     const gone = new Promise<void>((done) => child.once('exit', () => done()));
-    const host: RankHost = {
+    child.on('message', ends.message);
+    child.on('error', (e) => {
+      spawnError = e;
+    });
+    child.on('exit', (code, signal) => {
+      exited = true;
+      liveRanks.delete(child);
+      // A send to a dying child raises EPIPE before its exit is seen: the exit (code or signal)
+      // is the cause then; an error is the cause only when the process never started.
+      const cause =
+        spawnError && child.pid === undefined ? `process failed: ${spawnError.message}` : signal ? `process killed by ${signal}` : code !== null ? `process exited with code ${code}` : `process failed: ${spawnError?.message ?? 'no exit code'}`;
+      ends.exit(cause, spawnError);
+    });
+    return {
       rank: init.rank,
       pid: child.pid,
       send: (message) => {
@@ -69,26 +79,4 @@ export const startProcessRank: StartRank = (init, events) =>
         if (!exited) child.kill('SIGKILL');
       },
     };
-    child.on('message', (message: FromRank) => {
-      if (!ready && message.type === 'ready') {
-        ready = true;
-        host.hold(false);
-        resolve(host);
-        return;
-      }
-      events.onMessage(message);
-    });
-    child.on('error', (e) => {
-      spawnError = e;
-    });
-    child.on('exit', (code, signal) => {
-      exited = true;
-      liveRanks.delete(child);
-      // A send to a dying child raises EPIPE before its exit is seen: the exit (code or signal)
-      // is the cause then; an error is the cause only when the process never started.
-      const cause =
-        spawnError && child.pid === undefined ? `process failed: ${spawnError.message}` : signal ? `process killed by ${signal}` : code !== null ? `process exited with code ${code}` : `process failed: ${spawnError?.message ?? 'no exit code'}`;
-      if (!ready) reject(new DistVaeError('TRANSPORT_FAILED', `rank ${init.rank} (child process) failed to start: ${cause}`, { cause: spawnError }));
-      else events.onExit(cause);
-    });
   });

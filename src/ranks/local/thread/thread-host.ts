@@ -4,9 +4,7 @@
 // it lost the rank.
 
 import { Worker } from 'node:worker_threads';
-import { DistVaeError } from '../../../errors.js';
-import { rankEntry, type RankHost, type StartRank } from '../host.js';
-import type { FromRank } from '../protocol.js';
+import { rankEntry, startRank, type StartRank } from '../host.js';
 
 const entry = rankEntry(import.meta.url, 'thread-entry');
 
@@ -21,13 +19,20 @@ function bootstrap(): string {
 }
 
 export const startThreadRank: StartRank = (init, events) =>
-  new Promise((resolve, reject) => {
+  startRank(init, 'worker thread', events, (ends) => {
     const worker = new Worker(bootstrap(), { eval: true, workerData: init });
-    let ready = false;
     let exited = false;
     let lastError: Error | null = null;
     const gone = new Promise<void>((done) => worker.once('exit', () => done()));
-    const host: RankHost = {
+    worker.on('message', ends.message);
+    worker.on('error', (e) => {
+      lastError = e;
+    });
+    worker.on('exit', (code) => {
+      exited = true;
+      ends.exit(lastError ? `thread threw ${lastError.name}: ${lastError.message}` : `thread exited with code ${code}`, lastError);
+    });
+    return {
       rank: init.rank,
       pid: undefined,
       send: (message, transfer = []) => {
@@ -43,22 +48,4 @@ export const startThreadRank: StartRank = (init, events) =>
       },
       kill: () => void worker.terminate(),
     };
-    worker.on('message', (message: FromRank) => {
-      if (!ready && message.type === 'ready') {
-        ready = true;
-        host.hold(false);
-        resolve(host);
-        return;
-      }
-      events.onMessage(message);
-    });
-    worker.on('error', (e) => {
-      lastError = e;
-    });
-    worker.on('exit', (code) => {
-      exited = true;
-      const cause = lastError ? `thread threw ${lastError.name}: ${lastError.message}` : `thread exited with code ${code}`;
-      if (!ready) reject(new DistVaeError('TRANSPORT_FAILED', `rank ${init.rank} (worker thread) failed to start: ${cause}`, { cause: lastError }));
-      else events.onExit(cause);
-    });
   });
