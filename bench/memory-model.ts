@@ -232,14 +232,15 @@ function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCa
 /** Each calibration factor, the term of MemoryTerms it multiplies (null: the constant), and what that is. */
 const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, string][] = [
   ['fixedBytes', null, 'every process: node, distvae, onnxruntime loaded'],
-  ['decodingWeightCopies', 'decodingWeights', 'weight bytes of the sessions a decoding process opens'],
+  ['decodingWeightCopies', 'decodingWeights', 'weight bytes of the VAE a decoding process loads'],
+  ['sessionWeightCopies', 'sessionWeights', 'weight bytes of the sessions it opens (each holds its own)'],
   ['holdingWeightCopies', 'holdingWeights', 'weight bytes of the loaded VAE a coordinator holds'],
   ['activationFactor', 'activation', "each session's largest run's liveness peak (the arena's first-run regions)"],
   ['patternFactor', 'pattern', 'the liveness peak of the largest shape a session runs twice (its memory-pattern block)'],
   ['growthFactor', 'growth', 'runs larger than every earlier run of their session (regions added on the way)'],
   ['shardFactor', 'shard', "a row-sharded rank's largest step (kept band values + the step's work)"],
   ['outputCopies', 'output', 'the decoded sample, in the process that assembles it'],
-  ['runOutputCopies', 'runOutput', "a run's output (the copy out of onnxruntime, a raw tile)"],
+  ['runOutputCopies', 'runOutput', "a run's output size: the copy out of onnxruntime, and what grows with the output resolution that the liveness scan does not see (kernel layouts at full resolution)"],
   ['rankThreadBytes', 'rankThread', 'a rank thread in the coordinator (decoding in-process)'],
 ];
 

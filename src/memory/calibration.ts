@@ -10,8 +10,10 @@ export interface RuntimeCalibration {
   provider: string;
   /** Resident bytes of a process that has loaded node, distvae and onnxruntime, before any VAE. */
   fixedBytes: number;
-  /** Copies of the decoder weights resident in a process that decodes (JS tensors, model bytes, the session's own). */
+  /** Copies of the loaded VAE's weights resident in a process that decodes (its JS tensors, where the source keeps them). */
   decodingWeightCopies: number;
+  /** Copies of each session's weights (onnxruntime's initializers, prepacked kernels, the model bytes it parsed). */
+  sessionWeightCopies: number;
   /** Copies resident in a process that only holds the loaded VAE (a coordinator whose ranks decode, an idle rank). */
   holdingWeightCopies: number;
   /** Resident bytes per byte of the sessions' activation peaks (each arena keeps its largest run's plan). */
@@ -24,7 +26,7 @@ export interface RuntimeCalibration {
   shardFactor: number;
   /** Copies of the decoded output resident in the process that assembles and writes it. */
   outputCopies: number;
-  /** Copies of a run's output resident in the process that runs it (onnxruntime's and the JS copy). */
+  /** Resident bytes per byte of a run's output in the process that runs it: the copy out of onnxruntime and full-resolution buffers the liveness scan does not see. */
   runOutputCopies: number;
   /** Resident bytes a rank thread adds to the process it runs in. */
   rankThreadBytes: number;
@@ -41,7 +43,8 @@ export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
   cpu: {
     provider: 'cpu',
     fixedBytes: 134703199,
-    decodingWeightCopies: 3.63,
+    decodingWeightCopies: 1,
+    sessionWeightCopies: 2,
     holdingWeightCopies: 0.999,
     activationFactor: 1.381,
     patternFactor: 1,

@@ -50,8 +50,10 @@ export interface MemoryPlan {
  * factors to measured peaks from these terms.
  */
 export interface MemoryTerms {
-  /** Weight bytes of the sessions this process opens, when it decodes. */
+  /** Weight bytes of the loaded VAE, when this process decodes (its own load, e.g. a rank's). */
   decodingWeights: number;
+  /** Weight bytes of the sessions it opens (each session holds its own weights: Wan's first and next graphs both). */
+  sessionWeights: number;
   /** Weight bytes, when this process only holds the loaded VAE. */
   holdingWeights: number;
   /** Sum over its sessions of their largest run's activation peak (graph liveness): what each arena keeps. */
@@ -103,6 +105,7 @@ export function peakOfTerms(t: MemoryTerms, cal: RuntimeCalibration): number {
   return Math.round(
     cal.fixedBytes +
       cal.decodingWeightCopies * t.decodingWeights +
+      cal.sessionWeightCopies * t.sessionWeights +
       cal.holdingWeightCopies * t.holdingWeights +
       cal.activationFactor * t.activation +
       cal.patternFactor * t.pattern +
@@ -229,7 +232,7 @@ interface Run {
   outBytes: number;
 }
 
-const NO_TERMS: MemoryTerms = { decodingWeights: 0, holdingWeights: 0, activation: 0, pattern: 0, growth: 0, shard: 0, output: 0, runOutput: 0, rankThread: 0, buffers: 0 };
+const NO_TERMS: MemoryTerms = { decodingWeights: 0, sessionWeights: 0, holdingWeights: 0, activation: 0, pattern: 0, growth: 0, shard: 0, output: 0, runOutput: 0, rankThread: 0, buffers: 0 };
 
 /**
  * Predicted peak memory of decoding a latent of `sample`'s size (batch `batch`) with `plan`.
@@ -263,7 +266,7 @@ export function predictMemory(vae: VaeSpec, plan: MemoryPlan, sample: SampleShap
     maxTensorBytes = Math.max(maxTensorBytes, hold.maxTensorBytes);
     // A temporally chunked decode also holds one chunk's raw output while it assembles.
     const chunkOutput = chunkFrames.length > 1 ? hold.outputBytes : 0;
-    return { ...NO_TERMS, decodingWeights: hold.weightBytes, activation: hold.activation, pattern: hold.pattern, growth: hold.growth, runOutput: hold.outputBytes, buffers: buffers + hold.kept + chunkOutput };
+    return { ...NO_TERMS, decodingWeights: arch.weightBytes, sessionWeights: hold.weightBytes, activation: hold.activation, pattern: hold.pattern, growth: hold.growth, runOutput: hold.outputBytes, buffers: buffers + hold.kept + chunkOutput };
   };
   const holding: MemoryTerms = { ...NO_TERMS, holdingWeights: arch.weightBytes };
   const assembling = (t: MemoryTerms): MemoryTerms => ({ ...t, output, buffers: t.buffers + latentBytes });
@@ -282,7 +285,7 @@ export function predictMemory(vae: VaeSpec, plan: MemoryPlan, sample: SampleShap
     const bands = splitBands(latent.height, plan.ranks, vae.geometry.spatialRatio);
     const ranks = bands.map((b) => {
       const share = (b.end - b.start) / latent.height;
-      return { rank: b.rank, terms: { ...NO_TERMS, decodingWeights: arch.weightBytes, shard: shardRankHold(model, whole, b, latent.height).peakBytes, buffers: output * share } };
+      return { rank: b.rank, terms: { ...NO_TERMS, decodingWeights: arch.weightBytes, sessionWeights: arch.weightBytes, shard: shardRankHold(model, whole, b, latent.height).peakBytes, buffers: output * share } };
     });
     return done(assembling(holding), ranks);
   }
@@ -327,6 +330,6 @@ export function predictTileRun(vae: VaeSpec, tiles: readonly (readonly number[])
     return { peakBytes: peakOfTerms(idle, cal), terms: idle };
   }
   const hold = decodingHold(tiles.map((t) => runsFor(arch, t)));
-  const terms: MemoryTerms = { ...NO_TERMS, decodingWeights: hold.weightBytes, activation: hold.activation, pattern: hold.pattern, growth: hold.growth, runOutput: hold.outputBytes, buffers: hold.kept };
+  const terms: MemoryTerms = { ...NO_TERMS, decodingWeights: arch.weightBytes, sessionWeights: hold.weightBytes, activation: hold.activation, pattern: hold.pattern, growth: hold.growth, runOutput: hold.outputBytes, buffers: hold.kept };
   return { peakBytes: peakOfTerms(terms, cal), terms };
 }
