@@ -3,7 +3,8 @@
 // height (issue 17's target: 16384 x 1024 within 1.15x of 2048 x 1024). Each size runs in its
 // own process under /usr/bin/time; synthetic weights of a small AutoencoderKL (ratio 8) keep it
 // quick. Usage: npx tsx bench/stream-peak.ts [--heights 2048,16384,32768] [--width 1024]
-//   [--window 512x512] [--overlap 64x64] [--config tiny|sd] [--threads 1]
+//   [--window 512x512] [--overlap 64x64] [--config tiny|sd] [--threads 1] [--ranks N [--isolation thread|process]]
+// With --ranks the tiles come from several ranks (the bands stream all the same).
 // Each size's line is printed as soon as it finishes (a long SD run can be read as it goes).
 
 import { spawnSync } from 'node:child_process';
@@ -14,7 +15,7 @@ import { parseArgs } from 'node:util';
 import { seededTensor } from '../src/tensor.js';
 import { writeNpy } from '../src/io/npy.js';
 
-const { values } = parseArgs({ options: { heights: { type: 'string', default: '2048,16384' }, width: { type: 'string', default: '1024' }, window: { type: 'string', default: '512x512' }, overlap: { type: 'string', default: '64x64' }, config: { type: 'string', default: 'tiny' }, threads: { type: 'string', default: '1' } } });
+const { values } = parseArgs({ options: { heights: { type: 'string', default: '2048,16384' }, width: { type: 'string', default: '1024' }, window: { type: 'string', default: '512x512' }, overlap: { type: 'string', default: '64x64' }, config: { type: 'string', default: 'tiny' }, threads: { type: 'string', default: '1' }, ranks: { type: 'string' }, isolation: { type: 'string', default: 'thread' } } });
 const CONFIGS: Record<string, object> = {
   tiny: { _class_name: 'AutoencoderKL', block_out_channels: [8, 8, 8, 8], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4 },
   // SD 1.x's decoder architecture (synthetic weights): the realistic case.
@@ -30,7 +31,7 @@ try {
     const z = join(dir, `z-${height}.npy`);
     writeNpy(z, seededTensor([1, 4, height / 8, width / 8], 1));
     const t0 = performance.now();
-    const run = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'decode', '--synthetic', '--config', config, '--latents', z, '--out', join(dir, `x-${height}.png`), '--window', values.window!, '--overlap', values.overlap!, '--threads', values.threads!], { encoding: 'utf8' });
+    const run = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'decode', '--synthetic', '--config', config, '--latents', z, '--out', join(dir, `x-${height}.png`), '--window', values.window!, '--overlap', values.overlap!, '--threads', values.threads!, ...(values.ranks ? ['--ranks', values.ranks, '--isolation', values.isolation!] : [])], { encoding: 'utf8' });
     if (run.status !== 0) throw new Error(`decode ${height}x${width} failed: ${run.stderr}`);
     const peakKiB = Number(run.stderr.trim().split('\n').at(-1));
     const row = { height, width, peakMiB: Math.round(peakKiB / 1024), seconds: Math.round((performance.now() - t0) / 100) / 10 };
@@ -38,7 +39,7 @@ try {
     rmSync(z);
     console.log(`${row.height} x ${row.width}: peak ${row.peakMiB} MiB (${(row.peakMiB / rows[0]!.peakMiB).toFixed(3)}x of the first), ${row.seconds} s`);
   }
-  console.log(JSON.stringify({ config: values.config, window: values.window, overlap: values.overlap, rows }));
+  console.log(JSON.stringify({ config: values.config, window: values.window, overlap: values.overlap, ...(values.ranks ? { ranks: Number(values.ranks), isolation: values.isolation } : {}), rows }));
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -152,6 +152,7 @@ const spawned: { name: string; argv: string[]; says: RegExp; skip?: () => string
   // Depths: a structural bound (their weights may be small; their parameter list and graph are not).
   { name: 'layers_per_block of 100000', argv: ['decode', '--synthetic', '--config', 'cfg:{"_class_name":"AutoencoderKL","block_out_channels":[8,16],"layers_per_block":100000,"norm_num_groups":4}', '--latents', latents, '--out', join(dir, 'o.png')], says: /layers_per_block = 100000 is invalid/ },
   { name: '8192 levels of 8192 layers', argv: ['decode', '--synthetic', '--config', `cfg:{"_class_name":"AutoencoderKL","block_out_channels":[${new Array(8192).fill(8).join(',')}],"layers_per_block":8192,"norm_num_groups":4}`, '--latents', latents, '--out', join(dir, 'o.png')], says: /make a decoder of 67117056 repeated blocks, more than 4096/ },
+  { name: '--config /dev/zero', argv: ['decode', '--synthetic', '--config', '/dev/zero', '--latents', latents, '--out', join(dir, 'o.png')], says: /\/dev\/zero is a device, not a regular file/ },
   { name: '--provider webgpu without an adapter (or an unknown provider)', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--provider', 'webgpu'], says: /PROVIDER_UNAVAILABLE: execution provider 'webgpu' is not available/ },
 ];
 for (const c of spawned) {

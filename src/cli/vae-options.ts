@@ -1,7 +1,7 @@
 // Options that name a VAE to load and how to run it (--vae / --synthetic / --seed, --threads,
 // --provider, --device), shared by every command that decodes.
 
-import { readConfigJson, type LoadOptions, type RawConfig, type VaeSource } from '../index.js';
+import { locateVae, readConfigJson, type LoadOptions, type RawConfig, type VaeSource } from '../index.js';
 import type { Args, OptionSpec } from './args.js';
 
 export const VAE_SOURCE_OPTIONS: OptionSpec[] = [
@@ -49,4 +49,20 @@ export function readLoadOptions(args: Args): LoadOptions {
   const deviceId = args.int('device', { min: 0 });
   args.done();
   return { ...(threads !== undefined ? { threads } : {}), ...(provider !== undefined ? { provider } : {}), ...(deviceId !== undefined ? { deviceId } : {}) };
+}
+
+/**
+ * Prints, one line each on stderr, what resolving a path source did as diffusers would (a
+ * pipeline loaded through its vae/ component, a missing variant replaced by the plain weights).
+ * A source that does not resolve prints nothing here: loading it names the problem.
+ */
+export function printSourceNotes(source: VaeSource, io: { stderr(text: string): void }): void {
+  if (!('path' in source)) return;
+  let notes: string[];
+  try {
+    notes = locateVae(source.path, { ...(source.subfolder !== undefined ? { subfolder: source.subfolder } : {}), ...(source.variant !== undefined ? { variant: source.variant } : {}) }).notes;
+  } catch {
+    return;
+  }
+  for (const note of notes) io.stderr(`note: ${note}\n`);
 }

@@ -80,7 +80,9 @@ test('variants: fp16 weights are read and widened exactly; a pipeline lacking th
   const without = pipeline(join(root, 'pipe-nofp16'), { fp16: false });
   const fallback = locateVae(without, { variant: 'fp16' });
   assert.equal(fallback.weightsPath, join(without, 'vae', 'diffusion_pytorch_model.safetensors'));
-  assert.match(fallback.notes[0]!, /has no diffusion_pytorch_model\.fp16\.safetensors; loading diffusion_pytorch_model\.safetensors/);
+  assert.equal(fallback.notes.length, 2);
+  assert.match(fallback.notes[0]!, /is a diffusers pipeline: loading its vae\/ component/);
+  assert.match(fallback.notes[1]!, /has no diffusion_pytorch_model\.fp16\.safetensors; loading diffusion_pytorch_model\.safetensors/);
   assert.throws(() => locateVae(join(without, 'vae'), { variant: 'fp16' }), { code: 'FILE_NOT_FOUND', message: /has none of diffusion_pytorch_model\.fp16\.safetensors, diffusion_pytorch_model\.fp16\.bin/ });
   assert.throws(() => locateVae(without, { variant: '../x' }), { code: 'INVALID_ARGUMENT' });
   assert.equal(withVariant('diffusion_pytorch_model.safetensors', 'bf16'), 'diffusion_pytorch_model.bf16.safetensors');

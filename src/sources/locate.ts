@@ -8,7 +8,8 @@
 // diffusion_pytorch_model.<variant>.safetensors (or .bin) — ModelMixin.from_pretrained raises
 // when it is missing; a pipeline (or repo) whose VAE component lacks the variant falls back to
 // the component's plain weights, as DiffusionPipeline.from_pretrained does
-// (variant_compatible_siblings), and says so in `notes`.
+// (variant_compatible_siblings), and says so in `notes` — as it does when a pipeline resolves to
+// its `vae` component. Callers show the notes (the CLI prints each to stderr).
 
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -87,12 +88,13 @@ function locateInFolder(folder: string, options: LocateOptions, shown: string): 
     }
     vaeFolder = join(folder, DEFAULT_COMPONENT);
   }
+  const notes: string[] = [];
+  if (isPipeline && options.subfolder === undefined) notes.push(`${shown} is a diffusers pipeline: loading its ${DEFAULT_COMPONENT}/ component, as diffusers' pipelines do (--subfolder picks another)`);
   if (!existsSync(join(vaeFolder, 'config.json'))) {
     const what = isPipeline ? `the pipeline ${shown} has no ${vaeFolder.slice(folder.length + 1)}/config.json` : `${vaeFolder} has no config.json (not a diffusers VAE folder or pipeline)`;
     const r = reason('CONFIG_NOT_FOUND', 'vae', vaeFolder, 'a folder with config.json', what);
     throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
   }
-  const notes: string[] = [];
   const plain = [DIFFUSERS_WEIGHTS_FILE, DIFFUSERS_PICKLE_FILE];
   const wanted = plain.map((f) => withVariant(f, options.variant));
   let found = wanted.find((f) => existsSync(join(vaeFolder, f)));

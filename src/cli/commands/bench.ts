@@ -12,7 +12,7 @@ import { ARM_NAMES, benchReport, checkLatents, describeRun, latentShapeOf, loadV
 import type { Args, CommandSpec } from '../args.js';
 import { readBudgetOptions } from '../memory-options.js';
 import { FAMILY_OPTIONS, SIZE_OPTIONS, readSampleShape } from '../tiling-options.js';
-import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
+import { printSourceNotes, RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
 
 const MAX_RANKS = 64;
 
@@ -57,6 +57,7 @@ export const benchCommand: CommandSpec = {
     else if (!existsSync(dirname(out)) || !statSync(dirname(out)).isDirectory()) args.refuse('--out', out, 'a path in an existing folder', `--out ${out}: the folder ${dirname(out)} does not exist`);
     if (latentsPath !== undefined && !existsSync(latentsPath)) args.refuse('--latents', latentsPath, 'an existing .npy or .safetensors file', `--latents ${latentsPath}: no such file`);
     const source = readVaeSourceOptions(args, { syntheticWithoutVae: true });
+    printSourceNotes(source, io);
     const given = readLoadOptions(args);
     // Only an explicit budget skips arms: a benchmark records out-of-memory failures as results.
     const budget = args.has('max-memory') ? readBudgetOptions(args).budget.bytes : undefined;

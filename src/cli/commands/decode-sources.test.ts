@@ -34,13 +34,14 @@ const z = seededTensor([1, 4, 4, 4], 9);
 const Z = join(dir, 'z.npy');
 writeNpy(Z, z);
 
-async function cli(...argv: string[]): Promise<{ code: number; stdout: string }> {
+async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
+  let stderr = '';
   const saved = process.env['HF_HUB_CACHE'];
   process.env['HF_HUB_CACHE'] = cache;
   try {
-    const code = await runCli(argv, { stdout: (t) => (stdout += t), stderr: () => undefined, stderrIsTTY: false });
-    return { code, stdout };
+    const code = await runCli(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), stderrIsTTY: false });
+    return { code, stdout, stderr };
   } finally {
     if (saved === undefined) delete process.env['HF_HUB_CACHE'];
     else process.env['HF_HUB_CACHE'] = saved;
@@ -51,8 +52,17 @@ test('a repo id in the local cache decodes like its snapshot folder; a ComfyUI .
   const byRepo = join(dir, 'repo.npy');
   const byFolder = join(dir, 'folder.npy');
   const byComfy = join(dir, 'comfy.npy');
-  assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', Z, '--out', byRepo, '--threads', '1')).code, 0);
-  assert.equal((await cli('decode', '--vae', join(snapshot, 'vae'), '--latents', Z, '--out', byFolder, '--threads', '1')).code, 0);
+  const repo = await cli('decode', '--vae', 'org/tiny-pipe', '--latents', Z, '--out', byRepo, '--threads', '1');
+  assert.equal(repo.code, 0);
+  // diffusers' pipeline notes, one line each on stderr: the vae/ component, a missing variant's fallback.
+  assert.match(repo.stderr, /^note: org\/tiny-pipe is a diffusers pipeline: loading its vae\/ component, as diffusers' pipelines do \(--subfolder picks another\)$/m);
+  const fp16 = await cli('decode', '--vae', 'org/tiny-pipe', '--variant', 'fp16', '--latents', Z, '--out', join(dir, 'fp16.npy'), '--threads', '1');
+  assert.equal(fp16.code, 0);
+  assert.equal(fp16.stderr.split('\n').filter((l) => l.startsWith('note: ')).length, 2, fp16.stderr);
+  assert.match(fp16.stderr, /^note: .*has no diffusion_pytorch_model\.fp16\.safetensors; loading diffusion_pytorch_model\.safetensors as diffusers' pipelines do/m);
+  const folder = await cli('decode', '--vae', join(snapshot, 'vae'), '--latents', Z, '--out', byFolder, '--threads', '1');
+  assert.equal(folder.code, 0);
+  assert.doesNotMatch(folder.stderr, /note:/);
   writeSafetensors(join(dir, 'z.latent'), { latent_tensor: z, latent_format_version_0: tensor([0]) });
   assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, 'z.latent'), '--out', byComfy, '--threads', '1')).code, 0);
   assert.deepEqual(readNpy(byRepo), readNpy(byFolder));

@@ -83,7 +83,7 @@ import { progressBar } from '../progress.js';
 import { checkRankMemory } from '../rank-memory.js';
 import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-options.js';
 import { REDIS_OPTIONS } from './redis-options.js';
-import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
+import { printSourceNotes, RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
 import { MEMORY_OPTIONS, choiceJson, memoryJson, readBudgetOptions, type BudgetOption } from '../memory-options.js';
 
 /** How long an interrupted queue decode may take to remove its jobs from Redis. */
@@ -165,6 +165,7 @@ export const decodeCommand: CommandSpec = {
   ],
   async run(args, io) {
     const request = readRequest(args);
+    printSourceNotes(request.source, io);
     return new DecodeRun(request, args, io).execute();
   },
 };
@@ -307,6 +308,8 @@ interface DecodedFile {
  * known without them), starts the ranks while the VAE loads, decodes each latent file and reports it.
  */
 class DecodeRun {
+  private readonly warned = new Set<string>();
+  private readonly warnOnce = { stderr: (text: string) => void (this.warned.has(text) || (this.warned.add(text), this.io.stderr(text))) };
   private decision: Decision | null = null;
   private group: RankGroup | null = null;
   private started: Promise<void> | undefined;
@@ -371,7 +374,9 @@ class DecodeRun {
     if (request.strategy === 'shard') splitBands(latent.height, request.ranks, vae.geometry.spatialRatio);
     else if (request.full) disableTiling(vae);
     else applyTilingOptions(args, vae, undefined);
-    this.decision = exactRequest(vae, sample, request.budgetOption, request.strategy, request.ranks, batch, request.redis !== undefined, this.io);
+    // Predicted for the ranks that will start (at most one per tile), warned about once (the
+    // plan-only view and the loaded VAE both come here).
+    this.decision = exactRequest(vae, sample, request.budgetOption, request.strategy, this.ranksFor(vae, latent), batch, request.redis !== undefined, this.warnOnce);
     return latent;
   }
 

@@ -6,7 +6,7 @@ import { DEFAULT_QUEUE, formatBytes, hasMemoryModel, loadVae, predictTileRun, re
 import type { CommandSpec } from '../args.js';
 import { MEMORY_OPTIONS, readBudgetOptions } from '../memory-options.js';
 import { FAMILY_OPTIONS } from '../tiling-options.js';
-import { RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
+import { printSourceNotes, RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
 import { REDIS_OPTIONS } from './redis-options.js';
 
 export const workerCommand: CommandSpec = {
@@ -39,6 +39,7 @@ export const workerCommand: CommandSpec = {
     const lockDurationMs = args.int('lock-duration', { min: 100 }) ?? 30000;
     const stalledIntervalMs = args.int('stalled-interval', { min: 100 }) ?? 30000;
     const source = readVaeSourceOptions(args);
+    printSourceNotes(source, io);
     const loadOptions = readLoadOptions(args);
     const { budget } = readBudgetOptions(args);
     args.done();

@@ -26,8 +26,8 @@ export interface RankHostEvents {
   onExit(cause: string): void;
 }
 
-/** Starts a rank and resolves once it reported ready (rejects when it dies first). */
-export type StartRank = (init: RankInit, events: RankHostEvents) => Promise<RankHost>;
+/** Starts a rank and resolves once it reported ready (rejects when it dies first); `signal` ends a rank still starting. */
+export type StartRank = (init: RankInit, events: RankHostEvents, signal?: AbortSignal) => Promise<RankHost>;
 
 /** The entry module `name` next to `base` (an import.meta.url), and the tsx loader it needs when it is a source file. */
 export function rankEntry(base: string, name: string): { url: string; tsx: boolean } {
@@ -46,15 +46,21 @@ export interface RankEnds {
  * Starts a rank with `spawn` (which builds its host and wires its messages and exit to the ends
  * given) and resolves once the rank reported ready: the first 'ready' lets go of this process,
  * every later message goes to `events`; an exit before 'ready' rejects with TRANSPORT_FAILED
- * naming `what` ran the rank, a later one is reported to `events`.
+ * naming `what` ran the rank, a later one is reported to `events`. Aborting `signal` before
+ * 'ready' ends the rank at once (a group closed while its ranks still load: a coordinator
+ * interrupted then need not wait for them).
  */
-export function startRank(init: RankInit, what: string, events: RankHostEvents, spawn: (ends: RankEnds) => RankHost): Promise<RankHost> {
+export function startRank(init: RankInit, what: string, events: RankHostEvents, spawn: (ends: RankEnds) => RankHost, signal?: AbortSignal): Promise<RankHost> {
   return new Promise((resolve, reject) => {
     let ready = false;
+    const onAbort = () => {
+      if (!ready) host.kill();
+    };
     const host: RankHost = spawn({
       message: (message) => {
         if (!ready && message.type === 'ready') {
           ready = true;
+          signal?.removeEventListener('abort', onAbort);
           host.hold(false);
           resolve(host);
           return;
@@ -62,9 +68,12 @@ export function startRank(init: RankInit, what: string, events: RankHostEvents, 
         events.onMessage(message);
       },
       exit: (cause, error) => {
+        signal?.removeEventListener('abort', onAbort);
         if (!ready) reject(new DistVaeError('TRANSPORT_FAILED', `rank ${init.rank} (${what}) failed to start: ${cause}`, { cause: error }));
         else events.onExit(cause);
       },
     });
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

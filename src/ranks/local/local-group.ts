@@ -81,6 +81,8 @@ export class LocalGroup implements RankGroup {
   private tail: Promise<void> = Promise.resolve();
   private runs = 0;
   private closed = false;
+  /** Aborted by close(): ranks still starting are ended instead of awaited. */
+  private readonly closing = new AbortController();
 
   constructor(
     options: LocalGroupOptions,
@@ -207,6 +209,7 @@ export class LocalGroup implements RankGroup {
     this.closed = true;
     const active = this.active;
     if (active) for (const host of this.hosts) host?.send({ type: 'cancel', run: active.id, reason: 'the group is closing' });
+    this.closing.abort();
     await Promise.allSettled(this.starting.map((s) => s));
     await Promise.all(this.hosts.map((h) => h?.close(CLOSE_GRACE_MS)));
   }
@@ -225,7 +228,7 @@ export class LocalGroup implements RankGroup {
       starting = this.startRank(init, {
         onMessage: (message) => this.onMessage(rank, message),
         onExit: (cause) => this.onExit(rank, cause),
-      }).then(
+      }, this.closing.signal).then(
         (h) => {
           this.hosts[rank] = h;
           this.starting[rank] = null;

@@ -213,5 +213,17 @@ export function groupConformance(name: string, isolation: 'thread' | 'process', 
       }
       await rejectsWith(own.run(PROGRAMS.identity, [0, 1]), 'TRANSPORT_FAILED', /closed/);
     });
+
+    test('close() while the ranks still start ends them instead of waiting for them (an interrupted coordinator)', async () => {
+      const threadsBefore = osThreads();
+      const childrenBefore = childPids();
+      const own = makeGroup({ ranks: 2, threadsPerRank: 1 });
+      const starting = own.start();
+      starting.catch(() => undefined);
+      await own.close();
+      await rejectsWith(starting, 'TRANSPORT_FAILED', /failed to start/);
+      if (isolation === 'process') assert.deepEqual(childPids().filter((p) => !childrenBefore.includes(p) && isAlive(p)), [], 'no rank process left');
+      else assert.equal(osThreads(), threadsBefore, 'no rank thread left');
+    });
   });
 }

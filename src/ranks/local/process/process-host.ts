@@ -27,7 +27,7 @@ export function killRankProcesses(): void {
 }
 process.on('exit', killRankProcesses);
 
-export const startProcessRank: StartRank = (init, events) =>
+export const startProcessRank: StartRank = (init, events, signal) =>
   startRank(init, 'child process', events, (ends) => {
     const child = fork(fileURLToPath(entry.url), [], {
       execArgv: entry.tsx ? ['--import', import.meta.resolve('tsx')] : [],
@@ -79,4 +79,4 @@ export const startProcessRank: StartRank = (init, events) =>
         if (!exited) child.kill('SIGKILL');
       },
     };
-  });
+  }, signal);

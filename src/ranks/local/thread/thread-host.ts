@@ -18,7 +18,7 @@ function bootstrap(): string {
   return `${body}.catch((e) => { console.error(e); process.exit(70); });`;
 }
 
-export const startThreadRank: StartRank = (init, events) =>
+export const startThreadRank: StartRank = (init, events, signal) =>
   startRank(init, 'worker thread', events, (ends) => {
     const worker = new Worker(bootstrap(), { eval: true, workerData: init });
     let exited = false;
@@ -48,4 +48,4 @@ export const startThreadRank: StartRank = (init, events) =>
       },
       kill: () => void worker.terminate(),
     };
-  });
+  }, signal);
