@@ -240,7 +240,7 @@ const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, st
   ['growthFactor', 'growth', 'runs larger than every earlier run of their session (regions added on the way)'],
   ['shardFactor', 'shard', "a row-sharded rank's largest step (kept band values + the step's work)"],
   ['outputCopies', 'output', 'the decoded sample, in the process that assembles it'],
-  ['runOutputCopies', 'runOutput', "a run's output size: the copy out of onnxruntime, and what grows with the output resolution that the liveness scan does not see (kernel layouts at full resolution)"],
+  ['largestTensorCopies', 'largestTensor', "a decoding process's largest tensor: what onnxruntime adds beyond the graph (layout reorders of the largest convolutions' operands, the output copied out)"],
   ['rankThreadBytes', 'rankThread', 'a rank thread in the coordinator (decoding in-process)'],
 ];
 

@@ -26,8 +26,8 @@ export interface RuntimeCalibration {
   shardFactor: number;
   /** Copies of the decoded output resident in the process that assembles and writes it. */
   outputCopies: number;
-  /** Resident bytes per byte of a run's output in the process that runs it: the copy out of onnxruntime and full-resolution buffers the liveness scan does not see. */
-  runOutputCopies: number;
+  /** Copies of a decoding process's largest tensor that onnxruntime adds beyond the graph (layout reorders, the output copied out). */
+  largestTensorCopies: number;
   /** Resident bytes a rank thread adds to the process it runs in. */
   rankThreadBytes: number;
   /** How the numbers were measured. */
@@ -42,19 +42,18 @@ export interface RuntimeCalibration {
 export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
   cpu: {
     provider: 'cpu',
-    fixedBytes: 134703199,
-    decodingWeightCopies: 1,
-    sessionWeightCopies: 2,
-    holdingWeightCopies: 0.999,
-    activationFactor: 1.381,
-    patternFactor: 1,
-    growthFactor: 0.5,
-    shardFactor: 2.01,
-    outputCopies: 2.549,
-    runOutputCopies: 1,
-    rankThreadBytes: 80 * 2 ** 20,
-    measured:
-      'fitted by `npx tsx bench/memory-model.ts calibrate` to the 50 processes of 22 cases in bench/results/memory-model.json (2026-12-01, linux x64, 2 cores, Node 20.20, onnxruntime-node 1.30, before the lean-runtime change of issue 14: recalibrate after it)',
+    fixedBytes: 150472286,
+    decodingWeightCopies: 2.423,
+    sessionWeightCopies: 0.781,
+    holdingWeightCopies: 0.959,
+    activationFactor: 0.594,
+    patternFactor: 0.831,
+    growthFactor: 0,
+    shardFactor: 1.349,
+    outputCopies: 1.715,
+    largestTensorCopies: 2.607,
+    rankThreadBytes: 96562319,
+    measured: 'fitted by `npx tsx bench/memory-model.ts calibrate` to the processes of bench/results/memory-model.json (2026-12-01/02, linux x64, 2 cores, Node 20.20, onnxruntime-node 1.30 CPU EP, lean runtime: external weights, lazy sessions; arena and memory patterns on)',
   },
 };
 

@@ -66,8 +66,8 @@ export interface MemoryTerms {
   shard: number;
   /** The decoded output, in the process that assembles and writes it. */
   output: number;
-  /** The largest run's output as copied out of onnxruntime (a raw tile before assembly). */
-  runOutput: number;
+  /** The largest tensor of its runs: the buffers onnxruntime adds that the graph does not show (layout reorders of the largest convolutions' operands, the output copied out), a few of them at a time. */
+  largestTensor: number;
   /** 1 when the process decodes on a rank thread of its own (a second JS realm and module graph). */
   rankThread: number;
   /** Buffers counted as they are (latent, tile outputs a rank returns, a runner's kept state). */
@@ -112,7 +112,7 @@ export function peakOfTerms(t: MemoryTerms, cal: RuntimeCalibration): number {
       cal.growthFactor * t.growth +
       cal.shardFactor * t.shard +
       cal.outputCopies * t.output +
-      cal.runOutputCopies * t.runOutput +
+      cal.largestTensorCopies * t.largestTensor +
       cal.rankThreadBytes * t.rankThread +
       t.buffers,
   );
@@ -232,7 +232,7 @@ interface Run {
   outBytes: number;
 }
 
-const NO_TERMS: MemoryTerms = { decodingWeights: 0, sessionWeights: 0, holdingWeights: 0, activation: 0, pattern: 0, growth: 0, shard: 0, output: 0, runOutput: 0, rankThread: 0, buffers: 0 };
+const NO_TERMS: MemoryTerms = { decodingWeights: 0, sessionWeights: 0, holdingWeights: 0, activation: 0, pattern: 0, growth: 0, shard: 0, output: 0, largestTensor: 0, rankThread: 0, buffers: 0 };
 
 /**
  * Predicted peak memory of decoding a latent of `sample`'s size (batch `batch`) with `plan`.
@@ -266,7 +266,7 @@ export function predictMemory(vae: VaeSpec, plan: MemoryPlan, sample: SampleShap
     maxTensorBytes = Math.max(maxTensorBytes, hold.maxTensorBytes);
     // A temporally chunked decode also holds one chunk's raw output while it assembles.
     const chunkOutput = chunkFrames.length > 1 ? hold.outputBytes : 0;
-    return { ...NO_TERMS, decodingWeights: arch.weightBytes, sessionWeights: hold.weightBytes, activation: hold.activation, pattern: hold.pattern, growth: hold.growth, runOutput: hold.outputBytes, buffers: buffers + hold.kept + chunkOutput };
+    return { ...NO_TERMS, decodingWeights: arch.weightBytes, sessionWeights: hold.weightBytes, activation: hold.activation, pattern: hold.pattern, growth: hold.growth, largestTensor: hold.maxTensorBytes, buffers: buffers + hold.kept + chunkOutput };
   };
   const holding: MemoryTerms = { ...NO_TERMS, holdingWeights: arch.weightBytes };
   const assembling = (t: MemoryTerms): MemoryTerms => ({ ...t, output, buffers: t.buffers + latentBytes });
@@ -330,6 +330,6 @@ export function predictTileRun(vae: VaeSpec, tiles: readonly (readonly number[])
     return { peakBytes: peakOfTerms(idle, cal), terms: idle };
   }
   const hold = decodingHold(tiles.map((t) => runsFor(arch, t)));
-  const terms: MemoryTerms = { ...NO_TERMS, decodingWeights: arch.weightBytes, sessionWeights: hold.weightBytes, activation: hold.activation, pattern: hold.pattern, growth: hold.growth, runOutput: hold.outputBytes, buffers: hold.kept };
+  const terms: MemoryTerms = { ...NO_TERMS, decodingWeights: arch.weightBytes, sessionWeights: hold.weightBytes, activation: hold.activation, pattern: hold.pattern, growth: hold.growth, largestTensor: hold.maxTensorBytes, buffers: hold.outputBytes + hold.kept };
   return { peakBytes: peakOfTerms(terms, cal), terms };
 }
