@@ -197,7 +197,7 @@ function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCa
   const lines = [
     '# Memory model accuracy',
     '',
-    `Ran ${report.ran['date']} on ${report.ran['machine']}; calibration \`${report.calibration.provider}\`: ${report.calibration.measured}.`,
+    `Ran ${report.ran['date']} on ${report.ran['machine']}; calibration \`${report.calibration.provider}\`: ${report.calibration.measured}.${report.ran['note'] ? ` ${report.ran['note']}` : ''}`,
     '',
     '`npx tsx bench/memory-model.ts` — each case is one `distvae decode --json` (process ranks, 1 thread each); predicted: the memory model of src/memory/ for the same plan; measured: VmHWM of each process. Activation share: the graph-derived activation terms over the measured peak.',
     '',
