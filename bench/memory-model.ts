@@ -72,6 +72,7 @@ const CASES: Case[] = [
   { name: 'sd-whole-256', family: 'autoencoder-kl', height: 256, width: 256, plan: { strategy: 'whole', ranks: 1 }, quick: true },
   { name: 'sd-whole-512', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'sd-whole-768', family: 'autoencoder-kl', height: 768, width: 768, plan: { strategy: 'whole', ranks: 1 } },
+  { name: 'sd-whole-1024', family: 'autoencoder-kl', height: 1024, width: 1024, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'sd-tile256-512-r1', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(1, 256, 64) },
   { name: 'sd-tile256-768-r2', family: 'autoencoder-kl', height: 768, width: 768, plan: tile(2, 256, 64) },
   { name: 'sd-tile256-512-r4', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(4, 256, 64) },

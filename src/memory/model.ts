@@ -20,7 +20,6 @@ import { splitBands } from '../strategies/shard/bands.js';
 import { exactTilingHalo, exactTiles, type Halo } from '../strategies/exact-tile/halo.js';
 import type { Tensor } from '../tensor.js';
 import { calibrationOf, type RuntimeCalibration } from './calibration.js';
-import { peakOf } from './liveness.js';
 import { decodingHold, sessionRuns, type SessionRun } from './runs.js';
 import { inferShapes, type ValueShape } from './shapes.js';
 import { shardRankHold } from './shard.js';
@@ -281,11 +280,12 @@ export function predictMemory(vae: VaeSpec, plan: MemoryPlan, sample: SampleShap
       whole = inferShapes(model, { [model.graph!.input![0]!.name!]: dims });
       arch.shapes.set(key, whole);
     }
-    maxTensorBytes = peakOf(model, whole).maxTensorBytes;
     const bands = splitBands(latent.height, plan.ranks, vae.geometry.spatialRatio);
     const ranks = bands.map((b) => {
       const share = (b.end - b.start) / latent.height;
-      return { rank: b.rank, terms: { ...NO_TERMS, decodingWeights: arch.weightBytes, sessionWeights: arch.weightBytes, shard: shardRankHold(model, whole, b, latent.height).peakBytes, buffers: output * share } };
+      const hold = shardRankHold(model, whole, b, latent.height);
+      maxTensorBytes = Math.max(maxTensorBytes, hold.maxTensorBytes);
+      return { rank: b.rank, terms: { ...NO_TERMS, decodingWeights: arch.weightBytes, sessionWeights: arch.weightBytes, shard: hold.peakBytes, buffers: output * share } };
     });
     return done(assembling(holding), ranks);
   }

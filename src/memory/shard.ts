@@ -32,6 +32,8 @@ export interface ShardHold {
   peakBytes: number;
   /** The step where it is reached. */
   step: number;
+  /** Largest single tensor of any step (a stage's, an attention chunk's, the joined keys). */
+  maxTensorBytes: number;
 }
 
 /** The peak of `band` in a row-sharded decode of `model` whose whole-graph shapes are `whole`. */
@@ -52,6 +54,11 @@ export function shardRankHold(model: ModelProto, whole: ReadonlyMap<string, Valu
   const held = new Map<string, number>([[staged.input, size(staged.input) * fraction(staged.input, false)]]);
   let peak = 0;
   let peakStep = 0;
+  let maxTensor = 0;
+  const scan = (p: { peakBytes: number; maxTensorBytes: number }) => {
+    maxTensor = Math.max(maxTensor, p.maxTensorBytes);
+    return p.peakBytes;
+  };
   staged.steps.forEach((step, i) => {
     const keptBytes = [...held.values()].reduce((a, b) => a + b, 0);
     let work = 0;
@@ -63,7 +70,7 @@ export function shardRankHold(model: ModelProto, whole: ReadonlyMap<string, Valu
       // The stage session's own buffers over band + halo rows (outputs included), freed when it returns.
       const scaled = new Map<string, ValueShape>();
       for (const [name, s] of whole) scaled.set(name, { dims: [Math.round(bytesOf(s) * (s.values ? 1 : readFraction))], itemBytes: 1 });
-      work += peakOf(step.graph.model, scaled).peakBytes;
+      work += scan(peakOf(step.graph.model, scaled));
       for (const name of step.graph.inputs) if (withHalo) work += size(name) * fraction(name, true, halo);
       for (const name of step.graph.outputs) {
         // The outputs copied out of onnxruntime, and cropped to the band when a halo was read.
@@ -85,7 +92,8 @@ export function shardRankHold(model: ModelProto, whole: ReadonlyMap<string, Valu
       const q = [...whole.get(region.query)!.dims];
       q[1] = chunk;
       const dims: Record<string, number[]> = { [region.query]: q, [region.key]: [...whole.get(region.key)!.dims], [region.value]: [...whole.get(region.value)!.dims] };
-      work += peakOf(core.model, inferShapes(core.model, dims)).peakBytes;
+      work += scan(peakOf(core.model, inferShapes(core.model, dims)));
+      maxTensor = Math.max(maxTensor, kv / 2);
       // The chunks' outputs, then joined.
       work += 2 * size(region.output) * fraction(region.output, false);
       outputs.push(region.output);
@@ -97,5 +105,5 @@ export function shardRankHold(model: ModelProto, whole: ReadonlyMap<string, Valu
     for (const name of outputs) held.set(name, size(name) * fraction(name, false));
     for (const name of [...held.keys()]) if ((plan.lastUse.get(name) ?? -1) <= i) held.delete(name);
   });
-  return { peakBytes: peak, step: peakStep };
+  return { peakBytes: peak, step: peakStep, maxTensorBytes: maxTensor };
 }
