@@ -46,6 +46,8 @@ export class Vae extends BoundVae {
     readonly source: VaeSource,
     readonly loadOptions: LoadOptions,
     weights: ReadonlyMap<string, Tensor>,
+    /** Frees what holds the weights' bytes (readVaeSource's scratch file), after the sessions. */
+    private readonly release: () => void = () => undefined,
   ) {
     super(family, config, runtime, runner, weights);
   }
@@ -74,6 +76,11 @@ export class Vae extends BoundVae {
     }
     return this.hash;
   }
+
+  override async dispose(): Promise<void> {
+    await super.dispose();
+    this.release();
+  }
 }
 
 /** The onnxruntime session settings that load options ask for. */
@@ -96,7 +103,7 @@ export function sessionOptionsOf(options: LoadOptions): SessionOptions {
  */
 export async function loadVae(source: string | VaeSource, options: LoadOptions & { family?: string } = {}): Promise<Vae> {
   const resolved = vaeSourceOf(source, options.family);
-  const { family, config, runtime, weights } = await readVaeSource(resolved);
+  const { family, config, runtime, weights, release } = await readVaeSource(resolved);
   const sessionOptions = sessionOptionsOf(options);
   // The provider is checked now; the decoder's sessions are built by the first decode.
   await checkProvider(sessionOptions);
@@ -107,5 +114,5 @@ export async function loadVae(source: string | VaeSource, options: LoadOptions &
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
     ...(options.allowSpinning !== undefined ? { allowSpinning: options.allowSpinning } : {}),
   };
-  return new Vae(family, config, runtime, runner, resolved, loadOptions, weights);
+  return new Vae(family, config, runtime, runner, resolved, loadOptions, weights, release);
 }

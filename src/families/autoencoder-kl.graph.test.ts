@@ -11,7 +11,7 @@ import { runGraph } from '../graph/testing/run-graph.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { buildKlDecoderGraph, klDecoderParams, renameLegacyAttentionKeys } from './autoencoder-kl.graph.js';
 import { attentionBytes, attentionChunksFor, checkAttentionMemory } from './autoencoder-kl.runtime.js';
-import { UPSAMPLER_FORMS } from './blocks.js';
+import { channelParts, UPSAMPLER_FORMS } from './blocks.js';
 import { getFamily } from './registry.js';
 import { referenceKlDecode, type KlReferenceArchitecture } from './testing/kl-reference.js';
 import type { RawConfig } from './types.js';
@@ -82,6 +82,31 @@ for (const upsampler of UPSAMPLER_FORMS) {
     assertRelativeL2(sample!, referenceKlDecode(c.arch, weights, z), upsampler);
   });
 }
+
+for (const upsampler of UPSAMPLER_FORMS) {
+  for (const c of [CASES[0]!, CASES[1]!]) {
+    test(`channel parts (the tile runner's spelling) compute the same decoder: ${upsampler}, ${c.label}`, async () => {
+      const config = getFamily(c.family).resolveConfig(c.config);
+      const weights = syntheticWeights(klDecoderParams(config), 9);
+      const z = seededTensor(c.latent, 13);
+      const graph = buildKlDecoderGraph(config, weights, { upsampler, channelParts: true });
+      // The narrowing resnet reads two slices: two GroupNorms where the plain graph has one.
+      assert.ok(graph.toModel().graph!.node!.some((n) => n.name!.includes('resnets.0.norm1.part1/')));
+      const { sample } = await runGraph(graph, { latent: z });
+      assertRelativeL2(sample!, referenceKlDecode(c.arch, weights, z), `${upsampler} parts`);
+    });
+  }
+}
+
+test('channel parts: cout slices of cin when groups stay whole, else one part', () => {
+  assert.equal(channelParts(256, 128, 32), 2); // SD's last up block
+  assert.equal(channelParts(512, 256, 32), 2);
+  assert.equal(channelParts(512, 512, 32), 1); // not narrowing
+  assert.equal(channelParts(128, 256, 32), 1); // widening
+  assert.equal(channelParts(24, 8, 8), 1); // 3 channels per group do not divide 8
+  assert.equal(channelParts(24, 8, 12), 3);
+  assert.equal(channelParts(24, 16, 8), 1); // 16 does not divide 24
+});
 
 test('the SD 1.x decoder lists diffusers keys and shapes (140 tensors incl. post_quant_conv)', () => {
   const specs = new Map(klDecoderParams(getFamily('autoencoder-kl').resolveConfig(undefined)).map((s) => [s.name, s.dims]));

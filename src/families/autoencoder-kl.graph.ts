@@ -18,6 +18,9 @@ import {
   Module,
   normParams,
   upBlock,
+  channelParts,
+  resnetBlockFromParts,
+  upsampler2dParts,
   upBlockParams,
   upsampler2d,
   WeightTable,
@@ -78,6 +81,12 @@ export interface KlGraphOptions {
   upsampler?: UpsamplerForm;
   /** Query chunks of the mid-block attention (default 1: one N × N matrix; attentionChunksFor). */
   attentionChunks?: number;
+  /**
+   * Emit each upsampler that feeds a narrowing resnet as channel slices (blocks.ts, "channel
+   * parts"): a lower activation peak, same function. Off by default, so the graph that locality
+   * analysis and row sharding read keeps one GroupNorm per checkpoint norm; the tile runner turns it on.
+   */
+  channelParts?: boolean;
 }
 
 export function buildKlDecoderGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, options: KlGraphOptions = {}): GraphBuilder {
@@ -94,7 +103,23 @@ export function buildKlDecoderGraph(config: ResolvedConfig, weights: ReadonlyMap
   const levels = a.blockOut.length;
   const upsampler = options.upsampler ?? DEFAULT_UPSAMPLER_FORM;
   const upsample = (m: Module, h: Value) => upsampler2d(m, h, upsampler);
-  for (let i = 0; i < levels; i++) x = upBlock(decoder.child(`up_blocks.${i}`), x, a.layersPerBlock + 1, i < levels - 1, s, upsample);
+  const widths = [...a.blockOut].reverse();
+  let parts: Value[] | null = null;
+  for (let i = 0; i < levels; i++) {
+    const m = decoder.child(`up_blocks.${i}`);
+    if (parts) {
+      // The first resnet reads the previous upsampler's slices; the rest of the block as usual.
+      x = resnetBlockFromParts(m.child('resnets.0'), parts, s);
+      x = upBlock(m, x, a.layersPerBlock + 1, false, s, upsample, 1);
+    } else {
+      x = upBlock(m, x, a.layersPerBlock + 1, false, s, upsample);
+    }
+    parts = null;
+    if (i === levels - 1) break;
+    const k = options.channelParts ? channelParts(widths[i]!, widths[i + 1]!, a.normGroups) : 1;
+    if (k > 1) parts = upsampler2dParts(m.child('upsamplers.0'), x, upsampler, k);
+    else x = upsample(m.child('upsamplers.0'), x);
+  }
   x = conv2d.apply(decoder.child('conv_out'), groupNormSilu(decoder.child('conv_norm_out'), x, s.norm));
   g.output('sample', x, ['batch', a.outChannels, 'out_height', 'out_width']);
   table.assertAllTaken(config.className);

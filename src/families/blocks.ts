@@ -254,6 +254,75 @@ export function upsampler2d(m: Module, x: Value, form: UpsamplerForm = DEFAULT_U
   return sc.depthToSpace(sc.concat(phases, 1), 2, 'DCR');
 }
 
+// ---- channel parts -------------------------------------------------------------------------
+//
+// Where an up block widens the image but narrows the channels (SD: 256 channels upsampled to
+// the full resolution, then a resnet down to 128), the upsampler's output and the first
+// GroupNorm chain after it are the largest tensors of the decode, and onnxruntime holds that
+// input (kept for the 1×1 shortcut, which it runs last) next to two out-of-place copies of it
+// (InstanceNormalization, the affine, SiLU, the NCHWc reorder). Emitted as `parts` slices of
+// cout channels instead, no full-resolution tensor is wider than cout: the upsampler computes
+// each slice from its own output channels, GroupNorm runs per slice (a group never straddles
+// two: cout is a multiple of the channels per group), and conv1 and the shortcut sum one conv
+// per slice of their input channels. Same function; only the summation order of the two convs
+// changes. bench/memory.md has what it saves.
+
+/** A slice of `count` channels at `index` along `axis` of a checkpoint weight (onnxruntime folds it into a constant). */
+function channelSlice(sc: Scope, w: Value, axis: number, index: number, count: number): Value {
+  return sc.slice(w, { starts: [index * count], ends: [(index + 1) * count], axes: [axis] });
+}
+
+/**
+ * How many cout-channel parts the input of a cin → cout resnet can be split into, GroupNorm
+ * groups intact: cin / cout when cout divides cin and is a multiple of cin's channels per group, else 1.
+ */
+export function channelParts(cin: number, cout: number, groups: number): number {
+  const perGroup = cin / groups;
+  return cin > cout && cin % cout === 0 && Number.isInteger(perGroup) && cout % perGroup === 0 ? cin / cout : 1;
+}
+
+/** Upsample2D whose output arrives as `parts` equal channel slices (in channel order). */
+export function upsampler2dParts(m: Module, x: Value, form: UpsamplerForm, parts: number): Value[] {
+  const c = m.child('conv');
+  const sc = m.scope;
+  const count = c.dims('weight')[0]! / parts;
+  const weight = c.param('weight');
+  const bias = c.param('bias');
+  const resized = form === 'resize-conv' ? sc.resizeNearest(x, [1, 1, 2, 2]) : undefined;
+  return Array.from({ length: parts }, (_, p) => {
+    const w = channelSlice(sc, weight, 0, p, count);
+    const b = channelSlice(sc, bias, 0, p, count);
+    if (resized) return sc.conv(resized, w, b, { kernelShape: [3, 3], pads: 1 });
+    const phases = [0, 1].flatMap((a) => [0, 1].map((q) => sc.conv(x, phaseKernel(sc, w, a, q), b, { kernelShape: [2, 2], pads: [1 - a, 1 - q, a, q] })));
+    return sc.depthToSpace(sc.concat(phases, 1), 2, 'DCR');
+  });
+}
+
+/** resnetBlock (cin → cout with a conv_shortcut, 2-D convs) on an input given as equal channel slices. */
+export function resnetBlockFromParts(m: Module, parts: readonly Value[], s: BlockSettings): Value {
+  const sc = m.scope;
+  const cin = m.dims('norm1.weight')[0]!;
+  const count = cin / parts.length;
+  const norm1 = m.child('norm1');
+  const gamma = norm1.param('weight');
+  const beta = norm1.param('bias');
+  const partNorm = { groups: (s.norm.groups * count) / cin, epsilon: s.norm.epsilon, channels: count };
+  /** Σ over the parts of a conv on each (its weight's input-channel slice), the bias added once. */
+  const summed = (conv: Module, inputs: readonly Value[], k: number): Value => {
+    const w = conv.param('weight');
+    const b = conv.param('bias');
+    const terms = inputs.map((h, p) => sc.conv(h, channelSlice(sc, w, 1, p, count), p === 0 ? b : undefined, { kernelShape: [k, k], pads: Math.floor(k / 2) }));
+    return terms.reduce((acc, t) => sc.add(acc, t));
+  };
+  const activated = parts.map((x, p) => {
+    const scope = norm1.scope.scope(`part${p}`);
+    return scope.silu(scope.groupNorm(x, channelSlice(scope, gamma, 0, p, count), channelSlice(scope, beta, 0, p, count), partNorm));
+  });
+  let h = summed(m.child('conv1'), activated, 3);
+  h = s.conv.apply(m.child('conv2'), groupNormSilu(m.child('norm2'), h, s.norm));
+  return sc.add(summed(m.child('conv_shortcut'), parts, 1), h);
+}
+
 /** UpDecoderBlock2D: `resnets.0…layers` (the first maps cin → cout), then `upsamplers.0` when asked. */
 export function upBlockParams(key: string, cin: number, cout: number, resnets: number, upsample: boolean, conv: ConvFlavour): ParamSpec[] {
   const specs: ParamSpec[] = [];
@@ -262,8 +331,9 @@ export function upBlockParams(key: string, cin: number, cout: number, resnets: n
   return specs;
 }
 
-export function upBlock(m: Module, x: Value, resnets: number, upsample: boolean, s: BlockSettings, upsampler: (m: Module, x: Value) => Value = upsampler2d): Value {
-  for (let j = 0; j < resnets; j++) x = resnetBlock(m.child(`resnets.${j}`), x, s);
+/** `first` skips resnets already applied (a resnet read from channel parts). */
+export function upBlock(m: Module, x: Value, resnets: number, upsample: boolean, s: BlockSettings, upsampler: (m: Module, x: Value) => Value = upsampler2d, first = 0): Value {
+  for (let j = first; j < resnets; j++) x = resnetBlock(m.child(`resnets.${j}`), x, s);
   return upsample ? upsampler(m.child('upsamplers.0'), x) : x;
 }
 

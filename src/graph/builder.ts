@@ -60,6 +60,8 @@ export interface GroupNormOptions {
   epsilon: number;
   /** How the normalisation is expressed in ONNX (default: the fastest on CPU); see group-norm.ts. */
   form?: GroupNormForm;
+  /** The channel count when `scale` is computed (a slice of a checkpoint weight) rather than an initializer. */
+  channels?: number;
 }
 
 export interface SliceOptions {
@@ -183,7 +185,7 @@ export class Scope {
 
   /** GroupNorm as in PyTorch: statistics per (sample, group), affine per channel. */
   groupNorm(x: Value, scale: Value, bias: Value, options: GroupNormOptions): Value {
-    const channels = this.weightDims('GroupNorm scale', scale);
+    const channels = options.channels !== undefined && this.initializerDims(scale) === undefined ? [options.channels] : this.weightDims('GroupNorm scale', scale);
     if (channels.length !== 1) invalidArgument('GroupNorm scale', channels, 'a 1-D [C] initializer');
     const c = channels[0]!;
     if (!Number.isSafeInteger(options.groups) || options.groups < 1 || c % options.groups !== 0) {

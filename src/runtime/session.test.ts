@@ -12,7 +12,8 @@ import type { Tensor } from '../tensor.js';
 import { openSafetensorsFile } from '../sources/weights-file.js';
 import { writeSafetensors } from '../weights/safetensors.js';
 import { EXECUTION_PROVIDERS, listProviders } from './providers.js';
-import { createSession } from './session.js';
+import { createSession, ortOptions } from './session.js';
+import { providerConfig } from './providers.js';
 
 function affineModel(): Uint8Array {
   const g = new GraphBuilder('affine');
@@ -54,6 +55,15 @@ test('session options are validated', async () => {
   await assert.rejects(createSession(affineModel(), { interOpThreads: 1.5 }), isCode('INVALID_ARGUMENT'));
   await assert.rejects(createSession(affineModel(), { deviceId: 0 }), (e: unknown) => isCode('INVALID_ARGUMENT')(e) && (e as DistVaeError).reasons[0]!.field === 'deviceId');
   await assert.rejects(createSession(Uint8Array.of(1, 2, 3)), isCode('RUNTIME_FAILED'));
+});
+
+test('the memory pattern is off with the arena (a second run would add its block to the first run\'s regions) and on without it', () => {
+  const cpu = providerConfig('cpu', undefined);
+  assert.equal(ortOptions({}, cpu, undefined).enableMemPattern, false);
+  assert.equal(ortOptions({ enableCpuMemArena: false }, cpu, undefined).enableMemPattern, true);
+  assert.equal(ortOptions({ enableMemPattern: true }, cpu, undefined).enableMemPattern, true);
+  const extra = ortOptions({ sessionConfig: { 'disable_prepacking': '1' } }, cpu, '/w').extra as { session: Record<string, string> };
+  assert.deepEqual(extra.session, { disable_prepacking: '1', 'intra_op.allow_spinning': '1', model_external_initializers_file_folder_path: '/w' });
 });
 
 test('every optimisation level gives the same result', async () => {

@@ -8,6 +8,7 @@ import { reason, refuse } from '../errors.js';
 import { resolveFamilyConfig } from '../families/registry.js';
 import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from '../families/types.js';
+import type { FileBytes } from '../graph/tensor-proto.js';
 import type { Tensor } from '../tensor.js';
 import type { TensorReader } from '../weights/reader.js';
 import type { ParamSpec } from '../weights/synthetic.js';
@@ -37,6 +38,8 @@ export interface HalfReading {
   layout?: SingleFileLayout | null;
   /** Runs on the half's parameter list before any tensor is read (e.g. refuse absurd weight bytes). */
   checkParams?: (params: ParamSpec[]) => void;
+  /** Where tensors converted to float32 in JS are written (readBoundWeights' `spill`). */
+  spill?: (data: Float32Array, name: string) => FileBytes;
 }
 
 /** The resolved config and bound weights of one half from an opened weights file. */
@@ -49,6 +52,6 @@ export async function readBoundHalf(family: FamilySpec, runtime: FamilyRuntime, 
   const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
   const params = half.params(config);
   reading.checkParams?.(params);
-  const weights = await readBoundWeights(reader, entries, params, { ignorePrefixes: half.ignoredKeyPrefixes, source: reading.source });
+  const weights = await readBoundWeights(reader, entries, params, { ignorePrefixes: half.ignoredKeyPrefixes, source: reading.source, ...(reading.spill ? { spill: reading.spill } : {}) });
   return { config, weights };
 }

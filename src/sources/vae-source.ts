@@ -10,13 +10,15 @@ import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, VaeSpec } from '../families/types.js';
 import { firstNonFinite, type Tensor } from '../tensor.js';
 import { checkWeightBytes } from '../weights/budget.js';
-import { syntheticWeights } from '../weights/synthetic.js';
+import { storeSyntheticWeights } from '../weights/synthetic.js';
 import { readConfigJson } from './config-file.js';
 import { withFileSource } from './file-source.js';
 import { partOf, readBoundHalf, type VaePart } from './bind-half.js';
 import { locateVae, type VaeLocation } from './locate.js';
 import { looksLikeTae, singleFileLayout, type SingleFileLayout } from './single-file.js';
-import { openWeights } from './weights-file.js';
+import { FileTensor, openWeights } from './weights-file.js';
+import { SpillFile } from '../io/spill-file.js';
+import type { FileBytes } from '../graph/tensor-proto.js';
 
 export { DIFFUSERS_WEIGHTS_FILE } from './locate.js';
 
@@ -68,8 +70,40 @@ export function vaeSpecOfSource(source: VaeSource): VaeSpec | null {
 
 export type { VaePart };
 
-/** Reads the architecture and the weights of one half (default: the decoder) a source names (no onnxruntime involved). */
-export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): Promise<{ family: FamilySpec; config: ResolvedConfig; runtime: FamilyRuntime; weights: Map<string, Tensor> }> {
+/** What reading a source gives: the family, its resolved config and runtime, the bound weights. */
+export interface ReadSource {
+  family: FamilySpec;
+  config: ResolvedConfig;
+  runtime: FamilyRuntime;
+  weights: Map<string, Tensor>;
+  /**
+   * Removes the scratch file that weights converted or generated in JS were written to (they
+   * can no longer be read after it); it is removed at process exit otherwise.
+   */
+  release(): void;
+}
+
+/**
+ * Reads the architecture and the weights of one half (default: the decoder) a source names (no
+ * onnxruntime involved). Every weight ends up file-backed (a float32 checkpoint's own bytes, or
+ * a scratch file for converted and synthetic ones, written one tensor at a time), so neither
+ * the reading nor the decoder's sessions hold a JS copy of the weights.
+ */
+export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'): Promise<ReadSource> {
+  let spillFile: SpillFile | null = null;
+  const spill = (data: Float32Array): FileBytes => (spillFile ??= new SpillFile()).append(data);
+  const release = () => spillFile?.close();
+  // A 0-d parameter stays in JS (its data is copied: generated tensors arrive in a reused buffer).
+  const keep = (t: Tensor): Tensor => (t.dims.length > 0 ? new FileTensor([...t.dims], spill(t.data)) : { dims: [], data: t.data.slice() });
+  try {
+    return { ...(await readWeightsOf(source, part, spill, keep)), release };
+  } catch (e) {
+    release();
+    throw e;
+  }
+}
+
+async function readWeightsOf(source: VaeSource, part: VaePart, spill: (data: Float32Array) => FileBytes, keep: (t: Tensor) => Tensor): Promise<Omit<ReadSource, 'release'>> {
   if (isSynthetic(source)) {
     const family = resolveFamily(source.family, source.config);
     const runtime = runtimeOf(family);
@@ -80,12 +114,13 @@ export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'
     }
     const params = half.params(config);
     checkWeightBytes(params, `the ${family.name} ${part}`);
-    return { family, config, runtime, weights: syntheticWeights(params, source.seed) };
+    return { family, config, runtime, weights: storeSyntheticWeights(params, source.seed, keep) };
   }
   const path = source.path;
   const location = locationOf(source);
   const raw = sourceConfig(source);
   const weightsPath = location.weightsPath;
+  const spilled = new Set<string>();
   return withFileSource(weightsPath, async (file) => {
     const reader = await openWeights(file);
     // A bare file in an original layout (ldm, Flux.2) is the family of its layout, its config from
@@ -102,19 +137,25 @@ export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'
       source: weightsPath,
       layout,
       checkParams: (params) => checkWeightBytes(params, `the ${family.name} ${part} of ${weightsPath}`),
+      // A converted tensor is checked while its values are in hand, not read back from the spill file.
+      spill: (data, name) => {
+        checkFinite(name, { dims: [], data }, weightsPath);
+        spilled.add(name);
+        return spill(data);
+      },
     });
-    checkFiniteWeights(weights, weightsPath);
+    for (const [name, t] of weights) if (!spilled.has(name)) checkFinite(name, t, weightsPath);
     return { family, config, runtime, weights };
   });
 }
 
 /** A NaN or Infinity in the weights would decode into an all-NaN sample (a black image): refused at load, naming the tensor. */
-function checkFiniteWeights(weights: ReadonlyMap<string, Tensor>, source: string): void {
-  for (const [name, t] of weights) {
-    const at = firstNonFinite(t.data);
-    if (at < 0) continue;
-    refuse('FILE_INVALID', reason('WEIGHT_NOT_FINITE', name, t.data[at], 'finite values', `weight ${name} in ${source} holds ${t.data[at]} at element ${at} of [${t.dims.join(', ')}]: the checkpoint is corrupt (or was saved after training diverged)`));
-  }
+function checkFinite(name: string, t: Tensor, source: string): void {
+  const data = t.data;
+  const at = firstNonFinite(data);
+  if (at < 0) return;
+  const shape = t.dims.length > 0 ? ` of [${t.dims.join(', ')}]` : ` of ${data.length}`;
+  refuse('FILE_INVALID', reason('WEIGHT_NOT_FINITE', name, data[at], 'finite values', `weight ${name} in ${source} holds ${data[at]} at element ${at}${shape}: the checkpoint is corrupt (or was saved after training diverged)`));
 }
 
 /** A source from a path (with an optional family) or as given. */

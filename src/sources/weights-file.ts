@@ -29,7 +29,7 @@ export async function openWeights(source: ByteSource): Promise<TensorReader> {
 }
 
 /** A float32 tensor of a file on disk: its bytes are read each time `data` is read; `file` names them. */
-class FileTensor implements StoredTensor {
+export class FileTensor implements StoredTensor {
   readonly dtype = 'F32' as const;
   constructor(
     readonly dims: number[],
@@ -62,17 +62,28 @@ export function readWeights(path: string): Promise<Map<string, StoredTensor>> {
   return withFileSource(path, async (source) => readTensors(await openWeights(source)));
 }
 
+/** Options of readBoundWeights: binding's, and where converted tensors go. */
+export interface ReadBoundOptions extends BindOptions {
+  /**
+   * Where a tensor converted to float32 in JS (float16, bfloat16, a .pth storage) is written, one
+   * at a time, so that only its bytes in a file remain (a SpillFile's append): onnxruntime then
+   * reads it as external data, as it reads a float32 checkpoint's.
+   */
+  spill?: (data: Float32Array, name: string) => FileBytes;
+}
+
 /**
  * The decoder's tensors from an opened file: the shapes are bound first (header only, every
  * problem named at once), then only the expected tensors are read, one after another — a
- * view or storage the decoder does not expect is never materialised. `entries` may rename the
+ * view or storage the decoder does not expect is never materialised; with `spill`, converted
+ * tensors end in a file too. `entries` may rename the
  * reader's keys (each entry keeps its stored name) and reshape them (same element count).
  */
 export async function readBoundWeights(
   reader: TensorReader,
   entries: ReadonlyMap<string, TensorEntry>,
   expected: readonly ExpectedParam[],
-  options: BindOptions = {},
+  options: ReadBoundOptions = {},
 ): Promise<Map<string, Tensor>> {
   checkBinding(expected, entries, { source: reader.source, ...options });
   const out = new Map<string, Tensor>();
@@ -88,7 +99,9 @@ export async function readBoundWeights(
     }
     const stored = await reader.readTensor(entry.name);
     // A renamed entry may view the stored values in another shape of the same size (a 1×1 conv as a linear weight).
-    out.set(param.name, asParam({ dims: [...entry.dims], data: stored.data }, param));
+    const t = asParam({ dims: [...entry.dims], data: stored.data }, param);
+    // A converted tensor goes to the spill file when there is one, and its JS copy is dropped.
+    out.set(param.name, options.spill && t.dims.length > 0 ? new FileTensor([...t.dims], options.spill(t.data, param.name)) : t);
   }
   return out;
 }

@@ -92,3 +92,20 @@ test('invalid specs are refused together', () => {
       e.reasons.map((r) => r.field).join(' | ') === 'seed | specs[0] (x).dims | specs[1] (x).name | specs[1] (x).dims | specs[2] (g).gain',
   );
 });
+
+test('storeSyntheticWeights hands over the same values as syntheticWeights, one tensor at a time in a reused buffer', async () => {
+  const { storeSyntheticWeights } = await import('./synthetic.js');
+  const specs: ParamSpec[] = [
+    { name: 'a.weight', dims: [4, 3, 3, 3], init: 'conv' },
+    { name: 'a.bias', dims: [4], init: 'bias' },
+    { name: 'n.weight', dims: [3], init: 'norm-weight' },
+  ];
+  const expected = syntheticWeights(specs, 5);
+  const buffers = new Set<ArrayBufferLike>();
+  const stored = storeSyntheticWeights(specs, 5, (t) => {
+    buffers.add(t.data.buffer);
+    return { dims: [...t.dims], data: t.data.slice() };
+  });
+  assert.equal(buffers.size, 1);
+  for (const [name, t] of expected) assert.deepEqual(stored.get(name), t);
+});

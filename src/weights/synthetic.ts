@@ -32,11 +32,22 @@ const SMALL_STD = 0.02;
 /** Seeded weights for every parameter in `specs`: the same (specs, seed) give the same tensors anywhere (tests, benchmarks, demos). */
 export function syntheticWeights(specs: readonly ParamSpec[], seed: number): Map<string, Tensor> {
   validateSpecs(specs, seed);
-  return new Map(specs.map((spec) => [spec.name, syntheticTensor(spec, seed)]));
+  return new Map(specs.map((spec) => [spec.name, syntheticTensor(spec, seed, new Float32Array(elementCount(spec.dims)))]));
 }
 
-function syntheticTensor(spec: ParamSpec, seed: number): Tensor {
-  const data = new Float32Array(elementCount(spec.dims));
+/**
+ * The same weights, each generated into one reused scratch buffer and handed to `store`, which
+ * returns what the map keeps (e.g. the tensor written to a file; `t.data` is valid only during
+ * the call): a whole decoder's weights are never held in JS, and no buffer per tensor is left
+ * for the allocator to keep.
+ */
+export function storeSyntheticWeights(specs: readonly ParamSpec[], seed: number, store: (t: Tensor) => Tensor): Map<string, Tensor> {
+  validateSpecs(specs, seed);
+  const scratch = new Float32Array(Math.max(0, ...specs.map((spec) => elementCount(spec.dims))));
+  return new Map(specs.map((spec) => [spec.name, store(syntheticTensor(spec, seed, scratch.subarray(0, elementCount(spec.dims))))]));
+}
+
+function syntheticTensor(spec: ParamSpec, seed: number, data: Float32Array): Tensor {
   const normal = normalStream(seed, spec.name);
   const fanIn = elementCount(spec.dims.slice(1));
   const [mean, std] =
