@@ -21,7 +21,8 @@ import { syntheticWeights } from '../src/weights/synthetic.js';
 
 const { values } = parseArgs({ options: { config: { type: 'string', default: 'ltx2' }, 'pad-to': { type: 'string', default: '2.5' }, keep: { type: 'string' } } });
 const CASES: Record<string, { config: Record<string, unknown>; latent: number[]; family: string }> = {
-  ltx2: { family: 'ltx2', config: { _class_name: 'AutoencoderKLLTX2Video' }, latent: [1, 128, 1, 2, 2] },
+  // LTX-2.0's published config.json states its ratios (the class defaults are other ones).
+  ltx2: { family: 'ltx2', config: { _class_name: 'AutoencoderKLLTX2Video', spatial_compression_ratio: 32, temporal_compression_ratio: 8, decoder_causal: false }, latent: [1, 128, 1, 2, 2] },
   sd: { family: 'autoencoder-kl', config: { _class_name: 'AutoencoderKL', block_out_channels: [128, 256, 512, 512], layers_per_block: 2, norm_num_groups: 32, latent_channels: 4 }, latent: [1, 4, 8, 8] },
 };
 const c = CASES[values.config!];

@@ -10,6 +10,7 @@ import { DTYPE_BYTES, encodeFromFloat32 } from '../weights/dtype.js';
 import { AtomicFile } from './atomic-file.js';
 import { npyHeader, type NpyDType } from './npy.js';
 
+/** The sample a NpyBandWriter writes: its final dims and the stored element type. */
 export interface NpyStreamOptions {
   /** The whole sample's dims, `[...leading, height, width]` (at least 2). */
   dims: readonly number[];
@@ -17,6 +18,10 @@ export interface NpyStreamOptions {
   dtype?: NpyDType;
 }
 
+/**
+ * An .npy written band by band as a decode's rows finish (header with the final shape first),
+ * into a temporary file renamed on `finish`; `abort` (or any failure) leaves nothing at the path.
+ */
 export class NpyBandWriter {
   private readonly file: AtomicFile;
   private readonly dims: readonly number[];

@@ -10,6 +10,7 @@ import { readFileBytes, writeFileBytes } from './files.js';
 /** The element types .npy output is written in. */
 export type NpyDType = 'F32' | 'F16';
 
+/** How writeNpy / encodeNpy store the values. */
 export interface NpyWriteOptions {
   /** Stored element type; default F32. */
   dtype?: NpyDType;
