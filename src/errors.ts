@@ -87,6 +87,7 @@ export type ReasonCode =
   // Strategies and decoder calls
   | 'ATTENTION_MEMORY'
   | 'ATTENTION_READS_MORE'
+  | 'GROUP_NORM_UNSTAGED'
   | 'NONLOCAL_OP'
   | 'SHARD_VIDEO'
   | 'STRATEGY_INVALID'

@@ -37,7 +37,7 @@ export type ArmName = (typeof ARM_NAMES)[number];
 export const SEARCHED_ARMS = ['coarse', 'balanced', 'fine'] as const;
 
 export interface Collectives {
-  /** Rank-to-rank operations (halo rows, GroupNorm all-reduces, attention gathers, tile edges). */
+  /** Rank-to-rank operations (halo rows, GroupNorm statistics gathers, attention gathers, tile edges). */
   calls: number;
   bytes: number;
   /** Non-zero kinds only. */

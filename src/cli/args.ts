@@ -86,30 +86,33 @@ export class Args {
     return v as T;
   }
 
+  /** An integer in [min (default 1), max]; a reason naming the range otherwise. */
   int(name: string, opts: { required?: boolean; min?: number; max?: number } = {}): number | undefined {
-    const v = this.string(name, opts);
-    if (v === undefined) return undefined;
     const min = opts.min ?? 1;
     const max = opts.max ?? Number.MAX_SAFE_INTEGER;
-    const n = /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
-    if (!Number.isSafeInteger(n) || n < min || n > max) {
-      const range = max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer in [${min}, ${max}]`;
-      this.reasons.push(reason('INVALID_NUMBER', `--${name}`, v, range, `--${name} ${JSON.stringify(v)} is not ${range}`));
-      return undefined;
-    }
-    return n;
+    const range = max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer in [${min}, ${max}]`;
+    return this.numeric(name, opts, range, (v) => {
+      const n = /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
+      return Number.isSafeInteger(n) && n >= min && n <= max ? n : null;
+    });
   }
 
+  /** A finite number, at least `min` when given; a reason naming the range otherwise. */
   number(name: string, opts: { required?: boolean; min?: number } = {}): number | undefined {
+    const range = opts.min !== undefined ? `a number >= ${opts.min}` : 'a finite number';
+    return this.numeric(name, opts, range, (v) => {
+      const n = Number(v);
+      return Number.isFinite(n) && (opts.min === undefined || n >= opts.min) ? n : null;
+    });
+  }
+
+  /** The value of --name as `parse` reads it (null: out of `range`, which the reason names). */
+  private numeric(name: string, opts: { required?: boolean }, range: string, parse: (v: string) => number | null): number | undefined {
     const v = this.string(name, opts);
     if (v === undefined) return undefined;
-    const n = Number(v);
-    if (!Number.isFinite(n) || (opts.min !== undefined && n < opts.min)) {
-      const range = opts.min !== undefined ? `a number >= ${opts.min}` : 'a finite number';
-      this.reasons.push(reason('INVALID_NUMBER', `--${name}`, v, range, `--${name} ${JSON.stringify(v)} is not ${range}`));
-      return undefined;
-    }
-    return n;
+    const n = parse(v);
+    if (n === null) this.reasons.push(reason('INVALID_NUMBER', `--${name}`, v, range, `--${name} ${JSON.stringify(v)} is not ${range}`));
+    return n ?? undefined;
   }
 
   /** `HxW` (height × width, docs/design.md §9), or a single `N` for N×N; integers >= min. */

@@ -90,7 +90,7 @@ export function formatLocality(j: LocalityJson): string {
   );
   lines.push(
     j.sharding.possible
-      ? `row sharding: possible (${j.sharding.groupNorms} GroupNorm all-reduce pairs, ${j.sharding.attentions} attention gathers per decode)`
+      ? `row sharding: possible (${j.sharding.groupNorms} GroupNorm statistics gathers, ${j.sharding.attentions} attention gathers per decode)`
       : `row sharding: refused: ${j.sharding.reasons.join('; ')}`,
   );
   if (j.collectives) {

@@ -59,15 +59,23 @@ export function klResolved(className: string, r: ConfigReader, kl: ReturnType<ty
   };
 }
 
-export const autoencoderKl: FamilySpec = {
-  name: 'autoencoder-kl',
-  description: 'AutoencoderKL: Stable Diffusion 1.x/2.x, SDXL, SD3, FLUX.1',
-  classNames: ['AutoencoderKL'],
+/**
+ * What an AutoencoderKL decoder (AutoencoderKL, Flux.2) is to the engine: diffusers tiles it in
+ * squares with an overlap factor, it has no time axis, and its checkpoints carry the encoder.
+ */
+export const KL_LAYOUT: Pick<FamilySpec, 'diffusersTiling' | 'temporal' | 'ignoredKeyPrefixes' | 'minWindowLatent' | 'sampleRange'> = {
   diffusersTiling: 'square-with-overlap-factor',
   temporal: { kind: 'none' },
   ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
   minWindowLatent: 1,
   sampleRange: 'signed',
+};
+
+export const autoencoderKl: FamilySpec = {
+  name: 'autoencoder-kl',
+  description: 'AutoencoderKL: Stable Diffusion 1.x/2.x, SDXL, SD3, FLUX.1',
+  classNames: ['AutoencoderKL'],
+  ...KL_LAYOUT,
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'autoencoder-kl');
     const kl = readKlFields(r, { latentChannels: 4, sampleSize: 512 });

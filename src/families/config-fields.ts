@@ -181,6 +181,14 @@ export class ConfigReader {
     if (!ok) this.reasons.push(reason('CONFIG_INCONSISTENT', key, value, valid, message));
   }
 
+  /**
+   * Refuses a compression ratio the config states (`key`) that the decoder's layers do not
+   * produce: `how` says how the decoder's ratio is computed, `what` names that up-sampling.
+   */
+  checkRatio(key: string, stated: number, decoder: number, how: string, what = 'the decoder'): void {
+    this.check(stated === decoder, key, stated, `${decoder} (${how})`, `${key} = ${stated} disagrees with ${what} (${decoder})`);
+  }
+
   /** Throws CONFIG_INVALID listing every reason collected, if any. */
   finish(): void {
     if (this.reasons.length > 0) {

@@ -3,18 +3,16 @@
 // packing and adds no tiling constraint.
 
 import { ConfigReader, MAX_WIDTH } from './config-fields.js';
-import { klResolved, readKlFields } from './autoencoder-kl.js';
+import { KL_LAYOUT, klResolved, readKlFields } from './autoencoder-kl.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
 export const flux2: FamilySpec = {
   name: 'flux2',
   description: 'AutoencoderKLFlux2: FLUX.2',
   classNames: ['AutoencoderKLFlux2'],
-  diffusersTiling: 'square-with-overlap-factor',
-  temporal: { kind: 'none' },
-  ignoredKeyPrefixes: ['encoder.', 'quant_conv.', 'bn.'],
-  minWindowLatent: 1,
-  sampleRange: 'signed',
+  ...KL_LAYOUT,
+  // bn.*: the batch-norm statistics only the pipeline uses.
+  ignoredKeyPrefixes: [...KL_LAYOUT.ignoredKeyPrefixes, 'bn.'],
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'flux2');
     const kl = readKlFields(r, { latentChannels: 32, sampleSize: 1024 });

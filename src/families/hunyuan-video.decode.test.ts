@@ -6,10 +6,10 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { diffusersVideoDecode, type DiffusersVideoTiling } from '../decode/testing/diffusers-video-decode.js';
+import { assertDecodesLikeDiffusersVideo, type DiffusersVideoTiling } from '../decode/testing/diffusers-video-decode.js';
+import type { RefTensor } from '../graph/testing/reference-ops.js';
 import { loadVae, type Vae } from '../decode/vae.js';
 import { DistVaeError } from '../errors.js';
-import { assertRelativeL2 } from '../graph/testing/compare.js';
 import { seededTensor } from '../tensor.js';
 import { applyTilePlan, tileFramePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import type { Tensor } from '../tensor.js';
@@ -80,19 +80,9 @@ for (const c of CASES) {
     const vae = await loadTiny();
     try {
       plan(vae, c);
-      const z = seededTensor(c.latent, 21);
-      let calls = 0;
-      const out = await vae.decode(z, { onProgress: (e) => (calls = e.tilesTotal) });
-      assert.equal(calls, c.calls);
       const weights = syntheticWeights(hunyuanVideoDecoderParams(vae.config), SEED);
-      let referenceCalls = 0;
-      const expected = diffusersVideoDecode(
-        z,
-        (tile) => (referenceCalls++, referenceHunyuanVideoDecode(TINY_ARCH, weights, tile)),
-        { ...c.diffusers, spatialRatio: 4, temporalRatio: 4, dropFrame: 'first' },
-      );
-      assert.equal(referenceCalls, c.calls);
-      assertRelativeL2(out, expected, c.label);
+      const reference = (tile: RefTensor) => referenceHunyuanVideoDecode(TINY_ARCH, weights, tile);
+      await assertDecodesLikeDiffusersVideo(vae, seededTensor(c.latent, 21), c.calls, reference, { ...c.diffusers, spatialRatio: 4, temporalRatio: 4, dropFrame: 'first' }, c.label);
     } finally {
       await vae.dispose();
     }

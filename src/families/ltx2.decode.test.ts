@@ -6,7 +6,8 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { diffusersVideoDecode, type DiffusersVideoTiling } from '../decode/testing/diffusers-video-decode.js';
+import { assertDecodesLikeDiffusersVideo, type DiffusersVideoTiling } from '../decode/testing/diffusers-video-decode.js';
+import type { RefTensor } from '../graph/testing/reference-ops.js';
 import { loadVae, type Vae } from '../decode/vae.js';
 import { DistVaeError } from '../errors.js';
 import { assertRelativeL2 } from '../graph/testing/compare.js';
@@ -88,20 +89,10 @@ for (const c of CASES) {
     const vae = await loadVae({ family: 'ltx2', config: c.config, weights: 'synthetic', seed: SEED }, { threads: 1 });
     try {
       plan(vae, c);
-      const z = seededTensor(c.latent, 21);
-      let calls = 0;
-      const out = await vae.decode(z, { onProgress: (e) => (calls = e.tilesTotal) });
-      assert.equal(calls, c.calls);
       const weights = syntheticWeights(ltx2DecoderParams(vae.config), SEED);
       const temb = c.temb === null ? null : new Array<number>(c.latent[0]!).fill(c.temb);
-      let referenceCalls = 0;
-      const expected = diffusersVideoDecode(
-        z,
-        (tile) => (referenceCalls++, referenceLtx2Decode(c.reference, weights, tile, temb)),
-        { ...c.diffusers, spatialRatio: 16, temporalRatio: 4, dropFrame: 'last' },
-      );
-      assert.equal(referenceCalls, c.calls);
-      assertRelativeL2(out, expected, c.label);
+      const reference = (tile: RefTensor) => referenceLtx2Decode(c.reference, weights, tile, temb);
+      await assertDecodesLikeDiffusersVideo(vae, seededTensor(c.latent, 21), c.calls, reference, { ...c.diffusers, spatialRatio: 16, temporalRatio: 4, dropFrame: 'last' }, c.label);
     } finally {
       await vae.dispose();
     }

@@ -73,20 +73,8 @@ export const ltx2: FamilySpec = {
       if (type !== 'temporal') decoderSpatial *= 2;
       if (type !== 'spatial') decoderTemporal *= 2;
     });
-    r.check(
-      spatialRatio === decoderSpatial,
-      'spatial_compression_ratio',
-      spatialRatio,
-      `${decoderSpatial} (patch_size x the decoder's spatial up-sampling)`,
-      `spatial_compression_ratio = ${spatialRatio} disagrees with the decoder (${decoderSpatial})`,
-    );
-    r.check(
-      temporalRatio === decoderTemporal,
-      'temporal_compression_ratio',
-      temporalRatio,
-      `${decoderTemporal} (patch_size_t x the decoder's temporal up-sampling)`,
-      `temporal_compression_ratio = ${temporalRatio} disagrees with the decoder (${decoderTemporal})`,
-    );
+    r.checkRatio('spatial_compression_ratio', spatialRatio, decoderSpatial, "patch_size x the decoder's spatial up-sampling");
+    r.checkRatio('temporal_compression_ratio', temporalRatio, decoderTemporal, "patch_size_t x the decoder's temporal up-sampling");
     r.finish();
     return {
       className: 'AutoencoderKLLTX2Video',

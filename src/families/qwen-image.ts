@@ -2,18 +2,14 @@
 // one or more frames). Spatial ratio 2^len(temperal_downsample), as diffusers computes it.
 
 import { ConfigReader } from './config-fields.js';
-import { checkTemporalLevels, readWanLayout } from './wan.js';
+import { checkTemporalLevels, readWanLayout, WAN_LAYOUT } from './wan.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
 export const qwenImage: FamilySpec = {
   name: 'qwen-image',
   description: 'AutoencoderKLQwenImage: Qwen-Image',
   classNames: ['AutoencoderKLQwenImage'],
-  diffusersTiling: 'window-and-stride',
-  temporal: { kind: 'frame-steps' },
-  ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
-  minWindowLatent: 1,
-  sampleRange: 'signed',
+  ...WAN_LAYOUT,
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'qwen-image');
     const { zDim, dimMult, temporalDown } = readWanLayout(r, { decoderBaseDim: false });

@@ -5,15 +5,23 @@
 import { ConfigReader, MAX_WIDTH } from './config-fields.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
-export const wan: FamilySpec = {
-  name: 'wan',
-  description: 'AutoencoderKLWan: Wan 2.1 and Wan 2.2 (patch size 2)',
-  classNames: ['AutoencoderKLWan'],
+/**
+ * What a Wan-layout decoder (Wan, Qwen-Image) is to the engine: diffusers tiles it by window and
+ * stride, decodes frame steps causally, and its checkpoints carry the encoder beside it.
+ */
+export const WAN_LAYOUT: Pick<FamilySpec, 'diffusersTiling' | 'temporal' | 'ignoredKeyPrefixes' | 'minWindowLatent' | 'sampleRange'> = {
   diffusersTiling: 'window-and-stride',
   temporal: { kind: 'frame-steps' },
   ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
   minWindowLatent: 1,
   sampleRange: 'signed',
+};
+
+export const wan: FamilySpec = {
+  name: 'wan',
+  description: 'AutoencoderKLWan: Wan 2.1 and Wan 2.2 (patch size 2)',
+  classNames: ['AutoencoderKLWan'],
+  ...WAN_LAYOUT,
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const r = new ConfigReader(raw ?? {}, 'wan');
     const { baseDim, decoderBaseDim, zDim, dimMult, temporalDown } = readWanLayout(r, { decoderBaseDim: true });
@@ -27,21 +35,9 @@ export const wan: FamilySpec = {
     r.passthrough('latents_std');
     checkTemporalLevels(r, dimMult, temporalDown);
     const decoderSpatial = 2 ** (dimMult.length - 1) * patchSize;
-    r.check(
-      spatialRatio === decoderSpatial,
-      'scale_factor_spatial',
-      spatialRatio,
-      `${decoderSpatial} (2^(len(dim_mult)-1) x patch_size)`,
-      `scale_factor_spatial = ${spatialRatio} disagrees with the decoder's up-sampling (${decoderSpatial})`,
-    );
+    r.checkRatio('scale_factor_spatial', spatialRatio, decoderSpatial, '2^(len(dim_mult)-1) x patch_size', "the decoder's up-sampling");
     const decoderTemporal = 2 ** temporalDown.filter(Boolean).length;
-    r.check(
-      temporalRatio === decoderTemporal,
-      'scale_factor_temporal',
-      temporalRatio,
-      `${decoderTemporal} (2^count(temperal_downsample))`,
-      `scale_factor_temporal = ${temporalRatio} disagrees with the decoder's temporal up-sampling (${decoderTemporal})`,
-    );
+    r.checkRatio('scale_factor_temporal', temporalRatio, decoderTemporal, '2^count(temperal_downsample)', "the decoder's temporal up-sampling");
     r.check(
       outChannels % (patchSize * patchSize) === 0,
       'out_channels',

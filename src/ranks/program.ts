@@ -38,6 +38,11 @@ export function programRef(module: URL | string, exportName: string): ProgramRef
   return { module: typeof module === 'string' ? module : module.href, export: exportName };
 }
 
+/** One ProgramRef per export named, keyed by that name (a module of several rank programs). */
+export function programRefs<N extends string>(module: URL | string, exportNames: readonly N[]): Record<N, ProgramRef> {
+  return Object.fromEntries(exportNames.map((name) => [name, programRef(module, name)])) as Record<N, ProgramRef>;
+}
+
 /** A VAE a rank can load: plain data plus the content hash the loaded VAE must have. */
 export interface VaeRef {
   source: VaeSource;

@@ -39,6 +39,20 @@ test('run: feeds and outputs are our Tensor type; inputs are left unchanged', as
   await session.dispose();
 });
 
+test('run: pre-allocated outputs are written in place (a view into a larger buffer included); the rest arrive fresh', async () => {
+  const session = await createSession(affineModel(), { intraOpThreads: 1 });
+  const x = { dims: [2, 3], data: Float32Array.of(-1, 0, 1, 2, 3, -4) };
+  const backing = new Float32Array(10).fill(9);
+  const y = { dims: [2, 3], data: backing.subarray(2, 8) };
+  const out = await session.run({ x }, { y });
+  assert.equal(out.y!.data, y.data);
+  assert.deepEqual(Array.from(backing), [9, 9, -1, 1, 3, 5, 7, -7, 9, 9]);
+  assert.deepEqual(Array.from(out.relu!.data), [0, 0, 1, 2, 3, 0]);
+  await assert.rejects(session.run({ x }, { z: y }), (e: unknown) => isCode('INVALID_ARGUMENT')(e) && /outputs/.test((e as Error).message));
+  await assert.rejects(session.run({ x }, { y: { dims: [2, 3], data: new Float32Array(6) }, relu: { dims: [3, 2], data: new Float32Array(6) } }), isCode('RUNTIME_FAILED'));
+  await session.dispose();
+});
+
 test('run refuses missing, unknown and mis-sized feeds before running', async () => {
   const session = await createSession(affineModel(), { intraOpThreads: 1 });
   await assert.rejects(session.run({}), (e: unknown) => isCode('INVALID_ARGUMENT')(e) && /missing x/.test((e as Error).message));

@@ -10,7 +10,8 @@
 // and refuses paths that leave it, so every external file of a model must share one folder; the
 // tensors of any other file are read into the model. Inputs are wrapped without copying (ort.Tensor keeps a
 // reference to the Float32Array); each output arrives as a new Float32Array (the node binding
-// copies ORT's result into a fresh JS buffer once) and is handed over as it is.
+// copies ORT's result into a fresh JS buffer once) and is handed over as it is, unless the
+// caller pre-allocates it (onnxruntime then writes into the caller's buffer).
 //
 // Note: onnxruntime-node runs a session synchronously on the calling thread (inside a
 // setImmediate), so a long run blocks that thread's event loop; run ranks in worker threads.
@@ -66,8 +67,13 @@ export interface Session {
   readonly provider: string;
   readonly inputNames: readonly string[];
   readonly outputNames: readonly string[];
-  /** Runs the graph; feeds must name exactly the graph inputs. Returns every graph output. */
-  run(feeds: Readonly<Record<string, Tensor>>): Promise<Record<string, Tensor>>;
+  /**
+   * Runs the graph; feeds must name exactly the graph inputs. Returns every graph output.
+   * `outputs` pre-allocates some of them: onnxruntime-node writes those outputs straight into
+   * the given buffers (dims must be the outputs' shapes), so no fresh JS copy is made and a
+   * caller can reuse its buffers; the returned tensors then hold the given data.
+   */
+  run(feeds: Readonly<Record<string, Tensor>>, outputs?: Readonly<Record<string, Tensor>>): Promise<Record<string, Tensor>>;
   /** Ends profiling and writes the trace (only with profileFilePrefix). */
   endProfiling(): void;
   dispose(): Promise<void>;
@@ -160,18 +166,25 @@ function wrapSession(session: ort.InferenceSession, provider: string): Session {
     provider,
     inputNames,
     outputNames,
-    async run(feeds) {
+    async run(feeds, outputs) {
       checkFeeds(inputNames, feeds);
       const ortFeeds: Record<string, ort.Tensor> = {};
       for (const name of inputNames) ortFeeds[name] = new ort.Tensor('float32', feeds[name]!.data, feeds[name]!.dims);
+      let fetches: Record<string, ort.Tensor | null> | undefined;
+      if (outputs) {
+        const unknown = Object.keys(outputs).filter((n) => !outputNames.includes(n));
+        if (unknown.length > 0) invalidArgument('outputs', unknown, `graph outputs [${outputNames.join(', ')}]`);
+        fetches = {};
+        for (const name of outputNames) fetches[name] = outputs[name] ? new ort.Tensor('float32', outputs[name].data, outputs[name].dims) : null;
+      }
       let results: ort.InferenceSession.ReturnType;
       try {
-        results = await session.run(ortFeeds);
+        results = await (fetches ? session.run(ortFeeds, fetches) : session.run(ortFeeds));
       } catch (cause) {
         throw new DistVaeError('RUNTIME_FAILED', `onnxruntime run failed on '${provider}': ${(cause as Error).message}`, { cause });
       }
       const out: Record<string, Tensor> = {};
-      for (const name of outputNames) out[name] = fromOrtTensor(name, results[name]!);
+      for (const name of outputNames) out[name] = outputs?.[name] ?? fromOrtTensor(name, results[name]!);
       return out;
     },
     endProfiling() {

@@ -106,7 +106,7 @@ test('bench on a tiny synthetic AutoencoderKL writes a schema-1 report, a Markdo
   for (const a of arms.values()) assert.equal(a['status'], 'ok', `${a['name']}: ${a['reason']}`);
   // Row sharding reproduces the baseline; its GroupNorms and attention talk between the ranks.
   assert.ok(arm('shard')['agreement']['maxAbs'] <= 1e-4);
-  assert.ok(arm('shard')['collectives']['byKind']['allReduce']['calls'] > 0);
+  assert.ok(arm('shard')['collectives']['byKind']['allGather']['calls'] > 0);
   // The searched arms are searchPlans' picks.
   const picks = searchPlans(createVae('autoencoder-kl', TINY_KL), { height: 64, width: 96 }, 2).picks;
   for (const name of ['coarse', 'fine'] as const) {

@@ -569,45 +569,42 @@ class DecodeRun {
  * VAE's content hash in its text chunks; nothing is left at `out` when the decode fails.
  */
 async function writeStreamedPng(vae: Vae, latents: Tensor, out: string, bitDepth: 8 | 16, options: DecodeOptions): Promise<{ dims: number[] }> {
-  const [, , latentHeight, latentWidth] = latents.dims as number[];
   const text = {
     'distvae:plan': JSON.stringify({ enabled: vae.tiling.enabled, window: vae.tiling.window, overlap: vae.tiling.overlap }),
     'distvae:version': DISTVAE_VERSION,
     'distvae:vae-sha256': vae.contentHash(),
   };
-  let writer: PngBandWriter | null = null;
-  try {
-    const result = await decodeToBands(
-      vae,
-      latents,
-      (y0, band) => {
-        const [, channels, , width] = band.dims as number[];
-        checkFiniteOutput(band.data, `the decode's rows from ${y0}`);
-        writer ??= new PngBandWriter(out, { width: width!, height: (latentHeight! * width!) / latentWidth!, channels: channels!, bitDepth, range: vae.family.sampleRange, text });
-        writer.writeBand(band);
-      },
-      options,
-    );
-    writer!.finish();
-    return result;
-  } catch (e) {
-    (writer as PngBandWriter | null)?.abort();
-    throw e;
-  }
+  return decodeIntoBands(vae, latents, options, (band, height) => new PngBandWriter(out, { width: band.dims[3]!, height, channels: band.dims[1]!, bitDepth, range: vae.family.sampleRange, text }));
 }
 
 /** Decodes image latents into an .npy written band by band (the raw decode(z).sample); nothing is left at `out` when the decode fails. */
 async function writeStreamedNpy(vae: Vae, latents: Tensor, out: string, options: DecodeOptions): Promise<{ dims: number[] }> {
-  const [batch, , latentHeight, latentWidth] = latents.dims as number[];
-  let writer: NpyBandWriter | null = null;
+  const batch = latents.dims[0]!;
+  return decodeIntoBands(vae, latents, options, (band, height) => new NpyBandWriter(out, { dims: [batch, band.dims[1]!, height, band.dims[3]!] }));
+}
+
+/** A file written band by band (PngBandWriter, NpyBandWriter). */
+interface BandWriter {
+  writeBand(band: Tensor): void;
+  finish(): void;
+  abort(): void;
+}
+
+/**
+ * Decodes image latents band by band into the writer `open` makes from the first band (and the
+ * sample's height); every band is checked for non-finite values first, and the writer is
+ * aborted (its file never appears) when the decode fails.
+ */
+async function decodeIntoBands(vae: Vae, latents: Tensor, options: DecodeOptions, open: (band: Tensor, sampleHeight: number) => BandWriter): Promise<{ dims: number[] }> {
+  const [, , latentHeight, latentWidth] = latents.dims as number[];
+  let writer: BandWriter | null = null;
   try {
     const result = await decodeToBands(
       vae,
       latents,
       (y0, band) => {
-        const [, channels, , width] = band.dims as number[];
         checkFiniteOutput(band.data, `the decode's rows from ${y0}`);
-        writer ??= new NpyBandWriter(out, { dims: [batch!, channels!, (latentHeight! * width!) / latentWidth!, width!] });
+        writer ??= open(band, (latentHeight! * band.dims[3]!) / latentWidth!);
         writer.writeBand(band);
       },
       options,
@@ -615,7 +612,7 @@ async function writeStreamedNpy(vae: Vae, latents: Tensor, out: string, options:
     writer!.finish();
     return result;
   } catch (e) {
-    (writer as NpyBandWriter | null)?.abort();
+    (writer as BandWriter | null)?.abort();
     throw e;
   }
 }

@@ -6,8 +6,12 @@
 // tile_sample_stride_*, in output pixels / frames) and independent of the planner's grid and of
 // the streaming assemblers it checks.
 
+import assert from 'node:assert/strict';
+import { assertRelativeL2 } from '../../graph/testing/compare.js';
 import type { NumericTensor, RefTensor } from '../../graph/testing/reference-ops.js';
 import * as ref from '../../graph/testing/reference-ops.js';
+import type { Tensor } from '../../tensor.js';
+import type { Vae } from '../vae.js';
 
 export interface DiffusersVideoTiling {
   spatialRatio: number;
@@ -106,4 +110,18 @@ export function diffusersVideoDecode(z: NumericTensor, decode: (tile: RefTensor)
     return crop(tile, 2, f.strideFrames);
   });
   return crop(ref.concat(kept, 2), 2, (frames - 1) * rt + 1);
+}
+
+/**
+ * Decodes `z` with `vae` as planned and checks it against these loops over `decode` (a float64
+ * reference decoder): both make `calls` decoder calls, and the samples agree.
+ */
+export async function assertDecodesLikeDiffusersVideo(vae: Vae, z: Tensor, calls: number, decode: (tile: RefTensor) => RefTensor, t: DiffusersVideoTiling, label: string): Promise<void> {
+  let tiles = 0;
+  const out = await vae.decode(z, { onProgress: (e) => (tiles = e.tilesTotal) });
+  assert.equal(tiles, calls, `${label}: decoder calls`);
+  let referenceCalls = 0;
+  const expected = diffusersVideoDecode(z, (tile) => (referenceCalls++, decode(tile)), t);
+  assert.equal(referenceCalls, calls, `${label}: diffusers' decoder calls`);
+  assertRelativeL2(out, expected, label);
 }

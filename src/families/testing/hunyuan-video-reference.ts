@@ -40,19 +40,7 @@ export function referenceHunyuanVideoDecode(arch: HunyuanVideoReferenceArchitect
     const n = t * hh * ww;
     // Tokens (B, N, C), token n = (frame·H + y)·W + x: GroupNorm over C/G × N equals GroupNorm of x.
     const tokens = ref.transpose({ dims: [b, c, n], data: norm(`${key}.group_norm`, x).data }, [0, 2, 1]);
-    const linear = (name: string, v: RefTensor): RefTensor => {
-      const weight = w(`${key}.${name}.weight`);
-      const bias = w(`${key}.${name}.bias`);
-      const y = new Float64Array(b * n * c);
-      for (let r = 0; r < b * n; r++) {
-        for (let o = 0; o < c; o++) {
-          let acc = bias.data[o]!;
-          for (let i = 0; i < c; i++) acc += v.data[r * c + i]! * weight.data[o * c + i]!;
-          y[r * c + o] = acc;
-        }
-      }
-      return { dims: [b, n, c], data: y };
-    };
+    const linear = (name: string, v: RefTensor): RefTensor => ref.linear(v, w(`${key}.${name}.weight`), w(`${key}.${name}.bias`));
     const q = linear('to_q', tokens);
     const k = linear('to_k', tokens);
     const v = linear('to_v', tokens);

@@ -37,19 +37,7 @@ export function referenceKlDecode(arch: KlReferenceArchitecture, weights: Readon
     const normed = norm(`${key}.group_norm`, x);
     const tokens = ref.transpose({ dims: [b, c, n], data: normed.data }, [0, 2, 1]);
     // nn.Linear on tokens (B, N, C): y[b, n, o] = Σ_i t[b, n, i]·W[o, i] + bias[o].
-    const linear = (name: string, t: RefTensor): RefTensor => {
-      const weight = w(`${key}.${name}.weight`);
-      const bias = w(`${key}.${name}.bias`);
-      const y = new Float64Array(b * n * c);
-      for (let r = 0; r < b * n; r++) {
-        for (let o = 0; o < c; o++) {
-          let acc = bias.data[o]!;
-          for (let i = 0; i < c; i++) acc += t.data[r * c + i]! * weight.data[o * c + i]!;
-          y[r * c + o] = acc;
-        }
-      }
-      return { dims: [b, n, c], data: y };
-    };
+    const linear = (name: string, t: RefTensor): RefTensor => ref.linear(t, w(`${key}.${name}.weight`), w(`${key}.${name}.bias`));
     const o = linear('to_out.0', ref.attention(linear('to_q', tokens), linear('to_k', tokens), linear('to_v', tokens)));
     const back = ref.transpose(o, [0, 2, 1]);
     return add({ dims: x.dims, data: back.data }, x);

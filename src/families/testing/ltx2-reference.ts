@@ -62,19 +62,7 @@ export function referenceLtx2Decode(cfg: Ltx2ReferenceConfig, weights: ReadonlyM
     }
     return { dims: x.dims, data: out };
   };
-  const linear = (key: string, x: RefTensor): RefTensor => {
-    const weight = w(`${key}.weight`);
-    const [o, n] = weight.dims as [number, number];
-    const y = new Float64Array(batch * o);
-    for (let b = 0; b < batch; b++) {
-      for (let r = 0; r < o; r++) {
-        let acc = w(`${key}.bias`).data[r]!;
-        for (let i = 0; i < n; i++) acc += x.data[b * n + i]! * weight.data[r * n + i]!;
-        y[b * o + r] = acc;
-      }
-    }
-    return { dims: [batch, o], data: y };
-  };
+  const linear = (key: string, x: RefTensor): RefTensor => ref.linear(x, w(`${key}.weight`), w(`${key}.bias`));
   const multiplier = cfg.timestepConditioning ? w('decoder.timestep_scale_multiplier').data[0]! : 0;
   // Timesteps(256, flip_sin_to_cos=True, shift 0) then TimestepEmbedding: [cos(t·f), sin(t·f)], f_k = exp(−ln(10000)·k/128).
   const embed = (key: string): RefTensor => {

@@ -274,6 +274,21 @@ export function softmax(x: NumericTensor, axis = -1): RefTensor {
 }
 
 /** Batched matrix product over the last two axes; leading axes must match exactly. */
+/** nn.Linear on the last axis: y[..., o] = bias[o] + Σ_i x[..., i]·W[o, i], with W (out, in). */
+export function linear(x: NumericTensor, weight: NumericTensor, bias: NumericTensor): RefTensor {
+  const [out, inputs] = weight.dims as [number, number];
+  const rows = x.data.length / inputs;
+  const y = new Float64Array(rows * out);
+  for (let r = 0; r < rows; r++) {
+    for (let o = 0; o < out; o++) {
+      let acc = bias.data[o]!;
+      for (let i = 0; i < inputs; i++) acc += x.data[r * inputs + i]! * weight.data[o * inputs + i]!;
+      y[r * out + o] = acc;
+    }
+  }
+  return { dims: [...x.dims.slice(0, -1), out], data: y };
+}
+
 export function matmul(a: NumericTensor, b: NumericTensor): RefTensor {
   const [m, k] = a.dims.slice(-2) as [number, number];
   const [k2, n] = b.dims.slice(-2) as [number, number];

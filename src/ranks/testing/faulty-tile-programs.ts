@@ -1,17 +1,11 @@
 // Tile programs that misbehave on rank 1 after its first tile, for fault tests: they run the
 // real tile program with a context whose `post` does the damage.
 
-import { programRef, type RankContext } from '../program.js';
+import { programRefs, type RankContext } from '../program.js';
 import type { TileMessage, TileRankInput } from '../../strategies/tile/messages.js';
 import { tileRank } from '../../strategies/tile/rank-program.js';
 
-const here = import.meta.url;
-export const FAULTY_TILE_PROGRAMS = {
-  throwsAfterFirstTile: programRef(here, 'throwsAfterFirstTile'),
-  wrongShape: programRef(here, 'wrongShape'),
-  exitsAfterFirstTile: programRef(here, 'exitsAfterFirstTile'),
-  everyRankExits: programRef(here, 'everyRankExits'),
-};
+export const FAULTY_TILE_PROGRAMS = programRefs(import.meta.url, ['throwsAfterFirstTile', 'wrongShape', 'exitsAfterFirstTile', 'everyRankExits']);
 
 function onRank1(ctx: RankContext, input: TileRankInput, post: (data: TileMessage, count: number) => void) {
   if (ctx.rank !== 1) return tileRank(ctx, input);

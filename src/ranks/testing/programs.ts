@@ -3,16 +3,9 @@
 
 import { threadId } from 'node:worker_threads';
 import { DistVaeError } from '../../errors.js';
-import { programRef, type RankContext } from '../program.js';
+import { programRefs, type RankContext } from '../program.js';
 
-const here = import.meta.url;
-export const PROGRAMS = {
-  identity: programRef(here, 'identity'),
-  ring: programRef(here, 'ring'),
-  echo: programRef(here, 'echo'),
-  collectives: programRef(here, 'collectives'),
-  fault: programRef(here, 'fault'),
-};
+export const PROGRAMS = programRefs(import.meta.url, ['identity', 'ring', 'echo', 'collectives', 'fault']);
 
 export async function identity(ctx: RankContext, input: unknown) {
   return { rank: ctx.rank, size: ctx.size, threads: ctx.threads, deviceId: ctx.deviceId ?? null, pid: process.pid, threadId, input };

@@ -1,29 +1,45 @@
-// The shard plan of a decoder model: its staged graphs (graph/stages.ts), the locality report
-// that gives every stage its halo and every value crossing a step its row layout, when each
-// value is last read, and the collectives a run will make (so a run's counters can be checked
-// against the analysis). Refuses — naming the ops — a model whose nonlocal ops are not all
-// sync regions, or whose values are not at whole multiples of the latent resolution.
+// The shard plan of a decoder model: its staged graphs (graph/stages.ts) with every stage as the
+// band model a rank runs (band-models.ts: halo joins, crops, GroupNorm statistics and
+// application in-graph), the locality report that gives every stage its halo and every value
+// crossing a step its row layout, when each value is last read, and the collectives a run will
+// make (so a run's counters can be checked against the analysis). Refuses — naming the ops — a
+// model whose nonlocal ops are not all sync regions, or whose values are not at whole multiples
+// of the latent resolution.
 
 import type { CommCounters } from '../../ranks/program.js';
 import { DistVaeError, reason, refuse } from '../../errors.js';
 import { analyzeLocality, type LocalityReport, type SpatialFact } from '../../graph/locality.js';
 import type { ModelProto } from '../../graph/onnx-proto.js';
-import { formatRatio, wholeTimes, ZERO, type Ratio } from '../../graph/ratio.js';
-import { stageGraph, type StagedGraph } from '../../graph/stages.js';
+import { formatRatio, wholeTimes, type Ratio } from '../../graph/ratio.js';
+import { stageGraph, type StagedGraph, type StagedStep } from '../../graph/stages.js';
+import type { GroupNormRegion } from '../../graph/sync.js';
 import { tensorProtoValues } from '../../graph/tensor-proto.js';
 import { bandRows, haloSources, rowsForReader, type Band } from './bands.js';
+import { bandModel, bandName, type BandModel } from './band-models.js';
 import type { GroupNormParams } from './group-norm.js';
 
-/** How a decoder model is row-sharded: its staged graph, the locality report, every step's halo and the collectives a run makes. */
+/** One step of a band run. */
+export type ShardStep =
+  /** A stage as its band model, with its halo in latent rows. */
+  | { kind: 'stage'; index: number; band: BandModel; halo: Ratio }
+  /** The merge of a GroupNorm's band statistics (one all-gather) into its scale and shift. */
+  | { kind: 'group-norm'; region: GroupNormRegion; params: GroupNormParams }
+  | Extract<StagedStep, { kind: 'attention' }>;
+
+/** How a decoder model is row-sharded: its staged graph, the locality report, every step as a rank runs it, and when each value is last read. */
 export interface ShardPlan {
   staged: StagedGraph;
   locality: LocalityReport;
-  /** Halo of each step in latent rows (zero for regions). */
-  halos: Ratio[];
+  steps: ShardStep[];
   /** Index of the last step that reads each value (the graph output is never dropped). */
   lastUse: Map<string, number>;
-  /** Statistics-free parameters of each GroupNorm step, by step index. */
-  groupNorms: Map<number, GroupNormParams>;
+}
+
+/** The values a step reads (band-model inputs, merged statistics, attention operands). */
+export function stepReads(step: ShardStep): string[] {
+  if (step.kind === 'stage') return [...step.band.inputs, ...step.band.applies.flatMap((r) => [bandName.scale(r.output), bandName.shift(r.output)])];
+  if (step.kind === 'group-norm') return [step.region.input, bandName.mean(step.region.input), bandName.m2(step.region.input)];
+  return [step.region.query, step.region.key, step.region.value];
 }
 
 /** The shard plan of `model`; UNSUPPORTED naming the ops when it has nonlocal ops that are not sync regions. */
@@ -46,26 +62,52 @@ export function shardPlan(model: ModelProto): ShardPlan {
       refuse('UNSUPPORTED', reason('ATTENTION_READS_MORE', 'graph', step.region.name, 'attention over query, key and value only', `attention ${step.region.name} also reads ${extra.join(', ')} (a mask over positions), which bands cannot gather`));
     }
   }
+  const norms = staged.steps.flatMap((s) => (s.kind === 'group-norm' ? [s.region] : []));
+  checkGroupNormsStaged(staged, norms);
   const initializers = new Map((model.graph?.initializer ?? []).map((t) => [t.name!, t]));
   const stageHalo = new Map(locality.stages.map((s) => [s.index, s.halo!.rows]));
-  const halos: Ratio[] = [];
-  const lastUse = new Map<string, number>();
-  const groupNorms = new Map<number, GroupNormParams>();
-  staged.steps.forEach((step, i) => {
-    halos.push(step.kind === 'stage' ? stageHalo.get(step.index)! : ZERO);
-    const reads = step.kind === 'stage' ? step.graph.inputs : step.kind === 'group-norm' ? [step.region.input] : [step.region.query, step.region.key, step.region.value];
-    for (const v of reads) lastUse.set(v, i);
+  const steps = staged.steps.map((step): ShardStep => {
+    if (step.kind === 'attention') return step;
     if (step.kind === 'group-norm') {
       const values = (name: string) => Float32Array.from(tensorProtoValues(initializers.get(name)!));
-      groupNorms.set(i, { groups: step.region.groups, epsilon: step.region.epsilon, scale: values(step.region.scale), bias: values(step.region.bias) });
+      const r = step.region;
+      return { kind: 'group-norm', region: r, params: { groups: r.groups, epsilon: r.epsilon, scale: values(r.scale), bias: values(r.bias) } };
     }
+    const halo = stageHalo.get(step.index)!;
+    const band = bandModel({
+      stage: step.graph,
+      halo: halo.num > 0,
+      rowAxis: (v) => layoutOf({ locality }, v).rowAxis,
+      applies: norms.filter((r) => step.graph.inputs.includes(r.output)),
+      stats: norms.filter((r) => step.graph.outputs.includes(r.input)),
+    });
+    return { kind: 'stage', index: step.index, band, halo };
+  });
+  const lastUse = new Map<string, number>();
+  steps.forEach((step, i) => {
+    for (const v of stepReads(step)) lastUse.set(v, i);
   });
   lastUse.set(staged.output, Number.POSITIVE_INFINITY);
-  return { staged, locality, halos, lastUse, groupNorms };
+  return { staged, locality, steps, lastUse };
+}
+
+/**
+ * Band statistics come out of the stage that computes a GroupNorm's input and the normalisation
+ * is applied inside the stages that read its output, so both must be stages (not the graph's
+ * input or output, nor another sync region).
+ */
+function checkGroupNormsStaged(staged: StagedGraph, norms: readonly GroupNormRegion[]): void {
+  const stageOutputs = new Set(staged.steps.flatMap((s) => (s.kind === 'stage' ? s.graph.outputs : [])));
+  const otherReads = new Set([staged.output, ...staged.steps.flatMap((s) => (s.kind === 'attention' ? [s.region.query, s.region.key, s.region.value] : s.kind === 'group-norm' ? [s.region.input] : []))]);
+  for (const r of norms) {
+    if (!stageOutputs.has(r.input) || otherReads.has(r.output)) {
+      refuse('UNSUPPORTED', reason('GROUP_NORM_UNSTAGED', 'graph', r.name, 'a GroupNorm computed from a stage and read by stages only', `GroupNorm ${r.name} ${stageOutputs.has(r.input) ? 'feeds a sync region or the graph output directly' : 'reads the graph input or a sync region directly'}: row sharding computes band statistics and applies them inside stages`));
+    }
+  }
 }
 
 /** The row layout of a value that crosses steps. */
-export function layoutOf(plan: ShardPlan, name: string): SpatialFact {
+export function layoutOf(plan: Pick<ShardPlan, 'locality'>, name: string): SpatialFact {
   const f = plan.locality.values.get(name);
   if (!f) throw new DistVaeError('INVALID_ARGUMENT', `value ${name} crosses a step but has no row layout in the analysis`);
   return f;
@@ -100,19 +142,19 @@ function emptyCounters(): CommCounters {
 /**
  * What each rank will send in a run (calls and payload bytes by kind, counted as the rank
  * group's communicator counts them): halo rows point to point before each stage with a halo,
- * two all-reduces per GroupNorm, one all-gather of keys and values per attention.
+ * one all-gather of band statistics per GroupNorm, one of keys and values per attention.
  */
 export function predictCollectives(plan: ShardPlan, bands: readonly Band[], latentRows: number, latentCols: number, batch: number): CommCounters[] {
   const counters = bands.map(() => emptyCounters());
   const peers = bands.length - 1;
-  plan.staged.steps.forEach((step, i) => {
+  for (const step of plan.steps) {
     if (step.kind === 'stage') {
-      const halo = plan.halos[i]!;
+      const { halo } = step;
       for (const reader of bands) {
         for (const owner of haloSources(bands, reader, halo)) {
           const c = counters[owner]!.send;
           c.calls++;
-          for (const name of step.graph.inputs) {
+          for (const name of step.band.inputs) {
             const f = layoutOf(plan, name);
             const rows = rowsForReader(bands[owner]!, reader, halo, latentRows, f.scale.rows);
             c.bytes += (rows.to - rows.from) * (rowElements(f, batch, latentCols) ?? Number.NaN) * FLOAT32;
@@ -121,8 +163,8 @@ export function predictCollectives(plan: ShardPlan, bands: readonly Band[], late
       }
     } else if (step.kind === 'group-norm') {
       for (const c of counters) {
-        c.allReduce.calls += 2;
-        c.allReduce.bytes += 3 * batch * step.region.groups * FLOAT64 * peers;
+        c.allGather.calls++;
+        c.allGather.bytes += 3 * batch * step.region.groups * FLOAT64 * peers;
       }
     } else {
       bands.forEach((band, rank) => {
@@ -135,6 +177,6 @@ export function predictCollectives(plan: ShardPlan, bands: readonly Band[], late
         }
       });
     }
-  });
+  }
   return counters;
 }

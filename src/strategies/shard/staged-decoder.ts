@@ -4,20 +4,24 @@
 // neighbours' halos need (to whichever ranks need them: with bands thinner than the halo that
 // reaches past the next rank) and extends its inputs with the rows it receives; the stage runs on
 // band + halo rows (zero padding then acts only at the true image border) and its outputs are
-// cropped back to the band. GroupNorm steps run the two-pass all-reduce (group-norm.ts);
-// attention gathers every band's keys and values and runs the core over the band's queries in
-// chunks, so the score matrix stays bounded.
+// cropped back to the band. Joining halo rows, cropping, GroupNorm statistics and their application
+// happen inside the band models (band-models.ts), so JS only slices the rows it sends and
+// merges the small statistics vectors (group-norm.ts, one all-gather per GroupNorm); attention
+// gathers every band's keys and values and runs the core over the band's queries in chunks, so
+// the score matrix stays bounded.
 
 import { throwIfAborted } from '../../decode/engine.js';
 import type { Communicator } from '../../ranks/program.js';
 import { DistVaeError } from '../../errors.js';
 import type { ModelProto } from '../../graph/onnx-proto.js';
-import type { StagedStep } from '../../graph/stages.js';
 import { createSession, type Session, type SessionOptions } from '../../runtime/session.js';
-import type { Tensor } from '../../tensor.js';
+import { elementCount, type Tensor } from '../../tensor.js';
+import type { SpatialFact } from '../../graph/locality.js';
+import { wholeTimes } from '../../graph/ratio.js';
 import { bandRows, haloRows, haloSources, rowsForReader, type Band } from './bands.js';
-import { groupNormBand } from './group-norm.js';
-import { layoutOf, rowUnit, shardPlan, type ShardPlan } from './plan.js';
+import { AFFINE_EPSILON, bandName } from './band-models.js';
+import { allGroupStatistics, bandStatistics, groupNormAffine } from './group-norm.js';
+import { layoutOf, rowUnit, shardPlan, type ShardPlan, type ShardStep } from './plan.js';
 import { concatAxis, sliceRows } from './rows.js';
 
 /** What a band run needs of a rank group's communicator. */
@@ -32,6 +36,72 @@ export interface ShardGeometry {
 
 /** Scores held at once by one attention chunk (queries × keys), in elements (64 MiB of float32). */
 const ATTENTION_CHUNK_ELEMENTS = 1 << 24;
+
+/**
+ * Buffers of dropped values handed to the stage outputs of the next few steps that have their
+ * length, so repeated shapes (every resnet of a level) reuse pages instead of leaving garbage
+ * for V8 to collect late (a forced collection after every step measured 215 MiB lower at 512² on
+ * one rank). A dropped buffer no output of the next `LOOKAHEAD` steps takes is let go at once:
+ * holding one until its length comes back measured +370 MiB. Only buffers it handed out come
+ * back, so the caller's latent and received halo rows are never overwritten.
+ */
+class BufferPool {
+  private readonly free = new Map<number, Float32Array[]>();
+  private readonly own = new WeakSet<Float32Array>();
+
+  /** `demand[i]`: the lengths of the outputs step i takes. */
+  constructor(private readonly demand: readonly number[][]) {}
+
+  take(length: number): Float32Array {
+    const data = this.free.get(length)?.pop() ?? new Float32Array(length);
+    this.own.add(data);
+    return data;
+  }
+
+  /** After step `i`: keeps the dropped buffers the next steps take, lets the others go. */
+  settle(i: number, dropped: readonly Float32Array[]): void {
+    const wanted = new Map<number, number>();
+    for (let j = i + 1; j <= i + LOOKAHEAD && j < this.demand.length; j++) for (const l of this.demand[j]!) wanted.set(l, (wanted.get(l) ?? 0) + 1);
+    for (const d of dropped) {
+      if (!this.own.has(d) || !wanted.has(d.length)) continue;
+      const list = this.free.get(d.length);
+      if (list) list.push(d);
+      else this.free.set(d.length, [d]);
+    }
+    for (const [length, list] of this.free) {
+      const keep = wanted.get(length) ?? 0;
+      if (list.length > keep) list.length = keep;
+      if (keep === 0) this.free.delete(length);
+    }
+  }
+}
+
+/** Steps ahead whose outputs may take a dropped buffer (two stages, with the GroupNorm steps between). */
+const LOOKAHEAD = 4;
+
+/** The dims of a value's band of `entries` on its row axis, or null when an axis size is unknown. */
+function bandDims(f: SpatialFact, entries: number, batch: number, latentCols: number): number[] | null {
+  const dims: number[] = [];
+  for (let axis = 0; axis < f.rank; axis++) {
+    if (axis === f.rowAxis) dims.push(entries);
+    else if (axis === f.colAxis) dims.push(wholeTimes(latentCols, f.scale.cols));
+    else if (axis === 0) dims.push(batch);
+    else if (f.dims[axis] == null) return null;
+    else dims.push(f.dims[axis]!);
+  }
+  return dims;
+}
+
+/** Crop bounds travel as float32, exact for integers up to 2²⁴. */
+const MAX_CROP_ENTRY = 1 << 24;
+
+const identities = new Map<number, { zero: Tensor; one: Tensor }>();
+/** The statistics that make the in-graph BatchNormalization a plain affine, per length (shared, never written). */
+function identityStatistics(length: number): { zero: Tensor; one: Tensor } {
+  let id = identities.get(length);
+  if (!id) identities.set(length, (id = { zero: { dims: [length], data: new Float32Array(length) }, one: { dims: [length], data: new Float32Array(length).fill(1 - AFFINE_EPSILON) } }));
+  return id;
+}
 
 export class StagedDecoder {
   private constructor(
@@ -48,9 +118,9 @@ export class StagedDecoder {
     const plan = shardPlan(model);
     const sessions = new Map<number, Session>();
     try {
-      for (const [i, step] of plan.staged.steps.entries()) {
-        const graph = step.kind === 'stage' ? step.graph : step.kind === 'attention' ? step.core : null;
-        if (graph) sessions.set(i, await createSession(graph.model, { enableCpuMemArena: false, ...session }));
+      for (const [i, step] of plan.steps.entries()) {
+        const graph = step.kind === 'stage' ? step.band.model : step.kind === 'attention' ? step.core.model : null;
+        if (graph) sessions.set(i, await createSession(graph, { enableCpuMemArena: false, ...session }));
       }
     } catch (e) {
       await Promise.all([...sessions.values()].map((s) => s.dispose()));
@@ -64,10 +134,18 @@ export class StagedDecoder {
     const band = geometry.bands[comm.rank]!;
     const { staged } = this.plan;
     const values = new Map<string, Tensor>([[staged.input, latent]]);
-    for (const [i, step] of staged.steps.entries()) {
+    const batch = latent.dims[0]!;
+    const pool = new BufferPool(this.plan.steps.map((step) => (step.kind === 'stage' ? this.outputSpans(step, band, geometry, batch).flatMap((o) => (o.dims ? [elementCount(o.dims)] : [])) : [])));
+    for (const [i, step] of this.plan.steps.entries()) {
       throwIfAborted(signal);
-      await this.runStep(i, step, values, comm, band, geometry);
-      for (const [name] of values) if ((this.plan.lastUse.get(name) ?? -1) <= i) values.delete(name);
+      await this.runStep(i, step, values, comm, band, geometry, pool);
+      const dropped: Float32Array[] = [];
+      for (const [name, t] of values) {
+        if ((this.plan.lastUse.get(name) ?? -1) > i) continue;
+        values.delete(name);
+        dropped.push(t.data);
+      }
+      pool.settle(i, dropped);
     }
     return values.get(staged.output)!;
   }
@@ -76,41 +154,93 @@ export class StagedDecoder {
     await Promise.all([...this.sessions.values()].map((s) => s.dispose()));
   }
 
-  private async runStep(i: number, step: StagedStep, values: Map<string, Tensor>, comm: BandComm, band: Band, geometry: ShardGeometry): Promise<void> {
+  private async runStep(i: number, step: ShardStep, values: Map<string, Tensor>, comm: BandComm, band: Band, geometry: ShardGeometry, pool: BufferPool): Promise<void> {
     const read = (name: string) => values.get(name)!;
     if (step.kind === 'group-norm') {
-      const x = read(step.region.input);
-      const inPlace = this.plan.lastUse.get(step.region.input) === i;
-      values.set(step.region.output, await groupNormBand(comm, x, this.plan.groupNorms.get(i)!, inPlace ? x.data : new Float32Array(x.data.length)));
+      const { region, params } = step;
+      const x = read(region.input);
+      const [batch, channels] = x.dims as [number, number];
+      const stats = await allGroupStatistics(comm, bandStatistics(read(bandName.mean(region.input)).data, read(bandName.m2(region.input)).data, batch, channels, params.groups, x.dims[x.dims.length - 1]!));
+      const { scale, shift } = groupNormAffine(stats, params, batch);
+      values.set(bandName.scale(region.output), { dims: [scale.length], data: scale });
+      values.set(bandName.shift(region.output), { dims: [shift.length], data: shift });
       return;
     }
     if (step.kind === 'attention') {
       values.set(step.region.output, await this.attention(i, step, read, comm, geometry));
       return;
     }
-    const halo = this.plan.halos[i]!;
-    const inputs = halo.num === 0 ? step.graph.inputs.map(read) : await this.withHalo(i, step.graph.inputs, read, comm, band, geometry);
+    const { band: model } = step;
     const feeds: Record<string, Tensor> = {};
-    step.graph.inputs.forEach((name, k) => (feeds[name] = inputs[k]!));
-    const outputs = await this.sessions.get(i)!.run(feeds);
-    for (const name of step.graph.outputs) {
-      const f = layoutOf(this.plan, name);
-      const unit = rowUnit(f, geometry.latentCols);
-      const read = haloRows(band, halo, geometry.latentRows, f.scale.rows);
-      const own = bandRows(band, f.scale.rows);
-      const out = outputs[name]!;
-      if (out.dims[f.rowAxis] !== (read.to - read.from) * unit) {
-        throw new DistVaeError('TENSOR_INVALID', `stage ${step.index} produced ${name} with ${out.dims[f.rowAxis]} entries on its row axis; rows [${read.from}, ${read.to}) were expected`);
+    if (model.halo) {
+      const pieces = await this.haloPieces(step, read, comm, band, geometry);
+      model.inputs.forEach((name, k) => {
+        feeds[bandName.above(name)] = pieces[k]!.above;
+        feeds[bandName.band(name)] = read(name);
+        feeds[bandName.below(name)] = pieces[k]!.below;
+      });
+    } else {
+      for (const name of model.inputs) feeds[name] = read(name);
+    }
+    for (const r of model.applies) {
+      const scale = read(bandName.scale(r.output));
+      feeds[bandName.scale(r.output)] = scale;
+      feeds[bandName.shift(r.output)] = read(bandName.shift(r.output));
+      feeds[bandName.zero(r.output)] = identityStatistics(scale.data.length).zero;
+      feeds[bandName.one(r.output)] = identityStatistics(scale.data.length).one;
+    }
+    const spans = this.outputSpans(step, band, geometry, read(model.inputs[0]!).dims[0]!);
+    if (model.halo) {
+      model.outputs.forEach((name, k) => {
+        const { from, to } = spans[k]!;
+        if (to > MAX_CROP_ENTRY) throw new DistVaeError('UNSUPPORTED', `stage ${step.index} output ${name} has ${to} entries on its row axis; in-graph crops take at most ${MAX_CROP_ENTRY}`);
+        feeds[bandName.crop(name)] = { dims: [2], data: Float32Array.of(from, to) };
+      });
+    }
+    // Outputs go straight into buffers of values already dropped (or new ones): no copy out of
+    // onnxruntime, and pages a decode already touched are reused.
+    const into: Record<string, Tensor> = {};
+    model.outputs.forEach((name, k) => {
+      const { dims } = spans[k]!;
+      if (dims) into[model.halo ? bandName.cropped(name) : name] = { dims, data: pool.take(elementCount(dims)) };
+    });
+    const outputs = await this.sessions.get(i)!.run(feeds, into);
+    model.outputs.forEach((name, k) => {
+      const { f, from, to } = spans[k]!;
+      const out = outputs[model.halo ? bandName.cropped(name) : name]!;
+      if (out.dims[f.rowAxis] !== to - from) {
+        throw new DistVaeError('TENSOR_INVALID', `stage ${step.index} produced ${name} with ${out.dims[f.rowAxis]} entries of the band on its row axis; ${to - from} were expected`);
       }
-      values.set(name, halo.num === 0 ? out : sliceRows(out, f.rowAxis, unit, own.from - read.from, own.to - read.from));
+      values.set(name, out);
+    });
+    for (const r of model.stats) {
+      values.set(bandName.mean(r.input), outputs[bandName.mean(r.input)]!);
+      values.set(bandName.m2(r.input), outputs[bandName.m2(r.input)]!);
     }
   }
 
-  /** The stage inputs extended by the halo rows of the ranks that hold them. */
-  private async withHalo(i: number, names: readonly string[], read: (n: string) => Tensor, comm: BandComm, band: Band, geometry: ShardGeometry): Promise<Tensor[]> {
-    const halo = this.plan.halos[i]!;
+  /** Where each output's band lies in what the stage computes (entries of its row axis), and its band's dims when known. */
+  private outputSpans(step: Extract<ShardStep, { kind: 'stage' }>, band: Band, geometry: ShardGeometry, batch: number) {
+    return step.band.outputs.map((name) => {
+      const f = layoutOf(this.plan, name);
+      const unit = rowUnit(f, geometry.latentCols);
+      const read = haloRows(band, step.halo, geometry.latentRows, f.scale.rows);
+      const own = bandRows(band, f.scale.rows);
+      const from = (own.from - read.from) * unit;
+      const to = (own.to - read.from) * unit;
+      return { f, from, to, dims: bandDims(f, to - from, batch, geometry.latentCols) };
+    });
+  }
+
+  /**
+   * The rows of every input that this band's halo needs from the ranks above and below it
+   * (empty at the image border); this rank sends its own rows to whichever ranks need them.
+   */
+  private async haloPieces(step: Extract<ShardStep, { kind: 'stage' }>, read: (n: string) => Tensor, comm: BandComm, band: Band, geometry: ShardGeometry): Promise<{ above: Tensor; below: Tensor }[]> {
+    const { halo, index } = step;
+    const names = step.band.inputs;
     const { bands, latentRows, latentCols } = geometry;
-    const tag = `halo:${i}`;
+    const tag = `halo:${index}`;
     const layouts = names.map((n) => layoutOf(this.plan, n));
     for (const reader of bands) {
       if (!haloSources(bands, reader, halo).includes(band.rank)) continue;
@@ -134,14 +264,21 @@ export class StagedDecoder {
         dims[f.rowAxis] = (rows.to - rows.from) * unit;
         return { dims, data: received[j]![k]! };
       };
-      const above = sources.flatMap((r, j) => (r < band.rank ? [piece(r, j)] : []));
-      const below = sources.flatMap((r, j) => (r > band.rank ? [piece(r, j)] : []));
-      return concatAxis([...above, own, ...below], f.rowAxis);
+      const side = (pieces: Tensor[]): Tensor => {
+        if (pieces.length > 0) return concatAxis(pieces, f.rowAxis);
+        const dims = [...own.dims];
+        dims[f.rowAxis] = 0;
+        return { dims, data: new Float32Array(0) };
+      };
+      return {
+        above: side(sources.flatMap((r, j) => (r < band.rank ? [piece(r, j)] : []))),
+        below: side(sources.flatMap((r, j) => (r > band.rank ? [piece(r, j)] : []))),
+      };
     });
   }
 
   /** Keys and values of every band, then the core over this band's queries, chunk by chunk. */
-  private async attention(i: number, step: Extract<StagedStep, { kind: 'attention' }>, read: (n: string) => Tensor, comm: BandComm, geometry: ShardGeometry): Promise<Tensor> {
+  private async attention(i: number, step: Extract<ShardStep, { kind: 'attention' }>, read: (n: string) => Tensor, comm: BandComm, geometry: ShardGeometry): Promise<Tensor> {
     const { region, core } = step;
     const q = read(region.query);
     const k = read(region.key);
