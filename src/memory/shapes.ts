@@ -305,10 +305,15 @@ function inferNode(node: NodeProto, inputs: (ValueShape | null)[]): ValueShape[]
 }
 
 /**
- * Shapes of every value for the given graph-input dims (initializers from their TensorProtos).
- * Throws UNSUPPORTED naming the node for an op outside the builder's subset.
+ * Shapes of every value for the given graph-input dims (initializers from their TensorProtos);
+ * `inputValues` gives the elements of small inputs that later shapes are computed from (a band
+ * model's crop bounds). Throws UNSUPPORTED naming the node for an op outside the builder's subset.
  */
-export function inferShapes(model: ModelProto, inputDims: Readonly<Record<string, readonly number[]>>): Map<string, ValueShape> {
+export function inferShapes(
+  model: ModelProto,
+  inputDims: Readonly<Record<string, readonly number[]>>,
+  inputValues: Readonly<Record<string, readonly number[]>> = {},
+): Map<string, ValueShape> {
   const graph = model.graph!;
   const shapes = new Map(fixedShapes(model));
   for (const input of graph.input ?? []) {
@@ -317,7 +322,8 @@ export function inferShapes(model: ModelProto, inputDims: Readonly<Record<string
       const r = reason('MEMORY_MODEL_INPUT', 'input', input.name, `dims for every graph input (${(graph.input ?? []).map((i) => i.name).join(', ')})`);
       throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
     }
-    shapes.set(input.name!, { dims: [...dims], itemBytes: 4 });
+    const values = inputValues[input.name!];
+    shapes.set(input.name!, values ? { dims: [...dims], itemBytes: 4, values: [...values] } : { dims: [...dims], itemBytes: 4 });
   }
   for (const node of graph.node ?? []) {
     if (node.op_type === 'Constant') continue;
