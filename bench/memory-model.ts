@@ -2,24 +2,28 @@
 // (`distvae decode --json`, process ranks) and compares the model's predicted peak of every
 // process with the measured peak RSS (VmHWM) of every rank and of the coordinator.
 //
-//   npx tsx bench/memory-model.ts [--cases all|quick|NAME,NAME] [--out bench/results/memory-model.json]
+//   npx tsx bench/memory-model.ts [--cases all|quick|NAME,NAME] [--jobs N] [--out bench/results/memory-model.json]
+//   npx tsx bench/memory-model.ts predict [--cases ...]
 //   npx tsx bench/memory-model.ts calibrate [--from bench/results/memory-model.json]
 //   npx tsx bench/memory-model.ts report [--from bench/results/memory-model.json]
 //
-// The first runs the matrix one case at a time (memory is load-independent, so a busy machine is
-// fine; each case is one decode, the heaviest ~4.5 GiB) and writes the JSON and a Markdown table
-// next to it. `calibrate` fits the per-provider factors of src/memory/calibration.ts to a matrix
-// by least squares on the relative error and prints the entry to commit, with the refitted
-// errors. After a runtime change (e.g. the lean-runtime issue): run the matrix, calibrate, paste
-// the entry, then `report` rewrites the predictions and errors under it (the measured peaks and
-// the graph-derived terms are kept; rerun the matrix when the graphs or the runtime changed).
+// The first runs the matrix (memory is load-independent, so a busy machine is fine; each case is
+// one decode, the heaviest ~4.7 GiB, and cases with a process over 3 GiB take /work/meas/bigmem.lock where it
+// exists) and writes the JSON and a Markdown table next to it. `predict` prints the model's
+// terms per process without decoding. `calibrate` derives every case's terms again from the
+// current model, fits the per-provider factors of src/memory/calibration.ts to the measured peaks
+// by least squares on the relative error, and prints each process's refitted error and the entry
+// to paste; `report` then rewrites predictions and errors under the committed calibration. So a
+// change to the model is refitted without decoding; a change to the graphs or the runtime (what
+// the processes really hold) needs the matrix again: run it, calibrate, paste, report.
 //
 // This is the model-accuracy mode of the project's one memory harness; once bench/memory.ts (the
 // side-by-side harness) lands it becomes a mode there.
 
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createVae } from '../src/families/registry.js';
@@ -28,18 +32,24 @@ import { writeNpy } from '../src/io/npy.js';
 import { CALIBRATIONS, type RuntimeCalibration } from '../src/memory/calibration.js';
 import { peakOfTerms, predictMemory, type MemoryPlan, type MemoryTerms } from '../src/memory/model.js';
 import { describePlan } from '../src/memory/policy.js';
+import { latentShapeOf } from '../src/plan/shapes.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const TAEF2 = join(ROOT, '..', 'shared', 'models', 'taef2', 'taef2_decoder.pth');
-const TMP = '/tmp/distvae-memory-model';
+// Latents and outputs of this run (its own folder: other runs on the machine clean up theirs).
+const TMP = join(tmpdir(), `distvae-memory-model-${process.pid}`);
+const BIG_LOCK = '/work/meas/bigmem.lock';
+const BIG_BYTES = 3 * 2 ** 30;
 
 interface Case {
   name: string;
-  family: 'autoencoder-kl' | 'flux2' | 'tae';
+  family: 'autoencoder-kl' | 'flux2' | 'tae' | 'wan' | 'hunyuan-video';
   /** Trained TAEF2 weights instead of synthetic ones. */
   taef2?: boolean;
   height: number;
   width: number;
+  /** Output frames (video families). */
+  frames?: number;
   plan: MemoryPlan;
   /** Decoded by the policy's default path (no plan options: one process rank, a ladder). */
   auto?: boolean;
@@ -62,6 +72,7 @@ const CASES: Case[] = [
   { name: 'sd-whole-256', family: 'autoencoder-kl', height: 256, width: 256, plan: { strategy: 'whole', ranks: 1 }, quick: true },
   { name: 'sd-whole-512', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'sd-whole-768', family: 'autoencoder-kl', height: 768, width: 768, plan: { strategy: 'whole', ranks: 1 } },
+  { name: 'sd-whole-1024', family: 'autoencoder-kl', height: 1024, width: 1024, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'sd-tile256-512-r1', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(1, 256, 64) },
   { name: 'sd-tile256-768-r2', family: 'autoencoder-kl', height: 768, width: 768, plan: tile(2, 256, 64) },
   { name: 'sd-tile256-512-r4', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(4, 256, 64) },
@@ -71,6 +82,11 @@ const CASES: Case[] = [
   { name: 'flux2-whole-512', family: 'flux2', height: 512, width: 512, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'flux2-tile256-512-r2', family: 'flux2', height: 512, width: 512, plan: tile(2, 256, 64) },
   { name: 'flux2-tile384-768-r3', family: 'flux2', height: 768, width: 768, plan: tile(3, 384, 96) },
+  { name: 'wan-whole-128x9', family: 'wan', height: 128, width: 128, frames: 9, plan: { strategy: 'whole', ranks: 1 } },
+  { name: 'wan-whole-256x5', family: 'wan', height: 256, width: 256, frames: 5, plan: { strategy: 'whole', ranks: 1 } },
+  { name: 'wan-tile128-256x5-r2', family: 'wan', height: 256, width: 256, frames: 5, plan: tile(2, 128, 32) },
+  { name: 'hunyuan-whole-128x9', family: 'hunyuan-video', height: 128, width: 128, frames: 9, plan: { strategy: 'whole', ranks: 1 } },
+  { name: 'hunyuan-chunks-128x21', family: 'hunyuan-video', height: 128, width: 128, frames: 21, plan: tile(1, 128, 32) },
 ];
 
 interface ProcessResult {
@@ -112,8 +128,9 @@ function vaeOf(c: Case): VaeSpec {
 }
 
 function latentFile(vae: VaeSpec, c: Case): string {
-  const r = vae.geometry.spatialRatio;
-  const dims = [1, vae.geometry.latentChannels, c.height / r, c.width / r];
+  const latent = latentShapeOf(vae.geometry, sampleOf(c));
+  const channels = vae.geometry.latentChannels;
+  const dims = vae.geometry.fiveDimLatents ? [1, channels, latent.frames, latent.height, latent.width] : [1, channels, latent.height, latent.width];
   const path = join(TMP, `z-${c.family}-${dims.join('x')}.npy`);
   if (!existsSync(path)) {
     const data = new Float32Array(dims.reduce((a, b) => a * b, 1));
@@ -127,29 +144,48 @@ function latentFile(vae: VaeSpec, c: Case): string {
   return path;
 }
 
-function runCase(c: Case): CaseResult {
+const sampleOf = (c: Case) => ({ height: c.height, width: c.width, ...(c.frames ? { frames: c.frames } : {}) });
+
+/** The model's prediction for a case's processes: the coordinator, then each rank. */
+function predict(c: Case): { process: string; predictedBytes: number; terms: MemoryTerms }[] {
+  const prediction = predictMemory(vaeOf(c), c.plan, sampleOf(c));
+  return [{ process: 'coordinator', predictedBytes: prediction.coordinatorBytes, terms: prediction.coordinator.terms }, ...prediction.ranks.map((r) => ({ process: `rank ${r.rank}`, predictedBytes: r.peakBytes, terms: r.terms }))];
+}
+
+async function runCase(c: Case): Promise<CaseResult> {
   const vae = vaeOf(c);
-  const prediction = predictMemory(vae, c.plan, { height: c.height, width: c.width });
-  const base = { name: c.name, family: c.family, weights: c.taef2 ? 'taef2 (trained)' : 'synthetic', size: `${c.height}x${c.width}`, plan: describePlan(c.plan) };
+  const predicted = predict(c);
+  const base = baseOf(c);
   let json: { memory: { coordinator: { measuredPeakBytes: number | null }; ranks: { rank: number; measuredPeakBytes: number | null }[] } };
   try {
-    const stdout = execFileSync(process.execPath, [join(ROOT, 'bin', 'distvae.js'), ...cliArgs(c, latentFile(vae, c))], { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'inherit'] });
+    // A case with a process predicted over 3 GiB takes the machine's big-memory lock, so two never overlap.
+    const command = [process.execPath, join(ROOT, 'bin', 'distvae.js'), ...cliArgs(c, latentFile(vae, c))];
+    const largest = Math.max(...predicted.map((p) => p.predictedBytes));
+    const [file, ...args] = largest > BIG_BYTES && existsSync(dirname(BIG_LOCK)) ? ['flock', BIG_LOCK, ...command] : command;
+    const { stdout } = await promisify(execFile)(file!, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
     json = JSON.parse(stdout.trim().split('\n').pop()!);
   } catch (e) {
-    return { ...base, processes: [], worstError: null, failed: (e as Error).message.split('\n')[0]! };
+    const said = String((e as { stderr?: string }).stderr ?? '').trim().split('\n').pop();
+    return { ...base, processes: [], worstError: null, failed: said || (e as Error).message.split('\n')[0]! };
   }
-  const measuredRanks = new Map(json.memory.ranks.map((r) => [r.rank, r.measuredPeakBytes]));
-  const row = (process: string, predictedBytes: number, measuredBytes: number | null, terms: MemoryTerms): ProcessResult => ({
-    process,
-    predictedBytes,
-    measuredBytes,
-    error: measuredBytes ? (predictedBytes - measuredBytes) / measuredBytes : null,
-    terms,
-    activationShare: measuredBytes ? (terms.activation + terms.repeat + terms.shard) / measuredBytes : 0,
-  });
-  const processes = [row('coordinator', prediction.coordinatorBytes, json.memory.coordinator.measuredPeakBytes, prediction.coordinator.terms), ...prediction.ranks.map((r) => row(`rank ${r.rank}`, r.peakBytes, measuredRanks.get(r.rank) ?? null, r.terms))];
+  const measured = new Map<string, number | null>([['coordinator', json.memory.coordinator.measuredPeakBytes], ...json.memory.ranks.map((r): [string, number | null] => [`rank ${r.rank}`, r.measuredPeakBytes])]);
+  return withErrors({ ...base, processes: predicted.map((p) => ({ ...p, measuredBytes: measured.get(p.process) ?? null, error: null, activationShare: 0 })), worstError: null });
+}
+
+/** How a case is listed in the report. */
+function baseOf(c: Case): Pick<CaseResult, 'name' | 'family' | 'weights' | 'size' | 'plan'> {
+  return { name: c.name, family: c.family, weights: c.taef2 ? 'taef2 (trained)' : 'synthetic', size: `${c.height}x${c.width}${c.frames ? `x${c.frames}` : ''}`, plan: describePlan(c.plan) };
+}
+
+/** Errors and activation shares of a case's processes from their predictions and measured peaks. */
+function withErrors(c: CaseResult): CaseResult {
+  const processes = c.processes.map((p) => ({
+    ...p,
+    error: p.measuredBytes ? (p.predictedBytes - p.measuredBytes) / p.measuredBytes : null,
+    activationShare: p.measuredBytes ? (p.terms.activation + p.terms.pattern + p.terms.growth + p.terms.shard) / p.measuredBytes : 0,
+  }));
   const errors = processes.flatMap((p) => (p.error === null ? [] : [Math.abs(p.error)]));
-  return { ...base, processes, worstError: errors.length ? Math.max(...errors) : null };
+  return { ...c, processes, worstError: errors.length ? Math.max(...errors) : null };
 }
 
 function pct(x: number | null): string {
@@ -162,7 +198,7 @@ function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCa
   const lines = [
     '# Memory model accuracy',
     '',
-    `Ran ${report.ran['date']} on ${report.ran['machine']}; calibration \`${report.calibration.provider}\`: ${report.calibration.measured}.`,
+    `Ran ${report.ran['date']} on ${report.ran['machine']}; calibration \`${report.calibration.provider}\`: ${report.calibration.measured}.${report.ran['note'] ? ` ${report.ran['note']}` : ''}`,
     '',
     '`npx tsx bench/memory-model.ts` — each case is one `distvae decode --json` (process ranks, 1 thread each); predicted: the memory model of src/memory/ for the same plan; measured: VmHWM of each process. Activation share: the graph-derived activation terms over the measured peak.',
     '',
@@ -180,19 +216,45 @@ function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCa
   const within = all.filter((e) => e <= 0.15).length;
   const heavy = report.cells.filter((c) => c.processes.some((p) => p.activationShare >= 0.5)).length;
   lines.push('', `${within} of ${all.length} processes within ±15 %; largest |error| ${(100 * Math.max(...all)).toFixed(1)} %; ${heavy} case(s) where activations are at least half of a process's peak.`);
+  const cal = report.calibration as unknown as Record<string, number>;
+  lines.push(
+    '',
+    '## What the runtime adds (the fitted calibration)',
+    '',
+    'predicted = fixed + Σ factor × term + buffers, each term derived from the graphs (src/memory/model.ts `MemoryTerms`):',
+    '',
+    '| factor | fitted | term it multiplies |',
+    '|---|---|---|',
+    ...CALIBRATION_TERMS.map(([key, , what]) => `| ${key} | ${key.endsWith('Bytes') ? `${mib(cal[key]!)} MiB` : cal[key]} | ${what} |`),
+  );
   return lines.join('\n') + '\n';
 }
 
+/** Each calibration factor, the term of MemoryTerms it multiplies (null: the constant), and what that is. */
+const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, string][] = [
+  ['fixedBytes', null, 'every process: node, distvae, onnxruntime loaded'],
+  ['decodingWeightCopies', 'decodingWeights', 'weight bytes of the VAE a decoding process loads'],
+  ['sessionWeightCopies', 'sessionWeights', 'weight bytes of the sessions it opens (each holds its own)'],
+  ['holdingWeightCopies', 'holdingWeights', 'weight bytes of the loaded VAE a coordinator holds'],
+  ['activationFactor', 'activation', "each session's largest run's liveness peak (the arena's first-run regions)"],
+  ['patternFactor', 'pattern', 'the liveness peak of the largest shape a session runs twice (its memory-pattern block)'],
+  ['growthFactor', 'growth', 'runs larger than every earlier run of their session (regions added on the way)'],
+  ['shardFactor', 'shard', "a row-sharded rank's largest step (kept band values + the step's work)"],
+  ['outputCopies', 'output', 'the decoded sample, in the process that assembles it'],
+  ['largestTensorCopies', 'largestTensor', "a decoding process's largest tensor: what onnxruntime adds beyond the graph (layout reorders of the largest convolutions' operands, the output copied out)"],
+  ['rankThreadBytes', 'rankThread', 'a rank thread in the coordinator (decoding in-process)'],
+];
+
 /** Least squares on the relative error over the calibration's factors (negative factors pinned to 0). */
 function fit(cases: CaseResult[], base: RuntimeCalibration): RuntimeCalibration {
-  const keys = ['fixedBytes', 'decodingWeightCopies', 'holdingWeightCopies', 'activationFactor', 'repeatFactor', 'shardFactor', 'outputCopies'] as const;
+  const keys = CALIBRATION_TERMS.map(([key]) => key);
   const rows: { x: number[]; y: number }[] = [];
   for (const c of cases) {
     for (const p of c.processes) {
       if (!p.measuredBytes) continue;
       const t = p.terms;
       const w = 1 / p.measuredBytes;
-      rows.push({ x: [1, t.decodingWeights, t.holdingWeights, t.activation, t.repeat, t.shard, t.output].map((v) => v * w), y: (p.measuredBytes - t.buffers) * w });
+      rows.push({ x: CALIBRATION_TERMS.map(([, term]) => (term === null ? 1 : t[term]) * w), y: (p.measuredBytes - t.buffers) * w });
     }
   }
   let active = keys.map(() => true);
@@ -227,20 +289,20 @@ function fit(cases: CaseResult[], base: RuntimeCalibration): RuntimeCalibration 
   }
   const fitted: RuntimeCalibration = { ...base };
   keys.forEach((k, i) => {
-    (fitted as unknown as Record<string, number>)[k] = k === 'fixedBytes' ? Math.round(solution[i]!) : Number(solution[i]!.toFixed(3));
+    (fitted as unknown as Record<string, number>)[k] = k === 'fixedBytes' || k === 'rankThreadBytes' ? Math.round(solution[i]!) : Number(solution[i]!.toFixed(3));
   });
   return fitted;
 }
 
-/** A case's predictions and errors under the current calibration (measured peaks and terms as they were). */
+/**
+ * A case's predictions and errors under the current model and calibration, its measured peaks as
+ * they were: the terms are derived again, so a change to the model is re-fitted without decoding.
+ */
 function repredict(c: CaseResult): CaseResult {
-  const cal = CALIBRATIONS['cpu']!;
-  const processes = c.processes.map((p) => {
-    const predictedBytes = peakOfTerms(p.terms, cal);
-    return { ...p, predictedBytes, error: p.measuredBytes ? (predictedBytes - p.measuredBytes) / p.measuredBytes : null };
-  });
-  const errors = processes.flatMap((p) => (p.error === null ? [] : [Math.abs(p.error)]));
-  return { ...c, processes, worstError: errors.length ? Math.max(...errors) : null };
+  const spec = CASES.find((x) => x.name === c.name);
+  if (!spec || c.failed) return c;
+  const predicted = new Map(predict(spec).map((p) => [p.process, p]));
+  return withErrors({ ...c, ...baseOf(spec), processes: c.processes.map((p) => ({ ...p, ...predicted.get(p.process)! })) });
 }
 
 function parseFlags(argv: string[]): Record<string, string> {
@@ -250,22 +312,39 @@ function parseFlags(argv: string[]): Record<string, string> {
 }
 
 const argv = process.argv.slice(2);
-const mode = argv[0] === 'calibrate' || argv[0] === 'report' ? argv[0] : 'matrix';
+const mode = argv[0] === 'calibrate' || argv[0] === 'report' || argv[0] === 'predict' ? argv[0] : 'matrix';
 const flags = parseFlags(mode === 'matrix' ? argv : argv.slice(1));
 const outPath = flags['out'] ?? flags['from'] ?? join(ROOT, 'bench', 'results', 'memory-model.json');
 const machine = `${process.platform} ${process.arch}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, ${cpus()[0]?.model ?? 'cpu'} (${cpus().length} cores), Node ${process.version}`;
 
-if (mode === 'calibrate') {
+if (mode === 'predict') {
+  // The model's predictions for the matrix, without decoding (what a case will ask of the machine).
+  const which = flags['cases'] ?? 'all';
+  for (const c of which === 'all' ? CASES : CASES.filter((x) => which.split(',').includes(x.name))) {
+    const started = performance.now();
+    const rows = predict(c);
+    process.stdout.write(`${c.name} (${((performance.now() - started) / 1000).toFixed(1)} s): ${rows.map((r) => `${r.process} ${mib(r.predictedBytes)} MiB [${Object.entries(r.terms).filter(([, v]) => v).map(([k, v]) => `${k} ${mib(v)}`).join(', ')}]`).join('; ')}\n`);
+  }
+} else if (mode === 'calibrate') {
   const report = JSON.parse(readFileSync(outPath, 'utf8')) as { cells: CaseResult[] };
   const base = CALIBRATIONS['cpu']!;
+  report.cells = report.cells.map(repredict);
   const fitted = fit(report.cells, base);
   const errors = report.cells.flatMap((c) => c.processes.flatMap((p) => (p.measuredBytes ? [(peakOfTerms(p.terms, fitted) - p.measuredBytes) / p.measuredBytes] : [])));
+  for (const c of report.cells) {
+    for (const p of c.processes) {
+      if (!p.measuredBytes) continue;
+      const e = (peakOfTerms(p.terms, fitted) - p.measuredBytes) / p.measuredBytes;
+      process.stderr.write(`${Math.abs(e) > 0.15 ? '!' : ' '} ${c.name} ${p.process}: ${mib(peakOfTerms(p.terms, fitted))}/${mib(p.measuredBytes)} MiB ${pct(e)}\n`);
+    }
+  }
   process.stdout.write(`fitted to ${errors.length} processes of ${outPath}: largest |error| ${(100 * Math.max(...errors.map(Math.abs))).toFixed(1)} %, ${errors.filter((e) => Math.abs(e) <= 0.15).length} within ±15 %\n`);
   process.stdout.write(JSON.stringify({ ...fitted, measured: `fitted by \`npx tsx bench/memory-model.ts calibrate\` to ${errors.length} processes of bench/results/memory-model.json (${new Date().toISOString().slice(0, 10)}, ${machine})` }, null, 2) + '\n');
 } else if (mode === 'report') {
   // Rewrites the report's predictions and errors under the committed calibration, without decoding again.
   const report = JSON.parse(readFileSync(outPath, 'utf8')) as { ran: Record<string, unknown>; cells: CaseResult[] };
-  const updated = { ...report, calibration: CALIBRATIONS['cpu']!, cells: report.cells.map((c) => (c.failed ? c : repredict(c))) };
+  const order = (r: CaseResult) => CASES.findIndex((c) => c.name === r.name);
+  const updated = { ...report, calibration: CALIBRATIONS['cpu']!, cells: report.cells.map(repredict).sort((a, b) => order(a) - order(b)) };
   writeFileSync(outPath, JSON.stringify(updated, null, 2) + '\n');
   writeFileSync(outPath.replace(/\.json$/, '.md'), markdown(updated));
   process.stderr.write(`rewrote ${outPath} under the committed calibration\n`);
@@ -273,13 +352,21 @@ if (mode === 'calibrate') {
   mkdirSync(TMP, { recursive: true });
   const which = flags['cases'] ?? 'all';
   const cases = which === 'all' ? CASES : which === 'quick' ? CASES.filter((c) => c.quick) : CASES.filter((c) => which.split(',').includes(c.name));
+  // `--jobs N` decodes N cases at once (peaks are per process, so they do not disturb each other;
+  // cases over 3 GiB still take the big-memory lock one at a time).
+  const jobs = Math.max(1, Number(flags['jobs'] ?? 1));
   const results: CaseResult[] = [];
-  for (const c of cases) {
-    process.stderr.write(`${c.name} ...\n`);
-    const r = runCase(c);
-    results.push(r);
-    process.stderr.write(`${c.name}: ${r.failed ?? r.processes.map((p) => `${p.process} ${mib(p.predictedBytes)}/${mib(p.measuredBytes)} MiB (${pct(p.error)})`).join(', ')}\n`);
-  }
+  const queue = [...cases];
+  await Promise.all(
+    Array.from({ length: jobs }, async () => {
+      for (let c = queue.shift(); c; c = queue.shift()) {
+        process.stderr.write(`${c.name} ...\n`);
+        const r = await runCase(c);
+        results.push(r);
+        process.stderr.write(`${c.name}: ${r.failed ?? r.processes.map((p) => `${p.process} ${mib(p.predictedBytes)}/${mib(p.measuredBytes)} MiB (${pct(p.error)})`).join(', ')}\n`);
+      }
+    }),
+  );
   // A selection of cases replaces those cases in an existing report (same calibration only).
   const previous = which !== 'all' && existsSync(outPath) ? (JSON.parse(readFileSync(outPath, 'utf8')) as { calibration: RuntimeCalibration; cells: CaseResult[] }) : null;
   const kept = previous ? previous.cells.filter((c) => !results.some((r) => r.name === c.name)).map(repredict) : [];
@@ -288,5 +375,6 @@ if (mode === 'calibrate') {
   const report = { schema: 1, benchmark: 'memory-model', ran: { date: new Date().toISOString(), machine }, calibration: CALIBRATIONS['cpu']!, cells: merged };
   writeFileSync(outPath, JSON.stringify(report, null, 2) + '\n');
   writeFileSync(outPath.replace(/\.json$/, '.md'), markdown(report));
+  rmSync(TMP, { recursive: true, force: true });
   process.stderr.write(`wrote ${outPath}\n`);
 }

@@ -10,6 +10,7 @@ import type { Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
 import { buildKlDecoderGraph, klDecoderArchitecture, klDecoderParams, renameLegacyAttentionKeys } from './autoencoder-kl.graph.js';
 import type { FamilyRuntime } from './runtime-types.js';
+import type { ResolvedConfig } from './types.js';
 
 /**
  * Bytes the mid-block attention holds at once for a latent (B, C, h, w): the scores and their
@@ -54,11 +55,21 @@ export function checkAttentionMemory(latentDims: readonly number[], limitBytes: 
   ));
 }
 
+/** The graph the tile runner runs for an attention chunking (the memory model reads the same one). */
+function runnerGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, chunks: number) {
+  return buildKlDecoderGraph(config, weights, { attentionChunks: chunks, channelParts: true });
+}
+
 /** Runtime shared by autoencoder-kl and flux2: the decoder differs only by config. */
 export const klRuntime: FamilyRuntime = {
   decoderParams: klDecoderParams,
   decoderGraph: buildKlDecoderGraph,
   renameKeys: renameLegacyAttentionKeys,
+  // The graph the runner opens for this tile (its attention chunking depends on the tile's size).
+  memoryRuns: (config, weights, dims) => {
+    const chunks = klDecoderArchitecture(config).midAttention ? attentionChunksFor(dims) : 1;
+    return { sessions: [{ key: `decoder/${chunks}`, model: runnerGraph(config, weights, chunks).toModel(), runs: 1 }] };
+  },
   async createTileRunner(config, weights, session: SessionOptions) {
     const bound = bindWeights(klDecoderParams(config), weights, { source: 'the weights given to the decoder' });
     const attention = klDecoderArchitecture(config).midAttention;
@@ -71,7 +82,7 @@ export const klRuntime: FamilyRuntime = {
         const previous = current?.session;
         current = null;
         await previous?.then((s) => s.dispose(), () => undefined);
-        current = { chunks, session: createSession(buildKlDecoderGraph(config, bound, { attentionChunks: chunks, channelParts: true }).toModel(), session) };
+        current = { chunks, session: createSession(runnerGraph(config, bound, chunks).toModel(), session) };
       }
       return current.session;
     };

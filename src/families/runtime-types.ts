@@ -4,6 +4,7 @@
 
 import type { TileRunner } from '../decode/types.js';
 import type { GraphBuilder } from '../graph/builder.js';
+import type { ModelProto } from '../graph/onnx-proto.js';
 import type { SessionOptions } from '../runtime/session.js';
 import type { Tensor } from '../tensor.js';
 import type { Shaped } from '../weights/bind.js';
@@ -18,6 +19,12 @@ export interface FamilyRuntime {
    * analysis, staging and row sharding; families without it decode only whole tiles.
    */
   decoderGraph?(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): GraphBuilder;
+  /**
+   * What the memory model reads of one tile decode (docs/design.md §13), for families whose
+   * runner is not one run of `decoderGraph`: the graphs the runner opens sessions on for a latent
+   * tile of these dims and how often each runs. Absent: one run of `decoderGraph`.
+   */
+  memoryRuns?(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, tileDims: readonly number[]): TileMemoryRuns;
   /** A runner that decodes latent tiles with these (bound) weights. */
   createTileRunner(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, session: SessionOptions): Promise<TileRunner>;
   /**
@@ -32,6 +39,16 @@ export interface FamilyRuntime {
   configFromWeights?(weights: ReadonlyMap<string, Shaped>): RawConfig;
   /** The encoder (image in [0, 1] → latents), for families that ship one here. */
   encoder?: FamilyEncoder;
+}
+
+/**
+ * The sessions a tile runner holds for one tile. A graph's inputs are resolved from its declared
+ * axes (`batch`, `frames`, `height`, `width` of the latent tile, and products like `height*4`).
+ */
+export interface TileMemoryRuns {
+  sessions: { key: string; model: ModelProto; runs: number }[];
+  /** Outputs whose names start with `prefix` are kept by the runner across runs, `copies` of each (a causal history). */
+  kept?: { prefix: string; copies: number };
 }
 
 /**

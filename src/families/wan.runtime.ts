@@ -7,6 +7,7 @@ import type { Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
 import type { FamilyRuntime } from './runtime-types.js';
 import { buildWanGraph, wanDecoderParams, wanSegmentCount } from './wan.graph.js';
+import { PRESENT_PREFIX, type WanStep } from './wan-blocks.js';
 import { FrameStepRunner } from './wan.runner.js';
 
 /**
@@ -57,14 +58,35 @@ const createTileRunner: FamilyRuntime['createTileRunner'] = async (config, weigh
   return new FrameStepRunner((segment, step) => buildWanGraph(config, bound, segment, step).toModel(), wanSegmentCount(config), session, config.geometry.temporalRatio);
 };
 
+/**
+ * The frame-step runner's sessions for a tile (B, C, F, h, w): per segment its `first` and `next`
+ * graphs (`only` for one frame), each run once per frame that reaches the segment (a temporal
+ * upsampler doubles every frame after a sequence's first), and two history frames per temporal
+ * conv kept across runs (wan.runner.ts).
+ */
+const memoryRuns: FamilyRuntime['memoryRuns'] = (config, weights, dims) => {
+  const [batch, , frames] = dims as [number, number, number];
+  const bound = bindWeights(wanDecoderParams(config), weights, { source: 'the weights given to the decoder' });
+  const sessions: { key: string; model: ReturnType<ReturnType<typeof buildWanGraph>['toModel']>; runs: number }[] = [];
+  let reaching = frames;
+  for (let segment = 0; segment < wanSegmentCount(config); segment++) {
+    const steps: [WanStep, number][] = frames === 1 ? [['only', 1]] : [['first', 1], ['next', reaching - 1]];
+    for (const [step, runs] of steps) sessions.push({ key: `segment${segment}.${step}`, model: buildWanGraph(config, bound, segment, step).toModel(), runs: batch * runs });
+    reaching = 1 + (reaching - 1) * 2;
+  }
+  return { sessions, kept: { prefix: PRESENT_PREFIX, copies: 2 } };
+};
+
 export const wanRuntime: FamilyRuntime = {
   decoderParams: wanDecoderParams,
+  memoryRuns,
   createTileRunner,
   postprocess: (raw, { config }) => clampSigned(unpatchify(raw, config.geometry.patchSize)),
 };
 
 export const qwenImageRuntime: FamilyRuntime = {
   decoderParams: wanDecoderParams,
+  memoryRuns,
   createTileRunner,
   postprocess: (raw, { spatiallyTiled }) => (spatiallyTiled ? raw : clampSigned(raw)),
 };

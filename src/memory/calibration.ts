@@ -10,18 +10,26 @@ export interface RuntimeCalibration {
   provider: string;
   /** Resident bytes of a process that has loaded node, distvae and onnxruntime, before any VAE. */
   fixedBytes: number;
-  /** Copies of the decoder weights resident in a process that decodes (JS tensors, model bytes, the session's own). */
+  /** Copies of the loaded VAE's weights resident in a process that decodes (its JS tensors, where the source keeps them). */
   decodingWeightCopies: number;
+  /** Copies of each session's weights (onnxruntime's initializers, prepacked kernels, the model bytes it parsed). */
+  sessionWeightCopies: number;
   /** Copies resident in a process that only holds the loaded VAE (a coordinator whose ranks decode, an idle rank). */
   holdingWeightCopies: number;
-  /** Resident bytes per byte of the graph's activation peak on a session's first run. */
+  /** Resident bytes per byte of the sessions' activation peaks (each arena keeps its largest run's plan). */
   activationFactor: number;
-  /** Extra resident bytes per byte of activation peak once a session runs again on the same shape (onnxruntime's memory pattern). */
-  repeatFactor: number;
-  /** Resident bytes per byte of a row-sharded rank's share of the whole decode's activation peak (staged sessions). */
+  /** Resident bytes per byte of the memory-pattern block of a shape run again. */
+  patternFactor: number;
+  /** Resident bytes per byte of the arena regions that later, larger runs add. */
+  growthFactor: number;
+  /** Resident bytes per byte of a row-sharded rank's largest step (stage sessions without an arena, plus the values kept). */
   shardFactor: number;
   /** Copies of the decoded output resident in the process that assembles and writes it. */
   outputCopies: number;
+  /** Copies of a decoding process's largest tensor that onnxruntime adds beyond the graph (layout reorders, the output copied out). */
+  largestTensorCopies: number;
+  /** Resident bytes a rank thread adds to the process it runs in. */
+  rankThreadBytes: number;
   /** How the numbers were measured. */
   measured: string;
 }
@@ -34,15 +42,18 @@ export interface RuntimeCalibration {
 export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
   cpu: {
     provider: 'cpu',
-    fixedBytes: 134703199,
-    decodingWeightCopies: 3.63,
-    holdingWeightCopies: 0.999,
-    activationFactor: 1.381,
-    repeatFactor: 0.504,
-    shardFactor: 2.01,
-    outputCopies: 2.549,
-    measured:
-      'fitted by `npx tsx bench/memory-model.ts calibrate` to the 50 processes of 22 cases in bench/results/memory-model.json (2026-12-01, linux x64, 2 cores, Node 20.20, onnxruntime-node 1.30, before the lean-runtime change of issue 14: recalibrate after it)',
+    fixedBytes: 153244107,
+    decodingWeightCopies: 2.334,
+    sessionWeightCopies: 0.827,
+    holdingWeightCopies: 0.942,
+    activationFactor: 0.502,
+    patternFactor: 0.864,
+    growthFactor: 0.024,
+    shardFactor: 1.346,
+    outputCopies: 1.606,
+    largestTensorCopies: 2.816,
+    rankThreadBytes: 98096036,
+    measured: 'fitted by `npx tsx bench/memory-model.ts calibrate` to the processes of bench/results/memory-model.json (2026-12-01/02, linux x64, 2 cores, Node 20.20, onnxruntime-node 1.30 CPU EP, lean runtime before the act/shard changes of issue 14: arena and memory patterns on, staged shard with JS GroupNorm)',
   },
 };
 

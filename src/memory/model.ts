@@ -1,14 +1,16 @@
 // The memory model: the predicted peak resident bytes of every rank and of the coordinator for a
-// VAE, a plan (whole; blended tiles; row sharding; halo-exact tiles) and a sample shape. The
-// activation peak of each distinct tile shape comes from a liveness scan of the family's own
-// decoder graph (liveness.ts), memoised per (architecture, input dims); weights, the runtime's
-// fixed cost and its extra copies come from the provider's calibration (calibration.ts); the
-// latent, tile and output buffers from the plan's grid. Families that do not expose their decoder
-// graph are refused by name (the caller keeps their default plan).
+// VAE, a plan (whole; blended tiles; row sharding; halo-exact tiles) and a sample shape. What a
+// decoding process holds comes from the family's own graphs: the sessions its tile runner opens
+// for each tile and their activation peaks (liveness.ts), kept per session by onnxruntime's
+// arena over the runs in order (runs.ts); a row-sharded rank's from a walk through the shard
+// plan's steps over its band and halo (shard.ts). Weights, the runtime's fixed cost and the
+// copies it adds come from the provider's calibration (calibration.ts); latent, tile and output
+// buffers from the plan's grid. Families that describe no decoder graphs are refused by name.
 
 import { decoderModelOf } from '../decode/decoder-model.js';
 import { DistVaeError, reason } from '../errors.js';
 import { runtimeOf } from '../families/runtimes.js';
+import type { FamilyRuntime } from '../families/runtime-types.js';
 import type { FrameTiling, Size2, VaeSpec } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { tileGrid, type TileGrid } from '../plan/grid.js';
@@ -18,7 +20,9 @@ import { splitBands } from '../strategies/shard/bands.js';
 import { exactTilingHalo, exactTiles, type Halo } from '../strategies/exact-tile/halo.js';
 import type { Tensor } from '../tensor.js';
 import { calibrationOf, type RuntimeCalibration } from './calibration.js';
-import { activationPeak, type ActivationPeak } from './liveness.js';
+import { decodingHold, sessionRuns, type SessionRun } from './runs.js';
+import { inferShapes, type ValueShape } from './shapes.js';
+import { shardRankHold } from './shard.js';
 
 /** The decodes the memory model predicts: whole, blended tiles, row sharding, halo-exact tiles. */
 export const MEMORY_STRATEGIES = ['whole', 'tile', 'shard', 'exact-tile'] as const;
@@ -45,19 +49,27 @@ export interface MemoryPlan {
  * factors to measured peaks from these terms.
  */
 export interface MemoryTerms {
-  /** Weight bytes, when this process decodes. */
+  /** Weight bytes of the loaded VAE, when this process decodes (its own load, e.g. a rank's). */
   decodingWeights: number;
+  /** Weight bytes of the sessions it opens (each session holds its own weights: Wan's first and next graphs both). */
+  sessionWeights: number;
   /** Weight bytes, when this process only holds the loaded VAE. */
   holdingWeights: number;
-  /** Activation peak of its largest decoder run (graph liveness). */
+  /** Sum over its sessions of their largest run's activation peak (graph liveness): what each arena keeps. */
   activation: number;
-  /** The same again when a session runs more than once (tiles, temporal chunks). */
-  repeat: number;
-  /** A row-sharded rank's share of the whole decode's activation peak. */
+  /** The memory pattern's block of the largest shape each session runs at least twice (runs.ts). */
+  pattern: number;
+  /** Arena regions added by runs larger than every earlier run of their session (runs.ts). */
+  growth: number;
+  /** A row-sharded rank's largest step: values kept for later steps plus the step's work (shard.ts). */
   shard: number;
   /** The decoded output, in the process that assembles and writes it. */
   output: number;
-  /** Buffers counted as they are (latent, tile outputs a rank returns). */
+  /** The largest tensor of its runs: the buffers onnxruntime adds that the graph does not show (layout reorders of the largest convolutions' operands, the output copied out), a few of them at a time. */
+  largestTensor: number;
+  /** 1 when the process decodes on a rank thread of its own (a second JS realm and module graph). */
+  rankThread: number;
+  /** Buffers counted as they are (latent, tile outputs a rank returns, a runner's kept state). */
   buffers: number;
 }
 
@@ -92,11 +104,15 @@ export function peakOfTerms(t: MemoryTerms, cal: RuntimeCalibration): number {
   return Math.round(
     cal.fixedBytes +
       cal.decodingWeightCopies * t.decodingWeights +
+      cal.sessionWeightCopies * t.sessionWeights +
       cal.holdingWeightCopies * t.holdingWeights +
       cal.activationFactor * t.activation +
-      cal.repeatFactor * t.repeat +
+      cal.patternFactor * t.pattern +
+      cal.growthFactor * t.growth +
       cal.shardFactor * t.shard +
       cal.outputCopies * t.output +
+      cal.largestTensorCopies * t.largestTensor +
+      cal.rankThreadBytes * t.rankThread +
       t.buffers,
   );
 }
@@ -107,10 +123,17 @@ export interface MemoryModelOptions {
 }
 
 interface ArchitectureMemory {
-  model: ModelProto;
-  input: string;
+  runtime: FamilyRuntime;
+  config: VaeSpec['config'];
+  /** Every weight a view of one shared zero buffer (shapes only). */
+  weights: Map<string, Tensor>;
+  /** The fused decoder graph, for families that expose it (shard, exact-tile, halos). */
+  model: ModelProto | null;
   weightBytes: number;
-  peaks: Map<string, ActivationPeak>;
+  /** Session runs per latent tile dims. */
+  runs: Map<string, SessionRun[]>;
+  /** Whole-graph shapes per latent dims (row sharding). */
+  shapes: Map<string, Map<string, ValueShape>>;
   halo?: Halo | null;
 }
 
@@ -120,14 +143,14 @@ function architectureKey(vae: VaeSpec): string {
   return `${vae.family.name}:${JSON.stringify(vae.config.fields)}`;
 }
 
-/** The decoder graph of an architecture with every weight a view of one shared zero buffer (shapes only). */
+/** What the memory model reads of an architecture: its graphs with zero weights (shapes only). */
 function architectureOf(vae: VaeSpec): ArchitectureMemory {
   const key = architectureKey(vae);
   const known = architectures.get(key);
   if (known) return known;
   const runtime = runtimeOf(vae.family);
-  if (!runtime.decoderGraph) {
-    const r = reason('NO_MEMORY_MODEL', 'family', vae.family.name, 'a family that exposes its decoder graph (autoencoder-kl, flux2, tae)', `the memory model reads the decoder graph, which the ${vae.family.name} family does not expose; its default plan is used`);
+  if (!hasMemoryModel(vae)) {
+    const r = reason('NO_MEMORY_MODEL', 'family', vae.family.name, 'a family that describes its decoder graphs (autoencoder-kl, flux2, tae, wan, qwen-image, hunyuan-video)', `the memory model reads the decoder's graphs, which the ${vae.family.name} family does not describe; its default plan is used`);
     throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
   }
   const params = runtime.decoderParams(vae.config);
@@ -140,21 +163,28 @@ function architectureOf(vae: VaeSpec): ArchitectureMemory {
   }
   const zeros = new Float32Array(largest);
   const weights = new Map<string, Tensor>(params.map((p) => [p.name, { dims: [...p.dims], data: zeros.subarray(0, p.dims.reduce((a, b) => a * b, 1)) }]));
-  const model = decoderModelOf(vae.family, runtime, vae.config, weights);
-  const entry: ArchitectureMemory = { model, input: model.graph!.input![0]!.name!, weightBytes, peaks: new Map() };
+  const model = runtime.decoderGraph ? decoderModelOf(vae.family, runtime, vae.config, weights) : null;
+  const entry: ArchitectureMemory = { runtime, config: vae.config, weights, model, weightBytes, runs: new Map(), shapes: new Map() };
   architectures.set(key, entry);
   return entry;
 }
 
-/** Activation peak of one decoder run on a latent tile of these dims (memoised). */
-function peakFor(arch: ArchitectureMemory, dims: readonly number[]): ActivationPeak {
+function graphOf(arch: ArchitectureMemory, vae: VaeSpec): ModelProto {
+  if (arch.model) return arch.model;
+  const r = reason('NO_DECODER_GRAPH', 'family', vae.family.name, 'a family that exposes its decoder graph (autoencoder-kl, flux2, tae)', `the ${vae.family.name} family does not expose its fused decoder graph: row sharding and halo-exact tiles need it`);
+  throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
+}
+
+/** The session runs of one tile decode on latent tile dims (memoised). */
+function runsFor(arch: ArchitectureMemory, dims: readonly number[]): SessionRun[] {
   const key = dims.join('x');
-  let peak = arch.peaks.get(key);
-  if (!peak) {
-    peak = activationPeak(arch.model, { [arch.input]: dims });
-    arch.peaks.set(key, peak);
+  let runs = arch.runs.get(key);
+  if (!runs) {
+    const description = arch.runtime.memoryRuns?.(arch.config, arch.weights, dims) ?? { sessions: [{ key: 'decoder', model: arch.model!, runs: 1 }] };
+    runs = sessionRuns(description, dims);
+    arch.runs.set(key, runs);
   }
-  return peak;
+  return runs;
 }
 
 /** The latent halo that makes tiles exact, or null when the decoder is not local (memoised). */
@@ -162,7 +192,7 @@ export function exactHaloOf(vae: VaeSpec): Halo | null {
   const arch = architectureOf(vae);
   if (arch.halo === undefined) {
     try {
-      arch.halo = exactTilingHalo(arch.model);
+      arch.halo = arch.model ? exactTilingHalo(arch.model) : null;
     } catch {
       arch.halo = null;
     }
@@ -170,9 +200,10 @@ export function exactHaloOf(vae: VaeSpec): Halo | null {
   return arch.halo;
 }
 
-/** Whether the memory model can read this VAE's decoder (it exposes its graph). */
+/** Whether the memory model can read this VAE's decoder (its family describes its graphs). */
 export function hasMemoryModel(vae: VaeSpec): boolean {
-  return runtimeOf(vae.family).decoderGraph !== undefined;
+  const runtime = runtimeOf(vae.family);
+  return runtime.decoderGraph !== undefined || runtime.memoryRuns !== undefined;
 }
 
 /** A planner view of `vae` with the plan's tiling installed (the caller's VAE is left as it is). */
@@ -196,13 +227,15 @@ function sampleBytes(vae: VaeSpec, batch: number, sample: Required<SampleShape>)
 
 interface Run {
   dims: number[];
-  /** Output bytes of this run (the raw tile). */
+  /** Output bytes of this run's cropped share (the tile's part of the output). */
   outBytes: number;
 }
 
+const NO_TERMS: MemoryTerms = { decodingWeights: 0, sessionWeights: 0, holdingWeights: 0, activation: 0, pattern: 0, growth: 0, shard: 0, output: 0, largestTensor: 0, rankThread: 0, buffers: 0 };
+
 /**
  * Predicted peak memory of decoding a latent of `sample`'s size (batch `batch`) with `plan`.
- * Throws UNSUPPORTED for a family whose graph the model cannot read.
+ * Throws UNSUPPORTED for a family whose graphs the model cannot read.
  */
 export function predictMemory(vae: VaeSpec, plan: MemoryPlan, sample: SampleShape, options: MemoryModelOptions & { batch?: number } = {}): MemoryPrediction {
   const cal = calibrationOf(options.provider ?? 'cpu');
@@ -214,63 +247,69 @@ export function predictMemory(vae: VaeSpec, plan: MemoryPlan, sample: SampleShap
   const outFrames = vae.geometry.fiveDimLatents ? (sample.frames ?? 1) : 1;
   const output = sampleBytes(vae, batch, { height: sample.height, width: sample.width, frames: outFrames });
   const latentBytes = 4 * batch * vae.geometry.latentChannels * latent.frames * latent.height * latent.width;
-  const chunkFrames = Math.max(...grid.chunks.map((c) => c.end - c.start));
-  const runsOf = (g: TileGrid): Run[] => {
+  // Temporal chunks run one after another through the same sessions, each on every tile.
+  const chunkFrames = grid.chunks.map((c) => c.end - c.start);
+  const tileRuns = (g: TileGrid): Run[] => {
     if (plan.strategy === 'exact-tile') {
       // A nonlocal decoder: the locality analysis's own refusal, naming the ops.
-      const halo = exactHaloOf(vae) ?? exactTilingHalo(arch.model);
-      return exactTiles(g, halo).map((t) => runOf(vae, t.read.y1 - t.read.y0, t.read.x1 - t.read.x0, batch, chunkFrames, output, latent));
+      const halo = exactHaloOf(vae) ?? exactTilingHalo(graphOf(arch, vae));
+      return exactTiles(g, halo).map((t) => runOf(vae, t.read.y1 - t.read.y0, t.read.x1 - t.read.x0, batch, chunkFrames[0]!, output, latent, t.core.y1 - t.core.y0, t.core.x1 - t.core.x0));
     }
-    return g.tiles.map((t) => runOf(vae, t.y1 - t.y0, t.x1 - t.x0, batch, chunkFrames, output, latent));
+    return g.tiles.map((t) => runOf(vae, t.y1 - t.y0, t.x1 - t.x0, batch, chunkFrames[0]!, output, latent));
   };
   let maxTensorBytes = 0;
-  // One graph scan per distinct tile shape (at most four per plan: full, clipped right, clipped
-  // bottom, corner), memoised across plans.
-  const activation = (runs: readonly Run[]): number => {
-    let worst = 0;
-    const seen = new Set<string>();
-    for (const run of runs) {
-      const key = run.dims.join('x');
-      if (seen.has(key)) continue;
-      seen.add(key);
-      const p = peakFor(arch, run.dims);
-      maxTensorBytes = Math.max(maxTensorBytes, p.maxTensorBytes);
-      worst = Math.max(worst, p.peakBytes);
-    }
-    return worst;
+  /** A decoding process's terms for its tiles in the order it runs them (every temporal chunk). */
+  const decoding = (runs: readonly Run[], buffers: number): MemoryTerms => {
+    const sequence = chunkFrames.flatMap((frames) => runs.map((r) => runsFor(arch, framesOf(vae, r.dims, frames))));
+    const hold = decodingHold(sequence);
+    maxTensorBytes = Math.max(maxTensorBytes, hold.maxTensorBytes);
+    // A temporally chunked decode also holds one chunk's raw output while it assembles.
+    const chunkOutput = chunkFrames.length > 1 ? hold.outputBytes : 0;
+    return { ...NO_TERMS, decodingWeights: arch.weightBytes, sessionWeights: hold.weightBytes, activation: hold.activation, pattern: hold.pattern, growth: hold.growth, largestTensor: hold.maxTensorBytes, buffers: buffers + hold.kept + chunkOutput };
   };
-  const repeats = grid.chunks.length > 1;
-  const none: MemoryTerms = { decodingWeights: 0, holdingWeights: 0, activation: 0, repeat: 0, shard: 0, output: 0, buffers: 0 };
-  const decoding = (act: number, runs: number, buffers: number): MemoryTerms => ({ ...none, decodingWeights: arch.weightBytes, activation: act, repeat: runs > 1 || repeats ? act : 0, buffers });
-  const holding: MemoryTerms = { ...none, holdingWeights: arch.weightBytes };
-  const assembling = (t: MemoryTerms): MemoryTerms => ({ ...t, output: output, buffers: t.buffers + latentBytes });
+  const holding: MemoryTerms = { ...NO_TERMS, holdingWeights: arch.weightBytes };
+  const assembling = (t: MemoryTerms): MemoryTerms => ({ ...t, output, buffers: t.buffers + latentBytes });
   const done = (coordinator: MemoryTerms, ranks: { rank: number; terms: MemoryTerms }[]) => finish(coordinator, ranks, maxTensorBytes, arch.weightBytes, cal);
 
   if (plan.strategy === 'shard') {
-    const whole = peakFor(arch, latentDims(vae, batch, latent.height, latent.width, latent.frames));
-    maxTensorBytes = whole.maxTensorBytes;
+    const model = graphOf(arch, vae);
+    const dims = latentDims(vae, batch, latent.height, latent.width, latent.frames);
+    const key = dims.join('x');
+    let whole = arch.shapes.get(key);
+    if (!whole) {
+      whole = inferShapes(model, { [model.graph!.input![0]!.name!]: dims });
+      arch.shapes.set(key, whole);
+    }
     const bands = splitBands(latent.height, plan.ranks, vae.geometry.spatialRatio);
     const ranks = bands.map((b) => {
       const share = (b.end - b.start) / latent.height;
-      return { rank: b.rank, terms: { ...none, decodingWeights: arch.weightBytes, shard: whole.peakBytes * share, buffers: output * share } };
+      const hold = shardRankHold(model, whole, b, latent.height);
+      maxTensorBytes = Math.max(maxTensorBytes, hold.maxTensorBytes);
+      return { rank: b.rank, terms: { ...NO_TERMS, decodingWeights: arch.weightBytes, sessionWeights: arch.weightBytes, shard: hold.peakBytes, buffers: output * share } };
     });
     return done(assembling(holding), ranks);
   }
-  const runs = runsOf(grid);
-  // The process that decodes also assembles: its buffers are the coordinator's.
-  if (plan.ranks <= 1 && !plan.isolated) return done(assembling(decoding(activation(runs), runs.length, 0)), []);
+  const runs = tileRuns(grid);
+  // Decoding in this process: on a rank thread, next to the coordinator's own loaded VAE, and
+  // assembling here.
+  if (plan.ranks <= 1 && !plan.isolated) return done(assembling({ ...decoding(runs, 0), holdingWeights: arch.weightBytes, rankThread: 1 }), []);
   const schedule = scheduleGrid(grid, Math.max(1, plan.ranks));
   const ranks = schedule.ranks.map((tiles, rank) => {
     if (tiles.length === 0) return { rank, terms: holding };
-    const mine = tiles.map((i) => runs[i]!);
+    const mine = [...tiles].sort((a, b) => a - b).map((i) => runs[i]!);
     const owned = mine.reduce((s, r) => s + r.outBytes, 0);
-    return { rank, terms: decoding(activation(mine), mine.length, Math.max(...mine.map((r) => r.outBytes)) + Math.min(owned, output)) };
+    return { rank, terms: decoding(mine, Math.min(owned, output)) };
   });
   return done(assembling(holding), ranks);
 }
 
-function runOf(vae: VaeSpec, h: number, w: number, batch: number, frames: number, output: number, latent: { height: number; width: number }): Run {
-  return { dims: latentDims(vae, batch, h, w, frames), outBytes: (output * (h * w)) / (latent.height * latent.width) };
+/** A tile's latent dims with a temporal chunk's frames. */
+function framesOf(vae: VaeSpec, dims: readonly number[], frames: number): number[] {
+  return vae.geometry.fiveDimLatents ? [dims[0]!, dims[1]!, frames, dims[3]!, dims[4]!] : [...dims];
+}
+
+function runOf(vae: VaeSpec, h: number, w: number, batch: number, frames: number, output: number, latent: { height: number; width: number }, coreH = h, coreW = w): Run {
+  return { dims: latentDims(vae, batch, h, w, frames), outBytes: (output * (coreH * coreW)) / (latent.height * latent.width) };
 }
 
 function finish(coordinator: MemoryTerms, ranks: { rank: number; terms: MemoryTerms }[], maxTensorBytes: number, weightBytes: number, cal: RuntimeCalibration): MemoryPrediction {
@@ -281,16 +320,16 @@ function finish(coordinator: MemoryTerms, ranks: { rank: number; terms: MemoryTe
 
 /**
  * Predicted peak of one process that decodes these latent tiles in turn (a queue worker's run):
- * the runtime, the weights, the largest tile's activation peak (again when it runs more than once)
- * and one decoded tile.
+ * the runtime, the weights of its sessions, their arenas over the tiles in order and one decoded tile.
  */
 export function predictTileRun(vae: VaeSpec, tiles: readonly (readonly number[])[], options: MemoryModelOptions = {}): ProcessPrediction {
   const cal = calibrationOf(options.provider ?? 'cpu');
   const arch = architectureOf(vae);
-  const idle: MemoryTerms = { decodingWeights: arch.weightBytes, holdingWeights: 0, activation: 0, repeat: 0, shard: 0, output: 0, buffers: 0 };
-  if (tiles.length === 0) return { peakBytes: peakOfTerms(idle, cal), terms: idle };
-  const dims = tiles[0]!.map((_, i) => Math.max(...tiles.map((t) => t[i]!)));
-  const peak = peakFor(arch, dims);
-  const terms: MemoryTerms = { decodingWeights: arch.weightBytes, holdingWeights: 0, activation: peak.peakBytes, repeat: tiles.length > 1 ? peak.peakBytes : 0, shard: 0, output: 0, buffers: peak.outputBytes };
+  if (tiles.length === 0) {
+    const idle: MemoryTerms = { ...NO_TERMS, decodingWeights: arch.weightBytes };
+    return { peakBytes: peakOfTerms(idle, cal), terms: idle };
+  }
+  const hold = decodingHold(tiles.map((t) => runsFor(arch, t)));
+  const terms: MemoryTerms = { ...NO_TERMS, decodingWeights: arch.weightBytes, sessionWeights: hold.weightBytes, activation: hold.activation, pattern: hold.pattern, growth: hold.growth, largestTensor: hold.maxTensorBytes, buffers: hold.outputBytes + hold.kept };
   return { peakBytes: peakOfTerms(terms, cal), terms };
 }

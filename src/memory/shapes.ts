@@ -230,12 +230,28 @@ function inferNode(node: NodeProto, inputs: (ValueShape | null)[]): ValueShape[]
       return [{ dims: s.dims.map((d, i) => d + pads[i]! + pads[i + rank]!), itemBytes: s.itemBytes }];
     }
     case 'ReduceMean':
+    case 'ReduceL2':
+    case 'ReduceSumSquare':
+    case 'ReduceProd':
     case 'ReduceSum': {
       const s = need(0);
       const axes = (inputs[1]?.values ?? s.dims.map((_, i) => i)).map((a) => normAxis(a, s.dims.length));
       const keep = intAttr(node, 'keepdims', 1) === 1;
       const dims = keep ? s.dims.map((d, i) => (axes.includes(i) ? 1 : d)) : s.dims.filter((_, i) => !axes.includes(i));
-      return [{ dims, itemBytes: s.itemBytes }];
+      // The product of a shape's entries (a reshape target's size) is folded.
+      const folded = op === 'ReduceProd' && s.values && s.dims.length === 1 ? { values: [s.values.reduce((a, b) => a * b, 1)] } : {};
+      return [{ dims, itemBytes: s.itemBytes, ...folded }];
+    }
+    case 'ConstantOfShape': {
+      const dims = need(0).values ?? unsupported(node, 'its shape is not constant');
+      const value = attribute(node, 'value');
+      return [{ dims: [...dims], itemBytes: value?.t ? (ITEM_BYTES[value.t.data_type ?? DataType.FLOAT] ?? 4) : 4 }];
+    }
+    case 'Range': {
+      const [start, limit, delta] = [need(0).values?.[0], need(1).values?.[0], need(2).values?.[0]];
+      if (start === undefined || limit === undefined || delta === undefined) unsupported(node, 'its bounds are not constant');
+      const n = Math.max(0, Math.ceil((limit - start) / delta));
+      return [{ dims: [n], itemBytes: need(0).itemBytes, ...(n <= FOLD_LIMIT ? { values: Array.from({ length: n }, (_, i) => start + i * delta) } : {}) }];
     }
     case 'MatMul': {
       const a = need(0);
@@ -289,10 +305,15 @@ function inferNode(node: NodeProto, inputs: (ValueShape | null)[]): ValueShape[]
 }
 
 /**
- * Shapes of every value for the given graph-input dims (initializers from their TensorProtos).
- * Throws UNSUPPORTED naming the node for an op outside the builder's subset.
+ * Shapes of every value for the given graph-input dims (initializers from their TensorProtos);
+ * `inputValues` gives the elements of small inputs that later shapes are computed from (a band
+ * model's crop bounds). Throws UNSUPPORTED naming the node for an op outside the builder's subset.
  */
-export function inferShapes(model: ModelProto, inputDims: Readonly<Record<string, readonly number[]>>): Map<string, ValueShape> {
+export function inferShapes(
+  model: ModelProto,
+  inputDims: Readonly<Record<string, readonly number[]>>,
+  inputValues: Readonly<Record<string, readonly number[]>> = {},
+): Map<string, ValueShape> {
   const graph = model.graph!;
   const shapes = new Map(fixedShapes(model));
   for (const input of graph.input ?? []) {
@@ -301,7 +322,8 @@ export function inferShapes(model: ModelProto, inputDims: Readonly<Record<string
       const r = reason('MEMORY_MODEL_INPUT', 'input', input.name, `dims for every graph input (${(graph.input ?? []).map((i) => i.name).join(', ')})`);
       throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
     }
-    shapes.set(input.name!, { dims: [...dims], itemBytes: 4 });
+    const values = inputValues[input.name!];
+    shapes.set(input.name!, values ? { dims: [...dims], itemBytes: 4, values: [...values] } : { dims: [...dims], itemBytes: 4 });
   }
   for (const node of graph.node ?? []) {
     if (node.op_type === 'Constant') continue;
@@ -321,7 +343,8 @@ function fixedShapes(model: ModelProto): Map<string, ValueShape> {
   let shapes = fixed.get(model);
   if (!shapes) {
     shapes = new Map();
-    for (const t of model.graph!.initializer ?? []) shapes.set(t.name!, { dims: (t.dims ?? []).map(Number), itemBytes: ITEM_BYTES[t.data_type ?? DataType.FLOAT] ?? 4 });
+    // Small initializers keep their elements (shape literals); weights are never read.
+    for (const t of model.graph!.initializer ?? []) shapes.set(t.name!, elements((t.dims ?? []).map(Number)) <= FOLD_LIMIT && t.data_type !== DataType.FLOAT ? tensorShape(t) : { dims: (t.dims ?? []).map(Number), itemBytes: ITEM_BYTES[t.data_type ?? DataType.FLOAT] ?? 4 });
     for (const node of model.graph!.node ?? []) if (node.op_type === 'Constant') shapes.set(node.output![0]!, inferNode(node, [])[0]!);
     fixed.set(model, shapes);
   }

@@ -1,0 +1,123 @@
+// What the memory model reads of a decoding process: the arena's regions over runs in order, a
+// causal history kept once per entry, the video families' session graphs (shapes against what
+// onnxruntime returns), and a row-sharded rank's walk (middle ranks read halos on both sides).
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createVae } from '../families/registry.js';
+import { runtimeOf } from '../families/runtimes.js';
+import { HUNYUAN_VIDEO_TINY, LTX2_TINY, WAN21_TINY, WAN22_TINY } from '../families/testing/video-configs.js';
+import { createSession } from '../runtime/session.js';
+import { elementCount, seededTensor, type Tensor } from '../tensor.js';
+import { predictMemory } from './model.js';
+import { decodingHold, inputDimsOf, sessionRuns, type SessionRun } from './runs.js';
+import { inferShapes } from './shapes.js';
+
+const run = (key: string, peakBytes: number, kept: [string, number][] = []): SessionRun => ({
+  key,
+  peak: { peakBytes, maxTensorBytes: peakBytes / 2, outputBytes: 8, inputBytes: 4, peakNode: 'n' },
+  runs: 1,
+  weightBytes: 100,
+  kept: new Map(kept),
+  outputBytes: 8,
+});
+
+test('an arena keeps its largest run, a region for every run larger than all before it, and the pattern of a shape run again', () => {
+  // Runs of 50, 80, 60, 120 bytes on one session: regions of 50, 80 and 120 were added.
+  const hold = decodingHold([[run('a', 50)], [run('a', 80)], [run('a', 60)], [run('a', 120)]]);
+  assert.equal(hold.activation, 120);
+  assert.equal(hold.growth, 130);
+  assert.equal(hold.weightBytes, 100);
+  assert.equal(hold.pattern, 0);
+  // The largest run first: one region, reused by every later, smaller run; a shape run twice
+  // allocates its memory pattern.
+  const repeated = decodingHold([[run('a', 120)], [run('a', 80)], [run('a', 80)], [run('a', 60)]]);
+  assert.equal(repeated.growth, 0);
+  assert.equal(repeated.pattern, 80);
+  assert.equal(decodingHold([[{ ...run('a', 70), runs: 3 }]]).pattern, 70);
+  // Two sessions: two arenas, two copies of weights.
+  const two = decodingHold([[run('a', 50), run('b', 70)]]);
+  assert.equal(two.activation, 120);
+  assert.equal(two.weightBytes, 200);
+});
+
+test('a history entry written by several sessions of a sequence is kept once', () => {
+  const hold = decodingHold([[run('first', 10, [['present:c', 40]]), run('next', 10, [['present:c', 40], ['present:d', 8]])]]);
+  assert.equal(hold.kept, 48);
+});
+
+async function ortOutputs(model: Parameters<typeof createSession>[0], feeds: Record<string, Tensor>): Promise<Record<string, Tensor>> {
+  const session = await createSession(model, { intraOpThreads: 1 });
+  try {
+    return await session.run(feeds);
+  } finally {
+    await session.dispose();
+  }
+}
+
+for (const [family, config, dims] of [
+  ['wan', WAN21_TINY, [1, 4, 3, 4, 6]],
+  ['wan', WAN22_TINY, [1, 48, 2, 4, 4]],
+  ['hunyuan-video', HUNYUAN_VIDEO_TINY, [1, 4, 3, 4, 6]],
+] as const) {
+  test(`${family} ${config === WAN22_TINY ? '2.2 ' : ''}sessions: every output's inferred shape is onnxruntime's`, async () => {
+    const vae = createVae(family, config);
+    const runtime = runtimeOf(vae.family);
+    const weights = new Map(runtime.decoderParams(vae.config).map((p) => [p.name, seededTensor([...p.dims], 1)]));
+    const description = runtime.memoryRuns!(vae.config, weights, [...dims]);
+    assert.ok(description.sessions.length >= 1);
+    for (const s of description.sessions) {
+      const inputs = inputDimsOf(s.model, dims);
+      const shapes = inferShapes(s.model, inputs);
+      const feeds = Object.fromEntries(Object.entries(inputs).map(([name, d]) => [name, seededTensor(d, 2)]));
+      const actual = await ortOutputs(s.model, feeds);
+      for (const [name, t] of Object.entries(actual)) assert.deepEqual(shapes.get(name)?.dims, t.dims, `${s.key} ${name}`);
+    }
+    const runs = sessionRuns(description, dims);
+    assert.ok(runs.every((r) => r.peak.peakBytes > 0 && r.weightBytes > 0));
+  });
+}
+
+test('wan: the frame-step sessions run once per frame reaching each segment, and keep a history', () => {
+  const vae = createVae('wan', WAN21_TINY);
+  const runtime = runtimeOf(vae.family);
+  const weights = new Map(runtime.decoderParams(vae.config).map((p) => [p.name, { dims: [...p.dims], data: new Float32Array(elementCount(p.dims)) }]));
+  const description = runtime.memoryRuns!(vae.config, weights, [1, 4, 3, 4, 4]);
+  // One temporal upsampler: segment 0 sees 3 frames, segment 1 sees 1 + 2·2 = 5.
+  assert.deepEqual(description.sessions.map((s) => [s.key, s.runs]), [['segment0.first', 1], ['segment0.next', 2], ['segment1.first', 1], ['segment1.next', 4]]);
+  const hold = decodingHold([sessionRuns(description, [1, 4, 3, 4, 4])]);
+  assert.ok(hold.kept > 0);
+  // One frame: only the `only` graphs, and nothing kept.
+  const image = runtime.memoryRuns!(vae.config, weights, [1, 4, 1, 4, 4]);
+  assert.deepEqual(image.sessions.map((s) => s.key), ['segment0.only', 'segment1.only']);
+  assert.equal(decodingHold([sessionRuns(image, [1, 4, 1, 4, 4])]).kept, 0);
+});
+
+test('video predictions: temporal chunks hold a chunk more than one, more frames hold more', () => {
+  const vae = createVae('hunyuan-video', HUNYUAN_VIDEO_TINY);
+  const plan = { strategy: 'tile' as const, ranks: 1, window: { height: 32, width: 32 }, overlap: { height: 8, width: 8 } };
+  const few = predictMemory(vae, plan, { height: 32, width: 32, frames: 9 });
+  const many = predictMemory(vae, plan, { height: 32, width: 32, frames: 41 });
+  assert.ok(many.peakBytes > few.peakBytes);
+  const wan = createVae('wan', WAN21_TINY);
+  assert.ok(predictMemory(wan, { strategy: 'whole', ranks: 1 }, { height: 32, width: 32, frames: 9 }).peakBytes > predictMemory(wan, { strategy: 'whole', ranks: 1 }, { height: 32, width: 32, frames: 1 }).peakBytes);
+});
+
+test('families that describe no decoder graphs are refused by the memory model, naming the family', () => {
+  assert.throws(() => predictMemory(createVae('ltx2', LTX2_TINY), { strategy: 'whole', ranks: 1 }, { height: 64, width: 64, frames: 9 }), /ltx2 family does not describe/);
+  // Video families have no fused graph to shard.
+  assert.throws(() => predictMemory(createVae('wan', WAN21_TINY), { strategy: 'shard', ranks: 2 }, { height: 64, width: 64, frames: 1 }), /does not expose its fused decoder graph/);
+});
+
+test('a row-sharded rank holds less than the whole decode; a middle rank reads a halo on both sides', () => {
+  // TAESD: local convolutions only, so every stage reads a halo.
+  const vae = createVae('tae');
+  // TAESD's halo is 19 latent rows: bands of ~43 rows, so a middle band reads 81 rows and an edge band 62.
+  const sample = { height: 1024, width: 64 };
+  const whole = predictMemory(vae, { strategy: 'whole', ranks: 1 }, sample);
+  const three = predictMemory(vae, { strategy: 'shard', ranks: 3 }, sample);
+  assert.equal(three.ranks.length, 3);
+  const [top, middle, bottom] = three.ranks.map((r) => r.terms.shard) as [number, number, number];
+  assert.ok(middle > top && middle > bottom, `middle ${middle}, edges ${top} / ${bottom}`);
+  assert.ok(top < whole.coordinator.terms.activation);
+});

@@ -1,0 +1,145 @@
+// What a decoding process holds for the tile runs it makes, from the family's own graphs: each
+// session's activation peak per run (liveness.ts over the graph the runner opens for that tile),
+// how onnxruntime's arena keeps them, and the weights and state the sessions hold. Graph inputs
+// are resolved from their declared axes, so a family describes its runs (FamilyRuntime.memoryRuns)
+// without computing shapes itself.
+//
+// The arena (CPU EP, memory patterns on), as measured (bench/results/memory-model.md): a
+// session's first run on a shape allocates tensor by tensor from the arena, which grows to hold
+// them (the `activation` term: each session's largest run); the second run on the same shape
+// allocates the shape's memory pattern as one block, which the fragmented regions of the first
+// rarely hold, so the arena grows again (`pattern`: the largest shape run at least twice); a
+// later shape larger than every earlier one adds regions (`growth`).
+
+import type { TileMemoryRuns } from '../families/runtime-types.js';
+import type { ModelProto } from '../graph/onnx-proto.js';
+import { peakOf, type ActivationPeak } from './liveness.js';
+import { bytesOf, inferShapes } from './shapes.js';
+
+/** One session's run on one tile shape. */
+export interface SessionRun {
+  key: string;
+  peak: ActivationPeak;
+  /** Runs per tile. */
+  runs: number;
+  /** Bytes of the session's initializers (its weights). */
+  weightBytes: number;
+  /** Bytes of each output the runner keeps across runs (one copy), by name. */
+  kept: Map<string, number>;
+  /** Bytes of the outputs it hands back (those it does not keep). */
+  outputBytes: number;
+}
+
+/** The axes a latent tile gives a graph's declared input dims. */
+function axesOf(tileDims: readonly number[]): Record<string, number> {
+  return tileDims.length === 5
+    ? { batch: tileDims[0]!, frames: tileDims[2]!, height: tileDims[3]!, width: tileDims[4]! }
+    : { batch: tileDims[0]!, height: tileDims[2]!, width: tileDims[3]! };
+}
+
+/** A declared dim (`height`, `height*4`, 16) under the tile's axes. */
+function resolveDim(dim: { dim_value?: number | bigint | null; dim_param?: string | null }, axes: Record<string, number>, input: string): number {
+  if (dim.dim_value !== undefined && dim.dim_value !== null) return Number(dim.dim_value);
+  const param = dim.dim_param ?? '';
+  const value = param.split('*').reduce((p, f) => p * (/^\d+$/.test(f) ? Number(f) : (axes[f] ?? Number.NaN)), 1);
+  if (!Number.isFinite(value)) throw new Error(`memory model: input ${input} has axis '${param}', which a latent tile does not give`);
+  return value;
+}
+
+/** Dims of every graph input for a latent tile. */
+export function inputDimsOf(model: ModelProto, tileDims: readonly number[]): Record<string, number[]> {
+  const axes = axesOf(tileDims);
+  const out: Record<string, number[]> = {};
+  for (const input of model.graph?.input ?? []) {
+    const dims = input.type?.tensor_type?.shape?.dim ?? [];
+    out[input.name!] = dims.map((d) => resolveDim(d, axes, input.name!));
+  }
+  return out;
+}
+
+const weightBytesOf = new WeakMap<ModelProto, number>();
+
+function initializerBytes(model: ModelProto): number {
+  let bytes = weightBytesOf.get(model);
+  if (bytes === undefined) {
+    bytes = 0;
+    for (const t of model.graph?.initializer ?? []) bytes += 4 * (t.dims ?? []).reduce((a: number, b) => a * Number(b), 1);
+    weightBytesOf.set(model, bytes);
+  }
+  return bytes;
+}
+
+/** Each session's run for one tile, read from its graph. */
+export function sessionRuns(description: TileMemoryRuns, tileDims: readonly number[]): SessionRun[] {
+  return description.sessions.map((s) => {
+    const dims = inputDimsOf(s.model, tileDims);
+    const shapes = inferShapes(s.model, dims);
+    const peak = peakOf(s.model, shapes);
+    const kept = new Map<string, number>();
+    let outputBytes = 0;
+    for (const o of s.model.graph?.output ?? []) {
+      const bytes = bytesOf(shapes.get(o.name!)!);
+      if (description.kept && o.name!.startsWith(description.kept.prefix)) kept.set(o.name!, description.kept.copies * bytes);
+      else outputBytes += bytes;
+    }
+    return { key: s.key, peak, runs: s.runs, weightBytes: initializerBytes(s.model), kept, outputBytes };
+  });
+}
+
+/** What a process that makes these tile runs in this order holds, by term. */
+export interface DecodingHold {
+  /** Weights of every session it opens. */
+  weightBytes: number;
+  /** Sum over sessions of their largest run's activation peak. */
+  activation: number;
+  /** Sum over sessions of the largest activation peak among shapes run at least twice (the memory pattern's block). */
+  pattern: number;
+  /** Per session, the peaks of runs larger than every earlier one, but the last (regions added on the way). */
+  growth: number;
+  /** State the runner keeps across runs (largest tile). */
+  kept: number;
+  maxTensorBytes: number;
+  /** Largest single run's output (the copy out of onnxruntime: a tile's raw output before assembly). */
+  outputBytes: number;
+}
+
+export function decodingHold(tiles: readonly SessionRun[][]): DecodingHold {
+  interface Arena {
+    records: number[];
+    weightBytes: number;
+    /** Runs per shape (by peak). */
+    shapes: Map<number, number>;
+  }
+  const sessions = new Map<string, Arena>();
+  let kept = 0;
+  let maxTensorBytes = 0;
+  let outputBytes = 0;
+  for (const tile of tiles) {
+    // Every session of a sequence writes the same history entries (first and next frames alike).
+    const tileKept = new Map<string, number>();
+    for (const r of tile) {
+      const s: Arena = sessions.get(r.key) ?? { records: [], weightBytes: r.weightBytes, shapes: new Map() };
+      sessions.set(r.key, s);
+      const peak = r.peak.peakBytes;
+      if (peak > (s.records.at(-1) ?? 0)) s.records.push(peak);
+      // Shapes are told apart by their peak: two shapes with one peak share one pattern size.
+      s.shapes.set(peak, (s.shapes.get(peak) ?? 0) + r.runs);
+      for (const [name, bytes] of r.kept) tileKept.set(name, Math.max(bytes, tileKept.get(name) ?? 0));
+      maxTensorBytes = Math.max(maxTensorBytes, r.peak.maxTensorBytes);
+      outputBytes = Math.max(outputBytes, r.outputBytes);
+    }
+    kept = Math.max(kept, [...tileKept.values()].reduce((a, b) => a + b, 0));
+  }
+  let weightBytes = 0;
+  let activation = 0;
+  let pattern = 0;
+  let growth = 0;
+  for (const s of sessions.values()) {
+    weightBytes += s.weightBytes;
+    const largest = s.records.at(-1) ?? 0;
+    activation += largest;
+    growth += s.records.reduce((a, b) => a + b, 0) - largest;
+    pattern += Math.max(0, ...[...s.shapes].filter(([, runs]) => runs > 1).map(([peak]) => peak));
+  }
+  return { weightBytes, activation, pattern, growth, kept, maxTensorBytes, outputBytes };
+}
