@@ -14,11 +14,10 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { decodeToBands } from '../decode/engine.js';
-import { loadVae } from '../decode/vae.js';
-import { applyTilePlan, tileShapePlan } from '../plan/planner.js';
 import { seededTensor, type Tensor } from '../tensor.js';
 import { encodeNpy, writeNpy } from './npy.js';
 import { NpyBandWriter } from './npy-stream.js';
+import { withTinyTiledVae } from './testing/tiny-tiled-vae.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-npystream-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -59,11 +58,8 @@ test('an unfinished, overlong or mismatched .npy leaves nothing at its path', ()
 });
 
 test('decodeToBands into a streamed .npy writes what writeNpy writes for vae.decode', async () => {
-  const config = { _class_name: 'AutoencoderKL', block_out_channels: [8, 8], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4 };
-  const vae = await loadVae({ config, weights: 'synthetic', seed: 4 }, { threads: 1 });
-  try {
+  await withTinyTiledVae(4, async (vae) => {
     const z = seededTensor([2, 4, 12, 5], 3);
-    applyTilePlan(vae, tileShapePlan(vae, 8, 8)!);
     const whole = join(dir, 'whole.npy');
     writeNpy(whole, await vae.decode(z));
     const streamed = join(dir, 'streamed.npy');
@@ -77,9 +73,7 @@ test('decodeToBands into a streamed .npy writes what writeNpy writes for vae.dec
     assert.equal(inBands, true);
     assert.ok(bands > 1);
     assert.deepEqual(readFileSync(streamed), readFileSync(whole));
-  } finally {
-    await vae.dispose();
-  }
+  });
 });
 
 const INDEX = fileURLToPath(new URL('../index.ts', import.meta.url));

@@ -9,12 +9,11 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { PNG } from 'pngjs';
 import { decodeToBands } from '../decode/engine.js';
-import { loadVae } from '../decode/vae.js';
 import { seededTensor } from '../tensor.js';
-import { applyTilePlan, tileShapePlan } from '../plan/planner.js';
 import type { Tensor } from '../tensor.js';
 import { writeSamplePng } from './image.js';
 import { PngBandWriter } from './png-stream.js';
+import { withTinyTiledVae } from './testing/tiny-tiled-vae.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-pngstream-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -55,11 +54,8 @@ test('an unfinished or aborted PNG leaves nothing', () => {
 });
 
 test('decodeToBands hands on the tiled sample in row order, bitwise what vae.decode returns', async () => {
-  const config = { _class_name: 'AutoencoderKL', block_out_channels: [8, 8], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4 };
-  const vae = await loadVae({ config, weights: 'synthetic', seed: 4 }, { threads: 1 });
-  try {
+  await withTinyTiledVae(4, async (vae) => {
     const z = seededTensor([1, 4, 12, 5], 2);
-    applyTilePlan(vae, tileShapePlan(vae, 8, 8)!);
     const whole = await vae.decode(z);
     const bands: [number, Tensor][] = [];
     const { dims, streamed } = await decodeToBands(vae, z, (y0, band) => bands.push([y0, band]));
@@ -73,7 +69,5 @@ test('decodeToBands hands on the tiled sample in row order, bitwise what vae.dec
       y += band.dims[2]!;
     }
     assert.equal(y, whole.dims[2]);
-  } finally {
-    await vae.dispose();
-  }
+  });
 });
