@@ -57,11 +57,15 @@ const session = await createSession(model, {
   ...(Object.keys(extra).length ? { sessionConfig: extra } : {}),
   ...(values.optimized ? { optimizedModelPath: values.optimized } : {}),
 });
-console.log(`session: rss ${mib(status('VmRSS'))} MiB, peak ${mib(status('VmHWM'))} MiB (latent ${latent.dims.join('x')}, ${chunks} attention chunk(s))`);
+console.log(
+  `session: rss ${mib(status('VmRSS'))} MiB, peak ${mib(status('VmHWM'))} MiB (latent ${latent.dims.join('x')}, ${chunks} attention chunk(s))`,
+);
 for (let i = 0; i < Number(values.repeat); i++) {
   const cpu0 = process.cpuUsage();
   const out = await session.run({ latent });
   const cpu = cpuSeconds(process.cpuUsage(cpu0));
-  console.log(`decode ${i + 1}: peak ${mib(status('VmHWM'))} MiB, rss ${mib(status('VmRSS'))} MiB, cpu ${cpu.toFixed(1)} s, sample[0] ${out['sample']!.data[0]}`);
+  console.log(
+    `decode ${i + 1}: peak ${mib(status('VmHWM'))} MiB, rss ${mib(status('VmRSS'))} MiB, cpu ${cpu.toFixed(1)} s, sample[0] ${out['sample']!.data[0]}`,
+  );
 }
 await session.dispose();

@@ -30,7 +30,11 @@ const REPEAT = Number(args.repeat);
 const SECTIONS = new Set(args.section!.split(','));
 const LEVELS: GraphOptimizationLevel[] = ['basic', 'extended', 'all'];
 
-interface Shape { c: number; h: number; w: number }
+interface Shape {
+  c: number;
+  h: number;
+  w: number;
+}
 const SHAPES: Record<string, Shape> = {
   '512@80x112': { c: 512, h: 80, w: 112 },
   '128@320x448': { c: 128, h: 320, w: 448 },
@@ -61,7 +65,10 @@ function graph(name: string, shape: Shape, body: (g: GraphBuilder, x: Value) => 
   return g;
 }
 
-interface Variant { model: Uint8Array | GraphBuilder; options?: SessionOptions }
+interface Variant {
+  model: Uint8Array | GraphBuilder;
+  options?: SessionOptions;
+}
 
 /**
  * Times several models on the same input, round-robin (A B C A B C …) so that load from other
@@ -77,9 +84,15 @@ async function measure(shape: Shape, variants: Variant[]): Promise<Timing[]> {
   const x = seededTensor([1, shape.c, shape.h, shape.w], 99);
   for (const session of sessions) await session.run({ x });
   const pressureBefore = cpuPressure();
-  const runs = await roundRobin(THREADS, REPEAT, sessions.map((session) => () => session.run({ x })));
+  const runs = await roundRobin(
+    THREADS,
+    REPEAT,
+    sessions.map((session) => () => session.run({ x })),
+  );
   for (const session of sessions) await session.dispose();
-  console.log(`  [cpu pressure avg10 before ${pressureBefore}%, after ${cpuPressure()}%; clean runs ${runs.map((list) => list.filter((r) => r.clean).length).join(',')} of ${REPEAT}]`);
+  console.log(
+    `  [cpu pressure avg10 before ${pressureBefore}%, after ${cpuPressure()}%; clean runs ${runs.map((list) => list.filter((r) => r.clean).length).join(',')} of ${REPEAT}]`,
+  );
   return runs.map(summarise);
 }
 
@@ -122,7 +135,12 @@ async function profile(g: GraphBuilder, shape: Shape, options: SessionOptions): 
   session.endProfiling();
   await session.dispose();
   const file = readdirSync(dir).find((f) => f.endsWith('.json'))!;
-  const events = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { cat: string; name: string; dur: number; args?: { op_name?: string } }[];
+  const events = JSON.parse(readFileSync(join(dir, file), 'utf8')) as {
+    cat: string;
+    name: string;
+    dur: number;
+    args?: { op_name?: string };
+  }[];
   rmSync(dir, { recursive: true });
   const perNode = new Map<string, { op: string; ms: number[] }>();
   for (const e of events) {
@@ -146,30 +164,44 @@ function withContribDomain(g: GraphBuilder, opType: string): Uint8Array {
   return encodeModel(model);
 }
 
-const resnetChain = (s: Shape, form: GroupNormForm) => graph(`resnet_${form}`, s, (g, x) => {
-  const block = g.scope('resnet');
-  let h = groupNormLayer(block.scope('norm1'), x, s.c, form);
-  h = block.silu(h);
-  h = convLayer(block.scope('conv1'), h, s.c);
-  h = groupNormLayer(block.scope('norm2'), h, s.c, form);
-  h = block.silu(h);
-  h = convLayer(block.scope('conv2'), h, s.c);
-  return block.add(x, h);
-});
+const resnetChain = (s: Shape, form: GroupNormForm) =>
+  graph(`resnet_${form}`, s, (g, x) => {
+    const block = g.scope('resnet');
+    let h = groupNormLayer(block.scope('norm1'), x, s.c, form);
+    h = block.silu(h);
+    h = convLayer(block.scope('conv1'), h, s.c);
+    h = groupNormLayer(block.scope('norm2'), h, s.c, form);
+    h = block.silu(h);
+    h = convLayer(block.scope('conv2'), h, s.c);
+    return block.add(x, h);
+  });
 
 const bareConv = (s: Shape) => graph('conv', s, (g, x) => convLayer(g.scope('conv'), x, s.c));
 
 const ms = (t: Timing) => `${fmt(t.medianMs)} / ${fmt(t.minMs)} ms${t.cleanRuns === 0 ? ' (!)' : ''}`;
 /** Share of the bare conv's speed, by medians and by minima. */
-const relative = (t: Timing, conv: Timing, factor = 1) => `${fmt((100 * t.medianMs) / (factor * conv.medianMs), 2)} % / ${fmt((100 * t.minMs) / (factor * conv.minMs), 2)} %`;
+const relative = (t: Timing, conv: Timing, factor = 1) =>
+  `${fmt((100 * t.medianMs) / (factor * conv.medianMs), 2)} % / ${fmt((100 * t.minMs) / (factor * conv.minMs), 2)} %`;
 
-console.log(`onnxruntime CPU, intra-op threads ${THREADS}, repeat ${REPEAT} round-robin; times are median / min over clean runs (CPU time ≥ 85% of ${THREADS} cores; '(!)' = none was clean, all runs shown)`);
+console.log(
+  `onnxruntime CPU, intra-op threads ${THREADS}, repeat ${REPEAT} round-robin; times are median / min over clean runs (CPU time ≥ 85% of ${THREADS} cores; '(!)' = none was clean, all runs shown)`,
+);
 
 if (SECTIONS.has('a')) {
   console.log('\n(a) single 3x3 conv, Cin = Cout, pad 1; GFLOP = 2*Cin*Cout*9*H*W');
   for (const [label, s] of Object.entries(SHAPES)) {
-    const timings = await measure(s, LEVELS.map((level) => ({ model: bareConv(s), options: { graphOptimization: level } })));
-    timings.forEach((t, i) => row(`conv ${label}`, `level ${LEVELS[i]}`, ms(t), `${fmt(convFlops(s) / t.medianMs / 1e6)} / ${fmt(convFlops(s) / t.minMs / 1e6)} GFLOP/s`));
+    const timings = await measure(
+      s,
+      LEVELS.map((level) => ({ model: bareConv(s), options: { graphOptimization: level } })),
+    );
+    timings.forEach((t, i) =>
+      row(
+        `conv ${label}`,
+        `level ${LEVELS[i]}`,
+        ms(t),
+        `${fmt(convFlops(s) / t.medianMs / 1e6)} / ${fmt(convFlops(s) / t.minMs / 1e6)} GFLOP/s`,
+      ),
+    );
     const [reduceOnly] = await measure(s, [{ model: graph('reduce_only', s, (_g, x) => x) }]);
     row(`mean-only graph ${label}`, 'level all', ms(reduceOnly!), '(floor included in every row)');
   }
@@ -182,7 +214,13 @@ if (SECTIONS.has('b')) {
   console.log('\n(b) GroupNorm(32) forms; time as a share of the same-size conv (level all), median / min');
   for (const [label, s] of Object.entries(SHAPES)) {
     const cases = GROUP_NORM_FORMS.flatMap((form) => (['basic', 'all'] as const).map((level) => ({ form, level })));
-    const [base, ...timings] = await measure(s, [conv(s), ...cases.map(({ form, level }) => ({ model: graph(`gn_${form}`, s, (g, x) => groupNormLayer(g.scope('norm'), x, s.c, form)), options: { graphOptimization: level } }))]);
+    const [base, ...timings] = await measure(s, [
+      conv(s),
+      ...cases.map(({ form, level }) => ({
+        model: graph(`gn_${form}`, s, (g, x) => groupNormLayer(g.scope('norm'), x, s.c, form)),
+        options: { graphOptimization: level },
+      })),
+    ]);
     timings.forEach((t, i) => row(`GN ${cases[i]!.form} ${label}`, `level ${cases[i]!.level}`, ms(t), relative(t, base!)));
   }
 }
@@ -192,7 +230,10 @@ if (SECTIONS.has('c')) {
   for (const [label, s] of Object.entries(SHAPES)) {
     const quick = graph('quickgelu', s, (g, x) => g.op('QuickGelu', [x], [attr.float('alpha', 1)]));
     const cases: [string, Variant][] = [
-      ...LEVELS.map((level): [string, Variant] => [`Sigmoid+Mul, level ${level}`, { model: graph('silu', s, (g, x) => g.silu(x)), options: { graphOptimization: level } }]),
+      ...LEVELS.map((level): [string, Variant] => [
+        `Sigmoid+Mul, level ${level}`,
+        { model: graph('silu', s, (g, x) => g.silu(x)), options: { graphOptimization: level } },
+      ]),
       ['ms.QuickGelu(alpha=1), all', { model: withContribDomain(quick, 'QuickGelu'), options: { graphOptimization: 'all' } }],
       ['Sigmoid alone, all', { model: graph('sigmoid', s, (g, x) => g.sigmoid(x)), options: { graphOptimization: 'all' } }],
     ];
@@ -200,7 +241,15 @@ if (SECTIONS.has('c')) {
     timings.forEach((t, i) => row(`${label}`, cases[i]![0], ms(t), relative(t, base!)));
   }
   for (const level of ['basic', 'extended'] as const) {
-    console.log(`SiLU ops at ${level}:`, JSON.stringify(await optimisedOps(graph('silu', SHAPES['512@80x112']!, (g, x) => g.silu(x)), level)));
+    console.log(
+      `SiLU ops at ${level}:`,
+      JSON.stringify(
+        await optimisedOps(
+          graph('silu', SHAPES['512@80x112']!, (g, x) => g.silu(x)),
+          level,
+        ),
+      ),
+    );
   }
 }
 
@@ -209,8 +258,17 @@ if (SECTIONS.has('d')) {
   for (const [label, s] of Object.entries(SHAPES)) {
     const cases: [string, Variant][] = [
       ['Resize nearest', { model: graph('resize', s, (g, x) => g.resizeNearest(x, [1, 1, 2, 2])), options: { graphOptimization: 'all' } }],
-      ['Concat x4 + DepthToSpace', { model: graph('d2s', s, (g, x) => g.depthToSpace(g.concat([x, x, x, x], 1), 2, 'DCR')), options: { graphOptimization: 'all' } }],
-      ['Resize + conv (4x FLOPs)', { model: graph('up_conv', s, (g, x) => convLayer(g.scope('conv'), g.resizeNearest(x, [1, 1, 2, 2]), s.c)), options: { graphOptimization: 'all' } }],
+      [
+        'Concat x4 + DepthToSpace',
+        { model: graph('d2s', s, (g, x) => g.depthToSpace(g.concat([x, x, x, x], 1), 2, 'DCR')), options: { graphOptimization: 'all' } },
+      ],
+      [
+        'Resize + conv (4x FLOPs)',
+        {
+          model: graph('up_conv', s, (g, x) => convLayer(g.scope('conv'), g.resizeNearest(x, [1, 1, 2, 2]), s.c)),
+          options: { graphOptimization: 'all' },
+        },
+      ],
     ];
     const [base, ...timings] = await measure(s, [conv(s), ...cases.map(([, v]) => v)]);
     timings.forEach((t, i) => row(label, cases[i]![0], ms(t), relative(t, base!, i === 2 ? 4 : 1)));
@@ -218,13 +276,29 @@ if (SECTIONS.has('d')) {
 }
 
 if (SECTIONS.has('e')) {
-  console.log('\n(e) resnet block GN-SiLU-conv-GN-SiLU-conv-add: bare-conv time x2 as a share of the chain time (= chain GFLOP/s / conv GFLOP/s)');
+  console.log(
+    '\n(e) resnet block GN-SiLU-conv-GN-SiLU-conv-add: bare-conv time x2 as a share of the chain time (= chain GFLOP/s / conv GFLOP/s)',
+  );
   for (const [label, s] of Object.entries(SHAPES)) {
     const cases = GROUP_NORM_FORMS.flatMap((form) => LEVELS.map((level) => ({ form, level })));
-    const [base, ...timings] = await measure(s, [conv(s), ...cases.map(({ form, level }) => ({ model: resnetChain(s, form), options: { graphOptimization: level } }))]);
-    row(`conv ${label}`, 'level all', ms(base!), `${fmt(convFlops(s) / base!.medianMs / 1e6)} / ${fmt(convFlops(s) / base!.minMs / 1e6)} GFLOP/s`);
-    timings.forEach((t, i) => row(`chain ${cases[i]!.form} ${label}`, `level ${cases[i]!.level}`, ms(t),
-      `${fmt((2 * convFlops(s)) / t.medianMs / 1e6)} GFLOP/s, ${fmt((100 * 2 * base!.medianMs) / t.medianMs)} % / ${fmt((100 * 2 * base!.minMs) / t.minMs)} %`));
+    const [base, ...timings] = await measure(s, [
+      conv(s),
+      ...cases.map(({ form, level }) => ({ model: resnetChain(s, form), options: { graphOptimization: level } })),
+    ]);
+    row(
+      `conv ${label}`,
+      'level all',
+      ms(base!),
+      `${fmt(convFlops(s) / base!.medianMs / 1e6)} / ${fmt(convFlops(s) / base!.minMs / 1e6)} GFLOP/s`,
+    );
+    timings.forEach((t, i) =>
+      row(
+        `chain ${cases[i]!.form} ${label}`,
+        `level ${cases[i]!.level}`,
+        ms(t),
+        `${fmt((2 * convFlops(s)) / t.medianMs / 1e6)} GFLOP/s, ${fmt((100 * 2 * base!.medianMs) / t.medianMs)} % / ${fmt((100 * 2 * base!.minMs) / t.minMs)} %`,
+      ),
+    );
   }
   for (const form of GROUP_NORM_FORMS) {
     console.log(`chain ops, ${form}, level all:`, JSON.stringify(await optimisedOps(resnetChain(SHAPES['512@80x112']!, form), 'all')));
@@ -241,12 +315,28 @@ if (SECTIONS.has('f')) {
       ['allowSpinning=false', { allowSpinning: false }],
       ['executionMode=parallel', { executionMode: 'parallel', interOpThreads: 2 }],
     ];
-    const [base, ...timings] = await measure(s, [conv(s), ...cases.map(([, options]) => ({ model: resnetChain(s, form), options: { graphOptimization: 'all' as const, ...options } }))]);
-    timings.forEach((t, i) => row(`chain ${form} ${label}`, cases[i]![0], ms(t), `${fmt((100 * 2 * base!.medianMs) / t.medianMs)} % / ${fmt((100 * 2 * base!.minMs) / t.minMs)} %`));
+    const [base, ...timings] = await measure(s, [
+      conv(s),
+      ...cases.map(([, options]) => ({ model: resnetChain(s, form), options: { graphOptimization: 'all' as const, ...options } })),
+    ]);
+    timings.forEach((t, i) =>
+      row(
+        `chain ${form} ${label}`,
+        cases[i]![0],
+        ms(t),
+        `${fmt((100 * 2 * base!.medianMs) / t.medianMs)} % / ${fmt((100 * 2 * base!.minMs) / t.minMs)} %`,
+      ),
+    );
     for (const f of GROUP_NORM_FORMS) {
       const perOp = await profile(resnetChain(s, f), s, { graphOptimization: 'all' });
       const total = Object.values(perOp).reduce((a, b) => a + b, 0);
-      console.log(`profile ${f} ${label} (ms per op type, total ${fmt(total)}):`, Object.entries(perOp).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${fmt(v)}`).join(', '));
+      console.log(
+        `profile ${f} ${label} (ms per op type, total ${fmt(total)}):`,
+        Object.entries(perOp)
+          .sort((a, b) => b[1] - a[1])
+          .map(([k, v]) => `${k} ${fmt(v)}`)
+          .join(', '),
+      );
     }
   }
 }

@@ -48,7 +48,11 @@ const cpuSeconds = (since: NodeJS.CpuUsage) => {
   return (c.user + c.system) / 1e6;
 };
 
-log(`loading ${args.config} decoder (synthetic weights), load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+log(
+  `loading ${args.config} decoder (synthetic weights), load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`,
+);
 const vae = await loadVae({ family: 'autoencoder-kl', ...(config ? { config } : {}), weights: 'synthetic', seed: 0 }, { threads: 1 });
 setTiling(vae, { window: { height: window, width: window }, overlap: { height: overlap, width: overlap } });
 const r = vae.geometry.spatialRatio;
@@ -56,7 +60,9 @@ const latents = demoLatent(size / r, size / r, vae.geometry.latentChannels);
 const grid = tileGrid(vae, { height: size / r, width: size / r, frames: 1 });
 const schedule = scheduleGrid(grid, ranks);
 const metrics = gridMetrics(grid);
-log(`plan: ${size}x${size}, window ${window}, overlap ${overlap}: ${metrics.tiles} tiles (${metrics.rows}x${metrics.columns}), decoded area ${metrics.decodedAreaRatio.toFixed(3)}x, imbalance over ${ranks} ranks ${(schedule.imbalance * 100).toFixed(2)} %`);
+log(
+  `plan: ${size}x${size}, window ${window}, overlap ${overlap}: ${metrics.tiles} tiles (${metrics.rows}x${metrics.columns}), decoded area ${metrics.decodedAreaRatio.toFixed(3)}x, imbalance over ${ranks} ranks ${(schedule.imbalance * 100).toFixed(2)} %`,
+);
 
 const result: Record<string, unknown> = {
   config: args.config,
@@ -88,7 +94,9 @@ const timedGroup: RankGroup = {
 const distributed = tiledDecodeFor(vae, timedGroup)!;
 log(`${ranks} ranks x 1 thread (${isolation}): warm-up (start ranks, load the VAE on each) ...`);
 await distributed(demoLatent(window / r + 8, window / r + 8, vae.geometry.latentChannels));
-log(`  warm-up done: ${JSON.stringify(distributed.lastStats!.ranks.map((s) => ({ rank: s.rank, loadSeconds: +s.loadSeconds.toFixed(1) })))}`);
+log(
+  `  warm-up done: ${JSON.stringify(distributed.lastStats!.ranks.map((s) => ({ rank: s.rank, loadSeconds: +s.loadSeconds.toFixed(1) })))}`,
+);
 gatherSeconds = 0;
 const cpu = process.cpuUsage();
 const t = performance.now();
@@ -104,11 +112,21 @@ result['distributed'] = {
   criticalDecoderSeconds: critical,
   outsideShare: 1 - critical / wall,
   gatherSeconds,
-  perRank: stats.ranks.map((s) => ({ rank: s.rank, tiles: s.tiles.length, load: s.load, seconds: s.seconds, decoderSeconds: s.decoderSeconds, outsideDecoderSeconds: s.seconds - s.decoderSeconds, peakRssBytes: s.peakRssBytes })),
+  perRank: stats.ranks.map((s) => ({
+    rank: s.rank,
+    tiles: s.tiles.length,
+    load: s.load,
+    seconds: s.seconds,
+    decoderSeconds: s.decoderSeconds,
+    outsideDecoderSeconds: s.seconds - s.decoderSeconds,
+    peakRssBytes: s.peakRssBytes,
+  })),
   cpuUtilisation: isolation === 'thread' ? cpuSeconds(cpu) / wall / ranks : null,
   loadAverage: loadavg()[0],
 };
-log(`  wall ${wall.toFixed(1)} s, critical-path decoder ${critical.toFixed(1)} s, outside decoder calls ${((1 - critical / wall) * 100).toFixed(2)} %, gather ${gatherSeconds.toFixed(2)} s`);
+log(
+  `  wall ${wall.toFixed(1)} s, critical-path decoder ${critical.toFixed(1)} s, outside decoder calls ${((1 - critical / wall) * 100).toFixed(2)} %, gather ${gatherSeconds.toFixed(2)} s`,
+);
 // The single-rank decode runs after the group is closed: three decoder sessions at once (this
 // process and two ranks) need more memory than a shared 24 GiB machine may have to spare.
 await group.close();
@@ -130,8 +148,16 @@ if (!args['skip-local']) {
   const out = await localTiledDecode(vae, timed)(latents);
   const wall = (performance.now() - t) / 1000;
   localOutput = out.data;
-  result['local'] = { wall, decoderSeconds, outsideShare: 1 - decoderSeconds / wall, cpuUtilisation: cpuSeconds(cpu) / wall, loadAverage: loadavg()[0] };
-  log(`  wall ${wall.toFixed(1)} s, decoder ${decoderSeconds.toFixed(1)} s, CPU utilisation ${((cpuSeconds(cpu) / wall) * 100).toFixed(0)} % of 1 core`);
+  result['local'] = {
+    wall,
+    decoderSeconds,
+    outsideShare: 1 - decoderSeconds / wall,
+    cpuUtilisation: cpuSeconds(cpu) / wall,
+    loadAverage: loadavg()[0],
+  };
+  log(
+    `  wall ${wall.toFixed(1)} s, decoder ${decoderSeconds.toFixed(1)} s, CPU utilisation ${((cpuSeconds(cpu) / wall) * 100).toFixed(0)} % of 1 core`,
+  );
 }
 
 if (localOutput) {
@@ -139,11 +165,15 @@ if (localOutput) {
   result['speedup'] = local.wall / wall;
   // What each decode would have taken with its cores to itself (wall × share of its cores it
   // got), when other jobs share the machine; thread isolation only (one process to measure).
-  if (isolation === 'thread') result['cpuNormalisedSpeedup'] = (local.wall * local.cpuUtilisation) / (wall * (result['distributed'] as { cpuUtilisation: number }).cpuUtilisation);
+  if (isolation === 'thread')
+    result['cpuNormalisedSpeedup'] =
+      (local.wall * local.cpuUtilisation) / (wall * (result['distributed'] as { cpuUtilisation: number }).cpuUtilisation);
   const a = new Uint32Array(localOutput.buffer);
   const b = new Uint32Array(out.data.buffer);
   result['bitwiseIdentical'] = a.length === b.length && a.every((v, i) => v === b[i]);
-  log(`  speedup ${(local.wall / wall).toFixed(2)}x (CPU-normalised ${Number(result['cpuNormalisedSpeedup'] ?? NaN).toFixed(2)}x), bitwise identical: ${result['bitwiseIdentical']}`);
+  log(
+    `  speedup ${(local.wall / wall).toFixed(2)}x (CPU-normalised ${Number(result['cpuNormalisedSpeedup'] ?? NaN).toFixed(2)}x), bitwise identical: ${result['bitwiseIdentical']}`,
+  );
 }
 await vae.dispose();
 process.stdout.write(JSON.stringify(result, null, 2) + '\n');

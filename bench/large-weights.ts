@@ -19,11 +19,27 @@ import { writeNpy } from '../src/io/npy.js';
 import { elementCount, seededTensor } from '../src/tensor.js';
 import { syntheticWeights } from '../src/weights/synthetic.js';
 
-const { values } = parseArgs({ options: { config: { type: 'string', default: 'ltx2' }, 'pad-to': { type: 'string', default: '2.5' }, keep: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { config: { type: 'string', default: 'ltx2' }, 'pad-to': { type: 'string', default: '2.5' }, keep: { type: 'string' } },
+});
 const CASES: Record<string, { config: Record<string, unknown>; latent: number[]; family: string }> = {
   // LTX-2.0's published config.json states its ratios (the class defaults are other ones).
-  ltx2: { family: 'ltx2', config: { _class_name: 'AutoencoderKLLTX2Video', spatial_compression_ratio: 32, temporal_compression_ratio: 8, decoder_causal: false }, latent: [1, 128, 1, 2, 2] },
-  sd: { family: 'autoencoder-kl', config: { _class_name: 'AutoencoderKL', block_out_channels: [128, 256, 512, 512], layers_per_block: 2, norm_num_groups: 32, latent_channels: 4 }, latent: [1, 4, 8, 8] },
+  ltx2: {
+    family: 'ltx2',
+    config: { _class_name: 'AutoencoderKLLTX2Video', spatial_compression_ratio: 32, temporal_compression_ratio: 8, decoder_causal: false },
+    latent: [1, 128, 1, 2, 2],
+  },
+  sd: {
+    family: 'autoencoder-kl',
+    config: {
+      _class_name: 'AutoencoderKL',
+      block_out_channels: [128, 256, 512, 512],
+      layers_per_block: 2,
+      norm_num_groups: 32,
+      latent_channels: 4,
+    },
+    latent: [1, 4, 8, 8],
+  },
 };
 const c = CASES[values.config!];
 if (!c) throw new Error(`--config ${values.config}: one of ${Object.keys(CASES).join(', ')}`);
@@ -37,9 +53,14 @@ mkdirSync(dir, { recursive: true });
 try {
   writeFileSync(join(dir, 'config.json'), JSON.stringify(c.config));
   // Header: the decoder's tensors, then padding tensors of 256 MiB each until the file is large enough.
-  const entries: { name: string; dims: number[]; bytes: number }[] = params.map((p) => ({ name: p.name, dims: [...p.dims], bytes: elementCount(p.dims) * 4 }));
+  const entries: { name: string; dims: number[]; bytes: number }[] = params.map((p) => ({
+    name: p.name,
+    dims: [...p.dims],
+    bytes: elementCount(p.dims) * 4,
+  }));
   const PAD = 64 * 2 ** 20; // float32 elements: 256 MiB
-  for (let i = 0, total = decoderBytes; total < padTo; i++, total += PAD * 4) entries.push({ name: `encoder.padding.${i}.weight`, dims: [PAD], bytes: PAD * 4 });
+  for (let i = 0, total = decoderBytes; total < padTo; i++, total += PAD * 4)
+    entries.push({ name: `encoder.padding.${i}.weight`, dims: [PAD], bytes: PAD * 4 });
   const header: Record<string, unknown> = {};
   let offset = 0;
   for (const e of entries) {
@@ -65,7 +86,28 @@ try {
   closeSync(fd);
   const z = join(dir, 'z.npy');
   writeNpy(z, seededTensor(c.latent, 2));
-  const run = spawnSync('/usr/bin/time', ['-f', '%M %U %S', process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'decode', '--vae', dir, '--latents', z, '--out', join(dir, 'x.npy'), '--threads', '1', '--json'], { encoding: 'utf8' });
+  const run = spawnSync(
+    '/usr/bin/time',
+    [
+      '-f',
+      '%M %U %S',
+      process.execPath,
+      '--import',
+      'tsx',
+      'src/cli/main.ts',
+      'decode',
+      '--vae',
+      dir,
+      '--latents',
+      z,
+      '--out',
+      join(dir, 'x.npy'),
+      '--threads',
+      '1',
+      '--json',
+    ],
+    { encoding: 'utf8' },
+  );
   if (run.status !== 0) throw new Error(`decode failed (${run.status}): ${run.stderr.slice(-2000)}`);
   const [peakKiB, user, sys] = run.stderr.trim().split('\n').at(-1)!.split(' ').map(Number) as [number, number, number];
   const peakMiB = Math.round(peakKiB / 1024);
@@ -82,7 +124,9 @@ try {
     withinBound: peakMiB <= boundMiB,
     cpuSeconds: Math.round((user + sys) * 10) / 10,
   };
-  console.log(`${values.config}: file ${(report.fileBytes / 2 ** 30).toFixed(2)} GiB, decoder weights ${(decoderBytes / 2 ** 20).toFixed(0)} MiB, peak ${peakMiB} MiB (bound ${boundMiB} MiB: ${report.withinBound ? 'within' : 'OVER'}), ${report.cpuSeconds} CPU s`);
+  console.log(
+    `${values.config}: file ${(report.fileBytes / 2 ** 30).toFixed(2)} GiB, decoder weights ${(decoderBytes / 2 ** 20).toFixed(0)} MiB, peak ${peakMiB} MiB (bound ${boundMiB} MiB: ${report.withinBound ? 'within' : 'OVER'}), ${report.cpuSeconds} CPU s`,
+  );
   console.log(JSON.stringify(report));
 } finally {
   if (values.keep === undefined) rmSync(dir, { recursive: true, force: true });

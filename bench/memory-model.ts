@@ -56,18 +56,38 @@ interface Case {
   quick?: boolean;
 }
 
-const tile = (ranks: number, w: number, o: number): Pick<MemoryPlan, 'strategy' | 'ranks' | 'window' | 'overlap'> => ({ strategy: 'tile', ranks, window: { height: w, width: w }, overlap: { height: o, width: o } });
+const tile = (ranks: number, w: number, o: number): Pick<MemoryPlan, 'strategy' | 'ranks' | 'window' | 'overlap'> => ({
+  strategy: 'tile',
+  ranks,
+  window: { height: w, width: w },
+  overlap: { height: o, width: o },
+});
 
 const CASES: Case[] = [
   { name: 'taef2-whole-512', family: 'tae', taef2: true, height: 512, width: 512, plan: { strategy: 'whole', ranks: 1 }, quick: true },
   { name: 'taef2-whole-1024', family: 'tae', taef2: true, height: 1024, width: 1024, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'taef2-whole-2048', family: 'tae', taef2: true, height: 2048, width: 2048, plan: { strategy: 'whole', ranks: 1 } },
-  { name: 'taef2-default-768x2048', family: 'tae', taef2: true, height: 768, width: 2048, plan: { strategy: 'whole', ranks: 1, isolated: true }, auto: true, quick: true },
+  {
+    name: 'taef2-default-768x2048',
+    family: 'tae',
+    taef2: true,
+    height: 768,
+    width: 2048,
+    plan: { strategy: 'whole', ranks: 1, isolated: true },
+    auto: true,
+    quick: true,
+  },
   { name: 'taef2-tile512-1024-r1', family: 'tae', taef2: true, height: 1024, width: 1024, plan: tile(1, 512, 128) },
   { name: 'taef2-tile512-2048-r2', family: 'tae', taef2: true, height: 2048, width: 2048, plan: tile(2, 512, 128) },
   { name: 'taef2-tile512-1024-r4', family: 'tae', taef2: true, height: 1024, width: 1024, plan: tile(4, 512, 128) },
   { name: 'taef2-shard-1024-r2', family: 'tae', taef2: true, height: 1024, width: 1024, plan: { strategy: 'shard', ranks: 2 } },
-  { name: 'taesd-exact512-1024-r2', family: 'tae', height: 1024, width: 1024, plan: { strategy: 'exact-tile', ranks: 2, window: { height: 512, width: 512 }, overlap: { height: 0, width: 0 } } },
+  {
+    name: 'taesd-exact512-1024-r2',
+    family: 'tae',
+    height: 1024,
+    width: 1024,
+    plan: { strategy: 'exact-tile', ranks: 2, window: { height: 512, width: 512 }, overlap: { height: 0, width: 0 } },
+  },
   { name: 'taef2-shard-1024-r3', family: 'tae', taef2: true, height: 1024, width: 1024, plan: { strategy: 'shard', ranks: 3 } },
   { name: 'sd-whole-256', family: 'autoencoder-kl', height: 256, width: 256, plan: { strategy: 'whole', ranks: 1 }, quick: true },
   { name: 'sd-whole-512', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'whole', ranks: 1 } },
@@ -77,7 +97,14 @@ const CASES: Case[] = [
   { name: 'sd-tile256-768-r2', family: 'autoencoder-kl', height: 768, width: 768, plan: tile(2, 256, 64) },
   { name: 'sd-tile256-512-r4', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(4, 256, 64) },
   { name: 'sd-shard-512-r2', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'shard', ranks: 2 } },
-  { name: 'sd-default-512', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'whole', ranks: 1, isolated: true }, auto: true },
+  {
+    name: 'sd-default-512',
+    family: 'autoencoder-kl',
+    height: 512,
+    width: 512,
+    plan: { strategy: 'whole', ranks: 1, isolated: true },
+    auto: true,
+  },
   { name: 'flux2-whole-256', family: 'flux2', height: 256, width: 256, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'flux2-whole-512', family: 'flux2', height: 512, width: 512, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'flux2-tile256-512-r2', family: 'flux2', height: 512, width: 512, plan: tile(2, 256, 64) },
@@ -118,9 +145,29 @@ function cliArgs(c: Case, latents: string): string[] {
       ? ['--full']
       : plan.strategy === 'shard'
         ? ['--strategy', 'shard']
-        : [...(plan.strategy === 'exact-tile' ? ['--strategy', 'exact-tile'] : []), '--window', `${plan.window!.height}x${plan.window!.width}`, '--overlap', `${plan.overlap!.height}x${plan.overlap!.width}`];
+        : [
+            ...(plan.strategy === 'exact-tile' ? ['--strategy', 'exact-tile'] : []),
+            '--window',
+            `${plan.window!.height}x${plan.window!.width}`,
+            '--overlap',
+            `${plan.overlap!.height}x${plan.overlap!.width}`,
+          ];
   const ranks = plan.ranks > 1 || plan.strategy === 'shard' ? ['--ranks', String(plan.ranks), '--isolation', 'process'] : [];
-  return ['decode', ...source, '--latents', latents, '--out', join(TMP, 'out.npy'), ...planArgs, ...ranks, '--threads', '1', '--max-memory', '64GiB', '--json'];
+  return [
+    'decode',
+    ...source,
+    '--latents',
+    latents,
+    '--out',
+    join(TMP, 'out.npy'),
+    ...planArgs,
+    ...ranks,
+    '--threads',
+    '1',
+    '--max-memory',
+    '64GiB',
+    '--json',
+  ];
 }
 
 function vaeOf(c: Case): VaeSpec {
@@ -130,7 +177,9 @@ function vaeOf(c: Case): VaeSpec {
 function latentFile(vae: VaeSpec, c: Case): string {
   const latent = latentShapeOf(vae.geometry, sampleOf(c));
   const channels = vae.geometry.latentChannels;
-  const dims = vae.geometry.fiveDimLatents ? [1, channels, latent.frames, latent.height, latent.width] : [1, channels, latent.height, latent.width];
+  const dims = vae.geometry.fiveDimLatents
+    ? [1, channels, latent.frames, latent.height, latent.width]
+    : [1, channels, latent.height, latent.width];
   const path = join(TMP, `z-${c.family}-${dims.join('x')}.npy`);
   if (!existsSync(path)) {
     const data = new Float32Array(dims.reduce((a, b) => a * b, 1));
@@ -149,7 +198,10 @@ const sampleOf = (c: Case) => ({ height: c.height, width: c.width, ...(c.frames 
 /** The model's prediction for a case's processes: the coordinator, then each rank. */
 function predict(c: Case): { process: string; predictedBytes: number; terms: MemoryTerms }[] {
   const prediction = predictMemory(vaeOf(c), c.plan, sampleOf(c));
-  return [{ process: 'coordinator', predictedBytes: prediction.coordinatorBytes, terms: prediction.coordinator.terms }, ...prediction.ranks.map((r) => ({ process: `rank ${r.rank}`, predictedBytes: r.peakBytes, terms: r.terms }))];
+  return [
+    { process: 'coordinator', predictedBytes: prediction.coordinatorBytes, terms: prediction.coordinator.terms },
+    ...prediction.ranks.map((r) => ({ process: `rank ${r.rank}`, predictedBytes: r.peakBytes, terms: r.terms })),
+  ];
 }
 
 async function runCase(c: Case): Promise<CaseResult> {
@@ -165,16 +217,32 @@ async function runCase(c: Case): Promise<CaseResult> {
     const { stdout } = await promisify(execFile)(file!, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
     json = JSON.parse(stdout.trim().split('\n').pop()!);
   } catch (e) {
-    const said = String((e as { stderr?: string }).stderr ?? '').trim().split('\n').pop();
+    const said = String((e as { stderr?: string }).stderr ?? '')
+      .trim()
+      .split('\n')
+      .pop();
     return { ...base, processes: [], worstError: null, failed: said || (e as Error).message.split('\n')[0]! };
   }
-  const measured = new Map<string, number | null>([['coordinator', json.memory.coordinator.measuredPeakBytes], ...json.memory.ranks.map((r): [string, number | null] => [`rank ${r.rank}`, r.measuredPeakBytes])]);
-  return withErrors({ ...base, processes: predicted.map((p) => ({ ...p, measuredBytes: measured.get(p.process) ?? null, error: null, activationShare: 0 })), worstError: null });
+  const measured = new Map<string, number | null>([
+    ['coordinator', json.memory.coordinator.measuredPeakBytes],
+    ...json.memory.ranks.map((r): [string, number | null] => [`rank ${r.rank}`, r.measuredPeakBytes]),
+  ]);
+  return withErrors({
+    ...base,
+    processes: predicted.map((p) => ({ ...p, measuredBytes: measured.get(p.process) ?? null, error: null, activationShare: 0 })),
+    worstError: null,
+  });
 }
 
 /** How a case is listed in the report. */
 function baseOf(c: Case): Pick<CaseResult, 'name' | 'family' | 'weights' | 'size' | 'plan'> {
-  return { name: c.name, family: c.family, weights: c.taef2 ? 'taef2 (trained)' : 'synthetic', size: `${c.height}x${c.width}${c.frames ? `x${c.frames}` : ''}`, plan: describePlan(c.plan) };
+  return {
+    name: c.name,
+    family: c.family,
+    weights: c.taef2 ? 'taef2 (trained)' : 'synthetic',
+    size: `${c.height}x${c.width}${c.frames ? `x${c.frames}` : ''}`,
+    plan: describePlan(c.plan),
+  };
 }
 
 /** Errors and activation shares of a case's processes from their predictions and measured peaks. */
@@ -210,12 +278,18 @@ function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCa
       lines.push(`| ${c.name} | ${c.weights} | ${c.size} | ${c.plan} | – | – | – | failed: ${c.failed.replace(/\|/g, '/')} | – |`);
       continue;
     }
-    for (const p of c.processes) lines.push(`| ${c.name} | ${c.weights} | ${c.size} | ${c.plan} | ${p.process} | ${mib(p.predictedBytes)} | ${mib(p.measuredBytes)} | ${pct(p.error)} | ${(100 * p.activationShare).toFixed(0)} % |`);
+    for (const p of c.processes)
+      lines.push(
+        `| ${c.name} | ${c.weights} | ${c.size} | ${c.plan} | ${p.process} | ${mib(p.predictedBytes)} | ${mib(p.measuredBytes)} | ${pct(p.error)} | ${(100 * p.activationShare).toFixed(0)} % |`,
+      );
   }
   const all = report.cells.flatMap((c) => c.processes.flatMap((p) => (p.error === null ? [] : [Math.abs(p.error)])));
   const within = all.filter((e) => e <= 0.15).length;
   const heavy = report.cells.filter((c) => c.processes.some((p) => p.activationShare >= 0.5)).length;
-  lines.push('', `${within} of ${all.length} processes within ±15 %; largest |error| ${(100 * Math.max(...all)).toFixed(1)} %; ${heavy} case(s) where activations are at least half of a process's peak.`);
+  lines.push(
+    '',
+    `${within} of ${all.length} processes within ±15 %; largest |error| ${(100 * Math.max(...all)).toFixed(1)} %; ${heavy} case(s) where activations are at least half of a process's peak.`,
+  );
   const cal = report.calibration as unknown as Record<string, number>;
   lines.push(
     '',
@@ -241,7 +315,11 @@ const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, st
   ['growthFactor', 'growth', 'runs larger than every earlier run of their session (regions added on the way)'],
   ['shardFactor', 'shard', "a row-sharded rank's largest step (kept band values + the step's work)"],
   ['outputCopies', 'output', 'the decoded sample, in the process that assembles it'],
-  ['largestTensorCopies', 'largestTensor', "a decoding process's largest tensor: what onnxruntime adds beyond the graph (layout reorders of the largest convolutions' operands, the output copied out)"],
+  [
+    'largestTensorCopies',
+    'largestTensor',
+    "a decoding process's largest tensor: what onnxruntime adds beyond the graph (layout reorders of the largest convolutions' operands, the output copied out)",
+  ],
   ['rankThreadBytes', 'rankThread', 'a rank thread in the coordinator (decoding in-process)'],
 ];
 
@@ -289,7 +367,8 @@ function fit(cases: CaseResult[], base: RuntimeCalibration): RuntimeCalibration 
   }
   const fitted: RuntimeCalibration = { ...base };
   keys.forEach((k, i) => {
-    (fitted as unknown as Record<string, number>)[k] = k === 'fixedBytes' || k === 'rankThreadBytes' ? Math.round(solution[i]!) : Number(solution[i]!.toFixed(3));
+    (fitted as unknown as Record<string, number>)[k] =
+      k === 'fixedBytes' || k === 'rankThreadBytes' ? Math.round(solution[i]!) : Number(solution[i]!.toFixed(3));
   });
   return fitted;
 }
@@ -323,23 +402,48 @@ if (mode === 'predict') {
   for (const c of which === 'all' ? CASES : CASES.filter((x) => which.split(',').includes(x.name))) {
     const started = performance.now();
     const rows = predict(c);
-    process.stdout.write(`${c.name} (${((performance.now() - started) / 1000).toFixed(1)} s): ${rows.map((r) => `${r.process} ${mib(r.predictedBytes)} MiB [${Object.entries(r.terms).filter(([, v]) => v).map(([k, v]) => `${k} ${mib(v)}`).join(', ')}]`).join('; ')}\n`);
+    process.stdout.write(
+      `${c.name} (${((performance.now() - started) / 1000).toFixed(1)} s): ${rows
+        .map(
+          (r) =>
+            `${r.process} ${mib(r.predictedBytes)} MiB [${Object.entries(r.terms)
+              .filter(([, v]) => v)
+              .map(([k, v]) => `${k} ${mib(v)}`)
+              .join(', ')}]`,
+        )
+        .join('; ')}\n`,
+    );
   }
 } else if (mode === 'calibrate') {
   const report = JSON.parse(readFileSync(outPath, 'utf8')) as { cells: CaseResult[] };
   const base = CALIBRATIONS['cpu']!;
   report.cells = report.cells.map(repredict);
   const fitted = fit(report.cells, base);
-  const errors = report.cells.flatMap((c) => c.processes.flatMap((p) => (p.measuredBytes ? [(peakOfTerms(p.terms, fitted) - p.measuredBytes) / p.measuredBytes] : [])));
+  const errors = report.cells.flatMap((c) =>
+    c.processes.flatMap((p) => (p.measuredBytes ? [(peakOfTerms(p.terms, fitted) - p.measuredBytes) / p.measuredBytes] : [])),
+  );
   for (const c of report.cells) {
     for (const p of c.processes) {
       if (!p.measuredBytes) continue;
       const e = (peakOfTerms(p.terms, fitted) - p.measuredBytes) / p.measuredBytes;
-      process.stderr.write(`${Math.abs(e) > 0.15 ? '!' : ' '} ${c.name} ${p.process}: ${mib(peakOfTerms(p.terms, fitted))}/${mib(p.measuredBytes)} MiB ${pct(e)}\n`);
+      process.stderr.write(
+        `${Math.abs(e) > 0.15 ? '!' : ' '} ${c.name} ${p.process}: ${mib(peakOfTerms(p.terms, fitted))}/${mib(p.measuredBytes)} MiB ${pct(e)}\n`,
+      );
     }
   }
-  process.stdout.write(`fitted to ${errors.length} processes of ${outPath}: largest |error| ${(100 * Math.max(...errors.map(Math.abs))).toFixed(1)} %, ${errors.filter((e) => Math.abs(e) <= 0.15).length} within ±15 %\n`);
-  process.stdout.write(JSON.stringify({ ...fitted, measured: `fitted by \`npx tsx bench/memory-model.ts calibrate\` to ${errors.length} processes of bench/results/memory-model.json (${new Date().toISOString().slice(0, 10)}, ${machine})` }, null, 2) + '\n');
+  process.stdout.write(
+    `fitted to ${errors.length} processes of ${outPath}: largest |error| ${(100 * Math.max(...errors.map(Math.abs))).toFixed(1)} %, ${errors.filter((e) => Math.abs(e) <= 0.15).length} within ±15 %\n`,
+  );
+  process.stdout.write(
+    JSON.stringify(
+      {
+        ...fitted,
+        measured: `fitted by \`npx tsx bench/memory-model.ts calibrate\` to ${errors.length} processes of bench/results/memory-model.json (${new Date().toISOString().slice(0, 10)}, ${machine})`,
+      },
+      null,
+      2,
+    ) + '\n',
+  );
 } else if (mode === 'report') {
   // Rewrites the report's predictions and errors under the committed calibration, without decoding again.
   const report = JSON.parse(readFileSync(outPath, 'utf8')) as { ran: Record<string, unknown>; cells: CaseResult[] };
@@ -351,7 +455,8 @@ if (mode === 'predict') {
 } else {
   mkdirSync(TMP, { recursive: true });
   const which = flags['cases'] ?? 'all';
-  const cases = which === 'all' ? CASES : which === 'quick' ? CASES.filter((c) => c.quick) : CASES.filter((c) => which.split(',').includes(c.name));
+  const cases =
+    which === 'all' ? CASES : which === 'quick' ? CASES.filter((c) => c.quick) : CASES.filter((c) => which.split(',').includes(c.name));
   // `--jobs N` decodes N cases at once (peaks are per process, so they do not disturb each other;
   // cases over 3 GiB still take the big-memory lock one at a time).
   const jobs = Math.max(1, Number(flags['jobs'] ?? 1));
@@ -363,16 +468,27 @@ if (mode === 'predict') {
         process.stderr.write(`${c.name} ...\n`);
         const r = await runCase(c);
         results.push(r);
-        process.stderr.write(`${c.name}: ${r.failed ?? r.processes.map((p) => `${p.process} ${mib(p.predictedBytes)}/${mib(p.measuredBytes)} MiB (${pct(p.error)})`).join(', ')}\n`);
+        process.stderr.write(
+          `${c.name}: ${r.failed ?? r.processes.map((p) => `${p.process} ${mib(p.predictedBytes)}/${mib(p.measuredBytes)} MiB (${pct(p.error)})`).join(', ')}\n`,
+        );
       }
     }),
   );
   // A selection of cases replaces those cases in an existing report (same calibration only).
-  const previous = which !== 'all' && existsSync(outPath) ? (JSON.parse(readFileSync(outPath, 'utf8')) as { calibration: RuntimeCalibration; cells: CaseResult[] }) : null;
+  const previous =
+    which !== 'all' && existsSync(outPath)
+      ? (JSON.parse(readFileSync(outPath, 'utf8')) as { calibration: RuntimeCalibration; cells: CaseResult[] })
+      : null;
   const kept = previous ? previous.cells.filter((c) => !results.some((r) => r.name === c.name)).map(repredict) : [];
   const order = (r: CaseResult) => CASES.findIndex((c) => c.name === r.name);
   const merged = [...kept, ...results].sort((a, b) => order(a) - order(b));
-  const report = { schema: 1, benchmark: 'memory-model', ran: { date: new Date().toISOString(), machine }, calibration: CALIBRATIONS['cpu']!, cells: merged };
+  const report = {
+    schema: 1,
+    benchmark: 'memory-model',
+    ran: { date: new Date().toISOString(), machine },
+    calibration: CALIBRATIONS['cpu']!,
+    cells: merged,
+  };
   writeFileSync(outPath, JSON.stringify(report, null, 2) + '\n');
   writeFileSync(outPath.replace(/\.json$/, '.md'), markdown(report));
   rmSync(TMP, { recursive: true, force: true });

@@ -91,15 +91,37 @@ export async function prepareSdFolder(dir: string, withDiffusers: boolean): Prom
   const out = join(dir, 'sd-vae');
   if (existsSync(join(out, 'diffusion_pytorch_model.safetensors'))) return out;
   if (withDiffusers) {
-    execFileSync(PYTHON, [join(DIFREF, 'make_vae.py'), 'kl', join(dir, 'sd-vae-base'), '--seed', '0'], { stdio: ['ignore', 'ignore', 'inherit'] });
-    execFileSync(process.execPath, ['--import', 'tsx', join(root, 'scripts', 'synthetic-vae-folder.ts'), '--from', join(dir, 'sd-vae-base'), '--out', out, '--seed', '0'], { stdio: ['ignore', 'ignore', 'inherit'], cwd: root });
+    execFileSync(PYTHON, [join(DIFREF, 'make_vae.py'), 'kl', join(dir, 'sd-vae-base'), '--seed', '0'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    execFileSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(root, 'scripts', 'synthetic-vae-folder.ts'),
+        '--from',
+        join(dir, 'sd-vae-base'),
+        '--out',
+        out,
+        '--seed',
+        '0',
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'], cwd: root },
+    );
     return out;
   }
   const { resolveFamily, resolveFamilyConfig } = await import('../src/families/registry.js');
   const { runtimeOf } = await import('../src/families/runtimes.js');
   const { syntheticWeights } = await import('../src/weights/synthetic.js');
   const { writeSafetensors } = await import('../src/weights/safetensors.js');
-  const raw = { _class_name: 'AutoencoderKL', block_out_channels: [128, 256, 512, 512], layers_per_block: 2, latent_channels: 4, sample_size: 512 };
+  const raw = {
+    _class_name: 'AutoencoderKL',
+    block_out_channels: [128, 256, 512, 512],
+    layers_per_block: 2,
+    latent_channels: 4,
+    sample_size: 512,
+  };
   const family = resolveFamily(undefined, raw);
   const weights = syntheticWeights(runtimeOf(family).decoderParams(resolveFamilyConfig(family, raw)), 0);
   mkdirSync(out, { recursive: true });
@@ -118,7 +140,7 @@ async function runDistvaeCase(c: MemoryCase, vaeDir: string, latentPath: string,
   const { loadVae } = await import('../src/decode/vae.js');
   const { readNpy } = await import('../src/io/npy.js');
   const load = loadavg()[0]!;
-  const ranks = c.table === 'shard' ? c.ranks ?? 1 : 1;
+  const ranks = c.table === 'shard' ? (c.ranks ?? 1) : 1;
   const threads = Math.max(1, Math.floor(c.threads / ranks));
   const vae = await loadVae(vaeDir, { threads });
   const latents = readNpy(latentPath);
@@ -126,7 +148,8 @@ async function runDistvaeCase(c: MemoryCase, vaeDir: string, latentPath: string,
   type Stats = { ranks: { peakRssBytes?: number }[]; collectives?: unknown; predicted?: unknown };
   const box: { stats: Stats | null } = { stats: null };
   const { disableTiling, setTiling } = await import('../src/plan/planner.js');
-  if (c.table === 'tiled') setTiling(vae, { window: { height: c.window!, width: c.window! }, overlap: { height: c.overlap!, width: c.overlap! } });
+  if (c.table === 'tiled')
+    setTiling(vae, { window: { height: c.window!, width: c.window! }, overlap: { height: c.overlap!, width: c.overlap! } });
   else disableTiling(vae);
   if (c.table === 'shard') {
     const { localGroup } = await import('../src/ranks/local/index.js');
@@ -168,7 +191,12 @@ export function measureDistvae(c: MemoryCase, vaeDir: string, latentPath: string
   });
   const line = child.stdout.trim().split('\n').pop() ?? '';
   if (child.status === 0 && line.startsWith('{')) return JSON.parse(line) as Measured;
-  const error = (child.stderr.trim().split('\n').find((l) => /Error|error/.test(l)) ?? `exit ${child.status ?? child.signal}`).slice(0, 300);
+  const error = (
+    child.stderr
+      .trim()
+      .split('\n')
+      .find((l) => /Error|error/.test(l)) ?? `exit ${child.status ?? child.signal}`
+  ).slice(0, 300);
   return { ok: false, error, peakRssBytes: null, seconds: null, cpuSeconds: null, loadAverage: loadavg()[0]! };
 }
 
@@ -181,14 +209,34 @@ export function diffusersAvailable(): boolean {
 export function measureDiffusers(c: MemoryCase, vaeDir: string, latentPath: string, out: string, timedRuns = 0): Measured {
   const load = loadavg()[0]!;
   // Its first decode writes `out`; timed runs (their median) follow it, so they are warm.
-  const args = [join(DIFREF, 'ref_decode.py'), vaeDir, latentPath, out, '--threads', String(c.threads), ...(timedRuns > 0 ? ['--time', String(timedRuns), '--warmup', '1'] : [])];
-  if (c.table === 'tiled') args.push('--tiled', '--tile-sample', String(c.window), String(c.window), '--overlap-factor', String(c.overlap! / c.window!));
+  const args = [
+    join(DIFREF, 'ref_decode.py'),
+    vaeDir,
+    latentPath,
+    out,
+    '--threads',
+    String(c.threads),
+    ...(timedRuns > 0 ? ['--time', String(timedRuns), '--warmup', '1'] : []),
+  ];
+  if (c.table === 'tiled')
+    args.push('--tiled', '--tile-sample', String(c.window), String(c.window), '--overlap-factor', String(c.overlap! / c.window!));
   const child = spawnSync('/usr/bin/time', ['-f', 'maxrss_kib=%M cpu_s=%U+%S', PYTHON, ...args], { encoding: 'utf8', maxBuffer: 1 << 24 });
   const rss = /maxrss_kib=(\d+) cpu_s=([\d.]+)\+([\d.]+)/.exec(child.stderr);
   if (child.status !== 0 || !rss) {
-    return { ok: false, error: (child.stderr.trim().split('\n').slice(-2).join(' ') || `exit ${child.status}`).slice(0, 300), peakRssBytes: rss ? Number(rss[1]) * 1024 : null, seconds: null, cpuSeconds: null, loadAverage: load };
+    return {
+      ok: false,
+      error: (child.stderr.trim().split('\n').slice(-2).join(' ') || `exit ${child.status}`).slice(0, 300),
+      peakRssBytes: rss ? Number(rss[1]) * 1024 : null,
+      seconds: null,
+      cpuSeconds: null,
+      loadAverage: load,
+    };
   }
-  const summary = child.stdout.trim().split('\n').reverse().find((l) => l.startsWith('{'));
+  const summary = child.stdout
+    .trim()
+    .split('\n')
+    .reverse()
+    .find((l) => l.startsWith('{'));
   let seconds: number | null = null;
   if (summary) {
     seconds = (JSON.parse(summary) as { time_median_s?: number }).time_median_s ?? null;
@@ -204,7 +252,8 @@ export function memoryCases(tables: readonly string[], sizes: readonly number[],
   for (const size of [512, 1024]) if (want('whole') && sizes.includes(size)) cases.push({ table: 'whole', size, threads });
   if (want('tiled') && sizes.some((s) => s <= 1024)) cases.push({ table: 'tiled', size: 768, window: 256, overlap: 64, threads });
   if (want('tiled') && sizes.includes(2048)) cases.push({ table: 'tiled', size: 2048, window: 512, overlap: 128, threads });
-  for (const size of [512, 1024, 2048]) for (const r of ranks) if (want('shard') && sizes.includes(size)) cases.push({ table: 'shard', size, ranks: r, threads });
+  for (const size of [512, 1024, 2048])
+    for (const r of ranks) if (want('shard') && sizes.includes(size)) cases.push({ table: 'shard', size, ranks: r, threads });
   return cases;
 }
 
@@ -240,7 +289,13 @@ function markdown(cells: { case: MemoryCase; distvae: Measured; diffusers?: Meas
     const ours = d.ok
       ? `| ${mib(d.peakRssBytes)} | ${d.perRankPeakRssBytes?.map(mib).join(' / ') ?? ''} | ${d.maxAbsVsWhole?.toExponential(1) ?? ''} | ${sec(d.seconds)}${loaded(d)} | ${sec(d.cpuSeconds)} |`
       : `| failed: ${d.error} | | | | |`;
-    const theirs = !withDiffusers ? '' : !f ? ' – | – | – |' : f.ok ? ` ${mib(f.peakRssBytes)} | ${sec(f.seconds)}${loaded(f)} | ${sec(f.cpuSeconds)} |` : ` failed (${mib(f.peakRssBytes)}) | | |`;
+    const theirs = !withDiffusers
+      ? ''
+      : !f
+        ? ' – | – | – |'
+        : f.ok
+          ? ` ${mib(f.peakRssBytes)} | ${sec(f.seconds)}${loaded(f)} | ${sec(f.cpuSeconds)} |`
+          : ` failed (${mib(f.peakRssBytes)}) | | |`;
     lines.push(`| ${caseName(c)} ${ours}${theirs}`);
   }
   return lines.join('\n') + '\n';
@@ -262,14 +317,24 @@ async function main(): Promise<void> {
     },
   });
   if (args.child) {
-    const { c, vaeDir, latentPath, sample } = JSON.parse(args.child) as { c: MemoryCase; vaeDir: string; latentPath: string; sample?: string };
+    const { c, vaeDir, latentPath, sample } = JSON.parse(args.child) as {
+      c: MemoryCase;
+      vaeDir: string;
+      latentPath: string;
+      sample?: string;
+    };
     process.stdout.write(JSON.stringify(await runDistvaeCase(c, vaeDir, latentPath, sample)) + '\n');
     return;
   }
   const withDiffusers = !args['no-diffusers'] && diffusersAvailable();
   mkdirSync(args.work, { recursive: true });
   const vaeDir = args.vae ?? (await prepareSdFolder(args.work, withDiffusers));
-  const cases = memoryCases(args.tables.split(','), args.sizes.split(',').map(Number), args.ranks.split(',').map(Number), Number(args.threads));
+  const cases = memoryCases(
+    args.tables.split(','),
+    args.sizes.split(',').map(Number),
+    args.ranks.split(',').map(Number),
+    Number(args.threads),
+  );
   const cells: { case: MemoryCase; distvae: Measured; diffusers?: Measured }[] = [];
   const { describeRun } = await import('../src/bench/machine.js');
   const ran = describeRun(process.argv.slice(1), Number(args.threads), root);
@@ -280,7 +345,9 @@ async function main(): Promise<void> {
     const distvae = measureDistvae(c, vaeDir, latent, sample);
     const whole = join(args.work, `out-whole-${c.size}-1.f32`);
     if (distvae.ok && c.table === 'shard' && existsSync(whole)) distvae.maxAbsVsWhole = maxAbsDiff(readFloats(sample), readFloats(whole));
-    process.stderr.write(`  ${distvae.ok ? `${mib(distvae.peakRssBytes)} MiB${distvae.perRankPeakRssBytes ? ` (ranks ${distvae.perRankPeakRssBytes.map(mib).join(', ')})` : ''}, ${sec(distvae.seconds)} s` : distvae.error}\n`);
+    process.stderr.write(
+      `  ${distvae.ok ? `${mib(distvae.peakRssBytes)} MiB${distvae.perRankPeakRssBytes ? ` (ranks ${distvae.perRankPeakRssBytes.map(mib).join(', ')})` : ''}, ${sec(distvae.seconds)} s` : distvae.error}\n`,
+    );
     let diffusers: Measured | undefined;
     if (withDiffusers && c.table !== 'shard') {
       process.stderr.write(`${caseName(c)}: diffusers…\n`);
@@ -290,7 +357,11 @@ async function main(): Promise<void> {
     cells.push({ case: c, distvae, ...(diffusers ? { diffusers } : {}) });
   }
   mkdirSync(dirname(args.out), { recursive: true });
-  writeFileSync(`${args.out}.json`, JSON.stringify({ schema: 1, benchmark: 'memory', ran: { ...ran, vae: SD_CONFIG_NOTE, diffusers: withDiffusers }, cells }, null, 2) + '\n');
+  writeFileSync(
+    `${args.out}.json`,
+    JSON.stringify({ schema: 1, benchmark: 'memory', ran: { ...ran, vae: SD_CONFIG_NOTE, diffusers: withDiffusers }, cells }, null, 2) +
+      '\n',
+  );
   writeFileSync(`${args.out}.md`, markdown(cells, ran.cores, withDiffusers));
   process.stdout.write(markdown(cells, ran.cores, withDiffusers));
 }

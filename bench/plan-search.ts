@@ -92,7 +92,11 @@ for (const r of results) {
 }
 const headline = results[0]!;
 const verdict = headline.medianMs < BUDGET_MS ? 'within' : 'OVER';
-console.log(`\n4096x4096 over 8 ranks: median ${headline.medianMs.toFixed(2)} ms (${verdict} the ${BUDGET_MS} ms budget); load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `\n4096x4096 over 8 ranks: median ${headline.medianMs.toFixed(2)} ms (${verdict} the ${BUDGET_MS} ms budget); load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 
 const out = join(dirname(fileURLToPath(import.meta.url)), 'results', 'plan-search.json');
 mkdirSync(dirname(out), { recursive: true });

@@ -25,14 +25,24 @@ import { tileGrid } from '../src/plan/grid.js';
 import { gridMetrics } from '../src/plan/metrics.js';
 import { setTiling } from '../src/plan/planner.js';
 
-const { values: args } = parseArgs({ options: { size: { type: 'string', default: '2048' }, window: { type: 'string', default: '512' }, overlap: { type: 'string', default: '128' } } });
+const { values: args } = parseArgs({
+  options: {
+    size: { type: 'string', default: '2048' },
+    window: { type: 'string', default: '512' },
+    overlap: { type: 'string', default: '128' },
+  },
+});
 const size = Number(args.size);
 const window = Number(args.window);
 const overlap = Number(args.overlap);
 const RANKS = 2;
 const log = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
 
-log(`loading the SD 1.x decoder (synthetic weights), load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+log(
+  `loading the SD 1.x decoder (synthetic weights), load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`,
+);
 const vae = await loadVae({ family: 'autoencoder-kl', weights: 'synthetic', seed: 0 }, { threads: 1 });
 setTiling(vae, { window: { height: window, width: window }, overlap: { height: overlap, width: overlap } });
 const r = vae.geometry.spatialRatio;
@@ -61,7 +71,9 @@ async function measure(group: RankGroup): Promise<{ measured: Measured; output: 
     transportShare: 1 - critical / wall,
     perRank: stats.ranks.map((s) => ({ rank: s.rank, tiles: s.tiles.length, decoderSeconds: s.decoderSeconds, seconds: s.seconds })),
   };
-  log(`  wall ${wall.toFixed(1)} s, critical-path decoder ${critical.toFixed(1)} s, transport share ${(measured.transportShare * 100).toFixed(2)} %`);
+  log(
+    `  wall ${wall.toFixed(1)} s, critical-path decoder ${critical.toFixed(1)} s, transport share ${(measured.transportShare * 100).toFixed(2)} %`,
+  );
   return { measured, output: out.data, stats };
 }
 
@@ -120,14 +132,30 @@ try {
 }
 const q = result['queue'] as Measured;
 const p = result['process'] as Measured;
-log(`queue ${q.wall.toFixed(1)} s vs process ${p.wall.toFixed(1)} s (${(q.wall / p.wall).toFixed(3)}x), transport share ${(q.transportShare * 100).toFixed(2)} % vs ${(p.transportShare * 100).toFixed(2)} %, bitwise identical: ${result['bitwiseIdentical']}`);
+log(
+  `queue ${q.wall.toFixed(1)} s vs process ${p.wall.toFixed(1)} s (${(q.wall / p.wall).toFixed(3)}x), transport share ${(q.transportShare * 100).toFixed(2)} % vs ${(p.transportShare * 100).toFixed(2)} %, bitwise identical: ${result['bitwiseIdentical']}`,
+);
 await vae.dispose();
 // Schema 1 of bench/results (rendered by the documentation site): one cell, one arm per transport.
 const report = {
   schema: 1,
   benchmark: 'queue-vs-process',
-  ran: { date: new Date().toISOString(), node: process.version, cores: availableParallelism(), loadAverage: loadavg(), architecture: result['architecture'], ranks: RANKS, threadsPerRank: 1 },
-  headline: { case: `${size}x${size}, ${RANKS} queue workers vs ${RANKS} process ranks`, queueWall: q.wall, processWall: p.wall, queueTransportShare: q.transportShare, bitwiseIdentical: result['bitwiseIdentical'] },
+  ran: {
+    date: new Date().toISOString(),
+    node: process.version,
+    cores: availableParallelism(),
+    loadAverage: loadavg(),
+    architecture: result['architecture'],
+    ranks: RANKS,
+    threadsPerRank: 1,
+  },
+  headline: {
+    case: `${size}x${size}, ${RANKS} queue workers vs ${RANKS} process ranks`,
+    queueWall: q.wall,
+    processWall: p.wall,
+    queueTransportShare: q.transportShare,
+    bitwiseIdentical: result['bitwiseIdentical'],
+  },
   cells: [
     {
       size,

@@ -78,15 +78,24 @@ async function timeSessions(sessions: { session: Session; feeds: Record<string, 
       for (let k = 0; k < s.runs; k++) await s.session.run(s.feeds);
     }),
   );
-  console.log(`  [cpu pressure avg10 before ${pressureBefore}%, after ${cpuPressure()}%; clean rounds ${rounds.map((list) => list.filter((r) => r.clean).length).join(',')} of ${REPEAT}]`);
-  return rounds.map((list, i) => summarise(list.map((r): Run => ({ ms: r.ms / sessions[i]!.runs, cpuMs: r.cpuMs / sessions[i]!.runs, clean: r.clean }))));
+  console.log(
+    `  [cpu pressure avg10 before ${pressureBefore}%, after ${cpuPressure()}%; clean rounds ${rounds.map((list) => list.filter((r) => r.clean).length).join(',')} of ${REPEAT}]`,
+  );
+  return rounds.map((list, i) =>
+    summarise(list.map((r): Run => ({ ms: r.ms / sessions[i]!.runs, cpuMs: r.cpuMs / sessions[i]!.runs, clean: r.clean }))),
+  );
 }
 
 function singleConv(c: number): GraphBuilder {
   const g = new GraphBuilder('conv');
   const x = g.input('x', [1, c, 'h', 'w']);
   const conv = g.scope('conv');
-  const y = conv.conv(x, conv.param('weight', seededTensor([c, c, 3, 3], 1, 1 / Math.sqrt(9 * c))), conv.param('bias', seededTensor([c], 2, 0.1)), { pads: 1 });
+  const y = conv.conv(
+    x,
+    conv.param('weight', seededTensor([c, c, 3, 3], 1, 1 / Math.sqrt(9 * c))),
+    conv.param('bias', seededTensor([c], 2, 0.1)),
+    { pads: 1 },
+  );
   g.output('y', g.reduceMean(y, [0, 1, 2, 3], false));
   return g;
 }
@@ -99,7 +108,15 @@ async function profileOps(model: Uint8Array, feeds: Record<string, Tensor>): Pro
   await session.run(feeds);
   session.endProfiling();
   await session.dispose();
-  const events = JSON.parse(readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.json'))!), 'utf8')) as { cat: string; name: string; dur: number; args?: { op_name?: string } }[];
+  const events = JSON.parse(
+    readFileSync(
+      join(
+        dir,
+        readdirSync(dir).find((f) => f.endsWith('.json'))!,
+      ),
+      'utf8',
+    ),
+  ) as { cat: string; name: string; dur: number; args?: { op_name?: string } }[];
   rmSync(dir, { recursive: true });
   const kernels = events.filter((e) => e.cat === 'Node' && e.name.endsWith('_kernel_time'));
   const perOp: Record<string, number> = {};
@@ -107,15 +124,23 @@ async function profileOps(model: Uint8Array, feeds: Record<string, Tensor>): Pro
   return Object.entries(perOp).sort((a, b) => b[1] - a[1]);
 }
 
-console.log(`onnxruntime CPU, intra-op threads ${THREADS}, ${REPEAT} round-robin rounds; median / min over clean rounds (CPU time ≥ 85 % of ${THREADS} cores; '(!)' = none clean)`);
+console.log(
+  `onnxruntime CPU, intra-op threads ${THREADS}, ${REPEAT} round-robin rounds; median / min over clean rounds (CPU time ≥ 85 % of ${THREADS} cores; '(!)' = none clean)`,
+);
 
 if (SECTIONS.has('decoder')) {
-  const config = getFamily('autoencoder-kl').resolveConfig({ block_out_channels: [128, 256, 512, 512], layers_per_block: 2, latent_channels: 4 });
+  const config = getFamily('autoencoder-kl').resolveConfig({
+    block_out_channels: [128, 256, 512, 512],
+    layers_per_block: 2,
+    latent_channels: 4,
+  });
   const specs = klDecoderParams(config);
   const weights = syntheticWeights(specs, 0);
   const flops = decoderConvFlops(specs, LATENT[2]!, LATENT[3]!);
   const convFlops = 2 * 512 * 512 * 9 * 80 * 112;
-  console.log(`\nSD 1.x decoder on latent ${LATENT.join('×')}: ${fmt(flops / 1e12, 3)} TFLOP nominal conv work; reference conv 512→512 3×3 at 80×112: ${fmt(convFlops / 1e9)} GFLOP`);
+  console.log(
+    `\nSD 1.x decoder on latent ${LATENT.join('×')}: ${fmt(flops / 1e12, 3)} TFLOP nominal conv work; reference conv 512→512 3×3 at 80×112: ${fmt(convFlops / 1e9)} GFLOP`,
+  );
   const names = args.variants!.split(',');
   const latent = { latent: seededTensor(LATENT, 7) };
   const models = names.map((name) => {
@@ -127,14 +152,20 @@ if (SECTIONS.has('decoder')) {
     return buildKlDecoderGraph(config, weights, options).toModelBytes();
   });
   const sessions = [
-    { session: await createSession(singleConv(512).toModelBytes(), SESSION), feeds: { x: seededTensor([1, 512, 80, 112], 3) }, runs: CONV_RUNS_PER_ROUND },
+    {
+      session: await createSession(singleConv(512).toModelBytes(), SESSION),
+      feeds: { x: seededTensor([1, 512, 80, 112], 3) },
+      runs: CONV_RUNS_PER_ROUND,
+    },
     ...(await Promise.all(models.map(async (m) => ({ session: await createSession(m, SESSION), feeds: latent, runs: 1 })))),
   ];
   const [conv, ...decoders] = await timeSessions(sessions);
   const convRate = convFlops / conv!.medianMs / 1e6;
   const convRateMin = convFlops / conv!.minMs / 1e6;
   const convCpuRate = convFlops / conv!.medianCpuMs / 1e6;
-  console.log(`  single conv: ${fmt(conv!.medianMs)} / ${fmt(conv!.minMs)} ms = ${fmt(convRate)} / ${fmt(convRateMin)} GFLOP/s; per CPU-second ${fmt(convCpuRate)} GFLOP/s`);
+  console.log(
+    `  single conv: ${fmt(conv!.medianMs)} / ${fmt(conv!.minMs)} ms = ${fmt(convRate)} / ${fmt(convRateMin)} GFLOP/s; per CPU-second ${fmt(convCpuRate)} GFLOP/s`,
+  );
   decoders.forEach((t, i) => {
     const rate = flops / t.medianMs / 1e6;
     const rateMin = flops / t.minMs / 1e6;
@@ -147,7 +178,12 @@ if (SECTIONS.has('decoder')) {
     for (const [i, m] of models.entries()) {
       const ops = await profileOps(m, latent);
       const total = ops.reduce((a, [, v]) => a + v, 0);
-      console.log(`  profile ${names[i]} (kernel ms, total ${fmt(total)}): ${ops.slice(0, 12).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}`);
+      console.log(
+        `  profile ${names[i]} (kernel ms, total ${fmt(total)}): ${ops
+          .slice(0, 12)
+          .map(([k, v]) => `${k} ${fmt(v)}`)
+          .join(', ')}`,
+      );
     }
   }
 }
@@ -155,7 +191,11 @@ if (SECTIONS.has('decoder')) {
 if (SECTIONS.has('upsampler')) {
   console.log('\nUpsample2D spellings (input → reduce mean), time relative to resize-conv; nominal FLOPs = the 3×3 conv at 2× size');
   const forms = UPSAMPLER_FORMS;
-  for (const [c, h, w] of [[512, 40, 56], [512, 80, 112], [256, 160, 224]] as const) {
+  for (const [c, h, w] of [
+    [512, 40, 56],
+    [512, 80, 112],
+    [256, 160, 224],
+  ] as const) {
     const specs: ParamSpec[] = [
       { name: 'up.conv.weight', dims: [c, c, 3, 3], init: 'conv' },
       { name: 'up.conv.bias', dims: [c], init: 'bias' },

@@ -96,7 +96,13 @@ async function runCase(spec: string, sample: string): Promise<CaseResult> {
     writeFileSync(sample, new Uint8Array(out.data.buffer, out.data.byteOffset, out.data.byteLength));
     const stats = (shardStats as ShardStats | null) ?? tileStats;
     const perRank = stats
-      ? stats.ranks.map((s) => ({ rank: s.rank, seconds: s.seconds, loadSeconds: s.loadSeconds, peakRssBytes: s.peakRssBytes ?? null, ...('band' in s ? { band: (s as ShardStats['ranks'][number]).band } : {}) }))
+      ? stats.ranks.map((s) => ({
+          rank: s.rank,
+          seconds: s.seconds,
+          loadSeconds: s.loadSeconds,
+          peakRssBytes: s.peakRssBytes ?? null,
+          ...('band' in s ? { band: (s as ShardStats['ranks'][number]).band } : {}),
+        }))
       : [{ rank: 0, seconds, loadSeconds: 0, peakRssBytes: peakRssBytes() }];
     const s = shardStats as ShardStats | null;
     return {
@@ -136,14 +142,26 @@ if (args.case) {
   const samples = new Map<string, string>();
   for (const spec of args.cases.split(',')) {
     const sample = join(tmpdir(), `shard-memory-${spec.replace(':', '-')}.f32`);
-    log(`case ${spec} (load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+    log(
+      `case ${spec} (load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')})`,
+    );
     try {
-      const stdout = execFileSync(process.execPath, ['--import', 'tsx', here, '--size', String(size), '--case', spec, '--sample', sample], { env, stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 26 });
+      const stdout = execFileSync(process.execPath, ['--import', 'tsx', here, '--size', String(size), '--case', spec, '--sample', sample], {
+        env,
+        stdio: ['ignore', 'pipe', 'inherit'],
+        maxBuffer: 1 << 26,
+      });
       results.push(JSON.parse(stdout.toString().trim().split('\n').pop()!));
       samples.set(spec, sample);
     } catch (e) {
       log(`case ${spec} failed: ${(e as Error).message.split('\n')[0]}`);
-      results.push({ strategy: spec.split(':')[0] as CaseResult['strategy'], ranks: Number(spec.split(':')[1]), failed: (e as Error).message.split('\n')[0]! });
+      results.push({
+        strategy: spec.split(':')[0] as CaseResult['strategy'],
+        ranks: Number(spec.split(':')[1]),
+        failed: (e as Error).message.split('\n')[0]!,
+      });
     }
   }
   const firstShard = [...samples.keys()].find((s) => s.startsWith('shard'));
@@ -157,11 +175,22 @@ if (args.case) {
   }
   mkdirSync(dirname(args.out), { recursive: true });
   // Schema 1 of bench/results (the docs site renders it): run conditions in `ran`, one cell per case.
-  const ran = { date: new Date().toISOString(), node: process.version, cpu: cpus()[0]?.model ?? 'unknown', cores: availableParallelism(), loadAverage: loadavg(), size, heapTuning: !args['no-heap-tuning'], firstShard: firstShard ?? null };
+  const ran = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpu: cpus()[0]?.model ?? 'unknown',
+    cores: availableParallelism(),
+    loadAverage: loadavg(),
+    size,
+    heapTuning: !args['no-heap-tuning'],
+    firstShard: firstShard ?? null,
+  };
   writeFileSync(args.out, JSON.stringify({ schema: 1, benchmark: 'shard-memory', ran, cells: results }, null, 2) + '\n');
   const gib = (b: number | null | undefined) => (b == null ? '-' : (b / 2 ** 30).toFixed(2));
   console.log(`\n${size}x${size}, SD 1.x decoder, ${availableParallelism()} cores${args['no-heap-tuning'] ? '' : ', heap tuning on'}`);
-  console.log('strategy ranks  wall s  decode s  peak RSS per rank (GiB)        coordinator GiB  sends (calls/MiB)  allReduce  allGather (calls/MiB)  vs first shard');
+  console.log(
+    'strategy ranks  wall s  decode s  peak RSS per rank (GiB)        coordinator GiB  sends (calls/MiB)  allReduce  allGather (calls/MiB)  vs first shard',
+  );
   for (const r of results) {
     if ('failed' in r) {
       console.log(`${r.strategy.padEnd(9)}${String(r.ranks).padEnd(7)}failed`);
@@ -170,8 +199,15 @@ if (args.case) {
     const c = r.collectives;
     const mib = (b: number) => (b / 2 ** 20).toFixed(1);
     console.log(
-      `${r.strategy.padEnd(9)}${String(r.ranks).padEnd(7)}${r.seconds.toFixed(0).padEnd(8)}${r.decodeSeconds.toFixed(0).padEnd(10)}${r.perRank.map((p) => gib(p.peakRssBytes)).join(' ').padEnd(31)}${gib(r.coordinatorPeakRssBytes).padEnd(17)}` +
-        (c ? `${c.send.calls}/${mib(c.send.bytes)}`.padEnd(19) + `${c.allReduce.calls}`.padEnd(11) + `${c.allGather.calls}/${mib(c.allGather.bytes)}`.padEnd(23) : ''.padEnd(53)) +
+      `${r.strategy.padEnd(9)}${String(r.ranks).padEnd(7)}${r.seconds.toFixed(0).padEnd(8)}${r.decodeSeconds.toFixed(0).padEnd(10)}${r.perRank
+        .map((p) => gib(p.peakRssBytes))
+        .join(' ')
+        .padEnd(31)}${gib(r.coordinatorPeakRssBytes).padEnd(17)}` +
+        (c
+          ? `${c.send.calls}/${mib(c.send.bytes)}`.padEnd(19) +
+            `${c.allReduce.calls}`.padEnd(11) +
+            `${c.allGather.calls}/${mib(c.allGather.bytes)}`.padEnd(23)
+          : ''.padEnd(53)) +
         `${(r.maxAbsVsFirstShard ?? r.maxAbsVsShard)?.toExponential(2) ?? '-'}`,
     );
   }

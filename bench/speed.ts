@@ -33,7 +33,15 @@ interface Timed {
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** The child's side: load once, decode once to build sessions, then time `runs` decodes. */
-async function child(spec: { repo: string; vae: string; latents: string; threads: number; runs: number; strategy: 'whole' | 'shard'; ranks: number }): Promise<void> {
+async function child(spec: {
+  repo: string;
+  vae: string;
+  latents: string;
+  threads: number;
+  runs: number;
+  strategy: 'whole' | 'shard';
+  ranks: number;
+}): Promise<void> {
   const api = (await import(join(spec.repo, 'src', 'index.ts'))) as Record<string, any>;
   const vae = await api['loadVae'](spec.vae, { threads: spec.threads });
   const latents = await api['readLatents'](spec.latents);
@@ -55,7 +63,10 @@ async function child(spec: { repo: string; vae: string; latents: string; threads
 }
 
 function runChild(label: string, spec: Parameters<typeof child>[0]): Timed {
-  const r = spawnSync('/usr/bin/time', ['-f', 'MAXRSS %M', process.execPath, '--import', 'tsx', here, '--child', JSON.stringify(spec)], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const r = spawnSync('/usr/bin/time', ['-f', 'MAXRSS %M', process.execPath, '--import', 'tsx', here, '--child', JSON.stringify(spec)], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 26,
+  });
   const line = r.stdout.trim().split('\n').pop() ?? '';
   if (r.status !== 0) throw new Error(`${label} failed (${r.status}): ${r.stderr.slice(-2000)}`);
   const { seconds } = JSON.parse(line) as { seconds: number[] };
@@ -65,7 +76,25 @@ function runChild(label: string, spec: Parameters<typeof child>[0]): Timed {
 
 function diffusers(vae: string, latents: string, runs: number): Timed {
   const out = join(tmpdir(), `speed-diffusers-${process.pid}.npy`);
-  const r = spawnSync('/usr/bin/time', ['-f', 'MAXRSS %M', '/usr/bin/python3', join(DIFREF, 'ref_decode.py'), vae, latents, out, '--time', String(runs), '--warmup', '1', '--threads', '2'], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const r = spawnSync(
+    '/usr/bin/time',
+    [
+      '-f',
+      'MAXRSS %M',
+      '/usr/bin/python3',
+      join(DIFREF, 'ref_decode.py'),
+      vae,
+      latents,
+      out,
+      '--time',
+      String(runs),
+      '--warmup',
+      '1',
+      '--threads',
+      '2',
+    ],
+    { encoding: 'utf8', maxBuffer: 1 << 26 },
+  );
   if (r.status !== 0) throw new Error(`diffusers failed: ${r.stderr.slice(-2000)}`);
   const info = JSON.parse(r.stdout.trim().split('\n').pop()!) as Record<string, any>;
   const seconds: number[] = info['time_runs'] ?? [];
@@ -77,13 +106,24 @@ function diffusers(vae: string, latents: string, runs: number): Timed {
 function latentFor(size: string, dir: string): string {
   const [h, w] = size.split('x').map(Number) as [number, number];
   const path = join(dir, `z-${h}x${w}.npy`);
-  if (!existsSync(path)) execFileSync('/usr/bin/python3', [join(DIFREF, 'npytool.py'), 'randn', path, '1', '4', String(h / 8), String(w / 8), '--seed', '1']);
+  if (!existsSync(path))
+    execFileSync('/usr/bin/python3', [join(DIFREF, 'npytool.py'), 'randn', path, '1', '4', String(h / 8), String(w / 8), '--seed', '1']);
   return path;
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { vae: { type: 'string' }, sizes: { type: 'string', default: '320x448,512x512' }, runs: { type: 'string', default: '5' }, shard: { type: 'string' }, repo: { type: 'string' }, out: { type: 'string', default: join(root, 'bench', 'results', 'speed') } } });
-  if (!values.vae) throw new Error('--vae DIR (a diffusers SD folder, e.g. from make_vae.py kl + scripts/synthetic-vae-folder.ts) is required');
+  const { values } = parseArgs({
+    options: {
+      vae: { type: 'string' },
+      sizes: { type: 'string', default: '320x448,512x512' },
+      runs: { type: 'string', default: '5' },
+      shard: { type: 'string' },
+      repo: { type: 'string' },
+      out: { type: 'string', default: join(root, 'bench', 'results', 'speed') },
+    },
+  });
+  if (!values.vae)
+    throw new Error('--vae DIR (a diffusers SD folder, e.g. from make_vae.py kl + scripts/synthetic-vae-folder.ts) is required');
   const vae = resolve(values.vae);
   const runs = Number(values.runs);
   const dir = join(tmpdir(), 'distvae-speed');
@@ -94,16 +134,66 @@ async function main(): Promise<void> {
     const latents = latentFor(size, dir);
     const ours = runChild('distvae whole, 2 threads', { repo: root, vae, latents, threads: 2, runs, strategy: 'whole', ranks: 1 });
     const theirs = existsSync(DIFREF) ? diffusers(vae, latents, runs) : null;
-    const before = values.repo ? runChild(`distvae whole at ${values.repo}, 2 threads`, { repo: resolve(values.repo), vae, latents, threads: 2, runs, strategy: 'whole', ranks: 1 }) : null;
-    cells.push({ table: 'whole', size, ours, diffusers: theirs, before, speedupOverDiffusers: theirs ? theirs.median / ours.median : null, speedupOverBefore: before ? before.median / ours.median : null });
+    const before = values.repo
+      ? runChild(`distvae whole at ${values.repo}, 2 threads`, {
+          repo: resolve(values.repo),
+          vae,
+          latents,
+          threads: 2,
+          runs,
+          strategy: 'whole',
+          ranks: 1,
+        })
+      : null;
+    cells.push({
+      table: 'whole',
+      size,
+      ours,
+      diffusers: theirs,
+      before,
+      speedupOverDiffusers: theirs ? theirs.median / ours.median : null,
+      speedupOverBefore: before ? before.median / ours.median : null,
+    });
   }
   if (values.shard) {
     const latents = latentFor(values.shard, dir);
     const shardRuns = Math.max(1, Math.min(runs, 3));
-    const fused1 = runChild('fused whole, 1 rank x 1 thread', { repo: root, vae, latents, threads: 1, runs: shardRuns, strategy: 'whole', ranks: 1 });
-    const fused2 = runChild('fused whole, 1 rank x 2 threads', { repo: root, vae, latents, threads: 2, runs: shardRuns, strategy: 'whole', ranks: 1 });
-    const shard1 = runChild('shard, 1 process rank x 1 thread', { repo: root, vae, latents, threads: 1, runs: shardRuns, strategy: 'shard', ranks: 1 });
-    const shard2 = runChild('shard, 2 process ranks x 1 thread', { repo: root, vae, latents, threads: 1, runs: shardRuns, strategy: 'shard', ranks: 2 });
+    const fused1 = runChild('fused whole, 1 rank x 1 thread', {
+      repo: root,
+      vae,
+      latents,
+      threads: 1,
+      runs: shardRuns,
+      strategy: 'whole',
+      ranks: 1,
+    });
+    const fused2 = runChild('fused whole, 1 rank x 2 threads', {
+      repo: root,
+      vae,
+      latents,
+      threads: 2,
+      runs: shardRuns,
+      strategy: 'whole',
+      ranks: 1,
+    });
+    const shard1 = runChild('shard, 1 process rank x 1 thread', {
+      repo: root,
+      vae,
+      latents,
+      threads: 1,
+      runs: shardRuns,
+      strategy: 'shard',
+      ranks: 1,
+    });
+    const shard2 = runChild('shard, 2 process ranks x 1 thread', {
+      repo: root,
+      vae,
+      latents,
+      threads: 1,
+      runs: shardRuns,
+      strategy: 'shard',
+      ranks: 2,
+    });
     cells.push({
       table: 'shard',
       size: values.shard,
@@ -123,7 +213,9 @@ async function main(): Promise<void> {
       const o = c['ours'] as Timed;
       const d = c['diffusers'] as Timed | null;
       const b = c['before'] as Timed | null;
-      return [`| whole ${c['size']} | ${o.median.toFixed(2)} s (${fmt(o.peakRssBytes)}) | ${d ? `${d.median.toFixed(2)} s (${fmt(d.peakRssBytes)})` : '–'} | ${d ? `${(d.median / o.median).toFixed(2)}×` : '–'} | ${b ? `${b.median.toFixed(2)} s (${fmt(b.peakRssBytes)}), ${(b.median / o.median).toFixed(2)}×` : '–'} |`];
+      return [
+        `| whole ${c['size']} | ${o.median.toFixed(2)} s (${fmt(o.peakRssBytes)}) | ${d ? `${d.median.toFixed(2)} s (${fmt(d.peakRssBytes)})` : '–'} | ${d ? `${(d.median / o.median).toFixed(2)}×` : '–'} | ${b ? `${b.median.toFixed(2)} s (${fmt(b.peakRssBytes)}), ${(b.median / o.median).toFixed(2)}×` : '–'} |`,
+      ];
     }
     return (c['runs'] as Timed[]).map((t) => `| ${c['size']} ${t.label} | ${t.median.toFixed(2)} s (${fmt(t.peakRssBytes)}) | | | |`);
   });
@@ -136,7 +228,12 @@ async function main(): Promise<void> {
     '|---|---:|---:|---:|---:|',
     ...rows,
     '',
-    ...cells.filter((c) => c['table'] === 'shard').map((c) => `Shard ${c['size']}: shard on 1 rank / fused 1×1 = ${(c['shard1OverFused1'] as number).toFixed(2)}; fused 1×1 / shard 2×1 = ${(c['fused1OverShard2'] as number).toFixed(2)}; shard 2×1 / fused 1×2 = ${(c['shard2OverFused2'] as number).toFixed(2)}.`),
+    ...cells
+      .filter((c) => c['table'] === 'shard')
+      .map(
+        (c) =>
+          `Shard ${c['size']}: shard on 1 rank / fused 1×1 = ${(c['shard1OverFused1'] as number).toFixed(2)}; fused 1×1 / shard 2×1 = ${(c['fused1OverShard2'] as number).toFixed(2)}; shard 2×1 / fused 1×2 = ${(c['shard2OverFused2'] as number).toFixed(2)}.`,
+      ),
     '',
   ].join('\n');
   writeFileSync(`${values.out}.md`, md);

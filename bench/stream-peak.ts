@@ -15,11 +15,28 @@ import { parseArgs } from 'node:util';
 import { seededTensor } from '../src/tensor.js';
 import { writeNpy } from '../src/io/npy.js';
 
-const { values } = parseArgs({ options: { heights: { type: 'string', default: '2048,16384' }, width: { type: 'string', default: '1024' }, window: { type: 'string', default: '512x512' }, overlap: { type: 'string', default: '64x64' }, config: { type: 'string', default: 'tiny' }, threads: { type: 'string', default: '1' }, ranks: { type: 'string' }, isolation: { type: 'string', default: 'thread' } } });
+const { values } = parseArgs({
+  options: {
+    heights: { type: 'string', default: '2048,16384' },
+    width: { type: 'string', default: '1024' },
+    window: { type: 'string', default: '512x512' },
+    overlap: { type: 'string', default: '64x64' },
+    config: { type: 'string', default: 'tiny' },
+    threads: { type: 'string', default: '1' },
+    ranks: { type: 'string' },
+    isolation: { type: 'string', default: 'thread' },
+  },
+});
 const CONFIGS: Record<string, object> = {
   tiny: { _class_name: 'AutoencoderKL', block_out_channels: [8, 8, 8, 8], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4 },
   // SD 1.x's decoder architecture (synthetic weights): the realistic case.
-  sd: { _class_name: 'AutoencoderKL', block_out_channels: [128, 256, 512, 512], layers_per_block: 2, norm_num_groups: 32, latent_channels: 4 },
+  sd: {
+    _class_name: 'AutoencoderKL',
+    block_out_channels: [128, 256, 512, 512],
+    layers_per_block: 2,
+    norm_num_groups: 32,
+    latent_channels: 4,
+  },
 };
 const dir = mkdtempSync(join(tmpdir(), 'distvae-stream-peak-'));
 try {
@@ -31,15 +48,51 @@ try {
     const z = join(dir, `z-${height}.npy`);
     writeNpy(z, seededTensor([1, 4, height / 8, width / 8], 1));
     const t0 = performance.now();
-    const run = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'decode', '--synthetic', '--config', config, '--latents', z, '--out', join(dir, `x-${height}.png`), '--window', values.window!, '--overlap', values.overlap!, '--threads', values.threads!, ...(values.ranks ? ['--ranks', values.ranks, '--isolation', values.isolation!] : [])], { encoding: 'utf8' });
+    const run = spawnSync(
+      '/usr/bin/time',
+      [
+        '-f',
+        '%M',
+        process.execPath,
+        '--import',
+        'tsx',
+        'src/cli/main.ts',
+        'decode',
+        '--synthetic',
+        '--config',
+        config,
+        '--latents',
+        z,
+        '--out',
+        join(dir, `x-${height}.png`),
+        '--window',
+        values.window!,
+        '--overlap',
+        values.overlap!,
+        '--threads',
+        values.threads!,
+        ...(values.ranks ? ['--ranks', values.ranks, '--isolation', values.isolation!] : []),
+      ],
+      { encoding: 'utf8' },
+    );
     if (run.status !== 0) throw new Error(`decode ${height}x${width} failed: ${run.stderr}`);
     const peakKiB = Number(run.stderr.trim().split('\n').at(-1));
     const row = { height, width, peakMiB: Math.round(peakKiB / 1024), seconds: Math.round((performance.now() - t0) / 100) / 10 };
     rows.push(row);
     rmSync(z);
-    console.log(`${row.height} x ${row.width}: peak ${row.peakMiB} MiB (${(row.peakMiB / rows[0]!.peakMiB).toFixed(3)}x of the first), ${row.seconds} s`);
+    console.log(
+      `${row.height} x ${row.width}: peak ${row.peakMiB} MiB (${(row.peakMiB / rows[0]!.peakMiB).toFixed(3)}x of the first), ${row.seconds} s`,
+    );
   }
-  console.log(JSON.stringify({ config: values.config, window: values.window, overlap: values.overlap, ...(values.ranks ? { ranks: Number(values.ranks), isolation: values.isolation } : {}), rows }));
+  console.log(
+    JSON.stringify({
+      config: values.config,
+      window: values.window,
+      overlap: values.overlap,
+      ...(values.ranks ? { ranks: Number(values.ranks), isolation: values.isolation } : {}),
+      rows,
+    }),
+  );
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

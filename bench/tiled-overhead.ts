@@ -38,7 +38,11 @@ const SD_CONFIG = { block_out_channels: [128, 256, 512, 512], layers_per_block: 
 const fmt = (v: number, d = 2) => v.toFixed(d);
 
 /** Spinning off makes CPU time ≈ work, a usable measure when other jobs hold the cores. */
-const loadSd = () => loadVae({ family: 'autoencoder-kl', config: SD_CONFIG, weights: 'synthetic', seed: 0 }, { threads: THREADS, allowSpinning: !args['no-spinning'] });
+const loadSd = () =>
+  loadVae(
+    { family: 'autoencoder-kl', config: SD_CONFIG, weights: 'synthetic', seed: 0 },
+    { threads: THREADS, allowSpinning: !args['no-spinning'] },
+  );
 const latentFor = (px: number): Tensor => seededTensor([1, 4, px / 8, px / 8], 7);
 
 function tiling(vae: Vae, tiled: boolean): void {
@@ -90,7 +94,9 @@ if (args.child) {
     const z = latentFor(size);
     setTiling(vae);
     const metrics = gridMetrics(tileGrid(vae, { height: size / 8, width: size / 8, frames: 1 }));
-    console.log(`SD 1.x decoder, ${size}×${size} px (latent ${size / 8}²), window 512 px, overlap 128 px: ${metrics.tiles} tiles (${metrics.rows}×${metrics.columns}), decoded-area ratio ${fmt(metrics.decodedAreaRatio, 4)}; ${THREADS} threads`);
+    console.log(
+      `SD 1.x decoder, ${size}×${size} px (latent ${size / 8}²), window 512 px, overlap 128 px: ${metrics.tiles} tiles (${metrics.rows}×${metrics.columns}), decoded-area ratio ${fmt(metrics.decodedAreaRatio, 4)}; ${THREADS} threads`,
+    );
     const decode = (tiled: boolean) => async () => {
       tiling(vae, tiled);
       await vae.decode(z);
@@ -99,7 +105,9 @@ if (args.child) {
     await decode(true)();
     const pressure = cpuPressure();
     const [full, tiled] = (await roundRobin(THREADS, Number(args.repeat), [decode(false), decode(true)])).map(summarise);
-    console.log(`  [cpu pressure avg10 before ${pressure}%, after ${cpuPressure()}%; clean rounds ${full!.cleanRuns},${tiled!.cleanRuns} of ${full!.runs}]`);
+    console.log(
+      `  [cpu pressure avg10 before ${pressure}%, after ${cpuPressure()}%; clean rounds ${full!.cleanRuns},${tiled!.cleanRuns} of ${full!.runs}]`,
+    );
     console.log(`  full  ${fmt(full!.medianMs / 1000)} / ${fmt(full!.minMs / 1000)} s (median / min)`);
     console.log(`  tiled ${fmt(tiled!.medianMs / 1000)} / ${fmt(tiled!.minMs / 1000)} s`);
     console.log(
@@ -112,7 +120,15 @@ if (args.child) {
     const size = Number(args['rss-size']);
     console.log(`\npeak RSS, SD 1.x decoder, ${size}×${size} px, one child process per decode (${THREADS} threads):`);
     for (const mode of ['tiled', 'full']) {
-      const childArgs = ['--child', mode, '--rss-size', String(size), '--threads', String(THREADS), ...(args['no-spinning'] ? ['--no-spinning'] : [])];
+      const childArgs = [
+        '--child',
+        mode,
+        '--rss-size',
+        String(size),
+        '--threads',
+        String(THREADS),
+        ...(args['no-spinning'] ? ['--no-spinning'] : []),
+      ];
       const run = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), ...childArgs], {
         encoding: 'utf8',
         maxBuffer: 1 << 24,
@@ -125,7 +141,9 @@ if (args.child) {
           `  ${mode.padEnd(5)} ${r.ok ? 'ok' : 'FAILED'} in ${fmt(r.seconds, 1)} s${r.tiles ? `, ${r.tiles} tiles` : ''}: peak RSS ${gib(r.maxRssBytes)} (after load ${gib(r.rssAfterLoadBytes)})${r.error ? ` — ${r.error}` : ''}`,
         );
       } else {
-        console.log(`  ${mode.padEnd(5)} child ended with status ${run.status} signal ${run.signal}: ${(run.stderr || run.stdout).trim().split('\n').slice(-3).join(' | ')}`);
+        console.log(
+          `  ${mode.padEnd(5)} child ended with status ${run.status} signal ${run.signal}: ${(run.stderr || run.stdout).trim().split('\n').slice(-3).join(' | ')}`,
+        );
       }
     }
   }

@@ -41,7 +41,13 @@ export function summarise(runs: readonly Run[]): Timing {
   const clean = runs.filter((r) => r.clean);
   const list = (clean.length > 0 ? clean : runs).map((r) => r.ms).sort((a, b) => a - b);
   const cpu = runs.map((r) => r.cpuMs).sort((a, b) => a - b);
-  return { medianMs: list[Math.floor(list.length / 2)]!, minMs: list[0]!, medianCpuMs: cpu[Math.floor(cpu.length / 2)]!, cleanRuns: clean.length, runs: runs.length };
+  return {
+    medianMs: list[Math.floor(list.length / 2)]!,
+    minMs: list[0]!,
+    medianCpuMs: cpu[Math.floor(cpu.length / 2)]!,
+    cleanRuns: clean.length,
+    runs: runs.length,
+  };
 }
 
 /** CPU pressure (PSI 'some avg10', % of the last 10 s in which runnable tasks waited for a CPU). */
@@ -78,7 +84,12 @@ export async function waitForIdleCpus(maxMs = 5000): Promise<void> {
  * Times each variant `repeat` times, round-robin (A B C A B C …), waiting for quiet CPUs before
  * each round; warm-up runs must already have happened.
  */
-export async function roundRobin(threads: number, repeat: number, variants: readonly (() => Promise<unknown>)[], idleWaitMs = 5000): Promise<Run[][]> {
+export async function roundRobin(
+  threads: number,
+  repeat: number,
+  variants: readonly (() => Promise<unknown>)[],
+  idleWaitMs = 5000,
+): Promise<Run[][]> {
   const runs: Run[][] = variants.map(() => []);
   for (let r = 0; r < repeat; r++) {
     await waitForIdleCpus(idleWaitMs);

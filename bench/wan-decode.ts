@@ -72,14 +72,24 @@ async function runCase(name: string): Promise<CaseResult> {
   if (name === 'tile') setTiling(vae);
   else if (name !== 'whole') throw new Error(`unknown case ${name}`);
   const r = vae.geometry.spatialRatio;
-  const latent = [1, vae.geometry.latentChannels, (Number(args.frames) - 1) / vae.geometry.temporalRatio + 1, Number(args.height) / r, Number(args.width) / r];
-  if (!latent.every((d) => Number.isInteger(d))) throw new Error(`size ${args.height}×${args.width}×${args.frames} is not whole latent units: ${latent}`);
+  const latent = [
+    1,
+    vae.geometry.latentChannels,
+    (Number(args.frames) - 1) / vae.geometry.temporalRatio + 1,
+    Number(args.height) / r,
+    Number(args.width) / r,
+  ];
+  if (!latent.every((d) => Number.isInteger(d)))
+    throw new Error(`size ${args.height}×${args.width}×${args.frames} is not whole latent units: ${latent}`);
   // Builds the first- and next-step sessions on a 1×1-latent, 2-frame decode (untiled).
   const t1 = performance.now();
   await vae.decode(seededTensor([1, latent[1]!, 2, 1, 1], 1));
   const sessionsSeconds = (performance.now() - t1) / 1000;
   const grid = tileGrid(vae, { frames: latent[2]!, height: latent[3]!, width: latent[4]! });
-  const largest = grid.tiles.reduce<[number, number]>((m, t) => ((t.y1 - t.y0) * (t.x1 - t.x0) > m[0] * m[1] ? [t.y1 - t.y0, t.x1 - t.x0] : m), [0, 0]);
+  const largest = grid.tiles.reduce<[number, number]>(
+    (m, t) => ((t.y1 - t.y0) * (t.x1 - t.x0) > m[0] * m[1] ? [t.y1 - t.y0, t.x1 - t.x0] : m),
+    [0, 0],
+  );
   const z = seededTensor(latent, Number(args.seed) + 1);
   const rssBeforeDecodeMiB = process.memoryUsage().rss / MIB;
   const t2 = performance.now();
@@ -107,15 +117,35 @@ if (args.case) {
   console.log(JSON.stringify(await runCase(args.case)));
 } else {
   const self = fileURLToPath(import.meta.url);
-  const passOn = ['--height', args.height!, '--width', args.width!, '--frames', args.frames!, '--threads', args.threads!, '--seed', args.seed!];
-  console.log(`Wan 2.1 decoder (published config, synthetic weights), ${args.height}×${args.width}×${args.frames} frames, ${args.threads} threads, 1 rank`);
-  console.log('| case | latent | tiles (largest, latent) | decode s | peak RSS MiB | RSS before decode MiB | weights MiB | history MiB (1 copy) | sessions s |');
+  const passOn = [
+    '--height',
+    args.height!,
+    '--width',
+    args.width!,
+    '--frames',
+    args.frames!,
+    '--threads',
+    args.threads!,
+    '--seed',
+    args.seed!,
+  ];
+  console.log(
+    `Wan 2.1 decoder (published config, synthetic weights), ${args.height}×${args.width}×${args.frames} frames, ${args.threads} threads, 1 rank`,
+  );
+  console.log(
+    '| case | latent | tiles (largest, latent) | decode s | peak RSS MiB | RSS before decode MiB | weights MiB | history MiB (1 copy) | sessions s |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const name of args.cases!.split(',')) {
-    const child = spawnSync(process.execPath, ['--import', 'tsx', self, '--case', name, ...passOn], { encoding: 'utf8', maxBuffer: 1 << 24 });
+    const child = spawnSync(process.execPath, ['--import', 'tsx', self, '--case', name, ...passOn], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 24,
+    });
     const line = child.stdout.trim().split('\n').pop() ?? '';
     if (child.status !== 0 || !line.startsWith('{')) {
-      console.log(`| ${name} | failed (exit ${child.status}, signal ${child.signal}) ${child.stderr.trim().split('\n').slice(-3).join(' / ')} |`);
+      console.log(
+        `| ${name} | failed (exit ${child.status}, signal ${child.signal}) ${child.stderr.trim().split('\n').slice(-3).join(' / ')} |`,
+      );
       continue;
     }
     const r = JSON.parse(line) as CaseResult;

@@ -22,7 +22,19 @@ import type { Tensor } from '../src/tensor.js';
 import { installWindow } from '../src/web/limits.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const FLAGS = ['--headless', '--no-sandbox', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader', '--use-webgpu-adapter=swiftshader', '--disable-vulkan-surface'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--enable-unsafe-webgpu',
+  '--enable-features=Vulkan',
+  '--use-vulkan=swiftshader',
+  '--use-webgpu-adapter=swiftshader',
+  '--disable-vulkan-surface',
+];
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -39,7 +51,8 @@ function centreCrop(image: Tensor, h: number, w: number): Tensor {
   const y0 = Math.floor((H - h) / 2);
   const x0 = Math.floor((W - w) / 2);
   const data = new Float32Array(c * h * w);
-  for (let k = 0; k < c; k++) for (let y = 0; y < h; y++) data.set(image.data.subarray((k * H + y0 + y) * W + x0, (k * H + y0 + y) * W + x0 + w), (k * h + y) * w);
+  for (let k = 0; k < c; k++)
+    for (let y = 0; y < h; y++) data.set(image.data.subarray((k * H + y0 + y) * W + x0, (k * H + y0 + y) * W + x0 + w), (k * h + y) * w);
   return cropToMultiple({ dims: [1, c, h, w], data }, 8);
 }
 
@@ -52,7 +65,9 @@ async function main(): Promise<void> {
   const out = join(ROOT, 'test-output/bench-web');
   mkdirSync(out, { recursive: true });
   const encoder = await loadEncoder(join(models, 'taef2_encoder.pth'), { family: 'tae' });
-  const latents = await encoder.encode(centreCrop(readImage(resolve(arg('photo', join(ROOT, '../shared/data/photo-2048x768.jpg')))), crop.height, crop.width));
+  const latents = await encoder.encode(
+    centreCrop(readImage(resolve(arg('photo', join(ROOT, '../shared/data/photo-2048x768.jpg')))), crop.height, crop.width),
+  );
   await encoder.dispose();
   writeFileSync(join(out, 'latents.npy'), encodeNpy(latents));
   const report: Record<string, unknown> = { crop, window, overlap, cores: (await import('node:os')).availableParallelism() };
@@ -60,13 +75,27 @@ async function main(): Promise<void> {
     await buildSite({ outDir: join(out, 'site') });
     const { server, url } = await serveSite(join(out, 'site'), { mounts: { '/models/taef2/': models, '/bench/': out } });
     const userDataDir = mkdtempSync(join(tmpdir(), 'distvae-bench-chromium-'));
-    const context = await chromium.launchPersistentContext(userDataDir, { executablePath: '/usr/bin/chromium', headless: true, args: FLAGS });
+    const context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: '/usr/bin/chromium',
+      headless: true,
+      args: FLAGS,
+    });
     try {
       for (const backend of backends.filter((b) => b !== 'node')) {
         const page = await context.newPage();
-        const query = new URLSearchParams({ weights: 'models/taef2/taef2_decoder.pth', latents: 'bench/latents.npy', window, overlap, backend, run: '1' });
+        const query = new URLSearchParams({
+          weights: 'models/taef2/taef2_decoder.pth',
+          latents: 'bench/latents.npy',
+          window,
+          overlap,
+          backend,
+          run: '1',
+        });
         await page.goto(`${url}demo.html?${query}`);
-        await page.waitForFunction("['done', 'error'].includes(document.documentElement.dataset.distvaeState ?? '')", undefined, { timeout: 3_600_000, polling: 1000 });
+        await page.waitForFunction("['done', 'error'].includes(document.documentElement.dataset.distvaeState ?? '')", undefined, {
+          timeout: 3_600_000,
+          polling: 1000,
+        });
         report[backend] = await page.evaluate('(({ sample, ...r }) => r)(window.distvaeResult)');
         await page.close();
       }

@@ -78,7 +78,9 @@ function markdownRenderer(): { marked: Marked; title: () => string | null; reset
 export const DEMO_PAGE = { slug: 'demo', title: 'Decode in the browser' } as const;
 
 function pageHtml(slug: string, title: string, body: string, instruments: string[], version: string): string {
-  const nav = PAGES.map((p) => `<li><a href="${p.slug}.html"${p.slug === slug ? ' aria-current="page"' : ''}>${escapeXml(p.nav)}</a></li>`).join('');
+  const nav = PAGES.map(
+    (p) => `<li><a href="${p.slug}.html"${p.slug === slug ? ' aria-current="page"' : ''}>${escapeXml(p.nav)}</a></li>`,
+  ).join('');
   const scripts = instruments.map((i) => `<script src="assets/${i}.js"></script>`).join('');
   return `<!doctype html>
 <html lang="en">
@@ -126,7 +128,10 @@ export async function buildSite(options: { outDir?: string; root?: string } = {}
     const source = readFileSync(join(DOCS_DIR, 'pages', `${page.slug}.md`), 'utf8');
     const expanded = expandDirectives(`docs/pages/${page.slug}.md`, source, root, generated);
     reset();
-    const html = (marked.parse(expanded.markdown, { async: false }) as string).replace(/<!--gen:(\d+)-->/g, (_, i: string) => expanded.blocks[Number(i)]!);
+    const html = (marked.parse(expanded.markdown, { async: false }) as string).replace(
+      /<!--gen:(\d+)-->/g,
+      (_, i: string) => expanded.blocks[Number(i)]!,
+    );
     const file = `${page.slug}.html`;
     writeFileSync(join(outDir, file), pageHtml(page.slug, title() ?? page.nav, html, expanded.instruments, version));
     expanded.instruments.forEach((i) => used.add(i));
@@ -135,11 +140,24 @@ export async function buildSite(options: { outDir?: string; root?: string } = {}
 
   const entryPoints = Object.fromEntries([...used].map((name) => [name, INSTRUMENT_ENTRIES[name]!]));
   if (Object.keys(entryPoints).length > 0) {
-    await esbuild({ entryPoints, outdir: join(outDir, 'assets'), bundle: true, format: 'iife', platform: 'browser', target: 'es2020', minify: true, legalComments: 'none', logLevel: 'warning' });
+    await esbuild({
+      entryPoints,
+      outdir: join(outDir, 'assets'),
+      bundle: true,
+      format: 'iife',
+      platform: 'browser',
+      target: 'es2020',
+      minify: true,
+      legalComments: 'none',
+      logLevel: 'warning',
+    });
   }
   copyFileSync(join(DOCS_DIR, 'assets/site.css'), join(outDir, 'assets/site.css'));
 
-  writeFileSync(join(outDir, `${DEMO_PAGE.slug}.html`), pageHtml(DEMO_PAGE.slug, DEMO_PAGE.title, readFileSync(join(DOCS_DIR, 'demo/demo-body.html'), 'utf8'), [], version));
+  writeFileSync(
+    join(outDir, `${DEMO_PAGE.slug}.html`),
+    pageHtml(DEMO_PAGE.slug, DEMO_PAGE.title, readFileSync(join(DOCS_DIR, 'demo/demo-body.html'), 'utf8'), [], version),
+  );
   await bundleForPages(join(DOCS_DIR, 'demo/demo.ts'), join(outDir, 'assets/demo.js'));
   copyOrtRuntime(join(outDir, 'assets/ort'));
   return { outDir, pages };

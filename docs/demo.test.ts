@@ -83,15 +83,25 @@ interface DemoResult {
 }
 
 before(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`Chromium is not installed at ${CHROMIUM}: the demo's browser tests need Debian's chromium package (CI's .ci/run installs it).`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(
+      `Chromium is not installed at ${CHROMIUM}: the demo's browser tests need Debian's chromium package (CI's .ci/run installs it).`,
+    );
   mkdirSync(FIXTURES, { recursive: true });
   await buildSite({ outDir: SITE });
   const config = resolveFamilyConfig(tae, SEEDED_CONFIG);
   writeFileSync(join(FIXTURES, 'seeded-decoder.safetensors'), encodeSafetensors(syntheticWeights(taeRuntime.decoderParams(config), SEED)));
   writeFileSync(join(FIXTURES, 'seeded-latents.npy'), encodeNpy(seededLatents()));
-  ({ server, url: base } = await serveSite(SITE, { mounts: { '/fixtures/': FIXTURES, ...(existsSync(TAEF2) ? { '/models/taef2/': TAEF2 } : {}) } }));
+  ({ server, url: base } = await serveSite(SITE, {
+    mounts: { '/fixtures/': FIXTURES, ...(existsSync(TAEF2) ? { '/models/taef2/': TAEF2 } : {}) },
+  }));
   userDataDir = mkdtempSync(join(tmpdir(), 'distvae-demo-chromium-'));
-  context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS, viewport: { width: 1100, height: 900 } });
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    viewport: { width: 1100, height: 900 },
+  });
 });
 
 after(async () => {
@@ -118,7 +128,10 @@ async function runDemo(query: Record<string, string>): Promise<{ result: DemoRes
   });
   try {
     await page.goto(`${base}demo.html?${new URLSearchParams({ ...query, run: '1' })}`, { waitUntil: 'load' });
-    await page.waitForFunction(() => ['done', 'error'].includes(document.documentElement.dataset['distvaeState'] ?? ''), undefined, { timeout: DECODE_TIMEOUT_MS, polling: 500 });
+    await page.waitForFunction(() => ['done', 'error'].includes(document.documentElement.dataset['distvaeState'] ?? ''), undefined, {
+      timeout: DECODE_TIMEOUT_MS,
+      polling: 500,
+    });
     const { result, sample } = await page.evaluate(() => {
       const r = window.distvaeResult as (DemoResult & { sample?: Float32Array }) | undefined;
       const s = r?.sample;
@@ -136,7 +149,8 @@ async function runDemo(query: Record<string, string>): Promise<{ result: DemoRes
       const c = document.getElementById('distvae-output') as HTMLCanvasElement;
       return { width: c.width, height: c.height };
     });
-    if (result.error === undefined) assert.deepEqual(canvas, { width: result.width, height: result.height }, 'the image is on the output canvas');
+    if (result.error === undefined)
+      assert.deepEqual(canvas, { width: result.width, height: result.height }, 'the image is on the output canvas');
     await page.screenshot({ path: join(OUT, `demo-${query['backend']}-${result.error === undefined ? 'done' : 'error'}.png`) });
     const decoded = sample === null ? null : new Float32Array(Uint8Array.from(Buffer.from(sample, 'base64')).buffer);
     return { result, sample: decoded, errors };
@@ -168,46 +182,71 @@ function present(t: TestContext, ...paths: string[]): boolean {
 }
 
 for (const backend of ['webgpu', 'wasm'] as const) {
-  test(`seeded TAE decoder on ${backend}: a tiled decode in the page equals the Node decode of the same plan`, { timeout: DECODE_TIMEOUT_MS }, async (t) => {
-    const { result, sample, errors } = await runDemo({ weights: 'fixtures/seeded-decoder.safetensors', family: 'tae', latents: 'fixtures/seeded-latents.npy', window: '64x64', overlap: '0x16', backend });
-    assert.equal(result.error, undefined, `the page decoded: ${result.error}`);
-    assert.deepEqual(errors, []);
-    assert.equal(result.backend, backend);
-    // Columns start at latent 0, 6, 12 (stride 8 − 2): three tiles, the last one 4 wide.
-    assert.deepEqual([result.height, result.width, result.tiles], [64, 128, 3]);
-    assert.deepEqual(result.window, { height: 64, width: 64 });
-    // The first tile (8 × 8 latent) is the largest: 64 channels at 64 × 64 px, float32.
-    assert.equal(result.maxTensorBytes, 64 * 64 * 64 * 4);
-    t.diagnostic(`${backend}: ${result.tiles} tiles of 64x128 px in ${result.seconds!.toFixed(2)} s (machine under load)`);
+  test(
+    `seeded TAE decoder on ${backend}: a tiled decode in the page equals the Node decode of the same plan`,
+    { timeout: DECODE_TIMEOUT_MS },
+    async (t) => {
+      const { result, sample, errors } = await runDemo({
+        weights: 'fixtures/seeded-decoder.safetensors',
+        family: 'tae',
+        latents: 'fixtures/seeded-latents.npy',
+        window: '64x64',
+        overlap: '0x16',
+        backend,
+      });
+      assert.equal(result.error, undefined, `the page decoded: ${result.error}`);
+      assert.deepEqual(errors, []);
+      assert.equal(result.backend, backend);
+      // Columns start at latent 0, 6, 12 (stride 8 − 2): three tiles, the last one 4 wide.
+      assert.deepEqual([result.height, result.width, result.tiles], [64, 128, 3]);
+      assert.deepEqual(result.window, { height: 64, width: 64 });
+      // The first tile (8 × 8 latent) is the largest: 64 channels at 64 × 64 px, float32.
+      assert.equal(result.maxTensorBytes, 64 * 64 * 64 * 4);
+      t.diagnostic(`${backend}: ${result.tiles} tiles of 64x128 px in ${result.seconds!.toFixed(2)} s (machine under load)`);
+      const vae = await loadVae({ family: 'tae', config: SEEDED_CONFIG, weights: 'synthetic', seed: SEED }, { threads: 2 });
+      try {
+        assertMatches(t, sample, await nodeDecode(vae, seededLatents(), result), backend);
+      } finally {
+        await vae.dispose();
+      }
+    },
+  );
+}
+
+test(
+  'WebGPU default limits with a 1 MiB cap: the whole decode is refused with the numbers; the chosen window decodes and matches Node',
+  { timeout: DECODE_TIMEOUT_MS },
+  async (t) => {
+    const query = {
+      weights: 'fixtures/seeded-decoder.safetensors',
+      family: 'tae',
+      latents: 'fixtures/seeded-latents.npy',
+      backend: 'webgpu',
+      limits: 'default',
+      maxBufferMiB: '1',
+    };
+    const refused = await runDemo({ ...query, mode: 'whole' });
+    assert.equal(refused.result.code, 'PLAN_REFUSED');
+    // 64 channels × 64 × 128 px × 4 bytes = 2 MiB, over the 1 MiB cap (and within the device's 128 MiB binding limit).
+    assert.match(
+      refused.result.error!,
+      /a whole decode of 64x128 px needs a 2097152-byte \(2\.0 MiB\) tensor .* over the 1048576-byte \(1\.0 MiB\) limit of the WebGPU device \(.*default limits\): maxBufferSize 256\.0 MiB, maxStorageBufferBindingSize 128\.0 MiB, cap 1\.0 MiB; the largest window that fits is 64x64 px/,
+    );
+
+    const chosen = await runDemo(query);
+    assert.equal(chosen.result.error, undefined, `the chosen plan decoded: ${chosen.result.error}`);
+    assert.deepEqual(chosen.result.window, { height: 64, width: 64 });
+    assert.deepEqual(chosen.result.overlap, { height: 0, width: 16 });
+    assert.ok(chosen.result.maxTensorBytes! <= 2 ** 20, `largest tensor ${chosen.result.maxTensorBytes} within the cap`);
+    assert.deepEqual(chosen.result.deviceLimits, { maxBufferSize: 256 * 2 ** 20, maxStorageBufferBindingSize: 128 * 2 ** 20 });
     const vae = await loadVae({ family: 'tae', config: SEEDED_CONFIG, weights: 'synthetic', seed: SEED }, { threads: 2 });
     try {
-      assertMatches(t, sample, await nodeDecode(vae, seededLatents(), result), backend);
+      assertMatches(t, chosen.sample, await nodeDecode(vae, seededLatents(), chosen.result), 'chosen plan');
     } finally {
       await vae.dispose();
     }
-  });
-}
-
-test('WebGPU default limits with a 1 MiB cap: the whole decode is refused with the numbers; the chosen window decodes and matches Node', { timeout: DECODE_TIMEOUT_MS }, async (t) => {
-  const query = { weights: 'fixtures/seeded-decoder.safetensors', family: 'tae', latents: 'fixtures/seeded-latents.npy', backend: 'webgpu', limits: 'default', maxBufferMiB: '1' };
-  const refused = await runDemo({ ...query, mode: 'whole' });
-  assert.equal(refused.result.code, 'PLAN_REFUSED');
-  // 64 channels × 64 × 128 px × 4 bytes = 2 MiB, over the 1 MiB cap (and within the device's 128 MiB binding limit).
-  assert.match(refused.result.error!, /a whole decode of 64x128 px needs a 2097152-byte \(2\.0 MiB\) tensor .* over the 1048576-byte \(1\.0 MiB\) limit of the WebGPU device \(.*default limits\): maxBufferSize 256\.0 MiB, maxStorageBufferBindingSize 128\.0 MiB, cap 1\.0 MiB; the largest window that fits is 64x64 px/);
-
-  const chosen = await runDemo(query);
-  assert.equal(chosen.result.error, undefined, `the chosen plan decoded: ${chosen.result.error}`);
-  assert.deepEqual(chosen.result.window, { height: 64, width: 64 });
-  assert.deepEqual(chosen.result.overlap, { height: 0, width: 16 });
-  assert.ok(chosen.result.maxTensorBytes! <= 2 ** 20, `largest tensor ${chosen.result.maxTensorBytes} within the cap`);
-  assert.deepEqual(chosen.result.deviceLimits, { maxBufferSize: 256 * 2 ** 20, maxStorageBufferBindingSize: 128 * 2 ** 20 });
-  const vae = await loadVae({ family: 'tae', config: SEEDED_CONFIG, weights: 'synthetic', seed: SEED }, { threads: 2 });
-  try {
-    assertMatches(t, chosen.sample, await nodeDecode(vae, seededLatents(), chosen.result), 'chosen plan');
-  } finally {
-    await vae.dispose();
-  }
-});
+  },
+);
 
 /** A 64 × 128 crop of the photo (dog), its PNG (lossless, for the page) and its TAEF2 latent from the Node encoder. */
 async function photoFixtures(): Promise<{ crop: Tensor; latents: Tensor }> {
@@ -218,7 +257,9 @@ async function photoFixtures(): Promise<{ crop: Tensor; latents: Tensor }> {
   const y0 = Math.floor(h / 2);
   const x0 = Math.floor(w / 2) - 64;
   const data = new Float32Array(3 * ch * cw);
-  for (let c = 0; c < 3; c++) for (let y = 0; y < ch; y++) data.set(photo.data.subarray((c * h + y0 + y) * w + x0, (c * h + y0 + y) * w + x0 + cw), (c * ch + y) * cw);
+  for (let c = 0; c < 3; c++)
+    for (let y = 0; y < ch; y++)
+      data.set(photo.data.subarray((c * h + y0 + y) * w + x0, (c * h + y0 + y) * w + x0 + cw), (c * ch + y) * cw);
   // Whole 8-bit values, so the PNG the page reads holds exactly this image.
   const crop = cropToMultiple({ dims: [1, 3, ch, cw], data: data.map((v) => Math.round(v * 255) / 255) }, 8);
   writeFileSync(join(FIXTURES, 'photo-crop.png'), encodePng(crop.data, 3, ch, cw));
@@ -232,25 +273,42 @@ async function photoFixtures(): Promise<{ crop: Tensor; latents: Tensor }> {
   }
 }
 
-test('trained TAEF2: a latent of a photo crop decodes in the page on both backends, and a photo encoded in the page, equal to Node', { timeout: 3 * DECODE_TIMEOUT_MS }, async (t) => {
-  if (!present(t, join(TAEF2, 'taef2_decoder.pth'), join(TAEF2, 'taef2_encoder.pth'), PHOTO)) return;
-  const { crop, latents } = await photoFixtures();
-  const vae = await loadVae(join(TAEF2, 'taef2_decoder.pth'), { family: 'tae', threads: 2 });
-  try {
-    for (const backend of ['webgpu', 'wasm'] as const) {
-      const { result, sample } = await runDemo({ weights: 'models/taef2/taef2_decoder.pth', latents: 'fixtures/photo-latents.npy', window: '64x64', overlap: '0x16', backend });
-      assert.equal(result.error, undefined, `${backend}: ${result.error}`);
-      assert.equal(result.backend, backend);
-      assert.deepEqual([result.height, result.width, result.tiles], [64, 128, 3]);
-      t.diagnostic(`TAEF2 ${backend}: ${result.tiles} tiles of 64x128 px in ${result.seconds!.toFixed(2)} s (machine under load)`);
-      assertMatches(t, sample, await nodeDecode(vae, latents, result), `TAEF2 ${backend}`);
+test(
+  'trained TAEF2: a latent of a photo crop decodes in the page on both backends, and a photo encoded in the page, equal to Node',
+  { timeout: 3 * DECODE_TIMEOUT_MS },
+  async (t) => {
+    if (!present(t, join(TAEF2, 'taef2_decoder.pth'), join(TAEF2, 'taef2_encoder.pth'), PHOTO)) return;
+    const { crop, latents } = await photoFixtures();
+    const vae = await loadVae(join(TAEF2, 'taef2_decoder.pth'), { family: 'tae', threads: 2 });
+    try {
+      for (const backend of ['webgpu', 'wasm'] as const) {
+        const { result, sample } = await runDemo({
+          weights: 'models/taef2/taef2_decoder.pth',
+          latents: 'fixtures/photo-latents.npy',
+          window: '64x64',
+          overlap: '0x16',
+          backend,
+        });
+        assert.equal(result.error, undefined, `${backend}: ${result.error}`);
+        assert.equal(result.backend, backend);
+        assert.deepEqual([result.height, result.width, result.tiles], [64, 128, 3]);
+        t.diagnostic(`TAEF2 ${backend}: ${result.tiles} tiles of 64x128 px in ${result.seconds!.toFixed(2)} s (machine under load)`);
+        assertMatches(t, sample, await nodeDecode(vae, latents, result), `TAEF2 ${backend}`);
+      }
+      const encoded = await runDemo({
+        weights: 'models/taef2/taef2_decoder.pth',
+        image: 'fixtures/photo-crop.png',
+        encoder: 'models/taef2/taef2_encoder.pth',
+        window: '64x64',
+        overlap: '0x16',
+        backend: 'wasm',
+      });
+      assert.equal(encoded.result.error, undefined, `photo in the page: ${encoded.result.error}`);
+      const expected = await nodeDecode(vae, latents, encoded.result);
+      assert.deepEqual(crop.dims, expected.dims);
+      assertMatches(t, encoded.sample, expected, 'photo encoded and decoded in the page');
+    } finally {
+      await vae.dispose();
     }
-    const encoded = await runDemo({ weights: 'models/taef2/taef2_decoder.pth', image: 'fixtures/photo-crop.png', encoder: 'models/taef2/taef2_encoder.pth', window: '64x64', overlap: '0x16', backend: 'wasm' });
-    assert.equal(encoded.result.error, undefined, `photo in the page: ${encoded.result.error}`);
-    const expected = await nodeDecode(vae, latents, encoded.result);
-    assert.deepEqual(crop.dims, expected.dims);
-    assertMatches(t, encoded.sample, expected, 'photo encoded and decoded in the page');
-  } finally {
-    await vae.dispose();
-  }
-});
+  },
+);

@@ -49,7 +49,12 @@ function fileFor(root: string, mounts: Mounts, pathname: string): string | null 
 export function serveSite(root: string, options: { port?: number; mounts?: Mounts } = {}): Promise<{ server: Server; url: string }> {
   const mounts = options.mounts ?? {};
   const server = createServer((req, res) => {
-    const headers = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cross-Origin-Resource-Policy': 'same-origin', 'Cache-Control': 'no-store' };
+    const headers = {
+      'Cross-Origin-Opener-Policy': 'same-origin',
+      'Cross-Origin-Embedder-Policy': 'require-corp',
+      'Cross-Origin-Resource-Policy': 'same-origin',
+      'Cache-Control': 'no-store',
+    };
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { ...headers, Allow: 'GET, HEAD' }).end();
       return;
@@ -100,7 +105,11 @@ if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1]
   const outDir = join(DOCS_DIR, 'dist');
   buildSite({ outDir })
     .then(() => serveSite(outDir, { port, mounts: defaultMounts() }))
-    .then(({ url }) => console.log(`serving ${outDir} at ${url} (demo: ${url}demo.html${existsSync(TAEF2) ? '; TAEF2 weights at /models/taef2/' : '; no TAEF2 weights mounted: pick weights in the page'})`))
+    .then(({ url }) =>
+      console.log(
+        `serving ${outDir} at ${url} (demo: ${url}demo.html${existsSync(TAEF2) ? '; TAEF2 weights at /models/taef2/' : '; no TAEF2 weights mounted: pick weights in the page'})`,
+      ),
+    )
     .catch((e: unknown) => {
       console.error(e instanceof Error ? e.message : e);
       process.exit(1);

@@ -14,7 +14,16 @@ import * as api from '../src/index.js';
 import { buildSite, PAGES } from './build.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = join(ROOT, 'test-output/docs');
 const SITE = join(OUT, 'site');
@@ -25,12 +34,19 @@ let userDataDir: string;
 
 before(async () => {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium is not installed at ${CHROMIUM}: the documentation's browser tests need Debian's chromium package. Install it with \`apt-get install chromium\` (CI's .ci/run does).`);
+    throw new Error(
+      `Chromium is not installed at ${CHROMIUM}: the documentation's browser tests need Debian's chromium package. Install it with \`apt-get install chromium\` (CI's .ci/run does).`,
+    );
   }
   mkdirSync(OUT, { recursive: true });
   await buildSite({ outDir: SITE });
   userDataDir = mkdtempSync(join(tmpdir(), 'distvae-chromium-'));
-  context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS, viewport: { width: 1100, height: 900 } });
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    viewport: { width: 1100, height: 900 },
+  });
 });
 
 after(async () => {
@@ -61,7 +77,9 @@ test('every page loads from file:// without console errors, and every link and a
     assert.equal(await page.locator('h1').count(), 1, `${slug}: one h1`);
     idsByFile.set(join(SITE, `${slug}.html`), new Set(await page.$$eval('[id]', (els) => els.map((e) => e.id))));
     const urls = await page.$$eval('a[href], link[href], script[src], img[src]', (els) =>
-      els.map((e) => (e instanceof HTMLAnchorElement || e instanceof HTMLLinkElement ? e.href : (e as HTMLScriptElement | HTMLImageElement).src)),
+      els.map((e) =>
+        e instanceof HTMLAnchorElement || e instanceof HTMLLinkElement ? e.href : (e as HTMLScriptElement | HTMLImageElement).src,
+      ),
     );
     links.push(...urls.map((url) => ({ from: slug, url })));
     // Whole page, up to a height that keeps the long API page cheap to capture.
@@ -112,7 +130,11 @@ test('function instrument: Reset, a = 1, x = 1.5, predict 2.25, Play shows y = 2
   assert.equal(await root.getAttribute('data-verdict'), 'match');
   assert.equal(await page.locator('#quad-y').innerText(), '2.25');
   assert.match(await root.locator('.quad-verdict').innerText(), /^Match: your prediction 2\.25 is within/);
-  assert.deepEqual(await root.locator('.quad-stages li').allInnerTexts(), ['x = 1.5', 'x² = 1.5 × 1.5 = 2.25', 'y = a·x² = 1 × 2.25 = 2.25']);
+  assert.deepEqual(await root.locator('.quad-stages li').allInnerTexts(), [
+    'x = 1.5',
+    'x² = 1.5 × 1.5 = 2.25',
+    'y = a·x² = 1 × 2.25 = 2.25',
+  ]);
   assert.equal(await root.locator('svg.quad-plot circle.point').count(), 1);
   assert.equal(await root.locator('svg.quad-plot polyline.curve').count(), 1);
 
@@ -123,7 +145,11 @@ test('function instrument: Reset, a = 1, x = 1.5, predict 2.25, Play shows y = 2
   await page.locator('#quadratic[data-verdict]').waitFor();
   assert.equal(await root.getAttribute('data-verdict'), 'mismatch');
   assert.match(await root.locator('.quad-verdict').innerText(), /^Mismatch: your prediction 3 is off by 0\.75 from y = 2\.25/);
-  await page.screenshot({ path: join(OUT, 'bucketing-instrument-mismatch.png'), fullPage: false, clip: (await root.boundingBox()) ?? undefined });
+  await page.screenshot({
+    path: join(OUT, 'bucketing-instrument-mismatch.png'),
+    fullPage: false,
+    clip: (await root.boundingBox()) ?? undefined,
+  });
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -158,7 +184,11 @@ test('function instrument from the keyboard: Tab to the buttons, Enter resets, S
   await page.keyboard.press('Tab'); // Play
   assert.equal(await focused(), 'Play');
   await page.keyboard.press('Enter');
-  await page.waitForFunction(() => document.querySelector('#quadratic')?.getAttribute('data-playing') === 'false' && document.querySelector('#quadratic')?.getAttribute('data-stage') === '3');
+  await page.waitForFunction(
+    () =>
+      document.querySelector('#quadratic')?.getAttribute('data-playing') === 'false' &&
+      document.querySelector('#quadratic')?.getAttribute('data-stage') === '3',
+  );
   assert.equal(await root.getAttribute('data-verdict'), 'mismatch');
   await page.close();
 });
@@ -180,7 +210,10 @@ test('explorer: redraws on input, matches the planner, and shows the reasons for
   const redrawn = expected(256, 3);
   await page.locator(`#explorer svg.plan-figure[data-tiles="${redrawn.tiles}"]`).waitFor();
   assert.equal(await explorer.locator('svg.plan-figure rect[data-tile]').count(), redrawn.tiles);
-  assert.match(await explorer.locator('.explorer-summary').innerText(), new RegExp(`^${redrawn.tiles} tile\\(s\\), decoded-area ratio ${redrawn.decodedAreaRatio.toFixed(3)}`));
+  assert.match(
+    await explorer.locator('.explorer-summary').innerText(),
+    new RegExp(`^${redrawn.tiles} tile\\(s\\), decoded-area ratio ${redrawn.decodedAreaRatio.toFixed(3)}`),
+  );
   await page.getByLabel('Ranks', { exact: true }).fill('5');
   await page.locator('#explorer svg.plan-figure[data-ranks="5"]').waitFor();
 
@@ -189,7 +222,10 @@ test('explorer: redraws on input, matches the planner, and shows the reasons for
   assert.equal(await figure.count(), 0);
   const row = explorer.locator('table.reasons tbody tr').first();
   assert.deepEqual((await row.locator('td').allInnerTexts()).slice(0, 3), ['WINDOW_NOT_WHOLE_LATENT', 'window.height', '100']);
-  assert.match(await row.locator('td').nth(4).innerText(), /window\.height = 100 px is not a whole number of latent units for autoencoder-kl/);
+  assert.match(
+    await row.locator('td').nth(4).innerText(),
+    /window\.height = 100 px is not a whole number of latent units for autoencoder-kl/,
+  );
   await page.screenshot({ path: join(OUT, 'tile-window-explorer-refused.png'), clip: (await explorer.boundingBox()) ?? undefined });
 
   await page.getByLabel('Family', { exact: true }).selectOption('wan');

@@ -25,7 +25,10 @@ function collect(dir, out) {
 }
 
 const filters = process.argv.slice(2);
-const files = ['src', 'docs'].flatMap((dir) => collect(dir, [])).sort().filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)));
+const files = ['src', 'docs']
+  .flatMap((dir) => collect(dir, []))
+  .sort()
+  .filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)));
 if (files.length === 0) {
   console.error(`no test files match ${filters.join(' ')}`);
   process.exit(1);

@@ -30,7 +30,9 @@ const { values: args } = parseArgs({
   },
 });
 if (!args.from || !args.out) {
-  console.error('usage: npx tsx scripts/synthetic-vae-folder.ts --from DIR --out DIR --seed N [--latent B,C,H,W --latent-seed S --latent-out z.npy]');
+  console.error(
+    'usage: npx tsx scripts/synthetic-vae-folder.ts --from DIR --out DIR --seed N [--latent B,C,H,W --latent-seed S --latent-out z.npy]',
+  );
   process.exit(2);
 }
 

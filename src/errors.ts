@@ -173,7 +173,13 @@ export type ErrorCode =
  * fired because a deadline passed is a TIMEOUT (abortedError). Every other code is a refusal of
  * the request or its inputs, made before work starts.
  */
-export const RUNTIME_FAILURE_CODES: readonly ErrorCode[] = ['RUNTIME_FAILED', 'RANK_FAILED', 'TRANSPORT_FAILED', 'TIMEOUT', 'LADDER_EXHAUSTED'];
+export const RUNTIME_FAILURE_CODES: readonly ErrorCode[] = [
+  'RUNTIME_FAILED',
+  'RANK_FAILED',
+  'TRANSPORT_FAILED',
+  'TIMEOUT',
+  'LADDER_EXHAUSTED',
+];
 
 /** Whether `code` reports a runtime failure rather than a refusal or a cancellation (see RUNTIME_FAILURE_CODES). */
 export function isRuntimeFailure(code: ErrorCode): boolean {
@@ -226,7 +232,10 @@ export function reason(code: ReasonCode, field: string, value: unknown, valid: s
 export function refuse(code: ErrorCode, reasons: Reason | readonly Reason[], options: { prefix?: string; cause?: unknown } = {}): never {
   const list = Array.isArray(reasons) ? [...(reasons as readonly Reason[])] : [reasons as Reason];
   const joined = list.map((r) => r.message).join('; ');
-  throw new DistVaeError(code, options.prefix !== undefined ? `${options.prefix}: ${joined}` : joined, { reasons: list, ...(options.cause !== undefined ? { cause: options.cause } : {}) });
+  throw new DistVaeError(code, options.prefix !== undefined ? `${options.prefix}: ${joined}` : joined, {
+    reasons: list,
+    ...(options.cause !== undefined ? { cause: options.cause } : {}),
+  });
 }
 
 /** Throws an INVALID_ARGUMENT error carrying one reason. */

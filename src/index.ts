@@ -5,7 +5,17 @@
 // are exported as types only.
 
 // ---- Errors: one typed error, closed vocabularies of codes --------------------------------
-export { DistVaeError, isDistVaeError, isRuntimeFailure, reason, refuse, RUNTIME_FAILURE_CODES, type ErrorCode, type Reason, type ReasonCode } from './errors.js';
+export {
+  DistVaeError,
+  isDistVaeError,
+  isRuntimeFailure,
+  reason,
+  refuse,
+  RUNTIME_FAILURE_CODES,
+  type ErrorCode,
+  type Reason,
+  type ReasonCode,
+} from './errors.js';
 
 // ---- Tensors ---------------------------------------------------------------------------------
 export { elementCount, seededTensor, tensor, type Tensor } from './tensor.js';
@@ -26,7 +36,18 @@ export { readTensors, type TensorEntry, type TensorReader } from './weights/read
 export { DISTVAE_VERSION } from './version.js';
 export { createVae, FAMILIES, FAMILY_NAMES, familyForClassName, getFamily, resolveFamily } from './families/registry.js';
 export { TAE_KEY_LAYOUTS, TAE_VARIANTS, type TaeKeyLayout, type TaeVariant } from './families/tae.js';
-export type { FamilyName, FamilySpec, FrameTiling, RawConfig, ResolvedConfig, Size2, TilingDefaults, TilingState, VaeGeometry, VaeSpec } from './families/types.js';
+export type {
+  FamilyName,
+  FamilySpec,
+  FrameTiling,
+  RawConfig,
+  ResolvedConfig,
+  Size2,
+  TilingDefaults,
+  TilingState,
+  VaeGeometry,
+  VaeSpec,
+} from './families/types.js';
 export { syntheticWeights, type ParamSpec } from './weights/synthetic.js';
 export { decoderWeightBytes } from './families/runtimes.js';
 
@@ -64,9 +85,21 @@ export type { DecodeOptions, DecodeProgress, RankStats, TiledDecode, TileRunner 
 export { decoderGraphOf } from './sources/decoder-graph.js';
 
 // ---- Strategies: how tiles are decoded, and on which ranks -----------------------------------
-export { STRATEGIES, useStrategy, type ShardRankSummary, type Strategy, type StrategyReport, type UseStrategyOptions } from './strategies/index.js';
+export {
+  STRATEGIES,
+  useStrategy,
+  type ShardRankSummary,
+  type Strategy,
+  type StrategyReport,
+  type UseStrategyOptions,
+} from './strategies/index.js';
 export type { AnalyzableVae, DistributableVae } from './strategies/distributable.js';
-export { tiledDecodeFor, type DistributedDecodeStats, type DistributedTiledDecode, type TiledDecodeForOptions } from './strategies/tile/tiled-decode.js';
+export {
+  tiledDecodeFor,
+  type DistributedDecodeStats,
+  type DistributedTiledDecode,
+  type TiledDecodeForOptions,
+} from './strategies/tile/tiled-decode.js';
 export { shardedDecodeFor, type ShardedDecode, type ShardRankStats, type ShardStats } from './strategies/shard/sharded-decode.js';
 export { splitBands, type Band } from './strategies/shard/bands.js';
 export { predictCollectives, shardPlan, type ShardPlan } from './strategies/shard/plan.js';
@@ -86,8 +119,28 @@ export { redacted, redisOptionsOf, type RedisConnection } from './ranks/queue/co
 export { DEFAULT_QUEUE } from './ranks/queue/protocol.js';
 
 // ---- Memory: predicted peaks, budgets, the fallback ladder -----------------------------------
-export { MEMORY_STRATEGIES, predictMemory, predictTileRun, hasMemoryModel, type MemoryPlan, type MemoryPrediction, type MemoryStrategy, type MemoryTerms, type ProcessPrediction, type RankPrediction } from './memory/model.js';
-export { chooseWithinBudget, budgetRefusal, describePlan, policyPlans, type BudgetChoice, type ChooseOptions, type MemoryBudget, type PlanAlternative } from './memory/policy.js';
+export {
+  MEMORY_STRATEGIES,
+  predictMemory,
+  predictTileRun,
+  hasMemoryModel,
+  type MemoryPlan,
+  type MemoryPrediction,
+  type MemoryStrategy,
+  type MemoryTerms,
+  type ProcessPrediction,
+  type RankPrediction,
+} from './memory/model.js';
+export {
+  chooseWithinBudget,
+  budgetRefusal,
+  describePlan,
+  policyPlans,
+  type BudgetChoice,
+  type ChooseOptions,
+  type MemoryBudget,
+  type PlanAlternative,
+} from './memory/policy.js';
 export { applyMemoryPlan, planOfTiling } from './memory/apply.js';
 export { availableMemory, defaultMemoryBudget, formatBytes, parseMemorySize, peakRssBytes, DEFAULT_BUDGET_SHARE } from './memory/budget.js';
 export { CALIBRATIONS, calibrationOf, type RuntimeCalibration } from './memory/calibration.js';
@@ -101,7 +154,17 @@ export { PngBandWriter, type PngStreamOptions } from './io/png-stream.js';
 export { encodeNpy, npyHeader, parseNpy, readNpy, writeNpy, type NpyDType, type NpyWriteOptions } from './io/npy.js';
 export { NpyBandWriter, type NpyStreamOptions } from './io/npy-stream.js';
 export { decodeImage, READABLE_IMAGE_FORMATS, readImage, sampleToImage, writeSamplePng, type SampleRange } from './io/image.js';
-export { checkFfmpeg, DEFAULT_FPS, isVideoPath, killVideoEncoders, VIDEO_EXTENSIONS, VideoFrameWriter, writeSampleVideo, type VideoOptions, type VideoShape } from './io/video.js';
+export {
+  checkFfmpeg,
+  DEFAULT_FPS,
+  isVideoPath,
+  killVideoEncoders,
+  VIDEO_EXTENSIONS,
+  VideoFrameWriter,
+  writeSampleVideo,
+  type VideoOptions,
+  type VideoShape,
+} from './io/video.js';
 export { encodeSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './weights/safetensors.js';
 export { openPth, parsePth, readPth, type PthContents, type PthReader } from './weights/pth.js';
 

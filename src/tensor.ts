@@ -51,7 +51,7 @@ export function seededTensor(dims: readonly number[], seed: number, scale = 1): 
   let s = seed >>> 0;
   for (let i = 0; i < n; i++) {
     s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    data[i] = ((s >>> 8) / 16777216 * 2 - 1) * scale;
+    data[i] = (((s >>> 8) / 16777216) * 2 - 1) * scale;
   }
   return { dims: [...dims], data };
 }

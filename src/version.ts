@@ -4,4 +4,6 @@
 import { readFileSync } from 'node:fs';
 
 /** This package's version, from package.json. */
-export const DISTVAE_VERSION: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export const DISTVAE_VERSION: string = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;

@@ -18,7 +18,23 @@ export { graphTensorSizes, type GraphTensorSizes, type TensorSize } from './grap
 export { blobSource, bytesSource, httpRangeSource, type ByteSource } from './sources/byte-source.js';
 export { readBytes, type BlobLike, type ByteInput } from './web/bytes.js';
 export { startWebRuntime, WEBGPU_DEFAULT_LIMITS, type WebBackend, type WebRuntime, type WebRuntimeOptions } from './web/backend.js';
-export { checkPlanFits, describeLimits, installWindow, largestFittingWindow, planTensorBytes, tensorLimitBytes, type BufferLimits, type DecodeMode } from './web/limits.js';
+export {
+  checkPlanFits,
+  describeLimits,
+  installWindow,
+  largestFittingWindow,
+  planTensorBytes,
+  tensorLimitBytes,
+  type BufferLimits,
+  type DecodeMode,
+} from './web/limits.js';
 export { loadWebEncoder, loadWebVae, WebVae, type WebEncoder, type WebLoadOptions, type WebVaeSource } from './web/load.js';
-export { decodeInPage, planWebDecode, type WebDecodeOptions, type WebDecodePlan, type WebDecodeResult, type WebTileEvent } from './web/decode.js';
+export {
+  decodeInPage,
+  planWebDecode,
+  type WebDecodeOptions,
+  type WebDecodePlan,
+  type WebDecodeResult,
+  type WebTileEvent,
+} from './web/decode.js';
 export { drawSample, rgbaOf, toImageData, type Context2DLike } from './web/canvas.js';

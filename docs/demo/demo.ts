@@ -90,8 +90,11 @@ async function photoTensor(source: ByteInput, multiple: number): Promise<Tensor>
 
 function drawPlan(plan: WebDecodePlan, width: number, height: number): void {
   const scale = Math.min(1, 480 / width);
-  const rects = plan.regions.map((r, i) => `<rect data-tile="${i}" x="${r.x * scale}" y="${r.y * scale}" width="${r.width * scale}" height="${r.height * scale}"/>`).join('');
-  el('plan').innerHTML = `<svg class="plan-figure" role="img" data-tiles="${plan.tiles}" width="${width * scale}" height="${height * scale}" viewBox="0 0 ${width * scale} ${height * scale}" aria-label="${plan.tiles} tile(s)"><rect class="frame" width="${width * scale}" height="${height * scale}"/>${rects}</svg>
+  const rects = plan.regions
+    .map((r, i) => `<rect data-tile="${i}" x="${r.x * scale}" y="${r.y * scale}" width="${r.width * scale}" height="${r.height * scale}"/>`)
+    .join('');
+  el('plan').innerHTML =
+    `<svg class="plan-figure" role="img" data-tiles="${plan.tiles}" width="${width * scale}" height="${height * scale}" viewBox="0 0 ${width * scale} ${height * scale}" aria-label="${plan.tiles} tile(s)"><rect class="frame" width="${width * scale}" height="${height * scale}"/>${rects}</svg>
 <p>${plan.mode} decode of ${height}x${width} px: ${plan.tiles} tile(s), window ${plan.window.height}x${plan.window.width}, overlap ${plan.overlap.height}x${plan.overlap.width}; largest tensor ${(plan.largest.bytes / 2 ** 20).toFixed(1)} MiB (<code>${plan.largest.name}</code>) of ${(plan.limitBytes / 2 ** 20).toFixed(1)} MiB allowed by the ${plan.limits.source}.</p>`;
 }
 
@@ -118,7 +121,12 @@ async function vaeFor(backend: 'auto' | 'webgpu' | 'wasm', signal: AbortSignal):
   status.textContent = 'Loading the decoder…';
   const vae = await loadWebVae(
     { weights, ...(config ? { config } : {}), ...(family ? { family } : {}) },
-    { backend, wasmPaths: new URL('assets/ort/', location.href).href, deviceLimits: params.get('limits') === 'default' ? 'default' : 'adapter', signal },
+    {
+      backend,
+      wasmPaths: new URL('assets/ort/', location.href).href,
+      deviceLimits: params.get('limits') === 'default' ? 'default' : 'adapter',
+      signal,
+    },
   );
   loaded = { key, vae };
   return vae;
@@ -141,7 +149,13 @@ async function latentsFor(vae: WebVae, signal: AbortSignal): Promise<Tensor> {
   }
 }
 
-async function decodeOnto(canvas: HTMLCanvasElement, vae: WebVae, latents: Tensor, opts: ReturnType<typeof options>, signal: AbortSignal): Promise<DemoResult & { sampleTensor: Tensor }> {
+async function decodeOnto(
+  canvas: HTMLCanvasElement,
+  vae: WebVae,
+  latents: Tensor,
+  opts: ReturnType<typeof options>,
+  signal: AbortSignal,
+): Promise<DemoResult & { sampleTensor: Tensor }> {
   const plan = planWebDecode(vae, latents.dims, opts);
   const r = vae.geometry.spatialRatio;
   const [h, w] = latents.dims.slice(-2) as [number, number];
@@ -250,13 +264,25 @@ el('download').addEventListener('click', () => {
 });
 
 // Query parameters fill the form; run=1 decodes at once.
-const fields: Record<string, string> = { weights: 'weights-url', latents: 'latents-url', image: 'image-url', encoder: 'encoder-url', window: 'window', overlap: 'overlap', maxBufferMiB: 'max-buffer', family: 'family' };
+const fields: Record<string, string> = {
+  weights: 'weights-url',
+  latents: 'latents-url',
+  image: 'image-url',
+  encoder: 'encoder-url',
+  window: 'window',
+  overlap: 'overlap',
+  maxBufferMiB: 'max-buffer',
+  family: 'family',
+};
 for (const [param, id] of Object.entries(fields)) {
   const v = params.get(param);
   if (v !== null) input(id).value = v;
 }
 if (params.get('image') !== null && params.get('latents') === null) input('latents-url').value = '';
-for (const [param, id] of [['backend', 'backend'], ['mode', 'mode']] as const) {
+for (const [param, id] of [
+  ['backend', 'backend'],
+  ['mode', 'mode'],
+] as const) {
   const v = params.get(param);
   if (v !== null) el<HTMLSelectElement>(id).value = v;
 }

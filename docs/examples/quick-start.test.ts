@@ -16,8 +16,16 @@ test('the quick-start example runs and prints the plan and the search picks', ()
   applyTilePlan(vae, tileOverlapPlan(vae, 128, 128, { sampleShape })!);
   const report = planReport(vae, sampleShape, 3);
   assert.equal(out[0], `12 tiles (3 × 4), decoded-area ratio 1.563, imbalance ${(report.imbalance * 100).toFixed(1)}%`);
-  assert.deepEqual(out.slice(1, 4), report.ranks.map((r) => `rank ${r.rank}: tiles ${r.tiles.join(', ')} (load ${r.load})`));
+  assert.deepEqual(
+    out.slice(1, 4),
+    report.ranks.map((r) => `rank ${r.rank}: tiles ${r.tiles.join(', ')} (load ${r.load})`),
+  );
   const picks = searchPlans(createVae('autoencoder-kl'), sampleShape, 3).picks;
-  const shown = Object.entries(picks).filter(([, p]) => p !== null).map(([name]) => name);
-  assert.deepEqual(out.slice(4).map((l) => l.split(':')[0]), shown);
+  const shown = Object.entries(picks)
+    .filter(([, p]) => p !== null)
+    .map(([name]) => name);
+  assert.deepEqual(
+    out.slice(4).map((l) => l.split(':')[0]),
+    shown,
+  );
 });

@@ -45,7 +45,9 @@ export function defaultVae(family: string): VaeSpec | Reason[] {
     return createVae(family);
   } catch (e) {
     if (!isDistVaeError(e)) throw e;
-    return e.reasons.length > 0 ? e.reasons : [reason(e.code, 'family', family, 'a family whose default config the library accepts', e.message)];
+    return e.reasons.length > 0
+      ? e.reasons
+      : [reason(e.code, 'family', family, 'a family whose default config the library accepts', e.message)];
   }
 }
 

@@ -44,7 +44,10 @@ function mount(root: HTMLElement): void {
       .map(
         (g) =>
           `<fieldset><legend>${escapeXml(g)}</legend>${FIELDS.filter((f) => f.group === g)
-            .map((f) => `<div class="field"><label for="ex-${f.key}">${f.label}</label><input id="ex-${f.key}" name="${f.key}" type="number" min="0" inputmode="numeric" value="${escapeXml(values[f.key])}"></div>`)
+            .map(
+              (f) =>
+                `<div class="field"><label for="ex-${f.key}">${f.label}</label><input id="ex-${f.key}" name="${f.key}" type="number" min="0" inputmode="numeric" value="${escapeXml(values[f.key])}"></div>`,
+            )
             .join('')}</fieldset>`,
       )
       .join('') +
@@ -61,7 +64,8 @@ function mount(root: HTMLElement): void {
     const vae = defaultVae(family.value);
     if (Array.isArray(vae)) return;
     const g = vae.geometry;
-    for (const key of ['height', 'width', 'windowHeight', 'windowWidth', 'overlapHeight', 'overlapWidth'] as const) input(key).step = String(g.spatialRatio);
+    for (const key of ['height', 'width', 'windowHeight', 'windowWidth', 'overlapHeight', 'overlapWidth'] as const)
+      input(key).step = String(g.spatialRatio);
     input('frames').step = String(g.temporalRatio);
   };
 

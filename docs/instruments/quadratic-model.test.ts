@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { TOLERANCE_RULE, formatNumber, plotScale, predictionMatches, stageLines, tolerance, verdict, verdictText } from './quadratic-model.js';
+import {
+  TOLERANCE_RULE,
+  formatNumber,
+  plotScale,
+  predictionMatches,
+  stageLines,
+  tolerance,
+  verdict,
+  verdictText,
+} from './quadratic-model.js';
 
 test('stages reveal x, then x², then a·x²', () => {
   assert.deepEqual(stageLines(1, 1.5, 0), []);
@@ -19,7 +28,9 @@ test('a prediction matches within 1% of y, or 0.01 when |y| < 1', () => {
   assert.ok(!predictionMatches(0.211, 0.2));
   assert.ok(predictionMatches(-18.1, -18));
   // The words the page quotes describe this function.
-  const [, percent, absolute, below] = /^within (\d+)% of y, or within ([\d.]+) when \|y\| is below (\d+)$/.exec(TOLERANCE_RULE)!.map(Number);
+  const [, percent, absolute, below] = /^within (\d+)% of y, or within ([\d.]+) when \|y\| is below (\d+)$/
+    .exec(TOLERANCE_RULE)!
+    .map(Number);
   for (const y of [-50, -1, -0.5, 0, 0.3, 0.99, 1, 2.25, 400]) {
     assert.equal(tolerance(y), Math.abs(y) < below! ? absolute : (Math.abs(y) * percent!) / 100);
   }

@@ -22,21 +22,33 @@ export function formatNumber(v: number): string {
 
 /** The lines shown after `stage` steps (0 shows none). */
 export function stageLines(a: number, x: number, stage: number): string[] {
-  const lines = [`x = ${formatNumber(x)}`, `x² = ${formatNumber(x)} × ${formatNumber(x)} = ${formatNumber(x * x)}`, `y = a·x² = ${formatNumber(a)} × ${formatNumber(x * x)} = ${formatNumber(a * x * x)}`];
+  const lines = [
+    `x = ${formatNumber(x)}`,
+    `x² = ${formatNumber(x)} × ${formatNumber(x)} = ${formatNumber(x * x)}`,
+    `y = a·x² = ${formatNumber(a)} × ${formatNumber(x * x)} = ${formatNumber(a * x * x)}`,
+  ];
   return lines.slice(0, Math.max(0, Math.min(stage, STAGE_COUNT)));
 }
 
-export type Verdict = { kind: 'none'; y: number } | { kind: 'match' | 'mismatch'; y: number; prediction: number; error: number; tolerance: number };
+export type Verdict =
+  { kind: 'none'; y: number } | { kind: 'match' | 'mismatch'; y: number; prediction: number; error: number; tolerance: number };
 
 export function verdict(a: number, x: number, prediction: number | null): Verdict {
   const y = a * x * x;
   if (prediction === null) return { kind: 'none', y };
-  return { kind: predictionMatches(prediction, y) ? 'match' : 'mismatch', y, prediction, error: Math.abs(prediction - y), tolerance: tolerance(y) };
+  return {
+    kind: predictionMatches(prediction, y) ? 'match' : 'mismatch',
+    y,
+    prediction,
+    error: Math.abs(prediction - y),
+    tolerance: tolerance(y),
+  };
 }
 
 export function verdictText(v: Verdict): string {
   if (v.kind === 'none') return `y = ${formatNumber(v.y)}. No prediction was written.`;
-  if (v.kind === 'match') return `Match: your prediction ${formatNumber(v.prediction)} is within ±${formatNumber(v.tolerance)} of y = ${formatNumber(v.y)}.`;
+  if (v.kind === 'match')
+    return `Match: your prediction ${formatNumber(v.prediction)} is within ±${formatNumber(v.tolerance)} of y = ${formatNumber(v.y)}.`;
   return `Mismatch: your prediction ${formatNumber(v.prediction)} is off by ${formatNumber(v.error)} from y = ${formatNumber(v.y)} (tolerance ±${formatNumber(v.tolerance)}).`;
 }
 

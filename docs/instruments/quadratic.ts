@@ -55,16 +55,26 @@ function mount(root: HTMLElement): void {
       `<text x="${width - pad + 4}" y="${py(0) + 4}" font-size="12">x</text><text x="${px(0) + 4}" y="${pad - 8}" font-size="12">y</text>`,
     ];
     if (final) {
-      const points = Array.from({ length: 81 }, (_, i) => s.xMin + ((s.xMax - s.xMin) * i) / 80).map((t) => `${px(t).toFixed(1)},${py(a * t * t).toFixed(1)}`);
+      const points = Array.from({ length: 81 }, (_, i) => s.xMin + ((s.xMax - s.xMin) * i) / 80).map(
+        (t) => `${px(t).toFixed(1)},${py(a * t * t).toFixed(1)}`,
+      );
       parts.push(`<polyline class="curve" points="${points.join(' ')}" fill="none" stroke="#0072B2" stroke-width="2"/>`);
       if (prediction !== null) {
-        parts.push(`<line x1="${px(x)}" x2="${px(x)}" y1="${py(prediction)}" y2="${py(a * x * x)}" stroke="#D55E00" stroke-dasharray="4 3"/>`);
-        parts.push(`<circle class="prediction" cx="${px(x)}" cy="${py(prediction)}" r="5" fill="none" stroke="#D55E00" stroke-width="2"><title>your prediction ${formatNumber(prediction)}</title></circle>`);
+        parts.push(
+          `<line x1="${px(x)}" x2="${px(x)}" y1="${py(prediction)}" y2="${py(a * x * x)}" stroke="#D55E00" stroke-dasharray="4 3"/>`,
+        );
+        parts.push(
+          `<circle class="prediction" cx="${px(x)}" cy="${py(prediction)}" r="5" fill="none" stroke="#D55E00" stroke-width="2"><title>your prediction ${formatNumber(prediction)}</title></circle>`,
+        );
       }
-      parts.push(`<circle class="point" cx="${px(x)}" cy="${py(a * x * x)}" r="5" fill="#0072B2"><title>(${formatNumber(x)}, ${formatNumber(a * x * x)})</title></circle>`);
+      parts.push(
+        `<circle class="point" cx="${px(x)}" cy="${py(a * x * x)}" r="5" fill="#0072B2"><title>(${formatNumber(x)}, ${formatNumber(a * x * x)})</title></circle>`,
+      );
       // The label goes on the side of the point with more room, clear of the dashed prediction line.
       const right = px(x) < width / 2;
-      parts.push(`<text x="${px(x) + (right ? 10 : -10)}" y="${Math.max(py(a * x * x) + 4, 14)}" font-size="12" text-anchor="${right ? 'start' : 'end'}">(${formatNumber(x)}, ${formatNumber(a * x * x)})</text>`);
+      parts.push(
+        `<text x="${px(x) + (right ? 10 : -10)}" y="${Math.max(py(a * x * x) + 4, 14)}" font-size="12" text-anchor="${right ? 'start' : 'end'}">(${formatNumber(x)}, ${formatNumber(a * x * x)})</text>`,
+      );
     }
     plot.innerHTML = parts.join('');
   };
@@ -84,7 +94,9 @@ function mount(root: HTMLElement): void {
     }
     const final = stage === STAGE_COUNT;
     progress.textContent = stage === 0 ? `Ready: ${STAGE_COUNT} stages. Press Step or Play.` : `Stage ${stage} of ${STAGE_COUNT}.`;
-    stages.innerHTML = stageLines(a, x, stage).map((l) => `<li>${l}</li>`).join('');
+    stages.innerHTML = stageLines(a, x, stage)
+      .map((l) => `<li>${l}</li>`)
+      .join('');
     const prediction = number('quad-prediction');
     draw(a, x, prediction, final);
     if (final) {

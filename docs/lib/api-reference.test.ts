@@ -10,7 +10,10 @@ const modules = readApi(index);
 const entries = new Map(modules.flatMap((m) => m.entries.map((e) => [e.name, { ...e, path: m.path }] as const)));
 
 test('every runtime export of src/index.ts has an entry, under the module that declares it', () => {
-  assert.deepEqual(Object.keys(api).filter((name) => !entries.has(name)), []);
+  assert.deepEqual(
+    Object.keys(api).filter((name) => !entries.has(name)),
+    [],
+  );
   assert.equal(entries.get('createVae')!.path, 'families/registry.ts');
   assert.equal(entries.get('tileShapePlan')!.path, 'plan/planner.ts');
   // Type-only exports are read from the code too.
@@ -25,7 +28,10 @@ test('every export of src/index.ts, types included, carries JSDoc (the API page 
 
 test('signatures come without bodies or export keywords, with their JSDoc', () => {
   const e = entries.get('tileOverlapPlan')!;
-  assert.equal(e.signature, 'function tileOverlapPlan(vae: VaeSpec, overlapH: number, overlapW: number, options: PlanOptions = {}): TileOverlapPlan | null');
+  assert.equal(
+    e.signature,
+    'function tileOverlapPlan(vae: VaeSpec, overlapH: number, overlapW: number, options: PlanOptions = {}): TileOverlapPlan | null',
+  );
   assert.equal(e.doc, 'Validates an exact overlap (output pixels) for the installed window; null when refused.');
   assert.equal(entries.get('FAMILIES')!.signature, 'const FAMILIES: readonly FamilySpec[]');
   const cls = entries.get('DistVaeError')!.signature;

@@ -25,7 +25,15 @@ export interface ApiModule {
 }
 
 export function readApi(indexFile: string): ApiModule[] {
-  const program = ts.createProgram([indexFile], { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, strict: true, noEmit: true, skipLibCheck: true, types: [] });
+  const program = ts.createProgram([indexFile], {
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2022,
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    types: [],
+  });
   const checker = program.getTypeChecker();
   const index = program.getSourceFile(indexFile);
   if (!index) throw new Error(`cannot read ${indexFile}`);
@@ -37,8 +45,12 @@ export function readApi(indexFile: string): ApiModule[] {
     if (!ts.isExportDeclaration(statement) || !statement.moduleSpecifier) continue;
     const moduleSymbol = checker.getSymbolAtLocation(statement.moduleSpecifier);
     const declared = moduleSymbol?.valueDeclaration ?? moduleSymbol?.declarations?.[0];
-    if (!moduleSymbol || !declared || !ts.isSourceFile(declared)) throw new Error(`cannot resolve ${statement.moduleSpecifier.getText(index)} in ${indexFile}`);
-    const names = statement.exportClause && ts.isNamedExports(statement.exportClause) ? statement.exportClause.elements.map((e) => (e.propertyName ?? e.name).text) : null;
+    if (!moduleSymbol || !declared || !ts.isSourceFile(declared))
+      throw new Error(`cannot resolve ${statement.moduleSpecifier.getText(index)} in ${indexFile}`);
+    const names =
+      statement.exportClause && ts.isNamedExports(statement.exportClause)
+        ? statement.exportClause.elements.map((e) => (e.propertyName ?? e.name).text)
+        : null;
     const exported = checker.getExportsOfModule(moduleSymbol).filter((s) => names === null || names.includes(s.name));
     for (const symbol of exported) {
       const target = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
@@ -54,7 +66,11 @@ export function readApi(indexFile: string): ApiModule[] {
     }
   }
   // Within a module, entries follow the source (the order its author explains things in).
-  return [...modules].map(([path, m]) => ({ path, header: m.header, entries: m.entries.sort((a, b) => a.position - b.position).map((e) => e.entry) }));
+  return [...modules].map(([path, m]) => ({
+    path,
+    header: m.header,
+    entries: m.entries.sort((a, b) => a.position - b.position).map((e) => e.entry),
+  }));
 }
 
 /** The `//` comment lines at the top of a file, joined into paragraphs. */
@@ -77,12 +93,15 @@ function describe(name: string, declarations: ts.Declaration[], symbol: ts.Symbo
     const shown = withBody.length > 1 ? withBody.filter((d) => !d.body) : withBody;
     return { name, kind: 'function', doc, signature: shown.map((d) => headText(d, d.body)).join('\n') };
   }
-  if (ts.isInterfaceDeclaration(first)) return { name, kind: 'interface', doc, signature: declarations.map((d) => stripExport(d.getText())).join('\n') };
+  if (ts.isInterfaceDeclaration(first))
+    return { name, kind: 'interface', doc, signature: declarations.map((d) => stripExport(d.getText())).join('\n') };
   if (ts.isTypeAliasDeclaration(first)) return { name, kind: 'type', doc, signature: stripExport(first.getText()) };
   if (ts.isEnumDeclaration(first)) return { name, kind: 'enum', doc, signature: stripExport(first.getText()) };
   if (ts.isClassDeclaration(first)) return { name, kind: 'class', doc, signature: classOutline(first) };
   if (ts.isVariableDeclaration(first)) {
-    const type = first.type ? first.type.getText() : checker.typeToString(checker.getTypeOfSymbolAtLocation(symbol, first), undefined, ts.TypeFormatFlags.NoTruncation);
+    const type = first.type
+      ? first.type.getText()
+      : checker.typeToString(checker.getTypeOfSymbolAtLocation(symbol, first), undefined, ts.TypeFormatFlags.NoTruncation);
     return { name, kind: 'const', doc, signature: `const ${name}: ${type}` };
   }
   return null;
@@ -90,7 +109,10 @@ function describe(name: string, declarations: ts.Declaration[], symbol: ts.Symbo
 
 function docOf(symbol: ts.Symbol, declaration: ts.Declaration, checker: ts.TypeChecker): string {
   const main = ts.displayPartsToString(symbol.getDocumentationComment(checker));
-  const tags = ts.getJSDocTags(declaration).filter((t) => t.tagName.text !== 'internal').map((t) => `@${t.tagName.text} ${ts.getTextOfJSDocComment(t.comment) ?? ''}`.trim());
+  const tags = ts
+    .getJSDocTags(declaration)
+    .filter((t) => t.tagName.text !== 'internal')
+    .map((t) => `@${t.tagName.text} ${ts.getTextOfJSDocComment(t.comment) ?? ''}`.trim());
   return [main, ...tags].filter((s) => s.length > 0).join('\n');
 }
 
@@ -107,9 +129,14 @@ function headText(node: ts.Node, body: ts.Node | undefined): string {
 
 function classOutline(node: ts.ClassDeclaration): string {
   const members = node.members
-    .filter((m) => !(ts.getCombinedModifierFlags(m) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected)) && !(m.name && ts.isPrivateIdentifier(m.name)))
+    .filter(
+      (m) =>
+        !(ts.getCombinedModifierFlags(m) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected)) &&
+        !(m.name && ts.isPrivateIdentifier(m.name)),
+    )
     .map((m) => {
-      const body = ts.isConstructorDeclaration(m) || ts.isMethodDeclaration(m) || ts.isGetAccessor(m) || ts.isSetAccessor(m) ? m.body : undefined;
+      const body =
+        ts.isConstructorDeclaration(m) || ts.isMethodDeclaration(m) || ts.isGetAccessor(m) || ts.isSetAccessor(m) ? m.body : undefined;
       return `  ${headText(m, body).replace(/\s*\n\s*/g, ' ')}`;
     });
   const heritage = node.heritageClauses?.map((h) => ` ${h.getText()}`).join('') ?? '';
@@ -123,10 +150,19 @@ export function renderApi(modules: ApiModule[]): string {
   const linkNames = (escaped: string, self: string) =>
     escaped
       .split(/(\/\*[\s\S]*?\*\/|\/\/[^\n]*)/)
-      .map((part, i) => (i % 2 === 1 ? part : part.replace(/\b[A-Za-z_][A-Za-z0-9_]*\b/g, (word) => (names.has(word) && word !== self ? `<a href="#api-${word}">${word}</a>` : word))))
+      .map((part, i) =>
+        i % 2 === 1
+          ? part
+          : part.replace(/\b[A-Za-z_][A-Za-z0-9_]*\b/g, (word) =>
+              names.has(word) && word !== self ? `<a href="#api-${word}">${word}</a>` : word,
+            ),
+      )
       .join('');
   const contents = modules
-    .map((m) => `<li><a href="#module-${slugOf(m.path)}"><code>${escapeXml(m.path)}</code></a>: ${m.entries.map((e) => `<a href="#api-${e.name}"><code>${e.name}</code></a>`).join(', ')}</li>`)
+    .map(
+      (m) =>
+        `<li><a href="#module-${slugOf(m.path)}"><code>${escapeXml(m.path)}</code></a>: ${m.entries.map((e) => `<a href="#api-${e.name}"><code>${e.name}</code></a>`).join(', ')}</li>`,
+    )
     .join('');
   const sections = modules.map((m) => {
     const entries = m.entries.map(

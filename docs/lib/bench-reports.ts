@@ -65,7 +65,15 @@ export function flatten(value: Record<string, unknown>, prefix = ''): [string, u
 }
 
 export function looksLikePlanReport(v: unknown): v is PlanReport {
-  return isObject(v) && Array.isArray(v['tileList']) && Array.isArray(v['ranks']) && isObject(v['sample']) && isObject(v['latent']) && isObject(v['window']) && isObject(v['overlap']);
+  return (
+    isObject(v) &&
+    Array.isArray(v['tileList']) &&
+    Array.isArray(v['ranks']) &&
+    isObject(v['sample']) &&
+    isObject(v['latent']) &&
+    isObject(v['window']) &&
+    isObject(v['overlap'])
+  );
 }
 
 /** Lists (or maps) of objects inside a cell: the cell's arms or other per-row data. */
@@ -85,19 +93,28 @@ function table(rows: { label: string; value: Record<string, unknown> }[]): strin
   const flat = rows.map((r) => new Map(flatten(r.value)));
   const columns = [...new Set(flat.flatMap((m) => [...m.keys()]))].filter((c) => c !== 'name' && c !== 'arm');
   const head = `<tr><th scope="col">arm</th>${columns.map((c) => `<th scope="col">${escapeXml(c)}</th>`).join('')}</tr>`;
-  const body = rows.map((r, i) => `<tr><th scope="row">${escapeXml(r.label)}</th>${columns.map((c) => `<td>${escapeXml(formatValue(flat[i]!.get(c)))}</td>`).join('')}</tr>`).join('');
+  const body = rows
+    .map(
+      (r, i) =>
+        `<tr><th scope="row">${escapeXml(r.label)}</th>${columns.map((c) => `<td>${escapeXml(formatValue(flat[i]!.get(c)))}</td>`).join('')}</tr>`,
+    )
+    .join('');
   return `<div class="table-scroll"><table class="bench-table"><thead>${head}</thead><tbody>${body}</tbody></table></div>`;
 }
 
 function planFigures(value: unknown, idPrefix: string, path = ''): string[] {
-  if (looksLikePlanReport(value)) return [`<figure class="plan">${planFigureSvg(value, { idPrefix: `${idPrefix}-${path.replace(/[^A-Za-z0-9]+/g, '-')}` })}<figcaption>${escapeXml(path)}</figcaption></figure>`];
+  if (looksLikePlanReport(value))
+    return [
+      `<figure class="plan">${planFigureSvg(value, { idPrefix: `${idPrefix}-${path.replace(/[^A-Za-z0-9]+/g, '-')}` })}<figcaption>${escapeXml(path)}</figcaption></figure>`,
+    ];
   if (Array.isArray(value)) return value.flatMap((v, i) => planFigures(v, idPrefix, `${path}[${i}]`));
   if (isObject(value)) return Object.entries(value).flatMap(([k, v]) => planFigures(v, idPrefix, path ? `${path}.${k}` : k));
   return [];
 }
 
 export function renderBenchReports(reports: BenchReport[]): string {
-  if (reports.length === 0) return '<p class="notice">No committed reports yet: <code>bench/results/</code> holds no <code>*.json</code> report in this build.</p>';
+  if (reports.length === 0)
+    return '<p class="notice">No committed reports yet: <code>bench/results/</code> holds no <code>*.json</code> report in this build.</p>';
   return reports
     .map((report, r) => {
       const ran = Object.entries(report.ran)

@@ -24,7 +24,10 @@ test('command names come from the "Commands:" section of the top-level help', ()
   ].join('\n');
   assert.deepEqual(commandsFromHelp(help), ['plan', 'bucket', 'decode']);
   assert.deepEqual(commandsFromHelp('distvae: no sections at all\n  plan  x'), []);
-  assert.deepEqual(commandsFromHelp('Usage: distvae <command> [options]\n  x  y\nCOMMANDS\n  distvae plan [options]   Plan\n  distvae bench   Measure'), ['plan', 'bench']);
+  assert.deepEqual(
+    commandsFromHelp('Usage: distvae <command> [options]\n  x  y\nCOMMANDS\n  distvae plan [options]   Plan\n  distvae bench   Measure'),
+    ['plan', 'bench'],
+  );
 });
 
 test('without the CLI source the page says so instead of guessing', async () => {
@@ -35,11 +38,14 @@ test('without the CLI source the page says so instead of guessing', async () => 
 
 test('help text is shown verbatim and escaped, one section per command', () => {
   const html = renderCli({ top: 'Commands:\n  plan  <H>x<W>', commands: [{ name: 'plan', help: 'distvae plan --window <HxW>' }] });
-  assert.match(html, /<section id="cli-plan"><h2><code>distvae plan<\/code><\/h2><pre class="cli-help"><code>distvae plan --window &lt;HxW&gt;<\/code><\/pre><\/section>/);
+  assert.match(
+    html,
+    /<section id="cli-plan"><h2><code>distvae plan<\/code><\/h2><pre class="cli-help"><code>distvae plan --window &lt;HxW&gt;<\/code><\/pre><\/section>/,
+  );
   assert.match(html, /<a href="#cli-plan">/);
 });
 
-test('with a CLI, the top-level help names the commands and each command\'s own help is captured', async () => {
+test("with a CLI, the top-level help names the commands and each command's own help is captured", async () => {
   const root = join(dir, 'repo');
   mkdirSync(join(root, 'src/cli'), { recursive: true });
   // The build runs the CLI with tsx from the repository's node_modules.
@@ -47,11 +53,11 @@ test('with a CLI, the top-level help names the commands and each command\'s own 
   writeFileSync(
     join(root, 'src/cli/main.ts'),
     [
-      "const [command, flag] = process.argv.slice(2);",
+      'const [command, flag] = process.argv.slice(2);',
       "const top = 'Usage: distvae <command>\\n\\nCommands:\\n  plan    Plan a decode\\n  ghost   Listed but unknown\\n';",
       "if (command === '--help') console.log(top);",
       "else if (command === 'plan' && flag === '--help') console.log('Usage: distvae plan --window <HxW>');",
-      "else { console.error(`unknown command ${command}`); process.exit(2); }",
+      'else { console.error(`unknown command ${command}`); process.exit(2); }',
     ].join('\n'),
   );
   const help = await readCliHelp(root);

@@ -21,7 +21,11 @@ interface RunResult {
 
 function runCli(root: string, args: string[]): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: root, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+      cwd: root,
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -73,6 +77,9 @@ export function renderCli(help: CliHelp): string {
     return '<p class="notice">The CLI (<code>src/cli/main.ts</code>) is not part of this build yet, so there is no help to show. This page is generated from <code>distvae --help</code> and <code>distvae &lt;command&gt; --help</code> as soon as it is.</p>';
   }
   const contents = help.commands.map((c) => `<li><a href="#cli-${c.name}"><code>distvae ${c.name}</code></a></li>`).join('');
-  const sections = help.commands.map((c) => `<section id="cli-${c.name}"><h2><code>distvae ${c.name}</code></h2><pre class="cli-help"><code>${escapeXml(c.help)}</code></pre></section>`);
+  const sections = help.commands.map(
+    (c) =>
+      `<section id="cli-${c.name}"><h2><code>distvae ${c.name}</code></h2><pre class="cli-help"><code>${escapeXml(c.help)}</code></pre></section>`,
+  );
   return `<section id="cli-top"><h2><code>distvae --help</code></h2><pre class="cli-help"><code>${escapeXml(help.top)}</code></pre></section>${contents ? `<nav aria-label="Commands"><ul>${contents}</ul></nav>` : ''}${sections.join('')}`;
 }

@@ -27,18 +27,22 @@ test('a figure and the numbers quoted next to it come from one plan report', () 
 
 test('without a window, a figure shows the family default tiling as diffusers enables it', () => {
   // 768 × 512 px: the width (64 latent) equals the 64-unit window, yet stride 48 < 64 gives two columns.
-  const page = expand('{{plan:d family=autoencoder-kl h=768 w=512 ranks=4}}\n{{metric:d.rows}} × {{metric:d.columns}}, {{metric:d.window|px}}');
+  const page = expand(
+    '{{plan:d family=autoencoder-kl h=768 w=512 ranks=4}}\n{{metric:d.rows}} × {{metric:d.columns}}, {{metric:d.window|px}}',
+  );
   assert.equal(page.markdown, '\n2 × 2, 512 × 512 px');
 });
 
 test('memory figures are float32 output arithmetic', () => {
-  const page = expand('{{plan:m family=autoencoder-kl h=1024 w=1536 window=512x512 overlap=128x128}}\n{{metric:m.memory.outputBytes}} {{metric:m.memory.tileOutputBytes}} {{metric:m.memory.tileRowOutputBytes|mib}}');
+  const page = expand(
+    '{{plan:m family=autoencoder-kl h=1024 w=1536 window=512x512 overlap=128x128}}\n{{metric:m.memory.outputBytes}} {{metric:m.memory.tileOutputBytes}} {{metric:m.memory.tileRowOutputBytes|mib}}',
+  );
   // Output 1024·1536 px · 3 channels · 4 bytes; the largest tile 512·512 px; the largest row of
   // tiles 64 latent rows × (64 + 64 + 64 + 48) latent columns, at 8 × 8 px per latent unit.
   assert.equal(page.markdown, `\n${1024 * 1536 * 3 * 4} ${512 * 512 * 3 * 4} ${((64 * 240 * 64 * 3 * 4) / 1024 / 1024).toFixed(1)} MiB`);
 });
 
-test('search, bucket and refusal directives render the library\'s answers', () => {
+test("search, bucket and refusal directives render the library's answers", () => {
   const page = expand(
     [
       '{{search:s family=autoencoder-kl h=1024 w=1024 ranks=4}}',
@@ -55,7 +59,9 @@ test('search, bucket and refusal directives render the library\'s answers', () =
 });
 
 test('generated sections, instruments and includes', () => {
-  const page = expand('{{api}}\n{{cli}}\n{{bench}}\n{{instrument:explorer family=tae ranks=2}}\n{{include:docs/examples/quick-start.ts}}\n{{families}}\n{{scaling}}');
+  const page = expand(
+    '{{api}}\n{{cli}}\n{{bench}}\n{{instrument:explorer family=tae ranks=2}}\n{{include:docs/examples/quick-start.ts}}\n{{families}}\n{{scaling}}',
+  );
   assert.deepEqual(page.blocks.slice(0, 3), ['<p>API</p>', '<p>CLI</p>', '<p>BENCH</p>']);
   assert.match(page.blocks[3]!, /^<div class="instrument" id="explorer" data-instrument="explorer" data-family="tae" data-ranks="2">/);
   assert.deepEqual(page.instruments, ['explorer']);
@@ -67,7 +73,11 @@ test('generated sections, instruments and includes', () => {
 });
 
 test('the build fails, naming page and line, when a page no longer matches the code', () => {
-  const fails = (md: string, message: RegExp) => assert.throws(() => expand(md), (e: unknown) => e instanceof DirectiveError && message.test(e.message));
+  const fails = (md: string, message: RegExp) =>
+    assert.throws(
+      () => expand(md),
+      (e: unknown) => e instanceof DirectiveError && message.test(e.message),
+    );
   fails('ok\n{{refusal:family=autoencoder-kl h=1024 w=1024 window=512x512}}', /^page\.md:2: .*the planner accepts this request now/);
   fails('{{fig:f family=autoencoder-kl h=1024 w=1024 window=100x100}}', /the planner refuses window 100x100: WINDOW_NOT_WHOLE_LATENT/);
   fails('{{metric:nothing.tiles}}', /nothing is not defined on this page/);
@@ -79,7 +89,13 @@ test('the build fails, naming page and line, when a page no longer matches the c
 });
 
 test('argument parsing and metric formats', () => {
-  assert.deepEqual(parseArgs('name a=1 b="two words"'), { name: 'name', values: new Map([['a', '1'], ['b', 'two words']]) });
+  assert.deepEqual(parseArgs('name a=1 b="two words"'), {
+    name: 'name',
+    values: new Map([
+      ['a', '1'],
+      ['b', 'two words'],
+    ]),
+  });
   assert.throws(() => parseArgs('a=1 stray'), /only the first word may be a bare name/);
   assert.equal(formatMetric(0.04, 'percent', 'x'), '4.0%');
   assert.equal(formatMetric(1.5625, undefined, 'x'), '1.563');

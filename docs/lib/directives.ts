@@ -22,7 +22,14 @@ import type { FamilySpec, Size2, VaeSpec } from '../../src/families/types.js';
 import { isDistVaeError, type Reason } from '../../src/errors.js';
 import { chooseBucket, parseBuckets, BUCKET_POLICIES } from '../../src/plan/buckets.js';
 import { tileArea, tileGrid } from '../../src/plan/grid.js';
-import { applyTilePlan, explainTileOverlapPlan, explainTileShapePlan, explainTiling, setTiling, tileShapePlan } from '../../src/plan/planner.js';
+import {
+  applyTilePlan,
+  explainTileOverlapPlan,
+  explainTileShapePlan,
+  explainTiling,
+  setTiling,
+  tileShapePlan,
+} from '../../src/plan/planner.js';
 import { planReport, type PlanReport } from '../../src/plan/report.js';
 import { MIN_NARROW_AXIS_LATENT, searchPlans, type SearchCandidate } from '../../src/plan/search.js';
 import { sampleShapeReasons, type SampleShape } from '../../src/plan/shapes.js';
@@ -58,7 +65,8 @@ export function parseArgs(text: string): Args {
   let name: string | null = null;
   for (const m of text.matchAll(/([A-Za-z][\w-]*)=(?:"([^"]*)"|(\S+))|(\S+)/g)) {
     if (m[4] !== undefined) {
-      if (name !== null || values.size > 0) throw new DirectiveError(`unexpected word ${JSON.stringify(m[4])}: only the first word may be a bare name`);
+      if (name !== null || values.size > 0)
+        throw new DirectiveError(`unexpected word ${JSON.stringify(m[4])}: only the first word may be a bare name`);
       name = m[4];
     } else values.set(m[1]!, m[2] ?? m[3]!);
   }
@@ -107,7 +115,10 @@ function plannedVae(args: Args): { vae: VaeSpec; sample: SampleShape } {
   if (!window && overlap) throw new DirectiveError('overlap= needs window=');
   const request = window ? { window, ...(overlap ? { overlap } : {}), sampleShape: sample } : {};
   const reasons = explainTiling(vae, request);
-  if (reasons.length > 0) throw new DirectiveError(`the planner refuses ${window ? `window ${window.height}x${window.width}${overlap ? ` with overlap ${overlap.height}x${overlap.width}` : ''}` : 'the default plan'}: ${reasonsText(reasons)}`);
+  if (reasons.length > 0)
+    throw new DirectiveError(
+      `the planner refuses ${window ? `window ${window.height}x${window.width}${overlap ? ` with overlap ${overlap.height}x${overlap.width}` : ''}` : 'the default plan'}: ${reasonsText(reasons)}`,
+    );
   setTiling(vae, request);
   return { vae, sample };
 }
@@ -154,9 +165,13 @@ function searchHtml(name: string, vae: VaeSpec, sample: SampleShape, ranks: numb
     const c = result.picks[pick];
     if (!c) return [];
     const report = planDefinition(
-      parseArgs(`family=${vae.family.name} h=${sample.height} w=${sample.width} window=${c.window.height}x${c.window.width} overlap=${c.overlap.height}x${c.overlap.width} ranks=${ranks}`),
+      parseArgs(
+        `family=${vae.family.name} h=${sample.height} w=${sample.width} window=${c.window.height}x${c.window.width} overlap=${c.overlap.height}x${c.overlap.width} ranks=${ranks}`,
+      ),
     ).report;
-    return [figureHtml(`${name}-${pick}`, report, `${pick}: window ${formatSize(c.window, ' px')}, overlap ${formatSize(c.overlap, ' px')}`)];
+    return [
+      figureHtml(`${name}-${pick}`, report, `${pick}: window ${formatSize(c.window, ' px')}, overlap ${formatSize(c.overlap, ' px')}`),
+    ];
   });
   return table + figures.join('');
 }
@@ -191,7 +206,8 @@ function bucketHtml(args: Args): { html: string; value: Record<string, unknown> 
 const TEMPORAL_WORDS: Record<FamilySpec['temporal']['kind'], (f: FamilySpec) => string> = {
   none: () => 'none (images)',
   'frame-steps': () => 'frame by frame in each tile (causal cache cleared per tile)',
-  'temporal-chunks': (f) => `chunks of window/rt + 1 latent frames; later ones drop their ${f.temporal.kind === 'temporal-chunks' ? f.temporal.dropFrame : ''} decoded frame`,
+  'temporal-chunks': (f) =>
+    `chunks of window/rt + 1 latent frames; later ones drop their ${f.temporal.kind === 'temporal-chunks' ? f.temporal.dropFrame : ''} decoded frame`,
 };
 
 function familiesHtml(): string {
@@ -209,7 +225,17 @@ function familiesHtml(): string {
     const frames = t.frames ? `${t.frames.enabled ? 'on' : 'off'}, ${t.frames.window} / ${t.frames.overlap}` : '–';
     return `<tr><th scope="row"><code>${f.name}</code></th><td>${escapeXml(f.description)}</td><td>${g.spatialRatio} px${g.patchSize > 1 ? ` (patch ${g.patchSize})` : ''}, ${g.temporalRatio} frame${g.temporalRatio === 1 ? '' : 's'}</td><td>${formatSize(t.window)} / ${formatSize(t.overlap)}</td><td>${f.minWindowLatent * g.spatialRatio}</td><td>${frames}</td><td>${escapeXml(TEMPORAL_WORDS[f.temporal.kind](f))}</td></tr>`;
   });
-  const head = ['family', 'models', 'per latent unit', 'default window / overlap (px)', 'smallest window (px)', 'frame tiling (frames)', 'time axis'].map((h) => `<th scope="col">${h}</th>`).join('');
+  const head = [
+    'family',
+    'models',
+    'per latent unit',
+    'default window / overlap (px)',
+    'smallest window (px)',
+    'frame tiling (frames)',
+    'time axis',
+  ]
+    .map((h) => `<th scope="col">${h}</th>`)
+    .join('');
   return `<div class="table-scroll"><table class="families"><caption>Families with their published default configs, read from <code>src/families/</code></caption><thead><tr>${head}</tr></thead><tbody>${rows.join('')}</tbody></table></div>`;
 }
 
@@ -217,7 +243,8 @@ const INSTRUMENTS = ['explorer', 'quadratic'];
 
 function instrumentHtml(args: Args): string {
   const id = args.name;
-  if (!id || !INSTRUMENTS.includes(id)) throw new DirectiveError(`unknown instrument ${JSON.stringify(id)}: expected one of ${INSTRUMENTS.join(', ')}`);
+  if (!id || !INSTRUMENTS.includes(id))
+    throw new DirectiveError(`unknown instrument ${JSON.stringify(id)}: expected one of ${INSTRUMENTS.join(', ')}`);
   const family = args.values.get('family');
   if (family !== undefined && !FAMILY_NAMES.includes(family as never)) throw new DirectiveError(`unknown family ${family}`);
   const data = [...args.values].map(([k, v]) => ` data-${k}="${escapeXml(v)}"`).join('');
@@ -263,7 +290,10 @@ export function formatMetric(value: unknown, format: string | undefined, path: s
 
 function resolvePath(defs: Map<string, unknown>, path: string): unknown {
   const [name, ...keys] = path.split('.');
-  if (!defs.has(name!)) throw new DirectiveError(`${name} is not defined on this page (define it with {{fig:${name} …}}, {{plan:…}}, {{search:…}} or {{bucket:…}})`);
+  if (!defs.has(name!))
+    throw new DirectiveError(
+      `${name} is not defined on this page (define it with {{fig:${name} …}}, {{plan:…}}, {{search:…}} or {{bucket:…}})`,
+    );
   let value: unknown = defs.get(name!);
   for (const key of keys) {
     if (typeof value !== 'object' || value === null || !(key in value)) throw new DirectiveError(`${path}: no field ${key}`);
@@ -308,7 +338,8 @@ export function expandDirectives(page: string, markdown: string, root: string, g
       if (kind === 'metric') return whole;
       const lineStart = markdown.lastIndexOf('\n', offset - 1) + 1;
       const lineEnd = markdown.indexOf('\n', offset);
-      if (markdown.slice(lineStart, lineEnd === -1 ? undefined : lineEnd).trim() !== whole) throw new DirectiveError('a block directive must stand alone on its line');
+      if (markdown.slice(lineStart, lineEnd === -1 ? undefined : lineEnd).trim() !== whole)
+        throw new DirectiveError('a block directive must stand alone on its line');
       const args = parseArgs(argText ?? '');
       let html: string;
       switch (kind) {

@@ -6,7 +6,10 @@ import type { Reason } from '../../src/errors.js';
 
 export function reasonsTableHtml(reasons: readonly Reason[], caption?: string): string {
   const cell = (text: string, code = false) => `<td>${code ? `<code>${escapeXml(text)}</code>` : escapeXml(text)}</td>`;
-  const rows = reasons.map((r) => `<tr>${cell(r.code, true)}${cell(r.field, true)}${cell(JSON.stringify(r.value) ?? String(r.value), true)}${cell(r.valid)}${cell(r.message)}</tr>`);
+  const rows = reasons.map(
+    (r) =>
+      `<tr>${cell(r.code, true)}${cell(r.field, true)}${cell(JSON.stringify(r.value) ?? String(r.value), true)}${cell(r.valid)}${cell(r.message)}</tr>`,
+  );
   const head = ['code', 'field', 'value', 'valid', 'message'].map((h) => `<th scope="col">${h}</th>`).join('');
   return `<div class="table-scroll"><table class="reasons">${caption ? `<caption>${escapeXml(caption)}</caption>` : ''}<thead><tr>${head}</tr></thead><tbody>${rows.join('')}</tbody></table></div>`;
 }

@@ -29,8 +29,14 @@ export function scalingChartSvg(): string {
       .join(' ');
   const yTicks = Array.from({ length: (yMax - yMin) / 2 + 1 }, (_, i) => yMin + 2 * i);
   const grid = [
-    ...yTicks.map((t) => `<line x1="${left}" x2="${w - right}" y1="${y(2 ** t).toFixed(1)}" y2="${y(2 ** t).toFixed(1)}" stroke="#dddddd"/><text x="${left - 8}" y="${(y(2 ** t) + 4).toFixed(1)}" text-anchor="end">${t < 0 ? `1/${2 ** -t}` : 2 ** t}</text>`),
-    ...SIDES.map((s) => `<line x1="${x(s).toFixed(1)}" x2="${x(s).toFixed(1)}" y1="${top}" y2="${h - bottom}" stroke="#dddddd"/><text x="${x(s).toFixed(1)}" y="${h - bottom + 18}" text-anchor="middle">${s}²</text>`),
+    ...yTicks.map(
+      (t) =>
+        `<line x1="${left}" x2="${w - right}" y1="${y(2 ** t).toFixed(1)}" y2="${y(2 ** t).toFixed(1)}" stroke="#dddddd"/><text x="${left - 8}" y="${(y(2 ** t) + 4).toFixed(1)}" text-anchor="end">${t < 0 ? `1/${2 ** -t}` : 2 ** t}</text>`,
+    ),
+    ...SIDES.map(
+      (s) =>
+        `<line x1="${x(s).toFixed(1)}" x2="${x(s).toFixed(1)}" y1="${top}" y2="${h - bottom}" stroke="#dddddd"/><text x="${x(s).toFixed(1)}" y="${h - bottom + 18}" text-anchor="middle">${s}²</text>`,
+    ),
   ];
   const last = SIDES[SIDES.length - 1]!;
   const svg =

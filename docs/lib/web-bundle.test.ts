@@ -19,12 +19,21 @@ test('the distvae/web bundle imports no node: module or Node built-in and holds 
   const outfile = join(OUT, 'web.js');
   const metafile = await bundleForPages(join(ROOT, 'src/web.ts'), outfile);
   const builtins = new Set(builtinModules);
-  const nodeImports = Object.entries(metafile.inputs).flatMap(([file, input]) => input.imports.filter((i) => i.path.startsWith('node:') || builtins.has(i.path)).map((i) => `${file} → ${i.path}`));
+  const nodeImports = Object.entries(metafile.inputs).flatMap(([file, input]) =>
+    input.imports.filter((i) => i.path.startsWith('node:') || builtins.has(i.path)).map((i) => `${file} → ${i.path}`),
+  );
   assert.deepEqual(nodeImports, []);
   const inputs = Object.keys(metafile.inputs);
-  assert.deepEqual(inputs.filter((f) => f.includes('onnxruntime-node') || /src\/(runtime\/(session|providers|host-memory)|io\/files)\.ts$/.test(f)), []);
-  for (const replacement of ['src/runtime/web-session.ts', 'src/io/web-files.ts']) assert.ok(inputs.includes(replacement), `${replacement} is in the bundle`);
-  assert.ok(inputs.some((f) => f.includes('onnxruntime-web')), 'onnxruntime-web is bundled');
+  assert.deepEqual(
+    inputs.filter((f) => f.includes('onnxruntime-node') || /src\/(runtime\/(session|providers|host-memory)|io\/files)\.ts$/.test(f)),
+    [],
+  );
+  for (const replacement of ['src/runtime/web-session.ts', 'src/io/web-files.ts'])
+    assert.ok(inputs.includes(replacement), `${replacement} is in the bundle`);
+  assert.ok(
+    inputs.some((f) => f.includes('onnxruntime-web')),
+    'onnxruntime-web is bundled',
+  );
   const js = statSync(outfile).size;
   const runtime = copyOrtRuntime(join(OUT, 'ort'));
   t.diagnostic(`distvae/web bundle (minified ESM, onnxruntime-web's JS included): ${js} bytes (${(js / 1024).toFixed(0)} KiB)`);

@@ -31,7 +31,8 @@ test('agreement: whole-image max abs and PSNR on the mapped image; identical is 
   // The crop lines are at multiples of keep; put an error of 0.2 (0.1 on the [0, 1] image) on each.
   const output = { dims: reference.dims, data: reference.data.slice() };
   const keep = grid.keep.height;
-  for (let line = keep; line < H; line += keep) for (let c = 0; c < 3; c++) for (let x = 0; x < W; x++) output.data[(c * H + line) * W + x] = 0.2;
+  for (let line = keep; line < H; line += keep)
+    for (let c = 0; c < 3; c++) for (let x = 0; x < W; x++) output.data[(c * H + line) * W + x] = 0.2;
   const a = agreement(output, reference, 'signed', grid);
   assert.ok(Math.abs(a.maxAbs - 0.2) < 1e-7);
   const band = [...seamMask(H, keep, grid.blend.height)].filter(Boolean).length;
@@ -40,8 +41,11 @@ test('agreement: whole-image max abs and PSNR on the mapped image; identical is 
   assert.deepEqual([a.interior!.maxAbs, a.interior!.psnr], [0, null]);
   const lines = Math.ceil(H / keep) - 1;
   const mse = (values: number) => (3 * lines * W * 0.01) / values;
-  assert.ok(Math.abs(a.seamBand!.psnr! - 10 * Math.log10(1 / mse(a.seamBand!.values))) < 1e-4, "float32 rounding of the mapped values only");
-  assert.ok(Math.abs(a.psnr! - 10 * Math.log10(1 / mse(3 * H * W))) < 1e-4, "float32 rounding of the mapped values only");
+  assert.ok(
+    Math.abs(a.seamBand!.psnr! - 10 * Math.log10(1 / mse(a.seamBand!.values))) < 1e-4,
+    'float32 rounding of the mapped values only',
+  );
+  assert.ok(Math.abs(a.psnr! - 10 * Math.log10(1 / mse(3 * H * W))) < 1e-4, 'float32 rounding of the mapped values only');
   // Without a grid (or an untiled one) there is no split.
   assert.equal(agreement(output, reference, 'signed').seamBand, undefined);
 });

@@ -54,7 +54,10 @@ export function agreement(output: Tensor, reference: Tensor, range: SampleRange,
   const width = output.dims.at(-1)!;
   const tiled = grid !== null && grid.tiled;
   if (tiled && (height !== grid.latent.height * grid.outputPerLatent || width !== grid.latent.width * grid.outputPerLatent)) {
-    throw new DistVaeError('TENSOR_INVALID', `output ${height}x${width} does not match the plan's ${grid.latent.height * grid.outputPerLatent}x${grid.latent.width * grid.outputPerLatent}`);
+    throw new DistVaeError(
+      'TENSOR_INVALID',
+      `output ${height}x${width} does not match the plan's ${grid.latent.height * grid.outputPerLatent}x${grid.latent.width * grid.outputPerLatent}`,
+    );
   }
   const rows = tiled && grid.rows.length > 1 ? seamMask(height, grid.keep.height, grid.blend.height) : new Uint8Array(height);
   const cols = tiled && grid.cols.length > 1 ? seamMask(width, grid.keep.width, grid.blend.width) : new Uint8Array(width);

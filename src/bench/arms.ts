@@ -126,7 +126,10 @@ interface Measured {
 }
 
 interface PreparedArm {
-  metrics: Pick<ArmResult, 'window' | 'overlap' | 'ranksUsed' | 'tiles' | 'decodedAreaRatio' | 'activationShare' | 'seams' | 'imbalance' | 'plan'>;
+  metrics: Pick<
+    ArmResult,
+    'window' | 'overlap' | 'ranksUsed' | 'tiles' | 'decodedAreaRatio' | 'activationShare' | 'seams' | 'imbalance' | 'plan'
+  >;
   grid: TileGrid | null;
   run: () => Promise<Measured>;
   /** Restores the coordinator's VAE after the arm. */
@@ -171,7 +174,11 @@ async function decodeOnRankZero(vae: Vae, group: LocalGroup, latents: Tensor, ti
   const outcomes = (await run.settled) as RankOutcome[];
   if (failure) throw failure;
   const zero = outcomes[0] as Extract<RankOutcome, { status: 'done' }>;
-  return { output: (zero.result as RankDecodeResult).output, peaks: outcomes.map((o) => (o.rank === 0 ? (zero.peakRssBytes ?? null) : null)), counters: [] };
+  return {
+    output: (zero.result as RankDecodeResult).output,
+    peaks: outcomes.map((o) => (o.rank === 0 ? (zero.peakRssBytes ?? null) : null)),
+    counters: [],
+  };
 }
 
 function tilingOff(t: TilingState): TilingState {
@@ -187,7 +194,16 @@ function prepareBaseline(o: BenchCellOptions, group: LocalGroup): PreparedArm {
   const { vae, sample, latents } = o;
   const tiling = tilingOff(vae.tiling);
   return {
-    metrics: { window: size(sample), overlap: '0x0', ranksUsed: 1, tiles: 1, decodedAreaRatio: 1, activationShare: 1, seams: 0, imbalance: 0 },
+    metrics: {
+      window: size(sample),
+      overlap: '0x0',
+      ranksUsed: 1,
+      tiles: 1,
+      decodedAreaRatio: 1,
+      activationShare: 1,
+      seams: 0,
+      imbalance: 0,
+    },
     grid: null,
     run: () => decodeOnRankZero(vae, group, latents, tiling),
   };
@@ -285,7 +301,12 @@ function failureText(e: unknown): string {
 /** The memory model's predicted peak of an arm with the VAE's tiling as prepared; null without a memory model. */
 function predictArm(vae: Vae, name: ArmName, ranks: number, sample: Required<SampleShape>): number | null {
   if (!hasMemoryModel(vae)) return null;
-  const plan: MemoryPlan = name === 'none' ? { strategy: 'whole', ranks: 1, isolated: true } : name === 'shard' ? { strategy: 'shard', ranks } : { ...planOfTiling(vae, 'tile', ranks), isolated: true };
+  const plan: MemoryPlan =
+    name === 'none'
+      ? { strategy: 'whole', ranks: 1, isolated: true }
+      : name === 'shard'
+        ? { strategy: 'shard', ranks }
+        : { ...planOfTiling(vae, 'tile', ranks), isolated: true };
   try {
     return predictMemory(vae, plan, sample).peakBytes;
   } catch {
@@ -310,7 +331,10 @@ export async function runBenchCell(o: BenchCellOptions): Promise<BenchCell> {
   for (const name of requested) {
     const pick = name === 'coarse' || name === 'balanced' || name === 'fine' ? search.picks[name] : undefined;
     if (pick === null) {
-      const why = search.candidates === 0 ? 'the search found no candidate plan for this size and rank count' : `the frontier (${search.frontier.length} plan(s)) has no distinct ${name} pick`;
+      const why =
+        search.candidates === 0
+          ? 'the search found no candidate plan for this size and rank count'
+          : `the frontier (${search.frontier.length} plan(s)) has no distinct ${name} pick`;
       progress(`${name}: no plan (${why})`);
       record({ name, status: 'no-plan', reason: why });
       continue;
@@ -366,7 +390,10 @@ export async function runBenchCell(o: BenchCellOptions): Promise<BenchCell> {
       if (known.length > 0) result.maxPeakRssBytes = Math.max(...known);
       result.collectives = collectives(last!.counters);
       if (reference === null && (name === 'none' || name === 'shard')) {
-        if (name === 'shard') referenceNote = requested.includes('none') ? 'the baseline (none) failed: agreement and ratios are against the shard arm, which is exact' : 'no baseline arm was run: agreement and ratios are against the shard arm, which is exact';
+        if (name === 'shard')
+          referenceNote = requested.includes('none')
+            ? 'the baseline (none) failed: agreement and ratios are against the shard arm, which is exact'
+            : 'no baseline arm was run: agreement and ratios are against the shard arm, which is exact';
         reference = { name, output: last!.output, median: result.latency.median, peak: result.maxPeakRssBytes ?? NaN };
         result.agreement = null;
       } else if (reference) {
@@ -395,7 +422,9 @@ export async function runBenchCell(o: BenchCellOptions): Promise<BenchCell> {
       const memoryRatio = arm.maxPeakRssBytes !== undefined && Number.isFinite(ref.peak) ? arm.maxPeakRssBytes / ref.peak : null;
       return { ...arm, speedup: ref.median / arm.latency!.median, memoryRatio };
     });
-    const noReference = complete ? 'neither the baseline nor the shard arm produced an output: no agreement or ratios' : 'no reference arm has run yet';
+    const noReference = complete
+      ? 'neither the baseline nor the shard arm produced an output: no agreement or ratios'
+      : 'no reference arm has run yet';
     return {
       family: vae.family.name,
       className: vae.config.className,

@@ -24,8 +24,20 @@ interface Rect {
 function rects(svg: string, selector: RegExp): Rect[] {
   return [...svg.matchAll(/<rect ([^>]*?)\/?>/g)]
     .map((m) => Object.fromEntries([...m[1]!.matchAll(/([\w-]+)="([^"]*)"/g)].map((a) => [a[1]!, a[2]!])))
-    .filter((attrs) => selector.test(Object.entries(attrs).map(([k, v]) => `${k}=${v}`).join(' ')))
-    .map((attrs) => ({ x: Number(attrs['x']), y: Number(attrs['y']), width: Number(attrs['width']), height: Number(attrs['height']), attrs }));
+    .filter((attrs) =>
+      selector.test(
+        Object.entries(attrs)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(' '),
+      ),
+    )
+    .map((attrs) => ({
+      x: Number(attrs['x']),
+      y: Number(attrs['y']),
+      width: Number(attrs['width']),
+      height: Number(attrs['height']),
+      attrs,
+    }));
 }
 
 /** Every element opened is closed in order (a well-formedness check without an XML parser). */

@@ -59,7 +59,10 @@ export function planMetricLines(report: PlanReport): MetricLine[] {
     { label: 'Imbalance', value: formatPercent(report.imbalance) },
   ];
   if (report.frames) {
-    lines.push({ label: 'Frame tiling', value: report.frames.enabled ? `${report.frames.window} / ${report.frames.overlap} frames, ${report.frames.chunks} chunk(s)` : 'off' });
+    lines.push({
+      label: 'Frame tiling',
+      value: report.frames.enabled ? `${report.frames.window} / ${report.frames.overlap} frames, ${report.frames.chunks} chunk(s)` : 'off',
+    });
   }
   lines.push({ label: 'diffusers-equivalent', value: report.diffusersEquivalent ? 'yes' : 'no' });
   return lines;
@@ -89,7 +92,9 @@ const fmtCoord = (v: number) => Number(v.toFixed(2)).toString();
 
 export function planFigureSvg(report: PlanReport, options: PlanFigureOptions = {}): string {
   const drawingSize = options.drawingSize ?? 440;
-  const id = options.idPrefix ?? `plan-${report.family}-${report.sample.height}x${report.sample.width}-${report.window.height}x${report.window.width}-${report.overlap.height}x${report.overlap.width}-r${report.ranks.length}`;
+  const id =
+    options.idPrefix ??
+    `plan-${report.family}-${report.sample.height}x${report.sample.width}-${report.window.height}x${report.window.width}-${report.overlap.height}x${report.overlap.width}-r${report.ranks.length}`;
   const ratio = report.sample.height / report.latent.height;
   const scale = drawingSize / Math.max(report.sample.height, report.sample.width);
   const drawW = report.sample.width * scale;
@@ -100,8 +105,14 @@ export function planFigureSvg(report: PlanReport, options: PlanFigureOptions = {
 
   const rankOf = new Map<number, number>();
   report.ranks.forEach((r) => r.tiles.forEach((t) => rankOf.set(t, r.rank)));
-  const rowsOwned = ownedRanges(report.tileList.map((t) => t.y0), report.latent.height);
-  const colsOwned = ownedRanges(report.tileList.map((t) => t.x0), report.latent.width);
+  const rowsOwned = ownedRanges(
+    report.tileList.map((t) => t.y0),
+    report.latent.height,
+  );
+  const colsOwned = ownedRanges(
+    report.tileList.map((t) => t.x0),
+    report.latent.width,
+  );
 
   const owned: string[] = [];
   const labels: string[] = [];
@@ -120,22 +131,29 @@ export function planFigureSvg(report: PlanReport, options: PlanFigureOptions = {
     const label = `#${t.index} r${rank}`;
     const size = Math.min(12, h * 0.6);
     if (h >= 14 && w >= label.length * size * 0.6 + 4) {
-      labels.push(`<text x="${fmtCoord(x + w / 2)}" y="${fmtCoord(y + h / 2 + size * 0.35)}" font-size="${fmtCoord(size)}" text-anchor="middle">${label}</text>`);
+      labels.push(
+        `<text x="${fmtCoord(x + w / 2)}" y="${fmtCoord(y + h / 2 + size * 0.35)}" font-size="${fmtCoord(size)}" text-anchor="middle">${label}</text>`,
+      );
     }
   }
 
   const bands: string[] = [];
   for (const b of overlapBands(report.tileList.map((t) => ({ start: t.y0, end: t.y1 })))) {
-    bands.push(`<rect class="overlap-band" data-axis="height" x="${fmtCoord(pad)}" y="${fmtCoord(top + px(b.start))}" width="${fmtCoord(drawW)}" height="${fmtCoord(px(b.end - b.start))}" fill="url(#${id}-hatch)"/>`);
+    bands.push(
+      `<rect class="overlap-band" data-axis="height" x="${fmtCoord(pad)}" y="${fmtCoord(top + px(b.start))}" width="${fmtCoord(drawW)}" height="${fmtCoord(px(b.end - b.start))}" fill="url(#${id}-hatch)"/>`,
+    );
   }
   for (const b of overlapBands(report.tileList.map((t) => ({ start: t.x0, end: t.x1 })))) {
-    bands.push(`<rect class="overlap-band" data-axis="width" x="${fmtCoord(pad + px(b.start))}" y="${fmtCoord(top)}" width="${fmtCoord(px(b.end - b.start))}" height="${fmtCoord(drawH)}" fill="url(#${id}-hatch)"/>`);
+    bands.push(
+      `<rect class="overlap-band" data-axis="width" x="${fmtCoord(pad + px(b.start))}" y="${fmtCoord(top)}" width="${fmtCoord(px(b.end - b.start))}" height="${fmtCoord(drawH)}" fill="url(#${id}-hatch)"/>`,
+    );
   }
 
   const panelX = pad + drawW + 28;
   const lineHeight = 18;
   const metricText = planMetricLines(report).map(
-    (l, i) => `<text x="${fmtCoord(panelX)}" y="${fmtCoord(top + 12 + i * lineHeight)}"><tspan font-weight="600">${escapeXml(l.label)}:</tspan> ${escapeXml(l.value)}</text>`,
+    (l, i) =>
+      `<text x="${fmtCoord(panelX)}" y="${fmtCoord(top + 12 + i * lineHeight)}"><tspan font-weight="600">${escapeXml(l.label)}:</tspan> ${escapeXml(l.value)}</text>`,
   );
   const legendTop = top + 12 + (metricText.length + 0.5) * lineHeight;
   const legend = report.ranks.map((r, i) => {
@@ -149,7 +167,9 @@ export function planFigureSvg(report: PlanReport, options: PlanFigureOptions = {
   const panelW = 400;
   const width = Math.ceil(panelX + panelW);
   const height = Math.ceil(Math.max(top + drawH, hatchLegendY + 8) + pad);
-  const title = options.title ?? `${report.family}: ${formatSize(report.sample, ' px')}, window ${formatSize(report.window)}, overlap ${formatSize(report.overlap)}, ${report.ranks.length} rank(s)`;
+  const title =
+    options.title ??
+    `${report.family}: ${formatSize(report.sample, ' px')}, window ${formatSize(report.window)}, overlap ${formatSize(report.overlap)}, ${report.ranks.length} rank(s)`;
   const desc = `${report.tiles} tile(s) in ${report.rows} × ${report.columns}; decoded-area ratio ${formatRatio(report.decodedAreaRatio)}, activation share ${formatPercent(report.activationShare)}, ${report.seams} seam(s), imbalance ${formatPercent(report.imbalance)}`;
 
   return [

@@ -28,7 +28,10 @@ const db = (v: number | null | undefined, identical: boolean) => (identical ? 'i
 function agreementCells(arm: ArmResult): [string, string, string] {
   const a = arm.agreement;
   if (!a) return ['–', '–', '–'];
-  const seams = a.seamBand || a.interior ? `${db(a.seamBand?.psnr, a.seamBand?.maxAbs === 0)} / ${db(a.interior?.psnr, a.interior?.maxAbs === 0)}` : '–';
+  const seams =
+    a.seamBand || a.interior
+      ? `${db(a.seamBand?.psnr, a.seamBand?.maxAbs === 0)} / ${db(a.interior?.psnr, a.interior?.maxAbs === 0)}`
+      : '–';
   return [a.maxAbs.toExponential(2), db(a.psnr, a.maxAbs === 0), seams];
 }
 
@@ -48,7 +51,9 @@ export function cellMarkdown(cell: BenchCell): string {
   for (const arm of cell.arms) {
     if (arm.status !== 'ok') {
       notes.push(`- **${arm.name}**: ${arm.status} — ${arm.reason ?? ''}`);
-      lines.push(`| ${arm.name} | ${arm.window ?? '–'} | ${arm.overlap ?? '–'} | ${arm.tiles ?? '–'} | ${arm.ranksUsed ?? '–'} | ${arm.status} |${' – |'.repeat(11)}`);
+      lines.push(
+        `| ${arm.name} | ${arm.window ?? '–'} | ${arm.overlap ?? '–'} | ${arm.tiles ?? '–'} | ${arm.ranksUsed ?? '–'} | ${arm.status} |${' – |'.repeat(11)}`,
+      );
       continue;
     }
     const lat = arm.latency!;
@@ -72,7 +77,7 @@ export function reportMarkdown(report: BenchReport, svgs: string[]): string {
     `\`distvae ${r.argv.join(' ')}\``,
     '',
     ...report.cells.map(cellMarkdown),
-    'Latency: wall time of the whole decode on the coordinator (latent out, output back). Peak RSS: each process rank\'s VmHWM during a timed run (idle ranks: idle). Speedup and memory ratio: against the reference arm. Max abs on the raw sample; PSNR on the [0, 1] image; seam bands are E output pixels on each side of a crop line (E = blend extent).',
+    "Latency: wall time of the whole decode on the coordinator (latent out, output back). Peak RSS: each process rank's VmHWM during a timed run (idle ranks: idle). Speedup and memory ratio: against the reference arm. Max abs on the raw sample; PSNR on the [0, 1] image; seam bands are E output pixels on each side of a crop line (E = blend extent).",
     '',
     ...svgs.map((s) => `![${s}](${s})`),
     '',
@@ -82,7 +87,9 @@ export function reportMarkdown(report: BenchReport, svgs: string[]): string {
 /** The SVG of a tiled arm: the plan drawn to scale, with the arm's measurements in its title. */
 export function armFigure(cell: BenchCell, arm: ArmResult): string | null {
   if (!arm.plan) return null;
-  const measured = arm.latency ? `, median ${arm.latency.median.toFixed(2)} s, peak RSS ${mib(arm.maxPeakRssBytes)} MiB, PSNR ${arm.agreement ? db(arm.agreement.psnr, arm.agreement.maxAbs === 0) : '–'} dB` : ` (${arm.status})`;
+  const measured = arm.latency
+    ? `, median ${arm.latency.median.toFixed(2)} s, peak RSS ${mib(arm.maxPeakRssBytes)} MiB, PSNR ${arm.agreement ? db(arm.agreement.psnr, arm.agreement.maxAbs === 0) : '–'} dB`
+    : ` (${arm.status})`;
   return planFigureSvg(arm.plan, {
     idPrefix: `bench-${cell.family}-${cell.sample.height}x${cell.sample.width}-r${cell.ranks}-${arm.name}`,
     title: `${arm.name}: ${cell.family} ${cell.sample.height}×${cell.sample.width}, window ${arm.window}, ${arm.ranksUsed} rank(s)${measured}`,
@@ -103,7 +110,13 @@ export function writeBenchReport(out: string, report: BenchReport): string[] {
     }
   }
   const md = `${base}.md`;
-  writeFileSync(md, reportMarkdown(report, svgs.map((p) => basename(p))));
+  writeFileSync(
+    md,
+    reportMarkdown(
+      report,
+      svgs.map((p) => basename(p)),
+    ),
+  );
   writeFileSync(out, JSON.stringify(report, null, 2) + '\n');
   return [out, md, ...svgs];
 }

@@ -80,7 +80,15 @@ export class Args {
     const v = this.string(name, opts);
     if (v === undefined) return undefined;
     if (!choices.includes(v as T)) {
-      this.reasons.push(reason('INVALID_CHOICE', `--${name}`, v, `one of ${choices.join(', ')}`, `--${name} ${JSON.stringify(v)} is not one of ${choices.join(', ')}`));
+      this.reasons.push(
+        reason(
+          'INVALID_CHOICE',
+          `--${name}`,
+          v,
+          `one of ${choices.join(', ')}`,
+          `--${name} ${JSON.stringify(v)} is not one of ${choices.join(', ')}`,
+        ),
+      );
       return undefined;
     }
     return v as T;
@@ -123,7 +131,15 @@ export class Args {
     const m = /^(\d+)(?:x(\d+))?$/.exec(v.trim());
     const size = m ? { height: Number(m[1]), width: Number(m[2] ?? m[1]) } : null;
     if (!size || size.height < min || size.width < min) {
-      this.reasons.push(reason('INVALID_SIZE', `--${name}`, v, `HEIGHTxWIDTH with integers >= ${min} (e.g. 512x512)`, `--${name} ${JSON.stringify(v)} is not HEIGHTxWIDTH with integers >= ${min}`));
+      this.reasons.push(
+        reason(
+          'INVALID_SIZE',
+          `--${name}`,
+          v,
+          `HEIGHTxWIDTH with integers >= ${min} (e.g. 512x512)`,
+          `--${name} ${JSON.stringify(v)} is not HEIGHTxWIDTH with integers >= ${min}`,
+        ),
+      );
       return undefined;
     }
     return size;
@@ -138,7 +154,10 @@ export class Args {
   done(): void {
     if (this.reasons.length > 0) {
       // An option read twice (shared readers) reports its problem once.
-      refuse('INVALID_ARGUMENT', this.reasons.filter((r, i) => this.reasons.findIndex((q) => q.message === r.message) === i));
+      refuse(
+        'INVALID_ARGUMENT',
+        this.reasons.filter((r, i) => this.reasons.findIndex((q) => q.message === r.message) === i),
+      );
     }
   }
 }
@@ -155,7 +174,14 @@ function joinDashValues(spec: CommandSpec, argv: readonly string[]): string[] {
   for (let i = 0; i < argv.length; i++) {
     const token = argv[i]!;
     const next = argv[i + 1];
-    if (token.startsWith('--') && !token.includes('=') && kinds.get(token.slice(2)) === 'string' && next !== undefined && next.startsWith('-') && !(next.startsWith('--') && isOption(next))) {
+    if (
+      token.startsWith('--') &&
+      !token.includes('=') &&
+      kinds.get(token.slice(2)) === 'string' &&
+      next !== undefined &&
+      next.startsWith('-') &&
+      !(next.startsWith('--') && isOption(next))
+    ) {
       out.push(`${token}=${next}`);
       i++;
     } else out.push(token);
@@ -167,12 +193,23 @@ export function parseCommandArgs(spec: CommandSpec, argv: string[]): Args {
   const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
   for (const o of spec.options) options[o.name] = { type: o.kind };
   const known = spec.options.map((o) => `--${o.name}`).join(', ');
-  let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof options; strict: true; allowPositionals: false; tokens: true }>>;
+  let parsed: ReturnType<
+    typeof parseArgs<{ args: string[]; options: typeof options; strict: true; allowPositionals: false; tokens: true }>
+  >;
   try {
     parsed = parseArgs({ args: joinDashValues(spec, argv), options, strict: true, allowPositionals: false, tokens: true });
   } catch (e) {
     const message = (e as Error).message.replace(/\. To specify a positional argument.*$/s, '');
-    return refuse('INVALID_ARGUMENT', reason('BAD_ARGUMENTS', 'argv', argv.join(' '), `options of "distvae ${spec.name}": ${known}`, `${message} (distvae ${spec.name} takes ${known}; see distvae ${spec.name} --help)`));
+    return refuse(
+      'INVALID_ARGUMENT',
+      reason(
+        'BAD_ARGUMENTS',
+        'argv',
+        argv.join(' '),
+        `options of "distvae ${spec.name}": ${known}`,
+        `${message} (distvae ${spec.name} takes ${known}; see distvae ${spec.name} --help)`,
+      ),
+    );
   }
   // The last of two values would win silently (`--out a.png --out b.png`): say which one was meant instead.
   const seen = new Map<string, string[]>();
@@ -183,7 +220,17 @@ export function parseCommandArgs(spec: CommandSpec, argv: string[]): Args {
     seen.set(t.name, values);
   }
   for (const [name, values] of seen) {
-    if (values.length > 1) refuse('INVALID_ARGUMENT', reason('OPTION_REPEATED', `--${name}`, values, 'given once', `--${name} is given ${values.length} times (${values.map((v) => JSON.stringify(v)).join(', ')}): give it once`));
+    if (values.length > 1)
+      refuse(
+        'INVALID_ARGUMENT',
+        reason(
+          'OPTION_REPEATED',
+          `--${name}`,
+          values,
+          'given once',
+          `--${name} is given ${values.length} times (${values.map((v) => JSON.stringify(v)).join(', ')}): give it once`,
+        ),
+      );
   }
   return new Args(parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
 }

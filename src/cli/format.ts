@@ -28,10 +28,13 @@ export function formatPlan(r: PlanReport): string {
   );
   if (r.note) lines.push(`note: ${r.note}`);
   lines.push('', 'rank  load        tiles');
-  for (const rank of r.ranks) lines.push(`${String(rank.rank).padEnd(6)}${String(rank.load).padEnd(12)}${rank.tiles.length ? rank.tiles.join(' ') : '(idle)'}`);
+  for (const rank of r.ranks)
+    lines.push(`${String(rank.rank).padEnd(6)}${String(rank.load).padEnd(12)}${rank.tiles.length ? rank.tiles.join(' ') : '(idle)'}`);
   lines.push('', 'tile  row  col  rows (latent)  cols (latent)');
   for (const t of r.tileList) {
-    lines.push(`${String(t.index).padEnd(6)}${String(t.row).padEnd(5)}${String(t.col).padEnd(5)}${`${t.y0}..${t.y1}`.padEnd(15)}${t.x0}..${t.x1}`);
+    lines.push(
+      `${String(t.index).padEnd(6)}${String(t.row).padEnd(5)}${String(t.col).padEnd(5)}${`${t.y0}..${t.y1}`.padEnd(15)}${t.x0}..${t.x1}`,
+    );
   }
   return lines.join('\n') + '\n';
 }
@@ -43,7 +46,11 @@ function candidateLine(label: string, c: SearchCandidate | null): string {
 
 export function formatSearch(result: SearchResult): string {
   const lines = [`${result.candidates} candidate grid(s), ${result.frontier.length} on the Pareto frontier`, ''];
-  lines.push(candidateLine('coarse', result.picks.coarse), candidateLine('balanced', result.picks.balanced), candidateLine('fine', result.picks.fine));
+  lines.push(
+    candidateLine('coarse', result.picks.coarse),
+    candidateLine('balanced', result.picks.balanced),
+    candidateLine('fine', result.picks.fine),
+  );
   lines.push('', 'frontier (largest window first):');
   for (const c of result.frontier) lines.push(candidateLine('', c));
   lines.push('', 'Profile names describe geometry, not speed: measure them (distvae bench).');

@@ -23,7 +23,14 @@ import { runCliProcess } from './testing/cli-process.js';
 const dir = mkdtempSync(join(tmpdir(), 'distvae-hostile-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const TINY = { _class_name: 'AutoencoderKL', block_out_channels: [8, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4, sample_size: 64 };
+const TINY = {
+  _class_name: 'AutoencoderKL',
+  block_out_channels: [8, 16],
+  layers_per_block: 1,
+  norm_num_groups: 4,
+  latent_channels: 4,
+  sample_size: 64,
+};
 const config = join(dir, 'tiny.json');
 writeFileSync(config, JSON.stringify(TINY));
 const latents = join(dir, 'z.npy');
@@ -52,17 +59,68 @@ function written(): string[] {
 }
 
 const refusals: { name: string; argv: string[]; code?: number; says: RegExp }[] = [
-  { name: '--ranks -1', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--ranks', '-1'], says: /--ranks "-1" is not an integer in \[1, 1024\]/ },
-  { name: '--ranks ""', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--ranks', ''], says: /--ranks is given an empty value/ },
-  { name: '--out twice', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'a.png'), '--out', join(dir, 'b.png')], says: /--out is given 2 times/ },
-  { name: '--seed with --vae', argv: ['decode', '--vae', config, '--seed', '3', '--latents', latents, '--out', join(dir, 'o.png')], says: /--seed seeds synthetic weights/ },
-  { name: '--isolation without --ranks', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--isolation', 'process'], says: /--isolation says how --ranks are run/ },
-  { name: '--bit-depth 16 with .npy', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.npy'), '--bit-depth', '16'], says: /--bit-depth applies only to PNG output/ },
-  { name: '--out in a missing folder', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'missing', 'o.png')], says: /the folder .*missing does not exist/ },
+  {
+    name: '--ranks -1',
+    argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--ranks', '-1'],
+    says: /--ranks "-1" is not an integer in \[1, 1024\]/,
+  },
+  {
+    name: '--ranks ""',
+    argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--ranks', ''],
+    says: /--ranks is given an empty value/,
+  },
+  {
+    name: '--out twice',
+    argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'a.png'), '--out', join(dir, 'b.png')],
+    says: /--out is given 2 times/,
+  },
+  {
+    name: '--seed with --vae',
+    argv: ['decode', '--vae', config, '--seed', '3', '--latents', latents, '--out', join(dir, 'o.png')],
+    says: /--seed seeds synthetic weights/,
+  },
+  {
+    name: '--isolation without --ranks',
+    argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--isolation', 'process'],
+    says: /--isolation says how --ranks are run/,
+  },
+  {
+    name: '--bit-depth 16 with .npy',
+    argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.npy'), '--bit-depth', '16'],
+    says: /--bit-depth applies only to PNG output/,
+  },
+  {
+    name: '--out in a missing folder',
+    argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'missing', 'o.png')],
+    says: /the folder .*missing does not exist/,
+  },
   { name: '--out is the --latents file', argv: ['decode', ...SYNTHETIC, '--out', join(dir, '.', 'z.npy')], says: /is the --latents file/ },
-  { name: '--threads with --redis', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--redis', 'redis://127.0.0.1:1', '--threads', '4'], says: /--threads sets how ranks decode; with --redis .* give --threads to each worker/ },
-  { name: '--device with --redis', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--redis', 'redis://127.0.0.1:1', '--device', '0'], says: /--device sets how ranks decode/ },
-  { name: '--out-dir over the latents folder in their own format', argv: ['decode', '--synthetic', '--config', config, '--latents', join(dir, 'batch', '*.npy'), '--out-dir', join(dir, 'batch'), '--out-format', 'npy'], says: /--out-dir .*batch would write 2 output\(s\) over the --latents files they decode/ },
+  {
+    name: '--threads with --redis',
+    argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--redis', 'redis://127.0.0.1:1', '--threads', '4'],
+    says: /--threads sets how ranks decode; with --redis .* give --threads to each worker/,
+  },
+  {
+    name: '--device with --redis',
+    argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--redis', 'redis://127.0.0.1:1', '--device', '0'],
+    says: /--device sets how ranks decode/,
+  },
+  {
+    name: '--out-dir over the latents folder in their own format',
+    argv: [
+      'decode',
+      '--synthetic',
+      '--config',
+      config,
+      '--latents',
+      join(dir, 'batch', '*.npy'),
+      '--out-dir',
+      join(dir, 'batch'),
+      '--out-format',
+      'npy',
+    ],
+    says: /--out-dir .*batch would write 2 output\(s\) over the --latents files they decode/,
+  },
   { name: '--out is a folder', argv: ['decode', ...SYNTHETIC, '--out', dir + '/'], says: /must end in|is a folder/ },
 ];
 
@@ -134,7 +192,8 @@ test('block_out_channels of 4096 is refused by its predicted weight bytes agains
   const params = runtimeOf(family).decoderParams(resolved);
   assert.throws(
     () => checkWeightBytes(params, 'the test decoder', 4 * 2 ** 30),
-    (e: Error & { code?: string }) => e.code === 'CONFIG_INVALID' && /declares 9\.81 GiB of float32 weights .* memory budget of 4\.00 GiB/.test(e.message),
+    (e: Error & { code?: string }) =>
+      e.code === 'CONFIG_INVALID' && /declares 9\.81 GiB of float32 weights .* memory budget of 4\.00 GiB/.test(e.message),
   );
 });
 
@@ -147,13 +206,73 @@ test('plan at 262144² answers (no stack overflow, linear in its 466489 tiles)',
 // As processes: exit code, message, and a peak RSS that shows nothing was allocated for the request.
 const spawned: { name: string; argv: string[]; says: RegExp; skip?: () => string | false }[] = [
   // Widths are judged by the weight bytes they declare against the default budget, before a plan or a weight exists.
-  { name: 'block_out_channels of 1e9', argv: ['decode', '--synthetic', '--config', 'cfg:{"_class_name":"AutoencoderKL","block_out_channels":[1000000000],"norm_num_groups":4}', '--latents', latents, '--out', join(dir, 'o.png')], says: /CONFIG_INVALID: the autoencoder-kl decoder declares [\d.]+ GiB of float32 weights .* more than the memory budget of [\d.]+ GiB/ },
-  { name: 'block_out_channels of 4096 on a folder', argv: ['decode', '--vae', 'dir:{"_class_name":"AutoencoderKL","block_out_channels":[4096,4096],"norm_num_groups":32}', '--latents', latents, '--out', join(dir, 'o.png')], says: /declares 9\.81 GiB of float32 weights .* more than the memory budget/, skip: () => (DECODING_WEIGHT_COPIES * 9.81 * 2 ** 30 < 0.9 * defaultMemoryBudget() ? 'this machine can hold 4096-wide weights' : false) },
+  {
+    name: 'block_out_channels of 1e9',
+    argv: [
+      'decode',
+      '--synthetic',
+      '--config',
+      'cfg:{"_class_name":"AutoencoderKL","block_out_channels":[1000000000],"norm_num_groups":4}',
+      '--latents',
+      latents,
+      '--out',
+      join(dir, 'o.png'),
+    ],
+    says: /CONFIG_INVALID: the autoencoder-kl decoder declares [\d.]+ GiB of float32 weights .* more than the memory budget of [\d.]+ GiB/,
+  },
+  {
+    name: 'block_out_channels of 4096 on a folder',
+    argv: [
+      'decode',
+      '--vae',
+      'dir:{"_class_name":"AutoencoderKL","block_out_channels":[4096,4096],"norm_num_groups":32}',
+      '--latents',
+      latents,
+      '--out',
+      join(dir, 'o.png'),
+    ],
+    says: /declares 9\.81 GiB of float32 weights .* more than the memory budget/,
+    skip: () => (DECODING_WEIGHT_COPIES * 9.81 * 2 ** 30 < 0.9 * defaultMemoryBudget() ? 'this machine can hold 4096-wide weights' : false),
+  },
   // Depths: a structural bound (their weights may be small; their parameter list and graph are not).
-  { name: 'layers_per_block of 100000', argv: ['decode', '--synthetic', '--config', 'cfg:{"_class_name":"AutoencoderKL","block_out_channels":[8,16],"layers_per_block":100000,"norm_num_groups":4}', '--latents', latents, '--out', join(dir, 'o.png')], says: /layers_per_block = 100000 is invalid/ },
-  { name: '8192 levels of 8192 layers', argv: ['decode', '--synthetic', '--config', `cfg:{"_class_name":"AutoencoderKL","block_out_channels":[${new Array(8192).fill(8).join(',')}],"layers_per_block":8192,"norm_num_groups":4}`, '--latents', latents, '--out', join(dir, 'o.png')], says: /make a decoder of 67117056 repeated blocks, more than 4096/ },
-  { name: '--config /dev/zero', argv: ['decode', '--synthetic', '--config', '/dev/zero', '--latents', latents, '--out', join(dir, 'o.png')], says: /\/dev\/zero is a device, not a regular file/ },
-  { name: '--provider webgpu without an adapter (or an unknown provider)', argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--provider', 'webgpu'], says: /PROVIDER_UNAVAILABLE: execution provider 'webgpu' is not available/ },
+  {
+    name: 'layers_per_block of 100000',
+    argv: [
+      'decode',
+      '--synthetic',
+      '--config',
+      'cfg:{"_class_name":"AutoencoderKL","block_out_channels":[8,16],"layers_per_block":100000,"norm_num_groups":4}',
+      '--latents',
+      latents,
+      '--out',
+      join(dir, 'o.png'),
+    ],
+    says: /layers_per_block = 100000 is invalid/,
+  },
+  {
+    name: '8192 levels of 8192 layers',
+    argv: [
+      'decode',
+      '--synthetic',
+      '--config',
+      `cfg:{"_class_name":"AutoencoderKL","block_out_channels":[${new Array(8192).fill(8).join(',')}],"layers_per_block":8192,"norm_num_groups":4}`,
+      '--latents',
+      latents,
+      '--out',
+      join(dir, 'o.png'),
+    ],
+    says: /make a decoder of 67117056 repeated blocks, more than 4096/,
+  },
+  {
+    name: '--config /dev/zero',
+    argv: ['decode', '--synthetic', '--config', '/dev/zero', '--latents', latents, '--out', join(dir, 'o.png')],
+    says: /\/dev\/zero is a device, not a regular file/,
+  },
+  {
+    name: '--provider webgpu without an adapter (or an unknown provider)',
+    argv: ['decode', ...SYNTHETIC, '--out', join(dir, 'o.png'), '--provider', 'webgpu'],
+    says: /PROVIDER_UNAVAILABLE: execution provider 'webgpu' is not available/,
+  },
 ];
 for (const c of spawned) {
   test(`as a process: ${c.name}`, { skip: c.skip?.() ?? false }, async (t) => {
@@ -185,7 +304,9 @@ test('rank counts the machine cannot hold are refused with the per-rank memory a
   const vae = createVae('autoencoder-kl', undefined);
   assert.throws(
     () => checkRankMemory(vae, 1024, 1024, {}, 2 ** 30),
-    (e: Error & { reasons?: { code: string }[] }) => e.reasons!.some((r) => r.code === 'RANKS_OVER_BUDGET') && /--ranks 1024: each of 1024 ranks loads its own VAE \(about \d+ MiB\)/.test(e.message),
+    (e: Error & { reasons?: { code: string }[] }) =>
+      e.reasons!.some((r) => r.code === 'RANKS_OVER_BUDGET') &&
+      /--ranks 1024: each of 1024 ranks loads its own VAE \(about \d+ MiB\)/.test(e.message),
   );
   assert.doesNotThrow(() => checkRankMemory(vae, 1, 1024, {}, 2 ** 30));
 });

@@ -25,7 +25,13 @@ const dir = mkdtempSync(join(tmpdir(), 'distvae-interrupt-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Heavy enough that one decoder call lasts seconds on one thread (the signal lands inside it), and its load takes a while. */
-const HEAVY = { _class_name: 'AutoencoderKL', block_out_channels: [64, 128, 128], layers_per_block: 2, norm_num_groups: 32, latent_channels: 4 };
+const HEAVY = {
+  _class_name: 'AutoencoderKL',
+  block_out_channels: [64, 128, 128],
+  layers_per_block: 2,
+  norm_num_groups: 32,
+  latent_channels: 4,
+};
 const heavy = join(dir, 'heavy.json');
 writeFileSync(heavy, JSON.stringify(HEAVY));
 const latents = join(dir, 'z.npy');
@@ -59,12 +65,32 @@ function ranksFor(delayMs: number, count = 2): NonNullable<CliProcessOptions['wh
   };
 }
 
-const processRanks = (out: string) => ['decode', '--synthetic', '--config', heavy, '--latents', latents, '--out', out, '--window', '256x256', '--ranks', '2', '--isolation', 'process', '--threads', '1'];
+const processRanks = (out: string) => [
+  'decode',
+  '--synthetic',
+  '--config',
+  heavy,
+  '--latents',
+  latents,
+  '--out',
+  out,
+  '--window',
+  '256x256',
+  '--ranks',
+  '2',
+  '--isolation',
+  'process',
+  '--threads',
+  '1',
+];
 
 for (const signal of SIGNALS) {
   test(`${signal} inside a long decoder call on a thread rank: exit at once, no output`, async (t) => {
     const out = join(dir, `thread-${signal}.png`);
-    const r = await runCliProcess(['decode', '--synthetic', '--config', heavy, '--latents', latents, '--out', out, '--full', '--threads', '1'], { signal, when: busy(5000) });
+    const r = await runCliProcess(
+      ['decode', '--synthetic', '--config', heavy, '--latents', latents, '--out', out, '--full', '--threads', '1'],
+      { signal, when: busy(5000) },
+    );
     assertInterrupted(t, r, signal, out);
   });
 
@@ -98,7 +124,17 @@ for (const [i, moment] of moments.entries()) {
 // A video is encoded after the decode: the signal lands while ffmpeg runs (one that stalls, so it
 // cannot finish first), which must be killed with its partial file removed.
 const HUNYUAN = join(dir, 'hunyuan.json');
-writeFileSync(HUNYUAN, JSON.stringify({ _class_name: 'AutoencoderKLHunyuanVideo', block_out_channels: [8, 16, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4, spatial_compression_ratio: 4 }));
+writeFileSync(
+  HUNYUAN,
+  JSON.stringify({
+    _class_name: 'AutoencoderKLHunyuanVideo',
+    block_out_channels: [8, 16, 16],
+    layers_per_block: 1,
+    norm_num_groups: 4,
+    latent_channels: 4,
+    spatial_compression_ratio: 4,
+  }),
+);
 const videoLatents = join(dir, 'z5.npy');
 writeNpy(videoLatents, seededTensor([1, 4, 3, 2, 3], 5));
 for (const signal of SIGNALS) {
@@ -110,7 +146,10 @@ for (const signal of SIGNALS) {
     const saved = process.env['PATH'];
     process.env['PATH'] = `${ffmpeg.bin}${delimiter}${saved}`;
     try {
-      const r = await runCliProcess(['decode', '--synthetic', '--config', HUNYUAN, '--latents', videoLatents, '--out', out, '--threads', '1'], { signal, when: () => ffmpeg.pid() !== null });
+      const r = await runCliProcess(
+        ['decode', '--synthetic', '--config', HUNYUAN, '--latents', videoLatents, '--out', out, '--threads', '1'],
+        { signal, when: () => ffmpeg.pid() !== null },
+      );
       assertInterrupted(t, r, signal, out);
       assert.deepEqual(readdirSync(folder), [], 'no partial video left');
     } finally {
@@ -120,17 +159,37 @@ for (const signal of SIGNALS) {
 }
 
 const server = redisServerPath();
-if (!server) test('queue interrupts', { skip: 'redis-server is not installed (apt-get install redis-server; .ci/run does)' }, () => undefined);
+if (!server)
+  test('queue interrupts', { skip: 'redis-server is not installed (apt-get install redis-server; .ci/run does)' }, () => undefined);
 else {
   const QUEUE_KL = { block_out_channels: [32, 64], norm_num_groups: 8, layers_per_block: 1, sample_size: 32 };
   const config = join(dir, 'queue-kl.json');
-  const queueDecode = (redis: RedisServer, queue: string, out: string) => ['decode', '--synthetic', '--family', 'autoencoder-kl', '--config', config, '--latents', latents, '--out', out, '--redis', redis.url, '--queue', queue, '--ranks', '2'];
+  const queueDecode = (redis: RedisServer, queue: string, out: string) => [
+    'decode',
+    '--synthetic',
+    '--family',
+    'autoencoder-kl',
+    '--config',
+    config,
+    '--latents',
+    latents,
+    '--out',
+    out,
+    '--redis',
+    redis.url,
+    '--queue',
+    queue,
+    '--ranks',
+    '2',
+  ];
 
   /** Keys of decodes (not BullMQ's queue-level ones), after waiting for them to go. */
   async function decodeKeysLeft(redis: RedisServer): Promise<string[]> {
     let keys: string[] = [];
     for (let i = 0; i < 50; i++) {
-      keys = (await redis.client.keys('*')).filter((k) => !/:(meta|id|events|marker|stalled-check|workers?)$/.test(k) && !k.includes(':worker'));
+      keys = (await redis.client.keys('*')).filter(
+        (k) => !/:(meta|id|events|marker|stalled-check|workers?)$/.test(k) && !k.includes(':worker'),
+      );
       if (keys.length === 0) break;
       await new Promise((res) => setTimeout(res, 100));
     }

@@ -10,7 +10,19 @@ export interface LocalityJson {
   output: string;
   outputScale: string;
   steps: (
-    | { kind: 'stage'; index: number; nodes: number; first: string; last: string; haloLatentRows: string | null; haloLatentCols: string | null; inputs: { name: string; scale: string; haloRows: number }[]; outputs: { name: string; scale: string; haloRows: number; depthRows: number }[]; resampling: { node: string; op: string; factor: string }[]; findings: LocalityReport['nonlocal'] }
+    | {
+        kind: 'stage';
+        index: number;
+        nodes: number;
+        first: string;
+        last: string;
+        haloLatentRows: string | null;
+        haloLatentCols: string | null;
+        inputs: { name: string; scale: string; haloRows: number }[];
+        outputs: { name: string; scale: string; haloRows: number; depthRows: number }[];
+        resampling: { node: string; op: string; factor: string }[];
+        findings: LocalityReport['nonlocal'];
+      }
     | { kind: 'group-norm' | 'attention'; name: string; description: string; inputs: string[]; output: string; nodes: number }
   )[];
   nonlocal: LocalityReport['nonlocal'];
@@ -29,7 +41,12 @@ function stageJson(s: StageLocality) {
     haloLatentRows: s.halo ? formatRatio(s.halo.rows) : null,
     haloLatentCols: s.halo ? formatRatio(s.halo.cols) : null,
     inputs: s.inputs.map((v) => ({ name: v.name, scale: formatScale(v.scale), haloRows: v.haloRows })),
-    outputs: s.outputs.map((v) => ({ name: v.name, scale: formatScale(v.scale), haloRows: v.haloRows, depthRows: Math.max(v.depth.top, v.depth.bottom) })),
+    outputs: s.outputs.map((v) => ({
+      name: v.name,
+      scale: formatScale(v.scale),
+      haloRows: v.haloRows,
+      depthRows: Math.max(v.depth.top, v.depth.bottom),
+    })),
     resampling: s.growth.filter((g) => g.resample).map((g) => ({ node: g.node, op: g.op, factor: formatScale(g.resample!) })),
     findings: s.findings.map((f) => ({ kind: f.kind, op: f.op, node: f.node, reason: f.reason })),
   };
@@ -74,7 +91,9 @@ export function formatLocality(j: LocalityJson): string {
       const inputs = s.inputs.map((v) => `${v.scale}+${v.haloRows}`).join(' ') || '-';
       const outputs = s.outputs.map((v) => `${v.scale} ${v.depthRows}`).join(', ');
       const resample = s.resampling.length ? `  resampled: ${s.resampling.map((r) => `${r.op} ${r.factor}`).join(', ')}` : '';
-      lines.push(`${`stage ${s.index} (${s.nodes} nodes)`.padEnd(24)}${(s.haloLatentRows ?? 'none').padEnd(20)}${inputs.padEnd(36)}${outputs}${resample}`);
+      lines.push(
+        `${`stage ${s.index} (${s.nodes} nodes)`.padEnd(24)}${(s.haloLatentRows ?? 'none').padEnd(20)}${inputs.padEnd(36)}${outputs}${resample}`,
+      );
       for (const f of s.findings) lines.push(`  ${f.kind} ${f.node}: ${f.reason}`);
     } else {
       lines.push(`${s.kind.padEnd(24)}${s.name}: ${s.description}`);
@@ -94,7 +113,10 @@ export function formatLocality(j: LocalityJson): string {
       : `row sharding: refused: ${j.sharding.reasons.join('; ')}`,
   );
   if (j.collectives) {
-    lines.push('', `collectives per rank for a ${j.collectives.latent.height}x${j.collectives.latent.width} latent on ${j.collectives.ranks} ranks (calls / bytes sent):`);
+    lines.push(
+      '',
+      `collectives per rank for a ${j.collectives.latent.height}x${j.collectives.latent.width} latent on ${j.collectives.ranks} ranks (calls / bytes sent):`,
+    );
     j.collectives.perRank.forEach((c, rank) => lines.push(`  rank ${rank}: ${formatCollectives(c)}`));
   }
   return lines.join('\n') + '\n';

@@ -42,7 +42,10 @@ function assertNoStack(text: string): void {
 }
 
 /** A refusal: exit 2, reasons on stderr, `{ error }` on stdout when --json was given. */
-function assertRefused(run: Run, opts: { json: boolean; code?: string; reasonCodes?: string[]; stderrIncludes?: string[] }): Record<string, any> | null {
+function assertRefused(
+  run: Run,
+  opts: { json: boolean; code?: string; reasonCodes?: string[]; stderrIncludes?: string[] },
+): Record<string, any> | null {
   assert.equal(run.code, 2, `exit code: ${run.code}, stderr: ${run.stderr}`);
   assert.ok(run.stderr.length > 0);
   assertNoStack(run.stderr);
@@ -62,7 +65,11 @@ function assertRefused(run: Run, opts: { json: boolean; code?: string; reasonCod
     for (const k of ['code', 'field', 'valid', 'message']) assert.equal(typeof r[k], 'string', `${k} in ${JSON.stringify(r)}`);
     assert.ok('value' in r || r.code === 'MISSING_OPTION' || r.code === 'FAMILY_REQUIRED', JSON.stringify(r));
   }
-  if (opts.reasonCodes) assert.deepEqual(error.reasons.map((r: { code: string }) => r.code), opts.reasonCodes);
+  if (opts.reasonCodes)
+    assert.deepEqual(
+      error.reasons.map((r: { code: string }) => r.code),
+      opts.reasonCodes,
+    );
   return error;
 }
 
@@ -71,13 +78,41 @@ after(() => rmSync(dir, { recursive: true }));
 
 /** diffusers' tiny AutoencoderKLWan config (r 2, rt 2), as save_config writes it. */
 const WAN_TINY_CONFIG = {
-  _class_name: 'AutoencoderKLWan', _diffusers_version: '0.40.0.dev0', attn_scales: [], base_dim: 8, decoder_base_dim: null, dim_mult: [1, 2],
-  dropout: 0.0, in_channels: 3, is_residual: false, num_res_blocks: 1, out_channels: 3, patch_size: null, scale_factor_spatial: 2,
-  scale_factor_temporal: 2, temperal_downsample: [true], z_dim: 16,
+  _class_name: 'AutoencoderKLWan',
+  _diffusers_version: '0.40.0.dev0',
+  attn_scales: [],
+  base_dim: 8,
+  decoder_base_dim: null,
+  dim_mult: [1, 2],
+  dropout: 0.0,
+  in_channels: 3,
+  is_residual: false,
+  num_res_blocks: 1,
+  out_channels: 3,
+  patch_size: null,
+  scale_factor_spatial: 2,
+  scale_factor_temporal: 2,
+  temperal_downsample: [true],
+  z_dim: 16,
 };
 
 test('plan --json prints one object with the contract fields, in the stated units', async () => {
-  const run = await cli('plan', '--family', 'autoencoder-kl', '--height', '1024', '--width', '1536', '--window', '512x512', '--overlap', '128x128', '--ranks', '2', '--json');
+  const run = await cli(
+    'plan',
+    '--family',
+    'autoencoder-kl',
+    '--height',
+    '1024',
+    '--width',
+    '1536',
+    '--window',
+    '512x512',
+    '--overlap',
+    '128x128',
+    '--ranks',
+    '2',
+    '--json',
+  );
   assert.equal(run.code, 0, run.stderr);
   assert.equal(run.stderr, '');
   const p = json(run);
@@ -104,7 +139,14 @@ test('plan --json prints one object with the contract fields, in the stated unit
 
 test('plan without --window / --overlap uses the family default plan; --window alone keeps floor(w/4) units of overlap', async () => {
   const def = json(await cli('plan', '--family', 'flux2', '--height', '2048', '--width', '2048', '--json'));
-  assert.deepEqual([def['window'], def['overlap'], def['stride']], [{ height: 1024, width: 1024 }, { height: 256, width: 256 }, { height: 96, width: 96 }]);
+  assert.deepEqual(
+    [def['window'], def['overlap'], def['stride']],
+    [
+      { height: 1024, width: 1024 },
+      { height: 256, width: 256 },
+      { height: 96, width: 96 },
+    ],
+  );
   assert.equal(def['diffusersEquivalent'], true);
   const win = json(await cli('plan', '--family', 'autoencoder-kl', '--height', '2048', '--width', '2048', '--window', '384x320', '--json'));
   assert.deepEqual(win['overlap'], { height: 96, width: 80 }); // floor(48/4)=12 and floor(40/4)=10 units
@@ -116,15 +158,36 @@ test('plan without --window / --overlap uses the family default plan; --window a
 });
 
 test('plan for video: latent frames, temporal chunks and stride.frames; frame tiling switches', async () => {
-  const hv = json(await cli('plan', '--family', 'hunyuan-video', '--height', '320', '--width', '480', '--frames', '33', '--ranks', '3', '--json'));
+  const hv = json(
+    await cli('plan', '--family', 'hunyuan-video', '--height', '320', '--width', '480', '--frames', '33', '--ranks', '3', '--json'),
+  );
   assert.deepEqual(hv['latent'], { height: 40, width: 60, frames: 9 });
   assert.deepEqual(hv['stride'], { height: 24, width: 24, frames: 3 });
   assert.equal(hv['frames'].chunks, 3);
   assert.equal(hv['ranks'].length, 3);
-  const off = json(await cli('plan', '--family', 'hunyuan-video', '--height', '320', '--width', '480', '--frames', '33', '--no-frame-tiling', '--json'));
+  const off = json(
+    await cli('plan', '--family', 'hunyuan-video', '--height', '320', '--width', '480', '--frames', '33', '--no-frame-tiling', '--json'),
+  );
   assert.deepEqual(off['stride'], { height: 24, width: 24 });
   assert.equal(off['frames'].enabled, false);
-  const on = json(await cli('plan', '--family', 'ltx2', '--height', '1024', '--width', '1024', '--frames', '41', '--frame-window', '16', '--frame-overlap', '8', '--json'));
+  const on = json(
+    await cli(
+      'plan',
+      '--family',
+      'ltx2',
+      '--height',
+      '1024',
+      '--width',
+      '1024',
+      '--frames',
+      '41',
+      '--frame-window',
+      '16',
+      '--frame-overlap',
+      '8',
+      '--json',
+    ),
+  );
   // 41 frames = 6 latent frames; chunks of 3 every 1: starts 0..5.
   assert.deepEqual(on['stride'], { height: 14, width: 14, frames: 1 });
   assert.equal(on['frames'].chunks, 6);
@@ -140,11 +203,14 @@ test('plan --search --json: { candidates, frontier, picks: { coarse, balanced, f
   assert.deepEqual(Object.keys(s['picks']).sort(), ['balanced', 'coarse', 'fine']);
   for (const entry of [...s['frontier'], s['picks'].coarse, s['picks'].balanced, s['picks'].fine]) {
     for (const k of ['window', 'overlap']) assert.deepEqual(Object.keys(entry[k]).sort(), ['height', 'width']);
-    for (const k of ['tiles', 'rows', 'columns', 'decodedAreaRatio', 'activationShare', 'seams', 'imbalance']) assert.equal(typeof entry[k], 'number', k);
+    for (const k of ['tiles', 'rows', 'columns', 'decodedAreaRatio', 'activationShare', 'seams', 'imbalance'])
+      assert.equal(typeof entry[k], 'number', k);
     assert.ok(entry.tiles >= 8 && entry.tiles <= 32);
   }
   // A latent too small for any candidate: nulls, still exit 0.
-  const none = json(await cli('plan', '--search', '--family', 'autoencoder-kl', '--height', '64', '--width', '8192', '--ranks', '2', '--json'));
+  const none = json(
+    await cli('plan', '--search', '--family', 'autoencoder-kl', '--height', '64', '--width', '8192', '--ranks', '2', '--json'),
+  );
   assert.deepEqual(none, { candidates: 0, frontier: [], picks: { coarse: null, balanced: null, fine: null } });
   // The human table runs too.
   const table = await cli('plan', '--search', '--family', 'autoencoder-kl', '--height', '2048', '--width', '2048', '--ranks', '4');
@@ -153,23 +219,45 @@ test('plan --search --json: { candidates, frontier, picks: { coarse, balanced, f
 });
 
 test('bucket --json prints the choice; a pad that cannot fit is refused with exit 2', async () => {
-  const run = await cli('bucket', '--height', '1000', '--width', '700', '--buckets', '1024x1024,1152x896,896x1152,1024x768', '--policy', 'pad', '--json');
+  const run = await cli(
+    'bucket',
+    '--height',
+    '1000',
+    '--width',
+    '700',
+    '--buckets',
+    '1024x1024,1152x896,896x1152,1024x768',
+    '--policy',
+    'pad',
+    '--json',
+  );
   assert.equal(run.code, 0, run.stderr);
   const b = json(run);
   assert.deepEqual(b['bucket'], { height: 1024, width: 768 });
   assert.deepEqual(b['contentBox'], { y0: 0, y1: 1000, x0: 0, x1: 700 });
   assert.equal(b['areaInflation'], 786432 / 700000);
   assert.equal(b['contentChanged'], false);
-  const crop = json(await cli('bucket', '--height', '1000', '--width', '700', '--buckets', '1024x1024,1152x896', '--policy', 'crop', '--json'));
+  const crop = json(
+    await cli('bucket', '--height', '1000', '--width', '700', '--buckets', '1024x1024,1152x896', '--policy', 'crop', '--json'),
+  );
   assert.equal(crop['contentChanged'], true);
-  const error = assertRefused(await cli('bucket', '--height', '2000', '--width', '2000', '--buckets', '1024x1024', '--policy', 'pad', '--json'), {
-    json: true,
-    code: 'INVALID_ARGUMENT',
-    reasonCodes: ['NO_BUCKET_HOLDS_IMAGE'],
-  });
+  const error = assertRefused(
+    await cli('bucket', '--height', '2000', '--width', '2000', '--buckets', '1024x1024', '--policy', 'pad', '--json'),
+    {
+      json: true,
+      code: 'INVALID_ARGUMENT',
+      reasonCodes: ['NO_BUCKET_HOLDS_IMAGE'],
+    },
+  );
   assert.match(error!['message'], /2000x2000/);
-  assertRefused(await cli('bucket', '--height', '100', '--width', '100', '--buckets', '10x10,abc', '--policy', 'pad', '--json'), { json: true, reasonCodes: ['BUCKET_INVALID'] });
-  assertRefused(await cli('bucket', '--height', '100', '--width', '100', '--buckets', '10x10', '--policy', 'stretch'), { json: false, stderrIncludes: ['stretch', 'pad, crop, resize'] });
+  assertRefused(await cli('bucket', '--height', '100', '--width', '100', '--buckets', '10x10,abc', '--policy', 'pad', '--json'), {
+    json: true,
+    reasonCodes: ['BUCKET_INVALID'],
+  });
+  assertRefused(await cli('bucket', '--height', '100', '--width', '100', '--buckets', '10x10', '--policy', 'stretch'), {
+    json: false,
+    stderrIncludes: ['stretch', 'pad, crop, resize'],
+  });
 });
 
 test('refused plans: exit 2, each reason on stderr with its value and valid range; { error } on stdout with --json', async () => {
@@ -180,7 +268,10 @@ test('refused plans: exit 2, each reason on stderr with its value and valid rang
     reasonCodes: ['WINDOW_NOT_WHOLE_LATENT'],
     stderrIncludes: ['window.height', '100', 'a multiple of 8 px'],
   });
-  assert.deepEqual([win!['reasons'][0].field, win!['reasons'][0].value, win!['reasons'][0].valid], ['window.height', 100, 'a multiple of 8 px']);
+  assert.deepEqual(
+    [win!['reasons'][0].field, win!['reasons'][0].value, win!['reasons'][0].valid],
+    ['window.height', 100, 'a multiple of 8 px'],
+  );
   // Without --json: the same stderr, nothing on stdout.
   assertRefused(await cli(...base, '--window', '100x512'), { json: false, stderrIncludes: ['window.height', '100'] });
   // Overlap not below the window, and overlap on an axis the sample fits in one window.
@@ -195,39 +286,99 @@ test('refused plans: exit 2, each reason on stderr with its value and valid rang
     stderrIncludes: ['overlap.height', '128'],
   });
   // A size that is not whole latent units; frames on an image family; bad frames for video.
-  assertRefused(await cli('plan', '--family', 'autoencoder-kl', '--height', '1020', '--width', '512', '--json'), { json: true, reasonCodes: ['SIZE_NOT_WHOLE_LATENT'], stderrIncludes: ['1020'] });
-  assertRefused(await cli('plan', '--family', 'tae', '--height', '512', '--width', '512', '--frames', '5', '--json'), { json: true, reasonCodes: ['FRAMES_ON_IMAGE_FAMILY'] });
-  assertRefused(await cli('plan', '--family', 'wan', '--height', '512', '--width', '512', '--frames', '8', '--json'), { json: true, reasonCodes: ['FRAMES_INVALID'], stderrIncludes: ['1 + k x 4'] });
-  assertRefused(await cli('plan', '--family', 'wan', '--height', '512', '--width', '512', '--frame-window', '16', '--json'), { json: true, reasonCodes: ['NO_TEMPORAL_TILING'] });
+  assertRefused(await cli('plan', '--family', 'autoencoder-kl', '--height', '1020', '--width', '512', '--json'), {
+    json: true,
+    reasonCodes: ['SIZE_NOT_WHOLE_LATENT'],
+    stderrIncludes: ['1020'],
+  });
+  assertRefused(await cli('plan', '--family', 'tae', '--height', '512', '--width', '512', '--frames', '5', '--json'), {
+    json: true,
+    reasonCodes: ['FRAMES_ON_IMAGE_FAMILY'],
+  });
+  assertRefused(await cli('plan', '--family', 'wan', '--height', '512', '--width', '512', '--frames', '8', '--json'), {
+    json: true,
+    reasonCodes: ['FRAMES_INVALID'],
+    stderrIncludes: ['1 + k x 4'],
+  });
+  assertRefused(await cli('plan', '--family', 'wan', '--height', '512', '--width', '512', '--frame-window', '16', '--json'), {
+    json: true,
+    reasonCodes: ['NO_TEMPORAL_TILING'],
+  });
   // --search chooses windows itself.
   assertRefused(await cli('plan', '--search', ...base.slice(1), '--window', '512x512', '--json'), { json: true, code: 'INVALID_ARGUMENT' });
   // Two problems at once are both reported.
   const both = assertRefused(await cli(...base, '--window', '100x36', '--json'), { json: true });
-  assert.deepEqual(both!['reasons'].map((r: { field: string }) => r.field), ['window.height', 'window.width']);
+  assert.deepEqual(
+    both!['reasons'].map((r: { field: string }) => r.field),
+    ['window.height', 'window.width'],
+  );
 });
 
 test('malformed arguments get the same treatment: missing, negative, non-numeric, unknown family / option / command', async () => {
   const cases: { argv: string[]; reason: string; stderr: string[] }[] = [
     { argv: ['plan', '--family', 'autoencoder-kl', '--width', '512'], reason: 'MISSING_OPTION', stderr: ['--height'] },
-    { argv: ['plan', '--family', 'autoencoder-kl', '--height=-8', '--width', '512'], reason: 'INVALID_NUMBER', stderr: ['--height', '-8', 'an integer >= 1'] },
-    { argv: ['plan', '--family', 'autoencoder-kl', '--height', '-8', '--width', '512'], reason: 'INVALID_NUMBER', stderr: ['--height', '-8', 'an integer >= 1'] },
-    { argv: ['plan', '--family', 'autoencoder-kl', '--height', 'abc', '--width', '512'], reason: 'INVALID_NUMBER', stderr: ['abc', 'an integer >= 1'] },
+    {
+      argv: ['plan', '--family', 'autoencoder-kl', '--height=-8', '--width', '512'],
+      reason: 'INVALID_NUMBER',
+      stderr: ['--height', '-8', 'an integer >= 1'],
+    },
+    {
+      argv: ['plan', '--family', 'autoencoder-kl', '--height', '-8', '--width', '512'],
+      reason: 'INVALID_NUMBER',
+      stderr: ['--height', '-8', 'an integer >= 1'],
+    },
+    {
+      argv: ['plan', '--family', 'autoencoder-kl', '--height', 'abc', '--width', '512'],
+      reason: 'INVALID_NUMBER',
+      stderr: ['abc', 'an integer >= 1'],
+    },
     { argv: ['plan', '--family', 'autoencoder-kl', '--height', '512.5', '--width', '512'], reason: 'INVALID_NUMBER', stderr: ['512.5'] },
-    { argv: ['plan', '--family', 'autoencoder-kl', '--height', '512', '--width', '512', '--ranks', '0'], reason: 'INVALID_NUMBER', stderr: ['--ranks', '0'] },
-    { argv: ['plan', '--family', 'autoencoder-kl', '--height', '512', '--width', '512', '--window', '0x512'], reason: 'INVALID_SIZE', stderr: ['0x512', 'HEIGHTxWIDTH'] },
-    { argv: ['plan', '--family', 'autoencoder-kl', '--height', '512', '--width', '512', '--window', '512by512'], reason: 'INVALID_SIZE', stderr: ['512by512'] },
-    { argv: ['plan', '--family', 'autoencoder-kl', '--height', '512', '--width', '512', '--overlap=-8x0'], reason: 'INVALID_SIZE', stderr: ['-8x0'] },
-    { argv: ['plan', '--family', 'sd15', '--height', '512', '--width', '512'], reason: 'UNKNOWN_FAMILY', stderr: ['sd15', 'autoencoder-kl', 'ltx2'] },
+    {
+      argv: ['plan', '--family', 'autoencoder-kl', '--height', '512', '--width', '512', '--ranks', '0'],
+      reason: 'INVALID_NUMBER',
+      stderr: ['--ranks', '0'],
+    },
+    {
+      argv: ['plan', '--family', 'autoencoder-kl', '--height', '512', '--width', '512', '--window', '0x512'],
+      reason: 'INVALID_SIZE',
+      stderr: ['0x512', 'HEIGHTxWIDTH'],
+    },
+    {
+      argv: ['plan', '--family', 'autoencoder-kl', '--height', '512', '--width', '512', '--window', '512by512'],
+      reason: 'INVALID_SIZE',
+      stderr: ['512by512'],
+    },
+    {
+      argv: ['plan', '--family', 'autoencoder-kl', '--height', '512', '--width', '512', '--overlap=-8x0'],
+      reason: 'INVALID_SIZE',
+      stderr: ['-8x0'],
+    },
+    {
+      argv: ['plan', '--family', 'sd15', '--height', '512', '--width', '512'],
+      reason: 'UNKNOWN_FAMILY',
+      stderr: ['sd15', 'autoencoder-kl', 'ltx2'],
+    },
     { argv: ['plan', '--height', '512', '--width', '512'], reason: 'FAMILY_REQUIRED', stderr: ['--family'] },
-    { argv: ['plan', '--family', 'autoencoder-kl', '--height', '512', '--width', '512', '--bogus'], reason: 'BAD_ARGUMENTS', stderr: ['--bogus'] },
-    { argv: ['plan', '--family', 'autoencoder-kl', '--height', '512', '--width', '512', 'extra'], reason: 'BAD_ARGUMENTS', stderr: ['extra'] },
+    {
+      argv: ['plan', '--family', 'autoencoder-kl', '--height', '512', '--width', '512', '--bogus'],
+      reason: 'BAD_ARGUMENTS',
+      stderr: ['--bogus'],
+    },
+    {
+      argv: ['plan', '--family', 'autoencoder-kl', '--height', '512', '--width', '512', 'extra'],
+      reason: 'BAD_ARGUMENTS',
+      stderr: ['extra'],
+    },
     { argv: ['frobnicate'], reason: 'UNKNOWN_COMMAND', stderr: ['frobnicate', 'plan'] },
     { argv: ['bucket', '--height', '512', '--width', '512', '--policy', 'pad'], reason: 'MISSING_OPTION', stderr: ['--buckets'] },
   ];
   for (const c of cases) {
     assertRefused(await cli(...c.argv), { json: false, stderrIncludes: c.stderr });
     const error = assertRefused(await cli(...c.argv, '--json'), { json: true, stderrIncludes: c.stderr });
-    assert.ok(error!['reasons'].some((r: { code: string }) => r.code === c.reason), `${c.argv.join(' ')}: ${JSON.stringify(error)}`);
+    assert.ok(
+      error!['reasons'].some((r: { code: string }) => r.code === c.reason),
+      `${c.argv.join(' ')}: ${JSON.stringify(error)}`,
+    );
   }
 });
 
@@ -244,7 +395,11 @@ test('--config: the family comes from _class_name; a conflicting --family, a mis
     reasonCodes: ['FAMILY_CONFLICT'],
     stderrIncludes: ['flux2', 'AutoencoderKLWan'],
   });
-  assertRefused(await cli('plan', '--config', join(dir, 'absent.json'), '--height', '64', '--width', '96', '--json'), { json: true, code: 'FILE_NOT_FOUND', stderrIncludes: ['absent.json'] });
+  assertRefused(await cli('plan', '--config', join(dir, 'absent.json'), '--height', '64', '--width', '96', '--json'), {
+    json: true,
+    code: 'FILE_NOT_FOUND',
+    stderrIncludes: ['absent.json'],
+  });
   const notJson = join(dir, 'broken.json');
   writeFileSync(notJson, '{"_class_name": "AutoencoderKL",');
   assertRefused(await cli('plan', '--config', notJson, '--height', '64', '--width', '96', '--json'), { json: true, code: 'FILE_INVALID' });
@@ -259,7 +414,11 @@ test('--config: the family comes from _class_name; a conflicting --family, a mis
   // sample_size 100 with r = 8: the default plan would not land on whole latent units.
   const odd = join(dir, 'odd.json');
   writeFileSync(odd, JSON.stringify({ _class_name: 'AutoencoderKL', sample_size: 100 }));
-  assertRefused(await cli('plan', '--config', odd, '--height', '1024', '--width', '1024', '--json'), { json: true, code: 'PLAN_REFUSED', stderrIncludes: ['100'] });
+  assertRefused(await cli('plan', '--config', odd, '--height', '1024', '--width', '1024', '--json'), {
+    json: true,
+    code: 'PLAN_REFUSED',
+    stderrIncludes: ['100'],
+  });
   // ... but an explicit window is fine.
   assert.equal((await cli('plan', '--config', odd, '--height', '1024', '--width', '1024', '--window', '512x512', '--json')).code, 0);
 });
@@ -290,12 +449,25 @@ test('exit codes: 2 for a refusal, 3 for a runtime failure, 130 for a stopped ru
   const stopped = new AbortController();
   stopped.abort(new Error('user pressed stop'));
   assert.equal(abortedError(stopped.signal).code, 'ABORTED');
-  for (const code of ['INVALID_ARGUMENT', 'PLAN_REFUSED', 'FILE_NOT_FOUND', 'UNSUPPORTED', 'PROVIDER_UNAVAILABLE'] as const) assert.equal(exitCodeOf(new DistVaeError(code, 'x')), EXIT.refused, code);
+  for (const code of ['INVALID_ARGUMENT', 'PLAN_REFUSED', 'FILE_NOT_FOUND', 'UNSUPPORTED', 'PROVIDER_UNAVAILABLE'] as const)
+    assert.equal(exitCodeOf(new DistVaeError(code, 'x')), EXIT.refused, code);
   // Nothing listens on the port: the decode starts, the transport fails, the CLI exits 3.
   const port = await freePort();
   const latents = join(dir, 'z-exit.npy');
   writeNpy(latents, { dims: [1, 4, 8, 8], data: new Float32Array(256) });
-  const run = await cli('decode', '--synthetic', '--family', 'tae', '--latents', latents, '--out', join(dir, 'x-exit.npy'), '--redis', `redis://127.0.0.1:${port}`, '--json');
+  const run = await cli(
+    'decode',
+    '--synthetic',
+    '--family',
+    'tae',
+    '--latents',
+    latents,
+    '--out',
+    join(dir, 'x-exit.npy'),
+    '--redis',
+    `redis://127.0.0.1:${port}`,
+    '--json',
+  );
   assert.equal(run.code, 3, run.stderr);
   assert.equal(json(run)['error'].code, 'TRANSPORT_FAILED');
   assertNoStack(run.stderr);

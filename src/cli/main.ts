@@ -17,7 +17,16 @@ import { encodeCommand } from './commands/encode.js';
 import { planCommand } from './commands/plan.js';
 import { workerCommand } from './commands/worker-command.js';
 
-export const COMMANDS: readonly CommandSpec[] = [decodeCommand, encodeCommand, planCommand, analyzeCommand, bucketCommand, benchCommand, workerCommand, demoCommand];
+export const COMMANDS: readonly CommandSpec[] = [
+  decodeCommand,
+  encodeCommand,
+  planCommand,
+  analyzeCommand,
+  bucketCommand,
+  benchCommand,
+  workerCommand,
+  demoCommand,
+];
 
 /** The version in the package's package.json (two folders up from src/cli and from dist/cli). */
 export function packageVersion(): string {
@@ -58,7 +67,15 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
     if (!command) {
       io.stderr(`distvae: unknown command ${JSON.stringify(name)}: expected one of ${COMMANDS.map((c) => c.name).join(', ')}\n`);
       if (wantsJson) {
-        const reasons = [{ code: 'UNKNOWN_COMMAND', field: 'command', value: name, valid: COMMANDS.map((c) => c.name).join(', '), message: `unknown command ${JSON.stringify(name)}` }];
+        const reasons = [
+          {
+            code: 'UNKNOWN_COMMAND',
+            field: 'command',
+            value: name,
+            valid: COMMANDS.map((c) => c.name).join(', '),
+            message: `unknown command ${JSON.stringify(name)}`,
+          },
+        ];
         io.stdout(JSON.stringify({ error: { code: 'INVALID_ARGUMENT', message: reasons[0]!.message, reasons } }) + '\n');
       }
       return EXIT.refused;

@@ -52,6 +52,11 @@ export function checkOutputsAgainstInputs(args: Args, outDir: string, outputs: r
   const read = new Set(inputs.map(canonical));
   const clash = outputs.filter((o) => read.has(canonical(o)));
   if (clash.length > 0) {
-    args.refuse('--out-dir', outDir, 'a folder whose outputs are not the --latents files', `--out-dir ${outDir} would write ${clash.length} output(s) over the --latents files they decode (${clash.slice(0, 3).join(', ')}${clash.length > 3 ? ', ...' : ''}): pick another folder or --out-format`);
+    args.refuse(
+      '--out-dir',
+      outDir,
+      'a folder whose outputs are not the --latents files',
+      `--out-dir ${outDir} would write ${clash.length} output(s) over the --latents files they decode (${clash.slice(0, 3).join(', ')}${clash.length > 3 ? ', ...' : ''}): pick another folder or --out-format`,
+    );
   }
 }

@@ -14,7 +14,13 @@ export function progressBar(io: CliIO, label: string): { update: (e: DecodeProgr
       if (e.rank !== undefined) perRank.set(e.rank, (perRank.get(e.rank) ?? 0) + 1);
       const width = 30;
       const filled = Math.round((e.tilesDone / Math.max(1, e.tilesTotal)) * width);
-      const ranks = perRank.size > 0 ? `  ranks ${[...perRank.entries()].sort((a, b) => a[0] - b[0]).map(([r, n]) => `${r}:${n}`).join(' ')}` : '';
+      const ranks =
+        perRank.size > 0
+          ? `  ranks ${[...perRank.entries()]
+              .sort((a, b) => a[0] - b[0])
+              .map(([r, n]) => `${r}:${n}`)
+              .join(' ')}`
+          : '';
       const secs = ((Date.now() - started) / 1000).toFixed(1);
       io.stderr(`\r${label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${e.tilesDone}/${e.tilesTotal} tiles ${secs}s${ranks}`);
       drawn = true;

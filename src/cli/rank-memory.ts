@@ -3,7 +3,16 @@
 // ranks than cores only queue on them.
 
 import { availableParallelism } from 'node:os';
-import { decoderWeightBytes, defaultMemoryBudget, formatBytes, reason, refuse, type LoadOptions, type Reason, type VaeSpec } from '../index.js';
+import {
+  decoderWeightBytes,
+  defaultMemoryBudget,
+  formatBytes,
+  reason,
+  refuse,
+  type LoadOptions,
+  type Reason,
+  type VaeSpec,
+} from '../index.js';
 
 /** Resident bytes of a rank before its VAE: node, the rank runtime and onnxruntime (measured: about 60 MiB for a thread, 110 MiB for a process). */
 const RANK_FIXED_BYTES = 64 * 2 ** 20;
@@ -16,18 +25,40 @@ const RANKS_PER_CORE = 8;
  * Throws INVALID_ARGUMENT when `ranks` ranks of `vae` (the `requested` ones, capped at one per
  * tile) exceed this machine's cores or memory budget.
  */
-export function checkRankMemory(vae: VaeSpec, ranks: number, requested: number, loadOptions: LoadOptions, budget = defaultMemoryBudget()): void {
+export function checkRankMemory(
+  vae: VaeSpec,
+  ranks: number,
+  requested: number,
+  loadOptions: LoadOptions,
+  budget = defaultMemoryBudget(),
+): void {
   if (ranks <= 1) return;
   const cores = availableParallelism();
   const maxByCores = Math.max(16, RANKS_PER_CORE * cores);
   const perRank = RANK_FIXED_BYTES + RANK_WEIGHT_COPIES * decoderWeightBytes(vae);
   const reasons: Reason[] = [];
   if (ranks > maxByCores) {
-    reasons.push(reason('RANKS_TOO_MANY', '--ranks', requested, `at most ${maxByCores} on ${cores} core(s)`, `--ranks ${requested}: ${ranks} ranks${ranks < requested ? ' (one per tile)' : ''} would share ${cores} core(s); at most ${maxByCores} here`));
+    reasons.push(
+      reason(
+        'RANKS_TOO_MANY',
+        '--ranks',
+        requested,
+        `at most ${maxByCores} on ${cores} core(s)`,
+        `--ranks ${requested}: ${ranks} ranks${ranks < requested ? ' (one per tile)' : ''} would share ${cores} core(s); at most ${maxByCores} here`,
+      ),
+    );
   }
   if (ranks * perRank > budget && loadOptions.provider === undefined) {
     const fit = Math.max(1, Math.floor(budget / perRank));
-    reasons.push(reason('RANKS_OVER_BUDGET', '--ranks', requested, `at most ${fit} rank(s) of about ${formatBytes(perRank)} each`, `--ranks ${requested}: each of ${ranks} ranks loads its own VAE (about ${formatBytes(perRank)}), ${formatBytes(ranks * perRank)} in all, more than the memory budget of ${formatBytes(budget)}; at most ${fit} rank(s) fit`));
+    reasons.push(
+      reason(
+        'RANKS_OVER_BUDGET',
+        '--ranks',
+        requested,
+        `at most ${fit} rank(s) of about ${formatBytes(perRank)} each`,
+        `--ranks ${requested}: each of ${ranks} ranks loads its own VAE (about ${formatBytes(perRank)}), ${formatBytes(ranks * perRank)} in all, more than the memory budget of ${formatBytes(budget)}; at most ${fit} rank(s) fit`,
+      ),
+    );
   }
   if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
 }

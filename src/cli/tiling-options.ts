@@ -2,12 +2,32 @@
 // the sample shape, and the tile plan (--window / --overlap / frame tiling / --full), turned
 // into planner calls so the CLI refuses exactly what the library refuses.
 
-import { createVae, FAMILY_NAMES, readConfigJson, refuse, sampleShapeReasons, setTiling, type RawConfig, type SampleShape, type VaeSpec } from '../index.js';
+import {
+  createVae,
+  FAMILY_NAMES,
+  readConfigJson,
+  refuse,
+  sampleShapeReasons,
+  setTiling,
+  type RawConfig,
+  type SampleShape,
+  type VaeSpec,
+} from '../index.js';
 import type { Args, OptionSpec } from './args.js';
 
 export const FAMILY_OPTIONS: OptionSpec[] = [
-  { name: 'family', kind: 'string', value: 'F', description: `VAE family: ${FAMILY_NAMES.join(', ')} (optional when a config names its _class_name)` },
-  { name: 'config', kind: 'string', value: 'PATH', description: "diffusers config.json (or a folder holding one); absent: the family's published defaults" },
+  {
+    name: 'family',
+    kind: 'string',
+    value: 'F',
+    description: `VAE family: ${FAMILY_NAMES.join(', ')} (optional when a config names its _class_name)`,
+  },
+  {
+    name: 'config',
+    kind: 'string',
+    value: 'PATH',
+    description: "diffusers config.json (or a folder holding one); absent: the family's published defaults",
+  },
 ];
 
 export const SIZE_OPTIONS: OptionSpec[] = [
@@ -17,9 +37,26 @@ export const SIZE_OPTIONS: OptionSpec[] = [
 ];
 
 export const TILING_OPTIONS: OptionSpec[] = [
-  { name: 'window', kind: 'string', value: 'HxW', description: "tile window in output pixels (exact; refused, never rounded)", defaultText: "the family's default" },
-  { name: 'overlap', kind: 'string', value: 'HxW', description: 'tile overlap in output pixels (exact; 0 on an axis the sample fits in one window)', defaultText: 'floor(window/4) latent units with --window, else the family default' },
-  { name: 'frame-window', kind: 'string', value: 'F', description: 'temporal tile window in frames (multiple of the temporal ratio); turns temporal tiling on' },
+  {
+    name: 'window',
+    kind: 'string',
+    value: 'HxW',
+    description: 'tile window in output pixels (exact; refused, never rounded)',
+    defaultText: "the family's default",
+  },
+  {
+    name: 'overlap',
+    kind: 'string',
+    value: 'HxW',
+    description: 'tile overlap in output pixels (exact; 0 on an axis the sample fits in one window)',
+    defaultText: 'floor(window/4) latent units with --window, else the family default',
+  },
+  {
+    name: 'frame-window',
+    kind: 'string',
+    value: 'F',
+    description: 'temporal tile window in frames (multiple of the temporal ratio); turns temporal tiling on',
+  },
   { name: 'frame-overlap', kind: 'string', value: 'O', description: 'temporal tile overlap in frames (multiple of the temporal ratio)' },
   { name: 'no-frame-tiling', kind: 'boolean', description: 'turn temporal tiling off' },
 ];
@@ -54,7 +91,12 @@ export function applyTilingOptions(args: Args, vae: VaeSpec, sample: SampleShape
   const frameWindow = args.int('frame-window');
   const frameOverlap = args.int('frame-overlap', { min: 0 });
   if (args.flag('no-frame-tiling') && (frameWindow !== undefined || frameOverlap !== undefined)) {
-    args.refuse('--no-frame-tiling', true, 'either --no-frame-tiling or --frame-window/--frame-overlap', '--no-frame-tiling cannot be combined with --frame-window/--frame-overlap');
+    args.refuse(
+      '--no-frame-tiling',
+      true,
+      'either --no-frame-tiling or --frame-window/--frame-overlap',
+      '--no-frame-tiling cannot be combined with --frame-window/--frame-overlap',
+    );
   }
   args.done();
   const current = vae.tiling.frames;

@@ -5,16 +5,33 @@ import { locateVae, readConfigJson, type LoadOptions, type RawConfig, type VaeSo
 import type { Args, OptionSpec } from './args.js';
 
 export const VAE_SOURCE_OPTIONS: OptionSpec[] = [
-  { name: 'vae', kind: 'string', value: 'PATH', description: 'diffusers VAE or pipeline folder, Hub repo id org/name[@revision] in the local cache, or a weights file (.safetensors/.pth, with --family)' },
+  {
+    name: 'vae',
+    kind: 'string',
+    value: 'PATH',
+    description:
+      'diffusers VAE or pipeline folder, Hub repo id org/name[@revision] in the local cache, or a weights file (.safetensors/.pth, with --family)',
+  },
   { name: 'subfolder', kind: 'string', value: 'NAME', description: 'pipeline component holding the VAE', defaultText: 'vae' },
-  { name: 'variant', kind: 'string', value: 'NAME', description: 'weights variant, e.g. fp16 or bf16 (diffusion_pytorch_model.<variant>.safetensors)' },
+  {
+    name: 'variant',
+    kind: 'string',
+    value: 'NAME',
+    description: 'weights variant, e.g. fp16 or bf16 (diffusion_pytorch_model.<variant>.safetensors)',
+  },
   { name: 'synthetic', kind: 'boolean', description: 'seeded synthetic weights for --family/--config instead of --vae' },
   { name: 'seed', kind: 'string', value: 'N', description: 'seed of the synthetic weights', defaultText: '0' },
 ];
 
 export const RUNTIME_OPTIONS: OptionSpec[] = [
   { name: 'threads', kind: 'string', value: 'N', description: 'intra-op threads per rank', defaultText: 'all cores' },
-  { name: 'provider', kind: 'string', value: 'NAME', description: 'onnxruntime execution provider (cpu, cuda, webgpu, ...); a missing one is an error', defaultText: 'cpu' },
+  {
+    name: 'provider',
+    kind: 'string',
+    value: 'NAME',
+    description: 'onnxruntime execution provider (cpu, cuda, webgpu, ...); a missing one is an error',
+    defaultText: 'cpu',
+  },
   { name: 'device', kind: 'string', value: 'ID', description: 'device id for the execution provider' },
 ];
 
@@ -30,12 +47,25 @@ export function readVaeSourceOptions(args: Args, options: { syntheticWithoutVae?
   const subfolder = args.string('subfolder');
   const variant = args.string('variant');
   const synthetic = args.flag('synthetic') || (options.syntheticWithoutVae === true && path === undefined);
-  if (path !== undefined && synthetic) args.refuse('--synthetic', true, 'either --vae or --synthetic', '--vae and --synthetic are exclusive');
-  if (path !== undefined && args.has('seed')) args.refuse('--seed', args.values['seed'], 'only with synthetic weights', '--seed seeds synthetic weights; it does nothing with --vae');
+  if (path !== undefined && synthetic)
+    args.refuse('--synthetic', true, 'either --vae or --synthetic', '--vae and --synthetic are exclusive');
+  if (path !== undefined && args.has('seed'))
+    args.refuse('--seed', args.values['seed'], 'only with synthetic weights', '--seed seeds synthetic weights; it does nothing with --vae');
   if (synthetic && (subfolder !== undefined || variant !== undefined)) {
-    args.refuse(subfolder !== undefined ? '--subfolder' : '--variant', subfolder ?? variant, 'with --vae', '--subfolder and --variant pick files of --vae; synthetic weights have none');
+    args.refuse(
+      subfolder !== undefined ? '--subfolder' : '--variant',
+      subfolder ?? variant,
+      'with --vae',
+      '--subfolder and --variant pick files of --vae; synthetic weights have none',
+    );
   }
-  if (path === undefined && !synthetic) args.refuse('--vae', undefined, 'a path, or --synthetic', 'pass --vae PATH (a diffusers folder or weights file) or --synthetic with --family/--config');
+  if (path === undefined && !synthetic)
+    args.refuse(
+      '--vae',
+      undefined,
+      'a path, or --synthetic',
+      'pass --vae PATH (a diffusers folder or weights file) or --synthetic with --family/--config',
+    );
   args.done();
   const config: RawConfig | undefined = configPath === undefined ? undefined : readConfigJson(configPath);
   const named = { ...(family !== undefined ? { family } : {}), ...(config !== undefined ? { config } : {}) };
@@ -48,7 +78,11 @@ export function readLoadOptions(args: Args): LoadOptions {
   const provider = args.string('provider');
   const deviceId = args.int('device', { min: 0 });
   args.done();
-  return { ...(threads !== undefined ? { threads } : {}), ...(provider !== undefined ? { provider } : {}), ...(deviceId !== undefined ? { deviceId } : {}) };
+  return {
+    ...(threads !== undefined ? { threads } : {}),
+    ...(provider !== undefined ? { provider } : {}),
+    ...(deviceId !== undefined ? { deviceId } : {}),
+  };
 }
 
 /**
@@ -60,7 +94,10 @@ export function printSourceNotes(source: VaeSource, io: { stderr(text: string): 
   if (!('path' in source)) return;
   let notes: string[];
   try {
-    notes = locateVae(source.path, { ...(source.subfolder !== undefined ? { subfolder: source.subfolder } : {}), ...(source.variant !== undefined ? { variant: source.variant } : {}) }).notes;
+    notes = locateVae(source.path, {
+      ...(source.subfolder !== undefined ? { subfolder: source.subfolder } : {}),
+      ...(source.variant !== undefined ? { variant: source.variant } : {}),
+    }).notes;
   } catch {
     return;
   }

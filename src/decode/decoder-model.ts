@@ -9,15 +9,31 @@ import type { FamilySpec, ResolvedConfig } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { elementCount, type Tensor } from '../tensor.js';
 
-export function decoderModelOf(family: FamilySpec, runtime: FamilyRuntime, config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): ModelProto {
+export function decoderModelOf(
+  family: FamilySpec,
+  runtime: FamilyRuntime,
+  config: ResolvedConfig,
+  weights: ReadonlyMap<string, Tensor>,
+): ModelProto {
   if (!runtime.decoderGraph) {
-    refuse('UNSUPPORTED', reason('NO_DECODER_GRAPH', 'family', family.name, 'a family that exposes its decoder graph (autoencoder-kl, flux2, tae)', `the ${family.name} family does not expose its decoder graph: locality analysis and row sharding need it`));
+    refuse(
+      'UNSUPPORTED',
+      reason(
+        'NO_DECODER_GRAPH',
+        'family',
+        family.name,
+        'a family that exposes its decoder graph (autoencoder-kl, flux2, tae)',
+        `the ${family.name} family does not expose its decoder graph: locality analysis and row sharding need it`,
+      ),
+    );
   }
   return runtime.decoderGraph(config, weights).toModel();
 }
 
 /** The decoder graph of an architecture with zero weights (for analysis without a checkpoint). */
 export function architectureModel(family: FamilySpec, runtime: FamilyRuntime, config: ResolvedConfig): ModelProto {
-  const weights = new Map(runtime.decoderParams(config).map((p) => [p.name, { dims: [...p.dims], data: new Float32Array(elementCount(p.dims)) }]));
+  const weights = new Map(
+    runtime.decoderParams(config).map((p) => [p.name, { dims: [...p.dims], data: new Float32Array(elementCount(p.dims)) }]),
+  );
   return decoderModelOf(family, runtime, config, weights);
 }

@@ -55,7 +55,14 @@ function chunkDecoder(vae: DecodingVae, grid: TileGrid, options: DecodeOptions):
  * `onChunk` receives each chunk's final raw frames [t0, t0 + f) and is awaited before the next
  * chunk is decoded. `streaming` leaves the whole output unallocated.
  */
-async function decodeChunks(vae: DecodingVae, latents: Tensor, grid: TileGrid, options: DecodeOptions, streaming: boolean, onChunk?: (t0: number, frames: Tensor) => Promise<void>): Promise<TemporalAssembler> {
+async function decodeChunks(
+  vae: DecodingVae,
+  latents: Tensor,
+  grid: TileGrid,
+  options: DecodeOptions,
+  streaming: boolean,
+  onChunk?: (t0: number, frames: Tensor) => Promise<void>,
+): Promise<TemporalAssembler> {
   if (vae.family.temporal.kind !== 'temporal-chunks') throw new Error('unreachable: chunks without a chunked temporal policy');
   const decodeChunk = chunkDecoder(vae, grid, options);
   const frames = (checkLatents(vae, latents).frames - 1) * vae.geometry.temporalRatio + 1;
@@ -65,7 +72,13 @@ async function decodeChunks(vae: DecodingVae, latents: Tensor, grid: TileGrid, o
     if (!assembler) {
       const [b, c, , h, w] = out.dims as number[];
       assembler = new TemporalAssembler(
-        { chunks: grid.chunks.length, blend: grid.frameBlend, keep: grid.frameKeep, dropFrame: vae.family.temporal.dropFrame, outFrames: frames },
+        {
+          chunks: grid.chunks.length,
+          blend: grid.frameBlend,
+          keep: grid.frameKeep,
+          dropFrame: vae.family.temporal.dropFrame,
+          outFrames: frames,
+        },
         { batch: b!, channels: c!, height: h!, width: w! },
         { streaming },
       );
@@ -129,7 +142,11 @@ export async function decodeToFrames(
  */
 export function checkFiniteOutput(data: Float32Array, what: string): void {
   const at = firstNonFinite(data);
-  if (at >= 0) throw new DistVaeError('RUNTIME_FAILED', `${what} decoded to non-finite values (${data[at]} at element ${at} of ${data.length}): the weights or the latents drive the decoder out of float32 range`);
+  if (at >= 0)
+    throw new DistVaeError(
+      'RUNTIME_FAILED',
+      `${what} decoded to non-finite values (${data[at]} at element ${at} of ${data.length}): the weights or the latents drive the decoder out of float32 range`,
+    );
 }
 
 /** Treats a (B, C, [F,] h, w) tensor as B·C·F planes of h × w (same memory, no copy). */
@@ -178,7 +195,11 @@ export async function decodeToBands(
  * runner and stream them through the assembler as they finish.
  */
 export function localTiledDecode(vae: VaeSpec, runner: TileRunner): TiledDecode {
-  const run = async (latents: Tensor, options: DecodeOptions & { progress?: ProgressCounter }, onBand?: (y0: number, band: Tensor) => void): Promise<{ dims: number[]; output: Planes | null }> => {
+  const run = async (
+    latents: Tensor,
+    options: DecodeOptions & { progress?: ProgressCounter },
+    onBand?: (y0: number, band: Tensor) => void,
+  ): Promise<{ dims: number[]; output: Planes | null }> => {
     const latent = checkLatents(vae, latents);
     const grid = tileGrid(vae, latent, { spatialOnly: true });
     const layout = tileLayout(grid);
@@ -190,7 +211,10 @@ export function localTiledDecode(vae: VaeSpec, runner: TileRunner): TiledDecode 
       if (!assembler) {
         leading = raw.dims.slice(0, -2) as number[];
         const p = asPlanes(raw).planes;
-        const sink = onBand && { planes: p, band: (y0: number, band: Planes) => onBand(y0, { dims: [...leading, band.height, band.width], data: band.data }) };
+        const sink = onBand && {
+          planes: p,
+          band: (y0: number, band: Planes) => onBand(y0, { dims: [...leading, band.height, band.width], data: band.data }),
+        };
         assembler = new RasterAssembler(layout, sink ?? planes(p, layout.outHeight, layout.outWidth));
       }
       checkFiniteOutput(raw.data, `tile ${tile.index}`);
@@ -203,5 +227,11 @@ export function localTiledDecode(vae: VaeSpec, runner: TileRunner): TiledDecode 
     const { dims, output } = await run(latents, options);
     return { dims, data: output!.data };
   };
-  return Object.assign(tiled, { streamBands: async (latents: Tensor, onBand: (y0: number, band: Tensor) => void, options: DecodeOptions & { progress?: ProgressCounter } = {}) => ({ dims: (await run(latents, options, onBand)).dims }) });
+  return Object.assign(tiled, {
+    streamBands: async (
+      latents: Tensor,
+      onBand: (y0: number, band: Tensor) => void,
+      options: DecodeOptions & { progress?: ProgressCounter } = {},
+    ) => ({ dims: (await run(latents, options, onBand)).dims }),
+  });
 }

@@ -16,13 +16,38 @@ export function checkLatents(vae: VaeSpec, latents: Tensor, source = 'latents'):
   const reasons: Reason[] = [];
   const dims = latents.dims;
   if (dims.length !== rank) {
-    reasons.push(reason('LATENT_RANK', `${source}.dims`, dims, `${rank} dimensions ${layout} for ${vae.family.name}`, `${source} has ${dims.length} dimensions [${dims.join(', ')}]; ${vae.family.name} expects ${rank}: ${layout}`));
+    reasons.push(
+      reason(
+        'LATENT_RANK',
+        `${source}.dims`,
+        dims,
+        `${rank} dimensions ${layout} for ${vae.family.name}`,
+        `${source} has ${dims.length} dimensions [${dims.join(', ')}]; ${vae.family.name} expects ${rank}: ${layout}`,
+      ),
+    );
   } else {
     if (dims[1] !== g.latentChannels) {
-      reasons.push(reason('LATENT_CHANNELS', `${source}.channels`, dims[1], `${g.latentChannels} latent channels`, `${source} has ${dims[1]} channels; this ${vae.family.name} VAE expects ${g.latentChannels}`));
+      reasons.push(
+        reason(
+          'LATENT_CHANNELS',
+          `${source}.channels`,
+          dims[1],
+          `${g.latentChannels} latent channels`,
+          `${source} has ${dims[1]} channels; this ${vae.family.name} VAE expects ${g.latentChannels}`,
+        ),
+      );
     }
     dims.forEach((d, i) => {
-      if (!Number.isInteger(d) || d < 1) reasons.push(reason('LATENT_EMPTY', `${source}.dims[${i}]`, d, 'a positive size', `${source} dimension ${i} is ${d}: latents must not be empty`));
+      if (!Number.isInteger(d) || d < 1)
+        reasons.push(
+          reason(
+            'LATENT_EMPTY',
+            `${source}.dims[${i}]`,
+            d,
+            'a positive size',
+            `${source} dimension ${i} is ${d}: latents must not be empty`,
+          ),
+        );
     });
   }
   if (reasons.length > 0) refuse('TENSOR_INVALID', reasons);

@@ -23,7 +23,13 @@ import { loadVae } from './vae.js';
 const dir = mkdtempSync(join(tmpdir(), 'distvae-frames-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const HUNYUAN = { block_out_channels: [8, 16, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4, spatial_compression_ratio: 4 };
+const HUNYUAN = {
+  block_out_channels: [8, 16, 16],
+  layers_per_block: 1,
+  norm_num_groups: 4,
+  latent_channels: 4,
+  spatial_compression_ratio: 4,
+};
 
 /** Frames [t0, t1) of a (B, C, F, H, W) tensor. */
 function frames(t: Tensor, t0: number, t1: number): Float32Array {
@@ -34,7 +40,7 @@ function frames(t: Tensor, t0: number, t1: number): Float32Array {
   return out;
 }
 
-test('a temporally chunked decode hands on each chunk\'s frames in order, bitwise the whole decode\'s', async () => {
+test("a temporally chunked decode hands on each chunk's frames in order, bitwise the whole decode's", async () => {
   const vae = await loadVae({ family: 'hunyuan-video', config: HUNYUAN, weights: 'synthetic', seed: 5 }, { threads: 1 });
   try {
     applyTilePlan(vae, tileShapePlan(vae, 8, 8)!);
@@ -66,34 +72,64 @@ test('a temporally chunked decode hands on each chunk\'s frames in order, bitwis
 
 const hasTools = ['ffmpeg', 'ffprobe'].every((tool) => spawnSync(tool, ['-version'], { stdio: 'ignore' }).status === 0);
 
-test('a chunked decode streamed into ffmpeg: one file per batch item with every frame; an aborted one leaves nothing', { skip: hasTools ? false : 'ffmpeg/ffprobe not installed (apt-get install ffmpeg to run this test)' }, async () => {
-  const vae = await loadVae({ family: 'hunyuan-video', config: HUNYUAN, weights: 'synthetic', seed: 5 }, { threads: 1 });
-  try {
-    applyTilePlan(vae, tileShapePlan(vae, 8, 8)!);
-    applyTilePlan(vae, tileOverlapPlan(vae, 4, 4)!);
-    const z = seededTensor([2, 4, 6, 3, 3], 21);
-    const writer = new VideoFrameWriter(join(dir, 'clip.mp4'), { batch: 2, channels: 3, frames: 21, height: 12, width: 12 }, 'signed', { fps: 8 });
-    let chunks = 0;
-    await decodeToFrames(vae, z, async (_, f) => {
-      chunks++;
-      await writer.writeFrames(f);
-    });
-    const written = await writer.finish();
-    assert.ok(chunks > 1);
-    assert.deepEqual(written, [join(dir, 'clip-0.mp4'), join(dir, 'clip-1.mp4')]);
-    for (const file of written) {
-      const r = spawnSync('ffprobe', ['-v', 'error', '-count_frames', '-select_streams', 'v:0', '-show_entries', 'stream=nb_read_frames,width,height', '-of', 'csv=p=0', file], { encoding: 'utf8' });
-      assert.equal(r.stdout.trim(), '12,12,21', r.stderr);
+test(
+  'a chunked decode streamed into ffmpeg: one file per batch item with every frame; an aborted one leaves nothing',
+  { skip: hasTools ? false : 'ffmpeg/ffprobe not installed (apt-get install ffmpeg to run this test)' },
+  async () => {
+    const vae = await loadVae({ family: 'hunyuan-video', config: HUNYUAN, weights: 'synthetic', seed: 5 }, { threads: 1 });
+    try {
+      applyTilePlan(vae, tileShapePlan(vae, 8, 8)!);
+      applyTilePlan(vae, tileOverlapPlan(vae, 4, 4)!);
+      const z = seededTensor([2, 4, 6, 3, 3], 21);
+      const writer = new VideoFrameWriter(join(dir, 'clip.mp4'), { batch: 2, channels: 3, frames: 21, height: 12, width: 12 }, 'signed', {
+        fps: 8,
+      });
+      let chunks = 0;
+      await decodeToFrames(vae, z, async (_, f) => {
+        chunks++;
+        await writer.writeFrames(f);
+      });
+      const written = await writer.finish();
+      assert.ok(chunks > 1);
+      assert.deepEqual(written, [join(dir, 'clip-0.mp4'), join(dir, 'clip-1.mp4')]);
+      for (const file of written) {
+        const r = spawnSync(
+          'ffprobe',
+          [
+            '-v',
+            'error',
+            '-count_frames',
+            '-select_streams',
+            'v:0',
+            '-show_entries',
+            'stream=nb_read_frames,width,height',
+            '-of',
+            'csv=p=0',
+            file,
+          ],
+          { encoding: 'utf8' },
+        );
+        assert.equal(r.stdout.trim(), '12,12,21', r.stderr);
+      }
+      const cut = new VideoFrameWriter(join(dir, 'cut.webm'), { batch: 1, channels: 3, frames: 21, height: 12, width: 12 }, 'signed');
+      await cut.writeFrames({ dims: [1, 3, 4, 12, 12], data: new Float32Array(3 * 4 * 144) });
+      await assert.rejects(cut.finish(), { code: 'RUNTIME_FAILED', message: /after 4 of 21 frames/ });
+      await assert.rejects(
+        new VideoFrameWriter(join(dir, 'odd.mp4'), { batch: 1, channels: 3, frames: 2, height: 12, width: 12 }, 'signed').writeFrames({
+          dims: [1, 3, 3, 12, 12],
+          data: new Float32Array(3 * 3 * 144),
+        }),
+        { code: 'TENSOR_INVALID' },
+      );
+      assert.deepEqual(
+        readdirSync(dir).filter((f) => f !== 'clip-0.mp4' && f !== 'clip-1.mp4'),
+        [],
+      );
+    } finally {
+      await vae.dispose();
     }
-    const cut = new VideoFrameWriter(join(dir, 'cut.webm'), { batch: 1, channels: 3, frames: 21, height: 12, width: 12 }, 'signed');
-    await cut.writeFrames({ dims: [1, 3, 4, 12, 12], data: new Float32Array(3 * 4 * 144) });
-    await assert.rejects(cut.finish(), { code: 'RUNTIME_FAILED', message: /after 4 of 21 frames/ });
-    await assert.rejects(new VideoFrameWriter(join(dir, 'odd.mp4'), { batch: 1, channels: 3, frames: 2, height: 12, width: 12 }, 'signed').writeFrames({ dims: [1, 3, 3, 12, 12], data: new Float32Array(3 * 3 * 144) }), { code: 'TENSOR_INVALID' });
-    assert.deepEqual(readdirSync(dir).filter((f) => f !== 'clip-0.mp4' && f !== 'clip-1.mp4'), []);
-  } finally {
-    await vae.dispose();
-  }
-});
+  },
+);
 
 const INDEX = fileURLToPath(new URL('../index.ts', import.meta.url));
 
@@ -115,10 +151,33 @@ function videoPeak(latentFrames: number, out: string): number {
   return Number(child.stdout.trim().split('\n').at(-1));
 }
 
-test('from 33 to 257 frames a video streamed into ffmpeg grows by less than the long sample (48 MiB)', { skip: !hasTools ? 'ffmpeg/ffprobe not installed (apt-get install ffmpeg to run this test)' : process.platform !== 'linux' && 'reads /proc/self/status' }, () => {
-  const short = videoPeak(9, join(dir, 'short.mp4'));
-  const long = videoPeak(65, join(dir, 'long.mp4'));
-  const probe = spawnSync('ffprobe', ['-v', 'error', '-count_frames', '-select_streams', 'v:0', '-show_entries', 'stream=nb_read_frames', '-of', 'csv=p=0', join(dir, 'long.mp4')], { encoding: 'utf8' });
-  assert.equal(probe.stdout.trim(), '257');
-  assert.ok(long - short < 48, `peak ${long.toFixed(0)} MiB at 257 frames against ${short.toFixed(0)} MiB at 33`);
-});
+test(
+  'from 33 to 257 frames a video streamed into ffmpeg grows by less than the long sample (48 MiB)',
+  {
+    skip: !hasTools
+      ? 'ffmpeg/ffprobe not installed (apt-get install ffmpeg to run this test)'
+      : process.platform !== 'linux' && 'reads /proc/self/status',
+  },
+  () => {
+    const short = videoPeak(9, join(dir, 'short.mp4'));
+    const long = videoPeak(65, join(dir, 'long.mp4'));
+    const probe = spawnSync(
+      'ffprobe',
+      [
+        '-v',
+        'error',
+        '-count_frames',
+        '-select_streams',
+        'v:0',
+        '-show_entries',
+        'stream=nb_read_frames',
+        '-of',
+        'csv=p=0',
+        join(dir, 'long.mp4'),
+      ],
+      { encoding: 'utf8' },
+    );
+    assert.equal(probe.stdout.trim(), '257');
+    assert.ok(long - short < 48, `peak ${long.toFixed(0)} MiB at 257 frames against ${short.toFixed(0)} MiB at 33`);
+  },
+);

@@ -57,7 +57,11 @@ export interface TiledDecode {
    * returning it whole, so memory does not grow with the image; resolves to the output's dims.
    * Optional: without it, `decodeToBands` decodes whole first.
    */
-  readonly streamBands?: (latents: Tensor, onBand: (y0: number, band: Tensor) => void, options?: DecodeOptions & { progress?: ProgressCounter }) => Promise<{ dims: number[] }>;
+  readonly streamBands?: (
+    latents: Tensor,
+    onBand: (y0: number, band: Tensor) => void,
+    options?: DecodeOptions & { progress?: ProgressCounter },
+  ) => Promise<{ dims: number[] }>;
 }
 
 /** Counts finished tiles across the chunks of one decode and reports them. */

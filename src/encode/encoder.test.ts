@@ -9,7 +9,14 @@ import { seededTensor } from '../tensor.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { checkImage, cropToMultiple, loadEncoder } from './encoder.js';
 
-const TINY = { latent_channels: 4, use_midblock_gn: true, decoder_block_out_channels: [8, 8, 8, 8], encoder_block_out_channels: [8, 8, 8, 8], num_decoder_blocks: [1, 1, 1, 1], num_encoder_blocks: [1, 1, 1, 1] };
+const TINY = {
+  latent_channels: 4,
+  use_midblock_gn: true,
+  decoder_block_out_channels: [8, 8, 8, 8],
+  encoder_block_out_channels: [8, 8, 8, 8],
+  num_decoder_blocks: [1, 1, 1, 1],
+  num_encoder_blocks: [1, 1, 1, 1],
+};
 
 const invalid = (pattern: RegExp) => (e: unknown) => e instanceof DistVaeError && e.code === 'TENSOR_INVALID' && pattern.test(e.message);
 
@@ -29,7 +36,10 @@ test('loadEncoder with synthetic weights encodes like the float64 reference', as
 
 test('checkImage refuses sizes off the spatial ratio with the nearest valid ones, and wrong rank, channels or values', () => {
   const config = tae.resolveConfig(TINY);
-  assert.throws(() => checkImage(config, seededTensor([1, 3, 30, 33], 1)), invalid(/height 30 px is not a multiple of 8 \(nearest: 24 or 32\).*width 33 px is not a multiple of 8 \(nearest: 32 or 40\)/));
+  assert.throws(
+    () => checkImage(config, seededTensor([1, 3, 30, 33], 1)),
+    invalid(/height 30 px is not a multiple of 8 \(nearest: 24 or 32\).*width 33 px is not a multiple of 8 \(nearest: 32 or 40\)/),
+  );
   assert.throws(() => checkImage(config, seededTensor([1, 3, 4, 8], 1)), invalid(/height 4 px is not a multiple of 8 \(nearest: 8\)/));
   assert.throws(() => checkImage(config, seededTensor([1, 4, 8, 8], 1)), invalid(/4 channels; the encoder takes 3/));
   assert.throws(() => checkImage(config, seededTensor([3, 8, 8], 1)), invalid(/3 dimensions/));
@@ -52,5 +62,8 @@ test('cropToMultiple keeps the centred largest multiple-of-r window', () => {
 });
 
 test('loadEncoder refuses a family without an encoder', async () => {
-  await assert.rejects(loadEncoder({ family: 'autoencoder-kl', weights: 'synthetic', seed: 0 }), (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED');
+  await assert.rejects(
+    loadEncoder({ family: 'autoencoder-kl', weights: 'synthetic', seed: 0 }),
+    (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED',
+  );
 });

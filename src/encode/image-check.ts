@@ -13,13 +13,38 @@ export function checkImage(config: ResolvedConfig, image: Tensor, source = 'imag
   const dims = image.dims;
   const reasons: Reason[] = [];
   if (dims.length !== 4) {
-    reasons.push(reason('IMAGE_RANK', `${source}.dims`, dims, '4 dimensions (B, C, H, W)', `${source} has ${dims.length} dimensions [${dims.join(', ')}]; the encoder takes (B, C, H, W)`));
+    reasons.push(
+      reason(
+        'IMAGE_RANK',
+        `${source}.dims`,
+        dims,
+        '4 dimensions (B, C, H, W)',
+        `${source} has ${dims.length} dimensions [${dims.join(', ')}]; the encoder takes (B, C, H, W)`,
+      ),
+    );
   } else {
-    if (dims[1] !== outChannels) reasons.push(reason('IMAGE_CHANNELS', `${source}.channels`, dims[1], `${outChannels} channels`, `${source} has ${dims[1]} channels; the encoder takes ${outChannels}`));
+    if (dims[1] !== outChannels)
+      reasons.push(
+        reason(
+          'IMAGE_CHANNELS',
+          `${source}.channels`,
+          dims[1],
+          `${outChannels} channels`,
+          `${source} has ${dims[1]} channels; the encoder takes ${outChannels}`,
+        ),
+      );
     (['height', 'width'] as const).forEach((axis, i) => {
       const v = dims[2 + i]!;
       if (!Number.isInteger(v) || v < r || v % r !== 0) {
-        reasons.push(reason('IMAGE_SIZE', `${source}.${axis}`, v, `a positive multiple of ${r} px`, `${source} ${axis} ${v} px is not a multiple of ${r} (nearest: ${nearestMultiples(v, r)}); crop or resize the image`));
+        reasons.push(
+          reason(
+            'IMAGE_SIZE',
+            `${source}.${axis}`,
+            v,
+            `a positive multiple of ${r} px`,
+            `${source} ${axis} ${v} px is not a multiple of ${r} (nearest: ${nearestMultiples(v, r)}); crop or resize the image`,
+          ),
+        );
       }
     });
     if (dims[0]! < 1) reasons.push(reason('IMAGE_EMPTY', `${source}.batch`, dims[0], 'at least 1 image', `${source} holds no image`));
@@ -36,7 +61,16 @@ export function cropToMultiple(image: Tensor, multiple: number): Tensor {
   const tw = w - (w % multiple);
   if (th === h && tw === w) return image;
   if (th === 0 || tw === 0) {
-    refuse('TENSOR_INVALID', reason('IMAGE_TOO_SMALL', 'image', `${h}x${w}`, `at least ${multiple}x${multiple} px`, `the image (${h}x${w} px) is smaller than ${multiple} px on a side and cannot be cropped to a multiple of ${multiple}`));
+    refuse(
+      'TENSOR_INVALID',
+      reason(
+        'IMAGE_TOO_SMALL',
+        'image',
+        `${h}x${w}`,
+        `at least ${multiple}x${multiple} px`,
+        `the image (${h}x${w} px) is smaller than ${multiple} px on a side and cannot be cropped to a multiple of ${multiple}`,
+      ),
+    );
   }
   const y0 = Math.floor((h - th) / 2);
   const x0 = Math.floor((w - tw) / 2);

@@ -22,7 +22,13 @@ import { decodeOnce, diffusersFolderWriter } from './testing/diffusers-folder.js
 const SEED = 5;
 const TINY: RawConfig = { block_out_channels: [16, 32], layers_per_block: 1, norm_num_groups: 8, latent_channels: 4, sample_size: 16 };
 const TINY_ARCH: KlReferenceArchitecture = { blockOut: [16, 32], layersPerBlock: 1, groups: 8, attention: true, postQuantConv: true };
-const DEEP: RawConfig = { block_out_channels: [8, 8, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4, use_post_quant_conv: false };
+const DEEP: RawConfig = {
+  block_out_channels: [8, 8, 16],
+  layers_per_block: 1,
+  norm_num_groups: 4,
+  latent_channels: 4,
+  use_post_quant_conv: false,
+};
 const DEEP_ARCH: KlReferenceArchitecture = { blockOut: [8, 8, 16], layersPerBlock: 1, groups: 4, attention: true, postQuantConv: false };
 
 interface TiledCase {
@@ -58,7 +64,12 @@ const TILED: TiledCase[] = [
     latent: [2, 4, 11, 17],
     window: [16, 24],
     overlap: [4, 8],
-    diffusers: { latentWindow: { height: 8, width: 12 }, latentStride: { height: 6, width: 8 }, blendExtent: { height: 4, width: 8 }, rowLimit: { height: 12, width: 16 } },
+    diffusers: {
+      latentWindow: { height: 8, width: 12 },
+      latentStride: { height: 6, width: 8 },
+      blendExtent: { height: 4, width: 8 },
+      rowLimit: { height: 12, width: 16 },
+    },
     tiles: 2 * 3,
   },
   {
@@ -69,7 +80,12 @@ const TILED: TiledCase[] = [
     window: [16, 16],
     overlap: [0, 4],
     sample: [12, 60],
-    diffusers: { latentWindow: { height: 8, width: 8 }, latentStride: { height: 8, width: 6 }, blendExtent: { height: 0, width: 4 }, rowLimit: { height: 16, width: 12 } },
+    diffusers: {
+      latentWindow: { height: 8, width: 8 },
+      latentStride: { height: 8, width: 6 },
+      blendExtent: { height: 0, width: 4 },
+      rowLimit: { height: 16, width: 12 },
+    },
     tiles: 5,
   },
   {
@@ -141,12 +157,17 @@ test("the family's default plan on a loaded VAE is diffusers' own tiling (sample
 
 const diffusersFolder = diffusersFolderWriter('distvae-kl-');
 
-const tinyWeights = (family: 'autoencoder-kl' | 'flux2', config: RawConfig, seed = SEED) => syntheticWeights(klDecoderParams(getFamily(family).resolveConfig(config)), seed);
+const tinyWeights = (family: 'autoencoder-kl' | 'flux2', config: RawConfig, seed = SEED) =>
+  syntheticWeights(klDecoderParams(getFamily(family).resolveConfig(config)), seed);
 const small = (dims: number[]): Tensor => seededTensor(dims, 3);
 
-
 test('a full AutoencoderKL folder (encoder.*, quant_conv.* too) loads as is and decodes like the same weights given directly', async () => {
-  const weights = new Map([...tinyWeights('autoencoder-kl', TINY), ['encoder.conv_in.weight', small([16, 3, 3, 3])], ['quant_conv.weight', small([8, 8, 1, 1])], ['quant_conv.bias', small([8])]]);
+  const weights = new Map([
+    ...tinyWeights('autoencoder-kl', TINY),
+    ['encoder.conv_in.weight', small([16, 3, 3, 3])],
+    ['quant_conv.weight', small([8, 8, 1, 1])],
+    ['quant_conv.bias', small([8])],
+  ]);
   const dir = diffusersFolder({ _class_name: 'AutoencoderKL', ...TINY }, weights);
   const z = seededTensor([1, 4, 5, 6], 2);
   const fromFolder = await decodeOnce(dir, z);
@@ -156,7 +177,12 @@ test('a full AutoencoderKL folder (encoder.*, quant_conv.* too) loads as is and 
 
 test('a Flux.2 folder with its pipeline-only bn.* statistics loads as is', async () => {
   const config = { block_out_channels: [16, 32], layers_per_block: 1, norm_num_groups: 8, latent_channels: 32, sample_size: 16 };
-  const weights = new Map([...tinyWeights('flux2', config), ['bn.running_mean', small([128])], ['bn.running_var', small([128])], ['bn.num_batches_tracked', small([1])]]);
+  const weights = new Map([
+    ...tinyWeights('flux2', config),
+    ['bn.running_mean', small([128])],
+    ['bn.running_var', small([128])],
+    ['bn.num_batches_tracked', small([1])],
+  ]);
   const dir = diffusersFolder({ _class_name: 'AutoencoderKLFlux2', ...config }, weights);
   const z = seededTensor([1, 32, 4, 5], 2);
   const out = await decodeOnce(dir, z);
@@ -167,12 +193,22 @@ test('a Flux.2 folder with its pipeline-only bn.* statistics loads as is', async
 test('legacy attention key names (query/key/value/proj_attn) load and decode identically', async () => {
   const legacy = new Map<string, Tensor>();
   for (const [key, t] of tinyWeights('autoencoder-kl', TINY)) {
-    legacy.set(key.replace(/\.to_q\./, '.query.').replace(/\.to_k\./, '.key.').replace(/\.to_v\./, '.value.').replace(/\.to_out\.0\./, '.proj_attn.'), t);
+    legacy.set(
+      key
+        .replace(/\.to_q\./, '.query.')
+        .replace(/\.to_k\./, '.key.')
+        .replace(/\.to_v\./, '.value.')
+        .replace(/\.to_out\.0\./, '.proj_attn.'),
+      t,
+    );
   }
   assert.ok(legacy.has('decoder.mid_block.attentions.0.proj_attn.weight'));
   const dir = diffusersFolder({ _class_name: 'AutoencoderKL', ...TINY }, legacy);
   const z = seededTensor([1, 4, 5, 6], 2);
-  assert.deepEqual(await decodeOnce(dir, z), await decodeOnce({ family: 'autoencoder-kl', config: TINY, weights: 'synthetic', seed: SEED }, z));
+  assert.deepEqual(
+    await decodeOnce(dir, z),
+    await decodeOnce({ family: 'autoencoder-kl', config: TINY, weights: 'synthetic', seed: SEED }, z),
+  );
 });
 
 test('a checkpoint of another architecture is refused before any decode, naming each key and both shapes', async () => {

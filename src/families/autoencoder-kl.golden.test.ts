@@ -17,10 +17,23 @@ import { readNpy } from '../io/npy.js';
 import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import type { RawConfig } from './types.js';
 
-const TINY = { act_fn: 'silu', block_out_channels: [16, 32], layers_per_block: 1, mid_block_add_attention: true, norm_num_groups: 8, out_channels: 3, sample_size: 128, use_post_quant_conv: true };
+const TINY = {
+  act_fn: 'silu',
+  block_out_channels: [16, 32],
+  layers_per_block: 1,
+  mid_block_add_attention: true,
+  norm_num_groups: 8,
+  out_channels: 3,
+  sample_size: 128,
+  use_post_quant_conv: true,
+};
 const CASES: { family: 'autoencoder-kl' | 'flux2'; golden: string; config: RawConfig }[] = [
   { family: 'autoencoder-kl', golden: 'kl', config: { _class_name: 'AutoencoderKL', ...TINY, latent_channels: 4 } },
-  { family: 'flux2', golden: 'flux2', config: { _class_name: 'AutoencoderKLFlux2', ...TINY, latent_channels: 32, decoder_block_out_channels: null, patch_size: [2, 2] } },
+  {
+    family: 'flux2',
+    golden: 'flux2',
+    config: { _class_name: 'AutoencoderKLFlux2', ...TINY, latent_channels: 32, decoder_block_out_channels: null, patch_size: [2, 2] },
+  },
 ];
 const golden = (name: string) => readNpy(fileURLToPath(new URL(`./testing/goldens/${name}.npy`, import.meta.url)));
 
@@ -33,13 +46,19 @@ for (const c of CASES) {
       applyTilePlan(vae, tileShapePlan(vae, 32, 32)!);
       applyTilePlan(vae, tileOverlapPlan(vae, 8, 8)!);
       const tiled = await vae.decode(z);
-      for (const [label, out] of [['whole', whole], ['tiled', tiled]] as const) {
+      for (const [label, out] of [
+        ['whole', whole],
+        ['tiled', tiled],
+      ] as const) {
         const expected = golden(`${c.golden}-${label}`);
         assert.deepEqual(out.dims, expected.dims, label);
         const { maxAbs } = difference(out, expected);
         assert.ok(maxAbs <= 1e-4, `${c.family} ${label}: max |ours − diffusers| = ${maxAbs}`);
       }
-      assert.ok(difference(whole, tiled).maxAbs > 0.01, 'tiling must change the result (per-tile GroupNorm and attention), or the tiled golden proves nothing');
+      assert.ok(
+        difference(whole, tiled).maxAbs > 0.01,
+        'tiling must change the result (per-tile GroupNorm and attention), or the tiled golden proves nothing',
+      );
     } finally {
       await vae.dispose();
     }

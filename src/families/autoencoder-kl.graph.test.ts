@@ -36,14 +36,29 @@ const CASES: Case[] = [
   {
     label: 'three levels, layers_per_block 2, no attention, no post_quant_conv, 16 latent channels, 2 outputs',
     family: 'autoencoder-kl',
-    config: { block_out_channels: [8, 16, 16], layers_per_block: 2, norm_num_groups: 4, latent_channels: 16, out_channels: 2, use_post_quant_conv: false, mid_block_add_attention: false },
+    config: {
+      block_out_channels: [8, 16, 16],
+      layers_per_block: 2,
+      norm_num_groups: 4,
+      latent_channels: 16,
+      out_channels: 2,
+      use_post_quant_conv: false,
+      mid_block_add_attention: false,
+    },
     arch: { blockOut: [8, 16, 16], layersPerBlock: 2, groups: 4, attention: false, postQuantConv: false },
     latent: [1, 16, 5, 6],
   },
   {
     label: 'tiny Flux.2 with its own decoder_block_out_channels',
     family: 'flux2',
-    config: { block_out_channels: [16, 32], decoder_block_out_channels: [8, 24], layers_per_block: 1, norm_num_groups: 8, latent_channels: 32, sample_size: 32 },
+    config: {
+      block_out_channels: [16, 32],
+      decoder_block_out_channels: [8, 24],
+      layers_per_block: 1,
+      norm_num_groups: 8,
+      latent_channels: 32,
+      sample_size: 32,
+    },
     arch: { blockOut: [8, 24], layersPerBlock: 1, groups: 8, attention: true, postQuantConv: true },
     latent: [1, 32, 6, 7],
   },
@@ -67,8 +82,14 @@ for (const c of CASES) {
     const model = buildKlDecoderGraph(config, syntheticWeights(specs, 1)).toModel();
     const initializers = model.graph!.initializer!.map((t) => [t.name, (t.dims ?? []).map(Number)]);
     assert.deepEqual(new Map(initializers as [string, number[]][]), new Map(specs.map((s) => [s.name, [...s.dims]])));
-    assert.deepEqual(model.graph!.input!.map((i) => i.name), ['latent']);
-    assert.deepEqual(model.graph!.output!.map((o) => o.name), ['sample']);
+    assert.deepEqual(
+      model.graph!.input!.map((i) => i.name),
+      ['latent'],
+    );
+    assert.deepEqual(
+      model.graph!.output!.map((o) => o.name),
+      ['sample'],
+    );
   });
 }
 
@@ -129,10 +150,36 @@ test('the SD 1.x decoder lists diffusers keys and shapes (140 tensors incl. post
 
 test('legacy mid-block attention names are renamed as diffusers does on load; both spellings keep the legacy key', () => {
   const p = 'decoder.mid_block.attentions.0';
-  const renamed = renameLegacyAttentionKeys(new Map([[`${p}.query.weight`, 1], [`${p}.proj_attn.bias`, 2], [`${p}.group_norm.weight`, 3], ['decoder.conv_in.weight', 4]]));
-  assert.deepEqual([...renamed], [[`${p}.to_q.weight`, 1], [`${p}.to_out.0.bias`, 2], [`${p}.group_norm.weight`, 3], ['decoder.conv_in.weight', 4]]);
-  const both = renameLegacyAttentionKeys(new Map([[`${p}.to_k.weight`, 1], [`${p}.key.weight`, 2]]));
-  assert.deepEqual([...both], [[`${p}.to_k.weight`, 1], [`${p}.key.weight`, 2]]);
+  const renamed = renameLegacyAttentionKeys(
+    new Map([
+      [`${p}.query.weight`, 1],
+      [`${p}.proj_attn.bias`, 2],
+      [`${p}.group_norm.weight`, 3],
+      ['decoder.conv_in.weight', 4],
+    ]),
+  );
+  assert.deepEqual(
+    [...renamed],
+    [
+      [`${p}.to_q.weight`, 1],
+      [`${p}.to_out.0.bias`, 2],
+      [`${p}.group_norm.weight`, 3],
+      ['decoder.conv_in.weight', 4],
+    ],
+  );
+  const both = renameLegacyAttentionKeys(
+    new Map([
+      [`${p}.to_k.weight`, 1],
+      [`${p}.key.weight`, 2],
+    ]),
+  );
+  assert.deepEqual(
+    [...both],
+    [
+      [`${p}.to_k.weight`, 1],
+      [`${p}.key.weight`, 2],
+    ],
+  );
 });
 
 test('configs the decoder cannot build are refused with the field named', () => {
@@ -145,9 +192,21 @@ test('configs the decoder cannot build are refused with the field named', () => 
     }
     return [];
   };
-  assert.deepEqual(refusedFields('autoencoder-kl', { block_out_channels: [16, 32], norm_num_groups: 8, up_block_types: ['UpDecoderBlock2D'] }), ['up_block_types']);
-  assert.deepEqual(refusedFields('autoencoder-kl', { block_out_channels: [16, 32], norm_num_groups: 8, up_block_types: ['UpDecoderBlock2D', 'AttnUpDecoderBlock2D'] }), ['up_block_types']);
-  assert.deepEqual(refusedFields('flux2', { block_out_channels: [16, 32], decoder_block_out_channels: [16, 20], norm_num_groups: 8 }), ['decoder_block_out_channels[1]']);
+  assert.deepEqual(
+    refusedFields('autoencoder-kl', { block_out_channels: [16, 32], norm_num_groups: 8, up_block_types: ['UpDecoderBlock2D'] }),
+    ['up_block_types'],
+  );
+  assert.deepEqual(
+    refusedFields('autoencoder-kl', {
+      block_out_channels: [16, 32],
+      norm_num_groups: 8,
+      up_block_types: ['UpDecoderBlock2D', 'AttnUpDecoderBlock2D'],
+    }),
+    ['up_block_types'],
+  );
+  assert.deepEqual(refusedFields('flux2', { block_out_channels: [16, 32], decoder_block_out_channels: [16, 20], norm_num_groups: 8 }), [
+    'decoder_block_out_channels[1]',
+  ]);
   assert.deepEqual(refusedFields('flux2', { block_out_channels: [16, 32], decoder_block_out_channels: [16, 24], norm_num_groups: 8 }), []);
 });
 
@@ -170,7 +229,11 @@ test('attention chunks: one for a default-plan tile, powers of two bounding each
   assert.equal(attentionChunksFor([1, 4, 128, 128]), 8);
   assert.equal(attentionChunksFor([1, 4, 256, 256]), 128);
   assert.equal(attentionChunksFor([1, 4, 2, 2], 1), 4, 'never more chunks than queries');
-  for (const dims of [[1, 4, 128, 128], [2, 4, 96, 100], [1, 4, 256, 256]]) {
+  for (const dims of [
+    [1, 4, 128, 128],
+    [2, 4, 96, 100],
+    [1, 4, 256, 256],
+  ]) {
     const k = attentionChunksFor(dims);
     assert.ok(attentionBytes(dims, k) <= 256 * 2 ** 20 && attentionBytes(dims, k / 2) > 256 * 2 ** 20, `${dims}: ${k}`);
   }
@@ -183,6 +246,10 @@ test('a whole decode whose attention cannot fit in memory is refused before any 
   assert.doesNotThrow(() => checkAttentionMemory([1, 4, 64, 64], 24 * 2 ** 30));
   assert.throws(
     () => checkAttentionMemory([1, 4, 256, 256], 24 * 2 ** 30),
-    (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED' && e.reasons[0]!.code === 'ATTENTION_MEMORY' && /256×256 latent.*32\.0 GiB.*24\.0 GiB.*tiled/.test(e.message),
+    (e: unknown) =>
+      e instanceof DistVaeError &&
+      e.code === 'UNSUPPORTED' &&
+      e.reasons[0]!.code === 'ATTENTION_MEMORY' &&
+      /256×256 latent.*32\.0 GiB.*24\.0 GiB.*tiled/.test(e.message),
   );
 });

@@ -64,7 +64,9 @@ export function klDecoderParams(config: ResolvedConfig): ParamSpec[] {
   specs.push(...conv2d.params('decoder.conv_in', a.latentChannels, widths[0]!, 3));
   specs.push(...midBlockParams('decoder.mid_block', widths[0]!, a.midAttention, conv2d));
   widths.forEach((cout, i) => {
-    specs.push(...upBlockParams(`decoder.up_blocks.${i}`, widths[Math.max(i - 1, 0)]!, cout, a.layersPerBlock + 1, i < widths.length - 1, conv2d));
+    specs.push(
+      ...upBlockParams(`decoder.up_blocks.${i}`, widths[Math.max(i - 1, 0)]!, cout, a.layersPerBlock + 1, i < widths.length - 1, conv2d),
+    );
   });
   specs.push(...normParams('decoder.conv_norm_out', a.blockOut[0]!));
   specs.push(...conv2d.params('decoder.conv_out', a.blockOut[0]!, a.outChannels, 3, GAIN_AFTER_SILU));
@@ -89,7 +91,11 @@ export interface KlGraphOptions {
   channelParts?: boolean;
 }
 
-export function buildKlDecoderGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, options: KlGraphOptions = {}): GraphBuilder {
+export function buildKlDecoderGraph(
+  config: ResolvedConfig,
+  weights: ReadonlyMap<string, Tensor>,
+  options: KlGraphOptions = {},
+): GraphBuilder {
   const a = klDecoderArchitecture(config);
   const g = new GraphBuilder(config.className, { docString: `${config.className} decoder built by distvae` });
   const table = new WeightTable(weights);

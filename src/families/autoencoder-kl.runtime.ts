@@ -46,13 +46,16 @@ export function checkAttentionMemory(latentDims: readonly number[], limitBytes: 
   if (bytes <= limitBytes) return;
   const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
   const [, , h, w] = latentDims as [number, number, number, number];
-  refuse('UNSUPPORTED', reason(
-    'ATTENTION_MEMORY',
-    'latents',
-    [...latentDims],
-    `a decoder call whose attention fits in ${gib(limitBytes)}`,
-    `decoding a ${h}×${w} latent in one call needs ${gib(bytes)} for the mid-block attention (${h * w}² scores and probabilities) but this machine has ${gib(limitBytes)}: decode it tiled`,
-  ));
+  refuse(
+    'UNSUPPORTED',
+    reason(
+      'ATTENTION_MEMORY',
+      'latents',
+      [...latentDims],
+      `a decoder call whose attention fits in ${gib(limitBytes)}`,
+      `decoding a ${h}×${w} latent in one call needs ${gib(bytes)} for the mid-block attention (${h * w}² scores and probabilities) but this machine has ${gib(limitBytes)}: decode it tiled`,
+    ),
+  );
 }
 
 /** The graph the tile runner runs for an attention chunking (the memory model reads the same one). */
@@ -81,7 +84,10 @@ export const klRuntime: FamilyRuntime = {
       if (current?.chunks !== chunks) {
         const previous = current?.session;
         current = null;
-        await previous?.then((s) => s.dispose(), () => undefined);
+        await previous?.then(
+          (s) => s.dispose(),
+          () => undefined,
+        );
         current = { chunks, session: createSession(runnerGraph(config, bound, chunks).toModel(), session) };
       }
       return current.session;
@@ -95,7 +101,10 @@ export const klRuntime: FamilyRuntime = {
       dispose: async () => {
         const s = current?.session;
         current = null;
-        await s?.then((x) => x.dispose(), () => undefined);
+        await s?.then(
+          (x) => x.dispose(),
+          () => undefined,
+        );
       },
     };
   },

@@ -11,7 +11,10 @@ export const KL_TILE_OVERLAP_FACTOR = 0.25;
  * Reads the fields AutoencoderKL and Flux.2 share. Without a config the published SD 1.x
  * decoder is assumed (diffusers' own class defaults describe a toy one-level model).
  */
-export function readKlFields(r: ConfigReader, defaults: { latentChannels: number; sampleSize: number }): {
+export function readKlFields(
+  r: ConfigReader,
+  defaults: { latentChannels: number; sampleSize: number },
+): {
   blockOut: number[];
   sampleSize: number;
   latentChannels: number;
@@ -20,7 +23,10 @@ export function readKlFields(r: ConfigReader, defaults: { latentChannels: number
 } {
   const blockOut = r.intList('block_out_channels', [128, 256, 512, 512], { max: MAX_WIDTH });
   const layers = r.int('layers_per_block', 2);
-  r.blocks(blockOut.length * (layers + 1), 'block_out_channels × layers_per_block', { block_out_channels: blockOut.length, layers_per_block: layers });
+  r.blocks(blockOut.length * (layers + 1), 'block_out_channels × layers_per_block', {
+    block_out_channels: blockOut.length,
+    layers_per_block: layers,
+  });
   r.string('act_fn', 'silu', ['silu']);
   const latentChannels = r.int('latent_channels', defaults.latentChannels, 1, MAX_WIDTH);
   const normGroups = r.int('norm_num_groups', 32);
@@ -33,7 +39,10 @@ export function readKlFields(r: ConfigReader, defaults: { latentChannels: number
   r.bool('force_upcast', true);
   r.passthrough('scaling_factor');
   r.passthrough('shift_factor');
-  const upBlocks = r.stringList('up_block_types', blockOut.map(() => 'UpDecoderBlock2D'));
+  const upBlocks = r.stringList(
+    'up_block_types',
+    blockOut.map(() => 'UpDecoderBlock2D'),
+  );
   r.check(
     upBlocks.length === blockOut.length && upBlocks.every((t) => t === 'UpDecoderBlock2D'),
     'up_block_types',
@@ -41,9 +50,18 @@ export function readKlFields(r: ConfigReader, defaults: { latentChannels: number
     `${blockOut.length} × UpDecoderBlock2D (one per block_out_channels entry)`,
     `up_block_types must list UpDecoderBlock2D once per block_out_channels entry (${blockOut.length}); got ${JSON.stringify(upBlocks)}`,
   );
-  r.stringList('down_block_types', blockOut.map(() => 'DownEncoderBlock2D'));
+  r.stringList(
+    'down_block_types',
+    blockOut.map(() => 'DownEncoderBlock2D'),
+  );
   for (const [i, c] of blockOut.entries()) {
-    r.check(c % normGroups === 0, `block_out_channels[${i}]`, c, `a multiple of norm_num_groups (${normGroups})`, `block_out_channels[${i}] = ${c} is not divisible by norm_num_groups = ${normGroups}`);
+    r.check(
+      c % normGroups === 0,
+      `block_out_channels[${i}]`,
+      c,
+      `a multiple of norm_num_groups (${normGroups})`,
+      `block_out_channels[${i}] = ${c} is not divisible by norm_num_groups = ${normGroups}`,
+    );
   }
   return { blockOut, sampleSize, latentChannels, outChannels, normGroups };
 }
@@ -53,7 +71,14 @@ export function klResolved(className: string, r: ConfigReader, kl: ReturnType<ty
   const overlap = Math.trunc(kl.sampleSize * KL_TILE_OVERLAP_FACTOR);
   return {
     className,
-    geometry: { spatialRatio, temporalRatio: 1, patchSize: 1, latentChannels: kl.latentChannels, outChannels: kl.outChannels, fiveDimLatents: false },
+    geometry: {
+      spatialRatio,
+      temporalRatio: 1,
+      patchSize: 1,
+      latentChannels: kl.latentChannels,
+      outChannels: kl.outChannels,
+      fiveDimLatents: false,
+    },
     tiling: { window: { height: kl.sampleSize, width: kl.sampleSize }, overlap: { height: overlap, width: overlap }, frames: null },
     fields: r.fields,
   };

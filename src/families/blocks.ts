@@ -52,7 +52,10 @@ export class WeightTable {
   /** Throws when a bound key was never read: a parameter list and its graph disagree. */
   assertAllTaken(graph: string): void {
     if (this.unused.size > 0) {
-      throw new DistVaeError('WEIGHTS_MISMATCH', `the ${graph} graph did not use ${this.unused.size} bound weight(s): ${[...this.unused].slice(0, 8).join(', ')}`);
+      throw new DistVaeError(
+        'WEIGHTS_MISMATCH',
+        `the ${graph} graph did not use ${this.unused.size} bound weight(s): ${[...this.unused].slice(0, 8).join(', ')}`,
+      );
     }
   }
 }
@@ -250,7 +253,9 @@ export function upsampler2d(m: Module, x: Value, form: UpsamplerForm = DEFAULT_U
   if (form === 'resize-conv') return conv2d.apply(c, sc.resizeNearest(x, [1, 1, 2, 2]));
   const weight = c.param('weight');
   const bias = c.param('bias');
-  const phases = [0, 1].flatMap((a) => [0, 1].map((b) => sc.conv(x, phaseKernel(sc, weight, a, b), bias, { kernelShape: [2, 2], pads: [1 - a, 1 - b, a, b] })));
+  const phases = [0, 1].flatMap((a) =>
+    [0, 1].map((b) => sc.conv(x, phaseKernel(sc, weight, a, b), bias, { kernelShape: [2, 2], pads: [1 - a, 1 - b, a, b] })),
+  );
   return sc.depthToSpace(sc.concat(phases, 1), 2, 'DCR');
 }
 
@@ -293,7 +298,9 @@ export function upsampler2dParts(m: Module, x: Value, form: UpsamplerForm, parts
     const w = channelSlice(sc, weight, 0, p, count);
     const b = channelSlice(sc, bias, 0, p, count);
     if (resized) return sc.conv(resized, w, b, { kernelShape: [3, 3], pads: 1 });
-    const phases = [0, 1].flatMap((a) => [0, 1].map((q) => sc.conv(x, phaseKernel(sc, w, a, q), b, { kernelShape: [2, 2], pads: [1 - a, 1 - q, a, q] })));
+    const phases = [0, 1].flatMap((a) =>
+      [0, 1].map((q) => sc.conv(x, phaseKernel(sc, w, a, q), b, { kernelShape: [2, 2], pads: [1 - a, 1 - q, a, q] })),
+    );
     return sc.depthToSpace(sc.concat(phases, 1), 2, 'DCR');
   });
 }
@@ -311,7 +318,9 @@ export function resnetBlockFromParts(m: Module, parts: readonly Value[], s: Bloc
   const summed = (conv: Module, inputs: readonly Value[], k: number): Value => {
     const w = conv.param('weight');
     const b = conv.param('bias');
-    const terms = inputs.map((h, p) => sc.conv(h, channelSlice(sc, w, 1, p, count), p === 0 ? b : undefined, { kernelShape: [k, k], pads: Math.floor(k / 2) }));
+    const terms = inputs.map((h, p) =>
+      sc.conv(h, channelSlice(sc, w, 1, p, count), p === 0 ? b : undefined, { kernelShape: [k, k], pads: Math.floor(k / 2) }),
+    );
     return terms.reduce((acc, t) => sc.add(acc, t));
   };
   const activated = parts.map((x, p) => {
@@ -332,7 +341,15 @@ export function upBlockParams(key: string, cin: number, cout: number, resnets: n
 }
 
 /** `first` skips resnets already applied (a resnet read from channel parts). */
-export function upBlock(m: Module, x: Value, resnets: number, upsample: boolean, s: BlockSettings, upsampler: (m: Module, x: Value) => Value = upsampler2d, first = 0): Value {
+export function upBlock(
+  m: Module,
+  x: Value,
+  resnets: number,
+  upsample: boolean,
+  s: BlockSettings,
+  upsampler: (m: Module, x: Value) => Value = upsampler2d,
+  first = 0,
+): Value {
   for (let j = first; j < resnets; j++) x = resnetBlock(m.child(`resnets.${j}`), x, s);
   return upsample ? upsampler(m.child('upsamplers.0'), x) : x;
 }

@@ -103,4 +103,3 @@ export function channelsToSpace3d(scope: Scope, x: Value, channels: number, fact
 export function dropLeadingFrames(scope: Scope, x: Value, count: number): Value {
   return count === 0 ? x : scope.slice(x, { starts: [count], ends: [Number.MAX_SAFE_INTEGER], axes: [2] });
 }
-

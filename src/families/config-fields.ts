@@ -35,7 +35,8 @@ export const MAX_WIDTH = 2 ** 31 - 1;
  */
 export const MAX_DECODER_BLOCKS = 4096;
 
-const inRange = (v: unknown, min: number, max = MAX_CONFIG_INT): v is number => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
+const inRange = (v: unknown, min: number, max = MAX_CONFIG_INT): v is number =>
+  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 
 export class ConfigReader {
   readonly reasons: Reason[] = [];
@@ -51,7 +52,15 @@ export class ConfigReader {
   }
 
   private refuse(key: string, value: unknown, valid: string): void {
-    this.reasons.push(reason('CONFIG_FIELD_INVALID', key, value, valid, `config field ${key} = ${JSON.stringify(value)} is invalid for ${this.familyName}: expected ${valid}`));
+    this.reasons.push(
+      reason(
+        'CONFIG_FIELD_INVALID',
+        key,
+        value,
+        valid,
+        `config field ${key} = ${JSON.stringify(value)} is invalid for ${this.familyName}: expected ${valid}`,
+      ),
+    );
   }
 
   int(key: string, fallback: number, min = 1, max = MAX_CONFIG_INT): number {

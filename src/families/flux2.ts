@@ -25,7 +25,13 @@ export const flux2: FamilySpec = {
       'decoder_block_out_channels must have as many levels as block_out_channels (diffusers derives the tile size from block_out_channels)',
     );
     for (const [i, c] of decoderBlockOut.entries()) {
-      r.check(c % kl.normGroups === 0, `decoder_block_out_channels[${i}]`, c, `a multiple of norm_num_groups (${kl.normGroups})`, `decoder_block_out_channels[${i}] = ${c} is not divisible by norm_num_groups = ${kl.normGroups}`);
+      r.check(
+        c % kl.normGroups === 0,
+        `decoder_block_out_channels[${i}]`,
+        c,
+        `a multiple of norm_num_groups (${kl.normGroups})`,
+        `decoder_block_out_channels[${i}] = ${c} is not divisible by norm_num_groups = ${kl.normGroups}`,
+      );
     }
     r.intList('patch_size', [2, 2]);
     r.number('batch_norm_eps', 1e-4);

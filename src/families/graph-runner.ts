@@ -6,7 +6,11 @@ import type { TileRunner } from '../decode/types.js';
 import type { GraphBuilder } from '../graph/builder.js';
 import { createSession, type SessionOptions } from '../runtime/session.js';
 
-export async function graphRunner(graph: GraphBuilder, io: { input: string; output: string }, session: SessionOptions): Promise<TileRunner> {
+export async function graphRunner(
+  graph: GraphBuilder,
+  io: { input: string; output: string },
+  session: SessionOptions,
+): Promise<TileRunner> {
   const s = await createSession(graph.toModel(), session);
   return {
     async decode(tile, signal) {

@@ -21,7 +21,13 @@ import { HUNYUAN_VIDEO_TINY } from './testing/video-configs.js';
 import { decodeOnce, diffusersFolderWriter } from './testing/diffusers-folder.js';
 
 const SEED = 5;
-const TINY_ARCH: HunyuanVideoReferenceArchitecture = { blockOut: [8, 16, 16], layersPerBlock: 1, groups: 4, attention: true, spatialRatio: 4 };
+const TINY_ARCH: HunyuanVideoReferenceArchitecture = {
+  blockOut: [8, 16, 16],
+  layersPerBlock: 1,
+  groups: 4,
+  attention: true,
+  spatialRatio: 4,
+};
 
 interface Case {
   label: string;
@@ -82,7 +88,14 @@ for (const c of CASES) {
       plan(vae, c);
       const weights = syntheticWeights(hunyuanVideoDecoderParams(vae.config), SEED);
       const reference = (tile: RefTensor) => referenceHunyuanVideoDecode(TINY_ARCH, weights, tile);
-      await assertDecodesLikeDiffusersVideo(vae, seededTensor(c.latent, 21), c.calls, reference, { ...c.diffusers, spatialRatio: 4, temporalRatio: 4, dropFrame: 'first' }, c.label);
+      await assertDecodesLikeDiffusersVideo(
+        vae,
+        seededTensor(c.latent, 21),
+        c.calls,
+        reference,
+        { ...c.diffusers, spatialRatio: 4, temporalRatio: 4, dropFrame: 'first' },
+        c.label,
+      );
     } finally {
       await vae.dispose();
     }
@@ -96,12 +109,18 @@ const diffusersFolder = diffusersFolderWriter('distvae-hv-', 'AutoencoderKLHunyu
 const tinyWeights = () => syntheticWeights(hunyuanVideoDecoderParams(getFamily('hunyuan-video').resolveConfig(HUNYUAN_VIDEO_TINY)), SEED);
 
 /** Decodes with frame tiling off (one call over all frames). */
-const decodeWhole = (source: Parameters<typeof loadVae>[0], z: Tensor) => decodeOnce(source, z, (vae) => applyTilePlan(vae, tileFramePlan(vae, null)!));
+const decodeWhole = (source: Parameters<typeof loadVae>[0], z: Tensor) =>
+  decodeOnce(source, z, (vae) => applyTilePlan(vae, tileFramePlan(vae, null)!));
 
 test('a full folder (encoder.*, quant_conv.*) and one with legacy attention names load as is and decode like the synthetic weights', async () => {
   const z = seededTensor([1, 4, 2, 3, 3], 2);
   const synthetic = await decodeWhole({ family: 'hunyuan-video', config: HUNYUAN_VIDEO_TINY, weights: 'synthetic', seed: SEED }, z);
-  const full = new Map([...tinyWeights(), ['encoder.conv_in.conv.weight', seededTensor([8, 3, 3, 3, 3], 1)], ['quant_conv.weight', seededTensor([8, 8, 1, 1, 1], 1)], ['quant_conv.bias', seededTensor([8], 1)]]);
+  const full = new Map([
+    ...tinyWeights(),
+    ['encoder.conv_in.conv.weight', seededTensor([8, 3, 3, 3, 3], 1)],
+    ['quant_conv.weight', seededTensor([8, 8, 1, 1, 1], 1)],
+    ['quant_conv.bias', seededTensor([8], 1)],
+  ]);
   assert.deepEqual(await decodeWhole(diffusersFolder(HUNYUAN_VIDEO_TINY, full), z), synthetic);
   const legacy = new Map([...tinyWeights()].map(([k, t]) => [k.replace('.to_q.', '.query.').replace('.to_out.0.', '.proj_attn.'), t]));
   assert.ok(legacy.has('decoder.mid_block.attentions.0.proj_attn.weight'));
@@ -112,21 +131,27 @@ test('a folder of another architecture is refused before any decode, naming each
   const other = tinyWeights();
   other.delete('decoder.conv_out.conv.bias');
   other.set('decoder.conv_in.weight', seededTensor([16, 4, 3, 3, 3], 1));
-  await assert.rejects(loadVae(diffusersFolder({ ...HUNYUAN_VIDEO_TINY, norm_num_groups: 8, block_out_channels: [8, 16, 32] }, other)), (e: unknown) => {
-    assert.ok(e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH', String(e));
-    const byKey = new Map(e.reasons.map((r) => [r.field, r.code]));
-    assert.equal(byKey.get('decoder.conv_out.conv.bias'), 'WEIGHT_MISSING');
-    assert.equal(byKey.get('decoder.conv_in.weight'), 'WEIGHT_UNEXPECTED');
-    assert.equal(byKey.get('decoder.conv_in.conv.weight'), 'WEIGHT_SHAPE');
-    return true;
-  });
+  await assert.rejects(
+    loadVae(diffusersFolder({ ...HUNYUAN_VIDEO_TINY, norm_num_groups: 8, block_out_channels: [8, 16, 32] }, other)),
+    (e: unknown) => {
+      assert.ok(e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH', String(e));
+      const byKey = new Map(e.reasons.map((r) => [r.field, r.code]));
+      assert.equal(byKey.get('decoder.conv_out.conv.bias'), 'WEIGHT_MISSING');
+      assert.equal(byKey.get('decoder.conv_in.weight'), 'WEIGHT_UNEXPECTED');
+      assert.equal(byKey.get('decoder.conv_in.conv.weight'), 'WEIGHT_SHAPE');
+      return true;
+    },
+  );
 });
 
 test('a decode timestep is refused: HunyuanVideo has no timestep conditioning', async () => {
-  await assert.rejects(loadVae({ family: 'hunyuan-video', config: { ...HUNYUAN_VIDEO_TINY, decode_timestep: 0.05 }, weights: 'synthetic', seed: 1 }), (e: unknown) => {
-    assert.ok(e instanceof DistVaeError && e.code === 'CONFIG_INVALID');
-    assert.equal(e.reasons[0]!.code, 'DECODE_SETTING_UNUSED');
-    assert.match(e.message, /decode_timestep = 0\.05 .*hunyuan-video/);
-    return true;
-  });
+  await assert.rejects(
+    loadVae({ family: 'hunyuan-video', config: { ...HUNYUAN_VIDEO_TINY, decode_timestep: 0.05 }, weights: 'synthetic', seed: 1 }),
+    (e: unknown) => {
+      assert.ok(e instanceof DistVaeError && e.code === 'CONFIG_INVALID');
+      assert.equal(e.reasons[0]!.code, 'DECODE_SETTING_UNUSED');
+      assert.match(e.message, /decode_timestep = 0\.05 .*hunyuan-video/);
+      return true;
+    },
+  );
 });

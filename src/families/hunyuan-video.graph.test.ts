@@ -24,11 +24,29 @@ interface Case {
   out: number[];
 }
 
-const TINY: RawConfig = { block_out_channels: [8, 16, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4, spatial_compression_ratio: 4 };
-const TINY_ARCH: HunyuanVideoReferenceArchitecture = { blockOut: [8, 16, 16], layersPerBlock: 1, groups: 4, attention: true, spatialRatio: 4 };
+const TINY: RawConfig = {
+  block_out_channels: [8, 16, 16],
+  layers_per_block: 1,
+  norm_num_groups: 4,
+  latent_channels: 4,
+  spatial_compression_ratio: 4,
+};
+const TINY_ARCH: HunyuanVideoReferenceArchitecture = {
+  blockOut: [8, 16, 16],
+  layersPerBlock: 1,
+  groups: 4,
+  attention: true,
+  spatialRatio: 4,
+};
 
 const CASES: Case[] = [
-  { label: 'three levels (ratio 4/4), 3 latent frames, odd size', config: TINY, arch: TINY_ARCH, latent: [1, 4, 3, 5, 6], out: [1, 3, 9, 20, 24] },
+  {
+    label: 'three levels (ratio 4/4), 3 latent frames, odd size',
+    config: TINY,
+    arch: TINY_ARCH,
+    latent: [1, 4, 3, 5, 6],
+    out: [1, 3, 9, 20, 24],
+  },
   { label: 'one latent frame decodes to one frame', config: TINY, arch: TINY_ARCH, latent: [1, 4, 1, 4, 3], out: [1, 3, 1, 16, 12] },
   {
     label: 'batch 2, no mid attention, layers_per_block 2, two output channels',
@@ -38,8 +56,14 @@ const CASES: Case[] = [
     out: [2, 2, 5, 12, 16],
   },
   {
-    label: "four levels with the published pattern (ratio 8/4: block 0 space only, blocks 1-2 space and time)",
-    config: { block_out_channels: [8, 8, 16, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4, spatial_compression_ratio: 8 },
+    label: 'four levels with the published pattern (ratio 8/4: block 0 space only, blocks 1-2 space and time)',
+    config: {
+      block_out_channels: [8, 8, 16, 16],
+      layers_per_block: 1,
+      norm_num_groups: 4,
+      latent_channels: 4,
+      spatial_compression_ratio: 8,
+    },
     arch: { blockOut: [8, 8, 16, 16], layersPerBlock: 1, groups: 4, attention: true, spatialRatio: 8 },
     latent: [1, 4, 2, 3, 2],
     out: [1, 3, 5, 24, 16],
@@ -64,8 +88,14 @@ test('graph initializers are exactly the parameter list; one input, one output',
   const model = buildHunyuanVideoDecoderGraph(config, syntheticWeights(specs, 1)).toModel();
   const initializers = model.graph!.initializer!.map((t) => [t.name, (t.dims ?? []).map(Number)]);
   assert.deepEqual(new Map(initializers as [string, number[]][]), new Map(specs.map((s) => [s.name, [...s.dims]])));
-  assert.deepEqual(model.graph!.input!.map((i) => i.name), ['latent']);
-  assert.deepEqual(model.graph!.output!.map((o) => o.name), ['sample']);
+  assert.deepEqual(
+    model.graph!.input!.map((i) => i.name),
+    ['latent'],
+  );
+  assert.deepEqual(
+    model.graph!.output!.map((o) => o.name),
+    ['sample'],
+  );
 });
 
 test("the published decoder lists diffusers' keys and shapes (138 decoder tensors + post_quant_conv)", () => {
@@ -82,7 +112,10 @@ test("the published decoder lists diffusers' keys and shapes (138 decoder tensor
 
 test('configs the decoder cannot build are refused with the field named', () => {
   const refused = (raw: RawConfig, field: string) =>
-    assert.throws(() => getFamily('hunyuan-video').resolveConfig(raw), (e: unknown) => e instanceof DistVaeError && e.code === 'CONFIG_INVALID' && e.reasons.some((r) => r.field === field));
+    assert.throws(
+      () => getFamily('hunyuan-video').resolveConfig(raw),
+      (e: unknown) => e instanceof DistVaeError && e.code === 'CONFIG_INVALID' && e.reasons.some((r) => r.field === field),
+    );
   refused({ ...TINY, up_block_types: ['HunyuanVideoUpBlock3D', 'UpDecoderBlock2D', 'HunyuanVideoUpBlock3D'] }, 'up_block_types');
   refused({ ...TINY, norm_num_groups: 3 }, 'norm_num_groups');
   refused({ ...TINY, temporal_compression_ratio: 2 }, 'temporal_compression_ratio');

@@ -85,7 +85,8 @@ export function hunyuanVideoDecoderParams(config: ResolvedConfig): ParamSpec[] {
   ];
   a.upBlocks.forEach((block, i) => {
     const key = `decoder.up_blocks.${i}`;
-    for (let j = 0; j < a.resnetsPerBlock; j++) specs.push(...resnetParams(`${key}.resnets.${j}`, j === 0 ? block.cin : block.cout, block.cout, conv));
+    for (let j = 0; j < a.resnetsPerBlock; j++)
+      specs.push(...resnetParams(`${key}.resnets.${j}`, j === 0 ? block.cin : block.cout, block.cout, conv));
     if (block.upsample) specs.push(...conv.params(`${key}.upsamplers.0.conv`, block.cout, block.cout, 3));
   });
   specs.push(...normParams('decoder.conv_norm_out', a.blockOut[0]!));

@@ -13,7 +13,18 @@ export const hunyuanVideoRuntime: FamilyRuntime = {
   renameKeys: renameLegacyAttentionKeys,
   // One session over the whole temporal chunk (the decoder graph is not exposed as `decoderGraph`:
   // the graph analyses that read it — halos, row sharding — are for image decoders).
-  memoryRuns: (config, weights) => ({ sessions: [{ key: 'decoder', model: buildHunyuanVideoDecoderGraph(config, bindWeights(hunyuanVideoDecoderParams(config), weights, { source: 'the weights given to the decoder' })).toModel(), runs: 1 }] }),
+  memoryRuns: (config, weights) => ({
+    sessions: [
+      {
+        key: 'decoder',
+        model: buildHunyuanVideoDecoderGraph(
+          config,
+          bindWeights(hunyuanVideoDecoderParams(config), weights, { source: 'the weights given to the decoder' }),
+        ).toModel(),
+        runs: 1,
+      },
+    ],
+  }),
   async createTileRunner(config, weights, session: SessionOptions) {
     const bound = bindWeights(hunyuanVideoDecoderParams(config), weights, { source: 'the weights given to the decoder' });
     const s = await createSession(buildHunyuanVideoDecoderGraph(config, bound).toModel(), session);

@@ -21,10 +21,16 @@ export const hunyuanVideo: FamilySpec = {
     const latentChannels = r.int('latent_channels', 16, 1, MAX_WIDTH);
     const blockOut = r.intList('block_out_channels', [128, 256, 512, 512], { max: MAX_WIDTH });
     const layers = r.int('layers_per_block', 2);
-    r.blocks(blockOut.length * (layers + 1), 'block_out_channels × layers_per_block', { block_out_channels: blockOut.length, layers_per_block: layers });
+    r.blocks(blockOut.length * (layers + 1), 'block_out_channels × layers_per_block', {
+      block_out_channels: blockOut.length,
+      layers_per_block: layers,
+    });
     r.string('act_fn', 'silu', ['silu']);
     const groups = r.int('norm_num_groups', 32);
-    const upTypes = r.stringList('up_block_types', blockOut.map(() => 'HunyuanVideoUpBlock3D'));
+    const upTypes = r.stringList(
+      'up_block_types',
+      blockOut.map(() => 'HunyuanVideoUpBlock3D'),
+    );
     r.passthrough('scaling_factor', 0.476986);
     const spatialRatio = r.int('spatial_compression_ratio', 8);
     const temporalRatio = r.int('temporal_compression_ratio', 4);
@@ -44,13 +50,29 @@ export const hunyuanVideo: FamilySpec = {
       `${blockOut.length} x "HunyuanVideoUpBlock3D"`,
       `up_block_types ${JSON.stringify(upTypes)}: the HunyuanVideo decoder has one HunyuanVideoUpBlock3D per block_out_channels entry`,
     );
-    r.check(blockOut.every((c) => c % groups === 0), 'norm_num_groups', groups, `a divisor of every block_out_channels entry (${blockOut.join(', ')})`, `norm_num_groups = ${groups} does not divide block_out_channels ${JSON.stringify(blockOut)}`);
-    r.check(temporalRatio === 4, 'temporal_compression_ratio', temporalRatio, '4', `temporal_compression_ratio = ${temporalRatio}: the HunyuanVideo decoder only supports 4`);
+    r.check(
+      blockOut.every((c) => c % groups === 0),
+      'norm_num_groups',
+      groups,
+      `a divisor of every block_out_channels entry (${blockOut.join(', ')})`,
+      `norm_num_groups = ${groups} does not divide block_out_channels ${JSON.stringify(blockOut)}`,
+    );
+    r.check(
+      temporalRatio === 4,
+      'temporal_compression_ratio',
+      temporalRatio,
+      '4',
+      `temporal_compression_ratio = ${temporalRatio}: the HunyuanVideo decoder only supports 4`,
+    );
     r.finish();
     return {
       className: 'AutoencoderKLHunyuanVideo',
       geometry: { spatialRatio, temporalRatio, patchSize: 1, latentChannels, outChannels, fiveDimLatents: true },
-      tiling: { window: { height: 256, width: 256 }, overlap: { height: 64, width: 64 }, frames: { enabled: true, window: 16, overlap: 4 } },
+      tiling: {
+        window: { height: 256, width: 256 },
+        overlap: { height: 64, width: 64 },
+        frames: { enabled: true, window: 16, overlap: 4 },
+      },
       fields: r.fields,
     };
   },

@@ -92,7 +92,14 @@ for (const c of CASES) {
       const weights = syntheticWeights(ltx2DecoderParams(vae.config), SEED);
       const temb = c.temb === null ? null : new Array<number>(c.latent[0]!).fill(c.temb);
       const reference = (tile: RefTensor) => referenceLtx2Decode(c.reference, weights, tile, temb);
-      await assertDecodesLikeDiffusersVideo(vae, seededTensor(c.latent, 21), c.calls, reference, { ...c.diffusers, spatialRatio: 16, temporalRatio: 4, dropFrame: 'last' }, c.label);
+      await assertDecodesLikeDiffusersVideo(
+        vae,
+        seededTensor(c.latent, 21),
+        c.calls,
+        reference,
+        { ...c.diffusers, spatialRatio: 16, temporalRatio: 4, dropFrame: 'last' },
+        c.label,
+      );
     } finally {
       await vae.dispose();
     }
@@ -105,7 +112,10 @@ test('an edge tile one latent unit wide is refused with reflect padding, as diff
     applyTilePlan(vae, tileShapePlan(vae, 64, 64)!);
     applyTilePlan(vae, tileOverlapPlan(vae, 16, 16)!);
     // Width 7 with stride 3: tiles start at 0, 3, 6 and the last is 1 unit wide.
-    await assert.rejects(vae.decode(seededTensor([1, 4, 1, 3, 7], 1)), (e: unknown) => e instanceof DistVaeError && e.reasons[0]?.code === 'TILE_TOO_SMALL');
+    await assert.rejects(
+      vae.decode(seededTensor([1, 4, 1, 3, 7], 1)),
+      (e: unknown) => e instanceof DistVaeError && e.reasons[0]?.code === 'TILE_TOO_SMALL',
+    );
   } finally {
     await vae.dispose();
   }
@@ -115,12 +125,17 @@ test('an edge tile one latent unit wide is refused with reflect padding, as diff
 
 const diffusersFolder = diffusersFolderWriter('distvae-ltx2-', 'AutoencoderKLLTX2Video');
 
-
 test('a conditioned folder (encoder.*, latents_mean/std, the multiplier stored as [1]) loads as is; decode_timestep comes from the config, an override wins', async () => {
   const { decode_timestep: _, ...architecture } = CONDITIONED;
   const weights = syntheticWeights(ltx2DecoderParams(getFamily('ltx2').resolveConfig(architecture)), SEED);
   const multiplier = weights.get('decoder.timestep_scale_multiplier')!;
-  const stored = new Map([...weights, ['decoder.timestep_scale_multiplier', { dims: [1], data: multiplier.data }], ['encoder.conv_in.conv.weight', seededTensor([8, 48, 3, 3, 3], 1)], ['latents_mean', seededTensor([4], 1)], ['latents_std', seededTensor([4], 2)]]);
+  const stored = new Map([
+    ...weights,
+    ['decoder.timestep_scale_multiplier', { dims: [1], data: multiplier.data }],
+    ['encoder.conv_in.conv.weight', seededTensor([8, 48, 3, 3, 3], 1)],
+    ['latents_mean', seededTensor([4], 1)],
+    ['latents_std', seededTensor([4], 2)],
+  ]);
   const dir = diffusersFolder(architecture, stored);
   const z = seededTensor([1, 4, 2, 2, 3], 2);
   const expectedAt = (t: number) => referenceLtx2Decode(CONDITIONED_REFERENCE, weights, z, [t]);
@@ -129,12 +144,25 @@ test('a conditioned folder (encoder.*, latents_mean/std, the multiplier stored a
 });
 
 test('a decode timestep is refused for an LTX-2 decoder without timestep conditioning', async () => {
-  await assert.rejects(loadVae({ family: 'ltx2', config: { ...LTX2_TINY, decode_timestep: 0.05 }, weights: 'synthetic', seed: 1 }), (e: unknown) => e instanceof DistVaeError && e.code === 'CONFIG_INVALID' && e.reasons[0]!.code === 'DECODE_SETTING_UNUSED');
+  await assert.rejects(
+    loadVae({ family: 'ltx2', config: { ...LTX2_TINY, decode_timestep: 0.05 }, weights: 'synthetic', seed: 1 }),
+    (e: unknown) => e instanceof DistVaeError && e.code === 'CONFIG_INVALID' && e.reasons[0]!.code === 'DECODE_SETTING_UNUSED',
+  );
   // Published defaults plus a decode timestep alone: still the published (unconditioned) decoder.
   await assert.rejects(loadVae({ family: 'ltx2', config: { decode_timestep: 0.05 }, weights: 'synthetic', seed: 1 }), /does not take it/);
 });
 
 test('keys of another family are refused: a HunyuanVideo-style post_quant_conv is not an LTX-2 parameter', async () => {
-  const weights = new Map([...syntheticWeights(ltx2DecoderParams(getFamily('ltx2').resolveConfig(LTX2_TINY)), SEED), ['post_quant_conv.weight', seededTensor([4, 4, 1, 1, 1], 1)]]);
-  await assert.rejects(loadVae(diffusersFolder(LTX2_TINY, weights)), (e: unknown) => e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH' && e.reasons.length === 1 && e.reasons[0]!.field === 'post_quant_conv.weight');
+  const weights = new Map([
+    ...syntheticWeights(ltx2DecoderParams(getFamily('ltx2').resolveConfig(LTX2_TINY)), SEED),
+    ['post_quant_conv.weight', seededTensor([4, 4, 1, 1, 1], 1)],
+  ]);
+  await assert.rejects(
+    loadVae(diffusersFolder(LTX2_TINY, weights)),
+    (e: unknown) =>
+      e instanceof DistVaeError &&
+      e.code === 'WEIGHTS_MISMATCH' &&
+      e.reasons.length === 1 &&
+      e.reasons[0]!.field === 'post_quant_conv.weight',
+  );
 });

@@ -51,16 +51,35 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { label: 'LTX-2 pattern: reflect, non-causal, residual spatio-temporal up-samplers (ratio 16/4)', fields: { ratios: [16, 4] }, latent: [1, 4, 2, 3, 4], out: [1, 3, 5, 48, 64] },
+  {
+    label: 'LTX-2 pattern: reflect, non-causal, residual spatio-temporal up-samplers (ratio 16/4)',
+    fields: { ratios: [16, 4] },
+    latent: [1, 4, 2, 3, 4],
+    out: [1, 3, 5, 48, 64],
+  },
   {
     label: 'causal, zero padding, factors 1, a conv_in resnet (LayerNorm + 1x1x1 shortcut), spatial then temporal',
-    fields: { ratios: [8, 2], causal: true, padding: 'zeros', factor: [1, 1], residual: [true, false], upsampleType: ['spatial', 'temporal'] },
+    fields: {
+      ratios: [8, 2],
+      causal: true,
+      padding: 'zeros',
+      factor: [1, 1],
+      residual: [true, false],
+      upsampleType: ['spatial', 'temporal'],
+    },
     latent: [1, 4, 3, 2, 3],
     out: [1, 3, 5, 16, 24],
   },
   {
     label: 'LTX-2.3 pattern: temporal then spatial, plain up-samplers, factors 1 and 2, two mid resnets',
-    fields: { ratios: [8, 2], padding: 'zeros', factor: [1, 2], residual: [false, false], upsampleType: ['temporal', 'spatial'], layersPerBlock: [1, 1, 2] },
+    fields: {
+      ratios: [8, 2],
+      padding: 'zeros',
+      factor: [1, 2],
+      residual: [false, false],
+      upsampleType: ['temporal', 'spatial'],
+      layersPerBlock: [1, 1, 2],
+    },
     latent: [1, 4, 2, 3, 2],
     out: [1, 3, 3, 24, 16],
   },
@@ -118,8 +137,14 @@ test('the stages hold exactly the parameter list, one stage per block; a conditi
     const initializers = models.flatMap((m) => m.graph!.initializer!.map((t) => [t.name, (t.dims ?? []).map(Number)]));
     assert.equal(initializers.length, specs.length);
     assert.deepEqual(new Map(initializers as [string, number[]][]), new Map(specs.map((s) => [s.name, [...s.dims]])));
-    assert.deepEqual(models[0]!.graph!.input!.map((i) => i.name), c.temb ? ['latent', 'timestep'] : ['latent']);
-    assert.deepEqual(models[2]!.graph!.output!.map((o) => o.name), ['sample']);
+    assert.deepEqual(
+      models[0]!.graph!.input!.map((i) => i.name),
+      c.temb ? ['latent', 'timestep'] : ['latent'],
+    );
+    assert.deepEqual(
+      models[2]!.graph!.output!.map((o) => o.name),
+      ['sample'],
+    );
   }
 });
 
@@ -134,7 +159,11 @@ test("the published LTX-2 decoder lists diffusers' keys and shapes (90 tensors)"
 });
 
 test('a conditioned decoder adds the multiplier (0-d), time embedders and scale/shift tables', () => {
-  const specs = new Map(ltx2DecoderParams(getFamily('ltx2').resolveConfig({ timestep_conditioning: true, spatial_compression_ratio: 32, temporal_compression_ratio: 8 })).map((s) => [s.name, s.dims]));
+  const specs = new Map(
+    ltx2DecoderParams(
+      getFamily('ltx2').resolveConfig({ timestep_conditioning: true, spatial_compression_ratio: 32, temporal_compression_ratio: 8 }),
+    ).map((s) => [s.name, s.dims]),
+  );
   assert.deepEqual(specs.get('decoder.timestep_scale_multiplier'), []);
   assert.deepEqual(specs.get('decoder.mid_block.time_embedder.timestep_embedder.linear_1.weight'), [4096, 256]);
   assert.deepEqual(specs.get('decoder.up_blocks.1.time_embedder.timestep_embedder.linear_2.weight'), [1024, 1024]);
@@ -153,7 +182,10 @@ test('refuses injected noise and channel layouts diffusers cannot run, naming th
   // A width change with factor 2 needs a conv_in resnet at the wrong width.
   refused(configs({ ratios: [16, 4], decoderBlockOut: [4, 16] }).raw, /^decoder_block_out_channels|^upsample_factor/);
   // conv_in + timestep conditioning crashes in diffusers.
-  refused(configs({ ratios: [8, 2], factor: [1, 1], upsampleType: ['spatial', 'temporal'], timestepConditioning: true }).raw, /^timestep_conditioning$/);
+  refused(
+    configs({ ratios: [8, 2], factor: [1, 1], upsampleType: ['spatial', 'temporal'], timestepConditioning: true }).raw,
+    /^timestep_conditioning$/,
+  );
 });
 
 test("causal mode follows diffusers: the class default (causal) for a config without the field, the published config's non-causal decoder without a config", () => {
@@ -161,5 +193,8 @@ test("causal mode follows diffusers: the class default (causal) for a config wit
   assert.equal(getFamily('ltx2').resolveConfig(withoutField).fields['decoder_causal'], true);
   assert.equal(getFamily('ltx2').resolveConfig(undefined).fields['decoder_causal'], false);
   const onlyTimestep = getFamily('ltx2').resolveConfig({ decode_timestep: 0.1 });
-  assert.deepEqual([onlyTimestep.geometry.spatialRatio, onlyTimestep.geometry.temporalRatio, onlyTimestep.fields['decoder_causal']], [32, 8, false]);
+  assert.deepEqual(
+    [onlyTimestep.geometry.spatialRatio, onlyTimestep.geometry.temporalRatio, onlyTimestep.fields['decoder_causal']],
+    [32, 8, false],
+  );
 });

@@ -72,9 +72,15 @@ export function ltx2Architecture(config: ResolvedConfig): Ltx2Architecture {
   const noise = f['decoder_inject_noise'] as boolean[];
   const conditioned = f['timestep_conditioning'] as boolean;
   const reasons: Reason[] = [];
-  const unsupported = (field: string, value: unknown, valid: string, message: string) => reasons.push(reason('DECODER_UNSUPPORTED', field, value, valid, message));
+  const unsupported = (field: string, value: unknown, valid: string, message: string) =>
+    reasons.push(reason('DECODER_UNSUPPORTED', field, value, valid, message));
   if (noise.some(Boolean)) {
-    unsupported('decoder_inject_noise', noise, 'all false', 'decoder_inject_noise adds torch.randn noise inside the decoder, which cannot be reproduced outside torch');
+    unsupported(
+      'decoder_inject_noise',
+      noise,
+      'all false',
+      'decoder_inject_noise adds torch.randn noise inside the decoder, which cannot be reproduced outside torch',
+    );
   }
   let channels = widths[0]!;
   const upBlocks = widths.map((width, i): Ltx2UpBlock => {
@@ -82,8 +88,20 @@ export function ltx2Architecture(config: ResolvedConfig): Ltx2Architecture {
     const cout = Math.floor(width / factors[i]!);
     const block = `up block ${i} (decoder_block_out_channels reversed)`;
     if (cin !== cout) {
-      if (channels !== cin) unsupported(`decoder_block_out_channels[${widths.length - 1 - i}]`, width, `channels that chain into ${block}`, `${block} receives ${channels} channels but its conv_in resnet expects ${cin}`);
-      if (conditioned) unsupported('timestep_conditioning', true, 'false when a block changes width', `${block} changes width (${cin} → ${cout}) with timestep conditioning, which diffusers cannot run`);
+      if (channels !== cin)
+        unsupported(
+          `decoder_block_out_channels[${widths.length - 1 - i}]`,
+          width,
+          `channels that chain into ${block}`,
+          `${block} receives ${channels} channels but its conv_in resnet expects ${cin}`,
+        );
+      if (conditioned)
+        unsupported(
+          'timestep_conditioning',
+          true,
+          'false when a block changes width',
+          `${block} changes width (${cin} → ${cout}) with timestep conditioning, which diffusers cannot run`,
+        );
       channels = cout;
     }
     let upsampler: Ltx2Upsampler | null = null;
@@ -91,18 +109,34 @@ export function ltx2Architecture(config: ResolvedConfig): Ltx2Architecture {
       const type = types[i] ?? '';
       const stride = UPSAMPLE_STRIDES[type];
       if (!stride) {
-        unsupported(`upsample_type[${i}]`, type, 'spatial, temporal or spatiotemporal', `upsample_type[${i}] = ${JSON.stringify(type)} is unknown`);
+        unsupported(
+          `upsample_type[${i}]`,
+          type,
+          'spatial, temporal or spatiotemporal',
+          `upsample_type[${i}] = ${JSON.stringify(type)} is unknown`,
+        );
       } else {
         const product = stride[0] * stride[1] * stride[2];
         const inChannels = cout * factors[i]!;
         if (channels !== inChannels || inChannels % product !== 0) {
-          unsupported(`upsample_factor[${widths.length - 1 - i}]`, factors[i], `a factor for which ${block}'s up-sampler takes ${channels} channels divisible by ${product}`, `${block}'s up-sampler expects ${inChannels} channels (a multiple of ${product}) and receives ${channels}`);
+          unsupported(
+            `upsample_factor[${widths.length - 1 - i}]`,
+            factors[i],
+            `a factor for which ${block}'s up-sampler takes ${channels} channels divisible by ${product}`,
+            `${block}'s up-sampler expects ${inChannels} channels (a multiple of ${product}) and receives ${channels}`,
+          );
         }
         upsampler = { stride, residual: residual[i]!, factor: factors[i]! };
       }
       channels = cout;
     }
-    if (channels !== cout) unsupported(`decoder_block_out_channels[${widths.length - 1 - i}]`, width, `channels that chain into ${block}`, `${block}'s resnets run at ${cout} channels but receive ${channels}`);
+    if (channels !== cout)
+      unsupported(
+        `decoder_block_out_channels[${widths.length - 1 - i}]`,
+        width,
+        `channels that chain into ${block}`,
+        `${block}'s resnets run at ${cout} channels but receive ${channels}`,
+      );
     channels = cout;
     return { cin, cout, upsampler, resnets: layers[i + 1]! };
   });
@@ -168,7 +202,10 @@ export function ltx2DecoderParams(config: ResolvedConfig): ParamSpec[] {
     if (tc) specs.push(...timeEmbedderParams(`${key}.time_embedder`, 4 * block.cin));
     if (block.cin !== block.cout) specs.push(...resnetParams(`${key}.conv_in`, block.cin, block.cout, conv, tc));
     const up = block.upsampler;
-    if (up) specs.push(...conv.params(`${key}.upsamplers.0.conv`, block.cout * up.factor, block.cout * up.stride[0] * up.stride[1] * up.stride[2], 3));
+    if (up)
+      specs.push(
+        ...conv.params(`${key}.upsamplers.0.conv`, block.cout * up.factor, block.cout * up.stride[0] * up.stride[1] * up.stride[2], 3),
+      );
     for (let j = 0; j < block.resnets; j++) specs.push(...resnetParams(`${key}.resnets.${j}`, block.cout, block.cout, conv, tc));
   });
   const last = a.upBlocks[a.upBlocks.length - 1]?.cout ?? a.top;
@@ -291,8 +328,16 @@ export function buildLtx2DecoderStages(config: ResolvedConfig, weights: Readonly
   if (a.timestepConditioning) {
     const t = g.mul(g.input('timestep', ['batch']), first.decoder.param('timestep_scale_multiplier'));
     midEmbedding = timeEmbedding(first.decoder.child('mid_block').child('time_embedder'), t);
-    a.upBlocks.forEach((block, i) => g.output(embeddingName(`up_blocks.${i}`), timeEmbedding(first.decoder.child(`up_blocks.${i}`).child('time_embedder'), t), ['batch', 4 * block.cin]));
-    g.output(embeddingName('out'), timeEmbedding(first.decoder.child('time_embedder'), t), ['batch', 2 * (a.upBlocks[a.upBlocks.length - 1]?.cout ?? a.top)]);
+    a.upBlocks.forEach((block, i) =>
+      g.output(embeddingName(`up_blocks.${i}`), timeEmbedding(first.decoder.child(`up_blocks.${i}`).child('time_embedder'), t), [
+        'batch',
+        4 * block.cin,
+      ]),
+    );
+    g.output(embeddingName('out'), timeEmbedding(first.decoder.child('time_embedder'), t), [
+      'batch',
+      2 * (a.upBlocks[a.upBlocks.length - 1]?.cout ?? a.top),
+    ]);
   }
   x = conv.apply(first.decoder.child('conv_in'), x);
   const mid = first.decoder.child('mid_block');

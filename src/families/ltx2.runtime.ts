@@ -27,7 +27,16 @@ export const ltx2Runtime: FamilyRuntime = {
         const [batch, , , h, w] = latentTile.dims as number[];
         if (a.spatialPadding === 'reflect' && (h! < 2 || w! < 2)) {
           // torch's reflect padding needs two rows and columns; diffusers raises here too.
-          refuse('TENSOR_INVALID', reason('TILE_TOO_SMALL', 'latent tile', [h, w], 'at least 2 x 2 latent units with reflect padding', `a latent tile of ${h} x ${w} cannot be decoded: reflect padding needs at least 2 latent rows and columns (diffusers raises the same)`));
+          refuse(
+            'TENSOR_INVALID',
+            reason(
+              'TILE_TOO_SMALL',
+              'latent tile',
+              [h, w],
+              'at least 2 x 2 latent units with reflect padding',
+              `a latent tile of ${h} x ${w} cannot be decoded: reflect padding needs at least 2 latent rows and columns (diffusers raises the same)`,
+            ),
+          );
         }
         const feeds: Record<string, Tensor> = { latent: latentTile };
         if (timestep !== null) feeds['timestep'] = { dims: [batch!], data: new Float32Array(batch!).fill(timestep) };

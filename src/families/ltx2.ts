@@ -43,11 +43,18 @@ export const ltx2: FamilySpec = {
     const encoderBlockOut = r.intList('block_out_channels', [256, 512, 1024, 2048], { max: MAX_WIDTH });
     const decoderBlockOut = r.intList('decoder_block_out_channels', [256, 512, 1024], { max: MAX_WIDTH });
     const layers = r.intOrIntList('decoder_layers_per_block', [5, 5, 5, 5], decoderBlockOut.length + 1);
-    r.blocks(layers.reduce((a, b) => a + b, 0), 'decoder_layers_per_block', layers);
+    r.blocks(
+      layers.reduce((a, b) => a + b, 0),
+      'decoder_layers_per_block',
+      layers,
+    );
     const encoderScaling = r.boolOrBoolList('spatio_temporal_scaling', true, encoderBlockOut.length);
     const decoderScaling = r.boolOrBoolList('decoder_spatio_temporal_scaling', true, decoderBlockOut.length);
     r.boolOrBoolList('decoder_inject_noise', false, decoderBlockOut.length + 1);
-    const upsampleType = r.stringList('upsample_type', decoderBlockOut.map(() => 'spatiotemporal'));
+    const upsampleType = r.stringList(
+      'upsample_type',
+      decoderBlockOut.map(() => 'spatiotemporal'),
+    );
     r.boolOrBoolList('upsample_residual', true, decoderBlockOut.length);
     // upsample_factor divides channels in the up-sampler; it does not change the spatial ratio.
     r.intOrIntList('upsample_factor', 2, decoderBlockOut.length);
@@ -69,7 +76,13 @@ export const ltx2: FamilySpec = {
     decoderScaling.forEach((scales, i) => {
       if (!scales) return;
       const type = upsampleType[i] ?? 'spatiotemporal';
-      r.check(['spatial', 'temporal', 'spatiotemporal'].includes(type), `upsample_type[${i}]`, type, 'spatial, temporal or spatiotemporal', `upsample_type[${i}] = ${JSON.stringify(type)} is unknown`);
+      r.check(
+        ['spatial', 'temporal', 'spatiotemporal'].includes(type),
+        `upsample_type[${i}]`,
+        type,
+        'spatial, temporal or spatiotemporal',
+        `upsample_type[${i}] = ${JSON.stringify(type)} is unknown`,
+      );
       if (type !== 'temporal') decoderSpatial *= 2;
       if (type !== 'spatial') decoderTemporal *= 2;
     });
@@ -79,7 +92,11 @@ export const ltx2: FamilySpec = {
     return {
       className: 'AutoencoderKLLTX2Video',
       geometry: { spatialRatio, temporalRatio, patchSize: 1, latentChannels, outChannels, fiveDimLatents: true },
-      tiling: { window: { height: 512, width: 512 }, overlap: { height: 64, width: 64 }, frames: { enabled: false, window: 16, overlap: 8 } },
+      tiling: {
+        window: { height: 512, width: 512 },
+        overlap: { height: 64, width: 64 },
+        frames: { enabled: false, window: 16, overlap: 8 },
+      },
       fields: r.fields,
     };
   },

@@ -12,76 +12,233 @@ import type { RawConfig } from './types.js';
 // --- diffusers-written configs (diffusers 0.40.0.dev0 `save_config`, tiny harness VAEs) -------
 
 const KL_TINY: RawConfig = {
-  _class_name: 'AutoencoderKL', _diffusers_version: '0.40.0.dev0', act_fn: 'silu', block_out_channels: [16, 32],
-  down_block_types: ['DownEncoderBlock2D', 'DownEncoderBlock2D'], force_upcast: true, in_channels: 3, latent_channels: 4,
-  latents_mean: null, latents_std: null, layers_per_block: 1, mid_block_add_attention: true, norm_num_groups: 8, out_channels: 3,
-  sample_size: 128, scaling_factor: 0.18215, shift_factor: null, up_block_types: ['UpDecoderBlock2D', 'UpDecoderBlock2D'],
-  use_post_quant_conv: true, use_quant_conv: true,
+  _class_name: 'AutoencoderKL',
+  _diffusers_version: '0.40.0.dev0',
+  act_fn: 'silu',
+  block_out_channels: [16, 32],
+  down_block_types: ['DownEncoderBlock2D', 'DownEncoderBlock2D'],
+  force_upcast: true,
+  in_channels: 3,
+  latent_channels: 4,
+  latents_mean: null,
+  latents_std: null,
+  layers_per_block: 1,
+  mid_block_add_attention: true,
+  norm_num_groups: 8,
+  out_channels: 3,
+  sample_size: 128,
+  scaling_factor: 0.18215,
+  shift_factor: null,
+  up_block_types: ['UpDecoderBlock2D', 'UpDecoderBlock2D'],
+  use_post_quant_conv: true,
+  use_quant_conv: true,
 };
-const KL_FLUX_TINY: RawConfig = { ...KL_TINY, latent_channels: 16, scaling_factor: 0.3611, shift_factor: 0.1159, use_post_quant_conv: false, use_quant_conv: false };
+const KL_FLUX_TINY: RawConfig = {
+  ...KL_TINY,
+  latent_channels: 16,
+  scaling_factor: 0.3611,
+  shift_factor: 0.1159,
+  use_post_quant_conv: false,
+  use_quant_conv: false,
+};
 const FLUX2_TINY: RawConfig = {
-  _class_name: 'AutoencoderKLFlux2', _diffusers_version: '0.40.0.dev0', act_fn: 'silu', batch_norm_eps: 0.0001, batch_norm_momentum: 0.1,
-  block_out_channels: [16, 32], decoder_block_out_channels: null, down_block_types: ['DownEncoderBlock2D', 'DownEncoderBlock2D'],
-  force_upcast: true, in_channels: 3, latent_channels: 32, layers_per_block: 1, mid_block_add_attention: true, norm_num_groups: 8,
-  out_channels: 3, patch_size: [2, 2], sample_size: 128, up_block_types: ['UpDecoderBlock2D', 'UpDecoderBlock2D'],
-  use_post_quant_conv: true, use_quant_conv: true,
+  _class_name: 'AutoencoderKLFlux2',
+  _diffusers_version: '0.40.0.dev0',
+  act_fn: 'silu',
+  batch_norm_eps: 0.0001,
+  batch_norm_momentum: 0.1,
+  block_out_channels: [16, 32],
+  decoder_block_out_channels: null,
+  down_block_types: ['DownEncoderBlock2D', 'DownEncoderBlock2D'],
+  force_upcast: true,
+  in_channels: 3,
+  latent_channels: 32,
+  layers_per_block: 1,
+  mid_block_add_attention: true,
+  norm_num_groups: 8,
+  out_channels: 3,
+  patch_size: [2, 2],
+  sample_size: 128,
+  up_block_types: ['UpDecoderBlock2D', 'UpDecoderBlock2D'],
+  use_post_quant_conv: true,
+  use_quant_conv: true,
 };
-const WAN21_MEAN = [-0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508, 0.4134, -0.0715, 0.5517, -0.3632, -0.1922, -0.9497, 0.2503, -0.2921];
-const WAN21_STD = [2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743, 3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.916];
+const WAN21_MEAN = [
+  -0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508, 0.4134, -0.0715, 0.5517, -0.3632, -0.1922, -0.9497, 0.2503, -0.2921,
+];
+const WAN21_STD = [
+  2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743, 3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.916,
+];
 const WAN_TINY: RawConfig = {
-  _class_name: 'AutoencoderKLWan', _diffusers_version: '0.40.0.dev0', attn_scales: [], base_dim: 8, decoder_base_dim: null, dim_mult: [1, 2],
-  dropout: 0.0, in_channels: 3, is_residual: false, latents_mean: WAN21_MEAN, latents_std: WAN21_STD, num_res_blocks: 1, out_channels: 3,
-  patch_size: null, scale_factor_spatial: 2, scale_factor_temporal: 2, temperal_downsample: [true], z_dim: 16,
+  _class_name: 'AutoencoderKLWan',
+  _diffusers_version: '0.40.0.dev0',
+  attn_scales: [],
+  base_dim: 8,
+  decoder_base_dim: null,
+  dim_mult: [1, 2],
+  dropout: 0.0,
+  in_channels: 3,
+  is_residual: false,
+  latents_mean: WAN21_MEAN,
+  latents_std: WAN21_STD,
+  num_res_blocks: 1,
+  out_channels: 3,
+  patch_size: null,
+  scale_factor_spatial: 2,
+  scale_factor_temporal: 2,
+  temperal_downsample: [true],
+  z_dim: 16,
 };
 const WAN22_TINY: RawConfig = {
-  _class_name: 'AutoencoderKLWan', _diffusers_version: '0.40.0.dev0', attn_scales: [], base_dim: 8, decoder_base_dim: 16, dim_mult: [1, 2, 2],
-  dropout: 0.0, in_channels: 12, is_residual: true, latents_mean: new Array(48).fill(0), latents_std: new Array(48).fill(1), num_res_blocks: 1,
-  out_channels: 12, patch_size: 2, scale_factor_spatial: 8, scale_factor_temporal: 2, temperal_downsample: [true, false], z_dim: 48,
+  _class_name: 'AutoencoderKLWan',
+  _diffusers_version: '0.40.0.dev0',
+  attn_scales: [],
+  base_dim: 8,
+  decoder_base_dim: 16,
+  dim_mult: [1, 2, 2],
+  dropout: 0.0,
+  in_channels: 12,
+  is_residual: true,
+  latents_mean: new Array(48).fill(0),
+  latents_std: new Array(48).fill(1),
+  num_res_blocks: 1,
+  out_channels: 12,
+  patch_size: 2,
+  scale_factor_spatial: 8,
+  scale_factor_temporal: 2,
+  temperal_downsample: [true, false],
+  z_dim: 48,
 };
 const QWEN_TINY: RawConfig = {
-  _class_name: 'AutoencoderKLQwenImage', _diffusers_version: '0.40.0.dev0', attn_scales: [], base_dim: 8, dim_mult: [1, 2], dropout: 0.0,
-  input_channels: 3, latents_mean: WAN21_MEAN, latents_std: WAN21_STD, num_res_blocks: 1, temperal_downsample: [true], z_dim: 16,
+  _class_name: 'AutoencoderKLQwenImage',
+  _diffusers_version: '0.40.0.dev0',
+  attn_scales: [],
+  base_dim: 8,
+  dim_mult: [1, 2],
+  dropout: 0.0,
+  input_channels: 3,
+  latents_mean: WAN21_MEAN,
+  latents_std: WAN21_STD,
+  num_res_blocks: 1,
+  temperal_downsample: [true],
+  z_dim: 16,
 };
 const HUNYUAN_TINY: RawConfig = {
-  _class_name: 'AutoencoderKLHunyuanVideo', _diffusers_version: '0.40.0.dev0', act_fn: 'silu', block_out_channels: [16, 32, 32],
-  down_block_types: ['HunyuanVideoDownBlock3D', 'HunyuanVideoDownBlock3D', 'HunyuanVideoDownBlock3D'], in_channels: 3, latent_channels: 16,
-  layers_per_block: 1, mid_block_add_attention: true, norm_num_groups: 8, out_channels: 3, scaling_factor: 0.476986,
-  spatial_compression_ratio: 4, temporal_compression_ratio: 4,
+  _class_name: 'AutoencoderKLHunyuanVideo',
+  _diffusers_version: '0.40.0.dev0',
+  act_fn: 'silu',
+  block_out_channels: [16, 32, 32],
+  down_block_types: ['HunyuanVideoDownBlock3D', 'HunyuanVideoDownBlock3D', 'HunyuanVideoDownBlock3D'],
+  in_channels: 3,
+  latent_channels: 16,
+  layers_per_block: 1,
+  mid_block_add_attention: true,
+  norm_num_groups: 8,
+  out_channels: 3,
+  scaling_factor: 0.476986,
+  spatial_compression_ratio: 4,
+  temporal_compression_ratio: 4,
   up_block_types: ['HunyuanVideoUpBlock3D', 'HunyuanVideoUpBlock3D', 'HunyuanVideoUpBlock3D'],
 };
 const LTX2_TINY: RawConfig = {
-  _class_name: 'AutoencoderKLLTX2Video', _diffusers_version: '0.40.0.dev0', block_out_channels: [16, 32], decoder_block_out_channels: [16, 32],
-  decoder_causal: false, decoder_inject_noise: [false, false, false], decoder_layers_per_block: [1, 1, 1], decoder_spatial_padding_mode: 'reflect',
-  decoder_spatio_temporal_scaling: [true, true], down_block_types: ['LTX2VideoDownBlock3D', 'LTX2VideoDownBlock3D'],
-  downsample_type: ['spatiotemporal', 'spatiotemporal'], encoder_causal: true, encoder_spatial_padding_mode: 'zeros', in_channels: 3,
-  latent_channels: 16, layers_per_block: [1, 1, 1], out_channels: 3, patch_size: 4, patch_size_t: 1, resnet_norm_eps: 1e-6, scaling_factor: 1.0,
-  spatial_compression_ratio: 16, spatio_temporal_scaling: [true, true], temporal_compression_ratio: 4, timestep_conditioning: false,
-  upsample_factor: [2, 2], upsample_residual: [true, true], upsample_type: ['spatiotemporal', 'spatiotemporal'],
+  _class_name: 'AutoencoderKLLTX2Video',
+  _diffusers_version: '0.40.0.dev0',
+  block_out_channels: [16, 32],
+  decoder_block_out_channels: [16, 32],
+  decoder_causal: false,
+  decoder_inject_noise: [false, false, false],
+  decoder_layers_per_block: [1, 1, 1],
+  decoder_spatial_padding_mode: 'reflect',
+  decoder_spatio_temporal_scaling: [true, true],
+  down_block_types: ['LTX2VideoDownBlock3D', 'LTX2VideoDownBlock3D'],
+  downsample_type: ['spatiotemporal', 'spatiotemporal'],
+  encoder_causal: true,
+  encoder_spatial_padding_mode: 'zeros',
+  in_channels: 3,
+  latent_channels: 16,
+  layers_per_block: [1, 1, 1],
+  out_channels: 3,
+  patch_size: 4,
+  patch_size_t: 1,
+  resnet_norm_eps: 1e-6,
+  scaling_factor: 1.0,
+  spatial_compression_ratio: 16,
+  spatio_temporal_scaling: [true, true],
+  temporal_compression_ratio: 4,
+  timestep_conditioning: false,
+  upsample_factor: [2, 2],
+  upsample_residual: [true, true],
+  upsample_type: ['spatiotemporal', 'spatiotemporal'],
 };
 const LTX2_TEMB_TINY: RawConfig = { ...LTX2_TINY, timestep_conditioning: true };
 const LTX23_TINY: RawConfig = {
-  ...LTX2_TINY, decoder_spatial_padding_mode: 'zeros', downsample_type: ['spatial', 'temporal'], spatial_compression_ratio: 8,
-  temporal_compression_ratio: 2, upsample_factor: [1, 2], upsample_residual: [false, false], upsample_type: ['temporal', 'spatial'],
+  ...LTX2_TINY,
+  decoder_spatial_padding_mode: 'zeros',
+  downsample_type: ['spatial', 'temporal'],
+  spatial_compression_ratio: 8,
+  temporal_compression_ratio: 2,
+  upsample_factor: [1, 2],
+  upsample_residual: [false, false],
+  upsample_type: ['temporal', 'spatial'],
 };
 /** Published-architecture configs as the reference harness writes them (Wan 2.2 TI2V-5B, LTX-2.0). */
 const WAN22_PUBLISHED: RawConfig = {
-  _class_name: 'AutoencoderKLWan', base_dim: 160, decoder_base_dim: 256, dim_mult: [1, 2, 4, 4], num_res_blocks: 2, temperal_downsample: [false, true, true],
-  is_residual: true, in_channels: 12, out_channels: 12, patch_size: 2, scale_factor_spatial: 16, scale_factor_temporal: 4, z_dim: 48,
+  _class_name: 'AutoencoderKLWan',
+  base_dim: 160,
+  decoder_base_dim: 256,
+  dim_mult: [1, 2, 4, 4],
+  num_res_blocks: 2,
+  temperal_downsample: [false, true, true],
+  is_residual: true,
+  in_channels: 12,
+  out_channels: 12,
+  patch_size: 2,
+  scale_factor_spatial: 16,
+  scale_factor_temporal: 4,
+  z_dim: 48,
 };
 const LTX2_PUBLISHED: RawConfig = {
-  _class_name: 'AutoencoderKLLTX2Video', in_channels: 3, out_channels: 3, latent_channels: 128, block_out_channels: [256, 512, 1024, 2048],
-  decoder_block_out_channels: [256, 512, 1024], layers_per_block: [4, 6, 6, 2, 2], decoder_layers_per_block: [5, 5, 5, 5],
-  spatio_temporal_scaling: [true, true, true, true], decoder_spatio_temporal_scaling: [true, true, true], decoder_inject_noise: [false, false, false, false],
-  downsample_type: ['spatial', 'temporal', 'spatiotemporal', 'spatiotemporal'], upsample_type: ['spatiotemporal', 'spatiotemporal', 'spatiotemporal'],
-  upsample_residual: [true, true, true], upsample_factor: [2, 2, 2], timestep_conditioning: false, patch_size: 4, patch_size_t: 1,
-  resnet_norm_eps: 1e-6, encoder_causal: true, decoder_causal: false, encoder_spatial_padding_mode: 'zeros', decoder_spatial_padding_mode: 'reflect',
-  spatial_compression_ratio: 32, temporal_compression_ratio: 8,
+  _class_name: 'AutoencoderKLLTX2Video',
+  in_channels: 3,
+  out_channels: 3,
+  latent_channels: 128,
+  block_out_channels: [256, 512, 1024, 2048],
+  decoder_block_out_channels: [256, 512, 1024],
+  layers_per_block: [4, 6, 6, 2, 2],
+  decoder_layers_per_block: [5, 5, 5, 5],
+  spatio_temporal_scaling: [true, true, true, true],
+  decoder_spatio_temporal_scaling: [true, true, true],
+  decoder_inject_noise: [false, false, false, false],
+  downsample_type: ['spatial', 'temporal', 'spatiotemporal', 'spatiotemporal'],
+  upsample_type: ['spatiotemporal', 'spatiotemporal', 'spatiotemporal'],
+  upsample_residual: [true, true, true],
+  upsample_factor: [2, 2, 2],
+  timestep_conditioning: false,
+  patch_size: 4,
+  patch_size_t: 1,
+  resnet_norm_eps: 1e-6,
+  encoder_causal: true,
+  decoder_causal: false,
+  encoder_spatial_padding_mode: 'zeros',
+  decoder_spatial_padding_mode: 'reflect',
+  spatial_compression_ratio: 32,
+  temporal_compression_ratio: 8,
 };
 /** LTX-Video 0.9 (AutoencoderKLLTXVideo): a diffusers class this project has no family for. */
 const LTX_090_TINY: RawConfig = {
-  _class_name: 'AutoencoderKLLTXVideo', _diffusers_version: '0.40.0.dev0', block_out_channels: [16, 32], decoder_block_out_channels: [16, 32],
-  decoder_causal: false, decoder_spatio_temporal_scaling: [true, false], latent_channels: 16, patch_size: 4, patch_size_t: 1,
-  spatial_compression_ratio: null, spatio_temporal_scaling: [true, false], temporal_compression_ratio: null, timestep_conditioning: false,
+  _class_name: 'AutoencoderKLLTXVideo',
+  _diffusers_version: '0.40.0.dev0',
+  block_out_channels: [16, 32],
+  decoder_block_out_channels: [16, 32],
+  decoder_causal: false,
+  decoder_spatio_temporal_scaling: [true, false],
+  latent_channels: 16,
+  patch_size: 4,
+  patch_size_t: 1,
+  spatial_compression_ratio: null,
+  spatio_temporal_scaling: [true, false],
+  temporal_compression_ratio: null,
+  timestep_conditioning: false,
 };
 
 // --- expected geometry, derived independently from each config ----------------------------------
@@ -100,56 +257,192 @@ interface Expect {
 /** AutoencoderKL / Flux.2: r = 2^(len(block_out_channels) − 1); window sample_size; overlap int(sample_size · 0.25). */
 function klExpect(cfg: { block_out_channels: number[]; sample_size: number; latent_channels: number }): Expect {
   return {
-    spatial: 2 ** (cfg.block_out_channels.length - 1), temporal: 1, patch: 1, latentChannels: cfg.latent_channels, fiveDim: false,
-    window: cfg.sample_size, overlap: Math.trunc(cfg.sample_size * 0.25), frames: null,
+    spatial: 2 ** (cfg.block_out_channels.length - 1),
+    temporal: 1,
+    patch: 1,
+    latentChannels: cfg.latent_channels,
+    fiveDim: false,
+    window: cfg.sample_size,
+    overlap: Math.trunc(cfg.sample_size * 0.25),
+    frames: null,
   };
 }
 
 const CASES: { name: string; family: string; config?: RawConfig; expect: Expect }[] = [
   // Published defaults (docs/design.md §3): SD 1.x KL, FLUX.2, TAE, Wan 2.1, Qwen-Image, HunyuanVideo, LTX-2.
-  { name: 'autoencoder-kl published', family: 'autoencoder-kl', expect: klExpect({ block_out_channels: [128, 256, 512, 512], sample_size: 512, latent_channels: 4 }) },
-  { name: 'flux2 published', family: 'flux2', expect: klExpect({ block_out_channels: [128, 256, 512, 512], sample_size: 1024, latent_channels: 32 }) },
-  { name: 'tae published', family: 'tae', expect: { spatial: 8, temporal: 1, patch: 1, latentChannels: 4, fiveDim: false, window: 512, overlap: 128, frames: null } },
-  { name: 'wan 2.1 published', family: 'wan', expect: { spatial: 8, temporal: 4, patch: 1, latentChannels: 16, fiveDim: true, window: 256, overlap: 64, frames: null } },
-  { name: 'qwen-image published', family: 'qwen-image', expect: { spatial: 8, temporal: 4, patch: 1, latentChannels: 16, fiveDim: true, window: 256, overlap: 64, frames: null } },
   {
-    name: 'hunyuan-video published', family: 'hunyuan-video',
-    expect: { spatial: 8, temporal: 4, patch: 1, latentChannels: 16, fiveDim: true, window: 256, overlap: 64, frames: { enabled: true, window: 16, overlap: 4 } },
+    name: 'autoencoder-kl published',
+    family: 'autoencoder-kl',
+    expect: klExpect({ block_out_channels: [128, 256, 512, 512], sample_size: 512, latent_channels: 4 }),
   },
   {
-    name: 'ltx2 published', family: 'ltx2',
-    expect: { spatial: 32, temporal: 8, patch: 1, latentChannels: 128, fiveDim: true, window: 512, overlap: 64, frames: { enabled: false, window: 16, overlap: 8 } },
+    name: 'flux2 published',
+    family: 'flux2',
+    expect: klExpect({ block_out_channels: [128, 256, 512, 512], sample_size: 1024, latent_channels: 32 }),
+  },
+  {
+    name: 'tae published',
+    family: 'tae',
+    expect: { spatial: 8, temporal: 1, patch: 1, latentChannels: 4, fiveDim: false, window: 512, overlap: 128, frames: null },
+  },
+  {
+    name: 'wan 2.1 published',
+    family: 'wan',
+    expect: { spatial: 8, temporal: 4, patch: 1, latentChannels: 16, fiveDim: true, window: 256, overlap: 64, frames: null },
+  },
+  {
+    name: 'qwen-image published',
+    family: 'qwen-image',
+    expect: { spatial: 8, temporal: 4, patch: 1, latentChannels: 16, fiveDim: true, window: 256, overlap: 64, frames: null },
+  },
+  {
+    name: 'hunyuan-video published',
+    family: 'hunyuan-video',
+    expect: {
+      spatial: 8,
+      temporal: 4,
+      patch: 1,
+      latentChannels: 16,
+      fiveDim: true,
+      window: 256,
+      overlap: 64,
+      frames: { enabled: true, window: 16, overlap: 4 },
+    },
+  },
+  {
+    name: 'ltx2 published',
+    family: 'ltx2',
+    expect: {
+      spatial: 32,
+      temporal: 8,
+      patch: 1,
+      latentChannels: 128,
+      fiveDim: true,
+      window: 512,
+      overlap: 64,
+      frames: { enabled: false, window: 16, overlap: 8 },
+    },
   },
   // Published-architecture configs.
-  { name: 'wan 2.2 published config', family: 'wan', config: WAN22_PUBLISHED, expect: { spatial: 16, temporal: 4, patch: 2, latentChannels: 48, fiveDim: true, window: 256, overlap: 64, frames: null } },
   {
-    name: 'ltx2 published config', family: 'ltx2', config: LTX2_PUBLISHED,
-    expect: { spatial: 32, temporal: 8, patch: 1, latentChannels: 128, fiveDim: true, window: 512, overlap: 64, frames: { enabled: false, window: 16, overlap: 8 } },
+    name: 'wan 2.2 published config',
+    family: 'wan',
+    config: WAN22_PUBLISHED,
+    expect: { spatial: 16, temporal: 4, patch: 2, latentChannels: 48, fiveDim: true, window: 256, overlap: 64, frames: null },
+  },
+  {
+    name: 'ltx2 published config',
+    family: 'ltx2',
+    config: LTX2_PUBLISHED,
+    expect: {
+      spatial: 32,
+      temporal: 8,
+      patch: 1,
+      latentChannels: 128,
+      fiveDim: true,
+      window: 512,
+      overlap: 64,
+      frames: { enabled: false, window: 16, overlap: 8 },
+    },
   },
   // diffusers-written tiny configs.
-  { name: 'kl tiny', family: 'autoencoder-kl', config: KL_TINY, expect: klExpect({ block_out_channels: [16, 32], sample_size: 128, latent_channels: 4 }) },
-  { name: 'kl-flux tiny', family: 'autoencoder-kl', config: KL_FLUX_TINY, expect: klExpect({ block_out_channels: [16, 32], sample_size: 128, latent_channels: 16 }) },
-  { name: 'flux2 tiny', family: 'flux2', config: FLUX2_TINY, expect: klExpect({ block_out_channels: [16, 32], sample_size: 128, latent_channels: 32 }) },
+  {
+    name: 'kl tiny',
+    family: 'autoencoder-kl',
+    config: KL_TINY,
+    expect: klExpect({ block_out_channels: [16, 32], sample_size: 128, latent_channels: 4 }),
+  },
+  {
+    name: 'kl-flux tiny',
+    family: 'autoencoder-kl',
+    config: KL_FLUX_TINY,
+    expect: klExpect({ block_out_channels: [16, 32], sample_size: 128, latent_channels: 16 }),
+  },
+  {
+    name: 'flux2 tiny',
+    family: 'flux2',
+    config: FLUX2_TINY,
+    expect: klExpect({ block_out_channels: [16, 32], sample_size: 128, latent_channels: 32 }),
+  },
   // Wan: diffusers' spatial ratio is scale_factor_spatial (2.2 folds patch 2 into it); temporal 2^count(temperal_downsample).
-  { name: 'wan tiny', family: 'wan', config: WAN_TINY, expect: { spatial: 2, temporal: 2, patch: 1, latentChannels: 16, fiveDim: true, window: 256, overlap: 64, frames: null } },
-  { name: 'wan 2.2 tiny', family: 'wan', config: WAN22_TINY, expect: { spatial: 8, temporal: 2, patch: 2, latentChannels: 48, fiveDim: true, window: 256, overlap: 64, frames: null } },
+  {
+    name: 'wan tiny',
+    family: 'wan',
+    config: WAN_TINY,
+    expect: { spatial: 2, temporal: 2, patch: 1, latentChannels: 16, fiveDim: true, window: 256, overlap: 64, frames: null },
+  },
+  {
+    name: 'wan 2.2 tiny',
+    family: 'wan',
+    config: WAN22_TINY,
+    expect: { spatial: 8, temporal: 2, patch: 2, latentChannels: 48, fiveDim: true, window: 256, overlap: 64, frames: null },
+  },
   // Qwen-Image: spatial 2^len(temperal_downsample), temporal 2^count(true).
-  { name: 'qwen-image tiny', family: 'qwen-image', config: QWEN_TINY, expect: { spatial: 2, temporal: 2, patch: 1, latentChannels: 16, fiveDim: true, window: 256, overlap: 64, frames: null } },
   {
-    name: 'hunyuan-video tiny', family: 'hunyuan-video', config: HUNYUAN_TINY,
-    expect: { spatial: 4, temporal: 4, patch: 1, latentChannels: 16, fiveDim: true, window: 256, overlap: 64, frames: { enabled: true, window: 16, overlap: 4 } },
+    name: 'qwen-image tiny',
+    family: 'qwen-image',
+    config: QWEN_TINY,
+    expect: { spatial: 2, temporal: 2, patch: 1, latentChannels: 16, fiveDim: true, window: 256, overlap: 64, frames: null },
   },
   {
-    name: 'ltx2 tiny', family: 'ltx2', config: LTX2_TINY,
-    expect: { spatial: 16, temporal: 4, patch: 1, latentChannels: 16, fiveDim: true, window: 512, overlap: 64, frames: { enabled: false, window: 16, overlap: 8 } },
+    name: 'hunyuan-video tiny',
+    family: 'hunyuan-video',
+    config: HUNYUAN_TINY,
+    expect: {
+      spatial: 4,
+      temporal: 4,
+      patch: 1,
+      latentChannels: 16,
+      fiveDim: true,
+      window: 256,
+      overlap: 64,
+      frames: { enabled: true, window: 16, overlap: 4 },
+    },
   },
   {
-    name: 'ltx2 tiny with timestep conditioning', family: 'ltx2', config: LTX2_TEMB_TINY,
-    expect: { spatial: 16, temporal: 4, patch: 1, latentChannels: 16, fiveDim: true, window: 512, overlap: 64, frames: { enabled: false, window: 16, overlap: 8 } },
+    name: 'ltx2 tiny',
+    family: 'ltx2',
+    config: LTX2_TINY,
+    expect: {
+      spatial: 16,
+      temporal: 4,
+      patch: 1,
+      latentChannels: 16,
+      fiveDim: true,
+      window: 512,
+      overlap: 64,
+      frames: { enabled: false, window: 16, overlap: 8 },
+    },
   },
   {
-    name: 'ltx 2.3 tiny (mixed up-sampling)', family: 'ltx2', config: LTX23_TINY,
-    expect: { spatial: 8, temporal: 2, patch: 1, latentChannels: 16, fiveDim: true, window: 512, overlap: 64, frames: { enabled: false, window: 16, overlap: 8 } },
+    name: 'ltx2 tiny with timestep conditioning',
+    family: 'ltx2',
+    config: LTX2_TEMB_TINY,
+    expect: {
+      spatial: 16,
+      temporal: 4,
+      patch: 1,
+      latentChannels: 16,
+      fiveDim: true,
+      window: 512,
+      overlap: 64,
+      frames: { enabled: false, window: 16, overlap: 8 },
+    },
+  },
+  {
+    name: 'ltx 2.3 tiny (mixed up-sampling)',
+    family: 'ltx2',
+    config: LTX23_TINY,
+    expect: {
+      spatial: 8,
+      temporal: 2,
+      patch: 1,
+      latentChannels: 16,
+      fiveDim: true,
+      window: 512,
+      overlap: 64,
+      frames: { enabled: false, window: 16, overlap: 8 },
+    },
   },
 ];
 
@@ -161,8 +454,20 @@ for (const c of CASES) {
       assert.equal(vae.family.name, c.family);
       const g = vae.geometry;
       assert.deepEqual(
-        { spatial: g.spatialRatio, temporal: g.temporalRatio, patch: g.patchSize, latentChannels: g.latentChannels, fiveDim: g.fiveDimLatents },
-        { spatial: c.expect.spatial, temporal: c.expect.temporal, patch: c.expect.patch, latentChannels: c.expect.latentChannels, fiveDim: c.expect.fiveDim },
+        {
+          spatial: g.spatialRatio,
+          temporal: g.temporalRatio,
+          patch: g.patchSize,
+          latentChannels: g.latentChannels,
+          fiveDim: g.fiveDimLatents,
+        },
+        {
+          spatial: c.expect.spatial,
+          temporal: c.expect.temporal,
+          patch: c.expect.patch,
+          latentChannels: c.expect.latentChannels,
+          fiveDim: c.expect.fiveDim,
+        },
       );
       assert.equal(g.outChannels, 3);
       const t = vae.config.tiling;
@@ -240,7 +545,14 @@ test('an unknown family name and an unknown _class_name are refused with the kno
 
 test('invalid config fields are refused all at once, each reason naming its field and value', () => {
   const e = refusal(() =>
-    createVae('autoencoder-kl', { _class_name: 'AutoencoderKL', block_out_channels: [16, 'wide'], sample_size: -64, latent_channels: 0, use_post_quant_conv: 'yes', act_fn: 'gelu' }),
+    createVae('autoencoder-kl', {
+      _class_name: 'AutoencoderKL',
+      block_out_channels: [16, 'wide'],
+      sample_size: -64,
+      latent_channels: 0,
+      use_post_quant_conv: 'yes',
+      act_fn: 'gelu',
+    }),
   );
   assert.equal(e.code, 'CONFIG_INVALID');
   const byField = new Map(e.reasons.map((r) => [r.field, r]));
@@ -271,13 +583,22 @@ test('cross-field inconsistencies are refused with the derived value and the one
   assert.match(wan.reasons[0]!.valid, /^2 /);
   // KL: every width must be divisible by norm_num_groups.
   const kl = refusal(() => createVae('autoencoder-kl', { ...KL_TINY, block_out_channels: [16, 36] }));
-  assert.deepEqual(kl.reasons.map((r) => r.field), ['block_out_channels[1]']);
+  assert.deepEqual(
+    kl.reasons.map((r) => r.field),
+    ['block_out_channels[1]'],
+  );
   // LTX-2: explicit ratios must agree with the decoder's up-sampling (16 here).
   const ltx = refusal(() => createVae('ltx2', { ...LTX2_TINY, spatial_compression_ratio: 32 }));
-  assert.deepEqual(ltx.reasons.map((r) => [r.field, r.value]), [['spatial_compression_ratio', 32]]);
+  assert.deepEqual(
+    ltx.reasons.map((r) => [r.field, r.value]),
+    [['spatial_compression_ratio', 32]],
+  );
   // HunyuanVideo's decoder only supports temporal ratio 4.
   const hv = refusal(() => createVae('hunyuan-video', { ...HUNYUAN_TINY, temporal_compression_ratio: 8 }));
-  assert.deepEqual(hv.reasons.map((r) => [r.field, r.value]), [['temporal_compression_ratio', 8]]);
+  assert.deepEqual(
+    hv.reasons.map((r) => [r.field, r.value]),
+    [['temporal_compression_ratio', 8]],
+  );
 });
 
 test('a config without explicit LTX-2 ratios falls back the way diffusers does (patch · 2^count(spatio_temporal_scaling))', () => {
@@ -287,7 +608,7 @@ test('a config without explicit LTX-2 ratios falls back the way diffusers does (
   assert.deepEqual([vae.geometry.spatialRatio, vae.geometry.temporalRatio], [16, 4]);
 });
 
-test('Flux.2 patch_size is the pipeline\'s latent packing and adds no constraint; sample_size may be a list', () => {
+test("Flux.2 patch_size is the pipeline's latent packing and adds no constraint; sample_size may be a list", () => {
   const vae = createVae('flux2', { ...FLUX2_TINY, patch_size: [4, 4] });
   assert.equal(vae.geometry.patchSize, 1);
   const listed = createVae('autoencoder-kl', { ...KL_TINY, sample_size: [96, 96] });

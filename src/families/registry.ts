@@ -22,7 +22,16 @@ export const FAMILY_NAMES: readonly FamilyName[] = FAMILIES.map((f) => f.name);
 export function getFamily(name: string): FamilySpec {
   const family = FAMILIES.find((f) => f.name === name);
   if (!family) {
-    refuse('UNKNOWN_FAMILY', reason('UNKNOWN_FAMILY', 'family', name, `one of ${FAMILY_NAMES.join(', ')}`, `unknown family ${JSON.stringify(name)}: expected one of ${FAMILY_NAMES.join(', ')}`));
+    refuse(
+      'UNKNOWN_FAMILY',
+      reason(
+        'UNKNOWN_FAMILY',
+        'family',
+        name,
+        `one of ${FAMILY_NAMES.join(', ')}`,
+        `unknown family ${JSON.stringify(name)}: expected one of ${FAMILY_NAMES.join(', ')}`,
+      ),
+    );
   }
   return family;
 }
@@ -41,15 +50,42 @@ export function resolveFamily(explicit: string | undefined, config: RawConfig | 
   const fromConfig = className === undefined ? null : familyForClassName(className);
   if (className !== undefined && fromConfig === null && explicit === undefined) {
     const known = FAMILIES.flatMap((f) => f.classNames).join(', ');
-    refuse('UNKNOWN_FAMILY', reason('UNKNOWN_CLASS_NAME', '_class_name', className, `one of ${known}`, `config _class_name ${JSON.stringify(className)} names no known family (known: ${known}); pass --family to choose one`));
+    refuse(
+      'UNKNOWN_FAMILY',
+      reason(
+        'UNKNOWN_CLASS_NAME',
+        '_class_name',
+        className,
+        `one of ${known}`,
+        `config _class_name ${JSON.stringify(className)} names no known family (known: ${known}); pass --family to choose one`,
+      ),
+    );
   }
   if (explicit === undefined) {
     if (fromConfig) return fromConfig;
-    refuse('INVALID_ARGUMENT', reason('FAMILY_REQUIRED', 'family', undefined, `one of ${FAMILY_NAMES.join(', ')}`, `no family given and no config _class_name to infer it from: pass --family (one of ${FAMILY_NAMES.join(', ')})`));
+    refuse(
+      'INVALID_ARGUMENT',
+      reason(
+        'FAMILY_REQUIRED',
+        'family',
+        undefined,
+        `one of ${FAMILY_NAMES.join(', ')}`,
+        `no family given and no config _class_name to infer it from: pass --family (one of ${FAMILY_NAMES.join(', ')})`,
+      ),
+    );
   }
   const family = getFamily(explicit);
   if (fromConfig && fromConfig !== family) {
-    refuse('INVALID_ARGUMENT', reason('FAMILY_CONFLICT', 'family', explicit, fromConfig.name, `--family ${explicit} conflicts with the config's _class_name ${className} (family ${fromConfig.name})`));
+    refuse(
+      'INVALID_ARGUMENT',
+      reason(
+        'FAMILY_CONFLICT',
+        'family',
+        explicit,
+        fromConfig.name,
+        `--family ${explicit} conflicts with the config's _class_name ${className} (family ${fromConfig.name})`,
+      ),
+    );
   }
   return family;
 }
@@ -63,7 +99,13 @@ export function resolveFamilyConfig(family: FamilySpec, raw: RawConfig | undefin
   const unused = DECODE_SETTING_FIELDS.filter((key) => raw?.[key] !== undefined && !(key in config.fields));
   if (unused.length > 0) {
     const reasons = unused.map((key) =>
-      reason('DECODE_SETTING_UNUSED', key, raw![key], 'absent for this decoder', `${key} = ${JSON.stringify(raw![key])} was given, but this ${family.name} decoder does not take it (only a decoder with timestep conditioning takes a decode timestep)`),
+      reason(
+        'DECODE_SETTING_UNUSED',
+        key,
+        raw![key],
+        'absent for this decoder',
+        `${key} = ${JSON.stringify(raw![key])} was given, but this ${family.name} decoder does not take it (only a decoder with timestep conditioning takes a decode timestep)`,
+      ),
     );
     refuse('CONFIG_INVALID', reasons);
   }

@@ -25,7 +25,16 @@ export function runtimeOf(family: FamilySpec): FamilyRuntime {
   const runtime = RUNTIMES[family.name];
   if (!runtime) {
     const available = Object.keys(RUNTIMES).join(', ') || 'none yet';
-    refuse('UNSUPPORTED', reason('NO_DECODER', 'family', family.name, `a family with a decoder: ${available}`, `decoding ${family.name} is not implemented yet (decoders: ${available}); planning works for every family`));
+    refuse(
+      'UNSUPPORTED',
+      reason(
+        'NO_DECODER',
+        'family',
+        family.name,
+        `a family with a decoder: ${available}`,
+        `decoding ${family.name} is not implemented yet (decoders: ${available}); planning works for every family`,
+      ),
+    );
   }
   return runtime;
 }

@@ -17,9 +17,29 @@ const SESSION = { intraOpThreads: 1 };
 
 /** Tiny TAE configs: width 8 (pool width 32 in 4 groups), one block per stage. */
 const TINY: Record<string, RawConfig> = {
-  plain: { latent_channels: 4, decoder_block_out_channels: [8, 8, 8, 8], encoder_block_out_channels: [8, 8, 8, 8], num_decoder_blocks: [1, 1, 1, 1], num_encoder_blocks: [1, 1, 1, 1] },
-  pool: { latent_channels: 4, use_midblock_gn: true, decoder_block_out_channels: [8, 8, 8, 8], encoder_block_out_channels: [8, 8, 8, 8], num_decoder_blocks: [2, 1, 1, 1], num_encoder_blocks: [1, 1, 1, 2] },
-  'three stages (4x)': { latent_channels: 3, use_midblock_gn: true, decoder_block_out_channels: [8, 8, 8], encoder_block_out_channels: [8, 8, 8], num_decoder_blocks: [1, 2, 1], num_encoder_blocks: [1, 1, 1] },
+  plain: {
+    latent_channels: 4,
+    decoder_block_out_channels: [8, 8, 8, 8],
+    encoder_block_out_channels: [8, 8, 8, 8],
+    num_decoder_blocks: [1, 1, 1, 1],
+    num_encoder_blocks: [1, 1, 1, 1],
+  },
+  pool: {
+    latent_channels: 4,
+    use_midblock_gn: true,
+    decoder_block_out_channels: [8, 8, 8, 8],
+    encoder_block_out_channels: [8, 8, 8, 8],
+    num_decoder_blocks: [2, 1, 1, 1],
+    num_encoder_blocks: [1, 1, 1, 2],
+  },
+  'three stages (4x)': {
+    latent_channels: 3,
+    use_midblock_gn: true,
+    decoder_block_out_channels: [8, 8, 8],
+    encoder_block_out_channels: [8, 8, 8],
+    num_decoder_blocks: [1, 2, 1],
+    num_encoder_blocks: [1, 1, 1],
+  },
 };
 
 function spread(t: Tensor): number {
@@ -77,14 +97,23 @@ test('the published decoder and encoder keys: madebyollin indices and diffusers 
   assert.deepEqual(shape(decoder, '18.conv.4.bias'), [64]);
   assert.deepEqual(shape(decoder, '19.weight'), [3, 64, 3, 3]);
   assert.deepEqual(shape(encoder, '0.weight'), [64, 3, 3, 3]);
-  for (const k of ['2', '6', '10']) assert.ok(shape(encoder, `${k}.weight`) && !shape(encoder, `${k}.bias`), `${k} is a bias-free stride-2 conv`);
+  for (const k of ['2', '6', '10'])
+    assert.ok(shape(encoder, `${k}.weight`) && !shape(encoder, `${k}.bias`), `${k} is a bias-free stride-2 conv`);
   assert.deepEqual(shape(encoder, '13.pool.0.weight'), [256, 64, 1, 1]);
   assert.equal(shape(encoder, '9.pool.0.weight'), undefined, 'pools only in the last stage');
   assert.deepEqual(shape(encoder, '14.weight'), [32, 64, 3, 3]);
 
   const diffusers = tae.resolveConfig({ variant: 'taesd', key_layout: 'diffusers' });
   const names = new Set([...taeRuntime.decoderParams(diffusers), ...taeRuntime.encoder!.params(diffusers)].map((p) => p.name));
-  for (const k of ['decoder.layers.0.weight', 'decoder.layers.2.conv.0.weight', 'decoder.layers.6.weight', 'decoder.layers.18.bias', 'encoder.layers.0.bias', 'encoder.layers.2.weight', 'encoder.layers.14.weight']) {
+  for (const k of [
+    'decoder.layers.0.weight',
+    'decoder.layers.2.conv.0.weight',
+    'decoder.layers.6.weight',
+    'decoder.layers.18.bias',
+    'encoder.layers.0.bias',
+    'encoder.layers.2.weight',
+    'encoder.layers.14.weight',
+  ]) {
     assert.ok(names.has(k), k);
   }
   assert.equal(names.size, 2 * 67, 'taesd: 67 tensors per half (taef2 less its 12 pool tensors)');
@@ -95,10 +124,12 @@ test('a diffusers-layout checkpoint decodes exactly like the same weights under 
   const mine = tae.resolveConfig(raw);
   const theirs = tae.resolveConfig({ ...raw, key_layout: 'diffusers' });
   const weights = syntheticWeights(taeRuntime.decoderParams(mine), 3);
-  const renamed = new Map([...weights].map(([k, t]) => {
-    const [index, ...rest] = k.split('.');
-    return [`decoder.layers.${Number(index) - 1}.${rest.join('.')}`, t] as const;
-  }));
+  const renamed = new Map(
+    [...weights].map(([k, t]) => {
+      const [index, ...rest] = k.split('.');
+      return [`decoder.layers.${Number(index) - 1}.${rest.join('.')}`, t] as const;
+    }),
+  );
   const z = seededTensor([1, 4, 2, 3], 9, 2);
   const a = await taeRuntime.createTileRunner(mine, weights, SESSION);
   const b = await taeRuntime.createTileRunner(theirs, renamed, SESSION);

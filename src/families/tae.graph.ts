@@ -51,7 +51,15 @@ export function decoderLayers(arch: TaeArchitecture): TaeLayer[] {
     for (let b = 0; b < blocks; b++) layers.push({ kind: 'block', key: key(), width: w, pool: arch.midblockGn && stage === 0 });
     const last = stage === arch.decoderBlocks.length - 1;
     if (!last) layers.push({ kind: 'upsample', factor: arch.upsampleFactor });
-    layers.push({ kind: 'conv', key: key(), inChannels: w, outChannels: last ? arch.imageChannels.out : w, stride: 1, bias: last, gain: 1 });
+    layers.push({
+      kind: 'conv',
+      key: key(),
+      inChannels: w,
+      outChannels: last ? arch.imageChannels.out : w,
+      stride: 1,
+      bias: last,
+      gain: 1,
+    });
   });
   return layers;
 }
@@ -63,7 +71,15 @@ export function encoderLayers(arch: TaeArchitecture): TaeLayer[] {
   const lastStage = arch.encoderBlocks.length - 1;
   arch.encoderBlocks.forEach((blocks, stage) => {
     const first = stage === 0;
-    layers.push({ kind: 'conv', key: key(), inChannels: first ? arch.imageChannels.in : w, outChannels: w, stride: first ? 1 : 2, bias: first, gain: 1 });
+    layers.push({
+      kind: 'conv',
+      key: key(),
+      inChannels: first ? arch.imageChannels.in : w,
+      outChannels: w,
+      stride: first ? 1 : 2,
+      bias: first,
+      gain: 1,
+    });
     for (let b = 0; b < blocks; b++) layers.push({ kind: 'block', key: key(), width: w, pool: arch.midblockGn && stage === lastStage });
   });
   layers.push({ kind: 'conv', key: key(), inChannels: w, outChannels: arch.latentChannels, stride: 1, bias: true, gain: 1 });
@@ -92,7 +108,11 @@ function layerParams(layer: TaeLayer): ParamSpec[] {
           ...convParams(`${key}.pool.3`, wide, w, 1, false, RESIDUAL_GAIN),
         );
       }
-      specs.push(...convParams(`${key}.conv.0`, w, w, 3, true, RELU_GAIN), ...convParams(`${key}.conv.2`, w, w, 3, true, RELU_GAIN), ...convParams(`${key}.conv.4`, w, w, 3, true, RESIDUAL_GAIN));
+      specs.push(
+        ...convParams(`${key}.conv.0`, w, w, 3, true, RELU_GAIN),
+        ...convParams(`${key}.conv.2`, w, w, 3, true, RELU_GAIN),
+        ...convParams(`${key}.conv.4`, w, w, 3, true, RESIDUAL_GAIN),
+      );
       return specs;
     }
     default:
@@ -166,7 +186,12 @@ function applyLayers(g: Scope, p: Params, x: Value, layers: readonly TaeLayer[])
 export function buildDecoderGraph(arch: TaeArchitecture, weights: ReadonlyMap<string, Tensor>): GraphBuilder {
   const g = new GraphBuilder('tae_decoder', { docString: `madebyollin TAE decoder (${arch.variant ?? 'custom'})` });
   const z = g.input(DECODER_IO.input, ['batch', arch.latentChannels, 'height', 'width']);
-  g.output(DECODER_IO.output, applyLayers(g, new Params(weights), z, decoderLayers(arch)), ['batch', arch.imageChannels.out, 'out_height', 'out_width']);
+  g.output(DECODER_IO.output, applyLayers(g, new Params(weights), z, decoderLayers(arch)), [
+    'batch',
+    arch.imageChannels.out,
+    'out_height',
+    'out_width',
+  ]);
   return g;
 }
 
@@ -174,6 +199,11 @@ export function buildDecoderGraph(arch: TaeArchitecture, weights: ReadonlyMap<st
 export function buildEncoderGraph(arch: TaeArchitecture, weights: ReadonlyMap<string, Tensor>): GraphBuilder {
   const g = new GraphBuilder('tae_encoder', { docString: `madebyollin TAE encoder (${arch.variant ?? 'custom'})` });
   const image = g.input(ENCODER_IO.input, ['batch', arch.imageChannels.in, 'height', 'width']);
-  g.output(ENCODER_IO.output, applyLayers(g, new Params(weights), image, encoderLayers(arch)), ['batch', arch.latentChannels, 'latent_height', 'latent_width']);
+  g.output(ENCODER_IO.output, applyLayers(g, new Params(weights), image, encoderLayers(arch)), [
+    'batch',
+    arch.latentChannels,
+    'latent_height',
+    'latent_width',
+  ]);
   return g;
 }

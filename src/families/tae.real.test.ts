@@ -53,8 +53,17 @@ test('the real TAEF2 files imply variant taef2 (32 latent channels, pool blocks,
   const expected = { variant: 'taef2', latent_channels: 32, use_midblock_gn: true, key_layout: 'madebyollin' };
   assert.deepEqual(taeConfigFromWeights(await readWeights(DECODER), 'decoder'), expected);
   assert.deepEqual(taeConfigFromWeights(await readWeights(ENCODER), 'encoder'), expected);
-  await assert.rejects(loadVae(ENCODER, { family: 'tae' }), (e: unknown) => e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH' && /no TAE decoder.*look like a TAE encoder.*distvae encode/.test(e.message));
-  await assert.rejects(loadEncoder(DECODER, { family: 'tae' }), (e: unknown) => e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH' && /no TAE encoder.*look like a TAE decoder/.test(e.message));
+  await assert.rejects(
+    loadVae(ENCODER, { family: 'tae' }),
+    (e: unknown) =>
+      e instanceof DistVaeError &&
+      e.code === 'WEIGHTS_MISMATCH' &&
+      /no TAE decoder.*look like a TAE encoder.*distvae encode/.test(e.message),
+  );
+  await assert.rejects(
+    loadEncoder(DECODER, { family: 'tae' }),
+    (e: unknown) => e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH' && /no TAE encoder.*look like a TAE decoder/.test(e.message),
+  );
 });
 
 test('the trained TAEF2 pair round-trips a photo: decode(encode(photo)) PSNR >= 30 dB', async (t) => {

@@ -17,7 +17,8 @@ import { TAE_VARIANTS, tae, type TaeVariant } from './tae.js';
 import { taeConfigFromWeights, taeRuntime } from './tae.runtime.js';
 import type { RawConfig } from './types.js';
 
-const configError = (pattern: RegExp) => (e: unknown) => e instanceof DistVaeError && e.code === 'CONFIG_INVALID' && pattern.test(e.message);
+const configError = (pattern: RegExp) => (e: unknown) =>
+  e instanceof DistVaeError && e.code === 'CONFIG_INVALID' && pattern.test(e.message);
 
 function paramsOf(raw: RawConfig, half: 'decoder' | 'encoder') {
   const config = tae.resolveConfig(raw);
@@ -46,11 +47,23 @@ test('resolveConfig: a variant sets latent channels and pool blocks; conflicts a
   assert.equal(custom.className, 'AutoencoderTiny');
   assert.equal(custom.fields['variant'], null);
 
-  assert.throws(() => tae.resolveConfig({ variant: 'taef2', latent_channels: 16 }), configError(/latent_channels = 16 does not match the taef2 variant \(32\)/));
-  assert.throws(() => tae.resolveConfig({ variant: 'taesd', use_midblock_gn: true }), configError(/use_midblock_gn = true does not match the taesd variant/));
+  assert.throws(
+    () => tae.resolveConfig({ variant: 'taef2', latent_channels: 16 }),
+    configError(/latent_channels = 16 does not match the taef2 variant \(32\)/),
+  );
+  assert.throws(
+    () => tae.resolveConfig({ variant: 'taesd', use_midblock_gn: true }),
+    configError(/use_midblock_gn = true does not match the taesd variant/),
+  );
   assert.throws(() => tae.resolveConfig({ variant: 'taesd4' }), configError(/variant.*one of taesd, taesdxl, taesd3, taef1, taef2/));
-  assert.throws(() => tae.resolveConfig({ decoder_block_out_channels: [64, 64, 128, 64] }), configError(/keeps one width through all stages/));
-  assert.throws(() => tae.resolveConfig({ num_encoder_blocks: [1, 3, 3] }), configError(/encoder's 3 stages downsample 4x but the decoder upsamples 8x/));
+  assert.throws(
+    () => tae.resolveConfig({ decoder_block_out_channels: [64, 64, 128, 64] }),
+    configError(/keeps one width through all stages/),
+  );
+  assert.throws(
+    () => tae.resolveConfig({ num_encoder_blocks: [1, 3, 3] }),
+    configError(/encoder's 3 stages downsample 4x but the decoder upsamples 8x/),
+  );
   assert.throws(() => tae.resolveConfig({ act_fn: 'silu' }), configError(/act_fn/));
   assert.throws(() => tae.resolveConfig({ key_layout: 'comfy' }), configError(/key_layout.*madebyollin, diffusers/));
 });
@@ -80,13 +93,23 @@ test('resolveConfig accepts the config.json of a diffusers AutoencoderTiny', () 
 });
 
 test('configFromWeights reads every published variant from either half, in both key layouts; twins resolve to the first', () => {
-  const expectedVariant: Record<TaeVariant, TaeVariant> = { taesd: 'taesd', taesdxl: 'taesd', taesd3: 'taesd3', taef1: 'taesd3', taef2: 'taef2' };
+  const expectedVariant: Record<TaeVariant, TaeVariant> = {
+    taesd: 'taesd',
+    taesdxl: 'taesd',
+    taesd3: 'taesd3',
+    taef1: 'taesd3',
+    taef2: 'taef2',
+  };
   for (const variant of Object.keys(TAE_VARIANTS) as TaeVariant[]) {
     for (const key_layout of ['madebyollin', 'diffusers'] as const) {
       for (const half of ['decoder', 'encoder'] as const) {
         const implied = taeConfigFromWeights(shapesOf({ variant, key_layout }, half), half);
         const { latentChannels, midblockGn } = TAE_VARIANTS[variant];
-        assert.deepEqual(implied, { variant: expectedVariant[variant], latent_channels: latentChannels, use_midblock_gn: midblockGn, key_layout }, `${variant} ${key_layout} ${half}`);
+        assert.deepEqual(
+          implied,
+          { variant: expectedVariant[variant], latent_channels: latentChannels, use_midblock_gn: midblockGn, key_layout },
+          `${variant} ${key_layout} ${half}`,
+        );
       }
     }
   }
@@ -94,8 +117,13 @@ test('configFromWeights reads every published variant from either half, in both 
 
 test('configFromWeights: a shape no variant has loads as a custom TAE; a missing half is named', () => {
   const raw = { latent_channels: 8, use_midblock_gn: true, decoder_block_out_channels: [8, 8, 8, 8], num_decoder_blocks: [1, 1, 1, 1] };
-  assert.deepEqual(taeConfigFromWeights(weightsOf(raw, 'decoder'), 'decoder'), { latent_channels: 8, use_midblock_gn: true, key_layout: 'madebyollin' });
-  const mismatch = (pattern: RegExp) => (e: unknown) => e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH' && pattern.test(e.message);
+  assert.deepEqual(taeConfigFromWeights(weightsOf(raw, 'decoder'), 'decoder'), {
+    latent_channels: 8,
+    use_midblock_gn: true,
+    key_layout: 'madebyollin',
+  });
+  const mismatch = (pattern: RegExp) => (e: unknown) =>
+    e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH' && pattern.test(e.message);
   const decoderOnly = shapesOf({ variant: 'taesd', key_layout: 'diffusers' }, 'decoder');
   assert.throws(() => taeConfigFromWeights(decoderOnly, 'encoder'), mismatch(/no TAE encoder: encoder\.layers\.0\.weight is missing/));
   assert.throws(() => taeConfigFromWeights(new Map(), 'decoder'), mismatch(/no TAE decoder: 1\.weight is missing \(keys: none/));
@@ -103,7 +131,14 @@ test('configFromWeights: a shape no variant has loads as a custom TAE; a missing
 
 test('a diffusers AutoencoderTiny folder loads both halves from its one file, each ignoring the other', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'distvae-tae-folder-'));
-  const raw = { _class_name: 'AutoencoderTiny', latent_channels: 4, decoder_block_out_channels: [8, 8, 8, 8], encoder_block_out_channels: [8, 8, 8, 8], num_decoder_blocks: [1, 1, 1, 1], num_encoder_blocks: [1, 1, 1, 1] };
+  const raw = {
+    _class_name: 'AutoencoderTiny',
+    latent_channels: 4,
+    decoder_block_out_channels: [8, 8, 8, 8],
+    encoder_block_out_channels: [8, 8, 8, 8],
+    num_decoder_blocks: [1, 1, 1, 1],
+    num_encoder_blocks: [1, 1, 1, 1],
+  };
   writeFileSync(join(dir, 'config.json'), JSON.stringify(raw));
   const decoder = weightsOf({ ...raw, key_layout: 'diffusers' }, 'decoder', 4);
   const encoder = weightsOf({ ...raw, key_layout: 'diffusers' }, 'encoder', 5);
@@ -111,7 +146,10 @@ test('a diffusers AutoencoderTiny folder loads both halves from its one file, ea
 
   const vae = await loadVae(dir, { threads: 1 });
   const enc = await loadEncoder(dir, { threads: 1 });
-  const synthetic = await loadVae({ family: 'tae', config: { ...raw, key_layout: 'diffusers' }, weights: 'synthetic', seed: 4 }, { threads: 1 });
+  const synthetic = await loadVae(
+    { family: 'tae', config: { ...raw, key_layout: 'diffusers' }, weights: 'synthetic', seed: 4 },
+    { threads: 1 },
+  );
   try {
     assert.equal(vae.config.fields['key_layout'], 'diffusers');
     assert.equal(vae.config.className, 'taesd');
@@ -120,7 +158,10 @@ test('a diffusers AutoencoderTiny folder loads both halves from its one file, ea
     assert.deepEqual(latents.dims, [1, 4, 2, 3]);
     const out = await vae.decode(latents);
     assert.deepEqual(out.data, (await synthetic.decode(latents)).data, 'the folder decoder holds the decoder.* weights');
-    assert.ok(out.data.some((v) => v < 0 || v > 1), 'raw output, not clamped (docs/design.md §9)');
+    assert.ok(
+      out.data.some((v) => v < 0 || v > 1),
+      'raw output, not clamped (docs/design.md §9)',
+    );
   } finally {
     await Promise.all([vae.dispose(), enc.dispose(), synthetic.dispose()]);
   }

@@ -17,7 +17,17 @@ import type { Shaped } from '../weights/bind.js';
 import { graphRunner } from './graph-runner.js';
 import type { FamilyRuntime } from './runtime-types.js';
 import { TAE_VARIANTS, taeArchitecture, type TaeKeyLayout, type TaeVariant } from './tae.js';
-import { DECODER_IO, ENCODER_IO, buildDecoderGraph, buildEncoderGraph, decoderKey, decoderLayers, encoderKey, encoderLayers, layersParams } from './tae.graph.js';
+import {
+  DECODER_IO,
+  ENCODER_IO,
+  buildDecoderGraph,
+  buildEncoderGraph,
+  decoderKey,
+  decoderLayers,
+  encoderKey,
+  encoderLayers,
+  layersParams,
+} from './tae.graph.js';
 import type { RawConfig } from './types.js';
 
 export type TaeHalf = 'decoder' | 'encoder';
@@ -32,11 +42,21 @@ function keyLayoutOf(weights: ReadonlyMap<string, Shaped>): TaeKeyLayout {
 function noSuchHalf(weights: ReadonlyMap<string, Shaped>, half: TaeHalf, layout: TaeKeyLayout, expectedKey: string): never {
   const sample = [...weights.keys()].slice(0, KEYS_SHOWN).join(', ') || 'none';
   const other: TaeHalf = half === 'decoder' ? 'encoder' : 'decoder';
-  const looksLikeOther = layout === 'madebyollin' && weights.has(`${half === 'decoder' ? encoderKey(layout, 0) : decoderKey(layout, 1)}.weight`);
+  const looksLikeOther =
+    layout === 'madebyollin' && weights.has(`${half === 'decoder' ? encoderKey(layout, 0) : decoderKey(layout, 1)}.weight`);
   const hint = looksLikeOther
     ? ` They look like a TAE ${other} (${half === 'decoder' ? 'encode images with it: distvae encode / loadEncoder' : 'decode latents with it: distvae decode / loadVae'}).`
     : '';
-  refuse('WEIGHTS_MISMATCH', reason('TAE_HALF_MISSING', expectedKey, null, `a TAE ${half} checkpoint (madebyollin's ${half} file or a diffusers AutoencoderTiny)`, `the weights hold no TAE ${half}: ${expectedKey} is missing (keys: ${sample}, …).${hint}`));
+  refuse(
+    'WEIGHTS_MISMATCH',
+    reason(
+      'TAE_HALF_MISSING',
+      expectedKey,
+      null,
+      `a TAE ${half} checkpoint (madebyollin's ${half} file or a diffusers AutoencoderTiny)`,
+      `the weights hold no TAE ${half}: ${expectedKey} is missing (keys: ${sample}, …).${hint}`,
+    ),
+  );
 }
 
 /** The config (variant, latent channels, pool blocks, key layout) that a decoder or encoder checkpoint implies. */
@@ -57,7 +77,9 @@ export function taeConfigFromWeights(weights: ReadonlyMap<string, Shaped>, half:
     latentChannels = weights.get(`${encoderKey(layout, lastIndex)}.weight`)!.dims[0]!;
   }
   const midblockGn = own.some((k) => /^\d+\.pool\.0\.weight$/.test(k));
-  const variant = (Object.keys(TAE_VARIANTS) as TaeVariant[]).find((v) => TAE_VARIANTS[v].latentChannels === latentChannels && TAE_VARIANTS[v].midblockGn === midblockGn);
+  const variant = (Object.keys(TAE_VARIANTS) as TaeVariant[]).find(
+    (v) => TAE_VARIANTS[v].latentChannels === latentChannels && TAE_VARIANTS[v].midblockGn === midblockGn,
+  );
   return { ...(variant ? { variant } : {}), latent_channels: latentChannels, use_midblock_gn: midblockGn, key_layout: layout };
 }
 

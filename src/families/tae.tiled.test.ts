@@ -21,7 +21,13 @@ import { referenceArch, referenceDecode } from './testing/tae-reference.js';
 
 const R = 8;
 
-const plain: RawConfig = { latent_channels: 4, decoder_block_out_channels: [4, 4, 4, 4], encoder_block_out_channels: [4, 4, 4, 4], num_decoder_blocks: [1, 1, 1, 1], num_encoder_blocks: [1, 1, 1, 1] };
+const plain: RawConfig = {
+  latent_channels: 4,
+  decoder_block_out_channels: [4, 4, 4, 4],
+  encoder_block_out_channels: [4, 4, 4, 4],
+  num_decoder_blocks: [1, 1, 1, 1],
+  num_encoder_blocks: [1, 1, 1, 1],
+};
 const pool: RawConfig = { ...plain, use_midblock_gn: true };
 
 /** b[y] = a[a.extent − e + y]·(1 − y/e) + b[y]·(y/e) for y < e = min(a.extent, b.extent, E), in place on b, along `axis`. */
@@ -41,7 +47,13 @@ function blend(a: RefTensor, b: RefTensor, extent: number, axis: 2 | 3): void {
   }
 }
 
-function simpleTiledDecode(weights: ReadonlyMap<string, { dims: readonly number[]; data: Float32Array }>, raw: RawConfig, z: RefTensor, window: Size2, overlap: Size2): RefTensor {
+function simpleTiledDecode(
+  weights: ReadonlyMap<string, { dims: readonly number[]; data: Float32Array }>,
+  raw: RawConfig,
+  z: RefTensor,
+  window: Size2,
+  overlap: Size2,
+): RefTensor {
   const arch = referenceArch(raw, 'decoder');
   const [, , h, w] = z.dims as number[];
   const stride = { height: (window.height - overlap.height) / R, width: (window.width - overlap.width) / R };
@@ -70,9 +82,27 @@ function simpleTiledDecode(weights: ReadonlyMap<string, { dims: readonly number[
 }
 
 const CASES: { name: string; raw: RawConfig; latent: [number, number]; window: Size2; overlap: Size2 }[] = [
-  { name: 'plain, 3x4 tiles with clipped edges', raw: plain, latent: [6, 7], window: { height: 32, width: 32 }, overlap: { height: 16, width: 16 } },
-  { name: 'pool blocks, rectangular window and unequal overlaps', raw: pool, latent: [5, 9], window: { height: 24, width: 40 }, overlap: { height: 8, width: 16 } },
-  { name: 'pool blocks, overlap above half the window (stride 1)', raw: pool, latent: [4, 4], window: { height: 24, width: 24 }, overlap: { height: 16, width: 16 } },
+  {
+    name: 'plain, 3x4 tiles with clipped edges',
+    raw: plain,
+    latent: [6, 7],
+    window: { height: 32, width: 32 },
+    overlap: { height: 16, width: 16 },
+  },
+  {
+    name: 'pool blocks, rectangular window and unequal overlaps',
+    raw: pool,
+    latent: [5, 9],
+    window: { height: 24, width: 40 },
+    overlap: { height: 8, width: 16 },
+  },
+  {
+    name: 'pool blocks, overlap above half the window (stride 1)',
+    raw: pool,
+    latent: [4, 4],
+    window: { height: 24, width: 24 },
+    overlap: { height: 16, width: 16 },
+  },
 ];
 
 for (const c of CASES) {
@@ -103,7 +133,10 @@ test('the family default plan (512 / 128 px) installs on a loaded TAE; a latent 
   const vae = await loadVae({ family: 'tae', config: plain, weights: 'synthetic', seed: 1 }, { threads: 1 });
   try {
     setTiling(vae);
-    assert.deepEqual([vae.tiling.enabled, vae.tiling.window, vae.tiling.overlap], [true, { height: 512, width: 512 }, { height: 128, width: 128 }]);
+    assert.deepEqual(
+      [vae.tiling.enabled, vae.tiling.window, vae.tiling.overlap],
+      [true, { height: 512, width: 512 }, { height: 128, width: 128 }],
+    );
     let tiles = 0;
     await vae.decode(seededTensor([1, 4, 3, 5], 2), { onProgress: (e) => (tiles = e.tilesTotal) });
     assert.equal(tiles, 1);

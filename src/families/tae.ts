@@ -63,8 +63,20 @@ export const TAE_POOL_EPSILON = 1e-5;
 
 function checkUniformWidth(r: ConfigReader, key: string, stages: number): void {
   const widths = r.intList(key, new Array<number>(stages).fill(STANDARD.width), { max: MAX_WIDTH });
-  r.check(widths.length === stages, key, widths, `${stages} entries, one per stage`, `${key} has ${widths.length} entries for ${stages} stages`);
-  r.check(widths.every((w) => w === widths[0]), key, widths, 'the same width for every stage', `${key} = [${widths.join(', ')}]: a tiny autoencoder keeps one width through all stages`);
+  r.check(
+    widths.length === stages,
+    key,
+    widths,
+    `${stages} entries, one per stage`,
+    `${key} has ${widths.length} entries for ${stages} stages`,
+  );
+  r.check(
+    widths.every((w) => w === widths[0]),
+    key,
+    widths,
+    'the same width for every stage',
+    `${key} = [${widths.join(', ')}]: a tiny autoencoder keeps one width through all stages`,
+  );
 }
 
 export const tae: FamilySpec = {
@@ -80,17 +92,36 @@ export const tae: FamilySpec = {
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
     const given = raw ?? {};
     const r = new ConfigReader(given, 'tae');
-    const variant = given['variant'] == null ? (r.passthrough('variant') as null) : (r.string('variant', 'taesd', Object.keys(TAE_VARIANTS)) as TaeVariant);
+    const variant =
+      given['variant'] == null
+        ? (r.passthrough('variant') as null)
+        : (r.string('variant', 'taesd', Object.keys(TAE_VARIANTS)) as TaeVariant);
     const published = TAE_VARIANTS[variant ?? 'taesd'];
     const latentChannels = r.int('latent_channels', published.latentChannels, 1, MAX_WIDTH);
     const midblockGn = r.bool('use_midblock_gn', published.midblockGn);
     if (variant !== null) {
-      r.check(latentChannels === published.latentChannels, 'latent_channels', latentChannels, `${published.latentChannels} for ${variant}`, `latent_channels = ${latentChannels} does not match the ${variant} variant (${published.latentChannels})`);
-      r.check(midblockGn === published.midblockGn, 'use_midblock_gn', midblockGn, `${published.midblockGn} for ${variant}`, `use_midblock_gn = ${midblockGn} does not match the ${variant} variant (${published.midblockGn})`);
+      r.check(
+        latentChannels === published.latentChannels,
+        'latent_channels',
+        latentChannels,
+        `${published.latentChannels} for ${variant}`,
+        `latent_channels = ${latentChannels} does not match the ${variant} variant (${published.latentChannels})`,
+      );
+      r.check(
+        midblockGn === published.midblockGn,
+        'use_midblock_gn',
+        midblockGn,
+        `${published.midblockGn} for ${variant}`,
+        `use_midblock_gn = ${midblockGn} does not match the ${variant} variant (${published.midblockGn})`,
+      );
     }
     const decoderBlocks = r.intList('num_decoder_blocks', STANDARD.decoderBlocks);
     const encoderBlocks = r.intList('num_encoder_blocks', STANDARD.encoderBlocks);
-    r.blocks([...decoderBlocks, ...encoderBlocks].reduce((a, b) => a + b, 0), 'num_decoder_blocks + num_encoder_blocks', { num_decoder_blocks: decoderBlocks, num_encoder_blocks: encoderBlocks });
+    r.blocks(
+      [...decoderBlocks, ...encoderBlocks].reduce((a, b) => a + b, 0),
+      'num_decoder_blocks + num_encoder_blocks',
+      { num_decoder_blocks: decoderBlocks, num_encoder_blocks: encoderBlocks },
+    );
     checkUniformWidth(r, 'decoder_block_out_channels', decoderBlocks.length);
     checkUniformWidth(r, 'encoder_block_out_channels', encoderBlocks.length);
     const upsampleFactor = r.int('upsampling_scaling_factor', 2);
@@ -98,14 +129,26 @@ export const tae: FamilySpec = {
     r.string('upsample_fn', 'nearest', ['nearest']);
     const inChannels = r.int('in_channels', 3);
     const outChannels = r.int('out_channels', 3);
-    r.check(inChannels === outChannels, 'in_channels', inChannels, `${outChannels} (out_channels: one image format for both halves)`, `in_channels = ${inChannels} differs from out_channels = ${outChannels}`);
+    r.check(
+      inChannels === outChannels,
+      'in_channels',
+      inChannels,
+      `${outChannels} (out_channels: one image format for both halves)`,
+      `in_channels = ${inChannels} differs from out_channels = ${outChannels}`,
+    );
     r.string('key_layout', 'madebyollin', TAE_KEY_LAYOUTS);
     r.passthrough('latent_magnitude', 3);
     r.passthrough('latent_shift', 0.5);
     r.passthrough('scaling_factor', 1);
     const spatialRatio = upsampleFactor ** (decoderBlocks.length - 1);
     const encoderRatio = 2 ** (encoderBlocks.length - 1);
-    r.check(encoderRatio === spatialRatio, 'num_encoder_blocks', encoderBlocks, `${decoderBlocks.length} stages (the encoder's stride-2 convs must undo the decoder's ${spatialRatio}x)`, `the encoder's ${encoderBlocks.length} stages downsample ${encoderRatio}x but the decoder upsamples ${spatialRatio}x`);
+    r.check(
+      encoderRatio === spatialRatio,
+      'num_encoder_blocks',
+      encoderBlocks,
+      `${decoderBlocks.length} stages (the encoder's stride-2 convs must undo the decoder's ${spatialRatio}x)`,
+      `the encoder's ${encoderBlocks.length} stages downsample ${encoderRatio}x but the decoder upsamples ${spatialRatio}x`,
+    );
     r.finish();
     return {
       className: variant ?? 'AutoencoderTiny',

@@ -50,7 +50,12 @@ export interface Frames {
 }
 
 /** Documented dims of `count` frames at `scale` × the latent tile's named height and width. */
-export const frameDims = (count: number, channels: number, scale: number): (number | string)[] => [count, channels, scale === 1 ? 'height' : `height*${scale}`, scale === 1 ? 'width' : `width*${scale}`];
+export const frameDims = (count: number, channels: number, scale: number): (number | string)[] => [
+  count,
+  channels,
+  scale === 1 ? 'height' : `height*${scale}`,
+  scale === 1 ? 'width' : `width*${scale}`,
+];
 
 /** The step a graph is built for, and the history inputs and outputs it declares. */
 export class StepContext {
@@ -71,7 +76,10 @@ export class StepContext {
 
   /** Input frames t−2 and t−1 of the conv `key`: (1, C, H, W) each. */
   past(key: string, channels: number, scale: number): [Value, Value] {
-    return [this.graph.input(pastInputName(key, 0), frameDims(1, channels, scale)), this.graph.input(pastInputName(key, 1), frameDims(1, channels, scale))];
+    return [
+      this.graph.input(pastInputName(key, 0), frameDims(1, channels, scale)),
+      this.graph.input(pastInputName(key, 1), frameDims(1, channels, scale)),
+    ];
   }
 
   /** The conv's input frame t, which becomes frame t−1 of its next call. */
@@ -122,12 +130,19 @@ export function attentionParams(key: string, channels: number): ParamSpec[] {
 }
 
 export function midBlockParams(key: string, channels: number): ParamSpec[] {
-  return [...residualBlockParams(`${key}.resnets.0`, channels, channels), ...attentionParams(`${key}.attentions.0`, channels), ...residualBlockParams(`${key}.resnets.1`, channels, channels)];
+  return [
+    ...residualBlockParams(`${key}.resnets.0`, channels, channels),
+    ...attentionParams(`${key}.attentions.0`, channels),
+    ...residualBlockParams(`${key}.resnets.1`, channels, channels),
+  ];
 }
 
 /** WanResample in an upsample mode: `resample.1` (Conv2d 3×3) and, when temporal, `time_conv` (3,1,1) doubling channels. */
 export function upsamplerParams(key: string, channels: number, outChannels: number, temporal: boolean): ParamSpec[] {
-  return [...conv2d.params(`${key}.resample.1`, channels, outChannels, 3), ...(temporal ? causalConvParams(`${key}.time_conv`, channels, 2 * channels, [3, 1, 1]) : [])];
+  return [
+    ...conv2d.params(`${key}.resample.1`, channels, outChannels, 3),
+    ...(temporal ? causalConvParams(`${key}.time_conv`, channels, 2 * channels, [3, 1, 1]) : []),
+  ];
 }
 
 // ---- layers -------------------------------------------------------------------------------
@@ -137,7 +152,8 @@ export function causalConv(m: Module, x: Frames, steps: StepContext): Frames {
   const sc = m.scope;
   const shape = m.dims('weight') as [number, number, number, number, number];
   const [cout, cin, kt, kh, kw] = shape;
-  if (kt !== TEMPORAL_KERNEL || kh !== kw || kh % 2 !== 1 || x.count !== 1) throw new Error(`unreachable: ${m.key('weight')} has kernel ${shape.slice(2)}, input of ${x.count} frames`);
+  if (kt !== TEMPORAL_KERNEL || kh !== kw || kh % 2 !== 1 || x.count !== 1)
+    throw new Error(`unreachable: ${m.key('weight')} has kernel ${shape.slice(2)}, input of ${x.count} frames`);
   const pad = (kh - 1) / 2;
   const weight = m.param('weight');
   const bias = m.param('bias');

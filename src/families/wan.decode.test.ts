@@ -26,21 +26,45 @@ import { diffusersFolderWriter } from './testing/diffusers-folder.js';
 
 const SEED = 5;
 const WAN21_REF: WanReferenceConfig = { baseDim: 4, dimMult: [1, 2], numResBlocks: 1, temperalDownsample: [true] };
-const WAN22_REF: WanReferenceConfig = { baseDim: 4, decoderBaseDim: 4, dimMult: [1, 1, 4], numResBlocks: 1, temperalDownsample: [true, false], isResidual: true };
+const WAN22_REF: WanReferenceConfig = {
+  baseDim: 4,
+  decoderBaseDim: 4,
+  dimMult: [1, 1, 4],
+  numResBlocks: 1,
+  temperalDownsample: [true, false],
+  isResidual: true,
+};
 const QWEN_REF: WanReferenceConfig = WAN21_REF;
 
 /** diffusers' tiled_decode variables for tile_sample_min / tile_sample_stride (output px), ratio r and patch p. */
 function wanTiling(min: number, stride: number, r: number, p: number): DiffusersTiling {
   const both = (v: number) => ({ height: v, width: v });
-  return { latentWindow: both(min / r), latentStride: both(stride / r), blendExtent: both(min / p - stride / p), rowLimit: both(stride / p) };
+  return {
+    latentWindow: both(min / r),
+    latentStride: both(stride / r),
+    blendExtent: both(min / p - stride / p),
+    rowLimit: both(stride / p),
+  };
 }
 
 /** A (B, C, F, H, W) tensor as (B, C·F, H, W) and back: the tile loop only touches the last two axes. */
-const asImage = (t: NumericTensor): RefTensor => ({ dims: [t.dims[0]!, t.dims[1]! * t.dims[2]!, t.dims[3]!, t.dims[4]!], data: Float64Array.from(t.data) });
-const asVideo = (t: RefTensor, channels: number): RefTensor => ({ dims: [t.dims[0]!, channels, t.dims[1]! / channels, t.dims[2]!, t.dims[3]!], data: t.data });
+const asImage = (t: NumericTensor): RefTensor => ({
+  dims: [t.dims[0]!, t.dims[1]! * t.dims[2]!, t.dims[3]!, t.dims[4]!],
+  data: Float64Array.from(t.data),
+});
+const asVideo = (t: RefTensor, channels: number): RefTensor => ({
+  dims: [t.dims[0]!, channels, t.dims[1]! / channels, t.dims[2]!, t.dims[3]!],
+  data: t.data,
+});
 
 /** diffusers' raw tiled output (before unpatchify / clamp) with the reference decoder per tile. */
-function referenceTiled(ref: WanReferenceConfig, weights: ReadonlyMap<string, Tensor>, z: Tensor, tiling: DiffusersTiling, rawChannels: number): RefTensor {
+function referenceTiled(
+  ref: WanReferenceConfig,
+  weights: ReadonlyMap<string, Tensor>,
+  z: Tensor,
+  tiling: DiffusersTiling,
+  rawChannels: number,
+): RefTensor {
   const latentChannels = z.dims[1]!;
   const decodeTile = (tile: RefTensor): RefTensor => asImage(referenceWanDecode(ref, weights, asVideo(tile, latentChannels)));
   return asVideo(diffusersTiledDecode(asImage(z), decodeTile, tiling), rawChannels);
@@ -107,8 +131,17 @@ for (const c of TILED) {
       assert.equal(tiles, c.tiles);
       const g = vae.geometry;
       const weights = syntheticWeights(wanDecoderParams(vae.config), SEED);
-      const raw = referenceTiled(c.reference, weights, z, wanTiling(c.window, c.window - c.overlap, g.spatialRatio, g.patchSize), g.outChannels * g.patchSize ** 2);
-      assert.ok(raw.data.some((v) => Math.abs(v) > 1), 'the raw output leaves [−1, 1], so clamping or not is tested');
+      const raw = referenceTiled(
+        c.reference,
+        weights,
+        z,
+        wanTiling(c.window, c.window - c.overlap, g.spatialRatio, g.patchSize),
+        g.outChannels * g.patchSize ** 2,
+      );
+      assert.ok(
+        raw.data.some((v) => Math.abs(v) > 1),
+        'the raw output leaves [−1, 1], so clamping or not is tested',
+      );
       assertClose(out, c.postprocess(raw), c.label);
     } finally {
       await vae.dispose();
@@ -122,7 +155,9 @@ test('whole Wan 2.2 vae.decode (tiling on, the latent fits one window): unpatchi
     applyTilePlan(vae, tileShapePlan(vae, 32, 32)!);
     const z = seededTensor([1, 8, 3, 3, 4], 4);
     const out = await vae.decode(z);
-    const expected = referenceClamp(referenceUnpatchify(referenceWanDecode(WAN22_REF, syntheticWeights(wanDecoderParams(vae.config), SEED), z), 2));
+    const expected = referenceClamp(
+      referenceUnpatchify(referenceWanDecode(WAN22_REF, syntheticWeights(wanDecoderParams(vae.config), SEED), z), 2),
+    );
     assert.deepEqual(out.dims, [1, 3, 5, 24, 32]);
     assertClose(out, expected, 'wan 2.2 whole');
   } finally {
@@ -134,12 +169,14 @@ test('whole Wan 2.2 vae.decode (tiling on, the latent fits one window): unpatchi
 
 const diffusersFolder = diffusersFolderWriter('distvae-wan-');
 
-const decoderWeights = (family: 'wan' | 'qwen-image', config: RawConfig) => syntheticWeights(wanDecoderParams(getFamily(family).resolveConfig(config)), SEED);
+const decoderWeights = (family: 'wan' | 'qwen-image', config: RawConfig) =>
+  syntheticWeights(wanDecoderParams(getFamily(family).resolveConfig(config)), SEED);
 
 test('a Qwen-Image folder whose decoder overshoots [−1, 1]: the whole decode is clamped, the tiled one is not (as diffusers)', async () => {
   const weights = decoderWeights('qwen-image', QWEN_IMAGE_TINY);
   const hot = new Map(weights);
-  for (const key of ['decoder.conv_out.weight', 'decoder.conv_out.bias']) hot.set(key, { dims: weights.get(key)!.dims, data: weights.get(key)!.data.map((v) => v * 8) });
+  for (const key of ['decoder.conv_out.weight', 'decoder.conv_out.bias'])
+    hot.set(key, { dims: weights.get(key)!.dims, data: weights.get(key)!.data.map((v) => v * 8) });
   const dir = diffusersFolder({ _class_name: 'AutoencoderKLQwenImage', ...QWEN_IMAGE_TINY }, hot);
   const vae = await loadVae(dir, { threads: 1 });
   try {
@@ -152,7 +189,10 @@ test('a Qwen-Image folder whose decoder overshoots [−1, 1]: the whole decode i
     applyTilePlan(vae, tileShapePlan(vae, 8, 8)!);
     applyTilePlan(vae, tileOverlapPlan(vae, 2, 2)!);
     const tiled = await vae.decode(z);
-    assert.ok(tiled.data.some((v) => Math.abs(v) > 1.5), 'the tiled decode is not clamped');
+    assert.ok(
+      tiled.data.some((v) => Math.abs(v) > 1.5),
+      'the tiled decode is not clamped',
+    );
     assertClose(tiled, referenceTiled(QWEN_REF, hot, z, wanTiling(8, 6, 2, 1), 3), 'tiled');
   } finally {
     await vae.dispose();
@@ -161,7 +201,12 @@ test('a Qwen-Image folder whose decoder overshoots [−1, 1]: the whole decode i
 
 test('a full AutoencoderKLWan folder (encoder.*, quant_conv.* too) loads as is and decodes like the same weights given directly', async () => {
   const small = (dims: number[]): Tensor => seededTensor(dims, 3);
-  const weights = new Map([...decoderWeights('wan', WAN22_TINY), ['encoder.conv1.weight', small([32, 12, 3, 3, 3])], ['quant_conv.weight', small([16, 16, 1, 1, 1])], ['quant_conv.bias', small([16])]]);
+  const weights = new Map([
+    ...decoderWeights('wan', WAN22_TINY),
+    ['encoder.conv1.weight', small([32, 12, 3, 3, 3])],
+    ['quant_conv.weight', small([16, 16, 1, 1, 1])],
+    ['quant_conv.bias', small([16])],
+  ]);
   const dir = diffusersFolder({ _class_name: 'AutoencoderKLWan', ...WAN22_TINY }, weights);
   const z = seededTensor([1, 8, 2, 2, 3], 2);
   const decode = async (source: Parameters<typeof loadVae>[0]) => {

@@ -25,7 +25,15 @@ interface Case {
   latent: number[];
 }
 
-const WAN21_TWO_TEMPORAL: RawConfig = { base_dim: 4, dim_mult: [1, 2, 2], num_res_blocks: 1, temperal_downsample: [true, true], z_dim: 4, scale_factor_spatial: 4, scale_factor_temporal: 4 };
+const WAN21_TWO_TEMPORAL: RawConfig = {
+  base_dim: 4,
+  dim_mult: [1, 2, 2],
+  num_res_blocks: 1,
+  temperal_downsample: [true, true],
+  z_dim: 4,
+  scale_factor_spatial: 4,
+  scale_factor_temporal: 4,
+};
 
 const CASES: Case[] = [
   {
@@ -101,7 +109,8 @@ test('the runner reports an abort between frames', async () => {
 
 // ---- parameter lists and step graphs ---------------------------------------------------------
 
-const dimsOf = (family: 'wan' | 'qwen-image', config: RawConfig | undefined) => new Map(wanDecoderParams(getFamily(family).resolveConfig(config)).map((s) => [s.name, s.dims]));
+const dimsOf = (family: 'wan' | 'qwen-image', config: RawConfig | undefined) =>
+  new Map(wanDecoderParams(getFamily(family).resolveConfig(config)).map((s) => [s.name, s.dims]));
 
 test('the published Wan 2.1 decoder lists diffusers keys and shapes (108 tensors incl. post_quant_conv)', () => {
   const specs = dimsOf('wan', undefined);
@@ -152,7 +161,11 @@ test('graphs: the segments cut after the temporal upsampler, with their history 
   assert.equal(wanSegmentCount(config), 2);
   const io = (segment: number, step: 'only' | 'first' | 'next') => {
     const graph = buildWanGraph(config, weights, segment, step).toModel().graph!;
-    return { inputs: graph.input!.map((i) => i.name!), outputs: graph.output!.map((o) => o.name!), initializers: new Set(graph.initializer!.map((t) => t.name!)) };
+    return {
+      inputs: graph.input!.map((i) => i.name!),
+      outputs: graph.output!.map((o) => o.name!),
+      initializers: new Set(graph.initializer!.map((t) => t.name!)),
+    };
   };
   const all = new Set(specs.map((s) => s.name));
   const timeConv = [...all].filter((n) => n.includes('time_conv'));
@@ -169,22 +182,38 @@ test('graphs: the segments cut after the temporal upsampler, with their history 
   const first1 = io(1, 'first');
   const next1 = io(1, 'next');
   // Segment 0: conv_in, the mid block's 4 convs, up block 0's 4 convs and its time conv; segment 1: up block 1's 4 convs and conv_out.
-  assert.deepEqual(histories(first0.outputs), ['decoder.conv_in', ...['0', '1'].flatMap((r) => [`decoder.mid_block.resnets.${r}.conv1`, `decoder.mid_block.resnets.${r}.conv2`]), ...['0', '1'].flatMap((r) => [`decoder.up_blocks.0.resnets.${r}.conv1`, `decoder.up_blocks.0.resnets.${r}.conv2`]), 'decoder.up_blocks.0.upsamplers.0.time_conv']);
-  assert.deepEqual(histories(first1.outputs), [...['0', '1'].flatMap((r) => [`decoder.up_blocks.1.resnets.${r}.conv1`, `decoder.up_blocks.1.resnets.${r}.conv2`]), 'decoder.conv_out']);
-  for (const [first, next] of [[first0, next0], [first1, next1]] as const) {
+  assert.deepEqual(histories(first0.outputs), [
+    'decoder.conv_in',
+    ...['0', '1'].flatMap((r) => [`decoder.mid_block.resnets.${r}.conv1`, `decoder.mid_block.resnets.${r}.conv2`]),
+    ...['0', '1'].flatMap((r) => [`decoder.up_blocks.0.resnets.${r}.conv1`, `decoder.up_blocks.0.resnets.${r}.conv2`]),
+    'decoder.up_blocks.0.upsamplers.0.time_conv',
+  ]);
+  assert.deepEqual(histories(first1.outputs), [
+    ...['0', '1'].flatMap((r) => [`decoder.up_blocks.1.resnets.${r}.conv1`, `decoder.up_blocks.1.resnets.${r}.conv2`]),
+    'decoder.conv_out',
+  ]);
+  for (const [first, next] of [
+    [first0, next0],
+    [first1, next1],
+  ] as const) {
     assert.deepEqual(first.inputs, ['x']);
     assert.deepEqual(new Set(next.outputs), new Set(first.outputs));
     assert.deepEqual(new Set(next.inputs), new Set(['x', ...histories(first.outputs).flatMap((k) => [`past0:${k}`, `past1:${k}`])]));
   }
   assert.deepEqual(new Set([...next0.initializers, ...next1.initializers]), all);
   assert.equal(next0.initializers.size + next1.initializers.size, all.size, 'segments own disjoint weights');
-  assert.deepEqual(first0.initializers, new Set([...next0.initializers].filter((n) => !timeConv.includes(n))), 'a first frame never runs a time conv');
+  assert.deepEqual(
+    first0.initializers,
+    new Set([...next0.initializers].filter((n) => !timeConv.includes(n))),
+    'a first frame never runs a time conv',
+  );
   assert.deepEqual(first1.initializers, next1.initializers);
 });
 
 test('a Wan 2.2 config whose DupUp3D cannot repeat channels evenly is refused, as diffusers asserts', () => {
   assert.throws(
-    () => getFamily('wan').resolveConfig({ ...WAN22_TINY, dim_mult: [1, 1, 3], temperal_downsample: [false, false], scale_factor_temporal: 1 }),
+    () =>
+      getFamily('wan').resolveConfig({ ...WAN22_TINY, dim_mult: [1, 1, 3], temperal_downsample: [false, false], scale_factor_temporal: 1 }),
     (e: unknown) => e instanceof DistVaeError && e.code === 'CONFIG_INVALID' && e.reasons.some((r) => r.field === 'dim_mult'),
   );
 });

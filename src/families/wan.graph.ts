@@ -117,7 +117,11 @@ function decoderParts(a: WanDecoderArchitecture): DecoderPart[] {
   const z = a.latentChannels;
   const parts: DecoderPart[] = [
     {
-      params: [...causalConvParams('post_quant_conv', z, z, [1, 1, 1]), ...causalConvParams('decoder.conv_in', z, a.midChannels, [3, 3, 3]), ...midBlockParams('decoder.mid_block', a.midChannels)],
+      params: [
+        ...causalConvParams('post_quant_conv', z, z, [1, 1, 1]),
+        ...causalConvParams('decoder.conv_in', z, a.midChannels, [3, 3, 3]),
+        ...midBlockParams('decoder.mid_block', a.midChannels),
+      ],
       apply(root, x, steps) {
         const decoder = root.child('decoder');
         x = { ...x, value: pointwiseConv(root.child('post_quant_conv'), x.value) };
@@ -130,8 +134,10 @@ function decoderParts(a: WanDecoderArchitecture): DecoderPart[] {
   a.upBlocks.forEach((b, i) => {
     const temporal = b.upsample === 'spatio-temporal';
     const params: ParamSpec[] = [];
-    for (let j = 0; j < a.resnetsPerBlock; j++) params.push(...residualBlockParams(`${upBlockKey(i)}.resnets.${j}`, j === 0 ? b.inChannels : b.outChannels, b.outChannels));
-    if (b.upsample !== 'none') params.push(...upsamplerParams(`${upBlockKey(i)}.${upsamplerName(a)}`, b.outChannels, b.resampleChannels, temporal));
+    for (let j = 0; j < a.resnetsPerBlock; j++)
+      params.push(...residualBlockParams(`${upBlockKey(i)}.resnets.${j}`, j === 0 ? b.inChannels : b.outChannels, b.outChannels));
+    if (b.upsample !== 'none')
+      params.push(...upsamplerParams(`${upBlockKey(i)}.${upsamplerName(a)}`, b.outChannels, b.resampleChannels, temporal));
     parts.push({
       params,
       apply: (root, x, steps) => upBlock(root.child(upBlockKey(i)), x, b, a, steps),
@@ -141,7 +147,10 @@ function decoderParts(a: WanDecoderArchitecture): DecoderPart[] {
   });
   const last = a.upBlocks[a.upBlocks.length - 1]!.outChannels;
   parts.push({
-    params: [...rmsNormParams('decoder.norm_out', last, 'video'), ...causalConvParams('decoder.conv_out', last, a.convOutChannels, [3, 3, 3], GAIN_AFTER_SILU)],
+    params: [
+      ...rmsNormParams('decoder.norm_out', last, 'video'),
+      ...causalConvParams('decoder.conv_out', last, a.convOutChannels, [3, 3, 3], GAIN_AFTER_SILU),
+    ],
     apply(root, x, steps) {
       const decoder = root.child('decoder');
       return causalConv(decoder.child('conv_out'), { ...x, value: root.scope.silu(rmsNorm(decoder.child('norm_out'), x.value)) }, steps);
@@ -199,7 +208,9 @@ export function buildWanGraph(config: ResolvedConfig, weights: ReadonlyMap<strin
   const first = segments.flat().indexOf(parts[0]!);
   const input = first === 0 ? { channels: a.latentChannels, scale: 1 } : segments.flat()[first - 1]!.out;
   const name = `${config.className}.segment${segment}.${step}`;
-  const g = new GraphBuilder(name, { docString: `${config.className} decoder segment ${segment} of ${segments.length} for the ${step} frame of a sequence, built by distvae` });
+  const g = new GraphBuilder(name, {
+    docString: `${config.className} decoder segment ${segment} of ${segments.length} for the ${step} frame of a sequence, built by distvae`,
+  });
   const own = new Set(parts.flatMap((p) => p.params.map((s) => s.name)));
   const table = new WeightTable(new Map([...weights].filter(([key]) => own.has(key))));
   const root = new Module(g, table);

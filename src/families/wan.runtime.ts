@@ -27,7 +27,7 @@ export function unpatchify(raw: Tensor, p: number): Tensor {
       for (let dx = 0; dx < p; dx++) {
         for (let dy = 0; dy < p; dy++) {
           for (let f = 0; f < frames; f++) {
-            const from = (((b * patched + c * p * p + dx * p + dy) * frames + f) * height) * width;
+            const from = ((b * patched + c * p * p + dx * p + dy) * frames + f) * height * width;
             const to = ((b * channels + c) * frames + f) * outH * outW;
             for (let h = 0; h < height; h++) {
               const row = to + (h * p + dy) * outW + dx;
@@ -55,7 +55,12 @@ export function clampSigned(t: Tensor): Tensor {
 
 const createTileRunner: FamilyRuntime['createTileRunner'] = async (config, weights, session) => {
   const bound = bindWeights(wanDecoderParams(config), weights, { source: 'the weights given to the decoder' });
-  return new FrameStepRunner((segment, step) => buildWanGraph(config, bound, segment, step).toModel(), wanSegmentCount(config), session, config.geometry.temporalRatio);
+  return new FrameStepRunner(
+    (segment, step) => buildWanGraph(config, bound, segment, step).toModel(),
+    wanSegmentCount(config),
+    session,
+    config.geometry.temporalRatio,
+  );
 };
 
 /**
@@ -70,8 +75,15 @@ const memoryRuns: FamilyRuntime['memoryRuns'] = (config, weights, dims) => {
   const sessions: { key: string; model: ReturnType<ReturnType<typeof buildWanGraph>['toModel']>; runs: number }[] = [];
   let reaching = frames;
   for (let segment = 0; segment < wanSegmentCount(config); segment++) {
-    const steps: [WanStep, number][] = frames === 1 ? [['only', 1]] : [['first', 1], ['next', reaching - 1]];
-    for (const [step, runs] of steps) sessions.push({ key: `segment${segment}.${step}`, model: buildWanGraph(config, bound, segment, step).toModel(), runs: batch * runs });
+    const steps: [WanStep, number][] =
+      frames === 1
+        ? [['only', 1]]
+        : [
+            ['first', 1],
+            ['next', reaching - 1],
+          ];
+    for (const [step, runs] of steps)
+      sessions.push({ key: `segment${segment}.${step}`, model: buildWanGraph(config, bound, segment, step).toModel(), runs: batch * runs });
     reaching = 1 + (reaching - 1) * 2;
   }
   return { sessions, kept: { prefix: PRESENT_PREFIX, copies: 2 } };

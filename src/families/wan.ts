@@ -37,7 +37,13 @@ export const wan: FamilySpec = {
     const decoderSpatial = 2 ** (dimMult.length - 1) * patchSize;
     r.checkRatio('scale_factor_spatial', spatialRatio, decoderSpatial, '2^(len(dim_mult)-1) x patch_size', "the decoder's up-sampling");
     const decoderTemporal = 2 ** temporalDown.filter(Boolean).length;
-    r.checkRatio('scale_factor_temporal', temporalRatio, decoderTemporal, '2^count(temperal_downsample)', "the decoder's temporal up-sampling");
+    r.checkRatio(
+      'scale_factor_temporal',
+      temporalRatio,
+      decoderTemporal,
+      '2^count(temperal_downsample)',
+      "the decoder's temporal up-sampling",
+    );
     r.check(
       outChannels % (patchSize * patchSize) === 0,
       'out_channels',
@@ -49,7 +55,14 @@ export const wan: FamilySpec = {
     r.finish();
     return {
       className: 'AutoencoderKLWan',
-      geometry: { spatialRatio, temporalRatio, patchSize, latentChannels: zDim, outChannels: outChannels / (patchSize * patchSize), fiveDimLatents: true },
+      geometry: {
+        spatialRatio,
+        temporalRatio,
+        patchSize,
+        latentChannels: zDim,
+        outChannels: outChannels / (patchSize * patchSize),
+        fiveDimLatents: true,
+      },
       tiling: { window: { height: 256, width: 256 }, overlap: { height: 64, width: 64 }, frames: null },
       fields: r.fields,
     };
@@ -57,7 +70,10 @@ export const wan: FamilySpec = {
 };
 
 /** The fields of the Wan layout (Wan and Qwen-Image), read in diffusers' order; Wan 2.2 adds decoder_base_dim. */
-export function readWanLayout(r: ConfigReader, options: { decoderBaseDim: boolean }): { baseDim: number; decoderBaseDim: number | null; zDim: number; dimMult: number[]; temporalDown: boolean[] } {
+export function readWanLayout(
+  r: ConfigReader,
+  options: { decoderBaseDim: boolean },
+): { baseDim: number; decoderBaseDim: number | null; zDim: number; dimMult: number[]; temporalDown: boolean[] } {
   const baseDim = r.int('base_dim', 96, 1, MAX_WIDTH);
   const decoderBaseDim = options.decoderBaseDim ? r.optionalInt('decoder_base_dim', 1, MAX_WIDTH) : null;
   const zDim = r.int('z_dim', 16, 1, MAX_WIDTH);

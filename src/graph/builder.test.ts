@@ -49,14 +49,19 @@ test('ConvTranspose: stride 2 with a 2x2 ones kernel is nearest 2x; stride 1 is 
   const w = seededTensor([2, 3, 3, 3], 2); // [Cin, Cout, kh, kw] for ConvTranspose
   const x2 = seededTensor([1, 2, 5, 5], 3);
   const flipped = new Float32Array(3 * 2 * 9); // [Cout, Cin, kh, kw], spatially reversed
-  for (let ci = 0; ci < 2; ci++) for (let co = 0; co < 3; co++) for (let k = 0; k < 9; k++) flipped[(co * 2 + ci) * 9 + (8 - k)] = w.data[(ci * 3 + co) * 9 + k]!;
+  for (let ci = 0; ci < 2; ci++)
+    for (let co = 0; co < 3; co++) for (let k = 0; k < 9; k++) flipped[(co * 2 + ci) * 9 + (8 - k)] = w.data[(ci * 3 + co) * 9 + k]!;
   const y = await runOne(x2, (g, v) => g.convTranspose(v, g.param('w', w), undefined, { pads: 1 }));
   assertClose(y, ref.conv(x2, { dims: [3, 2, 3, 3], data: flipped }, undefined, { pads: 1 }), 'convTranspose stride 1');
 });
 
 test('GroupNorm: every form matches PyTorch semantics on 4-D and 5-D inputs', async () => {
   for (const form of GROUP_NORM_FORMS) {
-    for (const [dims, groups] of [[[2, 8, 5, 7], 4], [[1, 6, 3, 4, 5], 2], [[1, 4, 3, 3], 4]] as const) {
+    for (const [dims, groups] of [
+      [[2, 8, 5, 7], 4],
+      [[1, 6, 3, 4, 5], 2],
+      [[1, 4, 3, 3], 4],
+    ] as const) {
       const x = seededTensor(dims, 7, 3);
       for (let i = 0; i < x.data.length; i++) x.data[i] = x.data[i]! + 2; // non-zero mean
       const c = dims[1];
@@ -91,10 +96,26 @@ test('activations and elementwise arithmetic', async () => {
   assertClose(await runOne(x, (g, v) => g.tanh(v)), ref.tanh(x), 'tanh');
   assertClose(await runOne(x, (g, v) => g.silu(v)), ref.silu(x), 'silu');
   // tanh(x / 3) * 3, the TAE input clamp, spelled with scalar operands.
-  assertClose(await runOne(x, (g, v) => g.mul(g.tanh(g.div(v, 3)), 3)), ref.map(x, (v) => Math.tanh(v / 3) * 3), 'tanh clamp');
-  assertClose(await runOne(x, (g, v) => g.sqrt(g.add(g.pow(g.sub(v, 1), 2), 0.5))), ref.map(x, (v) => Math.sqrt((v - 1) ** 2 + 0.5)), 'pow/sqrt');
-  assertClose(await runOne(x, (g, v) => g.clip(v, -1, 2)), ref.map(x, (v) => Math.min(2, Math.max(-1, v))), 'clip');
-  assertClose(await runOne(x, (g, v) => g.clip(v, undefined, 0.5)), ref.map(x, (v) => Math.min(0.5, v)), 'clip max only');
+  assertClose(
+    await runOne(x, (g, v) => g.mul(g.tanh(g.div(v, 3)), 3)),
+    ref.map(x, (v) => Math.tanh(v / 3) * 3),
+    'tanh clamp',
+  );
+  assertClose(
+    await runOne(x, (g, v) => g.sqrt(g.add(g.pow(g.sub(v, 1), 2), 0.5))),
+    ref.map(x, (v) => Math.sqrt((v - 1) ** 2 + 0.5)),
+    'pow/sqrt',
+  );
+  assertClose(
+    await runOne(x, (g, v) => g.clip(v, -1, 2)),
+    ref.map(x, (v) => Math.min(2, Math.max(-1, v))),
+    'clip',
+  );
+  assertClose(
+    await runOne(x, (g, v) => g.clip(v, undefined, 0.5)),
+    ref.map(x, (v) => Math.min(0.5, v)),
+    'clip max only',
+  );
   const mean = await runOne(x, (g, v) => g.reduceMean(v, [2]));
   const expected = new Float64Array(6);
   for (let i = 0; i < 6; i++) for (let j = 0; j < 4; j++) expected[i] = expected[i]! + x.data[i * 4 + j]! / 4;
@@ -126,7 +147,9 @@ test('attention as the VAE mid-block spells it: reshape, transpose, Gemm project
   const y = await runOne(x, (g, v) => {
     const s = g.scope('attn');
     const tokens = s.reshape(s.transpose(s.reshape(v, [0, c, -1]), [0, 2, 1]), [-1, c]); // [HW, C]
-    const [q, k, vv] = weights.map(({ name, w: wt, b }) => s.reshape(s.gemm(tokens, s.param(`${name}.weight`, wt), s.param(`${name}.bias`, b), { transB: true }), [1, -1, c]));
+    const [q, k, vv] = weights.map(({ name, w: wt, b }) =>
+      s.reshape(s.gemm(tokens, s.param(`${name}.weight`, wt), s.param(`${name}.bias`, b), { transB: true }), [1, -1, c]),
+    );
     const scores = s.mul(s.matMul(q!, s.transpose(k!, [0, 2, 1])), 1 / Math.sqrt(c));
     const out = s.matMul(s.softmax(scores, -1), vv!); // [1, HW, C]
     return s.reshape(s.transpose(out, [0, 2, 1]), [1, c, h, w]);
@@ -142,9 +165,21 @@ test('attention as the VAE mid-block spells it: reshape, transpose, Gemm project
 
 test('pad, slice, concat, split, flatten, unsqueeze, cast', async () => {
   const x = seededTensor([1, 2, 3, 4], 12);
-  assertClose(await runOne(x, (g, v) => g.pad(v, [0, 0, 1, 2, 0, 0, 2, 0], { value: 0.5 })), ref.pad(x, [0, 0, 1, 2, 0, 0, 2, 0], 0.5), 'pad constant');
-  assertClose(await runOne(x, (g, v) => g.slice(v, { starts: [1], ends: [4], axes: [3], steps: [2] })), ref.slice(x, 3, 1, 4, 2), 'slice with step');
-  assertClose(await runOne(x, (g, v) => g.slice(v, { starts: [-2], ends: [Number.MAX_SAFE_INTEGER], axes: [2] })), ref.slice(x, 2, 1, 3), 'slice from the end');
+  assertClose(
+    await runOne(x, (g, v) => g.pad(v, [0, 0, 1, 2, 0, 0, 2, 0], { value: 0.5 })),
+    ref.pad(x, [0, 0, 1, 2, 0, 0, 2, 0], 0.5),
+    'pad constant',
+  );
+  assertClose(
+    await runOne(x, (g, v) => g.slice(v, { starts: [1], ends: [4], axes: [3], steps: [2] })),
+    ref.slice(x, 3, 1, 4, 2),
+    'slice with step',
+  );
+  assertClose(
+    await runOne(x, (g, v) => g.slice(v, { starts: [-2], ends: [Number.MAX_SAFE_INTEGER], axes: [2] })),
+    ref.slice(x, 2, 1, 3),
+    'slice from the end',
+  );
   assertClose(await runOne(x, (g, v) => g.concat([v, g.mul(v, 2)], 1)), ref.concat([x, ref.map(x, (v) => 2 * v)], 1), 'concat');
 
   const g = new GraphBuilder('split');
@@ -161,7 +196,11 @@ test('pad, slice, concat, split, flatten, unsqueeze, cast', async () => {
   const unsq = await runOne(x, (gr, v) => gr.unsqueeze(v, [0, 5]));
   assert.deepEqual(unsq.dims, [1, 1, 2, 3, 4, 1]);
   const scaled = ref.map(x, (v) => v * 10);
-  assertClose(await runOne(x, (gr, v) => gr.cast(gr.cast(gr.mul(v, 10), DataType.INT32), DataType.FLOAT)), ref.map(scaled, Math.trunc), 'cast truncates toward zero');
+  assertClose(
+    await runOne(x, (gr, v) => gr.cast(gr.cast(gr.mul(v, 10), DataType.INT32), DataType.FLOAT)),
+    ref.map(scaled, Math.trunc),
+    'cast truncates toward zero',
+  );
 });
 
 test('dynamic axes: one session serves several input sizes', async () => {
@@ -170,7 +209,10 @@ test('dynamic axes: one session serves several input sizes', async () => {
   const w = seededTensor([3, 2, 3, 3], 1);
   g.output('y', g.conv(x, g.param('w', w), undefined, { pads: 1 }), ['batch', 3, 'height', 'width']);
   const session = await createSession(g.toModelBytes(), { intraOpThreads: 1 });
-  for (const dims of [[1, 2, 4, 4], [2, 2, 3, 7]]) {
+  for (const dims of [
+    [1, 2, 4, 4],
+    [2, 2, 3, 7],
+  ]) {
     const input = seededTensor(dims, 3);
     const { y } = await session.run({ x: input });
     assertClose(y!, ref.conv(input, w, undefined, { pads: 1 }), `dynamic ${dims.join('x')}`);
@@ -190,16 +232,22 @@ test('names: scopes give module paths, repeats get suffixes, literals are Consta
   assert.equal(w.name, 'decoder.up_blocks.0.resnets.1.conv1.weight');
   assert.equal(y.name, 'decoder.up_blocks.0.resnets.1.conv1/Conv');
   const graph = g.toModel().graph!;
-  assert.deepEqual(graph.node!.map((n) => n.name), [
-    'decoder.up_blocks.0.resnets.1.conv1/Conv',
-    'decoder.up_blocks.0.resnets.1/Constant',
-    'decoder.up_blocks.0.resnets.1/Mul',
-    'decoder.up_blocks.0.resnets.1/Constant_1',
-    'decoder.up_blocks.0.resnets.1/Mul_1',
-    'decoder.up_blocks.0.resnets.1/Add',
-    'sample',
-  ]);
-  assert.deepEqual(graph.initializer!.map((t) => t.name), ['decoder.up_blocks.0.resnets.1.conv1.weight']);
+  assert.deepEqual(
+    graph.node!.map((n) => n.name),
+    [
+      'decoder.up_blocks.0.resnets.1.conv1/Conv',
+      'decoder.up_blocks.0.resnets.1/Constant',
+      'decoder.up_blocks.0.resnets.1/Mul',
+      'decoder.up_blocks.0.resnets.1/Constant_1',
+      'decoder.up_blocks.0.resnets.1/Mul_1',
+      'decoder.up_blocks.0.resnets.1/Add',
+      'sample',
+    ],
+  );
+  assert.deepEqual(
+    graph.initializer!.map((t) => t.name),
+    ['decoder.up_blocks.0.resnets.1.conv1.weight'],
+  );
 });
 
 test('a graph can declare several outputs, including a value that is also used further on', async () => {
@@ -212,14 +260,19 @@ test('a graph can declare several outputs, including a value that is also used f
   const out = await runGraph(g, { x: x0 });
   assert.deepEqual(Object.keys(out).sort(), ['stage0', 'stage1']);
   assertClose(out.stage0!, ref.relu(x0), 'stage0');
-  assertClose(out.stage1!, ref.map(ref.relu(x0), (v) => 2 * v), 'stage1');
+  assertClose(
+    out.stage1!,
+    ref.map(ref.relu(x0), (v) => 2 * v),
+    'stage1',
+  );
 });
 
 test('builder refuses invalid arguments with DistVaeError naming the value', () => {
   const g = new GraphBuilder('errors');
   const x = g.input('x', [1, 4, 2, 2]);
   const w = g.param('w', seededTensor([4, 4, 3, 3], 1));
-  const isInvalid = (field: string) => (e: unknown) => e instanceof DistVaeError && e.code === 'INVALID_ARGUMENT' && e.reasons[0]!.field === field;
+  const isInvalid = (field: string) => (e: unknown) =>
+    e instanceof DistVaeError && e.code === 'INVALID_ARGUMENT' && e.reasons[0]!.field === field;
   assert.throws(() => g.param('w', seededTensor([1], 1)), isInvalid('initializer name'));
   assert.throws(() => g.conv(x, g.relu(x), undefined), isInvalid('Conv weight'));
   assert.throws(() => g.conv(x, w, undefined, { pads: [1, 1] }), isInvalid('pads'));
@@ -230,5 +283,8 @@ test('builder refuses invalid arguments with DistVaeError naming the value', () 
   const other = new GraphBuilder('other');
   assert.throws(() => g.relu(other.input('x', [1])), isInvalid('Relu input 0'));
   assert.throws(() => g.input('bad', [1, -2]), isInvalid('bad dims[1]'));
-  assert.throws(() => new GraphBuilder('empty').toModel(), (e: unknown) => e instanceof DistVaeError && e.code === 'INVALID_ARGUMENT');
+  assert.throws(
+    () => new GraphBuilder('empty').toModel(),
+    (e: unknown) => e instanceof DistVaeError && e.code === 'INVALID_ARGUMENT',
+  );
 });

@@ -17,7 +17,16 @@ import type { Tensor } from '../tensor.js';
 import { dumpModel } from './dump.js';
 import { DEFAULT_GROUP_NORM_FORM, groupNormNodes, type GroupNormForm } from './group-norm.js';
 import { attr } from './attributes.js';
-import { DataType, encodeModel, type AttributeProto, type DataTypeCode, type ModelProto, type NodeProto, type TensorProto, type ValueInfoProto } from './onnx-proto.js';
+import {
+  DataType,
+  encodeModel,
+  type AttributeProto,
+  type DataTypeCode,
+  type ModelProto,
+  type NodeProto,
+  type TensorProto,
+  type ValueInfoProto,
+} from './onnx-proto.js';
 import { syncRegionsEntry, type SyncRegion } from './sync.js';
 import { externalFloat32TensorProto, float32TensorProto, int64TensorProto, type FileBytes } from './tensor-proto.js';
 
@@ -177,7 +186,8 @@ export class Scope {
 
   convTranspose(x: Value, weight: Value, bias: Value | undefined, options: ConvTransposeOptions = {}): Value {
     const spatial = this.kernelShape('ConvTranspose', weight, options).length;
-    const extra = options.outputPadding === undefined ? [] : [attr.ints('output_padding', perAxis('outputPadding', options.outputPadding, spatial, 0))];
+    const extra =
+      options.outputPadding === undefined ? [] : [attr.ints('output_padding', perAxis('outputPadding', options.outputPadding, spatial, 0))];
     return this.convLike('ConvTranspose', x, weight, bias, options, extra);
   }
 
@@ -185,7 +195,10 @@ export class Scope {
 
   /** GroupNorm as in PyTorch: statistics per (sample, group), affine per channel. */
   groupNorm(x: Value, scale: Value, bias: Value, options: GroupNormOptions): Value {
-    const channels = options.channels !== undefined && this.initializerDims(scale) === undefined ? [options.channels] : this.weightDims('GroupNorm scale', scale);
+    const channels =
+      options.channels !== undefined && this.initializerDims(scale) === undefined
+        ? [options.channels]
+        : this.weightDims('GroupNorm scale', scale);
     if (channels.length !== 1) invalidArgument('GroupNorm scale', channels, 'a 1-D [C] initializer');
     const c = channels[0]!;
     if (!Number.isSafeInteger(options.groups) || options.groups < 1 || c % options.groups !== 0) {
@@ -193,7 +206,12 @@ export class Scope {
     }
     this.checkEpsilon(options.epsilon);
     const first = this.state.nodes.length;
-    const y = groupNormNodes(this, x, scale, bias, { channels: c, groups: options.groups, epsilon: options.epsilon, form: options.form ?? DEFAULT_GROUP_NORM_FORM });
+    const y = groupNormNodes(this, x, scale, bias, {
+      channels: c,
+      groups: options.groups,
+      epsilon: options.epsilon,
+      form: options.form ?? DEFAULT_GROUP_NORM_FORM,
+    });
     this.state.regions.push({
       kind: 'group-norm',
       name: this.path || 'GroupNorm',
@@ -220,20 +238,40 @@ export class Scope {
 
   // ---- activations -------------------------------------------------------------------------
 
-  relu(x: Value): Value { return this.op('Relu', [x]); }
-  sigmoid(x: Value): Value { return this.op('Sigmoid', [x]); }
-  tanh(x: Value): Value { return this.op('Tanh', [x]); }
+  relu(x: Value): Value {
+    return this.op('Relu', [x]);
+  }
+  sigmoid(x: Value): Value {
+    return this.op('Sigmoid', [x]);
+  }
+  tanh(x: Value): Value {
+    return this.op('Tanh', [x]);
+  }
   /** x·sigmoid(x); from the 'extended' level on, onnxruntime fuses the pair into one QuickGelu kernel. */
-  silu(x: Value): Value { return this.mul(x, this.sigmoid(x)); }
+  silu(x: Value): Value {
+    return this.mul(x, this.sigmoid(x));
+  }
 
   // ---- elementwise arithmetic and reductions -----------------------------------------------
 
-  add(a: Value, b: Operand): Value { return this.op('Add', [a, this.operand(b)]); }
-  sub(a: Value, b: Operand): Value { return this.op('Sub', [a, this.operand(b)]); }
-  mul(a: Value, b: Operand): Value { return this.op('Mul', [a, this.operand(b)]); }
-  div(a: Value, b: Operand): Value { return this.op('Div', [a, this.operand(b)]); }
-  pow(a: Value, b: Operand): Value { return this.op('Pow', [a, this.operand(b)]); }
-  sqrt(x: Value): Value { return this.op('Sqrt', [x]); }
+  add(a: Value, b: Operand): Value {
+    return this.op('Add', [a, this.operand(b)]);
+  }
+  sub(a: Value, b: Operand): Value {
+    return this.op('Sub', [a, this.operand(b)]);
+  }
+  mul(a: Value, b: Operand): Value {
+    return this.op('Mul', [a, this.operand(b)]);
+  }
+  div(a: Value, b: Operand): Value {
+    return this.op('Div', [a, this.operand(b)]);
+  }
+  pow(a: Value, b: Operand): Value {
+    return this.op('Pow', [a, this.operand(b)]);
+  }
+  sqrt(x: Value): Value {
+    return this.op('Sqrt', [x]);
+  }
 
   reduceMean(x: Value, axes: readonly number[], keepDims = true): Value {
     return this.op('ReduceMean', [x, this.int64Constant(axes)], [attr.int('keepdims', keepDims ? 1 : 0)]);
@@ -252,11 +290,11 @@ export class Scope {
   resizeNearest(x: Value, scales: readonly number[]): Value {
     checkInts('scales', scales, 1);
     const scalesTensor = this.constant({ dims: [scales.length], data: Float32Array.from(scales) });
-    return this.op('Resize', [x, undefined, scalesTensor], [
-      attr.string('mode', 'nearest'),
-      attr.string('coordinate_transformation_mode', 'asymmetric'),
-      attr.string('nearest_mode', 'floor'),
-    ]);
+    return this.op(
+      'Resize',
+      [x, undefined, scalesTensor],
+      [attr.string('mode', 'nearest'), attr.string('coordinate_transformation_mode', 'asymmetric'), attr.string('nearest_mode', 'floor')],
+    );
   }
 
   /** DCR matches ONNX's default; CRD is PyTorch's PixelShuffle. */
@@ -267,18 +305,26 @@ export class Scope {
 
   // ---- linear algebra ----------------------------------------------------------------------
 
-  matMul(a: Value, b: Value): Value { return this.op('MatMul', [a, b]); }
-
-  gemm(a: Value, b: Value, c: Value | undefined, options: GemmOptions = {}): Value {
-    return this.op('Gemm', [a, b, c], [
-      attr.float('alpha', options.alpha ?? 1),
-      attr.float('beta', options.beta ?? 1),
-      attr.int('transA', options.transA ? 1 : 0),
-      attr.int('transB', options.transB ? 1 : 0),
-    ]);
+  matMul(a: Value, b: Value): Value {
+    return this.op('MatMul', [a, b]);
   }
 
-  softmax(x: Value, axis = -1): Value { return this.op('Softmax', [x], [attr.int('axis', axis)]); }
+  gemm(a: Value, b: Value, c: Value | undefined, options: GemmOptions = {}): Value {
+    return this.op(
+      'Gemm',
+      [a, b, c],
+      [
+        attr.float('alpha', options.alpha ?? 1),
+        attr.float('beta', options.beta ?? 1),
+        attr.int('transA', options.transA ? 1 : 0),
+        attr.int('transB', options.transB ? 1 : 0),
+      ],
+    );
+  }
+
+  softmax(x: Value, axis = -1): Value {
+    return this.op('Softmax', [x], [attr.int('axis', axis)]);
+  }
 
   /**
    * Single-head attention core, channel-major: q (B, Nq, C) already scaled by 1/√C, k and v
@@ -301,9 +347,20 @@ export class Scope {
       return this.matMul(probabilities, vt);
     };
     // (probabilities · vᵀ)ᵀ: only the N × C product changes layout, never the N × N matrix.
-    const product = queryChunks === 1 ? core(q) : this.concat(this.node('Split', [q], [attr.int('axis', 1), attr.int('num_outputs', queryChunks)], queryChunks).map(core), 1);
+    const product =
+      queryChunks === 1
+        ? core(q)
+        : this.concat(this.node('Split', [q], [attr.int('axis', 1), attr.int('num_outputs', queryChunks)], queryChunks).map(core), 1);
     const out = this.transpose(product, [0, 2, 1]);
-    this.state.regions.push({ kind: 'attention', name: this.path || 'attention', nodes: this.nodeNamesSince(first), query: q.name, key: k.name, value: v.name, output: out.name });
+    this.state.regions.push({
+      kind: 'attention',
+      name: this.path || 'attention',
+      nodes: this.nodeNamesSince(first),
+      query: q.name,
+      key: k.name,
+      value: v.name,
+      output: out.name,
+    });
     return out;
   }
 
@@ -320,12 +377,18 @@ export class Scope {
     return this.op('Reshape', [x, target]);
   }
 
-  flatten(x: Value, axis = 1): Value { return this.op('Flatten', [x], [attr.int('axis', axis)]); }
+  flatten(x: Value, axis = 1): Value {
+    return this.op('Flatten', [x], [attr.int('axis', axis)]);
+  }
 
-  unsqueeze(x: Value, axes: readonly number[]): Value { return this.op('Unsqueeze', [x, this.int64Constant(axes)]); }
+  unsqueeze(x: Value, axes: readonly number[]): Value {
+    return this.op('Unsqueeze', [x, this.int64Constant(axes)]);
+  }
 
   /** The shape of x as an int64 vector. */
-  shape(x: Value): Value { return this.op('Shape', [x]); }
+  shape(x: Value): Value {
+    return this.op('Shape', [x]);
+  }
 
   /** Pads in ONNX order: begins of every axis, then ends (length 2·rank). */
   pad(x: Value, pads: readonly number[], options: PadOptions = {}): Value {
@@ -352,16 +415,26 @@ export class Scope {
     return this.node('Split', [x, this.int64Constant(sizes)], [attr.int('axis', axis)], sizes.length);
   }
 
-  cast(x: Value, to: DataTypeCode): Value { return this.op('Cast', [x], [attr.int('to', to)]); }
+  cast(x: Value, to: DataTypeCode): Value {
+    return this.op('Cast', [x], [attr.int('to', to)]);
+  }
 
-  identity(x: Value): Value { return this.op('Identity', [x]); }
+  identity(x: Value): Value {
+    return this.op('Identity', [x]);
+  }
 
   // ---- literals ----------------------------------------------------------------------------
 
   /** A float32 Constant node holding `t` (for literals; weights belong in `param`). */
   constant(t: Tensor): Value {
     const name = this.state.fresh(this.qualifyNode('Constant'));
-    this.state.nodes.push({ name, op_type: 'Constant', input: [], output: [name], attribute: [attr.tensor('value', float32TensorProto('', t.dims, t.data))] });
+    this.state.nodes.push({
+      name,
+      op_type: 'Constant',
+      input: [],
+      output: [name],
+      attribute: [attr.tensor('value', float32TensorProto('', t.dims, t.data))],
+    });
     return this.state.adopt(name);
   }
 
@@ -373,7 +446,13 @@ export class Scope {
   /** A 1-D int64 Constant (shapes, axes, pads). */
   int64Constant(values: readonly number[]): Value {
     const name = this.state.fresh(this.qualifyNode('Constant'));
-    this.state.nodes.push({ name, op_type: 'Constant', input: [], output: [name], attribute: [attr.tensor('value', int64TensorProto('', [values.length], values))] });
+    this.state.nodes.push({
+      name,
+      op_type: 'Constant',
+      input: [],
+      output: [name],
+      attribute: [attr.tensor('value', int64TensorProto('', [values.length], values))],
+    });
     return this.state.adopt(name);
   }
 
@@ -402,14 +481,18 @@ export class Scope {
     const spatial = kernel.length;
     const group = options.group ?? 1;
     checkInts('group', [group], 1);
-    return this.op(opType, [x, weight, bias], [
-      attr.ints('kernel_shape', kernel),
-      attr.ints('pads', perAxis('pads', options.pads ?? 0, 2 * spatial, 0)),
-      attr.ints('strides', perAxis('strides', options.strides ?? 1, spatial, 1)),
-      attr.ints('dilations', perAxis('dilations', options.dilations ?? 1, spatial, 1)),
-      attr.int('group', group),
-      ...extra,
-    ]);
+    return this.op(
+      opType,
+      [x, weight, bias],
+      [
+        attr.ints('kernel_shape', kernel),
+        attr.ints('pads', perAxis('pads', options.pads ?? 0, 2 * spatial, 0)),
+        attr.ints('strides', perAxis('strides', options.strides ?? 1, spatial, 1)),
+        attr.ints('dilations', perAxis('dilations', options.dilations ?? 1, spatial, 1)),
+        attr.int('group', group),
+        ...extra,
+      ],
+    );
   }
 
   private kernelShape(opType: string, weight: Value, options: ConvOptions): readonly number[] {
@@ -459,7 +542,10 @@ export interface GraphBuilderOptions {
 export class GraphBuilder extends Scope {
   private readonly options: GraphBuilderOptions;
 
-  constructor(readonly name: string, options: GraphBuilderOptions = {}) {
+  constructor(
+    readonly name: string,
+    options: GraphBuilderOptions = {},
+  ) {
     super(new GraphState(), '');
     this.options = options;
   }

@@ -11,7 +11,12 @@ function tinyDecoder(): GraphBuilder {
   const g = new GraphBuilder('tiny_decoder');
   const x = g.input('latent', ['batch', 4, 'height', 'width']);
   const convIn = g.scope('decoder.conv_in');
-  let h = convIn.conv(x, convIn.param('weight', { dims: [8, 4, 3, 3], data: new Float32Array(288) }), convIn.param('bias', { dims: [8], data: new Float32Array(8).fill(0.1) }), { pads: 1 });
+  let h = convIn.conv(
+    x,
+    convIn.param('weight', { dims: [8, 4, 3, 3], data: new Float32Array(288) }),
+    convIn.param('bias', { dims: [8], data: new Float32Array(8).fill(0.1) }),
+    { pads: 1 },
+  );
   const norm = g.scope('decoder.norm');
   const gamma = norm.param('weight', { dims: [32], data: new Float32Array(32).fill(1) });
   const beta = norm.param('bias', { dims: [32], data: new Float32Array(32) });
@@ -64,8 +69,18 @@ test('dump of the native GroupNorm form shows the op and its attributes', () => 
   const g = new GraphBuilder('gn');
   const x = g.input('x', [1, 4, 2, 2]);
   const s = g.scope('norm');
-  g.output('y', s.groupNorm(x, s.param('weight', { dims: [4], data: new Float32Array(4) }), s.param('bias', { dims: [4], data: new Float32Array(4) }), { groups: 2, epsilon: 1e-5, form: 'native' }));
-  assert.match(g.dump(), /^node {3}norm\/GroupNormalization = GroupNormalization\(x, norm\.weight, norm\.bias\) epsilon=0\.00001 num_groups=2$/m);
+  g.output(
+    'y',
+    s.groupNorm(x, s.param('weight', { dims: [4], data: new Float32Array(4) }), s.param('bias', { dims: [4], data: new Float32Array(4) }), {
+      groups: 2,
+      epsilon: 1e-5,
+      form: 'native',
+    }),
+  );
+  assert.match(
+    g.dump(),
+    /^node {3}norm\/GroupNormalization = GroupNormalization\(x, norm\.weight, norm\.bias\) epsilon=0\.00001 num_groups=2$/m,
+  );
 });
 
 test('formatFloat32 prints the shortest decimal that reads back as the same float32', () => {

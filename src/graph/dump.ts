@@ -8,7 +8,14 @@
 // dump, one line each: kind, module, inputs → output, node count.
 
 import { elementCount } from '../tensor.js';
-import { AttributeType, type AttributeProto, type ModelProto, type NodeProto, type TensorProto, type ValueInfoProto } from './onnx-proto.js';
+import {
+  AttributeType,
+  type AttributeProto,
+  type ModelProto,
+  type NodeProto,
+  type TensorProto,
+  type ValueInfoProto,
+} from './onnx-proto.js';
 import { regionInputs, syncRegionsOf } from './sync.js';
 import { dataTypeName, tensorProtoValues } from './tensor-proto.js';
 
@@ -63,14 +70,29 @@ function formatAttribute(a: AttributeProto): string {
   const decoder = new TextDecoder();
   let value: string;
   switch (a.type) {
-    case AttributeType.FLOAT: value = formatFloat32(a.f ?? 0); break;
-    case AttributeType.INT: value = String(a.i ?? 0); break;
-    case AttributeType.STRING: value = JSON.stringify(decoder.decode(a.s ?? new Uint8Array())); break;
-    case AttributeType.TENSOR: value = a.t ? formatTensor(a.t) : '?'; break;
-    case AttributeType.FLOATS: value = `[${(a.floats ?? []).map(formatFloat32).join(',')}]`; break;
-    case AttributeType.INTS: value = `[${(a.ints ?? []).join(',')}]`; break;
-    case AttributeType.STRINGS: value = `[${(a.strings ?? []).map((s) => JSON.stringify(decoder.decode(s))).join(',')}]`; break;
-    default: value = `<attribute type ${a.type ?? 0}>`;
+    case AttributeType.FLOAT:
+      value = formatFloat32(a.f ?? 0);
+      break;
+    case AttributeType.INT:
+      value = String(a.i ?? 0);
+      break;
+    case AttributeType.STRING:
+      value = JSON.stringify(decoder.decode(a.s ?? new Uint8Array()));
+      break;
+    case AttributeType.TENSOR:
+      value = a.t ? formatTensor(a.t) : '?';
+      break;
+    case AttributeType.FLOATS:
+      value = `[${(a.floats ?? []).map(formatFloat32).join(',')}]`;
+      break;
+    case AttributeType.INTS:
+      value = `[${(a.ints ?? []).join(',')}]`;
+      break;
+    case AttributeType.STRINGS:
+      value = `[${(a.strings ?? []).map((s) => JSON.stringify(decoder.decode(s))).join(',')}]`;
+      break;
+    default:
+      value = `<attribute type ${a.type ?? 0}>`;
   }
   return `${a.name ?? ''}=${value}`;
 }
@@ -79,7 +101,10 @@ function formatAttribute(a: AttributeProto): string {
 export function dumpModel(model: ModelProto): string {
   const graph = model.graph ?? {};
   const opsets = (model.opset_import ?? []).map((o) => `${o.domain || 'ai.onnx'} ${o.version ?? 0}`).join(', ');
-  const lines = [`model ir_version=${model.ir_version ?? 0} opset=[${opsets}] producer=${model.producer_name ?? ''}`, `graph ${graph.name ?? ''}`];
+  const lines = [
+    `model ir_version=${model.ir_version ?? 0} opset=[${opsets}] producer=${model.producer_name ?? ''}`,
+    `graph ${graph.name ?? ''}`,
+  ];
   for (const input of graph.input ?? []) lines.push(`input  ${formatValueInfo(input)}`);
   for (const init of graph.initializer ?? []) lines.push(`init   ${init.name ?? ''} ${formatTensor(init)}`);
   const literals = inlineConstants(graph.node ?? []);
@@ -93,6 +118,7 @@ export function dumpModel(model: ModelProto): string {
     lines.push(`node   ${named}${outputs} = ${op}(${inputs})${attributes ? ' ' + attributes : ''}`);
   }
   for (const output of graph.output ?? []) lines.push(`output ${formatValueInfo(output)}`);
-  for (const r of syncRegionsOf(model)) lines.push(`sync   ${r.kind} ${r.name}: ${regionInputs(r).join(', ')} -> ${r.output} (${r.nodes.length} nodes)`);
+  for (const r of syncRegionsOf(model))
+    lines.push(`sync   ${r.kind} ${r.name}: ${regionInputs(r).join(', ')} -> ${r.output} (${r.nodes.length} nodes)`);
   return lines.join('\n') + '\n';
 }

@@ -41,7 +41,8 @@ export function groupNormNodes(scope: Scope, x: Value, scale: Value, bias: Value
     return scope.op('GroupNormalization', [x, scale, bias], [attr.float('epsilon', spec.epsilon), attr.int('num_groups', spec.groups)]);
   }
   const grouped = scope.reshape(x, [0, spec.groups, -1]);
-  const normalised = spec.form === 'instance-norm' ? instanceNormalise(scope, grouped, spec) : reduceMeanNormalise(scope, grouped, spec.epsilon);
+  const normalised =
+    spec.form === 'instance-norm' ? instanceNormalise(scope, grouped, spec) : reduceMeanNormalise(scope, grouped, spec.epsilon);
   const perChannel = scope.reshape(normalised, [0, spec.channels, -1]);
   const mean = scope.constant({ dims: [spec.channels], data: new Float32Array(spec.channels) });
   const variance = scope.constant({ dims: [spec.channels], data: new Float32Array(spec.channels).fill(1 - AFFINE_EPSILON) });

@@ -63,7 +63,10 @@ test('a chain of local ops: halo from kernels, dilation and the upsampler, confi
   assert.deepEqual(report.stages[0]!.outputs[0]!.depth, { top: 6, bottom: 6, left: 6, right: 6 });
   assert.deepEqual(report.exactTiling, { possible: true, halo: { rows: 3, cols: 3 } });
   assert.equal(formatRatio(report.outputScale.rows), '2');
-  assert.deepEqual(report.stages[0]!.growth.map((s) => s.op), ['Conv', 'Resize', 'Conv', 'Conv']);
+  assert.deepEqual(
+    report.stages[0]!.growth.map((s) => s.op),
+    ['Conv', 'Resize', 'Conv', 'Conv'],
+  );
   assert.deepEqual(report.nonlocal, []);
   const x = seededTensor([1, 2, 16, 16], 9);
   assert.ok((await cropError(g, x, 5, 10, 3, 2)) < 1e-5, 'the analysed halo reproduces the whole output');
@@ -96,12 +99,24 @@ test('nonlocal ops are named: GroupNorm and attention as sync regions, unmarked 
   const g = new GraphBuilder('nonlocal');
   const x = g.input('x', [1, 4, 'h', 'w']);
   const norm = g.scope('norm');
-  const n = norm.groupNorm(x, norm.param('weight', seededTensor([4], 1)), norm.param('bias', seededTensor([4], 2)), { groups: 2, epsilon: 1e-6 });
+  const n = norm.groupNorm(x, norm.param('weight', seededTensor([4], 1)), norm.param('bias', seededTensor([4], 2)), {
+    groups: 2,
+    epsilon: 1e-6,
+  });
   const y = g.scope('stats').reduceMean(n, [2, 3]);
   g.output('y', g.add(n, y));
   const report = analyzeLocality(decodeModel(g.toModelBytes()));
-  assert.deepEqual(report.regions.map((r) => [r.kind, r.name]), [['group-norm', 'norm']]);
-  assert.deepEqual(report.nonlocal.map((o) => [o.kind, o.op, o.node]), [['sync-region', 'GroupNorm', 'norm'], ['nonlocal', 'ReduceMean', 'stats/ReduceMean']]);
+  assert.deepEqual(
+    report.regions.map((r) => [r.kind, r.name]),
+    [['group-norm', 'norm']],
+  );
+  assert.deepEqual(
+    report.nonlocal.map((o) => [o.kind, o.op, o.node]),
+    [
+      ['sync-region', 'GroupNorm', 'norm'],
+      ['nonlocal', 'ReduceMean', 'stats/ReduceMean'],
+    ],
+  );
   assert.equal(report.exactTiling.possible, false);
   assert.equal(report.sharding.possible, false);
   assert.match(report.sharding.blockers.join(), /stats\/ReduceMean \(ReduceMean: ReduceMean over positions\)/);
@@ -117,7 +132,11 @@ test('nonlocal ops are named: GroupNorm and attention as sync regions, unmarked 
 
 test('without sync metadata the same ops are found from the nodes themselves', () => {
   const cases: [string, (g: GraphBuilder, x: Value) => Value, RegExp][] = [
-    ['instance norm', (g, x) => g.instanceNorm(x, g.param('s', seededTensor([4], 1)), g.param('b', seededTensor([4], 2)), { epsilon: 1e-5 }), /InstanceNormalization: statistics over every position/],
+    [
+      'instance norm',
+      (g, x) => g.instanceNorm(x, g.param('s', seededTensor([4], 1)), g.param('b', seededTensor([4], 2)), { epsilon: 1e-5 }),
+      /InstanceNormalization: statistics over every position/,
+    ],
     ['softmax over positions', (g, x) => g.softmax(x, 3), /Softmax over positions/],
     ['a position-dependent operand', (g, x) => g.add(x, g.param('pos', seededTensor([1, 4, 8, 8], 3))), /varies along the spatial axis 2/],
     ['padding of rows', (g, x) => g.pad(x, [0, 0, 1, 0, 0, 0, 1, 0]), /Pad of a spatial axis shifts positions/],
@@ -142,8 +161,14 @@ test('family graphs: TAESD is local with a 19-row halo; TAEF2 stages cut at its 
   assert.deepEqual(taesd.exactTiling, { possible: true, halo: { rows: 19, cols: 19 } });
 
   const taef2 = analyzeLocality(familyModel('tae', { variant: 'taef2' }));
-  assert.deepEqual(taef2.regions.map((r) => r.name), ['3.pool.1', '4.pool.1', '5.pool.1']);
-  assert.deepEqual(taef2.stages.map((s) => (s.halo ? formatRatio(s.halo.rows) : null)), ['1', '3', '3', '12']);
+  assert.deepEqual(
+    taef2.regions.map((r) => r.name),
+    ['3.pool.1', '4.pool.1', '5.pool.1'],
+  );
+  assert.deepEqual(
+    taef2.stages.map((s) => (s.halo ? formatRatio(s.halo.rows) : null)),
+    ['1', '3', '3', '12'],
+  );
   assert.equal(taef2.exactTiling.possible, false);
   assert.equal(taef2.sharding.possible, true);
 });

@@ -18,7 +18,19 @@
 
 import { DistVaeError } from '../errors.js';
 import { AttributeType, type AttributeProto, type ModelProto, type NodeProto, type TensorProto } from './onnx-proto.js';
-import { ceilToWholeRows, divRatio, equalRatio, formatRatio, maxRatio, mulRatio, ONE, ratio, wholeTimes, ZERO, type Ratio } from './ratio.js';
+import {
+  ceilToWholeRows,
+  divRatio,
+  equalRatio,
+  formatRatio,
+  maxRatio,
+  mulRatio,
+  ONE,
+  ratio,
+  wholeTimes,
+  ZERO,
+  type Ratio,
+} from './ratio.js';
 import { graphIO, segmentGraph, type Segment } from './stages.js';
 import { ATTENTION_TOKEN_AXES, describeRegion, regionInputs, syncRegionsOf, type SyncRegion } from './sync.js';
 import { tensorProtoValues } from './tensor-proto.js';
@@ -132,12 +144,71 @@ export interface LocalityReport {
 }
 
 const UNARY = new Set([
-  'Relu', 'Sigmoid', 'Tanh', 'Sqrt', 'Exp', 'Log', 'Neg', 'Abs', 'Erf', 'Identity', 'Cast', 'Softplus', 'Softsign', 'LeakyRelu',
-  'Elu', 'Selu', 'Gelu', 'HardSigmoid', 'HardSwish', 'Mish', 'Reciprocal', 'Floor', 'Ceil', 'Round', 'Sign', 'Sin', 'Cos', 'Not', 'Dropout', 'Clip',
+  'Relu',
+  'Sigmoid',
+  'Tanh',
+  'Sqrt',
+  'Exp',
+  'Log',
+  'Neg',
+  'Abs',
+  'Erf',
+  'Identity',
+  'Cast',
+  'Softplus',
+  'Softsign',
+  'LeakyRelu',
+  'Elu',
+  'Selu',
+  'Gelu',
+  'HardSigmoid',
+  'HardSwish',
+  'Mish',
+  'Reciprocal',
+  'Floor',
+  'Ceil',
+  'Round',
+  'Sign',
+  'Sin',
+  'Cos',
+  'Not',
+  'Dropout',
+  'Clip',
 ]);
-const ELEMENTWISE = new Set(['Add', 'Sub', 'Mul', 'Div', 'Pow', 'Max', 'Min', 'Sum', 'Mean', 'PRelu', 'Where', 'Equal', 'Less', 'Greater', 'And', 'Or', 'Mod']);
+const ELEMENTWISE = new Set([
+  'Add',
+  'Sub',
+  'Mul',
+  'Div',
+  'Pow',
+  'Max',
+  'Min',
+  'Sum',
+  'Mean',
+  'PRelu',
+  'Where',
+  'Equal',
+  'Less',
+  'Greater',
+  'And',
+  'Or',
+  'Mod',
+]);
 const NORMALISE_OVER_REST = new Set(['InstanceNormalization', 'GroupNormalization', 'MeanVarianceNormalization', 'LpNormalization']);
-const REDUCTIONS = new Set(['ReduceMean', 'ReduceSum', 'ReduceMax', 'ReduceMin', 'ReduceProd', 'ReduceL1', 'ReduceL2', 'ReduceSumSquare', 'ReduceLogSum', 'ReduceLogSumExp', 'ArgMax', 'ArgMin']);
+const REDUCTIONS = new Set([
+  'ReduceMean',
+  'ReduceSum',
+  'ReduceMax',
+  'ReduceMin',
+  'ReduceProd',
+  'ReduceL1',
+  'ReduceL2',
+  'ReduceSumSquare',
+  'ReduceLogSum',
+  'ReduceLogSumExp',
+  'ArgMax',
+  'ArgMin',
+]);
 
 const NO_DEPTH: Depth = { top: 0, bottom: 0, left: 0, right: 0 };
 
@@ -161,7 +232,12 @@ function attrString(node: NodeProto, name: string, fallback: string): string {
 }
 
 function maxDepth(a: Depth, b: Depth): Depth {
-  return { top: Math.max(a.top, b.top), bottom: Math.max(a.bottom, b.bottom), left: Math.max(a.left, b.left), right: Math.max(a.right, b.right) };
+  return {
+    top: Math.max(a.top, b.top),
+    bottom: Math.max(a.bottom, b.bottom),
+    left: Math.max(a.left, b.left),
+    right: Math.max(a.right, b.right),
+  };
 }
 
 function normaliseAxis(axis: number, rank: number): number {
@@ -169,7 +245,13 @@ function normaliseAxis(axis: number, rank: number): number {
 }
 
 function sameLayout(a: SpatialFact, b: SpatialFact): boolean {
-  return a.rank === b.rank && a.rowAxis === b.rowAxis && a.colAxis === b.colAxis && equalRatio(a.scale.rows, b.scale.rows) && equalRatio(a.scale.cols, b.scale.cols);
+  return (
+    a.rank === b.rank &&
+    a.rowAxis === b.rowAxis &&
+    a.colAxis === b.colAxis &&
+    equalRatio(a.scale.rows, b.scale.rows) &&
+    equalRatio(a.scale.cols, b.scale.cols)
+  );
 }
 
 function isSpatialAxis(f: SpatialFact, axis: number): boolean {
@@ -195,9 +277,26 @@ class Interpreter {
       this.literals.set(t.name!, t);
     }
     for (const input of graph.input ?? []) {
-      const dims = input.type?.tensor_type?.shape?.dim?.map((d) => (d.dim_value !== undefined ? Number(d.dim_value) : null)) ?? [null, null, null, null];
-      if (dims.length !== 4) throw new DistVaeError('UNSUPPORTED', `graph input ${input.name} has rank ${dims.length}; the locality analysis reads (batch, channels, height, width) images`);
-      this.facts.set(input.name!, { kind: 'spatial', rank: 4, rowAxis: 2, colAxis: 3, scale: { rows: ONE, cols: ONE }, dims: [dims[0]!, dims[1]!, null, null], depth: NO_DEPTH });
+      const dims = input.type?.tensor_type?.shape?.dim?.map((d) => (d.dim_value !== undefined ? Number(d.dim_value) : null)) ?? [
+        null,
+        null,
+        null,
+        null,
+      ];
+      if (dims.length !== 4)
+        throw new DistVaeError(
+          'UNSUPPORTED',
+          `graph input ${input.name} has rank ${dims.length}; the locality analysis reads (batch, channels, height, width) images`,
+        );
+      this.facts.set(input.name!, {
+        kind: 'spatial',
+        rank: 4,
+        rowAxis: 2,
+        colAxis: 3,
+        scale: { rows: ONE, cols: ONE },
+        dims: [dims[0]!, dims[1]!, null, null],
+        depth: NO_DEPTH,
+      });
     }
   }
 
@@ -240,7 +339,10 @@ class Interpreter {
     if (op === 'Shape') return spatial.length > 0 ? { kind: 'shape', of: names[0]! } : { kind: 'const', dims: null };
     if (spatial.length === 0 && !ins.some((f) => f?.kind === 'shape')) return { kind: 'const', dims: this.constDims(node, ins) };
     const x = spatial[0];
-    if (UNARY.has(op)) return x && ins[0]?.kind === 'spatial' && spatial.length === 1 ? x : this.flag(node, 'unanalysed', `${op} with a position-dependent parameter`);
+    if (UNARY.has(op))
+      return x && ins[0]?.kind === 'spatial' && spatial.length === 1
+        ? x
+        : this.flag(node, 'unanalysed', `${op} with a position-dependent parameter`);
     if (ELEMENTWISE.has(op)) return this.elementwise(node, ins);
     if (!x) return this.flag(node, 'unanalysed', `${op} with a shape computed from a band`);
     switch (op) {
@@ -267,7 +369,9 @@ class Interpreter {
       }
       case 'LayerNormalization': {
         const axis = normaliseAxis(attrInt(node, 'axis', -1), x.rank);
-        return x.rowAxis >= axis || (x.colAxis ?? -1) >= axis ? this.flag(node, 'nonlocal', `LayerNormalization statistics over positions (axes ${axis}…)`) : x;
+        return x.rowAxis >= axis || (x.colAxis ?? -1) >= axis
+          ? this.flag(node, 'nonlocal', `LayerNormalization statistics over positions (axes ${axis}…)`)
+          : x;
       }
       case 'Concat':
         return this.concat(node, ins);
@@ -279,7 +383,9 @@ class Interpreter {
         const pads = this.literal(names[1]);
         if (!pads) return this.flag(node, 'unanalysed', 'Pad with computed pads');
         const r = pads.length / 2;
-        return [x.rowAxis, x.colAxis].some((a) => a !== null && (pads[a] !== 0 || pads[a + r] !== 0)) ? this.flag(node, 'unanalysed', 'Pad of a spatial axis shifts positions') : x;
+        return [x.rowAxis, x.colAxis].some((a) => a !== null && (pads[a] !== 0 || pads[a + r] !== 0))
+          ? this.flag(node, 'unanalysed', 'Pad of a spatial axis shifts positions')
+          : x;
       }
       case 'Unsqueeze':
         return this.unsqueeze(node, x, names[1]);
@@ -320,7 +426,9 @@ class Interpreter {
       const batchA = first.slice(0, -2);
       const batchB = second.slice(0, -2);
       const rank = Math.max(batchA.length, batchB.length);
-      const batch = Array.from({ length: rank }, (_, i) => Math.max(batchA[i - (rank - batchA.length)] ?? 1, batchB[i - (rank - batchB.length)] ?? 1));
+      const batch = Array.from({ length: rank }, (_, i) =>
+        Math.max(batchA[i - (rank - batchA.length)] ?? 1, batchB[i - (rank - batchB.length)] ?? 1),
+      );
       return [...batch, first[first.length - 2]!, second[second.length - 1]!];
     }
     return null;
@@ -329,13 +437,15 @@ class Interpreter {
   private elementwise(node: NodeProto, ins: (Fact | undefined)[]): Fact {
     const spatial = ins.filter((f): f is SpatialFact => f?.kind === 'spatial');
     const x = spatial[0]!;
-    if (spatial.some((s) => !sameLayout(s, x))) return this.flag(node, 'unanalysed', `${node.op_type} of values at different positions or resolutions`);
+    if (spatial.some((s) => !sameLayout(s, x)))
+      return this.flag(node, 'unanalysed', `${node.op_type} of values at different positions or resolutions`);
     let depth = x.depth;
     for (const s of spatial) depth = maxDepth(depth, s.depth);
     let rank = x.rank;
     for (const f of ins) {
       if (f?.kind !== 'const') continue;
-      if (f.dims === null) return this.flag(node, 'unanalysed', `${node.op_type} with an operand of unknown shape (it could vary with position)`);
+      if (f.dims === null)
+        return this.flag(node, 'unanalysed', `${node.op_type} with an operand of unknown shape (it could vary with position)`);
       rank = Math.max(rank, f.dims.length);
     }
     const shift = rank - x.rank;
@@ -344,7 +454,12 @@ class Interpreter {
       for (const axis of [x.rowAxis, x.colAxis]) {
         if (axis === null) continue;
         const i = axis + shift - (rank - f.dims.length);
-        if (i >= 0 && f.dims[i] !== 1) return this.flag(node, 'unanalysed', `${node.op_type} with an operand that varies along the spatial axis ${axis} (position-dependent)`);
+        if (i >= 0 && f.dims[i] !== 1)
+          return this.flag(
+            node,
+            'unanalysed',
+            `${node.op_type} with an operand that varies along the spatial axis ${axis} (position-dependent)`,
+          );
       }
     }
     const dims = Array.from({ length: rank }, (_, i) => (i < shift ? null : x.dims[i - shift]!));
@@ -353,8 +468,10 @@ class Interpreter {
 
   private conv(node: NodeProto, x: SpatialFact, ins: (Fact | undefined)[]): Fact {
     const w = ins[1];
-    if (w?.kind !== 'const' || !w.dims || w.dims.length !== 4 || ins[2]?.kind === 'spatial') return this.flag(node, 'unanalysed', 'Conv whose weight is not a 2-D kernel literal');
-    if (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3) return this.flag(node, 'unanalysed', 'Conv over axes other than the rows and columns');
+    if (w?.kind !== 'const' || !w.dims || w.dims.length !== 4 || ins[2]?.kind === 'spatial')
+      return this.flag(node, 'unanalysed', 'Conv whose weight is not a 2-D kernel literal');
+    if (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3)
+      return this.flag(node, 'unanalysed', 'Conv over axes other than the rows and columns');
     if (attrString(node, 'auto_pad', 'NOTSET') !== 'NOTSET') return this.flag(node, 'unanalysed', 'Conv with auto_pad');
     const kernel = w.dims.slice(2);
     const pads = attrInts(node, 'pads') ?? [0, 0, 0, 0];
@@ -371,7 +488,12 @@ class Interpreter {
     };
     const rows = axis(0, x.depth.top, x.depth.bottom);
     const cols = axis(1, x.depth.left, x.depth.right);
-    if (!rows || !cols) return this.flag(node, 'unanalysed', `Conv pads [${pads.join(',')}] with kernel ${kernel.join('x')} change the spatial size: positions do not map one to one`);
+    if (!rows || !cols)
+      return this.flag(
+        node,
+        'unanalysed',
+        `Conv pads [${pads.join(',')}] with kernel ${kernel.join('x')} change the spatial size: positions do not map one to one`,
+      );
     const scale = { rows: divRatio(x.scale.rows, ratio(rows.stride)), cols: divRatio(x.scale.cols, ratio(cols.stride)) };
     const depth = { top: rows.before, bottom: rows.after, left: cols.before, right: cols.after };
     const resampled = rows.stride !== 1 || cols.stride !== 1;
@@ -379,7 +501,12 @@ class Interpreter {
       this.growth.push({
         node: node.name ?? '',
         op: 'Conv',
-        added: { top: depth.top - Math.ceil(x.depth.top / rows.stride), bottom: depth.bottom - Math.ceil(x.depth.bottom / rows.stride), left: depth.left - Math.ceil(x.depth.left / cols.stride), right: depth.right - Math.ceil(x.depth.right / cols.stride) },
+        added: {
+          top: depth.top - Math.ceil(x.depth.top / rows.stride),
+          bottom: depth.bottom - Math.ceil(x.depth.bottom / rows.stride),
+          left: depth.left - Math.ceil(x.depth.left / cols.stride),
+          right: depth.right - Math.ceil(x.depth.right / cols.stride),
+        },
         ...(resampled ? { resample: { rows: ratio(1, rows.stride), cols: ratio(1, cols.stride) } } : {}),
         scaleAfter: scale,
       });
@@ -390,7 +517,13 @@ class Interpreter {
   private upsampled(node: NodeProto, x: SpatialFact, fy: Ratio, fx: Ratio, channels: number | null): Fact {
     const grow = (d: number, f: Ratio) => Math.ceil((d * f.num) / f.den);
     const scale = { rows: mulRatio(x.scale.rows, fy), cols: mulRatio(x.scale.cols, fx) };
-    this.growth.push({ node: node.name ?? '', op: node.op_type ?? '', added: NO_DEPTH, resample: { rows: fy, cols: fx }, scaleAfter: scale });
+    this.growth.push({
+      node: node.name ?? '',
+      op: node.op_type ?? '',
+      added: NO_DEPTH,
+      resample: { rows: fy, cols: fx },
+      scaleAfter: scale,
+    });
     return {
       ...x,
       scale,
@@ -404,19 +537,26 @@ class Interpreter {
     const transform = attrString(node, 'coordinate_transformation_mode', 'half_pixel');
     const nearest = attrString(node, 'nearest_mode', 'round_prefer_floor');
     const scales = this.literal(node.input?.[2]);
-    if (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3 || !scales || scales.length !== 4) return this.flag(node, 'unanalysed', 'Resize without literal scales over (batch, channels, rows, columns)');
+    if (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3 || !scales || scales.length !== 4)
+      return this.flag(node, 'unanalysed', 'Resize without literal scales over (batch, channels, rows, columns)');
     const [sb, sc, fy, fx] = scales as [number, number, number, number];
     // With whole factors, 'asymmetric'+'floor' and 'half_pixel'+'round_prefer_*' both read source row ⌊i/f⌋.
-    const floorMapping = (transform === 'asymmetric' && nearest === 'floor') || (transform === 'half_pixel' && nearest.startsWith('round_prefer'));
+    const floorMapping =
+      (transform === 'asymmetric' && nearest === 'floor') || (transform === 'half_pixel' && nearest.startsWith('round_prefer'));
     if (mode !== 'nearest' || !floorMapping || sb !== 1 || sc !== 1 || !Number.isInteger(fy) || !Number.isInteger(fx) || fy < 1 || fx < 1) {
-      return this.flag(node, 'unanalysed', `Resize mode=${mode} coordinate_transformation_mode=${transform} nearest_mode=${nearest} scales [${scales.join(',')}]: only whole-factor nearest upsampling is modelled`);
+      return this.flag(
+        node,
+        'unanalysed',
+        `Resize mode=${mode} coordinate_transformation_mode=${transform} nearest_mode=${nearest} scales [${scales.join(',')}]: only whole-factor nearest upsampling is modelled`,
+      );
     }
     return this.upsampled(node, x, ratio(fy), ratio(fx), x.dims[1]!);
   }
 
   private blocks(node: NodeProto, x: SpatialFact, toSpace: boolean): Fact {
     const b = attrInt(node, 'blocksize', 0);
-    if (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3 || b < 1) return this.flag(node, 'unanalysed', `${node.op_type} over axes other than the rows and columns`);
+    if (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3 || b < 1)
+      return this.flag(node, 'unanalysed', `${node.op_type} over axes other than the rows and columns`);
     const c = x.dims[1];
     if (toSpace) return this.upsampled(node, x, ratio(b), ratio(b), c == null ? null : c / (b * b));
     return this.upsampled(node, x, ratio(1, b), ratio(1, b), c == null ? null : c * b * b);
@@ -428,7 +568,14 @@ class Interpreter {
       // Back to the layout of the tensor whose shape is the target (tokens → image).
       const like = this.fact(targetFact.of) as SpatialFact;
       const channels = x.dims[1];
-      if (x.colAxis !== null || x.rank !== 3 || x.rowAxis !== 2 || !equalRatio(x.scale.rows, like.scale.rows) || !equalRatio(x.scale.cols, like.scale.cols) || (channels != null && like.dims[1] != null && channels !== like.dims[1])) {
+      if (
+        x.colAxis !== null ||
+        x.rank !== 3 ||
+        x.rowAxis !== 2 ||
+        !equalRatio(x.scale.rows, like.scale.rows) ||
+        !equalRatio(x.scale.cols, like.scale.cols) ||
+        (channels != null && like.dims[1] != null && channels !== like.dims[1])
+      ) {
         return this.flag(node, 'unanalysed', `Reshape to the shape of ${targetFact.of} from a value of another layout`);
       }
       return { ...like, depth: x.depth };
@@ -436,7 +583,17 @@ class Interpreter {
     const target = this.literal(targetName);
     const c = x.dims[1];
     // (B, C, H, W) → (B, C, H·W): tokens, row-major, so rows stay contiguous.
-    if (target && target.length === 3 && target[0] === 0 && target[2] === -1 && x.rank === 4 && x.rowAxis === 2 && x.colAxis === 3 && c != null && target[1] === c) {
+    if (
+      target &&
+      target.length === 3 &&
+      target[0] === 0 &&
+      target[2] === -1 &&
+      x.rank === 4 &&
+      x.rowAxis === 2 &&
+      x.colAxis === 3 &&
+      c != null &&
+      target[1] === c
+    ) {
       return { ...x, rank: 3, colAxis: null, dims: [x.dims[0]!, c, null] };
     }
     return this.flag(node, 'unanalysed', `Reshape${target ? ` to [${target.join(',')}]` : ''} merges positions with other axes`);
@@ -445,22 +602,28 @@ class Interpreter {
   private transpose(node: NodeProto, x: SpatialFact): Fact {
     const perm = attrInts(node, 'perm') ?? Array.from({ length: x.rank }, (_, i) => x.rank - 1 - i);
     if (perm.length !== x.rank) return this.flag(node, 'unanalysed', 'Transpose with a permutation of another rank');
-    return { ...x, rowAxis: perm.indexOf(x.rowAxis), colAxis: x.colAxis === null ? null : perm.indexOf(x.colAxis), dims: perm.map((p) => x.dims[p]!) };
+    return {
+      ...x,
+      rowAxis: perm.indexOf(x.rowAxis),
+      colAxis: x.colAxis === null ? null : perm.indexOf(x.colAxis),
+      dims: perm.map((p) => x.dims[p]!),
+    };
   }
 
   private matMul(node: NodeProto, ins: (Fact | undefined)[]): Fact {
     const [a, b] = ins;
-    if (a?.kind === 'spatial' && b?.kind === 'spatial') return this.flag(node, 'nonlocal', 'MatMul of two position-dependent operands (scores between every pair of positions)');
+    if (a?.kind === 'spatial' && b?.kind === 'spatial')
+      return this.flag(node, 'nonlocal', 'MatMul of two position-dependent operands (scores between every pair of positions)');
     if (b?.kind === 'spatial' && a?.kind === 'const') {
       if (b.colAxis !== null || b.rowAxis === b.rank - 2) return this.flag(node, 'nonlocal', 'MatMul contracting over positions');
       const dims = [...b.dims];
-      dims[b.rank - 2] = a.dims ? a.dims[a.dims.length - 2] ?? null : null;
+      dims[b.rank - 2] = a.dims ? (a.dims[a.dims.length - 2] ?? null) : null;
       return { ...b, dims };
     }
     if (a?.kind === 'spatial' && b?.kind === 'const') {
       if (a.colAxis !== null || a.rowAxis === a.rank - 1) return this.flag(node, 'nonlocal', 'MatMul contracting over positions');
       const dims = [...a.dims];
-      dims[a.rank - 1] = b.dims ? b.dims[b.dims.length - 1] ?? null : null;
+      dims[a.rank - 1] = b.dims ? (b.dims[b.dims.length - 1] ?? null) : null;
       return { ...a, dims };
     }
     return this.flag(node, 'unanalysed', 'MatMul with a computed shape operand');
@@ -470,7 +633,8 @@ class Interpreter {
     const spatial = ins.filter((f): f is SpatialFact => f?.kind === 'spatial');
     const x = spatial[0]!;
     const axis = normaliseAxis(attrInt(node, 'axis', 0), x.rank);
-    if (spatial.length !== ins.length || spatial.some((s) => !sameLayout(s, x)) || isSpatialAxis(x, axis)) return this.flag(node, 'unanalysed', `Concat along axis ${axis} of values with different layouts or along positions`);
+    if (spatial.length !== ins.length || spatial.some((s) => !sameLayout(s, x)) || isSpatialAxis(x, axis))
+      return this.flag(node, 'unanalysed', `Concat along axis ${axis} of values with different layouts or along positions`);
     let depth = x.depth;
     for (const s of spatial) depth = maxDepth(depth, s.depth);
     const dims = [...x.dims];
@@ -489,7 +653,8 @@ class Interpreter {
   private slice(node: NodeProto, x: SpatialFact, names: string[]): Fact {
     const axes = names[3] ? this.literal(names[3]) : Array.from({ length: x.rank }, (_, i) => i);
     if (!axes) return this.flag(node, 'unanalysed', 'Slice with computed axes');
-    if (axes.some((a) => isSpatialAxis(x, normaliseAxis(a, x.rank)))) return this.flag(node, 'unanalysed', 'Slice of a spatial axis shifts positions');
+    if (axes.some((a) => isSpatialAxis(x, normaliseAxis(a, x.rank))))
+      return this.flag(node, 'unanalysed', 'Slice of a spatial axis shifts positions');
     const dims = [...x.dims];
     for (const a of axes) dims[normaliseAxis(a, x.rank)] = null;
     return { ...x, dims };
@@ -508,11 +673,21 @@ class Interpreter {
   }
 
   private reduce(node: NodeProto, x: SpatialFact, axesName: string | undefined): Fact {
-    const axes = (this.literal(axesName) ?? attrInts(node, 'axes') ?? (node.op_type?.startsWith('Arg') ? [attrInt(node, 'axis', 0)] : [])).map((a) => normaliseAxis(a, x.rank));
+    const axes = (
+      this.literal(axesName) ??
+      attrInts(node, 'axes') ??
+      (node.op_type?.startsWith('Arg') ? [attrInt(node, 'axis', 0)] : [])
+    ).map((a) => normaliseAxis(a, x.rank));
     if (axes.length === 0 || axes.some((a) => isSpatialAxis(x, a))) return this.flag(node, 'nonlocal', `${node.op_type} over positions`);
     if (attrInt(node, 'keepdims', 1) === 1) return x;
     const keep = Array.from({ length: x.rank }, (_, i) => i).filter((i) => !axes.includes(i));
-    return { ...x, rank: keep.length, rowAxis: keep.indexOf(x.rowAxis), colAxis: x.colAxis === null ? null : keep.indexOf(x.colAxis), dims: keep.map((i) => x.dims[i]!) };
+    return {
+      ...x,
+      rank: keep.length,
+      rowAxis: keep.indexOf(x.rowAxis),
+      colAxis: x.colAxis === null ? null : keep.indexOf(x.colAxis),
+      dims: keep.map((i) => x.dims[i]!),
+    };
   }
 }
 
@@ -523,7 +698,9 @@ function regionChecks(region: SyncRegion, facts: Interpreter['facts']): string |
   };
   if (region.kind === 'group-norm') {
     const x = spatial(region.input);
-    return x && x.rowAxis >= 2 && (x.colAxis === null || x.colAxis >= 2) ? null : `its input ${region.input} is not a (batch, channels, positions…) value`;
+    return x && x.rowAxis >= 2 && (x.colAxis === null || x.colAxis >= 2)
+      ? null
+      : `its input ${region.input} is not a (batch, channels, positions…) value`;
   }
   const axes = [
     [region.query, ATTENTION_TOKEN_AXES.query],
@@ -532,7 +709,8 @@ function regionChecks(region: SyncRegion, facts: Interpreter['facts']): string |
   ] as const;
   for (const [name, axis] of axes) {
     const f = spatial(name);
-    if (!f || f.colAxis !== null || f.rowAxis !== axis || f.rank !== 3) return `${name} is not a (…) token tensor with positions on axis ${axis}`;
+    if (!f || f.colAxis !== null || f.rowAxis !== axis || f.rank !== 3)
+      return `${name} is not a (…) token tensor with positions on axis ${axis}`;
   }
   return null;
 }
@@ -542,11 +720,24 @@ function regionOutput(region: SyncRegion, facts: Interpreter['facts']): SpatialF
   if (region.kind === 'group-norm') return { ...(facts.get(region.input) as SpatialFact), depth: NO_DEPTH };
   const q = facts.get(region.query) as SpatialFact;
   const v = facts.get(region.value) as SpatialFact;
-  return { kind: 'spatial', rank: 3, rowAxis: ATTENTION_TOKEN_AXES.output, colAxis: null, scale: q.scale, dims: [q.dims[0]!, v.dims[1]!, null], depth: NO_DEPTH };
+  return {
+    kind: 'spatial',
+    rank: 3,
+    rowAxis: ATTENTION_TOKEN_AXES.output,
+    colAxis: null,
+    scale: q.scale,
+    dims: [q.dims[0]!, v.dims[1]!, null],
+    depth: NO_DEPTH,
+  };
 }
 
 function valueInfo(name: string, f: SpatialFact, halo: { rows: Ratio; cols: Ratio }): StageValue {
-  return { name, scale: f.scale, haloRows: wholeTimes(1, mulRatio(halo.rows, f.scale.rows)), haloCols: f.colAxis === null ? 0 : wholeTimes(1, mulRatio(halo.cols, f.scale.cols)) };
+  return {
+    name,
+    scale: f.scale,
+    haloRows: wholeTimes(1, mulRatio(halo.rows, f.scale.rows)),
+    haloCols: f.colAxis === null ? 0 : wholeTimes(1, mulRatio(halo.cols, f.scale.cols)),
+  };
 }
 
 /** The locality report of a built model (its sync regions read from its metadata). */
@@ -575,13 +766,21 @@ export function analyzeLocality(model: ModelProto): LocalityReport {
       if (problem) throw new DistVaeError('INVALID_ARGUMENT', `sync region ${r.name} (${r.kind}) disagrees with the graph: ${problem}`);
       const out = regionOutput(r, facts);
       facts.set(r.output, out);
-      regionReports.push({ kind: r.kind, name: r.name, description: describeRegion(r), inputs: regionInputs(r), output: r.output, nodes: r.nodes });
+      regionReports.push({
+        kind: r.kind,
+        name: r.name,
+        description: describeRegion(r),
+        inputs: regionInputs(r),
+        output: r.output,
+        nodes: r.nodes,
+      });
       order.push({ kind: 'region', name: r.name });
       continue;
     }
     // Values computed by earlier steps arrive cropped to the band: nothing wrong near its edges.
     const external = new Set<string>();
-    for (const n of segment.nodes) for (const v of n.input ?? []) if (v && produced.get(v) !== i && facts.get(v)?.kind === 'spatial') external.add(v);
+    for (const n of segment.nodes)
+      for (const v of n.input ?? []) if (v && produced.get(v) !== i && facts.get(v)?.kind === 'spatial') external.add(v);
     for (const v of external) facts.set(v, { ...(facts.get(v) as SpatialFact), depth: NO_DEPTH });
     const findingsBefore = interpreter.findings.length;
     const growthBefore = interpreter.growth.length;
@@ -600,12 +799,25 @@ export function analyzeLocality(model: ModelProto): LocalityReport {
         cols = maxRatio(cols, divRatio(ratio(Math.max(f.depth.left, f.depth.right)), f.scale.cols));
       }
       const all = [...inputFacts, ...outputFacts].map(([, f]) => f);
-      halo = { rows: ceilToWholeRows(rows, all.map((f) => f.scale.rows)), cols: ceilToWholeRows(cols, all.map((f) => f.scale.cols)) };
+      halo = {
+        rows: ceilToWholeRows(
+          rows,
+          all.map((f) => f.scale.rows),
+        ),
+        cols: ceilToWholeRows(
+          cols,
+          all.map((f) => f.scale.cols),
+        ),
+      };
     }
     const zero = { rows: ZERO, cols: ZERO };
     stages.push({
       index: segment.index,
-      nodes: { first: segment.nodes[0]!.name ?? '', last: segment.nodes[segment.nodes.length - 1]!.name ?? '', count: segment.nodes.length },
+      nodes: {
+        first: segment.nodes[0]!.name ?? '',
+        last: segment.nodes[segment.nodes.length - 1]!.name ?? '',
+        count: segment.nodes.length,
+      },
       inputs: inputFacts.map(([n, f]) => valueInfo(n, f, halo ?? zero)),
       outputs: outputFacts.map(([n, f]) => ({ ...valueInfo(n, f, halo ?? zero), depth: f.depth })),
       halo,
@@ -622,15 +834,19 @@ export function analyzeLocality(model: ModelProto): LocalityReport {
   const outFact = facts.get(io.output);
   const outputScale = outFact?.kind === 'spatial' ? outFact.scale : { rows: ONE, cols: ONE };
   const nonlocal: LocalityReport['nonlocal'] = [
-    ...regions.map((r) => ({ kind: 'sync-region' as const, op: r.kind === 'group-norm' ? 'GroupNorm' : 'Attention', node: r.name, reason: describeRegion(r) })),
+    ...regions.map((r) => ({
+      kind: 'sync-region' as const,
+      op: r.kind === 'group-norm' ? 'GroupNorm' : 'Attention',
+      node: r.name,
+      reason: describeRegion(r),
+    })),
     ...stages.flatMap((s) => s.findings.map((f) => ({ kind: f.kind, op: f.op, node: f.node, reason: f.reason }))),
   ];
   // The graph input is at latent resolution, so a whole-graph halo is whole latent units.
   const whole = stages.length === 1 && regions.length === 0 ? stages[0]!.halo : null;
-  const exactTiling: LocalityReport['exactTiling'] =
-    whole
-      ? { possible: true, halo: { rows: wholeTimes(1, whole.rows), cols: wholeTimes(1, whole.cols) } }
-      : { possible: false, blockers: nonlocal.map((n) => `${n.node} (${n.op}: ${n.reason})`) };
+  const exactTiling: LocalityReport['exactTiling'] = whole
+    ? { possible: true, halo: { rows: wholeTimes(1, whole.rows), cols: wholeTimes(1, whole.cols) } }
+    : { possible: false, blockers: nonlocal.map((n) => `${n.node} (${n.op}: ${n.reason})`) };
   return {
     graph: model.graph?.name ?? '',
     input: io.input,

@@ -59,7 +59,12 @@ test('a built model survives encode → decode: structure and weights bit-exact'
   assert.deepEqual(init.dims, [5, 3, 3, 3]);
   const raw = new Uint8Array(init.raw_data!);
   assert.deepEqual(new Float32Array(raw.buffer, 0, w.data.length), w.data);
-  assert.deepEqual(decoded.graph!.input![0]!.type!.tensor_type!.shape!.dim, [{ dim_param: 'batch' }, { dim_value: 3 }, { dim_param: 'h' }, { dim_param: 'w' }]);
+  assert.deepEqual(decoded.graph!.input![0]!.type!.tensor_type!.shape!.dim, [
+    { dim_param: 'batch' },
+    { dim_value: 3 },
+    { dim_param: 'h' },
+    { dim_param: 'w' },
+  ]);
   const node = decoded.graph!.node![0]!;
   assert.equal(node.op_type, 'Conv');
   assert.deepEqual(node.input, ['x', 'conv.weight']);
@@ -67,7 +72,10 @@ test('a built model survives encode → decode: structure and weights bit-exact'
 });
 
 test('decodeModel refuses bytes that are not a ModelProto', () => {
-  assert.throws(() => decodeModel(Uint8Array.of(0x0a, 0xff, 0xff)), (e: unknown) => e instanceof DistVaeError && e.code === 'FILE_INVALID');
+  assert.throws(
+    () => decodeModel(Uint8Array.of(0x0a, 0xff, 0xff)),
+    (e: unknown) => e instanceof DistVaeError && e.code === 'FILE_INVALID',
+  );
 });
 
 test('initializers written by hand (raw_data of any size, a 0-d tensor) decode back to the model as built', () => {
@@ -80,7 +88,8 @@ test('initializers written by hand (raw_data of any size, a 0-d tensor) decode b
   const model = g.toModel();
   const decoded = decodeModel(encodeModel(model));
   // Proto3 does not write empty repeated fields, so they decode as absent.
-  const plain = (v: unknown) => JSON.parse(JSON.stringify(v, (_, x) => (x instanceof Uint8Array ? Array.from(x) : Array.isArray(x) && x.length === 0 ? undefined : x)));
+  const plain = (v: unknown) =>
+    JSON.parse(JSON.stringify(v, (_, x) => (x instanceof Uint8Array ? Array.from(x) : Array.isArray(x) && x.length === 0 ? undefined : x)));
   assert.deepEqual(
     decoded.graph!.initializer!.map((t) => plain({ ...t, dims: t.dims ?? [] })),
     model.graph!.initializer!.map((t) => plain(t)),
@@ -89,8 +98,11 @@ test('initializers written by hand (raw_data of any size, a 0-d tensor) decode b
   assert.deepEqual([decoded.ir_version, decoded.producer_name, decoded.doc_string], [model.ir_version, model.producer_name, 'd']);
 });
 
-test('a model over protobuf\'s 2 GiB is refused before any buffer is allocated', () => {
+test("a model over protobuf's 2 GiB is refused before any buffer is allocated", () => {
   // A stand-in raw_data that only reports its length: the size check comes first.
   const huge = { length: 2 ** 31 } as unknown as Uint8Array;
-  assert.throws(() => encodeModel({ graph: { name: 'big', initializer: [{ name: 'w', dims: [2 ** 29], data_type: DataType.FLOAT, raw_data: huge }] } }), (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED' && /2 GiB/.test(e.message));
+  assert.throws(
+    () => encodeModel({ graph: { name: 'big', initializer: [{ name: 'w', dims: [2 ** 29], data_type: DataType.FLOAT, raw_data: huge }] } }),
+    (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED' && /2 GiB/.test(e.message),
+  );
 });

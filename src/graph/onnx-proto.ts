@@ -272,7 +272,10 @@ export function encodeModel(model: ModelProto): Uint8Array {
   const graphLength = graphRest.length + tensors.reduce((sum, t) => sum + 1 + varintLength(t.length) + t.length, 0);
   const total = head.length + 1 + varintLength(graphLength) + graphLength;
   if (total > MAX_MODEL_BYTES) {
-    throw new DistVaeError('UNSUPPORTED', `the model ${graph.name ?? ''} would take ${total} bytes, over protobuf's 2 GiB limit for one ONNX model; split it into stages (runtime/staged-session.ts)`);
+    throw new DistVaeError(
+      'UNSUPPORTED',
+      `the model ${graph.name ?? ''} would take ${total} bytes, over protobuf's 2 GiB limit for one ONNX model; split it into stages (runtime/staged-session.ts)`,
+    );
   }
   const out = new Uint8Array(total);
   out.set(head, 0);

@@ -19,7 +19,8 @@ function lcm(a: number, b: number): number {
 }
 
 export function ratio(num: number, den = 1): Ratio {
-  if (!Number.isSafeInteger(num) || !Number.isSafeInteger(den) || den <= 0) throw new RangeError(`ratio ${num}/${den} needs integers and a positive denominator`);
+  if (!Number.isSafeInteger(num) || !Number.isSafeInteger(den) || den <= 0)
+    throw new RangeError(`ratio ${num}/${den} needs integers and a positive denominator`);
   const g = gcd(num, den) || 1;
   return { num: num / g, den: den / g };
 }

@@ -31,7 +31,12 @@ async function runStaged(model: ModelProto, input: Tensor): Promise<Tensor> {
   const segments = segmentGraph(model);
   const values = new Map<string, Tensor>([[staged.input, input]]);
   for (const [i, step] of staged.steps.entries()) {
-    const graph = step.kind === 'stage' ? step.graph : step.kind === 'attention' ? step.core : extractSubgraph(model, segments[i]!.nodes, [step.region.output], 'gn');
+    const graph =
+      step.kind === 'stage'
+        ? step.graph
+        : step.kind === 'attention'
+          ? step.core
+          : extractSubgraph(model, segments[i]!.nodes, [step.region.output], 'gn');
     const outputs = await runModel(graph.model, Object.fromEntries(graph.inputs.map((n) => [n, values.get(n)!])));
     for (const [name, t] of Object.entries(outputs)) values.set(name, t);
   }
@@ -40,7 +45,11 @@ async function runStaged(model: ModelProto, input: Tensor): Promise<Tensor> {
 
 const CASES: { family: string; config: RawConfig; latent: number[] }[] = [
   { family: 'autoencoder-kl', config: { block_out_channels: [16, 32], norm_num_groups: 8, layers_per_block: 1 }, latent: [2, 4, 5, 7] },
-  { family: 'tae', config: { variant: 'taef2', decoder_block_out_channels: [16, 16, 16, 16], num_decoder_blocks: [2, 1, 1, 1] }, latent: [1, 32, 4, 6] },
+  {
+    family: 'tae',
+    config: { variant: 'taef2', decoder_block_out_channels: [16, 16, 16, 16], num_decoder_blocks: [2, 1, 1, 1] },
+    latent: [1, 32, 4, 6],
+  },
 ];
 
 test('stages and regions run one after another reproduce the fused decoder', async () => {
@@ -60,7 +69,9 @@ test('each weight goes to exactly one step; stages read values earlier steps pro
   const spec = resolveFamily('autoencoder-kl', CASES[0]!.config);
   const model = architectureModel(spec, runtimeOf(spec), spec.resolveConfig(CASES[0]!.config));
   const staged = stageGraph(model);
-  const perStep = staged.steps.flatMap((s) => (s.kind === 'stage' ? s.graph : s.kind === 'attention' ? s.core : null)?.model.graph?.initializer?.map((t) => t.name!) ?? []);
+  const perStep = staged.steps.flatMap(
+    (s) => (s.kind === 'stage' ? s.graph : s.kind === 'attention' ? s.core : null)?.model.graph?.initializer?.map((t) => t.name!) ?? [],
+  );
   const gnWeights = staged.steps.flatMap((s) => (s.kind === 'group-norm' ? [s.region.scale, s.region.bias] : []));
   assert.deepEqual([...perStep, ...gnWeights].sort(), (model.graph!.initializer ?? []).map((t) => t.name!).sort());
   const available = new Set([staged.input]);
@@ -73,6 +84,13 @@ test('each weight goes to exactly one step; stages read values earlier steps pro
   // conv_in is the first stage; the mid block's GroupNorms cut the stages that follow.
   assert.deepEqual(
     staged.steps.slice(0, 6).map((s) => (s.kind === 'stage' ? `stage ${s.index}` : `${s.kind} ${s.region.name}`)),
-    ['stage 0', 'group-norm decoder.mid_block.resnets.0.norm1', 'stage 1', 'group-norm decoder.mid_block.resnets.0.norm2', 'stage 2', 'group-norm decoder.mid_block.attentions.0.group_norm'],
+    [
+      'stage 0',
+      'group-norm decoder.mid_block.resnets.0.norm1',
+      'stage 1',
+      'group-norm decoder.mid_block.resnets.0.norm2',
+      'stage 2',
+      'group-norm decoder.mid_block.attentions.0.group_norm',
+    ],
   );
 });

@@ -48,7 +48,10 @@ function graphOf(model: ModelProto) {
 export function graphIO(model: ModelProto): { input: string; output: string } {
   const g = graphOf(model);
   if (g.input?.length !== 1 || g.output?.length !== 1) {
-    throw new DistVaeError('UNSUPPORTED', `graph ${g.name ?? ''} has ${g.input?.length ?? 0} inputs and ${g.output?.length ?? 0} outputs; staging needs exactly one of each`);
+    throw new DistVaeError(
+      'UNSUPPORTED',
+      `graph ${g.name ?? ''} has ${g.input?.length ?? 0} inputs and ${g.output?.length ?? 0} outputs; staging needs exactly one of each`,
+    );
   }
   return { input: g.input[0]!.name!, output: g.output[0]!.name! };
 }
@@ -67,7 +70,7 @@ export function segmentGraph(model: ModelProto, regions: readonly SyncRegion[] =
     if (stage.length > 0) segments.push({ kind: 'stage', index: stages++, nodes: stage });
     stage = [];
   };
-  for (let i = 0; i < nodes.length; ) {
+  for (let i = 0; i < nodes.length;) {
     const r = regionOf.get(nodes[i]!.name ?? '');
     if (r === undefined) {
       stage.push(nodes[i++]!);
@@ -76,7 +79,10 @@ export function segmentGraph(model: ModelProto, regions: readonly SyncRegion[] =
     const region = regions[r]!;
     const run = nodes.slice(i, i + region.nodes.length);
     if (run.length !== region.nodes.length || run.some((n, k) => n.name !== region.nodes[k])) {
-      throw new DistVaeError('INVALID_ARGUMENT', `sync region ${region.name} (${region.kind}) is not a contiguous run of ${region.nodes.length} nodes starting at ${region.nodes[0]}`);
+      throw new DistVaeError(
+        'INVALID_ARGUMENT',
+        `sync region ${region.name} (${region.kind}) is not a contiguous run of ${region.nodes.length} nodes starting at ${region.nodes[0]}`,
+      );
     }
     closeStage();
     segments.push({ kind: 'region', region, nodes: run });
@@ -102,7 +108,7 @@ export function extractSubgraph(model: ModelProto, nodes: readonly NodeProto[], 
   const inputs: string[] = [];
   const usedInitializers: TensorProto[] = [];
   // Pull in copied producers until every read value is produced, an initializer or an input.
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const n of chosen) for (const o of n.output ?? []) produced.add(o);
     for (const n of [...chosen]) {
@@ -127,7 +133,8 @@ export function extractSubgraph(model: ModelProto, nodes: readonly NodeProto[], 
       else inputs.push(i);
     }
   }
-  for (const o of outputs) if (!produced.has(o)) throw new DistVaeError('INVALID_ARGUMENT', `subgraph ${name} cannot output ${o}: none of its nodes produces it`);
+  for (const o of outputs)
+    if (!produced.has(o)) throw new DistVaeError('INVALID_ARGUMENT', `subgraph ${name} cannot output ${o}: none of its nodes produces it`);
   const floatValue = (n: string): ValueInfoProto => ({ name: n, type: { tensor_type: { elem_type: DataType.FLOAT } } });
   return {
     inputs,

@@ -52,9 +52,7 @@ export function regionInputs(region: SyncRegion): string[] {
 
 /** What the op computes, in words (for reports). */
 export function describeRegion(region: SyncRegion): string {
-  return region.kind === 'group-norm'
-    ? `${region.groups} groups, statistics over every position`
-    : 'every query attends to every position';
+  return region.kind === 'group-norm' ? `${region.groups} groups, statistics over every position` : 'every query attends to every position';
 }
 
 export function syncRegionsEntry(regions: readonly SyncRegion[]): { key: string; value: string } {

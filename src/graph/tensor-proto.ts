@@ -29,7 +29,10 @@ const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
 
 function assertLittleEndian(): void {
   if (!LITTLE_ENDIAN) {
-    throw new DistVaeError('UNSUPPORTED', 'ONNX raw_data is little-endian and this machine is big-endian; big-endian hosts are not supported');
+    throw new DistVaeError(
+      'UNSUPPORTED',
+      'ONNX raw_data is little-endian and this machine is big-endian; big-endian hosts are not supported',
+    );
   }
 }
 
@@ -98,15 +101,24 @@ export function tensorProtoValues(t: TensorProto): number[] {
     // any offset (and Buffer#slice would not copy).
     const buffer = new Uint8Array(raw).buffer;
     switch (t.data_type) {
-      case DataType.FLOAT: return Array.from(new Float32Array(buffer));
-      case DataType.DOUBLE: return Array.from(new Float64Array(buffer));
-      case DataType.INT64: return Array.from(new BigInt64Array(buffer), Number);
-      case DataType.INT32: return Array.from(new Int32Array(buffer));
-      case DataType.INT8: return Array.from(new Int8Array(buffer));
+      case DataType.FLOAT:
+        return Array.from(new Float32Array(buffer));
+      case DataType.DOUBLE:
+        return Array.from(new Float64Array(buffer));
+      case DataType.INT64:
+        return Array.from(new BigInt64Array(buffer), Number);
+      case DataType.INT32:
+        return Array.from(new Int32Array(buffer));
+      case DataType.INT8:
+        return Array.from(new Int8Array(buffer));
       case DataType.UINT8:
-      case DataType.BOOL: return Array.from(new Uint8Array(buffer));
+      case DataType.BOOL:
+        return Array.from(new Uint8Array(buffer));
       default:
-        throw new DistVaeError('UNSUPPORTED', `tensor ${t.name ?? ''} has data type ${dataTypeName(t.data_type)}, which this reader does not decode`);
+        throw new DistVaeError(
+          'UNSUPPORTED',
+          `tensor ${t.name ?? ''} has data type ${dataTypeName(t.data_type)}, which this reader does not decode`,
+        );
     }
   }
   return [...(t.float_data ?? t.double_data ?? t.int64_data ?? t.int32_data ?? [])];

@@ -32,20 +32,34 @@ test('TAE decoder: the propagated output shape is what onnxruntime returns, and 
 });
 
 test('AutoencoderKL decoder with GroupNorm and mid-block attention: output shape as onnxruntime returns; the attention scores are sized', async () => {
-  const config = getFamily('autoencoder-kl').resolveConfig({ block_out_channels: [16, 32], layers_per_block: 1, norm_num_groups: 8, latent_channels: 4 });
+  const config = getFamily('autoencoder-kl').resolveConfig({
+    block_out_channels: [16, 32],
+    layers_per_block: 1,
+    norm_num_groups: 8,
+    latent_channels: 4,
+  });
   const g = buildKlDecoderGraph(config, syntheticWeights(klDecoderParams(config), 3));
   const latent = seededTensor([1, 4, 6, 5], 4);
   const sizes = graphTensorSizes(g.toModel(), { latent: latent.dims });
   const run = await runGraph(g, { latent });
   assert.deepEqual(sizes.outputs['sample'], run['sample']!.dims);
   // (h·w)² float32 scores of the single-head mid-block attention.
-  assert.ok(sizes.tensors.some((t) => t.dims.join() === '1,30,30' && t.bytes === 30 * 30 * 4), 'the attention score matrix is among the sized tensors');
+  assert.ok(
+    sizes.tensors.some((t) => t.dims.join() === '1,30,30' && t.bytes === 30 * 30 * 4),
+    'the attention score matrix is among the sized tensors',
+  );
   assert.ok(sizes.largest.bytes >= Math.max(...sizes.tensors.map((t) => t.bytes)));
 });
 
 test('an op the sizer does not model is refused, naming the op and the node', () => {
   const g = new GraphBuilder('odd');
   g.output('y', g.op('Einsum', [g.input('x', [1, 2])]), [1, 2]);
-  assert.throws(() => graphTensorSizes(g.toModel(), { x: [1, 2] }), (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED' && /cannot size Einsum node .*not modelled/.test(e.message));
-  assert.throws(() => graphTensorSizes(g.toModel(), {}), (e: unknown) => e instanceof DistVaeError && /no dims given for graph input x/.test(e.message));
+  assert.throws(
+    () => graphTensorSizes(g.toModel(), { x: [1, 2] }),
+    (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED' && /cannot size Einsum node .*not modelled/.test(e.message),
+  );
+  assert.throws(
+    () => graphTensorSizes(g.toModel(), {}),
+    (e: unknown) => e instanceof DistVaeError && /no dims given for graph input x/.test(e.message),
+  );
 });

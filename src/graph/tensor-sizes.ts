@@ -33,9 +33,34 @@ interface Fact {
   values?: number[];
 }
 
-const ITEM_BYTES: Record<number, number> = { [DataType.FLOAT]: 4, [DataType.INT64]: 8, [DataType.INT32]: 4, [DataType.FLOAT16]: 2, [DataType.DOUBLE]: 8, [DataType.UINT8]: 1, [DataType.INT8]: 1, [DataType.BOOL]: 1 };
+const ITEM_BYTES: Record<number, number> = {
+  [DataType.FLOAT]: 4,
+  [DataType.INT64]: 8,
+  [DataType.INT32]: 4,
+  [DataType.FLOAT16]: 2,
+  [DataType.DOUBLE]: 8,
+  [DataType.UINT8]: 1,
+  [DataType.INT8]: 1,
+  [DataType.BOOL]: 1,
+};
 const VALUE_TYPES = new Set<number>([DataType.FLOAT, DataType.DOUBLE, DataType.INT64, DataType.INT32]);
-const UNARY = new Set(['Relu', 'Tanh', 'Sigmoid', 'Sqrt', 'Erf', 'Identity', 'Clip', 'Softmax', 'Exp', 'Neg', 'Abs', 'InstanceNormalization', 'BatchNormalization', 'LayerNormalization', 'GroupNormalization']);
+const UNARY = new Set([
+  'Relu',
+  'Tanh',
+  'Sigmoid',
+  'Sqrt',
+  'Erf',
+  'Identity',
+  'Clip',
+  'Softmax',
+  'Exp',
+  'Neg',
+  'Abs',
+  'InstanceNormalization',
+  'BatchNormalization',
+  'LayerNormalization',
+  'GroupNormalization',
+]);
 const BROADCAST = new Set(['Add', 'Sub', 'Mul', 'Div', 'Pow', 'Where', 'Max', 'Min']);
 /** Small tensors (shapes, axes, scales) are propagated by value up to this many elements. */
 const VALUE_LIMIT = 64;
@@ -90,7 +115,8 @@ function outputFacts(node: NodeProto, ins: (Fact | undefined)[]): Fact[] {
   const op = node.op_type ?? '';
   const x = ins[0];
   const need = (f: Fact | undefined, what: string): Fact => f ?? unsupported(node, `its ${what} has no known shape`);
-  const values = (f: Fact | undefined, what: string): number[] => need(f, what).values ?? unsupported(node, `its ${what} is not a known constant`);
+  const values = (f: Fact | undefined, what: string): number[] =>
+    need(f, what).values ?? unsupported(node, `its ${what} is not a known constant`);
   if (op === 'Constant') {
     const t = attribute(node, 'value')?.t ?? unsupported(node, 'no tensor value');
     return [factOfTensor(t)];
@@ -114,7 +140,8 @@ function outputFacts(node: NodeProto, ins: (Fact | undefined)[]): Fact[] {
     const strides = attrInts(node, 'strides') ?? new Array<number>(spatial).fill(1);
     const dilations = attrInts(node, 'dilations') ?? new Array<number>(spatial).fill(1);
     const out = [xd[0]!, wd[0]!];
-    for (let i = 0; i < spatial; i++) out.push(Math.floor((xd[2 + i]! + pads[i]! + pads[spatial + i]! - dilations[i]! * (kernel[i]! - 1) - 1) / strides[i]!) + 1);
+    for (let i = 0; i < spatial; i++)
+      out.push(Math.floor((xd[2 + i]! + pads[i]! + pads[spatial + i]! - dilations[i]! * (kernel[i]! - 1) - 1) / strides[i]!) + 1);
     return [{ dims: out, itemBytes: 4 }];
   }
   if (op === 'Resize') {
@@ -122,7 +149,8 @@ function outputFacts(node: NodeProto, ins: (Fact | undefined)[]): Fact[] {
     const sizes = ins[3];
     if (sizes?.values) return [{ dims: [...sizes.values], itemBytes: 4 }];
     const scales = ins[2] && node.input?.[2] ? ins[2] : undefined;
-    const s = scales?.values ?? (scales ? unsupported(node, 'its scales are not a known constant') : unsupported(node, 'neither scales nor sizes'));
+    const s =
+      scales?.values ?? (scales ? unsupported(node, 'its scales are not a known constant') : unsupported(node, 'neither scales nor sizes'));
     return [{ dims: xd.map((d, i) => Math.floor(d * s[i]!)), itemBytes: 4 }];
   }
   if (op === 'Reshape') {
@@ -260,4 +288,3 @@ export function graphTensorSizes(model: ModelProto, inputDims: Readonly<Record<s
   const largest = tensors.reduce((a, b) => (b.bytes > a.bytes ? b : a), { name: '', dims: [], bytes: 0 });
   return { largest, outputs, tensors };
 }
-

@@ -43,11 +43,14 @@ async function fullAfter(okWrites: number): Promise<AtomicFileSystem> {
 test('a write that fails part way leaves no file and keeps what was at the target', async () => {
   const dir = folder('injected');
   const target = join(dir, 'out.npy');
-  await assert.rejects(async () => {
-    const file = new AtomicFile(target, await fullAfter(1));
-    file.write(new Uint8Array(100));
-    file.write(new Uint8Array(100));
-  }, { code: 'INVALID_ARGUMENT', message: /cannot write .*out\.npy \(no space left on the device\); nothing was left at that path/ });
+  await assert.rejects(
+    async () => {
+      const file = new AtomicFile(target, await fullAfter(1));
+      file.write(new Uint8Array(100));
+      file.write(new Uint8Array(100));
+    },
+    { code: 'INVALID_ARGUMENT', message: /cannot write .*out\.npy \(no space left on the device\); nothing was left at that path/ },
+  );
   assert.deepEqual(readdirSync(dir), []);
   writeFileSync(target, 'old');
   const full = await fullAfter(0);
@@ -90,8 +93,14 @@ test('an ffmpeg that fails after writing part of its output leaves nothing at th
   const dir = folder('video');
   const fake = join(root, 'fake-ffmpeg.sh');
   // Writes something to its last argument (the output), then fails as a full disk would.
-  writeFileSync(fake, '#!/bin/sh\nfor last; do :; done\ncat > /dev/null\necho partial > "$last"\necho "No space left on device" >&2\nexit 1\n');
+  writeFileSync(
+    fake,
+    '#!/bin/sh\nfor last; do :; done\ncat > /dev/null\necho partial > "$last"\necho "No space left on device" >&2\nexit 1\n',
+  );
   chmodSync(fake, 0o755);
-  await assert.rejects(writeSampleVideo(join(dir, 'v.mp4'), tensor([1, 3, 2, 4, 4]), 'signed', { ffmpeg: fake }), { code: 'RUNTIME_FAILED', message: /ffmpeg exited with code 1: No space left on device/ });
+  await assert.rejects(writeSampleVideo(join(dir, 'v.mp4'), tensor([1, 3, 2, 4, 4]), 'signed', { ffmpeg: fake }), {
+    code: 'RUNTIME_FAILED',
+    message: /ffmpeg exited with code 1: No space left on device/,
+  });
   assert.deepEqual(readdirSync(dir), []);
 });

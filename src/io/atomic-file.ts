@@ -76,7 +76,8 @@ export class AtomicFile {
   private writeBytes(bytes: Uint8Array, position: number | undefined): void {
     if (this.fd === null) throw new Error('unreachable: write after commit or abort');
     try {
-      for (let at = 0; at < bytes.length; ) at += this.fs.writeSync(this.fd, bytes, at, bytes.length - at, position === undefined ? undefined : position + at);
+      for (let at = 0; at < bytes.length;)
+        at += this.fs.writeSync(this.fd, bytes, at, bytes.length - at, position === undefined ? undefined : position + at);
       this.written += bytes.length;
     } catch (e) {
       this.abort();
@@ -146,6 +147,12 @@ function writeError(path: string, e: unknown): DistVaeError {
   if (e instanceof DistVaeError) return e;
   const code = (e as NodeJS.ErrnoException).code ?? String(e);
   const why = code === 'ENOSPC' ? 'no space left on the device' : code === 'EDQUOT' ? 'disk quota exceeded' : code;
-  const r = reason('OUTPUT_UNWRITABLE', 'path', path, 'a writable file path with room for the output', `cannot write ${path} (${why}); nothing was left at that path`);
+  const r = reason(
+    'OUTPUT_UNWRITABLE',
+    'path',
+    path,
+    'a writable file path with room for the output',
+    `cannot write ${path} (${why}); nothing was left at that path`,
+  );
   return new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r], cause: e });
 }

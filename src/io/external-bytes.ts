@@ -12,7 +12,7 @@ export function readExternalBytes(file: FileBytes): Uint8Array {
   const out = new Uint8Array(new ArrayBuffer(file.length));
   const fd = openSync(file.path, 'r');
   try {
-    for (let at = 0; at < file.length; ) {
+    for (let at = 0; at < file.length;) {
       const n = readSync(fd, out, at, file.length - at, file.offset + at);
       if (n === 0) throw new DistVaeError('FILE_INVALID', `${file.path} ended at byte ${file.offset + at}, inside an external tensor`);
       at += n;

@@ -114,7 +114,16 @@ export function decodeImage(bytes: Uint8Array, source = '<buffer>'): Tensor {
   if (startsWith(bytes, [0xff, 0xd8, 0xff])) return decodeJpeg(bytes, source);
   const known = OTHER_FORMATS.find((f) => f.test(bytes));
   const what = known ? `a ${known.name} image` : 'not a PNG or JPEG image (unrecognised signature)';
-  refuse('FILE_INVALID', reason('IMAGE_FORMAT_UNSUPPORTED', 'image', source, `a ${READABLE_IMAGE_FORMATS.join(' or ')} file`, `${source} is ${what}; images are read from ${READABLE_IMAGE_FORMATS.join(' and ')} files`));
+  refuse(
+    'FILE_INVALID',
+    reason(
+      'IMAGE_FORMAT_UNSUPPORTED',
+      'image',
+      source,
+      `a ${READABLE_IMAGE_FORMATS.join(' or ')} file`,
+      `${source} is ${what}; images are read from ${READABLE_IMAGE_FORMATS.join(' and ')} files`,
+    ),
+  );
 }
 
 /** The decoder's own words are kept for the cause, not shown: they name its internals. */
@@ -130,7 +139,13 @@ export const MAX_IMAGE_PIXELS = 16384 * 16384;
 
 function refuseSize(source: string, format: string, width: number, height: number): void {
   if (width >= 1 && height >= 1 && width * height <= MAX_IMAGE_PIXELS) return;
-  const r = reason('IMAGE_TOO_LARGE', 'image', `${width}x${height}`, `at most ${MAX_IMAGE_PIXELS} pixels (16384 x 16384), each side at least 1`, `${source}: the ${format} declares ${width} x ${height} pixels; images of at most ${MAX_IMAGE_PIXELS} pixels (16384 x 16384) are read`);
+  const r = reason(
+    'IMAGE_TOO_LARGE',
+    'image',
+    `${width}x${height}`,
+    `at most ${MAX_IMAGE_PIXELS} pixels (16384 x 16384), each side at least 1`,
+    `${source}: the ${format} declares ${width} x ${height} pixels; images of at most ${MAX_IMAGE_PIXELS} pixels (16384 x 16384) are read`,
+  );
   throw new DistVaeError('FILE_INVALID', r.message, { reasons: [r] });
 }
 
@@ -152,7 +167,10 @@ function checkPngStructure(bytes: Uint8Array, source: string): void {
     if (at + 12 > bytes.length) bad(`the file ends at byte ${bytes.length} without an IEND chunk (truncated?)`);
     const length = view.getUint32(at);
     const type = typeAt(at + 4);
-    if (at + 12 + length > bytes.length) bad(`chunk ${JSON.stringify(type)} at byte ${at} declares ${length} bytes, past the end of the ${bytes.length}-byte file (truncated?)`);
+    if (at + 12 + length > bytes.length)
+      bad(
+        `chunk ${JSON.stringify(type)} at byte ${at} declares ${length} bytes, past the end of the ${bytes.length}-byte file (truncated?)`,
+      );
     at += 12 + length;
     if (type === 'IEND') return;
   }
@@ -176,7 +194,12 @@ function decodeJpeg(bytes: Uint8Array, source: string): Tensor {
   if (size) refuseSize(source, 'JPEG', size.width, size.height);
   let image: { width: number; height: number; data: Uint8Array };
   try {
-    image = jpeg.decode(bytes, { useTArray: true, formatAsRGBA: false, maxResolutionInMP: MAX_IMAGE_PIXELS / 1e6, maxMemoryUsageInMB: 4096 });
+    image = jpeg.decode(bytes, {
+      useTArray: true,
+      formatAsRGBA: false,
+      maxResolutionInMP: MAX_IMAGE_PIXELS / 1e6,
+      maxMemoryUsageInMB: 4096,
+    });
   } catch (e) {
     corrupt(source, 'JPEG', e);
   }

@@ -27,7 +27,10 @@ test('a .safetensors file with a single tensor is accepted whatever its name; ot
   writeSafetensors(join(dir, 'one.safetensors'), { z: z });
   assert.deepEqual((await readLatents(join(dir, 'one.safetensors'))).dims, [2, 4, 3, 3]);
   writeSafetensors(join(dir, 'two.safetensors'), { a: z, b: z });
-  await assert.rejects(() => readLatents(join(dir, 'two.safetensors')), { code: 'FILE_INVALID', message: /no tensor named "latents" \(tensors in the file: "a", "b"\)/ });
+  await assert.rejects(() => readLatents(join(dir, 'two.safetensors')), {
+    code: 'FILE_INVALID',
+    message: /no tensor named "latents" \(tensors in the file: "a", "b"\)/,
+  });
 });
 
 test('non-finite and empty latents are refused with counts and the first index', async () => {
@@ -41,10 +44,15 @@ test('non-finite and empty latents are refused with counts and the first index',
     (e: unknown) =>
       e instanceof DistVaeError &&
       e.code === 'TENSOR_INVALID' &&
-      /2 NaN and 1 infinite values of 72; the first at flat index 40, index \[1, 0, 1, 1\] of shape \[2, 4, 3, 3\] \(value Infinity\)/.test(e.message),
+      /2 NaN and 1 infinite values of 72; the first at flat index 40, index \[1, 0, 1, 1\] of shape \[2, 4, 3, 3\] \(value Infinity\)/.test(
+        e.message,
+      ),
   );
   writeNpy(join(dir, 'empty.npy'), tensor([1, 4, 0, 3]));
-  await assert.rejects(() => readLatents(join(dir, 'empty.npy')), { code: 'TENSOR_INVALID', message: /latents of shape \[1, 4, 0, 3\] are empty/ });
+  await assert.rejects(() => readLatents(join(dir, 'empty.npy')), {
+    code: 'TENSOR_INVALID',
+    message: /latents of shape \[1, 4, 0, 3\] are empty/,
+  });
 });
 
 test('other extensions and missing files are refused', async () => {
@@ -57,15 +65,24 @@ test('ComfyUI .latent files: latent_tensor as is with the format marker, times 1
   assert.deepEqual((await readLatents(join(dir, 'new.latent'))).data, values);
   writeSafetensors(join(dir, 'old.latent'), { latent_tensor: z });
   const old = await readLatents(join(dir, 'old.latent'));
-  assert.deepEqual(old.data, values.map((v) => v / 0.18215));
+  assert.deepEqual(
+    old.data,
+    values.map((v) => v / 0.18215),
+  );
   writeSafetensors(join(dir, 'other.latent'), { samples: z, x: z });
-  await assert.rejects(readLatents(join(dir, 'other.latent')), { code: 'FILE_INVALID', message: /a ComfyUI \.latent file holds "latent_tensor" \(tensors in the file: "samples", "x"\)/ });
+  await assert.rejects(readLatents(join(dir, 'other.latent')), {
+    code: 'FILE_INVALID',
+    message: /a ComfyUI \.latent file holds "latent_tensor" \(tensors in the file: "samples", "x"\)/,
+  });
 });
 
-test('file.safetensors:name picks a tensor; a missing name lists the file\'s tensors', async () => {
+test("file.safetensors:name picks a tensor; a missing name lists the file's tensors", async () => {
   writeSafetensors(join(dir, 'many.safetensors'), { a: tensor([1, 4, 2, 2]), b: z });
   assert.deepEqual((await readLatents(`${join(dir, 'many.safetensors')}:b`)).data, values);
-  await assert.rejects(readLatents(`${join(dir, 'many.safetensors')}:c`), { code: 'FILE_INVALID', message: /no tensor named "c" \(tensors in the file: "a", "b"\)/ });
+  await assert.rejects(readLatents(`${join(dir, 'many.safetensors')}:c`), {
+    code: 'FILE_INVALID',
+    message: /no tensor named "c" \(tensors in the file: "a", "b"\)/,
+  });
   await assert.rejects(readLatents(join(dir, 'many.safetensors')), { message: /pick one with .*many\.safetensors:<name>/ });
 });
 

@@ -40,7 +40,10 @@ export async function readLatents(spec: string): Promise<Tensor> {
   } else if (lower.endsWith('.safetensors') || lower.endsWith('.latent')) {
     latents = await readSafetensorsLatents(path, tensor, lower.endsWith('.latent'));
   } else {
-    refuse('INVALID_ARGUMENT', reason('INVALID_ARGUMENT', 'latents', spec, 'a .npy, .safetensors (optionally file.safetensors:tensor) or ComfyUI .latent file'));
+    refuse(
+      'INVALID_ARGUMENT',
+      reason('INVALID_ARGUMENT', 'latents', spec, 'a .npy, .safetensors (optionally file.safetensors:tensor) or ComfyUI .latent file'),
+    );
   }
   validateLatents(latents, spec);
   return { dims: latents.dims, data: latents.data };
@@ -58,10 +61,28 @@ export function expandLatentsArg(arg: string): string[] {
   const name = basename(arg);
   if (!isFolder && !/[*?]/.test(name)) return [arg];
   const folder = isFolder ? arg : dirname(arg);
-  const pattern = isFolder ? null : new RegExp(`^${name.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
-  const files = existsSync(folder) && statSync(folder).isDirectory() ? readdirSync(folder).filter((f) => LATENT_FILE.test(f) && (!pattern || pattern.test(f))).sort() : [];
+  const pattern = isFolder
+    ? null
+    : new RegExp(
+        `^${name
+          .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+          .replace(/\*/g, '.*')
+          .replace(/\?/g, '.')}$`,
+      );
+  const files =
+    existsSync(folder) && statSync(folder).isDirectory()
+      ? readdirSync(folder)
+          .filter((f) => LATENT_FILE.test(f) && (!pattern || pattern.test(f)))
+          .sort()
+      : [];
   if (files.length === 0) {
-    const r = reason('NO_LATENTS', 'latents', arg, 'a folder or glob matching .npy / .safetensors / .latent files', `--latents ${arg} matches no .npy, .safetensors or .latent file`);
+    const r = reason(
+      'NO_LATENTS',
+      'latents',
+      arg,
+      'a folder or glob matching .npy / .safetensors / .latent files',
+      `--latents ${arg} matches no .npy, .safetensors or .latent file`,
+    );
     throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
   }
   return files.map((f) => join(folder, f));
@@ -85,11 +106,16 @@ async function readSafetensorsLatents(path: string, tensor: string | undefined, 
     const names = [...file.entries.keys()];
     const listed = names.map((k) => JSON.stringify(k)).join(', ') || 'none';
     if (tensor !== undefined) {
-      if (!file.entries.has(tensor)) throw new DistVaeError('FILE_INVALID', `${path}: no tensor named ${JSON.stringify(tensor)} (tensors in the file: ${listed})`);
+      if (!file.entries.has(tensor))
+        throw new DistVaeError('FILE_INVALID', `${path}: no tensor named ${JSON.stringify(tensor)} (tensors in the file: ${listed})`);
       return file.readTensor(tensor);
     }
     if (comfy || file.entries.has(COMFY_LATENT_KEY)) {
-      if (!file.entries.has(COMFY_LATENT_KEY)) throw new DistVaeError('FILE_INVALID', `${path}: a ComfyUI .latent file holds "${COMFY_LATENT_KEY}" (tensors in the file: ${listed})`);
+      if (!file.entries.has(COMFY_LATENT_KEY))
+        throw new DistVaeError(
+          'FILE_INVALID',
+          `${path}: a ComfyUI .latent file holds "${COMFY_LATENT_KEY}" (tensors in the file: ${listed})`,
+        );
       const t = await file.readTensor(COMFY_LATENT_KEY);
       if (file.entries.has(COMFY_FORMAT_MARKER)) return t;
       return { dims: t.dims, data: t.data.map((v) => v / COMFY_LEGACY_SCALE) };
@@ -97,7 +123,10 @@ async function readSafetensorsLatents(path: string, tensor: string | undefined, 
     // A file holding exactly one tensor is unambiguous, whatever its name.
     const name = file.entries.has(LATENTS_KEY) ? LATENTS_KEY : names.length === 1 ? names[0]! : undefined;
     if (name === undefined) {
-      throw new DistVaeError('FILE_INVALID', `${path}: no tensor named "${LATENTS_KEY}" (tensors in the file: ${listed}); pick one with ${path}:<name>`);
+      throw new DistVaeError(
+        'FILE_INVALID',
+        `${path}: no tensor named "${LATENTS_KEY}" (tensors in the file: ${listed}); pick one with ${path}:<name>`,
+      );
     }
     return file.readTensor(name);
   });
@@ -114,7 +143,13 @@ export function latentScalingOf(fields: Readonly<Record<string, unknown>>, famil
   const scalingFactor = fields['scaling_factor'];
   const shiftFactor = fields['shift_factor'];
   if (typeof scalingFactor !== 'number') {
-    const r = reason('NO_SCALING_FACTOR', 'scaling_factor', scalingFactor, 'a number in the VAE config', `the ${family} VAE config has no scaling_factor to unscale the latents with; drop --latents-scaled or add scaling_factor to config.json`);
+    const r = reason(
+      'NO_SCALING_FACTOR',
+      'scaling_factor',
+      scalingFactor,
+      'a number in the VAE config',
+      `the ${family} VAE config has no scaling_factor to unscale the latents with; drop --latents-scaled or add scaling_factor to config.json`,
+    );
     throw new DistVaeError('CONFIG_INVALID', r.message, { reasons: [r] });
   }
   return { scalingFactor, ...(typeof shiftFactor === 'number' ? { shiftFactor } : {}) };
@@ -130,7 +165,12 @@ export function latentScalingOf(fields: Readonly<Record<string, unknown>>, famil
 export function unscaleLatents(latents: Tensor, scaling: LatentScaling): Tensor {
   const { scalingFactor, shiftFactor = 0 } = scaling;
   if (!Number.isFinite(scalingFactor) || scalingFactor === 0 || !Number.isFinite(shiftFactor)) {
-    const r = reason('SCALING_INVALID', 'scaling_factor', scalingFactor, 'a finite non-zero scaling_factor and a finite shift_factor in the VAE config');
+    const r = reason(
+      'SCALING_INVALID',
+      'scaling_factor',
+      scalingFactor,
+      'a finite non-zero scaling_factor and a finite shift_factor in the VAE config',
+    );
     throw new DistVaeError('CONFIG_INVALID', r.message, { reasons: [r] });
   }
   const scale = Math.fround(scalingFactor);

@@ -31,16 +31,29 @@ function rows(t: Tensor, y0: number, y1: number): Tensor {
 }
 
 test('a streamed .npy is byte for byte what writeNpy writes, for batches, F16 and uneven bands', () => {
-  for (const [dims, dtype] of [[[1, 3, 13, 7], 'F32'], [[2, 4, 9, 5], 'F32'], [[1, 3, 13, 7], 'F16'], [[6, 11], 'F32']] as const) {
+  for (const [dims, dtype] of [
+    [[1, 3, 13, 7], 'F32'],
+    [[2, 4, 9, 5], 'F32'],
+    [[1, 3, 13, 7], 'F16'],
+    [[6, 11], 'F32'],
+  ] as const) {
     const sample = seededTensor([...dims], dims.length + dims[0]!);
     const path = join(dir, `s-${dims.join('x')}-${dtype}.npy`);
     const writer = new NpyBandWriter(path, { dims, dtype });
     const height = dims.at(-2)!;
-    for (const [y0, y1] of [[0, 4], [4, 5], [5, height]] as const) writer.writeBand(rows(sample, y0, y1));
+    for (const [y0, y1] of [
+      [0, 4],
+      [4, 5],
+      [5, height],
+    ] as const)
+      writer.writeBand(rows(sample, y0, y1));
     writer.finish();
     assert.deepEqual(readFileSync(path), Buffer.from(encodeNpy(sample, { dtype })), `${dims.join('x')} ${dtype}`);
   }
-  assert.deepEqual(readdirSync(dir).filter((f) => f.includes('partial')), []);
+  assert.deepEqual(
+    readdirSync(dir).filter((f) => f.includes('partial')),
+    [],
+  );
 });
 
 test('an unfinished, overlong or mismatched .npy leaves nothing at its path', () => {
@@ -54,7 +67,10 @@ test('an unfinished, overlong or mismatched .npy leaves nothing at its path', ()
   assert.throws(() => wide.writeBand(rows(sample, 0, 2)), { code: 'TENSOR_INVALID' });
   assert.throws(() => new NpyBandWriter(join(dir, 'bad.npy'), { dims: [4] }), { code: 'INVALID_ARGUMENT' });
   assert.throws(() => new NpyBandWriter(join(dir, 'bad.npy'), { dims: [1, 0, 4] }), { code: 'INVALID_ARGUMENT' });
-  assert.deepEqual(readdirSync(dir).filter((f) => /cut|long|wide|bad/.test(f)), []);
+  assert.deepEqual(
+    readdirSync(dir).filter((f) => /cut|long|wide|bad/.test(f)),
+    [],
+  );
 });
 
 test('decodeToBands into a streamed .npy writes what writeNpy writes for vae.decode', async () => {
@@ -100,9 +116,13 @@ function streamedPeak(height: number, out: string): number {
   return Number(child.stdout.trim().split('\n').at(-1));
 }
 
-test('from 1024 x 512 to 4096 x 512 a streamed .npy decode grows by less than the tall sample (24 MiB)', { skip: process.platform !== 'linux' && 'reads /proc/self/status' }, () => {
-  const short = streamedPeak(1024, join(dir, 'short.npy'));
-  const tall = streamedPeak(4096, join(dir, 'tall.npy'));
-  assert.equal(readFileSync(join(dir, 'tall.npy')).length, 128 + 3 * 4096 * 512 * 4);
-  assert.ok(tall - short < 24, `peak ${tall.toFixed(0)} MiB at 4096 x 512 against ${short.toFixed(0)} MiB at 1024 x 512`);
-});
+test(
+  'from 1024 x 512 to 4096 x 512 a streamed .npy decode grows by less than the tall sample (24 MiB)',
+  { skip: process.platform !== 'linux' && 'reads /proc/self/status' },
+  () => {
+    const short = streamedPeak(1024, join(dir, 'short.npy'));
+    const tall = streamedPeak(4096, join(dir, 'tall.npy'));
+    assert.equal(readFileSync(join(dir, 'tall.npy')).length, 128 + 3 * 4096 * 512 * 4);
+    assert.ok(tall - short < 24, `peak ${tall.toFixed(0)} MiB at 4096 x 512 against ${short.toFixed(0)} MiB at 1024 x 512`);
+  },
+);

@@ -31,7 +31,11 @@ export class NpyBandWriter {
 
   constructor(path: string, options: NpyStreamOptions) {
     const dims = options.dims;
-    if (dims.length < 2 || !dims.every((d) => Number.isSafeInteger(d) && d >= 1) || dims.reduce((a, d) => a * d, 1) > Number.MAX_SAFE_INTEGER / 8) {
+    if (
+      dims.length < 2 ||
+      !dims.every((d) => Number.isSafeInteger(d) && d >= 1) ||
+      dims.reduce((a, d) => a * d, 1) > Number.MAX_SAFE_INTEGER / 8
+    ) {
       const r = reason('NPY_SHAPE', 'dims', `[${dims.join(', ')}]`, 'at least 2 positive integer dims of a representable size');
       throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
     }
@@ -48,9 +52,17 @@ export class NpyBandWriter {
     const lead = this.dims.slice(0, -2);
     const [height, width] = this.dims.slice(-2) as [number, number];
     const h = band.dims.at(-2)!;
-    if (band.dims.length !== this.dims.length || lead.some((d, i) => band.dims[i] !== d) || band.dims.at(-1) !== width || this.rowsWritten + h > height) {
+    if (
+      band.dims.length !== this.dims.length ||
+      lead.some((d, i) => band.dims[i] !== d) ||
+      band.dims.at(-1) !== width ||
+      this.rowsWritten + h > height
+    ) {
       this.abort();
-      throw new DistVaeError('TENSOR_INVALID', `band [${band.dims.join(', ')}] does not continue a [${this.dims.join(', ')}] sample at row ${this.rowsWritten}`);
+      throw new DistVaeError(
+        'TENSOR_INVALID',
+        `band [${band.dims.join(', ')}] does not continue a [${this.dims.join(', ')}] sample at row ${this.rowsWritten}`,
+      );
     }
     const planes = lead.reduce((a, d) => a * d, 1);
     const bytes = DTYPE_BYTES[this.dtype];

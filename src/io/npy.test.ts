@@ -72,7 +72,13 @@ test('reads numpy files: float32, float16, float64 and a 0-d array', () => {
 test('reads format 2.0 headers and double-quoted keys', () => {
   const data = new Uint8Array(new Float32Array([7, 8]).buffer);
   const t = parseNpy(npyWith(`{"descr": "<f4", "fortran_order": False, "shape": (1, 2)}`, data, 2));
-  assert.deepEqual([t.dims, [...t.data]], [[1, 2], [7, 8]]);
+  assert.deepEqual(
+    [t.dims, [...t.data]],
+    [
+      [1, 2],
+      [7, 8],
+    ],
+  );
 });
 
 test('round-trips through the file system', () => {
@@ -95,7 +101,10 @@ test('refuses bad magic, versions, headers, dtypes, Fortran order and size misma
   assertInvalid(Uint8Array.from([...latin1('\x93NUMPY'), 4, 0, 0, 0]), /format version 4\.0 is not supported/);
   assertInvalid(hex(NUMPY_F4_2X3).subarray(0, 40), /header length 118 runs past the end of the 40-byte file/);
   assertInvalid(npyWith(`{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }`, eight), /dtype '>f4' is not supported \(big-endian/);
-  assertInvalid(npyWith(`{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }`, eight), /dtype '<c8' is not supported; supported: <f8, <f4, <f2/);
+  assertInvalid(
+    npyWith(`{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }`, eight),
+    /dtype '<c8' is not supported; supported: <f8, <f4, <f2/,
+  );
   assertInvalid(npyWith(`{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }`, eight), /fortran_order is true; only C-order/);
   assertInvalid(npyWith(f4('(3,)'), eight), /shape \(3\) of <f4 needs 12 data bytes, the file has 8 \(truncated\?\)/);
   assertInvalid(npyWith(f4('(1,)'), eight), /shape \(1\) of <f4 needs 4 data bytes, the file has 8$/);

@@ -65,13 +65,16 @@ export function parseNpy(bytes: Uint8Array, source = '<buffer>'): StoredTensor {
     const hint = /^>/.test(descr as string) ? ' (big-endian; save with arr.astype(arr.dtype.newbyteorder("<")))' : '';
     fail(`dtype '${descr}' is not supported${hint}; supported: ${Object.keys(DESCR_DTYPES).join(', ')}`);
   }
-  if (fortranOrder !== false) fail(`fortran_order is ${String(fortranOrder)}; only C-order arrays are supported (save np.ascontiguousarray(arr))`);
+  if (fortranOrder !== false)
+    fail(`fortran_order is ${String(fortranOrder)}; only C-order arrays are supported (save np.ascontiguousarray(arr))`);
   if (!Array.isArray(shape)) fail(`header 'shape' is ${JSON.stringify(shape)}, expected a tuple of integers`);
   const dims = shape as number[];
   const expected = elementCount(dims) * DTYPE_BYTES[dtype!];
   const actual = bytes.length - dataStart;
   if (actual !== expected) {
-    fail(`shape (${dims.join(', ')}) of ${descr} needs ${expected} data bytes, the file has ${actual}${actual < expected ? ' (truncated?)' : ''}`);
+    fail(
+      `shape (${dims.join(', ')}) of ${descr} needs ${expected} data bytes, the file has ${actual}${actual < expected ? ' (truncated?)' : ''}`,
+    );
   }
   return { dims, dtype: dtype!, data: decodeToFloat32(bytes.subarray(dataStart), dtype!) };
 }

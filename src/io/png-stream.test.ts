@@ -25,15 +25,27 @@ function rows(t: Tensor, y0: number, y1: number): Tensor {
   return { dims: [b!, c!, y1 - y0, w!], data: out };
 }
 
-test('streamed PNGs decode to the whole-image writer\'s pixels, 8 and 16 bit, grey, RGB and RGBA', () => {
+test("streamed PNGs decode to the whole-image writer's pixels, 8 and 16 bit, grey, RGB and RGBA", () => {
   for (const channels of [1, 3, 4]) {
     for (const bitDepth of [8, 16] as const) {
       const sample = seededTensor([1, channels, 13, 7], channels + bitDepth);
       const whole = join(dir, `whole-${channels}-${bitDepth}.png`);
       const streamed = join(dir, `streamed-${channels}-${bitDepth}.png`);
       writeSamplePng(whole, sample, 'signed', { bitDepth });
-      const writer = new PngBandWriter(streamed, { width: 7, height: 13, channels, bitDepth, range: 'signed', text: { Software: 'distvae' } });
-      for (const [y0, y1] of [[0, 5], [5, 6], [6, 13]] as const) writer.writeBand(rows(sample, y0, y1));
+      const writer = new PngBandWriter(streamed, {
+        width: 7,
+        height: 13,
+        channels,
+        bitDepth,
+        range: 'signed',
+        text: { Software: 'distvae' },
+      });
+      for (const [y0, y1] of [
+        [0, 5],
+        [5, 6],
+        [6, 13],
+      ] as const)
+        writer.writeBand(rows(sample, y0, y1));
       writer.finish();
       const a = PNG.sync.read(readFileSync(whole), { skipRescale: true });
       const b = PNG.sync.read(readFileSync(streamed), { skipRescale: true });
@@ -42,7 +54,10 @@ test('streamed PNGs decode to the whole-image writer\'s pixels, 8 and 16 bit, gr
       assert.ok(readFileSync(streamed).includes(Buffer.from('tEXtSoftware\0distvae')));
     }
   }
-  assert.deepEqual(readdirSync(dir).filter((f) => f.includes('partial')), []);
+  assert.deepEqual(
+    readdirSync(dir).filter((f) => f.includes('partial')),
+    [],
+  );
 });
 
 test('an unfinished or aborted PNG leaves nothing', () => {
@@ -50,7 +65,10 @@ test('an unfinished or aborted PNG leaves nothing', () => {
   const writer = new PngBandWriter(path, { width: 4, height: 4, channels: 3, range: 'unit' });
   writer.writeBand(rows(seededTensor([1, 3, 4, 4], 1), 0, 2));
   assert.throws(() => writer.finish(), { code: 'RUNTIME_FAILED', message: /after 2 of 4 rows/ });
-  assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('cut') || f.startsWith('.cut')), []);
+  assert.deepEqual(
+    readdirSync(dir).filter((f) => f.startsWith('cut') || f.startsWith('.cut')),
+    [],
+  );
 });
 
 test('decodeToBands hands on the tiled sample in row order, bitwise what vae.decode returns', async () => {

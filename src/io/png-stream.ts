@@ -63,7 +63,10 @@ export class PngBandWriter {
     const { width, height, channels, range } = this.options;
     const [b, c, h, w] = band.dims as number[];
     if (band.dims.length !== 4 || b !== 1 || c !== channels || w !== width || this.rowsWritten + h! > height) {
-      throw new DistVaeError('TENSOR_INVALID', `band [${band.dims.join(', ')}] does not continue a 1 x ${channels} x ${height} x ${width} image at row ${this.rowsWritten}`);
+      throw new DistVaeError(
+        'TENSOR_INVALID',
+        `band [${band.dims.join(', ')}] does not continue a 1 x ${channels} x ${height} x ${width} image at row ${this.rowsWritten}`,
+      );
     }
     const outChannels = channels === 4 ? 4 : 3;
     const bytesPerSample = this.bitDepth / 8;

@@ -32,7 +32,7 @@ export class SpillFile {
   append(data: Float32Array): FileBytes {
     const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     const offset = this.size;
-    for (let at = 0; at < bytes.length; ) at += writeSync(this.fd, bytes, at, bytes.length - at, offset + at);
+    for (let at = 0; at < bytes.length;) at += writeSync(this.fd, bytes, at, bytes.length - at, offset + at);
     this.size += bytes.length;
     return { path: this.path, offset, length: bytes.length };
   }

@@ -20,7 +20,13 @@ const hasTools = ['ffmpeg', 'ffprobe'].every((tool) => spawnSync(tool, ['-versio
 const skipWithoutTools = hasTools ? false : 'ffmpeg/ffprobe not installed (apt-get install ffmpeg to run this test)';
 
 /** (B, 3, F, H, W) in [−1, 1]: frame f of batch item b is one flat colour. */
-function flatFrames(batch: number, frames: number, height: number, width: number, colour: (b: number, f: number) => [number, number, number]): Tensor {
+function flatFrames(
+  batch: number,
+  frames: number,
+  height: number,
+  width: number,
+  colour: (b: number, f: number) => [number, number, number],
+): Tensor {
   const plane = height * width;
   const data = new Float32Array(batch * 3 * frames * plane);
   for (let b = 0; b < batch; b++) {
@@ -33,7 +39,11 @@ function flatFrames(batch: number, frames: number, height: number, width: number
 }
 
 function probe(path: string): { frames: number; width: number; height: number } {
-  const r = spawnSync('ffprobe', ['-v', 'error', '-count_frames', '-select_streams', 'v:0', '-show_entries', 'stream=nb_read_frames,width,height', '-of', 'json', path], { encoding: 'utf8' });
+  const r = spawnSync(
+    'ffprobe',
+    ['-v', 'error', '-count_frames', '-select_streams', 'v:0', '-show_entries', 'stream=nb_read_frames,width,height', '-of', 'json', path],
+    { encoding: 'utf8' },
+  );
   assert.equal(r.status, 0, r.stderr);
   const s = JSON.parse(r.stdout).streams[0];
   return { frames: Number(s.nb_read_frames), width: s.width, height: s.height };
@@ -43,9 +53,20 @@ test('without ffmpeg on PATH, video output fails with the install hint before an
   const saved = process.env['PATH'];
   process.env['PATH'] = join(dir, 'no-such-bin');
   try {
-    const isMissing = (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED' && e.reasons[0]?.code === 'FFMPEG_MISSING' && /apt-get install ffmpeg/.test(e.message);
+    const isMissing = (e: unknown) =>
+      e instanceof DistVaeError &&
+      e.code === 'UNSUPPORTED' &&
+      e.reasons[0]?.code === 'FFMPEG_MISSING' &&
+      /apt-get install ffmpeg/.test(e.message);
     assert.throws(() => checkFfmpeg(), isMissing);
-    await assert.rejects(writeSampleVideo(join(dir, 'x.mp4'), flatFrames(1, 2, 4, 4, () => [0, 0, 0]), 'signed'), isMissing);
+    await assert.rejects(
+      writeSampleVideo(
+        join(dir, 'x.mp4'),
+        flatFrames(1, 2, 4, 4, () => [0, 0, 0]),
+        'signed',
+      ),
+      isMissing,
+    );
   } finally {
     process.env['PATH'] = saved;
   }
@@ -56,26 +77,47 @@ test('an abort kills a running ffmpeg and removes its partial file', async () =>
   const out = join(dir, 'aborted');
   mkdirSync(out);
   const controller = new AbortController();
-  const writing = writeSampleVideo(join(out, 'v.mp4'), flatFrames(1, 4, 64, 64, () => [0, 0, 0]), 'signed', { ffmpeg: join(fake.bin, 'ffmpeg'), signal: controller.signal });
+  const writing = writeSampleVideo(
+    join(out, 'v.mp4'),
+    flatFrames(1, 4, 64, 64, () => [0, 0, 0]),
+    'signed',
+    { ffmpeg: join(fake.bin, 'ffmpeg'), signal: controller.signal },
+  );
   while (fake.pid() === null) await new Promise((done) => setTimeout(done, 20));
   assert.equal(readdirSync(out).length, 1, 'ffmpeg is writing its temporary file');
   controller.abort(new Error('stop'));
   await assert.rejects(writing, { code: 'ABORTED', message: /video encoding aborted: stop/ });
   assert.deepEqual(readdirSync(out), [], 'nothing left: no output, no partial file');
   assert.throws(() => process.kill(fake.pid()!, 0), 'ffmpeg is gone');
-  await assert.rejects(writeSampleVideo(join(out, 'v.mp4'), flatFrames(1, 2, 4, 4, () => [0, 0, 0]), 'signed', { signal: controller.signal }), { code: 'ABORTED' });
+  await assert.rejects(
+    writeSampleVideo(
+      join(out, 'v.mp4'),
+      flatFrames(1, 2, 4, 4, () => [0, 0, 0]),
+      'signed',
+      { signal: controller.signal },
+    ),
+    { code: 'ABORTED' },
+  );
 });
 
 test('refuses a non-video path, a 4-D sample and a non-positive fps', async () => {
   const sample = flatFrames(1, 2, 4, 4, () => [0, 0, 0]);
   await assert.rejects(writeSampleVideo(join(dir, 'x.avi'), sample, 'signed'), /\.mp4 or \.webm/);
-  await assert.rejects(writeSampleVideo(join(dir, 'x.mp4'), { dims: [1, 3, 4, 4], data: new Float32Array(48) }, 'signed'), /\(B, C, F, H, W\)/);
+  await assert.rejects(
+    writeSampleVideo(join(dir, 'x.mp4'), { dims: [1, 3, 4, 4], data: new Float32Array(48) }, 'signed'),
+    /\(B, C, F, H, W\)/,
+  );
   await assert.rejects(writeSampleVideo(join(dir, 'x.mp4'), sample, 'signed', { fps: 0 }), /fps/);
 });
 
 test('an MP4 of 9 frames: ffprobe counts 9 frames of the sample size', { skip: skipWithoutTools }, async () => {
   const path = join(dir, 'clip.mp4');
-  const written = await writeSampleVideo(path, flatFrames(1, 9, 16, 24, (_, f) => [f / 8 - 0.5, 0, 0]), 'signed', { fps: 24 });
+  const written = await writeSampleVideo(
+    path,
+    flatFrames(1, 9, 16, 24, (_, f) => [f / 8 - 0.5, 0, 0]),
+    'signed',
+    { fps: 24 },
+  );
   assert.deepEqual(written, [path]);
   assert.deepEqual(probe(path), { frames: 9, width: 24, height: 16 });
 });
@@ -83,11 +125,18 @@ test('an MP4 of 9 frames: ffprobe counts 9 frames of the sample size', { skip: s
 test('a WebM per batch item, odd sizes padded to even; the first frame keeps its colour', { skip: skipWithoutTools }, async () => {
   const path = join(dir, 'clip.webm');
   // Signed range: −1 → 0, +1 → 255. Item 0 is red, item 1 blue.
-  const written = await writeSampleVideo(path, flatFrames(2, 5, 15, 17, (b) => (b === 0 ? [1, -1, -1] : [-1, -1, 1])), 'signed', { fps: 8 });
+  const written = await writeSampleVideo(
+    path,
+    flatFrames(2, 5, 15, 17, (b) => (b === 0 ? [1, -1, -1] : [-1, -1, 1])),
+    'signed',
+    { fps: 8 },
+  );
   assert.deepEqual(written, [join(dir, 'clip-0.webm'), join(dir, 'clip-1.webm')]);
   for (const [b, file] of written.entries()) {
     assert.deepEqual(probe(file), { frames: 5, width: 18, height: 16 });
-    const frame = spawnSync('ffmpeg', ['-v', 'error', '-i', file, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], { maxBuffer: 1 << 20 });
+    const frame = spawnSync('ffmpeg', ['-v', 'error', '-i', file, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], {
+      maxBuffer: 1 << 20,
+    });
     assert.equal(frame.status, 0, String(frame.stderr));
     // Centre pixel, away from the padded border and chroma edges.
     const at = (8 * 18 + 8) * 3;

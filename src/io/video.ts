@@ -107,14 +107,21 @@ class FfmpegEncoder {
     this.closed = new Promise<void>((resolve) => {
       child.on('error', (e: NodeJS.ErrnoException) => {
         liveEncoders.delete(child);
-        this.failure ??= e.code === 'ENOENT' ? ffmpegMissing(command, e) : new DistVaeError('RUNTIME_FAILED', `ffmpeg could not be started: ${e.message}`, { cause: e });
+        this.failure ??=
+          e.code === 'ENOENT'
+            ? ffmpegMissing(command, e)
+            : new DistVaeError('RUNTIME_FAILED', `ffmpeg could not be started: ${e.message}`, { cause: e });
         resolve();
       });
       child.on('close', (code) => {
         liveEncoders.delete(child);
         signal?.removeEventListener('abort', onAbort);
         if (signal?.aborted) this.failure ??= abortedError(signal, 'video encoding');
-        else if (code !== 0) this.failure ??= new DistVaeError('RUNTIME_FAILED', `ffmpeg exited with code ${code}: ${this.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+        else if (code !== 0)
+          this.failure ??= new DistVaeError(
+            'RUNTIME_FAILED',
+            `ffmpeg exited with code ${code}: ${this.stderr.trim().split('\n').slice(-3).join(' | ')}`,
+          );
         resolve();
       });
     });
@@ -185,11 +192,25 @@ export class VideoFrameWriter {
     const { batch, channels, height, width } = shape;
     if (![1, 3, 4].includes(channels)) throw new DistVaeError('TENSOR_INVALID', `a video needs 1, 3 or 4 channels, got ${channels}`);
     const stem = path.slice(0, path.length - ext.length);
-    this.paths = batch === 1 ? [path] : Array.from({ length: batch }, (_, b) => `${stem}-${String(b).padStart(String(batch - 1).length, '0')}${ext}`);
+    this.paths =
+      batch === 1 ? [path] : Array.from({ length: batch }, (_, b) => `${stem}-${String(b).padStart(String(batch - 1).length, '0')}${ext}`);
     const args = [
-      '-hide_banner', '-loglevel', 'error', '-y',
-      '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${width}x${height}`, '-framerate', String(fps), '-i', '-',
-      '-vf', 'pad=ceil(iw/2)*2:ceil(ih/2)*2',
+      '-hide_banner',
+      '-loglevel',
+      'error',
+      '-y',
+      '-f',
+      'rawvideo',
+      '-pix_fmt',
+      'rgb24',
+      '-s',
+      `${width}x${height}`,
+      '-framerate',
+      String(fps),
+      '-i',
+      '-',
+      '-vf',
+      'pad=ceil(iw/2)*2:ceil(ih/2)*2',
       ...ENCODERS[ext],
     ];
     if (options.signal?.aborted) throw abortedError(options.signal, 'video encoding');
@@ -203,9 +224,19 @@ export class VideoFrameWriter {
   async writeFrames(frames: Tensor): Promise<void> {
     const { batch, channels, height, width } = this.shape;
     const [b, c, f, h, w] = frames.dims as number[];
-    if (frames.dims.length !== 5 || b !== batch || c !== channels || h !== height || w !== width || this.framesWritten + f! > this.shape.frames) {
+    if (
+      frames.dims.length !== 5 ||
+      b !== batch ||
+      c !== channels ||
+      h !== height ||
+      w !== width ||
+      this.framesWritten + f! > this.shape.frames
+    ) {
       await this.abort();
-      throw new DistVaeError('TENSOR_INVALID', `frames [${frames.dims.join(', ')}] do not continue a (${batch}, ${channels}, ${this.shape.frames}, ${height}, ${width}) video at frame ${this.framesWritten}`);
+      throw new DistVaeError(
+        'TENSOR_INVALID',
+        `frames [${frames.dims.join(', ')}] do not continue a (${batch}, ${channels}, ${this.shape.frames}, ${height}, ${width}) video at frame ${this.framesWritten}`,
+      );
     }
     const images = imagesOf(sampleToImage(frames, this.range)).frames;
     try {
@@ -230,7 +261,9 @@ export class VideoFrameWriter {
       for (const [i, temporary] of this.temporaries.entries()) renameSync(temporary, this.paths[i]!);
     } catch (e) {
       await this.abort();
-      throw e instanceof DistVaeError ? e : new DistVaeError('RUNTIME_FAILED', `writing ${this.paths.join(', ')} failed: ${(e as Error).message}`, { cause: e });
+      throw e instanceof DistVaeError
+        ? e
+        : new DistVaeError('RUNTIME_FAILED', `writing ${this.paths.join(', ')} failed: ${(e as Error).message}`, { cause: e });
     }
     this.done = true;
     return this.paths;

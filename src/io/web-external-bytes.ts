@@ -6,5 +6,8 @@ import type { FileBytes } from '../graph/tensor-proto.js';
 
 /** Refuses: in a page no weight lies in a local file. */
 export function readExternalBytes(file: FileBytes): Uint8Array {
-  throw new DistVaeError('UNSUPPORTED', `a page cannot read ${file.path}: weights in a page come from byte sources (ArrayBuffer, File, URL)`);
+  throw new DistVaeError(
+    'UNSUPPORTED',
+    `a page cannot read ${file.path}: weights in a page come from byte sources (ArrayBuffer, File, URL)`,
+  );
 }

@@ -4,7 +4,10 @@
 import { DistVaeError } from '../errors.js';
 
 function noFiles(what: string, path: string): never {
-  throw new DistVaeError('UNSUPPORTED', `${what} ${path}: a page has no file system; pass the bytes (an ArrayBuffer, a File or a URL) instead`);
+  throw new DistVaeError(
+    'UNSUPPORTED',
+    `${what} ${path}: a page has no file system; pass the bytes (an ArrayBuffer, a File or a URL) instead`,
+  );
 }
 
 export function readFileBytes(path: string): Uint8Array {

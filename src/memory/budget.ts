@@ -57,7 +57,9 @@ function readNumber(path: string): number | null {
 function cgroupRoom(): number | null {
   let path = '';
   try {
-    const line = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'));
+    const line = readFileSync('/proc/self/cgroup', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('0::'));
     path = line ? line.slice(3) : '';
   } catch {
     return null;

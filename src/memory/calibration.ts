@@ -53,7 +53,8 @@ export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
     outputCopies: 1.606,
     largestTensorCopies: 2.816,
     rankThreadBytes: 98096036,
-    measured: 'fitted by `npx tsx bench/memory-model.ts calibrate` to the processes of bench/results/memory-model.json (2026-12-01/02, linux x64, 2 cores, Node 20.20, onnxruntime-node 1.30 CPU EP, lean runtime before the act/shard changes of issue 14: arena and memory patterns on, staged shard with JS GroupNorm)',
+    measured:
+      'fitted by `npx tsx bench/memory-model.ts calibrate` to the processes of bench/results/memory-model.json (2026-12-01/02, linux x64, 2 cores, Node 20.20, onnxruntime-node 1.30 CPU EP, lean runtime before the act/shard changes of issue 14: arena and memory patterns on, staged shard with JS GroupNorm)',
   },
 };
 
@@ -61,6 +62,11 @@ export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
 export function calibrationOf(provider: string): RuntimeCalibration {
   const c = CALIBRATIONS[provider];
   if (c) return c;
-  const r = reason('NO_MEMORY_CALIBRATION', 'provider', provider, `a provider with a memory calibration (${Object.keys(CALIBRATIONS).join(', ')})`);
+  const r = reason(
+    'NO_MEMORY_CALIBRATION',
+    'provider',
+    provider,
+    `a provider with a memory calibration (${Object.keys(CALIBRATIONS).join(', ')})`,
+  );
   throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
 }

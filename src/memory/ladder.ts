@@ -73,7 +73,13 @@ export async function runLadder<T>(
     }
   }
   const tried = rungs.map((r) => describePlan(r.plan)).join(', then ');
-  const r = reason('LADDER_EXHAUSTED', 'plan', tried, 'a plan that decodes within the memory this machine has', `every plan of the fallback ladder ran out of memory (${tried})`);
+  const r = reason(
+    'LADDER_EXHAUSTED',
+    'plan',
+    tried,
+    'a plan that decodes within the memory this machine has',
+    `every plan of the fallback ladder ran out of memory (${tried})`,
+  );
   throw Object.assign(new DistVaeError('LADDER_EXHAUSTED', r.message, { reasons: [r] }), { attempts });
 }
 

@@ -40,7 +40,10 @@ test('inferred shapes of every op in the subset equal the ones onnxruntime retur
   for (const name of Object.keys(outputs)) assert.deepEqual(shapes.get(name)?.dims, actual[name]!.dims, name);
 });
 
-for (const [family, config] of [['autoencoder-kl', TINY_KL], ['tae', undefined]] as const) {
+for (const [family, config] of [
+  ['autoencoder-kl', TINY_KL],
+  ['tae', undefined],
+] as const) {
   test(`the ${family} decoder's inferred output shape is onnxruntime's for a rectangular latent`, async () => {
     const vae = createVae(family, config);
     const model = architectureModel(vae.family, runtimeOf(vae.family), vae.config);
@@ -83,6 +86,12 @@ test('an op outside the subset is refused by name, not guessed', () => {
   g.output('y', x);
   const m = g.toModel();
   m.graph!.node!.push({ name: 'mystery', op_type: 'Mystery', input: ['x'], output: ['z'], attribute: [] });
-  assert.throws(() => inferShapes(m, { x: [1, 2] }), (e: Error & { code?: string }) => e.code === 'UNSUPPORTED' && /mystery \(Mystery\)/.test(e.message));
-  assert.throws(() => inferShapes(m, {}), (e: Error & { code?: string }) => e.code === 'INVALID_ARGUMENT' && /x/.test(e.message));
+  assert.throws(
+    () => inferShapes(m, { x: [1, 2] }),
+    (e: Error & { code?: string }) => e.code === 'UNSUPPORTED' && /mystery \(Mystery\)/.test(e.message),
+  );
+  assert.throws(
+    () => inferShapes(m, {}),
+    (e: Error & { code?: string }) => e.code === 'INVALID_ARGUMENT' && /x/.test(e.message),
+  );
 });

@@ -150,7 +150,13 @@ function architectureOf(vae: VaeSpec): ArchitectureMemory {
   if (known) return known;
   const runtime = runtimeOf(vae.family);
   if (!hasMemoryModel(vae)) {
-    const r = reason('NO_MEMORY_MODEL', 'family', vae.family.name, 'a family that describes its decoder graphs (autoencoder-kl, flux2, tae, wan, qwen-image, hunyuan-video)', `the memory model reads the decoder's graphs, which the ${vae.family.name} family does not describe; its default plan is used`);
+    const r = reason(
+      'NO_MEMORY_MODEL',
+      'family',
+      vae.family.name,
+      'a family that describes its decoder graphs (autoencoder-kl, flux2, tae, wan, qwen-image, hunyuan-video)',
+      `the memory model reads the decoder's graphs, which the ${vae.family.name} family does not describe; its default plan is used`,
+    );
     throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
   }
   const params = runtime.decoderParams(vae.config);
@@ -162,7 +168,18 @@ function architectureOf(vae: VaeSpec): ArchitectureMemory {
     weightBytes += 4 * n;
   }
   const zeros = new Float32Array(largest);
-  const weights = new Map<string, Tensor>(params.map((p) => [p.name, { dims: [...p.dims], data: zeros.subarray(0, p.dims.reduce((a, b) => a * b, 1)) }]));
+  const weights = new Map<string, Tensor>(
+    params.map((p) => [
+      p.name,
+      {
+        dims: [...p.dims],
+        data: zeros.subarray(
+          0,
+          p.dims.reduce((a, b) => a * b, 1),
+        ),
+      },
+    ]),
+  );
   const model = runtime.decoderGraph ? decoderModelOf(vae.family, runtime, vae.config, weights) : null;
   const entry: ArchitectureMemory = { runtime, config: vae.config, weights, model, weightBytes, runs: new Map(), shapes: new Map() };
   architectures.set(key, entry);
@@ -171,7 +188,13 @@ function architectureOf(vae: VaeSpec): ArchitectureMemory {
 
 function graphOf(arch: ArchitectureMemory, vae: VaeSpec): ModelProto {
   if (arch.model) return arch.model;
-  const r = reason('NO_DECODER_GRAPH', 'family', vae.family.name, 'a family that exposes its decoder graph (autoencoder-kl, flux2, tae)', `the ${vae.family.name} family does not expose its fused decoder graph: row sharding and halo-exact tiles need it`);
+  const r = reason(
+    'NO_DECODER_GRAPH',
+    'family',
+    vae.family.name,
+    'a family that exposes its decoder graph (autoencoder-kl, flux2, tae)',
+    `the ${vae.family.name} family does not expose its fused decoder graph: row sharding and halo-exact tiles need it`,
+  );
   throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
 }
 
@@ -180,7 +203,9 @@ function runsFor(arch: ArchitectureMemory, dims: readonly number[]): SessionRun[
   const key = dims.join('x');
   let runs = arch.runs.get(key);
   if (!runs) {
-    const description = arch.runtime.memoryRuns?.(arch.config, arch.weights, dims) ?? { sessions: [{ key: 'decoder', model: arch.model!, runs: 1 }] };
+    const description = arch.runtime.memoryRuns?.(arch.config, arch.weights, dims) ?? {
+      sessions: [{ key: 'decoder', model: arch.model!, runs: 1 }],
+    };
     runs = sessionRuns(description, dims);
     arch.runs.set(key, runs);
   }
@@ -211,7 +236,14 @@ export function withPlanTiling(vae: VaeSpec, plan: MemoryPlan): VaeSpec {
   const frames = plan.frames === undefined ? vae.tiling.frames : plan.frames;
   const tiled = plan.strategy === 'tile' || plan.strategy === 'exact-tile';
   const tiling = tiled
-    ? { ...vae.tiling, enabled: true, planned: true, window: { ...plan.window! }, overlap: { ...(plan.overlap ?? { height: 0, width: 0 }) }, frames }
+    ? {
+        ...vae.tiling,
+        enabled: true,
+        planned: true,
+        window: { ...plan.window! },
+        overlap: { ...(plan.overlap ?? { height: 0, width: 0 }) },
+        frames,
+      }
     : { ...vae.tiling, enabled: false, frames: plan.strategy === 'whole' && frames ? { ...frames, enabled: false } : frames };
   return { family: vae.family, config: vae.config, geometry: vae.geometry, tiling };
 }
@@ -231,13 +263,30 @@ interface Run {
   outBytes: number;
 }
 
-const NO_TERMS: MemoryTerms = { decodingWeights: 0, sessionWeights: 0, holdingWeights: 0, activation: 0, pattern: 0, growth: 0, shard: 0, output: 0, largestTensor: 0, rankThread: 0, buffers: 0 };
+const NO_TERMS: MemoryTerms = {
+  decodingWeights: 0,
+  sessionWeights: 0,
+  holdingWeights: 0,
+  activation: 0,
+  pattern: 0,
+  growth: 0,
+  shard: 0,
+  output: 0,
+  largestTensor: 0,
+  rankThread: 0,
+  buffers: 0,
+};
 
 /**
  * Predicted peak memory of decoding a latent of `sample`'s size (batch `batch`) with `plan`.
  * Throws UNSUPPORTED for a family whose graphs the model cannot read.
  */
-export function predictMemory(vae: VaeSpec, plan: MemoryPlan, sample: SampleShape, options: MemoryModelOptions & { batch?: number } = {}): MemoryPrediction {
+export function predictMemory(
+  vae: VaeSpec,
+  plan: MemoryPlan,
+  sample: SampleShape,
+  options: MemoryModelOptions & { batch?: number } = {},
+): MemoryPrediction {
   const cal = calibrationOf(options.provider ?? 'cpu');
   const arch = architectureOf(vae);
   const batch = options.batch ?? 1;
@@ -253,7 +302,19 @@ export function predictMemory(vae: VaeSpec, plan: MemoryPlan, sample: SampleShap
     if (plan.strategy === 'exact-tile') {
       // A nonlocal decoder: the locality analysis's own refusal, naming the ops.
       const halo = exactHaloOf(vae) ?? exactTilingHalo(graphOf(arch, vae));
-      return exactTiles(g, halo).map((t) => runOf(vae, t.read.y1 - t.read.y0, t.read.x1 - t.read.x0, batch, chunkFrames[0]!, output, latent, t.core.y1 - t.core.y0, t.core.x1 - t.core.x0));
+      return exactTiles(g, halo).map((t) =>
+        runOf(
+          vae,
+          t.read.y1 - t.read.y0,
+          t.read.x1 - t.read.x0,
+          batch,
+          chunkFrames[0]!,
+          output,
+          latent,
+          t.core.y1 - t.core.y0,
+          t.core.x1 - t.core.x0,
+        ),
+      );
     }
     return g.tiles.map((t) => runOf(vae, t.y1 - t.y0, t.x1 - t.x0, batch, chunkFrames[0]!, output, latent));
   };
@@ -265,11 +326,21 @@ export function predictMemory(vae: VaeSpec, plan: MemoryPlan, sample: SampleShap
     maxTensorBytes = Math.max(maxTensorBytes, hold.maxTensorBytes);
     // A temporally chunked decode also holds one chunk's raw output while it assembles.
     const chunkOutput = chunkFrames.length > 1 ? hold.outputBytes : 0;
-    return { ...NO_TERMS, decodingWeights: arch.weightBytes, sessionWeights: hold.weightBytes, activation: hold.activation, pattern: hold.pattern, growth: hold.growth, largestTensor: hold.maxTensorBytes, buffers: buffers + hold.kept + chunkOutput };
+    return {
+      ...NO_TERMS,
+      decodingWeights: arch.weightBytes,
+      sessionWeights: hold.weightBytes,
+      activation: hold.activation,
+      pattern: hold.pattern,
+      growth: hold.growth,
+      largestTensor: hold.maxTensorBytes,
+      buffers: buffers + hold.kept + chunkOutput,
+    };
   };
   const holding: MemoryTerms = { ...NO_TERMS, holdingWeights: arch.weightBytes };
   const assembling = (t: MemoryTerms): MemoryTerms => ({ ...t, output, buffers: t.buffers + latentBytes });
-  const done = (coordinator: MemoryTerms, ranks: { rank: number; terms: MemoryTerms }[]) => finish(coordinator, ranks, maxTensorBytes, arch.weightBytes, cal);
+  const done = (coordinator: MemoryTerms, ranks: { rank: number; terms: MemoryTerms }[]) =>
+    finish(coordinator, ranks, maxTensorBytes, arch.weightBytes, cal);
 
   if (plan.strategy === 'shard') {
     const model = graphOf(arch, vae);
@@ -285,14 +356,24 @@ export function predictMemory(vae: VaeSpec, plan: MemoryPlan, sample: SampleShap
       const share = (b.end - b.start) / latent.height;
       const hold = shardRankHold(model, whole, b, latent.height);
       maxTensorBytes = Math.max(maxTensorBytes, hold.maxTensorBytes);
-      return { rank: b.rank, terms: { ...NO_TERMS, decodingWeights: arch.weightBytes, sessionWeights: arch.weightBytes, shard: hold.peakBytes, buffers: output * share } };
+      return {
+        rank: b.rank,
+        terms: {
+          ...NO_TERMS,
+          decodingWeights: arch.weightBytes,
+          sessionWeights: arch.weightBytes,
+          shard: hold.peakBytes,
+          buffers: output * share,
+        },
+      };
     });
     return done(assembling(holding), ranks);
   }
   const runs = tileRuns(grid);
   // Decoding in this process: on a rank thread, next to the coordinator's own loaded VAE, and
   // assembling here.
-  if (plan.ranks <= 1 && !plan.isolated) return done(assembling({ ...decoding(runs, 0), holdingWeights: arch.weightBytes, rankThread: 1 }), []);
+  if (plan.ranks <= 1 && !plan.isolated)
+    return done(assembling({ ...decoding(runs, 0), holdingWeights: arch.weightBytes, rankThread: 1 }), []);
   const schedule = scheduleGrid(grid, Math.max(1, plan.ranks));
   const ranks = schedule.ranks.map((tiles, rank) => {
     if (tiles.length === 0) return { rank, terms: holding };
@@ -308,14 +389,38 @@ function framesOf(vae: VaeSpec, dims: readonly number[], frames: number): number
   return vae.geometry.fiveDimLatents ? [dims[0]!, dims[1]!, frames, dims[3]!, dims[4]!] : [...dims];
 }
 
-function runOf(vae: VaeSpec, h: number, w: number, batch: number, frames: number, output: number, latent: { height: number; width: number }, coreH = h, coreW = w): Run {
+function runOf(
+  vae: VaeSpec,
+  h: number,
+  w: number,
+  batch: number,
+  frames: number,
+  output: number,
+  latent: { height: number; width: number },
+  coreH = h,
+  coreW = w,
+): Run {
   return { dims: latentDims(vae, batch, h, w, frames), outBytes: (output * (coreH * coreW)) / (latent.height * latent.width) };
 }
 
-function finish(coordinator: MemoryTerms, ranks: { rank: number; terms: MemoryTerms }[], maxTensorBytes: number, weightBytes: number, cal: RuntimeCalibration): MemoryPrediction {
+function finish(
+  coordinator: MemoryTerms,
+  ranks: { rank: number; terms: MemoryTerms }[],
+  maxTensorBytes: number,
+  weightBytes: number,
+  cal: RuntimeCalibration,
+): MemoryPrediction {
   const c = { peakBytes: peakOfTerms(coordinator, cal), terms: coordinator };
   const r = ranks.map((x) => ({ rank: x.rank, peakBytes: peakOfTerms(x.terms, cal), terms: x.terms }));
-  return { peakBytes: c.peakBytes + r.reduce((s, x) => s + x.peakBytes, 0), coordinatorBytes: c.peakBytes, coordinator: c, ranks: r, maxTensorBytes, weightBytes, provider: cal.provider };
+  return {
+    peakBytes: c.peakBytes + r.reduce((s, x) => s + x.peakBytes, 0),
+    coordinatorBytes: c.peakBytes,
+    coordinator: c,
+    ranks: r,
+    maxTensorBytes,
+    weightBytes,
+    provider: cal.provider,
+  };
 }
 
 /**
@@ -330,6 +435,15 @@ export function predictTileRun(vae: VaeSpec, tiles: readonly (readonly number[])
     return { peakBytes: peakOfTerms(idle, cal), terms: idle };
   }
   const hold = decodingHold(tiles.map((t) => runsFor(arch, t)));
-  const terms: MemoryTerms = { ...NO_TERMS, decodingWeights: arch.weightBytes, sessionWeights: hold.weightBytes, activation: hold.activation, pattern: hold.pattern, growth: hold.growth, largestTensor: hold.maxTensorBytes, buffers: hold.outputBytes + hold.kept };
+  const terms: MemoryTerms = {
+    ...NO_TERMS,
+    decodingWeights: arch.weightBytes,
+    sessionWeights: hold.weightBytes,
+    activation: hold.activation,
+    pattern: hold.pattern,
+    growth: hold.growth,
+    largestTensor: hold.maxTensorBytes,
+    buffers: hold.outputBytes + hold.kept,
+  };
   return { peakBytes: peakOfTerms(terms, cal), terms };
 }

@@ -52,7 +52,9 @@ test('tile candidates come in the order of expected agreement: shorter window si
 });
 
 test('a local decoder (TAESD) tries halo-exact tiles before blended ones; one with GroupNorm (TAEF2) does not', () => {
-  const strategies = (vae: ReturnType<typeof createVae>) => [...new Set([...policyPlans(vae, { height: 512, width: 512 })].map((p) => p.plan.strategy))];
+  const strategies = (vae: ReturnType<typeof createVae>) => [
+    ...new Set([...policyPlans(vae, { height: 512, width: 512 })].map((p) => p.plan.strategy)),
+  ];
   assert.deepEqual(strategies(createVae('tae')), ['whole', 'exact-tile', 'tile']);
   assert.deepEqual(strategies(createVae('tae', { variant: 'taef2' })), ['whole', 'tile']);
 });
@@ -83,7 +85,11 @@ test('the prediction grows with the sample and splits over ranks: each tile rank
   const large = predictMemory(vae, { strategy: 'whole', ranks: 1 }, { height: 128, width: 128 });
   // Convolutions grow with the area (4x), the attention matrix with its square (16x).
   assert.ok(large.peakBytes > small.peakBytes && large.maxTensorBytes >= 4 * small.maxTensorBytes);
-  const tiles = predictMemory(vae, { strategy: 'tile', ranks: 2, window: { height: 64, width: 64 }, overlap: { height: 16, width: 16 } }, { height: 128, width: 128 });
+  const tiles = predictMemory(
+    vae,
+    { strategy: 'tile', ranks: 2, window: { height: 64, width: 64 }, overlap: { height: 16, width: 16 } },
+    { height: 128, width: 128 },
+  );
   assert.equal(tiles.ranks.length, 2);
   assert.ok(tiles.ranks.every((r) => r.terms.activation < large.coordinator.terms.activation));
   assert.equal(tiles.peakBytes, tiles.coordinatorBytes + tiles.ranks[0]!.peakBytes + tiles.ranks[1]!.peakBytes);
@@ -94,10 +100,19 @@ test('memory sizes: GiB, MiB, GB and bytes; anything else refused with the forms
   assert.equal(parseMemorySize('800MiB'), 800 * 2 ** 20);
   assert.equal(parseMemorySize('2GB'), 2e9);
   assert.equal(parseMemorySize('123456'), 123456);
-  for (const bad of ['', '-1GiB', '1.5 parsecs', '0', 'GiB']) assert.throws(() => parseMemorySize(bad), (e: DistVaeError) => e.code === 'INVALID_ARGUMENT' && /1\.5GiB|> 0 bytes/.test(e.reasons[0]!.valid), bad);
+  for (const bad of ['', '-1GiB', '1.5 parsecs', '0', 'GiB'])
+    assert.throws(
+      () => parseMemorySize(bad),
+      (e: DistVaeError) => e.code === 'INVALID_ARGUMENT' && /1\.5GiB|> 0 bytes/.test(e.reasons[0]!.valid),
+      bad,
+    );
 });
 
-const allocationError = () => new DistVaeError('RANK_FAILED', 'rank 0 failed: [ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Failed to allocate memory for requested buffer of size 1073741824');
+const allocationError = () =>
+  new DistVaeError(
+    'RANK_FAILED',
+    'rank 0 failed: [ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Failed to allocate memory for requested buffer of size 1073741824',
+  );
 
 test('the ladder retries an allocation failure with the next plan that fits and reports every attempt', async () => {
   const result = chooseWithinBudget(kl(), SAMPLE, HUGE, { more: 10 });
@@ -116,7 +131,10 @@ test('the ladder retries an allocation failure with the next plan that fits and 
     (a) => seen.push(a.outcome),
   );
   assert.equal(out.result, 'decoded');
-  assert.deepEqual(out.attempts.map((a) => a.outcome), ['out-of-memory', 'out-of-memory', 'decoded']);
+  assert.deepEqual(
+    out.attempts.map((a) => a.outcome),
+    ['out-of-memory', 'out-of-memory', 'decoded'],
+  );
   assert.deepEqual(seen, ['out-of-memory', 'out-of-memory', 'decoded']);
   assert.equal(out.rung, rungs[2]);
   assert.match(out.attempts[0]!.error!, /Failed to allocate/);
@@ -130,7 +148,8 @@ test('an exhausted ladder fails with LADDER_EXHAUSTED naming the plans; other fa
     runLadder(rungs, async () => {
       throw allocationError();
     }),
-    (e: DistVaeError & { attempts?: unknown[] }) => e.code === 'LADDER_EXHAUSTED' && e.attempts?.length === rungs.length && /whole, then tile/.test(e.message),
+    (e: DistVaeError & { attempts?: unknown[] }) =>
+      e.code === 'LADDER_EXHAUSTED' && e.attempts?.length === rungs.length && /whole, then tile/.test(e.message),
   );
   let calls = 0;
   await assert.rejects(

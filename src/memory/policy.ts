@@ -60,7 +60,12 @@ function canShard(vae: VaeSpec, sample: SampleShape, ranks: number): boolean {
 function windowReasons(vae: VaeSpec, window: Size2, overlap: Size2, sample: SampleShape): boolean {
   const options = { sampleShape: sample };
   if (explainTileShapePlan(vae, window.height, window.width, options).length > 0) return false;
-  const probe: VaeSpec = { family: vae.family, config: vae.config, geometry: vae.geometry, tiling: { ...vae.tiling, window: { ...window } } };
+  const probe: VaeSpec = {
+    family: vae.family,
+    config: vae.config,
+    geometry: vae.geometry,
+    tiling: { ...vae.tiling, window: { ...window } },
+  };
   return explainTileOverlapPlan(probe, overlap.height, overlap.width, options).length === 0;
 }
 
@@ -70,7 +75,8 @@ export const MAX_TILES_PER_AXIS = 16;
 /** Per axis, the smallest window (least decoded area) for each tile count up to MAX_TILES_PER_AXIS. */
 function perCount(options: readonly AxisOption[]): AxisOption[] {
   const best = new Map<number, AxisOption>();
-  for (const o of options) if (o.count <= MAX_TILES_PER_AXIS && (!best.has(o.count) || o.window < best.get(o.count)!.window)) best.set(o.count, o);
+  for (const o of options)
+    if (o.count <= MAX_TILES_PER_AXIS && (!best.has(o.count) || o.window < best.get(o.count)!.window)) best.set(o.count, o);
   return [...best.values()];
 }
 
@@ -103,26 +109,45 @@ export function tileCandidates(vae: VaeSpec, sample: SampleShape, options: { ove
       const window = { height: h.window * r, width: w.window * r };
       const overlap = options.overlap === false ? { height: 0, width: 0 } : { height: h.overlap * r, width: w.overlap * r };
       if (!windowReasons(vae, window, overlap, sample)) continue;
-      out.push({ window, overlap, side: Math.min(h.maxExtent, w.maxExtent), area: h.maxExtent * w.maxExtent, seams: w.count * (h.count - 1) + h.count * (w.count - 1), decoded: h.extentSum * w.extentSum, tiles: h.count * w.count });
+      out.push({
+        window,
+        overlap,
+        side: Math.min(h.maxExtent, w.maxExtent),
+        area: h.maxExtent * w.maxExtent,
+        seams: w.count * (h.count - 1) + h.count * (w.count - 1),
+        decoded: h.extentSum * w.extentSum,
+        tiles: h.count * w.count,
+      });
     }
   }
   return out.sort((a, b) => b.side - a.side || b.area - a.area || a.seams - b.seams || a.decoded - b.decoded);
 }
 
 /** The policy's plans in order, lazily (predictions are made only for what is read). */
-export function* policyPlans(vae: VaeSpec, sample: SampleShape, options: ChooseOptions = {}): Generator<{ plan: MemoryPlan; reason: string }> {
+export function* policyPlans(
+  vae: VaeSpec,
+  sample: SampleShape,
+  options: ChooseOptions = {},
+): Generator<{ plan: MemoryPlan; reason: string }> {
   const ranks = options.ranks ?? 1;
   const isolated = options.isolated === true;
-  if (ranks > 1 && canShard(vae, sample, ranks)) yield { plan: { strategy: 'shard', ranks }, reason: `exact: row sharding on ${ranks} ranks` };
+  if (ranks > 1 && canShard(vae, sample, ranks))
+    yield { plan: { strategy: 'shard', ranks }, reason: `exact: row sharding on ${ranks} ranks` };
   yield { plan: { strategy: 'whole', ranks: 1, ...(isolated ? { isolated } : {}) }, reason: 'exact: the whole decode' };
   const tileRanks = ranks;
   if (!vae.geometry.fiveDimLatents && exactHaloOf(vae)) {
     for (const c of tileCandidates(vae, sample, { overlap: false })) {
-      yield { plan: { strategy: 'exact-tile', ranks: tileRanks, window: c.window, overlap: c.overlap, ...(isolated ? { isolated } : {}) }, reason: `exact: halo-exact tiles of ${c.window.height}x${c.window.width} (${c.tiles} tiles)` };
+      yield {
+        plan: { strategy: 'exact-tile', ranks: tileRanks, window: c.window, overlap: c.overlap, ...(isolated ? { isolated } : {}) },
+        reason: `exact: halo-exact tiles of ${c.window.height}x${c.window.width} (${c.tiles} tiles)`,
+      };
     }
   }
   for (const c of tileCandidates(vae, sample)) {
-    yield { plan: { strategy: 'tile', ranks: tileRanks, window: c.window, overlap: c.overlap, ...(isolated ? { isolated } : {}) }, reason: `blended tiles of ${c.window.height}x${c.window.width}, overlap ${c.overlap.height}x${c.overlap.width} (${c.tiles} tiles, ${c.seams} seams)` };
+    yield {
+      plan: { strategy: 'tile', ranks: tileRanks, window: c.window, overlap: c.overlap, ...(isolated ? { isolated } : {}) },
+      reason: `blended tiles of ${c.window.height}x${c.window.width}, overlap ${c.overlap.height}x${c.overlap.width} (${c.tiles} tiles, ${c.seams} seams)`,
+    };
   }
 }
 
@@ -152,7 +177,9 @@ export function chooseWithinBudget(vae: VaeSpec, sample: SampleShape, budget: Me
 
 /** A short description of a plan: `tile 512x512/128x128 on 2 ranks`. */
 export function describePlan(plan: MemoryPlan): string {
-  const geometry = plan.window ? ` ${plan.window.height}x${plan.window.width}${plan.overlap && (plan.overlap.height || plan.overlap.width) ? ` overlap ${plan.overlap.height}x${plan.overlap.width}` : ''}` : '';
+  const geometry = plan.window
+    ? ` ${plan.window.height}x${plan.window.width}${plan.overlap && (plan.overlap.height || plan.overlap.width) ? ` overlap ${plan.overlap.height}x${plan.overlap.width}` : ''}`
+    : '';
   return `${plan.strategy}${geometry}${plan.ranks > 1 ? ` on ${plan.ranks} ranks` : ''}`;
 }
 

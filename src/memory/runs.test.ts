@@ -42,7 +42,15 @@ test('an arena keeps its largest run, a region for every run larger than all bef
 });
 
 test('a history entry written by several sessions of a sequence is kept once', () => {
-  const hold = decodingHold([[run('first', 10, [['present:c', 40]]), run('next', 10, [['present:c', 40], ['present:d', 8]])]]);
+  const hold = decodingHold([
+    [
+      run('first', 10, [['present:c', 40]]),
+      run('next', 10, [
+        ['present:c', 40],
+        ['present:d', 8],
+      ]),
+    ],
+  ]);
   assert.equal(hold.kept, 48);
 });
 
@@ -81,15 +89,28 @@ for (const [family, config, dims] of [
 test('wan: the frame-step sessions run once per frame reaching each segment, and keep a history', () => {
   const vae = createVae('wan', WAN21_TINY);
   const runtime = runtimeOf(vae.family);
-  const weights = new Map(runtime.decoderParams(vae.config).map((p) => [p.name, { dims: [...p.dims], data: new Float32Array(elementCount(p.dims)) }]));
+  const weights = new Map(
+    runtime.decoderParams(vae.config).map((p) => [p.name, { dims: [...p.dims], data: new Float32Array(elementCount(p.dims)) }]),
+  );
   const description = runtime.memoryRuns!(vae.config, weights, [1, 4, 3, 4, 4]);
   // One temporal upsampler: segment 0 sees 3 frames, segment 1 sees 1 + 2·2 = 5.
-  assert.deepEqual(description.sessions.map((s) => [s.key, s.runs]), [['segment0.first', 1], ['segment0.next', 2], ['segment1.first', 1], ['segment1.next', 4]]);
+  assert.deepEqual(
+    description.sessions.map((s) => [s.key, s.runs]),
+    [
+      ['segment0.first', 1],
+      ['segment0.next', 2],
+      ['segment1.first', 1],
+      ['segment1.next', 4],
+    ],
+  );
   const hold = decodingHold([sessionRuns(description, [1, 4, 3, 4, 4])]);
   assert.ok(hold.kept > 0);
   // One frame: only the `only` graphs, and nothing kept.
   const image = runtime.memoryRuns!(vae.config, weights, [1, 4, 1, 4, 4]);
-  assert.deepEqual(image.sessions.map((s) => s.key), ['segment0.only', 'segment1.only']);
+  assert.deepEqual(
+    image.sessions.map((s) => s.key),
+    ['segment0.only', 'segment1.only'],
+  );
   assert.equal(decodingHold([sessionRuns(image, [1, 4, 1, 4, 4])]).kept, 0);
 });
 
@@ -100,13 +121,22 @@ test('video predictions: temporal chunks hold a chunk more than one, more frames
   const many = predictMemory(vae, plan, { height: 32, width: 32, frames: 41 });
   assert.ok(many.peakBytes > few.peakBytes);
   const wan = createVae('wan', WAN21_TINY);
-  assert.ok(predictMemory(wan, { strategy: 'whole', ranks: 1 }, { height: 32, width: 32, frames: 9 }).peakBytes > predictMemory(wan, { strategy: 'whole', ranks: 1 }, { height: 32, width: 32, frames: 1 }).peakBytes);
+  assert.ok(
+    predictMemory(wan, { strategy: 'whole', ranks: 1 }, { height: 32, width: 32, frames: 9 }).peakBytes >
+      predictMemory(wan, { strategy: 'whole', ranks: 1 }, { height: 32, width: 32, frames: 1 }).peakBytes,
+  );
 });
 
 test('families that describe no decoder graphs are refused by the memory model, naming the family', () => {
-  assert.throws(() => predictMemory(createVae('ltx2', LTX2_TINY), { strategy: 'whole', ranks: 1 }, { height: 64, width: 64, frames: 9 }), /ltx2 family does not describe/);
+  assert.throws(
+    () => predictMemory(createVae('ltx2', LTX2_TINY), { strategy: 'whole', ranks: 1 }, { height: 64, width: 64, frames: 9 }),
+    /ltx2 family does not describe/,
+  );
   // Video families have no fused graph to shard.
-  assert.throws(() => predictMemory(createVae('wan', WAN21_TINY), { strategy: 'shard', ranks: 2 }, { height: 64, width: 64, frames: 1 }), /does not expose its fused decoder graph/);
+  assert.throws(
+    () => predictMemory(createVae('wan', WAN21_TINY), { strategy: 'shard', ranks: 2 }, { height: 64, width: 64, frames: 1 }),
+    /does not expose its fused decoder graph/,
+  );
 });
 
 test('a row-sharded rank holds less than the whole decode; a middle rank reads a halo on both sides', () => {

@@ -38,7 +38,11 @@ function axesOf(tileDims: readonly number[]): Record<string, number> {
 }
 
 /** A declared dim (`height`, `height*4`, 16) under the tile's axes. */
-function resolveDim(dim: { dim_value?: number | bigint | null; dim_param?: string | null }, axes: Record<string, number>, input: string): number {
+function resolveDim(
+  dim: { dim_value?: number | bigint | null; dim_param?: string | null },
+  axes: Record<string, number>,
+  input: string,
+): number {
   if (dim.dim_value !== undefined && dim.dim_value !== null) return Number(dim.dim_value);
   const param = dim.dim_param ?? '';
   const value = param.split('*').reduce((p, f) => p * (/^\d+$/.test(f) ? Number(f) : (axes[f] ?? Number.NaN)), 1);
@@ -128,7 +132,10 @@ export function decodingHold(tiles: readonly SessionRun[][]): DecodingHold {
       maxTensorBytes = Math.max(maxTensorBytes, r.peak.maxTensorBytes);
       outputBytes = Math.max(outputBytes, r.outputBytes);
     }
-    kept = Math.max(kept, [...tileKept.values()].reduce((a, b) => a + b, 0));
+    kept = Math.max(
+      kept,
+      [...tileKept.values()].reduce((a, b) => a + b, 0),
+    );
   }
   let weightBytes = 0;
   let activation = 0;

@@ -32,7 +32,13 @@ const ITEM_BYTES: Record<number, number> = {
 const FOLD_LIMIT = 64;
 
 function unsupported(node: NodeProto, why: string): never {
-  const r = reason('MEMORY_MODEL_UNSUPPORTED', 'node', node.name ?? node.op_type, 'an op the memory model reads', `memory model: node ${node.name} (${node.op_type}): ${why}`);
+  const r = reason(
+    'MEMORY_MODEL_UNSUPPORTED',
+    'node',
+    node.name ?? node.op_type,
+    'an op the memory model reads',
+    `memory model: node ${node.name} (${node.op_type}): ${why}`,
+  );
   throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
 }
 
@@ -92,15 +98,37 @@ function normAxis(axis: number, rank: number): number {
 
 function elementwise(op: string, a: number, b: number): number {
   switch (op) {
-    case 'Add': return a + b;
-    case 'Sub': return a - b;
-    case 'Mul': return a * b;
-    case 'Div': return Math.trunc(a / b);
-    default: return Number.NaN;
+    case 'Add':
+      return a + b;
+    case 'Sub':
+      return a - b;
+    case 'Mul':
+      return a * b;
+    case 'Div':
+      return Math.trunc(a / b);
+    default:
+      return Number.NaN;
   }
 }
 
-const SAME_SHAPE = new Set(['Identity', 'Relu', 'Sigmoid', 'Tanh', 'Softmax', 'Sqrt', 'Exp', 'Neg', 'Erf', 'Clip', 'InstanceNormalization', 'BatchNormalization', 'LayerNormalization', 'Cast', 'Abs', 'Not']);
+const SAME_SHAPE = new Set([
+  'Identity',
+  'Relu',
+  'Sigmoid',
+  'Tanh',
+  'Softmax',
+  'Sqrt',
+  'Exp',
+  'Neg',
+  'Erf',
+  'Clip',
+  'InstanceNormalization',
+  'BatchNormalization',
+  'LayerNormalization',
+  'Cast',
+  'Abs',
+  'Not',
+]);
 const BROADCAST = new Set(['Add', 'Sub', 'Mul', 'Div', 'Pow', 'Equal', 'Less', 'Greater', 'And', 'Or', 'Where', 'Max', 'Min']);
 const BOOL_OUT = new Set(['Equal', 'Less', 'Greater', 'And', 'Or', 'Not']);
 
@@ -126,7 +154,9 @@ function inferNode(node: NodeProto, inputs: (ValueShape | null)[]): ValueShape[]
     const out: ValueShape = { dims, itemBytes };
     const [a, b] = given;
     if (a?.values && b?.values && elements(dims) <= FOLD_LIMIT && op !== 'Where') {
-      out.values = Array.from({ length: elements(dims) }, (_, i) => elementwise(op, a.values![a.values!.length === 1 ? 0 : i]!, b.values![b.values!.length === 1 ? 0 : i]!));
+      out.values = Array.from({ length: elements(dims) }, (_, i) =>
+        elementwise(op, a.values![a.values!.length === 1 ? 0 : i]!, b.values![b.values!.length === 1 ? 0 : i]!),
+      );
     }
     return [out];
   }
@@ -251,12 +281,21 @@ function inferNode(node: NodeProto, inputs: (ValueShape | null)[]): ValueShape[]
       const [start, limit, delta] = [need(0).values?.[0], need(1).values?.[0], need(2).values?.[0]];
       if (start === undefined || limit === undefined || delta === undefined) unsupported(node, 'its bounds are not constant');
       const n = Math.max(0, Math.ceil((limit - start) / delta));
-      return [{ dims: [n], itemBytes: need(0).itemBytes, ...(n <= FOLD_LIMIT ? { values: Array.from({ length: n }, (_, i) => start + i * delta) } : {}) }];
+      return [
+        {
+          dims: [n],
+          itemBytes: need(0).itemBytes,
+          ...(n <= FOLD_LIMIT ? { values: Array.from({ length: n }, (_, i) => start + i * delta) } : {}),
+        },
+      ];
     }
     case 'MatMul': {
       const a = need(0);
       const b = need(1);
-      const batch = broadcast(node, [{ dims: a.dims.slice(0, -2), itemBytes: 4 }, { dims: b.dims.slice(0, -2), itemBytes: 4 }]);
+      const batch = broadcast(node, [
+        { dims: a.dims.slice(0, -2), itemBytes: 4 },
+        { dims: b.dims.slice(0, -2), itemBytes: 4 },
+      ]);
       return [{ dims: [...batch, a.dims[a.dims.length - 2]!, b.dims[b.dims.length - 1]!], itemBytes: a.itemBytes }];
     }
     case 'Gemm': {
@@ -319,7 +358,12 @@ export function inferShapes(
   for (const input of graph.input ?? []) {
     const dims = inputDims[input.name!];
     if (dims === undefined) {
-      const r = reason('MEMORY_MODEL_INPUT', 'input', input.name, `dims for every graph input (${(graph.input ?? []).map((i) => i.name).join(', ')})`);
+      const r = reason(
+        'MEMORY_MODEL_INPUT',
+        'input',
+        input.name,
+        `dims for every graph input (${(graph.input ?? []).map((i) => i.name).join(', ')})`,
+      );
       throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
     }
     const values = inputValues[input.name!];
@@ -344,7 +388,13 @@ function fixedShapes(model: ModelProto): Map<string, ValueShape> {
   if (!shapes) {
     shapes = new Map();
     // Small initializers keep their elements (shape literals); weights are never read.
-    for (const t of model.graph!.initializer ?? []) shapes.set(t.name!, elements((t.dims ?? []).map(Number)) <= FOLD_LIMIT && t.data_type !== DataType.FLOAT ? tensorShape(t) : { dims: (t.dims ?? []).map(Number), itemBytes: ITEM_BYTES[t.data_type ?? DataType.FLOAT] ?? 4 });
+    for (const t of model.graph!.initializer ?? [])
+      shapes.set(
+        t.name!,
+        elements((t.dims ?? []).map(Number)) <= FOLD_LIMIT && t.data_type !== DataType.FLOAT
+          ? tensorShape(t)
+          : { dims: (t.dims ?? []).map(Number), itemBytes: ITEM_BYTES[t.data_type ?? DataType.FLOAT] ?? 4 },
+      );
     for (const node of model.graph!.node ?? []) if (node.op_type === 'Constant') shapes.set(node.output![0]!, inferNode(node, [])[0]!);
     fixed.set(model, shapes);
   }

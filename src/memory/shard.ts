@@ -59,7 +59,7 @@ export function shardRankHold(model: ModelProto, whole: ReadonlyMap<string, Valu
   };
   const bandBytes = (name: string) => {
     const r = rowsOf(name);
-    return (4 * elements(cut(name, (r.own.to - r.own.from) * r.unit)));
+    return 4 * elements(cut(name, (r.own.to - r.own.from) * r.unit));
   };
   // Values held for later steps (bytes), and the staged decoder's pool of dropped stage outputs.
   const held = new Map<string, number>([[staged.input, bandBytes(staged.input)]]);
@@ -99,7 +99,8 @@ export function shardRankHold(model: ModelProto, whole: ReadonlyMap<string, Valu
       }
       for (const r of m.applies) {
         const length = whole.get(r.input)!.dims[0]! * whole.get(r.input)!.dims[1]!;
-        for (const name of [bandName.scale(r.output), bandName.shift(r.output), bandName.zero(r.output), bandName.one(r.output)]) dims[name] = [length];
+        for (const name of [bandName.scale(r.output), bandName.shift(r.output), bandName.zero(r.output), bandName.one(r.output)])
+          dims[name] = [length];
       }
       for (const name of m.outputs) {
         const r = rowsOf(name, halo);
@@ -123,7 +124,11 @@ export function shardRankHold(model: ModelProto, whole: ReadonlyMap<string, Valu
       const r = rowsOf(region.query);
       const bandQueries = (r.own.to - r.own.from) * r.unit;
       const chunk = Math.min(bandQueries, Math.max(1, Math.floor(ATTENTION_CHUNK_ELEMENTS / Math.max(1, keys))));
-      const dims: Record<string, number[]> = { [region.query]: cut(region.query, chunk), [region.key]: [...whole.get(region.key)!.dims], [region.value]: [...whole.get(region.value)!.dims] };
+      const dims: Record<string, number[]> = {
+        [region.query]: cut(region.query, chunk),
+        [region.key]: [...whole.get(region.key)!.dims],
+        [region.value]: [...whole.get(region.value)!.dims],
+      };
       work += scan(peakOf(core.model, inferShapes(core.model, dims)));
       maxTensor = Math.max(maxTensor, kv / 2);
       // The chunks' outputs, then joined.

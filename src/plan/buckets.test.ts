@@ -23,18 +23,25 @@ test('malformed bucket lists are refused with every bad entry named at once', ()
     (e: unknown) => {
       assert.ok(e instanceof DistVaeError);
       assert.equal(e.code, 'INVALID_ARGUMENT');
-      assert.deepEqual(e.reasons.map((r) => [r.code, r.field, r.value]), [
-        ['BUCKET_INVALID', 'buckets[1]', 'abc'],
-        ['BUCKET_INVALID', 'buckets[2]', '0x512'],
-        ['BUCKET_INVALID', 'buckets[3]', '12x'],
-        ['BUCKET_INVALID', 'buckets[4]', '-8x8'],
-        ['BUCKET_INVALID', 'buckets[5]', '1024X768'],
-      ]);
+      assert.deepEqual(
+        e.reasons.map((r) => [r.code, r.field, r.value]),
+        [
+          ['BUCKET_INVALID', 'buckets[1]', 'abc'],
+          ['BUCKET_INVALID', 'buckets[2]', '0x512'],
+          ['BUCKET_INVALID', 'buckets[3]', '12x'],
+          ['BUCKET_INVALID', 'buckets[4]', '-8x8'],
+          ['BUCKET_INVALID', 'buckets[5]', '1024X768'],
+        ],
+      );
       for (const r of e.reasons) assert.match(r.valid, /HEIGHTxWIDTH/);
       return true;
     },
   );
-  for (const empty of ['', ' , ,']) assert.throws(() => parseBuckets(empty), (e: unknown) => e instanceof DistVaeError && e.reasons[0]!.code === 'BUCKETS_EMPTY');
+  for (const empty of ['', ' , ,'])
+    assert.throws(
+      () => parseBuckets(empty),
+      (e: unknown) => e instanceof DistVaeError && e.reasons[0]!.code === 'BUCKETS_EMPTY',
+    );
 });
 
 test('pad: the smallest bucket that holds the image; content at the top-left; inflation and valid share', () => {
@@ -48,7 +55,10 @@ test('pad: the smallest bucket that holds the image; content at the top-left; in
   assert.equal(choice.aspectPreserved, true);
   assert.match(choice.note, /content box/);
   // Area first, aspect second: the exact-aspect 1400x980 loses to the smaller square bucket.
-  assert.deepEqual(chooseBucket({ height: 1000, width: 700 }, parseBuckets('1400x980,1024x1024'), 'pad').bucket, { height: 1024, width: 1024 });
+  assert.deepEqual(chooseBucket({ height: 1000, width: 700 }, parseBuckets('1400x980,1024x1024'), 'pad').bucket, {
+    height: 1024,
+    width: 1024,
+  });
   // Equal areas: the aspect ratio closer to the request wins (100x130 is wider than tall).
   const tie = chooseBucket({ height: 100, width: 130 }, parseBuckets('150x120,120x150'), 'pad');
   assert.deepEqual(tie.bucket, { height: 120, width: 150 });
@@ -69,7 +79,10 @@ test('pad: the validity mask is 1 exactly on the content box, row-major over the
   ]);
   const big = validityMask(chooseBucket({ height: 1000, width: 700 }, SDXL, 'pad'));
   assert.equal(big.length, 1024 * 768);
-  assert.equal(big.reduce((a, b) => a + b, 0), 700000);
+  assert.equal(
+    big.reduce((a, b) => a + b, 0),
+    700000,
+  );
   assert.equal(big[999 * 768 + 699], 1);
   assert.equal(big[999 * 768 + 700], 0);
   assert.equal(big[1000 * 768], 0);
@@ -108,7 +121,10 @@ test('crop: the closest aspect ratio, scaled to cover, centre kept; says the con
   assert.equal(choice.areaInflation, 786432 / 700000);
   assert.match(choice.note, /crop changes content/);
   // Same aspect everywhere: the area closest to the request (in log terms) wins.
-  assert.deepEqual(chooseBucket({ height: 512, width: 512 }, parseBuckets('256x256,1024x1024,640x640'), 'crop').bucket, { height: 640, width: 640 });
+  assert.deepEqual(chooseBucket({ height: 512, width: 512 }, parseBuckets('256x256,1024x1024,640x640'), 'crop').bucket, {
+    height: 640,
+    width: 640,
+  });
 });
 
 test('resize: stretches into the closest-aspect bucket; aspect kept only for a same-shape bucket', () => {
@@ -128,12 +144,15 @@ test('invalid requests: size, policy and empty bucket list refused together', ()
     () => chooseBucket({ height: 0, width: 7.5 }, [], 'stretch' as BucketPolicy),
     (e: unknown) => {
       assert.ok(e instanceof DistVaeError);
-      assert.deepEqual(e.reasons.map((r) => [r.code, r.field]), [
-        ['SIZE_INVALID', 'height'],
-        ['SIZE_INVALID', 'width'],
-        ['POLICY_INVALID', 'policy'],
-        ['BUCKETS_EMPTY', 'buckets'],
-      ]);
+      assert.deepEqual(
+        e.reasons.map((r) => [r.code, r.field]),
+        [
+          ['SIZE_INVALID', 'height'],
+          ['SIZE_INVALID', 'width'],
+          ['POLICY_INVALID', 'policy'],
+          ['BUCKETS_EMPTY', 'buckets'],
+        ],
+      );
       return true;
     },
   );

@@ -49,7 +49,10 @@ export interface BucketChoice {
 
 /** Parses "1024x1024,1152x896" (height × width, docs/design.md §9). */
 export function parseBuckets(text: string, field = 'buckets'): Size2[] {
-  const items = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const items = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
   const reasons: Reason[] = [];
   const buckets: Size2[] = [];
   items.forEach((item, i) => {
@@ -70,7 +73,8 @@ const aspectDistance = (a: Size2, b: Size2) => Math.abs(Math.log(a.height / a.wi
 export function chooseBucket(requested: Size2, buckets: readonly Size2[], policy: BucketPolicy): BucketChoice {
   const reasons: Reason[] = [];
   for (const axis of ['height', 'width'] as const) {
-    if (!isPositiveInteger(requested[axis])) reasons.push(reason('SIZE_INVALID', axis, requested[axis], 'a positive integer number of pixels'));
+    if (!isPositiveInteger(requested[axis]))
+      reasons.push(reason('SIZE_INVALID', axis, requested[axis], 'a positive integer number of pixels'));
   }
   if (!BUCKET_POLICIES.includes(policy)) reasons.push(reason('POLICY_INVALID', 'policy', policy, BUCKET_POLICIES.join(', ')));
   if (buckets.length === 0) reasons.push(reason('BUCKETS_EMPTY', 'buckets', [], 'at least one bucket'));
@@ -84,7 +88,16 @@ export function chooseBucket(requested: Size2, buckets: readonly Size2[], policy
     const fitting = buckets.filter((b) => b.height >= requested.height && b.width >= requested.width);
     if (fitting.length === 0) {
       const list = buckets.map((b) => `${b.height}x${b.width}`).join(', ');
-      refuse('INVALID_ARGUMENT', reason('NO_BUCKET_HOLDS_IMAGE', 'buckets', list, `a bucket at least ${requested.height}x${requested.width}`, `no bucket holds ${requested.height}x${requested.width} without cutting it (buckets: ${list}); add a larger bucket or use --policy crop or resize`));
+      refuse(
+        'INVALID_ARGUMENT',
+        reason(
+          'NO_BUCKET_HOLDS_IMAGE',
+          'buckets',
+          list,
+          `a bucket at least ${requested.height}x${requested.width}`,
+          `no bucket holds ${requested.height}x${requested.width} without cutting it (buckets: ${list}); add a larger bucket or use --policy crop or resize`,
+        ),
+      );
     }
     const bucket = minBy(fitting, (b) => [b.height * b.width, aspectDistance(b, requested)]);
     const contentBox = { y0: 0, y1: requested.height, x0: 0, x1: requested.width };

@@ -21,7 +21,9 @@ export function diffusersEquivalent(vae: VaeSpec): boolean {
       if (window.height !== window.width || overlap.height !== overlap.width) return false;
       const f = overlap.height / window.height;
       const windowLatent = window.height / r;
-      return Math.trunc(windowLatent * (1 - f)) === (window.height - overlap.height) / r && Math.trunc(window.height * f) === overlap.height;
+      return (
+        Math.trunc(windowLatent * (1 - f)) === (window.height - overlap.height) / r && Math.trunc(window.height * f) === overlap.height
+      );
     }
   }
 }

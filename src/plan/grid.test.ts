@@ -58,13 +58,24 @@ function rasterTiles(rows: { start: number; end: number }[], cols: { start: numb
   const tiles = [];
   for (let i = 0; i < rows.length; i++) {
     for (let j = 0; j < cols.length; j++) {
-      tiles.push({ index: i * cols.length + j, row: i, col: j, y0: rows[i]!.start, y1: rows[i]!.end, x0: cols[j]!.start, x1: cols[j]!.end });
+      tiles.push({
+        index: i * cols.length + j,
+        row: i,
+        col: j,
+        y0: rows[i]!.start,
+        y1: rows[i]!.end,
+        x0: cols[j]!.start,
+        x1: cols[j]!.end,
+      });
     }
   }
   return tiles;
 }
 
-function assertGridMatches(grid: TileGrid, ref: { triggered: boolean; rows: { start: number; end: number }[]; cols: { start: number; end: number }[] }) {
+function assertGridMatches(
+  grid: TileGrid,
+  ref: { triggered: boolean; rows: { start: number; end: number }[]; cols: { start: number; end: number }[] },
+) {
   assert.equal(grid.tiled, ref.triggered);
   assert.deepEqual(grid.rows, ref.rows);
   assert.deepEqual(grid.cols, ref.cols);
@@ -89,16 +100,32 @@ test('axisSpans reproduces range(0, L, stride) with clipped last tiles over a sw
 });
 
 test('KL: the harness case (tiny VAE, Smin 32, latent 40x56) gives starts {0,12,24,36} x {0,12,24,36,48}, blend 8, keep 24', () => {
-  const vae = tiled(createVae('autoencoder-kl', { block_out_channels: [16, 32], norm_num_groups: 8, sample_size: 128 }), { height: 32, width: 32 }, { height: 8, width: 8 });
+  const vae = tiled(
+    createVae('autoencoder-kl', { block_out_channels: [16, 32], norm_num_groups: 8, sample_size: 128 }),
+    { height: 32, width: 32 },
+    { height: 8, width: 8 },
+  );
   const grid = tileGrid(vae, { height: 40, width: 56, frames: 1 });
-  assert.deepEqual(grid.rows.map((s) => s.start), [0, 12, 24, 36]);
-  assert.deepEqual(grid.cols.map((s) => s.start), [0, 12, 24, 36, 48]);
+  assert.deepEqual(
+    grid.rows.map((s) => s.start),
+    [0, 12, 24, 36],
+  );
+  assert.deepEqual(
+    grid.cols.map((s) => s.start),
+    [0, 12, 24, 36, 48],
+  );
   assert.equal(grid.tiles.length, 20);
-  assert.deepEqual([grid.blend, grid.keep], [{ height: 8, width: 8 }, { height: 24, width: 24 }]);
+  assert.deepEqual(
+    [grid.blend, grid.keep],
+    [
+      { height: 8, width: 8 },
+      { height: 24, width: 24 },
+    ],
+  );
   assertGridMatches(grid, klReference(2, 32, 0.25, 40, 56));
 });
 
-test('KL with f = 0.25 matches diffusers\' loop, blend and keep on every latent size up to 3 windows, square windows 8..64 latent', () => {
+test("KL with f = 0.25 matches diffusers' loop, blend and keep on every latent size up to 3 windows, square windows 8..64 latent", () => {
   const r = 8;
   const vae = createVae('autoencoder-kl');
   for (const lmin of [1, 2, 4, 8, 12, 16, 64]) {
@@ -126,8 +153,15 @@ test('an axis with stride < L <= window gets two tiles (as in diffusers) when th
   // SD 1.x default: window 64 latent, stride 48; sample 512x1024 -> latent 64x128.
   const vae = tiled(createVae('autoencoder-kl'), { height: 512, width: 512 }, { height: 128, width: 128 });
   const grid = tileGrid(vae, { height: 64, width: 128, frames: 1 });
-  assert.deepEqual(grid.rows, [{ start: 0, end: 64 }, { start: 48, end: 64 }]);
-  assert.deepEqual(grid.cols, [{ start: 0, end: 64 }, { start: 48, end: 112 }, { start: 96, end: 128 }]);
+  assert.deepEqual(grid.rows, [
+    { start: 0, end: 64 },
+    { start: 48, end: 64 },
+  ]);
+  assert.deepEqual(grid.cols, [
+    { start: 0, end: 64 },
+    { start: 48, end: 112 },
+    { start: 96, end: 128 },
+  ]);
   assert.equal(grid.tiles.length, 6);
   // 50 < L = 60 <= 64 on both axes: nothing exceeds the window, so no tiling at all.
   assert.equal(tileGrid(vae, { height: 60, width: 60, frames: 1 }).tiled, false);
@@ -138,12 +172,24 @@ test('tiles only when the latent exceeds the window: equal to the window is one 
   const fits = tileGrid(vae, { height: 32, width: 64, frames: 1 });
   assert.equal(fits.tiled, false);
   assert.deepEqual(fits.tiles, [{ index: 0, row: 0, col: 0, y0: 0, y1: 32, x0: 0, x1: 64 }]);
-  assert.deepEqual([fits.blend, fits.keep], [{ height: 0, width: 0 }, { height: 256, width: 512 }]);
+  assert.deepEqual(
+    [fits.blend, fits.keep],
+    [
+      { height: 0, width: 0 },
+      { height: 256, width: 512 },
+    ],
+  );
   const over = tileGrid(vae, { height: 32, width: 65, frames: 1 });
   assert.equal(over.tiled, true);
   // Height (L = 32 = window, stride 24) also goes through the loop: two rows.
-  assert.deepEqual(over.rows, [{ start: 0, end: 32 }, { start: 24, end: 32 }]);
-  assert.deepEqual(over.cols, [{ start: 0, end: 64 }, { start: 48, end: 65 }]);
+  assert.deepEqual(over.rows, [
+    { start: 0, end: 32 },
+    { start: 24, end: 32 },
+  ]);
+  assert.deepEqual(over.cols, [
+    { start: 0, end: 64 },
+    { start: 48, end: 65 },
+  ]);
   // Tiling off: one call whatever the size.
   vae.tiling.enabled = false;
   assert.equal(tileGrid(vae, { height: 500, width: 500, frames: 1 }).tiles.length, 1);
@@ -153,7 +199,10 @@ test('strips: a window wider than the image with overlap 0 on that axis gives fu
   // 1024x1024 px, r = 8 -> latent 128x128; window 256x4096 px = 32x512 latent; overlap 64x0.
   const vae = tiled(createVae('autoencoder-kl'), { height: 256, width: 4096 }, { height: 64, width: 0 });
   const grid = tileGrid(vae, { height: 128, width: 128, frames: 1 });
-  assert.deepEqual(grid.rows.map((s) => [s.start, s.end]), pyRange(0, 128, 24).map((i) => [i, Math.min(i + 32, 128)]));
+  assert.deepEqual(
+    grid.rows.map((s) => [s.start, s.end]),
+    pyRange(0, 128, 24).map((i) => [i, Math.min(i + 32, 128)]),
+  );
   assert.deepEqual(grid.cols, [{ start: 0, end: 128 }]);
   assert.equal(grid.tiles.length, 6);
   for (const t of grid.tiles) assert.deepEqual([t.x0, t.x1, t.col], [0, 128, 0]);
@@ -162,7 +211,12 @@ test('strips: a window wider than the image with overlap 0 on that axis gives fu
 
 test('tiny latents: 1x1 and anything smaller than one window decode whole; a 1-unit window tiles a 2x3 latent into 6', () => {
   const vae = tiled(createVae('autoencoder-kl'), { height: 512, width: 512 }, { height: 128, width: 128 });
-  for (const [h, w] of [[1, 1], [1, 64], [8, 12], [64, 64]] as const) {
+  for (const [h, w] of [
+    [1, 1],
+    [1, 64],
+    [8, 12],
+    [64, 64],
+  ] as const) {
     const grid = tileGrid(vae, { height: h, width: w, frames: 1 });
     assert.equal(grid.tiled, false, `${h}x${w}`);
     assert.deepEqual(grid.tiles, [{ index: 0, row: 0, col: 0, y0: 0, y1: h, x0: 0, x1: w }]);
@@ -170,15 +224,35 @@ test('tiny latents: 1x1 and anything smaller than one window decode whole; a 1-u
   }
   tiled(vae, { height: 8, width: 8 }, { height: 0, width: 0 });
   const ones = tileGrid(vae, { height: 2, width: 3, frames: 1 });
-  assert.deepEqual(ones.tiles.map((t) => [t.y0, t.y1, t.x0, t.x1]), [[0, 1, 0, 1], [0, 1, 1, 2], [0, 1, 2, 3], [1, 2, 0, 1], [1, 2, 1, 2], [1, 2, 2, 3]]);
+  assert.deepEqual(
+    ones.tiles.map((t) => [t.y0, t.y1, t.x0, t.x1]),
+    [
+      [0, 1, 0, 1],
+      [0, 1, 1, 2],
+      [0, 1, 2, 3],
+      [1, 2, 0, 1],
+      [1, 2, 1, 2],
+      [1, 2, 2, 3],
+    ],
+  );
   assert.deepEqual(ones.keep, { height: 8, width: 8 });
 });
 
 test('odd sizes: latent 13x21 under a 16-unit window with stride 12 has 1-unit and 9-unit clipped edges', () => {
-  const vae = tiled(createVae('autoencoder-kl', { block_out_channels: [16, 32], norm_num_groups: 8, sample_size: 128 }), { height: 32, width: 32 }, { height: 8, width: 8 });
+  const vae = tiled(
+    createVae('autoencoder-kl', { block_out_channels: [16, 32], norm_num_groups: 8, sample_size: 128 }),
+    { height: 32, width: 32 },
+    { height: 8, width: 8 },
+  );
   const grid = tileGrid(vae, { height: 13, width: 21, frames: 1 });
-  assert.deepEqual(grid.rows, [{ start: 0, end: 13 }, { start: 12, end: 13 }]);
-  assert.deepEqual(grid.cols, [{ start: 0, end: 16 }, { start: 12, end: 21 }]);
+  assert.deepEqual(grid.rows, [
+    { start: 0, end: 13 },
+    { start: 12, end: 13 },
+  ]);
+  assert.deepEqual(grid.cols, [
+    { start: 0, end: 16 },
+    { start: 12, end: 21 },
+  ]);
   assertGridMatches(grid, klReference(2, 32, 0.25, 13, 21));
   // Odd window and overlap in latent units (family B, window 7 latent, stride 5) on a prime-sized latent.
   const wan = tiled(createVae('wan'), { height: 56, width: 56 }, { height: 16, width: 16 });
@@ -198,17 +272,26 @@ test('extreme aspect ratios: 64x8192 px and 8192x64 px under SD 1.x defaults', (
   assert.deepEqual(wide.cols.at(-1), { start: 1008, end: 1024 });
   const tall = tileGrid(vae, { height: 1024, width: 8, frames: 1 });
   assert.deepEqual([tall.rows.length, tall.cols.length], [22, 1]);
-  assert.deepEqual(tall.tiles.map((t) => t.index), pyRange(0, 22, 1));
+  assert.deepEqual(
+    tall.tiles.map((t) => t.index),
+    pyRange(0, 22, 1),
+  );
 });
 
-test('family B grids match diffusers\' px window / stride loop for every family and config, rectangular too', () => {
+test("family B grids match diffusers' px window / stride loop for every family and config, rectangular too", () => {
   const cases: { family: string; config?: RawConfig; window: Size2; overlap: Size2; latent: [number, number] }[] = [
     { family: 'wan', window: { height: 256, width: 256 }, overlap: { height: 64, width: 64 }, latent: [60, 104] },
     { family: 'qwen-image', window: { height: 256, width: 384 }, overlap: { height: 64, width: 128 }, latent: [128, 128] },
     { family: 'hunyuan-video', window: { height: 256, width: 256 }, overlap: { height: 64, width: 64 }, latent: [45, 80] },
     { family: 'ltx2', window: { height: 512, width: 512 }, overlap: { height: 64, width: 64 }, latent: [34, 60] },
     { family: 'ltx2', window: { height: 256, width: 640 }, overlap: { height: 96, width: 0 }, latent: [34, 20] },
-    { family: 'wan', config: { dim_mult: [1, 2], temperal_downsample: [true], scale_factor_spatial: 2, scale_factor_temporal: 2 }, window: { height: 32, width: 32 }, overlap: { height: 8, width: 8 }, latent: [24, 40] },
+    {
+      family: 'wan',
+      config: { dim_mult: [1, 2], temperal_downsample: [true], scale_factor_spatial: 2, scale_factor_temporal: 2 },
+      window: { height: 32, width: 32 },
+      overlap: { height: 8, width: 8 },
+      latent: [24, 40],
+    },
   ];
   for (const c of cases) {
     const vae = tiled(createVae(c.family, c.config), c.window, c.overlap);
@@ -223,23 +306,64 @@ test('family B grids match diffusers\' px window / stride loop for every family 
 
 test('patch size: Wan 2.2 blends and keeps on the raw decoder output, ratio/p px per latent unit (blend = overlap/p)', () => {
   // Published Wan 2.2 (r 16, p 2) at its defaults 256/192: latent tile 16, stride 12, E = 128 − 96 = 32 raw px, keep 96 raw px.
-  const wan22 = createVae('wan', { dim_mult: [1, 2, 4, 4], temperal_downsample: [false, true, true], patch_size: 2, scale_factor_spatial: 16, out_channels: 12, z_dim: 48 });
+  const wan22 = createVae('wan', {
+    dim_mult: [1, 2, 4, 4],
+    temperal_downsample: [false, true, true],
+    patch_size: 2,
+    scale_factor_spatial: 16,
+    out_channels: 12,
+    z_dim: 48,
+  });
   tiled(wan22, { height: 256, width: 256 }, { height: 64, width: 64 });
   const grid = tileGrid(wan22, { height: 44, width: 80, frames: 1 });
   assert.equal(grid.outputPerLatent, 8);
-  assert.deepEqual([grid.windowLatent, grid.strideLatent], [{ height: 16, width: 16 }, { height: 12, width: 12 }]);
-  assert.deepEqual([grid.blend, grid.keep], [{ height: 32, width: 32 }, { height: 96, width: 96 }]);
+  assert.deepEqual(
+    [grid.windowLatent, grid.strideLatent],
+    [
+      { height: 16, width: 16 },
+      { height: 12, width: 12 },
+    ],
+  );
+  assert.deepEqual(
+    [grid.blend, grid.keep],
+    [
+      { height: 32, width: 32 },
+      { height: 96, width: 96 },
+    ],
+  );
   assertGridMatches(grid, familyBReference(16, 2, { height: 256, width: 256 }, { height: 192, width: 192 }, 44, 80));
   // Rectangular with unequal overlaps on the tiny 2.2 config (r 8, p 2).
-  const tiny = createVae('wan', { dim_mult: [1, 2, 2], temperal_downsample: [true, false], patch_size: 2, scale_factor_spatial: 8, scale_factor_temporal: 2, out_channels: 12, z_dim: 48, is_residual: true, decoder_base_dim: 16 });
+  const tiny = createVae('wan', {
+    dim_mult: [1, 2, 2],
+    temperal_downsample: [true, false],
+    patch_size: 2,
+    scale_factor_spatial: 8,
+    scale_factor_temporal: 2,
+    out_channels: 12,
+    z_dim: 48,
+    is_residual: true,
+    decoder_base_dim: 16,
+  });
   tiled(tiny, { height: 64, width: 96 }, { height: 16, width: 40 });
   const g = tileGrid(tiny, { height: 20, width: 30, frames: 3 });
   const ref = familyBReference(8, 2, { height: 64, width: 96 }, { height: 48, width: 56 }, 20, 30);
   assertGridMatches(g, ref);
-  assert.deepEqual([g.blend, g.keep], [{ height: 8, width: 20 }, { height: 24, width: 28 }]);
+  assert.deepEqual(
+    [g.blend, g.keep],
+    [
+      { height: 8, width: 20 },
+      { height: 24, width: 28 },
+    ],
+  );
   // Untiled: keep is the whole latent in raw decoder units, nothing blended.
   const whole = tileGrid(tiny, { height: 6, width: 10, frames: 1 });
-  assert.deepEqual([whole.blend, whole.keep], [{ height: 0, width: 0 }, { height: 24, width: 40 }]);
+  assert.deepEqual(
+    [whole.blend, whole.keep],
+    [
+      { height: 0, width: 0 },
+      { height: 24, width: 40 },
+    ],
+  );
 });
 
 /** diffusers' _temporal_tiled_decode chunk loop (HunyuanVideo / LTX-2), frames in output frames. */
@@ -257,7 +381,11 @@ test('HunyuanVideo temporal chunks: Tmin/rt + 1 latent frames every Tstride/rt, 
     assert.deepEqual(got, chunkReference(F, 4, 16, 12, true), `F=${F}`);
   }
   // 33 output frames = 9 latent frames: chunks [0,5) [3,8) [6,9); each repeats the spatial grid.
-  assert.deepEqual(temporalChunks(vae, 9).chunks, [{ start: 0, end: 5 }, { start: 3, end: 8 }, { start: 6, end: 9 }]);
+  assert.deepEqual(temporalChunks(vae, 9).chunks, [
+    { start: 0, end: 5 },
+    { start: 3, end: 8 },
+    { start: 6, end: 9 },
+  ]);
   tiled(vae, { height: 256, width: 256 }, { height: 64, width: 64 });
   const grid = tileGrid(vae, { height: 40, width: 40, frames: 9 });
   assert.deepEqual([grid.chunks.length, grid.frameBlend, grid.frameKeep], [3, 4, 12]);
@@ -272,9 +400,25 @@ test('LTX-2 temporal chunks: off by default; when on (16/8 frames, rt 8) chunks 
   assert.deepEqual(temporalChunks(vae, 7), { chunks: [{ start: 0, end: 7 }], blend: 0, keep: 0 });
   vae.tiling = { ...vae.tiling, frames: { enabled: true, window: 16, overlap: 8 } };
   for (let F = 1; F <= 12; F++) assert.deepEqual(temporalChunks(vae, F), chunkReference(F, 8, 16, 8, true), `F=${F}`);
-  assert.deepEqual(temporalChunks(vae, 5).chunks, [{ start: 0, end: 3 }, { start: 1, end: 4 }, { start: 2, end: 5 }, { start: 3, end: 5 }, { start: 4, end: 5 }]);
+  assert.deepEqual(temporalChunks(vae, 5).chunks, [
+    { start: 0, end: 3 },
+    { start: 1, end: 4 },
+    { start: 2, end: 5 },
+    { start: 3, end: 5 },
+    { start: 4, end: 5 },
+  ]);
   // Tiny LTX-2 (rt 4) with a 24/8-frame window: Ft 6, St 4.
-  const tiny = createVae('ltx2', { block_out_channels: [16, 32], decoder_block_out_channels: [16, 32], spatio_temporal_scaling: [true, true], decoder_spatio_temporal_scaling: [true, true], decoder_layers_per_block: [1, 1, 1], upsample_type: ['spatiotemporal', 'spatiotemporal'], spatial_compression_ratio: 16, temporal_compression_ratio: 4, latent_channels: 16 });
+  const tiny = createVae('ltx2', {
+    block_out_channels: [16, 32],
+    decoder_block_out_channels: [16, 32],
+    spatio_temporal_scaling: [true, true],
+    decoder_spatio_temporal_scaling: [true, true],
+    decoder_layers_per_block: [1, 1, 1],
+    upsample_type: ['spatiotemporal', 'spatiotemporal'],
+    spatial_compression_ratio: 16,
+    temporal_compression_ratio: 4,
+    latent_channels: 16,
+  });
   tiny.tiling = { ...tiny.tiling, frames: { enabled: true, window: 24, overlap: 8 } };
   for (let F = 1; F <= 20; F++) assert.deepEqual(temporalChunks(tiny, F), chunkReference(F, 4, 24, 16, true), `F=${F}`);
 });

@@ -24,14 +24,37 @@ import {
 
 const TINY_KL = { block_out_channels: [16, 32], norm_num_groups: 8, sample_size: 128 };
 const TINY_LTX2 = {
-  block_out_channels: [16, 32], decoder_block_out_channels: [16, 32], spatio_temporal_scaling: [true, true], decoder_spatio_temporal_scaling: [true, true],
-  decoder_layers_per_block: [1, 1, 1], upsample_type: ['spatiotemporal', 'spatiotemporal'], spatial_compression_ratio: 16, temporal_compression_ratio: 4, latent_channels: 16,
+  block_out_channels: [16, 32],
+  decoder_block_out_channels: [16, 32],
+  spatio_temporal_scaling: [true, true],
+  decoder_spatio_temporal_scaling: [true, true],
+  decoder_layers_per_block: [1, 1, 1],
+  upsample_type: ['spatiotemporal', 'spatiotemporal'],
+  spatial_compression_ratio: 16,
+  temporal_compression_ratio: 4,
+  latent_channels: 16,
 };
 
 /** Latent units per output pixel for each family at its published defaults (docs/design.md §3). */
-const PUBLISHED_RATIO: Record<string, number> = { 'autoencoder-kl': 8, flux2: 8, tae: 8, wan: 8, 'qwen-image': 8, 'hunyuan-video': 8, ltx2: 32 };
+const PUBLISHED_RATIO: Record<string, number> = {
+  'autoencoder-kl': 8,
+  flux2: 8,
+  tae: 8,
+  wan: 8,
+  'qwen-image': 8,
+  'hunyuan-video': 8,
+  ltx2: 32,
+};
 /** Smallest window in latent units: LTX-2's reflect padding needs 2 rows / columns. */
-const MIN_WINDOW_LATENT: Record<string, number> = { 'autoencoder-kl': 1, flux2: 1, tae: 1, wan: 1, 'qwen-image': 1, 'hunyuan-video': 1, ltx2: 2 };
+const MIN_WINDOW_LATENT: Record<string, number> = {
+  'autoencoder-kl': 1,
+  flux2: 1,
+  tae: 1,
+  wan: 1,
+  'qwen-image': 1,
+  'hunyuan-video': 1,
+  ltx2: 2,
+};
 
 function only(reasons: Reason[]): Reason {
   assert.equal(reasons.length, 1, JSON.stringify(reasons));
@@ -79,10 +102,16 @@ test('invalid window values (0, negative, fractional, NaN) are refused per axis,
     assert.equal(tileShapePlan(vae, bad, 64), null);
   }
   const both = explainTileShapePlan(vae, 100, -8);
-  assert.deepEqual(both.map((r) => [r.code, r.field, r.value]), [['WINDOW_NOT_WHOLE_LATENT', 'window.height', 100], ['WINDOW_INVALID', 'window.width', -8]]);
+  assert.deepEqual(
+    both.map((r) => [r.code, r.field, r.value]),
+    [
+      ['WINDOW_NOT_WHOLE_LATENT', 'window.height', 100],
+      ['WINDOW_INVALID', 'window.width', -8],
+    ],
+  );
 });
 
-test('family constraints use the config\'s ratio: tiny KL r=2, tiny LTX-2 r=16 with a 2-unit minimum, Wan 2.2 r=16', () => {
+test("family constraints use the config's ratio: tiny KL r=2, tiny LTX-2 r=16 with a 2-unit minimum, Wan 2.2 r=16", () => {
   const kl = createVae('autoencoder-kl', TINY_KL);
   assert.notEqual(tileShapePlan(kl, 2, 130), null);
   assert.equal(only(explainTileShapePlan(kl, 3, 130)).valid, 'a multiple of 2 px');
@@ -91,7 +120,14 @@ test('family constraints use the config\'s ratio: tiny KL r=2, tiny LTX-2 r=16 w
   assert.equal(only(explainTileShapePlan(ltx, 64, 16)).field, 'window.width');
   assert.notEqual(tileShapePlan(ltx, 32, 32), null);
   assert.equal(only(explainTileShapePlan(ltx, 40, 32)).valid, 'a multiple of 16 px');
-  const wan22 = createVae('wan', { dim_mult: [1, 2, 4, 4], temperal_downsample: [false, true, true], patch_size: 2, scale_factor_spatial: 16, out_channels: 12, z_dim: 48 });
+  const wan22 = createVae('wan', {
+    dim_mult: [1, 2, 4, 4],
+    temperal_downsample: [false, true, true],
+    patch_size: 2,
+    scale_factor_spatial: 16,
+    out_channels: 12,
+    z_dim: 48,
+  });
   assert.equal(only(explainTileShapePlan(wan22, 248, 256)).valid, 'a multiple of 16 px');
   assert.notEqual(tileShapePlan(wan22, 16, 16), null);
 });
@@ -99,7 +135,12 @@ test('family constraints use the config\'s ratio: tiny KL r=2, tiny LTX-2 r=16 w
 test('a shape plan keeps a default overlap of floor(window_lat/4) units on tiled axes and 0 on axes sampleShape leaves untiled', () => {
   const vae = createVae('autoencoder-kl');
   // No sample shape: both axes get floor(w/4) latent units.
-  for (const [h, w] of [[512, 512], [8, 24], [40, 1000], [96, 72]] as const) {
+  for (const [h, w] of [
+    [512, 512],
+    [8, 24],
+    [40, 1000],
+    [96, 72],
+  ] as const) {
     const plan = tileShapePlan(vae, h, w)!;
     assert.deepEqual(plan.overlap, { height: Math.floor(h / 8 / 4) * 8, width: Math.floor(w / 8 / 4) * 8 }, `${h}x${w}`);
   }
@@ -125,9 +166,15 @@ test('sampleShape must itself be whole latent units (and whole frame steps for v
   assert.equal(why[0]!.valid, 'a multiple of 8 px');
   assert.equal(tileShapePlan(vae, 512, 512, { sampleShape: { height: 1004, width: 1024 } }), null);
   const hv = createVae('hunyuan-video');
-  assert.deepEqual(only(explainTileShapePlan(hv, 256, 256, { sampleShape: { height: 512, width: 512, frames: 32 } })).code, 'FRAMES_INVALID');
+  assert.deepEqual(
+    only(explainTileShapePlan(hv, 256, 256, { sampleShape: { height: 512, width: 512, frames: 32 } })).code,
+    'FRAMES_INVALID',
+  );
   assert.deepEqual(explainTileShapePlan(hv, 256, 256, { sampleShape: { height: 512, width: 512, frames: 33 } }), []);
-  assert.deepEqual(only(explainTileShapePlan(vae, 256, 256, { sampleShape: { height: 512, width: 512, frames: 5 } })).code, 'FRAMES_ON_IMAGE_FAMILY');
+  assert.deepEqual(
+    only(explainTileShapePlan(vae, 256, 256, { sampleShape: { height: 512, width: 512, frames: 5 } })).code,
+    'FRAMES_ON_IMAGE_FAMILY',
+  );
 });
 
 test('overlap plans are exact: multiples of r below the installed window; the rest refused with code, field, value and valid', () => {
@@ -138,7 +185,12 @@ test('overlap plans are exact: multiples of r below the installed window; the re
     const plan = tileOverlapPlan(vae, 64, ov);
     if (ov % 8 === 0 && ov < 512) {
       assert.deepEqual(reasons, []);
-      assert.deepEqual(plan, { kind: 'overlap', family: 'autoencoder-kl', window: { height: 256, width: 512 }, overlap: { height: 64, width: ov } });
+      assert.deepEqual(plan, {
+        kind: 'overlap',
+        family: 'autoencoder-kl',
+        window: { height: 256, width: 512 },
+        overlap: { height: 64, width: ov },
+      });
     } else {
       assert.equal(plan, null, `overlap ${ov}`);
       const why = only(reasons);
@@ -171,7 +223,10 @@ test('an axis left untiled by sampleShape must request overlap 0', () => {
   // Without sampleShape the planner cannot know the axis is untiled and accepts the overlap.
   assert.notEqual(tileOverlapPlan(vae, 128, 128), null);
   // An invalid sampleShape is itself a reason.
-  assert.deepEqual(explainTileOverlapPlan(vae, 0, 128, { sampleShape: { height: 510, width: 2048 } }).map((r) => r.field), ['sampleShape.height']);
+  assert.deepEqual(
+    explainTileOverlapPlan(vae, 0, 128, { sampleShape: { height: 510, width: 2048 } }).map((r) => r.field),
+    ['sampleShape.height'],
+  );
 });
 
 test('an overlap plan validates against the installed window and is refused at apply time if the window changed since', () => {
@@ -187,12 +242,21 @@ test('an overlap plan validates against the installed window and is refused at a
     (e: unknown) => {
       assert.ok(e instanceof DistVaeError);
       assert.equal(e.code, 'PLAN_REFUSED');
-      assert.deepEqual([e.reasons[0]!.code, e.reasons[0]!.field, e.reasons[0]!.value, e.reasons[0]!.valid], ['PLAN_WINDOW_CHANGED', 'plan.window', { height: 256, width: 256 }, '384x256']);
+      assert.deepEqual(
+        [e.reasons[0]!.code, e.reasons[0]!.field, e.reasons[0]!.value, e.reasons[0]!.valid],
+        ['PLAN_WINDOW_CHANGED', 'plan.window', { height: 256, width: 256 }, '384x256'],
+      );
       return true;
     },
   );
   // The refused apply left the VAE as it was.
-  assert.deepEqual([vae.tiling.window, vae.tiling.overlap], [{ height: 384, width: 256 }, { height: 96, width: 64 }]);
+  assert.deepEqual(
+    [vae.tiling.window, vae.tiling.overlap],
+    [
+      { height: 384, width: 256 },
+      { height: 96, width: 64 },
+    ],
+  );
   // A plan made for another family is refused too.
   const other = createVae('tae');
   assert.throws(() => applyTilePlan(vae, tileShapePlan(other, 64, 64)!), { code: 'PLAN_REFUSED' });
@@ -207,7 +271,13 @@ test('a plan validated on another config of the same family is re-checked when a
     (e: unknown) => {
       assert.ok(e instanceof DistVaeError);
       assert.equal(e.code, 'PLAN_REFUSED');
-      assert.deepEqual(e.reasons.map((r) => [r.code, r.field, r.value]), [['WINDOW_NOT_WHOLE_LATENT', 'window.height', 130], ['WINDOW_NOT_WHOLE_LATENT', 'window.width', 130]]);
+      assert.deepEqual(
+        e.reasons.map((r) => [r.code, r.field, r.value]),
+        [
+          ['WINDOW_NOT_WHOLE_LATENT', 'window.height', 130],
+          ['WINDOW_NOT_WHOLE_LATENT', 'window.width', 130],
+        ],
+      );
       return true;
     },
   );
@@ -215,16 +285,29 @@ test('a plan validated on another config of the same family is re-checked when a
   // Same window on both, but an overlap that is whole latent units only at r = 2.
   applyTilePlan(tiny, tileShapePlan(tiny, 64, 64)!);
   applyTilePlan(published, tileShapePlan(published, 64, 64)!);
-  assert.throws(() => applyTilePlan(published, tileOverlapPlan(tiny, 2, 2)!), (e: unknown) => e instanceof DistVaeError && e.reasons[0]!.code === 'OVERLAP_NOT_WHOLE_LATENT');
+  assert.throws(
+    () => applyTilePlan(published, tileOverlapPlan(tiny, 2, 2)!),
+    (e: unknown) => e instanceof DistVaeError && e.reasons[0]!.code === 'OVERLAP_NOT_WHOLE_LATENT',
+  );
   // Frames: 12/4 frames are whole steps of the tiny LTX-2 (rt 4), not of the published one (rt 8).
   const frames = tileFramePlan(createVae('ltx2', TINY_LTX2), { window: 12, overlap: 4 })!;
   const ltx = createVae('ltx2');
-  assert.throws(() => applyTilePlan(ltx, frames), (e: unknown) => e instanceof DistVaeError && e.reasons.map((r) => r.code).join() === 'FRAME_WINDOW_INVALID,FRAME_OVERLAP_INVALID');
+  assert.throws(
+    () => applyTilePlan(ltx, frames),
+    (e: unknown) => e instanceof DistVaeError && e.reasons.map((r) => r.code).join() === 'FRAME_WINDOW_INVALID,FRAME_OVERLAP_INVALID',
+  );
   assert.deepEqual(ltx.tiling.frames, { enabled: false, window: 16, overlap: 8 });
 });
 
 test('patch size: a Wan 2.2 overlap must be whole latent units (16 px), hence whole patches', () => {
-  const wan22 = createVae('wan', { dim_mult: [1, 2, 4, 4], temperal_downsample: [false, true, true], patch_size: 2, scale_factor_spatial: 16, out_channels: 12, z_dim: 48 });
+  const wan22 = createVae('wan', {
+    dim_mult: [1, 2, 4, 4],
+    temperal_downsample: [false, true, true],
+    patch_size: 2,
+    scale_factor_spatial: 16,
+    out_channels: 12,
+    z_dim: 48,
+  });
   applyTilePlan(wan22, tileShapePlan(wan22, 256, 256)!);
   assert.deepEqual(wan22.tiling.overlap, { height: 64, width: 64 });
   assert.equal(only(explainTileOverlapPlan(wan22, 8, 0)).code, 'OVERLAP_NOT_WHOLE_LATENT');
@@ -234,11 +317,27 @@ test('patch size: a Wan 2.2 overlap must be whole latent units (16 px), hence wh
 
 test('frame plans: HunyuanVideo and LTX-2 take multiples of rt with overlap below the window; others have no temporal tiling', () => {
   const hv = createVae('hunyuan-video');
-  assert.deepEqual(tileFramePlan(hv, { window: 32, overlap: 8 }), { kind: 'frames', family: 'hunyuan-video', frames: { window: 32, overlap: 8 } });
-  assert.deepEqual(explainTileFramePlan(hv, 18, 4).map((r) => [r.code, r.field, r.value]), [['FRAME_WINDOW_INVALID', 'frames.window', 18]]);
-  assert.deepEqual(explainTileFramePlan(hv, 16, 6).map((r) => [r.code, r.value]), [['FRAME_OVERLAP_INVALID', 6]]);
-  assert.deepEqual(explainTileFramePlan(hv, 16, 16).map((r) => r.code), ['FRAME_OVERLAP_NOT_BELOW_WINDOW']);
-  assert.deepEqual(explainTileFramePlan(hv, 0, -4).map((r) => r.code), ['FRAME_WINDOW_INVALID', 'FRAME_OVERLAP_INVALID']);
+  assert.deepEqual(tileFramePlan(hv, { window: 32, overlap: 8 }), {
+    kind: 'frames',
+    family: 'hunyuan-video',
+    frames: { window: 32, overlap: 8 },
+  });
+  assert.deepEqual(
+    explainTileFramePlan(hv, 18, 4).map((r) => [r.code, r.field, r.value]),
+    [['FRAME_WINDOW_INVALID', 'frames.window', 18]],
+  );
+  assert.deepEqual(
+    explainTileFramePlan(hv, 16, 6).map((r) => [r.code, r.value]),
+    [['FRAME_OVERLAP_INVALID', 6]],
+  );
+  assert.deepEqual(
+    explainTileFramePlan(hv, 16, 16).map((r) => r.code),
+    ['FRAME_OVERLAP_NOT_BELOW_WINDOW'],
+  );
+  assert.deepEqual(
+    explainTileFramePlan(hv, 0, -4).map((r) => r.code),
+    ['FRAME_WINDOW_INVALID', 'FRAME_OVERLAP_INVALID'],
+  );
   assert.equal(tileFramePlan(hv, { window: 16, overlap: 16 }), null);
   applyTilePlan(hv, tileFramePlan(hv, { window: 32, overlap: 8 })!);
   assert.deepEqual(hv.tiling.frames, { enabled: true, window: 32, overlap: 8 });
@@ -280,7 +379,7 @@ test('diffusersEquivalent: square windows with equal overlaps that int(Lmin(1−
   }
 });
 
-test('setTiling(vae) installs diffusers\' default plan, and refuses one that does not land on whole latent units', () => {
+test("setTiling(vae) installs diffusers' default plan, and refuses one that does not land on whole latent units", () => {
   for (const family of FAMILY_NAMES) {
     const vae = createVae(family);
     setTiling(vae);
@@ -294,12 +393,15 @@ test('setTiling(vae) installs diffusers\' default plan, and refuses one that doe
     (e: unknown) => {
       assert.ok(e instanceof DistVaeError);
       assert.equal(e.code, 'PLAN_REFUSED');
-      assert.deepEqual(e.reasons.map((r) => [r.code, r.field, r.value]), [
-        ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'window.height', 100],
-        ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'window.width', 100],
-        ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'overlap.height', 25],
-        ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'overlap.width', 25],
-      ]);
+      assert.deepEqual(
+        e.reasons.map((r) => [r.code, r.field, r.value]),
+        [
+          ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'window.height', 100],
+          ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'window.width', 100],
+          ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'overlap.height', 25],
+          ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'overlap.width', 25],
+        ],
+      );
       assert.match(e.message, /window 100x100/);
       return true;
     },
@@ -307,7 +409,10 @@ test('setTiling(vae) installs diffusers\' default plan, and refuses one that doe
   assert.equal(bad.tiling.enabled, false);
   // sample_size 40: the window (5 units) is whole but int(40·0.25) = 10 px is not.
   const overlapOnly = createVae('autoencoder-kl', { sample_size: 40 });
-  assert.throws(() => setTiling(overlapOnly), (e: unknown) => e instanceof DistVaeError && e.reasons.every((r) => r.field.startsWith('overlap.')));
+  assert.throws(
+    () => setTiling(overlapOnly),
+    (e: unknown) => e instanceof DistVaeError && e.reasons.every((r) => r.field.startsWith('overlap.')),
+  );
   // sample_size 96: window 12 units, overlap 24 px = 3 units -> fine.
   const ok = createVae('autoencoder-kl', { sample_size: 96 });
   setTiling(ok);
@@ -331,7 +436,8 @@ test('setTiling installs an exact window, overlap and frames in one call, or ref
   ]);
   assert.throws(
     () => setTiling(vae, request),
-    (e: unknown) => e instanceof DistVaeError && e.code === 'PLAN_REFUSED' && e.reasons.map((r) => [r.code, r.field]).join() === codes.join(),
+    (e: unknown) =>
+      e instanceof DistVaeError && e.code === 'PLAN_REFUSED' && e.reasons.map((r) => [r.code, r.field]).join() === codes.join(),
   );
   assert.deepEqual(vae.tiling, before, 'a refused request leaves the tiling as it was');
   // Temporal tiling: on with exact frames, off with null; disableTiling turns both axes off.

@@ -58,9 +58,25 @@ export function explainTileShapePlan(vae: VaeSpec, heightPx: number, widthPx: nu
     if (!isPositiveInteger(v)) {
       reasons.push(reason('WINDOW_INVALID', field, v, `a positive multiple of ${r} px`));
     } else if (v % r !== 0) {
-      reasons.push(reason('WINDOW_NOT_WHOLE_LATENT', field, v, `a multiple of ${r} px`, `${field} = ${v} px is not a whole number of latent units for ${vae.family.name} (${r} px per latent unit)`));
+      reasons.push(
+        reason(
+          'WINDOW_NOT_WHOLE_LATENT',
+          field,
+          v,
+          `a multiple of ${r} px`,
+          `${field} = ${v} px is not a whole number of latent units for ${vae.family.name} (${r} px per latent unit)`,
+        ),
+      );
     } else if (v / r < min) {
-      reasons.push(reason('WINDOW_TOO_SMALL', field, v, `at least ${min * r} px (${min} latent units)`, `${field} = ${v} px is below the ${vae.family.name} decoder's minimum of ${min * r} px`));
+      reasons.push(
+        reason(
+          'WINDOW_TOO_SMALL',
+          field,
+          v,
+          `at least ${min * r} px (${min} latent units)`,
+          `${field} = ${v} px is below the ${vae.family.name} decoder's minimum of ${min * r} px`,
+        ),
+      );
     }
   }
   if (reasons.length === 0 && vae.family.extraWindowReasons) reasons.push(...vae.family.extraWindowReasons(vae.config, window));
@@ -89,19 +105,42 @@ export function explainTileOverlapPlan(vae: VaeSpec, overlapH: number, overlapW:
   const overlap = { height: overlapH, width: overlapW };
   const reasons: Reason[] = [];
   const sampleReasons = options.sampleShape ? sampleShapeReasons(vae.geometry, options.sampleShape) : [];
-  const untiled = options.sampleShape && sampleReasons.length === 0 ? untiledAxes(vae, window, options.sampleShape) : { height: false, width: false };
+  const untiled =
+    options.sampleShape && sampleReasons.length === 0 ? untiledAxes(vae, window, options.sampleShape) : { height: false, width: false };
   for (const axis of AXES) {
     const v = overlap[axis];
     const field = `overlap.${axis}`;
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
       reasons.push(reason('OVERLAP_INVALID', field, v, `an integer number of pixels in [0, ${window[axis] - r}], a multiple of ${r}`));
     } else if (v % r !== 0 || v % p !== 0) {
-      reasons.push(reason('OVERLAP_NOT_WHOLE_LATENT', field, v, `a multiple of ${r} px`, `${field} = ${v} px is not a whole number of latent units for ${vae.family.name} (${r} px per latent unit)`));
+      reasons.push(
+        reason(
+          'OVERLAP_NOT_WHOLE_LATENT',
+          field,
+          v,
+          `a multiple of ${r} px`,
+          `${field} = ${v} px is not a whole number of latent units for ${vae.family.name} (${r} px per latent unit)`,
+        ),
+      );
     } else if (v >= window[axis]) {
-      reasons.push(reason('OVERLAP_NOT_BELOW_WINDOW', field, v, `at most ${window[axis] - r} px (below the ${window[axis]} px window)`, `${field} = ${v} px must be smaller than the window (${window[axis]} px): at most ${window[axis] - r} px`));
+      reasons.push(
+        reason(
+          'OVERLAP_NOT_BELOW_WINDOW',
+          field,
+          v,
+          `at most ${window[axis] - r} px (below the ${window[axis]} px window)`,
+          `${field} = ${v} px must be smaller than the window (${window[axis]} px): at most ${window[axis] - r} px`,
+        ),
+      );
     } else if (untiled[axis] && v !== 0) {
       reasons.push(
-        reason('OVERLAP_ON_UNTILED_AXIS', field, v, '0 (the sample fits in one window on this axis)', `${field} = ${v} px but the ${axis} of the sample (${options.sampleShape?.[axis]} px) fits in one ${window[axis]} px window, so this axis is untiled and must have overlap 0`),
+        reason(
+          'OVERLAP_ON_UNTILED_AXIS',
+          field,
+          v,
+          '0 (the sample fits in one window on this axis)',
+          `${field} = ${v} px but the ${axis} of the sample (${options.sampleShape?.[axis]} px) fits in one ${window[axis]} px window, so this axis is untiled and must have overlap 0`,
+        ),
       );
     }
   }
@@ -119,7 +158,15 @@ export function tileOverlapPlan(vae: VaeSpec, overlapH: number, overlapW: number
 export function explainTileFramePlan(vae: VaeSpec, windowFrames: number, overlapFrames: number): Reason[] {
   const rt = vae.geometry.temporalRatio;
   if (vae.family.temporal.kind !== 'temporal-chunks') {
-    return [reason('NO_TEMPORAL_TILING', 'frames.window', windowFrames, 'no temporal tiling for this family', `${vae.family.name} has no temporal tiling (its time axis is ${vae.family.temporal.kind === 'none' ? 'absent' : 'stepped frame by frame inside each tile'})`)];
+    return [
+      reason(
+        'NO_TEMPORAL_TILING',
+        'frames.window',
+        windowFrames,
+        'no temporal tiling for this family',
+        `${vae.family.name} has no temporal tiling (its time axis is ${vae.family.temporal.kind === 'none' ? 'absent' : 'stepped frame by frame inside each tile'})`,
+      ),
+    ];
   }
   const reasons: Reason[] = [];
   if (!isPositiveInteger(windowFrames) || windowFrames % rt !== 0) {
@@ -135,7 +182,8 @@ export function explainTileFramePlan(vae: VaeSpec, windowFrames: number, overlap
 
 /** Validates temporal tiling (output frames); `null` frames turn it off. */
 export function tileFramePlan(vae: VaeSpec, frames: { window: number; overlap: number } | null): TileFramePlan | null {
-  if (frames === null) return vae.family.temporal.kind === 'temporal-chunks' ? { kind: 'frames', family: vae.family.name, frames: null } : null;
+  if (frames === null)
+    return vae.family.temporal.kind === 'temporal-chunks' ? { kind: 'frames', family: vae.family.name, frames: null } : null;
   if (explainTileFramePlan(vae, frames.window, frames.overlap).length > 0) return null;
   return { kind: 'frames', family: vae.family.name, frames: { ...frames } };
 }
@@ -154,13 +202,16 @@ export function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
       return;
     case 'overlap':
       if (plan.window.height !== vae.tiling.window.height || plan.window.width !== vae.tiling.window.width) {
-        refuse('PLAN_REFUSED', reason(
-          'PLAN_WINDOW_CHANGED',
-          'plan.window',
-          plan.window,
-          `${vae.tiling.window.height}x${vae.tiling.window.width}`,
-          `this overlap plan was validated for a ${plan.window.height}x${plan.window.width} window but the VAE now has ${vae.tiling.window.height}x${vae.tiling.window.width}; make the overlap plan again`,
-        ));
+        refuse(
+          'PLAN_REFUSED',
+          reason(
+            'PLAN_WINDOW_CHANGED',
+            'plan.window',
+            plan.window,
+            `${vae.tiling.window.height}x${vae.tiling.window.width}`,
+            `this overlap plan was validated for a ${plan.window.height}x${plan.window.width} window but the VAE now has ${vae.tiling.window.height}x${vae.tiling.window.width}; make the overlap plan again`,
+          ),
+        );
       }
       refuseUnfit(plan, explainTileOverlapPlan(vae, plan.overlap.height, plan.overlap.width));
       vae.tiling = { ...vae.tiling, enabled: true, overlap: { ...plan.overlap } };
@@ -241,7 +292,8 @@ function resolveTiling(vae: VaeSpec, request: TilingRequest): { reasons: Reason[
     window = { height: request.window.height, width: request.window.width };
     const shapeReasons = explainTileShapePlan(vae, window.height, window.width, options);
     reasons.push(...shapeReasons);
-    overlap = shapeReasons.length === 0 ? { ...tileShapePlan(vae, window.height, window.width, options)!.overlap } : { height: 0, width: 0 };
+    overlap =
+      shapeReasons.length === 0 ? { ...tileShapePlan(vae, window.height, window.width, options)!.overlap } : { height: 0, width: 0 };
   } else {
     reasons.push(...defaultTilingReasons(vae));
     window = { ...vae.config.tiling.window };
@@ -270,7 +322,10 @@ function withWindow(vae: VaeSpec, window: Size2): VaeSpec {
 /** Why the family's default window and overlap do not fit this VAE's config (empty when they do). */
 function defaultTilingReasons(vae: VaeSpec): Reason[] {
   const t = vae.config.tiling;
-  return [...explainTileShapePlan(vae, t.window.height, t.window.width), ...explainTileOverlapPlan(withWindow(vae, t.window), t.overlap.height, t.overlap.width)].map((r) => ({
+  return [
+    ...explainTileShapePlan(vae, t.window.height, t.window.width),
+    ...explainTileOverlapPlan(withWindow(vae, t.window), t.overlap.height, t.overlap.width),
+  ].map((r) => ({
     ...r,
     code: 'DEFAULT_PLAN_NOT_WHOLE_LATENT' as const,
     message: `the ${vae.family.name} default plan (window ${t.window.height}x${t.window.width}, overlap ${t.overlap.height}x${t.overlap.width} px from the config) is refused: ${r.message}; diffusers' own tiled output would be misshapen here — pass an explicit window and overlap`,

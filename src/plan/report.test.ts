@@ -62,10 +62,17 @@ test('decoded-area ratio, activation share, rows x columns and seams match an in
 test('an untiled latent: one tile, ratio 1, share 1, no seams', () => {
   const vae = createVae('autoencoder-kl');
   vae.tiling.enabled = true;
-  assert.deepEqual(gridMetrics(tileGrid(vae, { height: 30, width: 50, frames: 1 })), { tiles: 1, rows: 1, columns: 1, decodedAreaRatio: 1, activationShare: 1, seams: 0 });
+  assert.deepEqual(gridMetrics(tileGrid(vae, { height: 30, width: 50, frames: 1 })), {
+    tiles: 1,
+    rows: 1,
+    columns: 1,
+    decodedAreaRatio: 1,
+    activationShare: 1,
+    seams: 0,
+  });
 });
 
-test('per-rank loads: each is the sum of its tiles\' work, they add up to the total, imbalance = max / mean − 1', () => {
+test("per-rank loads: each is the sum of its tiles' work, they add up to the total, imbalance = max / mean − 1", () => {
   for (const c of CASES) {
     const vae = plan(createVae(c.family), [c.window[0], c.window[1]], [c.overlap[0], c.overlap[1]]);
     const grid = tileGrid(vae, { height: c.latent[0], width: c.latent[1], frames: 1 });
@@ -75,8 +82,16 @@ test('per-rank loads: each is the sum of its tiles\' work, they add up to the to
       const s = scheduleGrid(grid, ranks);
       const total = areas.reduce((a, b) => a + b, 0);
       assert.equal(s.loads.length, ranks);
-      s.ranks.forEach((tiles, k) => assert.equal(s.loads[k], tiles.reduce((a, t) => a + areas[t]!, 0)));
-      assert.equal(s.loads.reduce((a, b) => a + b, 0), total);
+      s.ranks.forEach((tiles, k) =>
+        assert.equal(
+          s.loads[k],
+          tiles.reduce((a, t) => a + areas[t]!, 0),
+        ),
+      );
+      assert.equal(
+        s.loads.reduce((a, b) => a + b, 0),
+        total,
+      );
       assert.equal(s.maxLoad, Math.max(...s.loads));
       assert.ok(Math.abs(s.imbalance - (s.maxLoad / (total / ranks) - 1)) < 1e-12);
     }
@@ -89,14 +104,20 @@ test('video load is latent area x latent frames carried over every temporal chun
   const report = planReport(vae, { height: 320, width: 480, frames: 33 }, 3);
   assert.deepEqual(report.latent, { height: 40, width: 60, frames: 9 });
   const areas = report.tileList.map((t) => (t.y1 - t.y0) * (t.x1 - t.x0));
-  assert.equal(report.ranks.reduce((a, r) => a + r.load, 0), 13 * areas.reduce((a, b) => a + b, 0));
+  assert.equal(
+    report.ranks.reduce((a, r) => a + r.load, 0),
+    13 * areas.reduce((a, b) => a + b, 0),
+  );
   for (const r of report.ranks) assert.equal(r.load, 13 * r.tiles.reduce((a, t) => a + areas[t]!, 0));
   assert.deepEqual(report.stride, { height: 24, width: 24, frames: 3 });
   assert.deepEqual(report.frames, { enabled: true, window: 16, overlap: 4, chunks: 3 });
   // Wan steps frames inside each tile: all 9 latent frames once.
   const wan = plan(createVae('wan'), [256, 256], [64, 64]);
   const w = planReport(wan, { height: 320, width: 480, frames: 33 }, 2);
-  assert.equal(w.ranks.reduce((a, r) => a + r.load, 0), 9 * w.tileList.reduce((a, t) => a + (t.y1 - t.y0) * (t.x1 - t.x0), 0));
+  assert.equal(
+    w.ranks.reduce((a, r) => a + r.load, 0),
+    9 * w.tileList.reduce((a, t) => a + (t.y1 - t.y0) * (t.x1 - t.x0), 0),
+  );
   assert.equal(w.frames, null);
   assert.deepEqual(w.stride, { height: 24, width: 24 });
 });
@@ -104,7 +125,22 @@ test('video load is latent area x latent frames carried over every temporal chun
 test('the report carries the CLI JSON contract: field names, units and shapes (docs/design.md §9)', () => {
   const vae = plan(createVae('autoencoder-kl'), [512, 512], [128, 128]);
   const report = JSON.parse(JSON.stringify(planReport(vae, { height: 1024, width: 1536 }, 4)));
-  for (const key of ['family', 'latent', 'window', 'overlap', 'stride', 'tiles', 'rows', 'columns', 'decodedAreaRatio', 'activationShare', 'seams', 'imbalance', 'ranks', 'tileList']) {
+  for (const key of [
+    'family',
+    'latent',
+    'window',
+    'overlap',
+    'stride',
+    'tiles',
+    'rows',
+    'columns',
+    'decodedAreaRatio',
+    'activationShare',
+    'seams',
+    'imbalance',
+    'ranks',
+    'tileList',
+  ]) {
     assert.ok(key in report, key);
   }
   assert.equal(report.family, 'autoencoder-kl');
@@ -117,13 +153,19 @@ test('the report carries the CLI JSON contract: field names, units and shapes (d
   assert.equal(report.seams, 4 * 2 + 3 * 3);
   assert.equal(typeof report.imbalance, 'number');
   assert.equal(report.diffusersEquivalent, true);
-  assert.deepEqual(report.ranks.map((r: { rank: number }) => r.rank), [0, 1, 2, 3]);
+  assert.deepEqual(
+    report.ranks.map((r: { rank: number }) => r.rank),
+    [0, 1, 2, 3],
+  );
   for (const r of report.ranks) assert.deepEqual(Object.keys(r).sort(), ['load', 'rank', 'tiles']);
   assert.equal(report.tileList.length, 12);
   for (const t of report.tileList) assert.deepEqual(Object.keys(t).sort(), ['col', 'index', 'row', 'x0', 'x1', 'y0', 'y1']);
   assert.deepEqual(report.tileList[11], { index: 11, row: 2, col: 3, y0: 96, y1: 128, x0: 144, x1: 192 });
   // Every tile index appears on exactly one rank.
-  assert.deepEqual(report.ranks.flatMap((r: { tiles: number[] }) => r.tiles).sort((a: number, b: number) => a - b), [...Array(12).keys()]);
+  assert.deepEqual(
+    report.ranks.flatMap((r: { tiles: number[] }) => r.tiles).sort((a: number, b: number) => a - b),
+    [...Array(12).keys()],
+  );
 });
 
 test('fewer tiles than ranks: all R ranks listed, idle ones with no tiles, and the report says so', () => {
@@ -132,12 +174,21 @@ test('fewer tiles than ranks: all R ranks listed, idle ones with no tiles, and t
   assert.equal(report.tiles, 6);
   assert.equal(report.ranks.length, 8);
   assert.equal(report.idleRanks, 2);
-  assert.deepEqual(report.ranks.map((r) => r.tiles.length), [1, 1, 1, 1, 1, 1, 0, 0]);
+  assert.deepEqual(
+    report.ranks.map((r) => r.tiles.length),
+    [1, 1, 1, 1, 1, 1, 0, 0],
+  );
   assert.match(report.note!, /2 rank\(s\) stay idle/);
   // An untiled latent on several ranks: one tile, the others idle, diffusersEquivalent trivially true.
   const small = planReport(vae, { height: 256, width: 256 }, 3);
   assert.equal(small.tiled, false);
   assert.deepEqual([small.tiles, small.idleRanks], [1, 2]);
-  assert.deepEqual([small.window, small.overlap], [{ height: 256, width: 256 }, { height: 0, width: 0 }]);
+  assert.deepEqual(
+    [small.window, small.overlap],
+    [
+      { height: 256, width: 256 },
+      { height: 0, width: 0 },
+    ],
+  );
   assert.match(small.note!, /one window/);
 });

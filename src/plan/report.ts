@@ -51,20 +51,34 @@ export function reportOfGrid(vae: VaeSpec, grid: TileGrid, ranks: number): PlanR
   const g = vae.geometry;
   const frames = vae.tiling.frames;
   const notes: string[] = [];
-  if (!grid.tiled) notes.push(vae.tiling.enabled ? 'the latent fits in one window: decoded whole, in one call' : 'tiling is off: decoded whole, in one call');
+  if (!grid.tiled)
+    notes.push(
+      vae.tiling.enabled ? 'the latent fits in one window: decoded whole, in one call' : 'tiling is off: decoded whole, in one call',
+    );
   if (schedule.idleRanks.length > 0) {
-    notes.push(`${metrics.tiles} tile(s) for ${ranks} ranks: ${schedule.idleRanks.length} rank(s) stay idle (work is never duplicated); use a smaller window for more tiles`);
+    notes.push(
+      `${metrics.tiles} tile(s) for ${ranks} ranks: ${schedule.idleRanks.length} rank(s) stay idle (work is never duplicated); use a smaller window for more tiles`,
+    );
   }
   const report: PlanReport = {
     family: vae.family.name,
     className: vae.config.className,
-    sample: { height: grid.latent.height * g.spatialRatio, width: grid.latent.width * g.spatialRatio, frames: (grid.latent.frames - 1) * g.temporalRatio + 1 },
+    sample: {
+      height: grid.latent.height * g.spatialRatio,
+      width: grid.latent.width * g.spatialRatio,
+      frames: (grid.latent.frames - 1) * g.temporalRatio + 1,
+    },
     latent: grid.latent,
     tiled: grid.tiled,
-    window: grid.tiled ? { ...vae.tiling.window } : { height: grid.latent.height * g.spatialRatio, width: grid.latent.width * g.spatialRatio },
+    window: grid.tiled
+      ? { ...vae.tiling.window }
+      : { height: grid.latent.height * g.spatialRatio, width: grid.latent.width * g.spatialRatio },
     overlap: grid.tiled ? { ...vae.tiling.overlap } : { height: 0, width: 0 },
     stride: { ...grid.strideLatent },
-    frames: frames && vae.family.temporal.kind === 'temporal-chunks' ? { enabled: frames.enabled, window: frames.window, overlap: frames.overlap, chunks: grid.chunks.length } : null,
+    frames:
+      frames && vae.family.temporal.kind === 'temporal-chunks'
+        ? { enabled: frames.enabled, window: frames.window, overlap: frames.overlap, chunks: grid.chunks.length }
+        : null,
     diffusersEquivalent: grid.tiled ? diffusersEquivalent(vae) : true,
     ...metrics,
     imbalance: schedule.imbalance,

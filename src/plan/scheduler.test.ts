@@ -81,15 +81,29 @@ function assertValidSchedule(s: Schedule, work: readonly number[], ranks: number
   const all = s.ranks.flat().sort((a, b) => a - b);
   assert.deepEqual(all, [...work.keys()], 'every tile exactly once');
   s.ranks.forEach((tiles, k) => {
-    assert.deepEqual(tiles, [...tiles].sort((a, b) => a - b), 'raster order within a rank');
-    assert.equal(s.loads[k], tiles.reduce((a, t) => a + work[t]!, 0));
+    assert.deepEqual(
+      tiles,
+      [...tiles].sort((a, b) => a - b),
+      'raster order within a rank',
+    );
+    assert.equal(
+      s.loads[k],
+      tiles.reduce((a, t) => a + work[t]!, 0),
+    );
   });
   assert.equal(s.maxLoad, Math.max(...s.loads));
-  assert.deepEqual(s.idleRanks, s.ranks.flatMap((t, k) => (t.length === 0 ? [k] : [])));
+  assert.deepEqual(
+    s.idleRanks,
+    s.ranks.flatMap((t, k) => (t.length === 0 ? [k] : [])),
+  );
 }
 
 test('the exact solver itself: brute force over every assignment agrees on small cases', () => {
-  const cases = [[5, 4, 3, 3, 3], [16, 12, 12, 9, 4, 3], [7, 7, 6, 6, 5, 4, 4]];
+  const cases = [
+    [5, 4, 3, 3, 3],
+    [16, 12, 12, 9, 4, 3],
+    [7, 7, 6, 6, 5, 4, 4],
+  ];
   for (const work of cases) {
     for (let R = 1; R <= 3; R++) {
       let best = Infinity;
@@ -163,7 +177,10 @@ test('deterministic: the same input gives the same schedule, whatever ran before
   const work = extents(90, 16, 12).flatMap((a) => extents(70, 16, 12).map((b) => a * b));
   const first = scheduleTiles(work, 5);
   scheduleTiles([...work].reverse(), 5);
-  scheduleTiles(work.map((w) => w * 3), 7);
+  scheduleTiles(
+    work.map((w) => w * 3),
+    7,
+  );
   assert.deepEqual(scheduleTiles([...work], 5), first);
   assert.deepEqual(scheduleTiles(work, 5), first);
 });
@@ -179,13 +196,19 @@ test('fewer tiles than ranks: one tile per rank, the rest idle, nothing duplicat
   const work = [64, 48, 16];
   const s = scheduleTiles(work, 5);
   assertValidSchedule(s, work, 5);
-  assert.deepEqual(s.ranks.map((t) => t.length), [1, 1, 1, 0, 0]);
+  assert.deepEqual(
+    s.ranks.map((t) => t.length),
+    [1, 1, 1, 0, 0],
+  );
   assert.deepEqual(s.idleRanks, [3, 4]);
   assert.equal(s.maxLoad, 64);
   assert.equal(s.imbalance, 64 / (128 / 5) - 1);
   // Exactly as many tiles as ranks: one each, nobody idle.
   const even = scheduleTiles([5, 9, 2, 2], 4);
-  assert.deepEqual(even.ranks.map((t) => t.length), [1, 1, 1, 1]);
+  assert.deepEqual(
+    even.ranks.map((t) => t.length),
+    [1, 1, 1, 1],
+  );
   assert.deepEqual(even.idleRanks, []);
   // No tiles at all (nothing to decode): every rank idle.
   assert.deepEqual(scheduleTiles([], 2).idleRanks, [0, 1]);

@@ -35,7 +35,12 @@ const EXACT_SEARCH_NODES = 200;
 export function scheduleTiles(work: readonly number[], ranks: number): Schedule {
   if (!Number.isInteger(ranks) || ranks < 1) throw new RangeError(`ranks must be a positive integer, got ${ranks}`);
   const n = work.length;
-  if (n <= ranks) return finish(work, work.map((_, i) => i), ranks);
+  if (n <= ranks)
+    return finish(
+      work,
+      work.map((_, i) => i),
+      ranks,
+    );
   const starts = [contiguousRuns(work, ranks), largestFirst(work, ranks)];
   let best: number[] | null = null;
   let bestKey: [number, number] = [Infinity, Infinity];
@@ -63,7 +68,11 @@ export function scheduleTiles(work: readonly number[], ranks: number): Schedule 
  */
 export function scheduleInterleaved(work: readonly number[], ranks: number): Schedule {
   if (!Number.isInteger(ranks) || ranks < 1) throw new RangeError(`ranks must be a positive integer, got ${ranks}`);
-  return finish(work, work.map((_, i) => i % ranks), ranks);
+  return finish(
+    work,
+    work.map((_, i) => i % ranks),
+    ranks,
+  );
 }
 
 /**
@@ -240,7 +249,15 @@ function localSearch(work: readonly number[], owner: number[], ranks: number): v
 }
 
 /** The best re-split (small pairs) or move/swap between `heavy` and `k` whose larger load ends below `top`; null if none. */
-function improvePair(work: readonly number[], heavyTiles: readonly number[], otherTiles: readonly number[], heavy: number, k: number, top: number, otherLoad: number): { tiles: number[]; to: number[] } | null {
+function improvePair(
+  work: readonly number[],
+  heavyTiles: readonly number[],
+  otherTiles: readonly number[],
+  heavy: number,
+  k: number,
+  top: number,
+  otherLoad: number,
+): { tiles: number[]; to: number[] } | null {
   const pair = [...heavyTiles, ...otherTiles];
   if (pair.length <= EXHAUSTIVE_PAIR_TILES) {
     const split = bestSplit(work, pair);

@@ -128,7 +128,10 @@ test('every frontier candidate meets the constraints and carries the metrics of 
       assert.equal(f.window.width % r, 0);
       assert.ok(Math.min(f.windowLatent.height, f.windowLatent.width) >= Math.max(16, R));
       // Overlap ceil(w/4) on a tiled axis, 0 on an untiled one (which spans the whole axis).
-      for (const [axis, L, count] of [['height', H, f.rows], ['width', W, f.columns]] as const) {
+      for (const [axis, L, count] of [
+        ['height', H, f.rows],
+        ['width', W, f.columns],
+      ] as const) {
         const wl = f.window[axis] / r;
         if (count === 1) {
           assert.deepEqual([wl, f.overlap[axis]], [L, 0], `${axis} untiled`);
@@ -164,13 +167,19 @@ test('the frontier is exactly the undominated set of a brute-force enumeration o
     for (const f of result.frontier) {
       const b = byKey.get(key(f));
       assert.ok(b, `${label}: ${key(f)} is not a candidate of the rule`);
-      assert.deepEqual([f.tiles, f.rows, f.columns, f.windowArea, f.seams, f.imbalance], [b.tiles, b.rows, b.columns, b.windowArea, b.seams, b.imbalance]);
+      assert.deepEqual(
+        [f.tiles, f.rows, f.columns, f.windowArea, f.seams, f.imbalance],
+        [b.tiles, b.rows, b.columns, b.windowArea, b.seams, b.imbalance],
+      );
       assert.ok(Math.abs(f.decodedAreaRatio - b.decodedAreaRatio) < 1e-12);
       // Undominated by every candidate, and by every other frontier member.
       for (const other of brute) assert.ok(!dominates(other, f), `${label}: ${key(f)} dominated by ${key(other)}`);
       for (const other of result.frontier) assert.ok(!dominates(other, f));
     }
-    const undominated = brute.filter((b) => !brute.some((o) => dominates(o, b))).map(key).sort();
+    const undominated = brute
+      .filter((b) => !brute.some((o) => dominates(o, b)))
+      .map(key)
+      .sort();
     assert.deepEqual(result.frontier.map(key).sort(), undominated, label);
     // Largest window first.
     for (let i = 1; i < result.frontier.length; i++) assert.ok(result.frontier[i - 1]!.windowArea >= result.frontier[i]!.windowArea);
@@ -188,9 +197,18 @@ function referencePicks(frontier: readonly SearchCandidate[]) {
   };
   const score = (c: SearchCandidate) =>
     Math.max(
-      norm(c.windowArea, frontier.map((f) => f.windowArea)),
-      norm(c.decodedAreaRatio, frontier.map((f) => f.decodedAreaRatio)),
-      norm(c.imbalance, frontier.map((f) => f.imbalance)),
+      norm(
+        c.windowArea,
+        frontier.map((f) => f.windowArea),
+      ),
+      norm(
+        c.decodedAreaRatio,
+        frontier.map((f) => f.decodedAreaRatio),
+      ),
+      norm(
+        c.imbalance,
+        frontier.map((f) => f.imbalance),
+      ),
     );
   return { maxArea, minArea, score };
 }
@@ -216,7 +234,10 @@ test('picks: coarse has the largest window area, fine the smallest, balanced min
     }
     assert.ok(balanced);
     const best = Math.min(...others.map(ref.score));
-    assert.ok(Math.abs(ref.score(balanced) - best) < 1e-12, `${c.family} ${c.height}x${c.width}: balanced score ${ref.score(balanced)} vs best ${best}`);
+    assert.ok(
+      Math.abs(ref.score(balanced) - best) < 1e-12,
+      `${c.family} ${c.height}x${c.width}: balanced score ${ref.score(balanced)} vs best ${best}`,
+    );
     // Ties go to the larger window.
     for (const o of others) if (Math.abs(ref.score(o) - best) < 1e-12) assert.ok(o.windowArea <= balanced.windowArea);
   }
@@ -246,9 +267,25 @@ test('picks that do not exist are null: no candidates for tiny latents or a narr
 });
 
 test('paretoFrontier and pickProfiles on hand-made candidates: dominance on all four objectives, ties to the larger window', () => {
-  const cand = (h: number, w: number, windowArea: number, decodedAreaRatio: number, imbalance: number, columns: number): SearchCandidate => ({
-    window: { height: h, width: w }, overlap: { height: 0, width: 0 }, windowLatent: { height: h, width: w }, tiles: columns, rows: 1, columns,
-    windowArea, decodedAreaRatio, activationShare: 0, seams: 0, imbalance,
+  const cand = (
+    h: number,
+    w: number,
+    windowArea: number,
+    decodedAreaRatio: number,
+    imbalance: number,
+    columns: number,
+  ): SearchCandidate => ({
+    window: { height: h, width: w },
+    overlap: { height: 0, width: 0 },
+    windowLatent: { height: h, width: w },
+    tiles: columns,
+    rows: 1,
+    columns,
+    windowArea,
+    decodedAreaRatio,
+    activationShare: 0,
+    seams: 0,
+    imbalance,
   });
   const a = cand(40, 40, 1600, 1.2, 0.1, 2);
   const b = cand(40, 30, 1200, 1.3, 0.1, 2);

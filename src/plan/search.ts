@@ -126,7 +126,8 @@ export function searchPlans(vae: VaeSpec, sample: SampleShape, ranks: number): S
 }
 
 function dominates(a: SearchCandidate, b: SearchCandidate): boolean {
-  const le = a.windowArea <= b.windowArea && a.decodedAreaRatio <= b.decodedAreaRatio && a.imbalance <= b.imbalance && a.columns <= b.columns;
+  const le =
+    a.windowArea <= b.windowArea && a.decodedAreaRatio <= b.decodedAreaRatio && a.imbalance <= b.imbalance && a.columns <= b.columns;
   const lt = a.windowArea < b.windowArea || a.decodedAreaRatio < b.decodedAreaRatio || a.imbalance < b.imbalance || a.columns < b.columns;
   return le && lt;
 }
@@ -143,12 +144,24 @@ export function paretoFrontier(candidates: readonly SearchCandidate[]): SearchCa
 }
 
 function byObjectives(a: SearchCandidate, b: SearchCandidate): number {
-  return a.windowArea - b.windowArea || a.decodedAreaRatio - b.decodedAreaRatio || a.imbalance - b.imbalance || a.columns - b.columns || tieBreak(a, b);
+  return (
+    a.windowArea - b.windowArea ||
+    a.decodedAreaRatio - b.decodedAreaRatio ||
+    a.imbalance - b.imbalance ||
+    a.columns - b.columns ||
+    tieBreak(a, b)
+  );
 }
 
 /** Larger window first; then lower decoded area, imbalance, columns; then taller window. */
 function byLargerWindow(a: SearchCandidate, b: SearchCandidate): number {
-  return b.windowArea - a.windowArea || a.decodedAreaRatio - b.decodedAreaRatio || a.imbalance - b.imbalance || a.columns - b.columns || tieBreak(a, b);
+  return (
+    b.windowArea - a.windowArea ||
+    a.decodedAreaRatio - b.decodedAreaRatio ||
+    a.imbalance - b.imbalance ||
+    a.columns - b.columns ||
+    tieBreak(a, b)
+  );
 }
 
 function tieBreak(a: SearchCandidate, b: SearchCandidate): number {

@@ -31,7 +31,13 @@ export function sampleShapeReasons(g: VaeGeometry, sample: SampleShape, field = 
       reasons.push(reason('SIZE_INVALID', `${field}.${axis}`, v, 'a positive integer number of pixels'));
     } else if (v % g.spatialRatio !== 0) {
       reasons.push(
-        reason('SIZE_NOT_WHOLE_LATENT', `${field}.${axis}`, v, `a multiple of ${g.spatialRatio} px`, `${field}.${axis} = ${v} px is not a whole number of latent units: the decoder outputs multiples of ${g.spatialRatio} px (nearest: ${nearestMultiples(v, g.spatialRatio)})`),
+        reason(
+          'SIZE_NOT_WHOLE_LATENT',
+          `${field}.${axis}`,
+          v,
+          `a multiple of ${g.spatialRatio} px`,
+          `${field}.${axis} = ${v} px is not a whole number of latent units: the decoder outputs multiples of ${g.spatialRatio} px (nearest: ${nearestMultiples(v, g.spatialRatio)})`,
+        ),
       );
     }
   }
@@ -41,7 +47,12 @@ export function sampleShapeReasons(g: VaeGeometry, sample: SampleShape, field = 
       if (frames !== 1) reasons.push(reason('FRAMES_ON_IMAGE_FAMILY', `${field}.frames`, frames, '1 (this family decodes images)'));
     } else if (!isPositiveInteger(frames) || (frames - 1) % g.temporalRatio !== 0) {
       reasons.push(
-        reason('FRAMES_INVALID', `${field}.frames`, frames, `1 + k x ${g.temporalRatio} output frames (1, ${1 + g.temporalRatio}, ${1 + 2 * g.temporalRatio}, ...)`),
+        reason(
+          'FRAMES_INVALID',
+          `${field}.frames`,
+          frames,
+          `1 + k x ${g.temporalRatio} output frames (1, ${1 + g.temporalRatio}, ${1 + 2 * g.temporalRatio}, ...)`,
+        ),
       );
     }
   }
@@ -56,7 +67,11 @@ export function latentShapeOf(g: VaeGeometry, sample: SampleShape): LatentShape 
 
 /** Output shape a latent decodes to (frames: (F − 1) · rt + 1). */
 export function sampleShapeOf(g: VaeGeometry, latent: LatentShape): Required<SampleShape> {
-  return { height: latent.height * g.spatialRatio, width: latent.width * g.spatialRatio, frames: (latent.frames - 1) * g.temporalRatio + 1 };
+  return {
+    height: latent.height * g.spatialRatio,
+    width: latent.width * g.spatialRatio,
+    frames: (latent.frames - 1) * g.temporalRatio + 1,
+  };
 }
 
 /** The multiples of m nearest to v, in words: `lo or lo + m` (just `m` below it). */

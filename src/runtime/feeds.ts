@@ -11,7 +11,13 @@ export function checkFeeds(inputNames: readonly string[], feeds: Readonly<Record
   const missing = inputNames.filter((n) => !(n in feeds));
   const unknown = given.filter((n) => !inputNames.includes(n));
   if (missing.length > 0 || unknown.length > 0) {
-    invalidArgument('feeds', given, `exactly the graph inputs [${inputNames.join(', ')}]` + (missing.length ? `; missing ${missing.join(', ')}` : '') + (unknown.length ? `; unknown ${unknown.join(', ')}` : ''));
+    invalidArgument(
+      'feeds',
+      given,
+      `exactly the graph inputs [${inputNames.join(', ')}]` +
+        (missing.length ? `; missing ${missing.join(', ')}` : '') +
+        (unknown.length ? `; unknown ${unknown.join(', ')}` : ''),
+    );
   }
   for (const name of inputNames) {
     const t = feeds[name]!;

@@ -105,11 +105,26 @@ function probeInChild(config: ProviderConfig): Promise<string | null> {
     DISTVAE_PROBE_EP: JSON.stringify(config),
   };
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--input-type=module', '-e', PROBE_SCRIPT], { env, timeout: PROBE_TIMEOUT_MS, windowsHide: true }, (error, stdout, stderr) => {
-      if (!error) return resolve(null);
-      const said = stdout.trim().split('\n')[0] || stderr.trim().split('\n').filter((l) => !/^\s+at /.test(l))[0] || '';
-      resolve(error.killed ? `no answer within ${PROBE_TIMEOUT_MS / 1000} s` : said || `the probe process ended with ${error.signal ?? `code ${String(error.code)}`}`);
-    });
+    execFile(
+      process.execPath,
+      ['--input-type=module', '-e', PROBE_SCRIPT],
+      { env, timeout: PROBE_TIMEOUT_MS, windowsHide: true },
+      (error, stdout, stderr) => {
+        if (!error) return resolve(null);
+        const said =
+          stdout.trim().split('\n')[0] ||
+          stderr
+            .trim()
+            .split('\n')
+            .filter((l) => !/^\s+at /.test(l))[0] ||
+          '';
+        resolve(
+          error.killed
+            ? `no answer within ${PROBE_TIMEOUT_MS / 1000} s`
+            : said || `the probe process ended with ${error.signal ?? `code ${String(error.code)}`}`,
+        );
+      },
+    );
   });
 }
 
@@ -134,7 +149,9 @@ export function probeProvider(name: string, config: ProviderConfig): Promise<voi
 }
 
 export function availableProviderNames(): string[] {
-  return listProviders().filter((p) => p.available).map((p) => p.name);
+  return listProviders()
+    .filter((p) => p.available)
+    .map((p) => p.name);
 }
 
 /** Throws PROVIDER_UNAVAILABLE naming the request, the reason and what is available. */
@@ -152,11 +169,14 @@ export function providerConfig(name: string, deviceId: number | undefined): Prov
   const spec = (EXECUTION_PROVIDERS as Record<string, ProviderSpec | undefined>)[name];
   if (spec === undefined) providerUnavailable(name, `distvae knows ${Object.keys(EXECUTION_PROVIDERS).join(', ')}`);
   const status = listProviders().find((p) => p.name === name);
-  if (status === undefined) providerUnavailable(name, `this onnxruntime-node build (${process.platform}/${process.arch}) does not include it`);
+  if (status === undefined)
+    providerUnavailable(name, `this onnxruntime-node build (${process.platform}/${process.arch}) does not include it`);
   if (!status.available) providerUnavailable(name, status.detail ?? 'not installed');
   if (deviceId === undefined) return name;
   if (!spec.takesDeviceId) {
-    const takers = Object.entries(EXECUTION_PROVIDERS).filter(([, s]) => s.takesDeviceId).map(([n]) => n);
+    const takers = Object.entries(EXECUTION_PROVIDERS)
+      .filter(([, s]) => s.takesDeviceId)
+      .map(([n]) => n);
     invalidArgument('deviceId', deviceId, `no device id for provider '${name}' (only ${takers.join(', ')} take one)`);
   }
   if (!Number.isSafeInteger(deviceId) || deviceId < 0) invalidArgument('deviceId', deviceId, 'a non-negative integer');

@@ -49,7 +49,10 @@ test('run: pre-allocated outputs are written in place (a view into a larger buff
   assert.deepEqual(Array.from(backing), [9, 9, -1, 1, 3, 5, 7, -7, 9, 9]);
   assert.deepEqual(Array.from(out.relu!.data), [0, 0, 1, 2, 3, 0]);
   await assert.rejects(session.run({ x }, { z: y }), (e: unknown) => isCode('INVALID_ARGUMENT')(e) && /outputs/.test((e as Error).message));
-  await assert.rejects(session.run({ x }, { y: { dims: [2, 3], data: new Float32Array(6) }, relu: { dims: [3, 2], data: new Float32Array(6) } }), isCode('RUNTIME_FAILED'));
+  await assert.rejects(
+    session.run({ x }, { y: { dims: [2, 3], data: new Float32Array(6) }, relu: { dims: [3, 2], data: new Float32Array(6) } }),
+    isCode('RUNTIME_FAILED'),
+  );
   await session.dispose();
 });
 
@@ -67,23 +70,35 @@ test('run refuses missing, unknown and mis-sized feeds before running', async ()
 test('session options are validated', async () => {
   await assert.rejects(createSession(affineModel(), { intraOpThreads: 0 }), isCode('INVALID_ARGUMENT'));
   await assert.rejects(createSession(affineModel(), { interOpThreads: 1.5 }), isCode('INVALID_ARGUMENT'));
-  await assert.rejects(createSession(affineModel(), { deviceId: 0 }), (e: unknown) => isCode('INVALID_ARGUMENT')(e) && (e as DistVaeError).reasons[0]!.field === 'deviceId');
+  await assert.rejects(
+    createSession(affineModel(), { deviceId: 0 }),
+    (e: unknown) => isCode('INVALID_ARGUMENT')(e) && (e as DistVaeError).reasons[0]!.field === 'deviceId',
+  );
   await assert.rejects(createSession(Uint8Array.of(1, 2, 3)), isCode('RUNTIME_FAILED'));
 });
 
-test('the memory pattern is off with the arena (a second run would add its block to the first run\'s regions) and on without it', () => {
+test("the memory pattern is off with the arena (a second run would add its block to the first run's regions) and on without it", () => {
   const cpu = providerConfig('cpu', undefined);
   assert.equal(ortOptions({}, cpu, undefined).enableMemPattern, false);
   assert.equal(ortOptions({ enableCpuMemArena: false }, cpu, undefined).enableMemPattern, true);
   assert.equal(ortOptions({ enableMemPattern: true }, cpu, undefined).enableMemPattern, true);
-  const extra = ortOptions({ sessionConfig: { 'disable_prepacking': '1' } }, cpu, '/w').extra as { session: Record<string, string> };
-  assert.deepEqual(extra.session, { disable_prepacking: '1', 'intra_op.allow_spinning': '1', model_external_initializers_file_folder_path: '/w' });
+  const extra = ortOptions({ sessionConfig: { disable_prepacking: '1' } }, cpu, '/w').extra as { session: Record<string, string> };
+  assert.deepEqual(extra.session, {
+    disable_prepacking: '1',
+    'intra_op.allow_spinning': '1',
+    model_external_initializers_file_folder_path: '/w',
+  });
 });
 
 test('every optimisation level gives the same result', async () => {
   const x = { dims: [1, 3], data: Float32Array.of(0.5, -2, 3) };
   for (const level of ['disabled', 'basic', 'extended', 'all'] as const) {
-    const session = await createSession(affineModel(), { intraOpThreads: 1, graphOptimization: level, allowSpinning: false, enableCpuMemArena: false });
+    const session = await createSession(affineModel(), {
+      intraOpThreads: 1,
+      graphOptimization: level,
+      allowSpinning: false,
+      enableCpuMemArena: false,
+    });
     assert.deepEqual(Array.from((await session.run({ x })).y!.data), [2, -3, 7], level);
     await session.dispose();
   }
@@ -105,7 +120,10 @@ test('a known provider this build or machine cannot serve is PROVIDER_UNAVAILABL
   const missing = Object.keys(EXECUTION_PROVIDERS).filter((name) => !compiledIn.has(name));
   assert.ok(missing.length > 0, 'some provider of the table is absent from every onnxruntime-node build');
   for (const name of missing) {
-    await assert.rejects(createSession(affineModel(), { provider: name }), (e: unknown) => isCode('PROVIDER_UNAVAILABLE')(e) && /does not include it/.test((e as Error).message));
+    await assert.rejects(
+      createSession(affineModel(), { provider: name }),
+      (e: unknown) => isCode('PROVIDER_UNAVAILABLE')(e) && /does not include it/.test((e as Error).message),
+    );
   }
   const notInstalled = listProviders().filter((p) => !p.available);
   if (notInstalled.length === 0) t.diagnostic('every compiled-in provider is installed here; the not-installed case is not exercised');
@@ -146,8 +164,14 @@ test('weights as external data in checkpoint files run as the same weights held 
       return g.toModel();
     };
     // Two folders: the one most bytes share is the session's external folder, the other is read in.
-    const fromFiles = build((await openSafetensorsFile(join(dir, 'w.safetensors'))).tensors.get('w')!, (await openSafetensorsFile(join(dir, 'other', 'b.safetensors'))).tensors.get('b')!);
-    assert.equal(fromFiles.graph!.initializer!.every((t) => t.raw_data === undefined && t.data_location === 1), true);
+    const fromFiles = build(
+      (await openSafetensorsFile(join(dir, 'w.safetensors'))).tensors.get('w')!,
+      (await openSafetensorsFile(join(dir, 'other', 'b.safetensors'))).tensors.get('b')!,
+    );
+    assert.equal(
+      fromFiles.graph!.initializer!.every((t) => t.raw_data === undefined && t.data_location === 1),
+      true,
+    );
     const x = { dims: [1, 3], data: Float32Array.of(1, 2, 3) };
     const external = await createSession(fromFiles, { intraOpThreads: 1 });
     const inMemory = await createSession(build(w, b), { intraOpThreads: 1 });

@@ -85,8 +85,15 @@ function checkThreads(field: string, value: number): number {
 }
 
 /** The onnxruntime session options a distvae SessionOptions resolves to (exported for tests). */
-export function ortOptions(options: SessionOptions, config: ProviderConfig, externalFolder: string | undefined): ort.InferenceSession.SessionOptions {
-  const sessionConfig: Record<string, string> = { ...options.sessionConfig, 'intra_op.allow_spinning': options.allowSpinning === false ? '0' : '1' };
+export function ortOptions(
+  options: SessionOptions,
+  config: ProviderConfig,
+  externalFolder: string | undefined,
+): ort.InferenceSession.SessionOptions {
+  const sessionConfig: Record<string, string> = {
+    ...options.sessionConfig,
+    'intra_op.allow_spinning': options.allowSpinning === false ? '0' : '1',
+  };
   if (externalFolder !== undefined) sessionConfig['model_external_initializers_file_folder_path'] = externalFolder;
   return {
     executionProviders: [config],
@@ -127,7 +134,10 @@ export function sessionModelBytes(model: ModelProto): { bytes: Uint8Array; exter
     if (!file) return t;
     const { external_data: _, data_location: __, ...rest } = t;
     if (dirname(file.path) !== folder) return { ...rest, raw_data: readExternalBytes(file) };
-    return { ...t, external_data: t.external_data!.map((e) => (e.key === 'location' ? { key: 'location', value: basename(file.path) } : e)) };
+    return {
+      ...t,
+      external_data: t.external_data!.map((e) => (e.key === 'location' ? { key: 'location', value: basename(file.path) } : e)),
+    };
   };
   const graph = { ...model.graph, initializer: initializers.map(local) };
   return { bytes: encodeModel({ ...model, graph }), externalFolder: folder };
@@ -140,14 +150,17 @@ export function sessionModelBytes(model: ModelProto): { bytes: Uint8Array; exter
 export async function createSession(model: Uint8Array | ModelProto, options: SessionOptions = {}): Promise<Session> {
   const provider = options.provider ?? 'cpu';
   const config = providerConfig(provider, options.deviceId);
-  const { bytes: modelBytes, externalFolder } = model instanceof Uint8Array ? { bytes: model, externalFolder: undefined } : sessionModelBytes(model);
+  const { bytes: modelBytes, externalFolder } =
+    model instanceof Uint8Array ? { bytes: model, externalFolder: undefined } : sessionModelBytes(model);
   const settings = ortOptions(options, config, externalFolder);
   await checkProvider(options);
   let session: ort.InferenceSession;
   try {
     session = await ort.InferenceSession.create(modelBytes, settings);
   } catch (cause) {
-    throw new DistVaeError('RUNTIME_FAILED', `onnxruntime could not load the model on '${provider}': ${(cause as Error).message}`, { cause });
+    throw new DistVaeError('RUNTIME_FAILED', `onnxruntime could not load the model on '${provider}': ${(cause as Error).message}`, {
+      cause,
+    });
   }
   return wrapSession(session, provider);
 }
@@ -175,7 +188,8 @@ function wrapSession(session: ort.InferenceSession, provider: string): Session {
         const unknown = Object.keys(outputs).filter((n) => !outputNames.includes(n));
         if (unknown.length > 0) invalidArgument('outputs', unknown, `graph outputs [${outputNames.join(', ')}]`);
         fetches = {};
-        for (const name of outputNames) fetches[name] = outputs[name] ? new ort.Tensor('float32', outputs[name].data, outputs[name].dims) : null;
+        for (const name of outputNames)
+          fetches[name] = outputs[name] ? new ort.Tensor('float32', outputs[name].data, outputs[name].dims) : null;
       }
       let results: ort.InferenceSession.ReturnType;
       try {

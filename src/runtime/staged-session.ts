@@ -31,7 +31,11 @@ export async function createStagedSession(stages: readonly GraphBuilder[], optio
       let last: Record<string, Tensor> = {};
       for (const [k, session] of sessions.entries()) {
         const missing = session.inputNames.filter((name) => !(name in values));
-        if (missing.length > 0) throw new DistVaeError('INVALID_ARGUMENT', `stage ${k} of ${stages[k]!.name} needs ${missing.join(', ')}, which neither the feeds nor an earlier stage provide`);
+        if (missing.length > 0)
+          throw new DistVaeError(
+            'INVALID_ARGUMENT',
+            `stage ${k} of ${stages[k]!.name} needs ${missing.join(', ')}, which neither the feeds nor an earlier stage provide`,
+          );
         last = await session.run(Object.fromEntries(session.inputNames.map((name) => [name, values[name]!])));
         Object.assign(values, last);
       }

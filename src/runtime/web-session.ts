@@ -33,7 +33,11 @@ let configured = false;
 
 /** Sets onnxruntime-web's global settings; only before the first session (ORT reads them once). */
 export function configureWebRuntime(settings: WebRuntimeSettings): void {
-  if (configured) throw new DistVaeError('UNSUPPORTED', 'configureWebRuntime: onnxruntime-web is already initialised (configure it before the first session)');
+  if (configured)
+    throw new DistVaeError(
+      'UNSUPPORTED',
+      'configureWebRuntime: onnxruntime-web is already initialised (configure it before the first session)',
+    );
   if (settings.wasmPaths !== undefined) ort.env.wasm.wasmPaths = settings.wasmPaths;
   const g = globalThis as { crossOriginIsolated?: boolean; navigator?: { hardwareConcurrency?: number } };
   const threads = settings.threads ?? (g.crossOriginIsolated ? Math.min(8, g.navigator?.hardwareConcurrency ?? 1) : 1);
@@ -53,7 +57,16 @@ export function wasmThreads(): number {
 function webProvider(provider: string | undefined): WebProvider {
   if (provider === undefined || provider === 'cpu' || provider === 'wasm') return 'wasm';
   if (provider === 'webgpu') return 'webgpu';
-  refuse('PROVIDER_UNAVAILABLE', reason('PROVIDER_UNAVAILABLE', 'provider', provider, 'webgpu or wasm (in a browser)', `execution provider '${provider}' is not available in a browser: use webgpu or wasm`));
+  refuse(
+    'PROVIDER_UNAVAILABLE',
+    reason(
+      'PROVIDER_UNAVAILABLE',
+      'provider',
+      provider,
+      'webgpu or wasm (in a browser)',
+      `execution provider '${provider}' is not available in a browser: use webgpu or wasm`,
+    ),
+  );
 }
 
 /** Fails, naming what is available, when the provider cannot be served in this page. */
@@ -62,7 +75,13 @@ export async function checkProvider(options: SessionOptions = {}): Promise<void>
   const gpu = (globalThis as { navigator?: { gpu?: { requestAdapter(): Promise<unknown> } } }).navigator?.gpu;
   const adapter = gpu ? await gpu.requestAdapter() : null;
   if (!adapter) {
-    const r = reason('PROVIDER_UNAVAILABLE', 'provider', 'webgpu', 'wasm (no WebGPU adapter in this page)', `execution provider 'webgpu' is not available: ${gpu ? 'navigator.gpu gave no adapter' : 'this page has no navigator.gpu'}; available here: wasm`);
+    const r = reason(
+      'PROVIDER_UNAVAILABLE',
+      'provider',
+      'webgpu',
+      'wasm (no WebGPU adapter in this page)',
+      `execution provider 'webgpu' is not available: ${gpu ? 'navigator.gpu gave no adapter' : 'this page has no navigator.gpu'}; available here: wasm`,
+    );
     refuse('PROVIDER_UNAVAILABLE', r);
   }
 }
@@ -81,7 +100,9 @@ export async function createSession(model: Uint8Array | ModelProto, options: Ses
       logSeverityLevel: 3,
     });
   } catch (cause) {
-    throw new DistVaeError('RUNTIME_FAILED', `onnxruntime-web could not load the model on '${provider}': ${(cause as Error).message}`, { cause });
+    throw new DistVaeError('RUNTIME_FAILED', `onnxruntime-web could not load the model on '${provider}': ${(cause as Error).message}`, {
+      cause,
+    });
   }
   const inputNames = [...session.inputNames];
   const outputNames = [...session.outputNames];
@@ -102,7 +123,8 @@ export async function createSession(model: Uint8Array | ModelProto, options: Ses
       const out: Record<string, Tensor> = {};
       for (const name of outputNames) {
         const value = results[name]!;
-        if (value.type !== 'float32') throw new DistVaeError('UNSUPPORTED', `graph output ${name} has type ${value.type}; distvae graphs must output float32`);
+        if (value.type !== 'float32')
+          throw new DistVaeError('UNSUPPORTED', `graph output ${name} has type ${value.type}; distvae graphs must output float32`);
         out[name] = { dims: [...value.dims], data: (await value.getData()) as Float32Array };
         value.dispose();
       }

@@ -19,12 +19,29 @@ import { readBoundWeights } from './weights-file.js';
 export type VaePart = 'decoder' | 'encoder';
 
 /** What reading a source needs of one half: its parameters, the config its weights imply, the keys it ignores. */
-export function partOf(family: FamilySpec, runtime: FamilyRuntime, part: VaePart): Pick<FamilyEncoder, 'params' | 'configFromWeights' | 'ignoredKeyPrefixes'> {
+export function partOf(
+  family: FamilySpec,
+  runtime: FamilyRuntime,
+  part: VaePart,
+): Pick<FamilyEncoder, 'params' | 'configFromWeights' | 'ignoredKeyPrefixes'> {
   if (part === 'decoder') {
-    return { params: (c) => runtime.decoderParams(c), configFromWeights: runtime.configFromWeights, ignoredKeyPrefixes: family.ignoredKeyPrefixes };
+    return {
+      params: (c) => runtime.decoderParams(c),
+      configFromWeights: runtime.configFromWeights,
+      ignoredKeyPrefixes: family.ignoredKeyPrefixes,
+    };
   }
   if (!runtime.encoder) {
-    refuse('UNSUPPORTED', reason('NO_ENCODER', 'family', family.name, 'a family with an encoder (tae)', `the ${family.name} family has no encoder here; encoding is available for tae`));
+    refuse(
+      'UNSUPPORTED',
+      reason(
+        'NO_ENCODER',
+        'family',
+        family.name,
+        'a family with an encoder (tae)',
+        `the ${family.name} family has no encoder here; encoding is available for tae`,
+      ),
+    );
   }
   return runtime.encoder;
 }
@@ -43,7 +60,13 @@ export interface HalfReading {
 }
 
 /** The resolved config and bound weights of one half from an opened weights file. */
-export async function readBoundHalf(family: FamilySpec, runtime: FamilyRuntime, raw: RawConfig | undefined, reader: TensorReader, reading: HalfReading): Promise<{ config: ResolvedConfig; weights: Map<string, Tensor> }> {
+export async function readBoundHalf(
+  family: FamilySpec,
+  runtime: FamilyRuntime,
+  raw: RawConfig | undefined,
+  reader: TensorReader,
+  reading: HalfReading,
+): Promise<{ config: ResolvedConfig; weights: Map<string, Tensor> }> {
   const half = partOf(family, runtime, reading.part);
   const layout = reading.layout ?? null;
   const stored = layout !== null ? singleFileToDiffusers(reader.entries, layout) : reader.entries;
@@ -52,6 +75,10 @@ export async function readBoundHalf(family: FamilySpec, runtime: FamilyRuntime, 
   const config = resolveFamilyConfig(family, implied ? { ...implied, ...(raw ?? {}) } : raw);
   const params = half.params(config);
   reading.checkParams?.(params);
-  const weights = await readBoundWeights(reader, entries, params, { ignorePrefixes: half.ignoredKeyPrefixes, source: reading.source, ...(reading.spill ? { spill: reading.spill } : {}) });
+  const weights = await readBoundWeights(reader, entries, params, {
+    ignorePrefixes: half.ignoredKeyPrefixes,
+    source: reading.source,
+    ...(reading.spill ? { spill: reading.spill } : {}),
+  });
   return { config, weights };
 }

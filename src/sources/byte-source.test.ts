@@ -41,7 +41,10 @@ test('a buffer, a Blob and a file serve the same ranges and refuse ranges past t
 
 test('devices are refused before any byte is read: /dev/zero and /dev/urandom have no size to bound reads by', async () => {
   for (const device of ['/dev/zero', '/dev/urandom']) {
-    await assert.rejects(openFileSource(device), { code: 'FILE_INVALID', message: new RegExp(`${device} is a device, not a regular file`) });
+    await assert.rejects(openFileSource(device), {
+      code: 'FILE_INVALID',
+      message: new RegExp(`${device} is a device, not a regular file`),
+    });
   }
 });
 

@@ -29,7 +29,10 @@ export const MAX_READ_BYTES = 64 * 1024 * 1024;
 /** Refuses a range a source cannot serve, naming it. */
 export function checkRange(source: Pick<ByteSource, 'size' | 'name'>, offset: number, length: number): void {
   if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 || length < 0 || offset + length > source.size) {
-    throw new DistVaeError('FILE_INVALID', `${source.name}: bytes [${offset}, ${offset + length}) lie outside the ${source.size}-byte file (truncated?)`);
+    throw new DistVaeError(
+      'FILE_INVALID',
+      `${source.name}: bytes [${offset}, ${offset + length}) lie outside the ${source.size}-byte file (truncated?)`,
+    );
   }
 }
 

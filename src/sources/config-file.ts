@@ -18,13 +18,25 @@ export function readConfigJson(path: string): RawConfig {
   const stats = statSync(file);
   refuseIfNotRegular(file, stats);
   if (stats.size > MAX_CONFIG_BYTES) {
-    refuse('FILE_INVALID', reason('INPUT_TOO_LARGE', 'config', file, `a config file of at most ${MAX_CONFIG_BYTES} bytes`, `config file ${file} is ${stats.size} bytes; a config.json is a few KiB`));
+    refuse(
+      'FILE_INVALID',
+      reason(
+        'INPUT_TOO_LARGE',
+        'config',
+        file,
+        `a config file of at most ${MAX_CONFIG_BYTES} bytes`,
+        `config file ${file} is ${stats.size} bytes; a config.json is a few KiB`,
+      ),
+    );
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
   } catch (e) {
-    refuse('FILE_INVALID', reason('CONFIG_NOT_JSON', 'config', file, 'a JSON object', `config file ${file} is not valid JSON: ${(e as Error).message}`));
+    refuse(
+      'FILE_INVALID',
+      reason('CONFIG_NOT_JSON', 'config', file, 'a JSON object', `config file ${file} is not valid JSON: ${(e as Error).message}`),
+    );
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     refuse('FILE_INVALID', reason('CONFIG_NOT_OBJECT', 'config', file, 'a JSON object', `config file ${file} must hold a JSON object`));

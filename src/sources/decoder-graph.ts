@@ -14,9 +14,17 @@ import { readVaeSource } from './vae-source.js';
  * config as for `loadVae`) with its weights, or an architecture alone (`family` and / or `config`)
  * with zero weights. Refuses a family that does not expose its graph.
  */
-export async function decoderGraphOf(source: { path?: string; family?: string; config?: RawConfig }): Promise<{ model: ModelProto; config: ResolvedConfig }> {
+export async function decoderGraphOf(source: {
+  path?: string;
+  family?: string;
+  config?: RawConfig;
+}): Promise<{ model: ModelProto; config: ResolvedConfig }> {
   if (source.path !== undefined) {
-    const read = await readVaeSource({ path: source.path, ...(source.family !== undefined ? { family: source.family } : {}), ...(source.config !== undefined ? { config: source.config } : {}) });
+    const read = await readVaeSource({
+      path: source.path,
+      ...(source.family !== undefined ? { family: source.family } : {}),
+      ...(source.config !== undefined ? { config: source.config } : {}),
+    });
     return { model: decoderModelOf(read.family, read.runtime, read.config, read.weights), config: read.config };
   }
   const family = resolveFamily(source.family, source.config);

@@ -35,7 +35,13 @@ export async function openFileSource(path: string): Promise<FileByteSource> {
 /** Refuses a device, pipe or folder: reads are bounded by a file's size, and those have none. */
 export function refuseIfNotRegular(path: string, stats: Stats): void {
   if (stats.isFile()) return;
-  const kind = stats.isDirectory() ? 'a folder' : stats.isCharacterDevice() || stats.isBlockDevice() ? 'a device' : stats.isFIFO() ? 'a pipe' : 'not a regular file';
+  const kind = stats.isDirectory()
+    ? 'a folder'
+    : stats.isCharacterDevice() || stats.isBlockDevice()
+      ? 'a device'
+      : stats.isFIFO()
+        ? 'a pipe'
+        : 'not a regular file';
   throw new DistVaeError('FILE_INVALID', `${path} is ${kind}, not a regular file: files are read only when their size is known`);
 }
 
@@ -69,7 +75,11 @@ class NodeFileSource implements FileByteSource {
       } catch (e) {
         throw fileError(this.name, e);
       }
-      if (bytesRead === 0) throw new DistVaeError('FILE_INVALID', `${this.name}: file ended at byte ${offset + done} of the ${this.size} fstat reported (changed while read?)`);
+      if (bytesRead === 0)
+        throw new DistVaeError(
+          'FILE_INVALID',
+          `${this.name}: file ended at byte ${offset + done} of the ${this.size} fstat reported (changed while read?)`,
+        );
       done += bytesRead;
     }
     return out;

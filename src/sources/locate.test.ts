@@ -16,7 +16,13 @@ import { syntheticWeights } from '../weights/synthetic.js';
 import { hubCacheDirs, locateVae, parseRepoId, withVariant } from './locate.js';
 import { readVaeSource, vaeSpecOfSource } from './vae-source.js';
 
-const TINY: RawConfig = { _class_name: 'AutoencoderKL', block_out_channels: [8, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4 };
+const TINY: RawConfig = {
+  _class_name: 'AutoencoderKL',
+  block_out_channels: [8, 16],
+  layers_per_block: 1,
+  norm_num_groups: 4,
+  latent_channels: 4,
+};
 const params = klDecoderParams(getFamily('autoencoder-kl').resolveConfig(TINY));
 const plainWeights = syntheticWeights(params, 1);
 const fp16Weights = syntheticWeights(params, 2);
@@ -27,7 +33,16 @@ after(() => rmSync(root, { recursive: true, force: true }));
 function pipeline(dir: string, options: { fp16: boolean }): string {
   mkdirSync(join(dir, 'vae'), { recursive: true });
   mkdirSync(join(dir, 'unet'), { recursive: true });
-  writeFileSync(join(dir, 'model_index.json'), JSON.stringify({ _class_name: 'StableDiffusionPipeline', _diffusers_version: '0.30.0', vae: ['diffusers', 'AutoencoderKL'], unet: ['diffusers', 'UNet2DConditionModel'], safety_checker: [null, null] }));
+  writeFileSync(
+    join(dir, 'model_index.json'),
+    JSON.stringify({
+      _class_name: 'StableDiffusionPipeline',
+      _diffusers_version: '0.30.0',
+      vae: ['diffusers', 'AutoencoderKL'],
+      unet: ['diffusers', 'UNet2DConditionModel'],
+      safety_checker: [null, null],
+    }),
+  );
   writeFileSync(join(dir, 'vae', 'config.json'), JSON.stringify(TINY));
   writeSafetensors(join(dir, 'vae', 'diffusion_pytorch_model.safetensors'), plainWeights);
   if (options.fp16) writeSafetensors(join(dir, 'vae', 'diffusion_pytorch_model.fp16.safetensors'), fp16Weights, { dtype: 'F16' });
@@ -43,7 +58,12 @@ function intoCache(cache: string, repo: string, commit: string, build: (snapshot
   mkdirSync(join(repoRoot, 'refs'), { recursive: true });
   writeFileSync(join(repoRoot, 'refs', ref), commit);
   let n = 0;
-  for (const file of ['model_index.json', 'vae/config.json', 'vae/diffusion_pytorch_model.safetensors', 'vae/diffusion_pytorch_model.fp16.safetensors']) {
+  for (const file of [
+    'model_index.json',
+    'vae/config.json',
+    'vae/diffusion_pytorch_model.safetensors',
+    'vae/diffusion_pytorch_model.fp16.safetensors',
+  ]) {
     const path = join(snapshot, file);
     const blob = join(repoRoot, 'blobs', `blob${n++}`);
     try {
@@ -63,13 +83,27 @@ test('a pipeline folder loads its vae component; --subfolder picks another; a pi
   assert.equal(read.family.name, 'autoencoder-kl');
   assert.deepEqual(read.weights.get('decoder.conv_in.weight')!.data, plainWeights.get('decoder.conv_in.weight')!.data);
   assert.equal(vaeSpecOfSource({ path: dir })!.family.name, 'autoencoder-kl');
-  assert.deepEqual(locateVae(dir, { subfolder: 'vae' }), { kind: 'folder', folder: join(dir, 'vae'), weightsPath: join(dir, 'vae', 'diffusion_pytorch_model.safetensors'), notes: [] });
-  assert.throws(() => locateVae(dir, { subfolder: 'unet' }), { code: 'FILE_NOT_FOUND', message: /the pipeline .* has no unet\/config\.json/ });
+  assert.deepEqual(locateVae(dir, { subfolder: 'vae' }), {
+    kind: 'folder',
+    folder: join(dir, 'vae'),
+    weightsPath: join(dir, 'vae', 'diffusion_pytorch_model.safetensors'),
+    notes: [],
+  });
+  assert.throws(() => locateVae(dir, { subfolder: 'unet' }), {
+    code: 'FILE_NOT_FOUND',
+    message: /the pipeline .* has no unet\/config\.json/,
+  });
   assert.throws(() => locateVae(dir, { subfolder: '../x' }), { code: 'INVALID_ARGUMENT' });
   const novae = join(root, 'novae');
   mkdirSync(novae);
-  writeFileSync(join(novae, 'model_index.json'), JSON.stringify({ _class_name: 'P', unet: ['diffusers', 'UNet2DConditionModel'], vae_decoder: ['diffusers', 'AutoencoderKL'] }));
-  assert.throws(() => locateVae(novae), { code: 'FILE_NOT_FOUND', message: /pipeline without a "vae" component \(components: unet, vae_decoder\); pick one with --subfolder/ });
+  writeFileSync(
+    join(novae, 'model_index.json'),
+    JSON.stringify({ _class_name: 'P', unet: ['diffusers', 'UNet2DConditionModel'], vae_decoder: ['diffusers', 'AutoencoderKL'] }),
+  );
+  assert.throws(() => locateVae(novae), {
+    code: 'FILE_NOT_FOUND',
+    message: /pipeline without a "vae" component \(components: unet, vae_decoder\); pick one with --subfolder/,
+  });
 });
 
 test('variants: fp16 weights are read and widened exactly; a pipeline lacking the variant falls back, a VAE folder lacking it is refused', async () => {
@@ -83,7 +117,10 @@ test('variants: fp16 weights are read and widened exactly; a pipeline lacking th
   assert.equal(fallback.notes.length, 2);
   assert.match(fallback.notes[0]!, /is a diffusers pipeline: loading its vae\/ component/);
   assert.match(fallback.notes[1]!, /has no diffusion_pytorch_model\.fp16\.safetensors; loading diffusion_pytorch_model\.safetensors/);
-  assert.throws(() => locateVae(join(without, 'vae'), { variant: 'fp16' }), { code: 'FILE_NOT_FOUND', message: /has none of diffusion_pytorch_model\.fp16\.safetensors, diffusion_pytorch_model\.fp16\.bin/ });
+  assert.throws(() => locateVae(join(without, 'vae'), { variant: 'fp16' }), {
+    code: 'FILE_NOT_FOUND',
+    message: /has none of diffusion_pytorch_model\.fp16\.safetensors, diffusion_pytorch_model\.fp16\.bin/,
+  });
   assert.throws(() => locateVae(without, { variant: '../x' }), { code: 'INVALID_ARGUMENT' });
   assert.equal(withVariant('diffusion_pytorch_model.safetensors', 'bf16'), 'diffusion_pytorch_model.bf16.safetensors');
 });
@@ -95,10 +132,22 @@ test('a repo id resolves through refs/<revision> to its snapshot in the local ca
   intoCache(cache, 'org/pipe', commit, (s) => pipeline(s, { fp16: true }));
   intoCache(cache, 'org/pipe', other, (s) => pipeline(s, { fp16: false }), 'v2');
   const env = { HF_HUB_CACHE: cache };
-  assert.equal(locateVae('org/pipe', { env }).weightsPath, join(cache, 'models--org--pipe', 'snapshots', commit, 'vae', 'diffusion_pytorch_model.safetensors'));
-  assert.equal(locateVae('org/pipe@v2', { env }).weightsPath, join(cache, 'models--org--pipe', 'snapshots', other, 'vae', 'diffusion_pytorch_model.safetensors'));
-  assert.equal(locateVae(`org/pipe@${other}`, { env }).weightsPath, join(cache, 'models--org--pipe', 'snapshots', other, 'vae', 'diffusion_pytorch_model.safetensors'));
-  assert.equal(locateVae('org/pipe', { env, variant: 'fp16' }).weightsPath, join(cache, 'models--org--pipe', 'snapshots', commit, 'vae', 'diffusion_pytorch_model.fp16.safetensors'));
+  assert.equal(
+    locateVae('org/pipe', { env }).weightsPath,
+    join(cache, 'models--org--pipe', 'snapshots', commit, 'vae', 'diffusion_pytorch_model.safetensors'),
+  );
+  assert.equal(
+    locateVae('org/pipe@v2', { env }).weightsPath,
+    join(cache, 'models--org--pipe', 'snapshots', other, 'vae', 'diffusion_pytorch_model.safetensors'),
+  );
+  assert.equal(
+    locateVae(`org/pipe@${other}`, { env }).weightsPath,
+    join(cache, 'models--org--pipe', 'snapshots', other, 'vae', 'diffusion_pytorch_model.safetensors'),
+  );
+  assert.equal(
+    locateVae('org/pipe', { env, variant: 'fp16' }).weightsPath,
+    join(cache, 'models--org--pipe', 'snapshots', commit, 'vae', 'diffusion_pytorch_model.fp16.safetensors'),
+  );
   const saved = process.env['HF_HUB_CACHE'];
   process.env['HF_HUB_CACHE'] = cache;
   try {
@@ -110,7 +159,11 @@ test('a repo id resolves through refs/<revision> to its snapshot in the local ca
   }
   assert.throws(
     () => locateVae('org/absent@dev', { env }),
-    (e: unknown) => e instanceof Error && (e as { code?: string }).code === 'FILE_NOT_FOUND' && e.message.includes(join(cache, 'models--org--absent', 'refs', 'dev')) && /nothing is downloaded/.test(e.message),
+    (e: unknown) =>
+      e instanceof Error &&
+      (e as { code?: string }).code === 'FILE_NOT_FOUND' &&
+      e.message.includes(join(cache, 'models--org--absent', 'refs', 'dev')) &&
+      /nothing is downloaded/.test(e.message),
   );
 });
 

@@ -55,7 +55,13 @@ export function locateVae(name: string, options: LocateOptions = {}): VaeLocatio
   if (existsSync(name)) {
     if (!statSync(name).isDirectory()) {
       if (options.subfolder !== undefined || options.variant !== undefined) {
-        const r = reason('SOURCE_OPTION', options.subfolder !== undefined ? 'subfolder' : 'variant', options.subfolder ?? options.variant, 'a folder or repo id to apply to', `${name} is a weights file: --subfolder and --variant apply to folders and repo ids`);
+        const r = reason(
+          'SOURCE_OPTION',
+          options.subfolder !== undefined ? 'subfolder' : 'variant',
+          options.subfolder ?? options.variant,
+          'a folder or repo id to apply to',
+          `${name} is a weights file: --subfolder and --variant apply to folders and repo ids`,
+        );
         throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
       }
       return { kind: 'file', weightsPath: name, notes: [] };
@@ -64,7 +70,13 @@ export function locateVae(name: string, options: LocateOptions = {}): VaeLocatio
   }
   const repo = parseRepoId(name);
   if (!repo) {
-    const r = reason('FILE_NOT_FOUND', 'vae', name, 'a diffusers folder, a weights file or a Hub repo id org/name[@revision]', `VAE not found: ${name}`);
+    const r = reason(
+      'FILE_NOT_FOUND',
+      'vae',
+      name,
+      'a diffusers folder, a weights file or a Hub repo id org/name[@revision]',
+      `VAE not found: ${name}`,
+    );
     throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
   }
   const snapshot = findSnapshot(repo, options.env ?? process.env);
@@ -83,15 +95,26 @@ function locateInFolder(folder: string, options: LocateOptions, shown: string): 
   } else if (isPipeline) {
     const components = pipelineComponents(join(folder, PIPELINE_INDEX));
     if (!components.includes(DEFAULT_COMPONENT)) {
-      const r = reason('NO_VAE_COMPONENT', 'subfolder', undefined, `one of the pipeline's components: ${components.join(', ')}`, `${shown} is a pipeline without a "${DEFAULT_COMPONENT}" component (components: ${components.join(', ') || 'none'}); pick one with --subfolder`);
+      const r = reason(
+        'NO_VAE_COMPONENT',
+        'subfolder',
+        undefined,
+        `one of the pipeline's components: ${components.join(', ')}`,
+        `${shown} is a pipeline without a "${DEFAULT_COMPONENT}" component (components: ${components.join(', ') || 'none'}); pick one with --subfolder`,
+      );
       throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
     }
     vaeFolder = join(folder, DEFAULT_COMPONENT);
   }
   const notes: string[] = [];
-  if (isPipeline && options.subfolder === undefined) notes.push(`${shown} is a diffusers pipeline: loading its ${DEFAULT_COMPONENT}/ component, as diffusers' pipelines do (--subfolder picks another)`);
+  if (isPipeline && options.subfolder === undefined)
+    notes.push(
+      `${shown} is a diffusers pipeline: loading its ${DEFAULT_COMPONENT}/ component, as diffusers' pipelines do (--subfolder picks another)`,
+    );
   if (!existsSync(join(vaeFolder, 'config.json'))) {
-    const what = isPipeline ? `the pipeline ${shown} has no ${vaeFolder.slice(folder.length + 1)}/config.json` : `${vaeFolder} has no config.json (not a diffusers VAE folder or pipeline)`;
+    const what = isPipeline
+      ? `the pipeline ${shown} has no ${vaeFolder.slice(folder.length + 1)}/config.json`
+      : `${vaeFolder} has no config.json (not a diffusers VAE folder or pipeline)`;
     const r = reason('CONFIG_NOT_FOUND', 'vae', vaeFolder, 'a folder with config.json', what);
     throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
   }
@@ -101,13 +124,28 @@ function locateInFolder(folder: string, options: LocateOptions, shown: string): 
   if (!found && options.variant !== undefined && isPipeline) {
     // DiffusionPipeline: a component without the variant loads its plain weights.
     found = plain.find((f) => existsSync(join(vaeFolder, f)));
-    if (found) notes.push(`${vaeFolder} has no ${wanted[0]}; loading ${found} as diffusers' pipelines do for a component without the ${options.variant} variant`);
+    if (found)
+      notes.push(
+        `${vaeFolder} has no ${wanted[0]}; loading ${found} as diffusers' pipelines do for a component without the ${options.variant} variant`,
+      );
   }
   if (!found) {
-    if (existsSync(join(vaeFolder, `${withVariant(DIFFUSERS_WEIGHTS_FILE, options.variant)}.index.json`)) || existsSync(join(vaeFolder, `${DIFFUSERS_WEIGHTS_FILE}.index.json`))) {
-      throw new DistVaeError('UNSUPPORTED', `${vaeFolder} holds sharded weights (an .index.json); sharded VAE checkpoints are not supported`);
+    if (
+      existsSync(join(vaeFolder, `${withVariant(DIFFUSERS_WEIGHTS_FILE, options.variant)}.index.json`)) ||
+      existsSync(join(vaeFolder, `${DIFFUSERS_WEIGHTS_FILE}.index.json`))
+    ) {
+      throw new DistVaeError(
+        'UNSUPPORTED',
+        `${vaeFolder} holds sharded weights (an .index.json); sharded VAE checkpoints are not supported`,
+      );
     }
-    const r = reason('WEIGHTS_NOT_FOUND', 'vae', vaeFolder, `one of ${wanted.join(', ')} inside the folder`, `${vaeFolder} has none of ${wanted.join(', ')}`);
+    const r = reason(
+      'WEIGHTS_NOT_FOUND',
+      'vae',
+      vaeFolder,
+      `one of ${wanted.join(', ')} inside the folder`,
+      `${vaeFolder} has none of ${wanted.join(', ')}`,
+    );
     throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
   }
   return { kind: 'folder', folder: vaeFolder, weightsPath: join(vaeFolder, found), notes };
@@ -120,9 +158,12 @@ function pipelineComponents(indexPath: string): string[] {
   } catch (e) {
     throw new DistVaeError('FILE_INVALID', `${indexPath} is not valid JSON: ${(e as Error).message}`, { cause: e });
   }
-  if (typeof index !== 'object' || index === null || Array.isArray(index)) throw new DistVaeError('FILE_INVALID', `${indexPath} must hold a JSON object`);
+  if (typeof index !== 'object' || index === null || Array.isArray(index))
+    throw new DistVaeError('FILE_INVALID', `${indexPath} must hold a JSON object`);
   // Components are the entries of the form [library, class]; `_class_name` etc. are not.
-  return Object.entries(index).filter(([k, v]) => !k.startsWith('_') && Array.isArray(v) && v.length === 2 && v[0] !== null).map(([k]) => k);
+  return Object.entries(index)
+    .filter(([k, v]) => !k.startsWith('_') && Array.isArray(v) && v.length === 2 && v[0] !== null)
+    .map(([k]) => k);
 }
 
 interface RepoId {
@@ -162,6 +203,12 @@ function findSnapshot(repo: RepoId, env: Readonly<Record<string, string | undefi
     }
   }
   const id = `${repo.org}/${repo.name}@${repo.revision}`;
-  const r = reason('NOT_IN_CACHE', 'vae', id, 'a local path, or a repo already in the local Hugging Face cache', `${id} is not a local path and not in the local Hugging Face cache (searched ${searched.join(', ')}); nothing is downloaded: fetch it first (e.g. huggingface-cli download ${repo.org}/${repo.name})`);
+  const r = reason(
+    'NOT_IN_CACHE',
+    'vae',
+    id,
+    'a local path, or a repo already in the local Hugging Face cache',
+    `${id} is not a local path and not in the local Hugging Face cache (searched ${searched.join(', ')}); nothing is downloaded: fetch it first (e.g. huggingface-cli download ${repo.org}/${repo.name})`,
+  );
   throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
 }

@@ -31,7 +31,10 @@ interface Flux2GoldenKey {
   diffusers: string;
   shape: number[];
 }
-const golden = JSON.parse(readFileSync(new URL('./testing/goldens/ldm-vae-keys.json', import.meta.url), 'utf8')) as { provenance: { config: Record<string, unknown> }; keys: GoldenKey[] };
+const golden = JSON.parse(readFileSync(new URL('./testing/goldens/ldm-vae-keys.json', import.meta.url), 'utf8')) as {
+  provenance: { config: Record<string, unknown> };
+  keys: GoldenKey[];
+};
 const flux2Golden = JSON.parse(readFileSync(new URL('./testing/goldens/flux2-vae-keys.json', import.meta.url), 'utf8')) as {
   provenance: { config: Record<string, unknown>; other_original_keys: string[] };
   keys: Flux2GoldenKey[];
@@ -40,7 +43,9 @@ const dir = mkdtempSync(join(tmpdir(), 'distvae-ldm-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 function ldmEntries(strip: string): Map<string, TensorEntry> {
-  const entries = new Map<string, TensorEntry>(golden.keys.map((k) => [k.ldm.slice(strip.length), { name: k.ldm.slice(strip.length), dtype: 'F32', dims: k.ldmShape }]));
+  const entries = new Map<string, TensorEntry>(
+    golden.keys.map((k) => [k.ldm.slice(strip.length), { name: k.ldm.slice(strip.length), dtype: 'F32', dims: k.ldmShape }]),
+  );
   // Keys of a full checkpoint the VAE decoder does not own.
   entries.set(`${'first_stage_model.'.slice(strip.length)}encoder.conv_in.weight`, { name: 'enc', dtype: 'F32', dims: [8, 3, 3, 3] });
   entries.set('model.diffusion_model.input_blocks.0.0.weight', { name: 'unet', dtype: 'F16', dims: [320, 4, 3, 3] });
@@ -66,11 +71,28 @@ test('the architecture is read from the shapes: SD layout with quant convs; FLUX
   entries.set('first_stage_model.quant_conv.weight', { name: 'q', dtype: 'F32', dims: [8, 8, 1, 1] });
   const layout = singleFileLayout(entries)!;
   assert.deepEqual(singleFileConfig(entries, layout), {
-    _class_name: 'AutoencoderKL', latent_channels: 4, block_out_channels: [8, 8, 16, 16], layers_per_block: 2, norm_num_groups: 32, use_quant_conv: true, use_post_quant_conv: true, scaling_factor: 0.18215,
+    _class_name: 'AutoencoderKL',
+    latent_channels: 4,
+    block_out_channels: [8, 8, 16, 16],
+    layers_per_block: 2,
+    norm_num_groups: 32,
+    use_quant_conv: true,
+    use_post_quant_conv: true,
+    scaling_factor: 0.18215,
   });
-  const flux = new Map([...entries].filter(([k]) => !k.includes('quant_conv')).map(([k, e]) => [k, k.endsWith('decoder.conv_in.weight') ? { ...e, dims: [16, 16, 3, 3] } : e]));
+  const flux = new Map(
+    [...entries]
+      .filter(([k]) => !k.includes('quant_conv'))
+      .map(([k, e]) => [k, k.endsWith('decoder.conv_in.weight') ? { ...e, dims: [16, 16, 3, 3] } : e]),
+  );
   assert.deepEqual(singleFileConfig(flux, layout), {
-    _class_name: 'AutoencoderKL', latent_channels: 16, block_out_channels: [8, 8, 16, 16], layers_per_block: 2, norm_num_groups: 32, use_quant_conv: false, use_post_quant_conv: false,
+    _class_name: 'AutoencoderKL',
+    latent_channels: 16,
+    block_out_channels: [8, 8, 16, 16],
+    layers_per_block: 2,
+    norm_num_groups: 32,
+    use_quant_conv: false,
+    use_post_quant_conv: false,
   });
 });
 
@@ -99,7 +121,9 @@ test('a full checkpoint in the ldm layout loads without --family as the same dec
 
 /** Flux.2's ae keys as the golden lists them, plus the encoder's and bn.num_batches_tracked, which the decoder does not own. */
 function flux2Entries(): Map<string, TensorEntry> {
-  const entries = new Map<string, TensorEntry>(flux2Golden.keys.map((k) => [k.original, { name: k.original, dtype: 'F32', dims: k.originalShape }]));
+  const entries = new Map<string, TensorEntry>(
+    flux2Golden.keys.map((k) => [k.original, { name: k.original, dtype: 'F32', dims: k.originalShape }]),
+  );
   entries.set('encoder.conv_in.weight', { name: 'encoder.conv_in.weight', dtype: 'F32', dims: [8, 3, 3, 3] });
   entries.set('encoder.quant_conv.weight', { name: 'encoder.quant_conv.weight', dtype: 'F32', dims: [16, 16, 1, 1] });
   for (const k of flux2Golden.provenance.other_original_keys) entries.set(k, { name: k, dtype: 'I64', dims: [] });
@@ -122,7 +146,14 @@ test('the Flux.2 architecture is read from the shapes: widths, layers, quant con
   const entries = flux2Entries();
   const layout = singleFileLayout(entries)!;
   assert.deepEqual(singleFileConfig(entries, layout), {
-    _class_name: 'AutoencoderKLFlux2', latent_channels: 8, block_out_channels: [8, 8, 16, 16], layers_per_block: 2, norm_num_groups: 32, use_quant_conv: true, use_post_quant_conv: true, patch_size: [2, 2],
+    _class_name: 'AutoencoderKLFlux2',
+    latent_channels: 8,
+    block_out_channels: [8, 8, 16, 16],
+    layers_per_block: 2,
+    norm_num_groups: 32,
+    use_quant_conv: true,
+    use_post_quant_conv: true,
+    patch_size: [2, 2],
   });
   // Without bn the packing is unknown (the family's default); without the decoder's post-quant conv bn alone identifies Flux.2.
   const noBn = new Map([...entries].filter(([k]) => !k.startsWith('bn.')));
@@ -133,7 +164,12 @@ test('the Flux.2 architecture is read from the shapes: widths, layers, quant con
 });
 
 /** Writes `weights` (diffusers names) under the original names `pairs` give, attention weights as the 1×1 convs the originals store. */
-function writeOriginal(path: string, weights: ReadonlyMap<string, Tensor>, pairs: readonly { original: string; diffusers: string; originalShape: number[] }[], extra: ReadonlyMap<string, Tensor>): void {
+function writeOriginal(
+  path: string,
+  weights: ReadonlyMap<string, Tensor>,
+  pairs: readonly { original: string; diffusers: string; originalShape: number[] }[],
+  extra: ReadonlyMap<string, Tensor>,
+): void {
   const file = new Map<string, Tensor>(extra);
   for (const k of pairs) {
     const t = weights.get(k.diffusers);
@@ -143,7 +179,12 @@ function writeOriginal(path: string, weights: ReadonlyMap<string, Tensor>, pairs
   writeSafetensors(path, file);
 }
 
-async function assertSameWeights(path: string, family: string, weights: ReadonlyMap<string, Tensor>, config: Record<string, unknown>): Promise<void> {
+async function assertSameWeights(
+  path: string,
+  family: string,
+  weights: ReadonlyMap<string, Tensor>,
+  config: Record<string, unknown>,
+): Promise<void> {
   const read = await readVaeSource({ path, config });
   assert.equal(read.family.name, family);
   assert.deepEqual([...read.weights.keys()].sort(), [...weights.keys()].sort());
@@ -168,19 +209,35 @@ test("a Flux.2 ae.safetensors loads without --family as AutoencoderKLFlux2's dec
   await assertSameWeights(path, 'flux2', weights, { norm_num_groups: 4 });
   const read = await readVaeSource({ path, config: { norm_num_groups: 4 } });
   assert.equal(read.config.className, 'AutoencoderKLFlux2');
-  assert.deepEqual([read.config.fields['latent_channels'], read.config.fields['patch_size'], read.config.fields['use_post_quant_conv']], [8, [2, 2], true]);
+  assert.deepEqual(
+    [read.config.fields['latent_channels'], read.config.fields['patch_size'], read.config.fields['use_post_quant_conv']],
+    [8, [2, 2], true],
+  );
 });
 
 test('a FLUX.1 ae.safetensors (ldm keys, no prefix, 16 channels, no quant convs) loads without --family as AutoencoderKL', async () => {
-  const config = { ...golden.provenance.config, latent_channels: 16, use_quant_conv: false, use_post_quant_conv: false, _class_name: 'AutoencoderKL' };
+  const config = {
+    ...golden.provenance.config,
+    latent_channels: 16,
+    use_quant_conv: false,
+    use_post_quant_conv: false,
+    _class_name: 'AutoencoderKL',
+  };
   const weights = syntheticWeights(klDecoderParams(getFamily('autoencoder-kl').resolveConfig(config)), 13);
   assert.equal(weights.has('post_quant_conv.weight'), false);
   const path = join(dir, 'flux1-ae.safetensors');
-  const pairs = golden.keys.map((k) => ({ original: k.ldm.slice('first_stage_model.'.length), diffusers: k.diffusers, originalShape: k.ldmShape }));
+  const pairs = golden.keys.map((k) => ({
+    original: k.ldm.slice('first_stage_model.'.length),
+    diffusers: k.diffusers,
+    originalShape: k.ldmShape,
+  }));
   writeOriginal(path, weights, pairs, new Map([['encoder.conv_in.weight', { dims: [8, 3, 3, 3], data: new Float32Array(216) }]]));
   await assertSameWeights(path, 'autoencoder-kl', weights, { norm_num_groups: 4 });
   const read = await readVaeSource({ path, config: { norm_num_groups: 4 } });
-  assert.deepEqual([read.config.fields['latent_channels'], read.config.fields['use_post_quant_conv'], read.config.fields['scaling_factor']], [16, false, null]); // SD3's and FLUX.1's factors differ: none guessed
+  assert.deepEqual(
+    [read.config.fields['latent_channels'], read.config.fields['use_post_quant_conv'], read.config.fields['scaling_factor']],
+    [16, false, null],
+  ); // SD3's and FLUX.1's factors differ: none guessed
 });
 
 test('TAE checkpoints are recognised by their keys (madebyollin layer indices, diffusers decoder.layers.); others are not', () => {

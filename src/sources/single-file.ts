@@ -87,7 +87,8 @@ export function singleFileToDiffusers(entries: ReadonlyMap<string, TensorEntry>,
     if (attention) {
       name = `decoder.mid_block.attentions.0.${ATTENTION[attention[1] as keyof typeof ATTENTION]}.${attention[2]}`;
       // A 1×1 convolution's weight is the linear weight diffusers holds.
-      if (attention[1] !== 'norm' && attention[2] === 'weight' && dims.length === 4 && dims[2] === 1 && dims[3] === 1) dims = dims.slice(0, 2);
+      if (attention[1] !== 'norm' && attention[2] === 'weight' && dims.length === 4 && dims[2] === 1 && dims[3] === 1)
+        dims = dims.slice(0, 2);
     }
     out.set(name, { name: entry.name, dtype: entry.dtype, dims });
   }

@@ -43,7 +43,10 @@ function isSynthetic(source: VaeSource): source is Extract<VaeSource, { weights:
 
 /** Where a path source points (file, VAE folder, pipeline component, cached repo). */
 export function locationOf(source: Extract<VaeSource, { path: string }>): VaeLocation {
-  return locateVae(source.path, { ...(source.subfolder !== undefined ? { subfolder: source.subfolder } : {}), ...(source.variant !== undefined ? { variant: source.variant } : {}) });
+  return locateVae(source.path, {
+    ...(source.subfolder !== undefined ? { subfolder: source.subfolder } : {}),
+    ...(source.variant !== undefined ? { variant: source.variant } : {}),
+  });
 }
 
 /** The VAE folder's config.json merged with explicit overrides, or the explicit config alone. */
@@ -103,7 +106,12 @@ export async function readVaeSource(source: VaeSource, part: VaePart = 'decoder'
   }
 }
 
-async function readWeightsOf(source: VaeSource, part: VaePart, spill: (data: Float32Array) => FileBytes, keep: (t: Tensor) => Tensor): Promise<Omit<ReadSource, 'release'>> {
+async function readWeightsOf(
+  source: VaeSource,
+  part: VaePart,
+  spill: (data: Float32Array) => FileBytes,
+  keep: (t: Tensor) => Tensor,
+): Promise<Omit<ReadSource, 'release'>> {
   if (isSynthetic(source)) {
     const family = resolveFamily(source.family, source.config);
     const runtime = runtimeOf(family);
@@ -125,10 +133,25 @@ async function readWeightsOf(source: VaeSource, part: VaePart, spill: (data: Flo
     const reader = await openWeights(file);
     // A bare file in an original layout (ldm, Flux.2) is the family of its layout, its config from
     // its shapes; one with TAE keys is a TAE.
-    const layout = location.kind === 'file' && part === 'decoder' && (source.family === undefined || SINGLE_FILE_FAMILIES.has(source.family)) ? singleFileLayout(reader.entries) : null;
-    const inferred = source.family ?? layout?.family ?? (location.kind === 'file' && raw === undefined && looksLikeTae(reader.entries.keys()) ? 'tae' : undefined);
+    const layout =
+      location.kind === 'file' && part === 'decoder' && (source.family === undefined || SINGLE_FILE_FAMILIES.has(source.family))
+        ? singleFileLayout(reader.entries)
+        : null;
+    const inferred =
+      source.family ??
+      layout?.family ??
+      (location.kind === 'file' && raw === undefined && looksLikeTae(reader.entries.keys()) ? 'tae' : undefined);
     if (location.kind === 'file' && inferred === undefined && raw === undefined) {
-      refuse('INVALID_ARGUMENT', reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`));
+      refuse(
+        'INVALID_ARGUMENT',
+        reason(
+          'FAMILY_REQUIRED',
+          'family',
+          undefined,
+          'a family for a bare weights file',
+          `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`,
+        ),
+      );
     }
     const family = resolveFamily(inferred, raw);
     const runtime = runtimeOf(family);
@@ -155,7 +178,16 @@ function checkFinite(name: string, t: Tensor, source: string): void {
   const at = firstNonFinite(data);
   if (at < 0) return;
   const shape = t.dims.length > 0 ? ` of [${t.dims.join(', ')}]` : ` of ${data.length}`;
-  refuse('FILE_INVALID', reason('WEIGHT_NOT_FINITE', name, data[at], 'finite values', `weight ${name} in ${source} holds ${data[at]} at element ${at}${shape}: the checkpoint is corrupt (or was saved after training diverged)`));
+  refuse(
+    'FILE_INVALID',
+    reason(
+      'WEIGHT_NOT_FINITE',
+      name,
+      data[at],
+      'finite values',
+      `weight ${name} in ${source} holds ${data[at]} at element ${at}${shape}: the checkpoint is corrupt (or was saved after training diverged)`,
+    ),
+  );
 }
 
 /** A source from a path (with an optional family) or as given. */

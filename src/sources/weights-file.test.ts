@@ -12,7 +12,10 @@ test('picks the format from the content, not the extension', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'distvae-load-'));
   try {
     const pth = join(dir, 'model.bin');
-    writeFileSync(pth, buildPth({ storages: { '0': { dtype: 'F16', values: Float32Array.from([1, 2]) } }, tensors: { w: { storage: '0', size: [2] } } }));
+    writeFileSync(
+      pth,
+      buildPth({ storages: { '0': { dtype: 'F16', values: Float32Array.from([1, 2]) } }, tensors: { w: { storage: '0', size: [2] } } }),
+    );
     const st = join(dir, 'model.pth');
     writeSafetensors(st, { w: tensor([2], Float32Array.from([3, 4])) });
     assert.deepEqual([...(await readWeights(pth)).get('w')!.data], [1, 2]);

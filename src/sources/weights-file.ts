@@ -45,7 +45,9 @@ export class FileTensor implements StoredTensor {
  * A safetensors file on disk with every tensor lazy: float32 ones name their bytes (`file`, for
  * onnxruntime's external data) and read them when `data` is asked for; others are converted.
  */
-export async function openSafetensorsFile(path: string): Promise<{ metadata: Record<string, string>; tensors: Map<string, StoredTensor & { file?: FileBytes }> }> {
+export async function openSafetensorsFile(
+  path: string,
+): Promise<{ metadata: Record<string, string>; tensors: Map<string, StoredTensor & { file?: FileBytes }> }> {
   return withFileSource(path, async (source) => {
     const reader = await openSafetensors(source);
     const tensors = new Map<string, StoredTensor & { file?: FileBytes }>();

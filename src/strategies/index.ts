@@ -66,7 +66,12 @@ export interface UseStrategyOptions {
  * const sample = await vae.decode(latents);
  * console.log(report?.ranks());
  */
-export function useStrategy(vae: Vae, strategy: Strategy, group?: RankGroup | null, options: UseStrategyOptions = {}): StrategyReport | null {
+export function useStrategy(
+  vae: Vae,
+  strategy: Strategy,
+  group?: RankGroup | null,
+  options: UseStrategyOptions = {},
+): StrategyReport | null {
   if (!(STRATEGIES as readonly string[]).includes(strategy)) {
     refuse('INVALID_ARGUMENT', reason('STRATEGY_INVALID', 'strategy', strategy, `one of ${STRATEGIES.join(', ')}`));
   }
@@ -92,8 +97,12 @@ export function useStrategy(vae: Vae, strategy: Strategy, group?: RankGroup | nu
         ...(options.offThread ? { offThread: true } : {}),
         onStats: (stats) => {
           failures.push(...stats.failures);
-          if (stats.idleRanks.length > 0) notes.add(`${stats.tiles} tile(s) for ${group.size} ranks: ${stats.idleRanks.length} rank(s) stayed idle (work is never duplicated)`);
-          if (stats.assembly === 'raster') notes.add('the overlap exceeds half the window: ranks returned raw tiles and the coordinator blended them in raster order');
+          if (stats.idleRanks.length > 0)
+            notes.add(
+              `${stats.tiles} tile(s) for ${group.size} ranks: ${stats.idleRanks.length} rank(s) stayed idle (work is never duplicated)`,
+            );
+          if (stats.assembly === 'raster')
+            notes.add('the overlap exceeds half the window: ranks returned raw tiles and the coordinator blended them in raster order');
           addRanks(ranks, stats.ranks);
         },
       })
@@ -126,7 +135,13 @@ function localRanks(strategy: Strategy, group: RankGroup | null | undefined): Lo
   if (group instanceof LocalGroup) return group;
   refuse(
     'UNSUPPORTED',
-    reason('STRATEGY_NEEDS_LOCAL_GROUP', 'group', group ? group.transport : null, 'a local rank group (localGroup)', `strategy ${strategy} needs a local rank group; ${group ? `the ${group.transport} transport` : 'no group'} cannot exchange halos`),
+    reason(
+      'STRATEGY_NEEDS_LOCAL_GROUP',
+      'group',
+      group ? group.transport : null,
+      'a local rank group (localGroup)',
+      `strategy ${strategy} needs a local rank group; ${group ? `the ${group.transport} transport` : 'no group'} cannot exchange halos`,
+    ),
   );
 }
 

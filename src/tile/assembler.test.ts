@@ -84,7 +84,8 @@ function naiveTiledDecode(z: Float32Array, grid: TileGrid): Planes {
       for (let p = 0; p < PLANES; p++)
         for (let y = 0; y < ch; y++)
           for (let x = 0; x < cw; x++) {
-            if (oy + y < outH && ox + x < outW) out.data[(p * outH + oy + y) * outW + ox + x] = tile.data[(p * tile.height + y) * tile.width + x]!;
+            if (oy + y < outH && ox + x < outW)
+              out.data[(p * outH + oy + y) * outW + ox + x] = tile.data[(p * tile.height + y) * tile.width + x]!;
           }
       ox += cw;
       rowH = ch;
@@ -94,7 +95,14 @@ function naiveTiledDecode(z: Float32Array, grid: TileGrid): Planes {
   return out;
 }
 
-function gridFor(family: string, config: Record<string, unknown> | undefined, latentH: number, latentW: number, window: [number, number], overlap: [number, number]): TileGrid {
+function gridFor(
+  family: string,
+  config: Record<string, unknown> | undefined,
+  latentH: number,
+  latentW: number,
+  window: [number, number],
+  overlap: [number, number],
+): TileGrid {
   const vae = createVae(family, config);
   const shape = tileShapePlan(vae, window[0], window[1]);
   assert.ok(shape, `window ${window} refused`);
@@ -119,16 +127,72 @@ function shuffled(n: number, seed: number): number[] {
 
 const KL_TINY = { block_out_channels: [16, 32], norm_num_groups: 8, sample_size: 32 }; // r = 2
 
-const CASES: { name: string; family: string; config?: Record<string, unknown>; latent: [number, number]; window: [number, number]; overlap: [number, number] }[] = [
-  { name: 'grid with clipped last row and column', family: 'autoencoder-kl', config: KL_TINY, latent: [40, 56], window: [32, 32], overlap: [8, 8] },
-  { name: 'odd latent, rectangular window, unequal overlaps', family: 'autoencoder-kl', config: KL_TINY, latent: [37, 53], window: [24, 40], overlap: [6, 12] },
-  { name: 'horizontal strips (window wider than the image)', family: 'autoencoder-kl', config: KL_TINY, latent: [50, 20], window: [24, 64], overlap: [8, 0] },
-  { name: 'single tile (latent smaller than window)', family: 'autoencoder-kl', config: KL_TINY, latent: [9, 7], window: [32, 32], overlap: [8, 8] },
-  { name: 'stride < L <= window gives two tiles', family: 'autoencoder-kl', config: KL_TINY, latent: [16, 40], window: [32, 32], overlap: [8, 8] },
+const CASES: {
+  name: string;
+  family: string;
+  config?: Record<string, unknown>;
+  latent: [number, number];
+  window: [number, number];
+  overlap: [number, number];
+}[] = [
+  {
+    name: 'grid with clipped last row and column',
+    family: 'autoencoder-kl',
+    config: KL_TINY,
+    latent: [40, 56],
+    window: [32, 32],
+    overlap: [8, 8],
+  },
+  {
+    name: 'odd latent, rectangular window, unequal overlaps',
+    family: 'autoencoder-kl',
+    config: KL_TINY,
+    latent: [37, 53],
+    window: [24, 40],
+    overlap: [6, 12],
+  },
+  {
+    name: 'horizontal strips (window wider than the image)',
+    family: 'autoencoder-kl',
+    config: KL_TINY,
+    latent: [50, 20],
+    window: [24, 64],
+    overlap: [8, 0],
+  },
+  {
+    name: 'single tile (latent smaller than window)',
+    family: 'autoencoder-kl',
+    config: KL_TINY,
+    latent: [9, 7],
+    window: [32, 32],
+    overlap: [8, 8],
+  },
+  {
+    name: 'stride < L <= window gives two tiles',
+    family: 'autoencoder-kl',
+    config: KL_TINY,
+    latent: [16, 40],
+    window: [32, 32],
+    overlap: [8, 8],
+  },
   { name: 'extreme aspect ratio', family: 'autoencoder-kl', config: KL_TINY, latent: [4, 300], window: [16, 16], overlap: [4, 4] },
-  { name: 'large overlap (more than half the window)', family: 'autoencoder-kl', config: KL_TINY, latent: [30, 34], window: [16, 16], overlap: [12, 10] },
+  {
+    name: 'large overlap (more than half the window)',
+    family: 'autoencoder-kl',
+    config: KL_TINY,
+    latent: [30, 34],
+    window: [16, 16],
+    overlap: [12, 10],
+  },
   { name: 'zero overlap', family: 'autoencoder-kl', config: KL_TINY, latent: [21, 19], window: [16, 16], overlap: [0, 0] },
-  { name: 'patch-size family (wan 2.2: blend on raw output at r/p)', family: 'wan', config: { patch_size: 2, scale_factor_spatial: 16, out_channels: 12 }, latent: [13, 22], window: [96, 128], overlap: [32, 32] },
+  {
+    name: 'patch-size family (wan 2.2: blend on raw output at r/p)',
+    family: 'wan',
+    config: { patch_size: 2, scale_factor_spatial: 16, out_channels: 12 },
+    latent: [13, 22],
+    window: [96, 128],
+    overlap: [32, 32],
+  },
 ];
 
 /** Tile rows whose every tile, and every tile above, has arrived. */
@@ -139,7 +203,11 @@ function leadingCompleteRows(layout: TileLayout, arrived: ReadonlySet<number>): 
 }
 
 /** A band sink that checks bands arrive in order and concatenates them. */
-function bandCollector(layout: TileLayout): { sink: { planes: number; band: (y0: number, band: Planes) => void }; rows: () => number; output: () => Planes } {
+function bandCollector(layout: TileLayout): {
+  sink: { planes: number; band: (y0: number, band: Planes) => void };
+  rows: () => number;
+  output: () => Planes;
+} {
   const out = planes(PLANES, layout.outHeight, layout.outWidth);
   let y = 0;
   let rows = 0;
@@ -157,7 +225,8 @@ function bandCollector(layout: TileLayout): { sink: { planes: number; band: (y0:
 }
 
 function writeBlockRows(band: Planes, out: Planes, y0: number): void {
-  for (let p = 0; p < PLANES; p++) out.data.set(band.data.subarray(p * band.height * band.width, (p + 1) * band.height * band.width), (p * out.height + y0) * out.width);
+  for (let p = 0; p < PLANES; p++)
+    out.data.set(band.data.subarray(p * band.height * band.width, (p + 1) * band.height * band.width), (p * out.height + y0) * out.width);
 }
 
 for (const c of CASES) {
@@ -197,7 +266,12 @@ for (const c of CASES) {
         const src = edgeSources(layout, i);
         const pick = (k: number | null) => (k === null ? null : edges[k]!);
         const tile = decoded[i]!;
-        const crop = finalizeTile(layout, i, { ...tile, data: tile.data.slice() }, { above: pick(src.above), left: pick(src.left), corner: pick(src.corner) });
+        const crop = finalizeTile(
+          layout,
+          i,
+          { ...tile, data: tile.data.slice() },
+          { above: pick(src.above), left: pick(src.left), corner: pick(src.corner) },
+        );
         writeCrop(layout, i, crop, out);
       }
       assert.deepEqual(out.data, expected.data, 'edge-based finalisation must be bitwise identical to the naive loop');
@@ -206,7 +280,12 @@ for (const c of CASES) {
       const crops = decoded.map((tile, i) => {
         const src = edgeSources(layout, i);
         const pick = (k: number | null) => (k === null ? null : edges[k]!);
-        return finalizeTile(layout, i, { ...tile, data: tile.data.slice() }, { above: pick(src.above), left: pick(src.left), corner: pick(src.corner) });
+        return finalizeTile(
+          layout,
+          i,
+          { ...tile, data: tile.data.slice() },
+          { above: pick(src.above), left: pick(src.left), corner: pick(src.corner) },
+        );
       });
       for (const seed of [4, 5]) {
         const bands = bandCollector(layout);

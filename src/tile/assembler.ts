@@ -130,14 +130,23 @@ export function finalizeTile(
   layout: TileLayout,
   index: number,
   tile: Planes,
-  edges: { above: Pick<TileEdges, 'lastRows'> | null; left: Pick<TileEdges, 'lastCols'> | null; corner: Pick<TileEdges, 'lastRows'> | null },
+  edges: {
+    above: Pick<TileEdges, 'lastRows'> | null;
+    left: Pick<TileEdges, 'lastCols'> | null;
+    corner: Pick<TileEdges, 'lastRows'> | null;
+  },
 ): Planes {
   if (!layout.edgesSuffice) {
-    throw new DistVaeError('UNSUPPORTED', 'raw edges do not suffice when the overlap exceeds half the window; assemble tiles in raster order instead');
+    throw new DistVaeError(
+      'UNSUPPORTED',
+      'raw edges do not suffice when the overlap exceeds half the window; assemble tiles in raster order instead',
+    );
   }
   const { blend } = layout;
   const { above, left, corner } = edges;
-  const cornerBlock = corner ? sliceCols(corner.lastRows, corner.lastRows.width - Math.min(blend.width, corner.lastRows.width), corner.lastRows.width) : null;
+  const cornerBlock = corner
+    ? sliceCols(corner.lastRows, corner.lastRows.width - Math.min(blend.width, corner.lastRows.width), corner.lastRows.width)
+    : null;
   if (above) {
     const rowsOfAbove = copy(above.lastRows);
     if (cornerBlock) blendH(cornerBlock, rowsOfAbove, Math.min(cornerBlock.width, rowsOfAbove.width, blend.width));
@@ -156,7 +165,10 @@ export function finalizeTile(
 export function writeCrop(layout: TileLayout, index: number, crop: Planes, output: Planes): void {
   const at = cropPlacement(layout, index);
   if (crop.height !== at.h || crop.width !== at.w || crop.planes !== output.planes) {
-    throw new DistVaeError('TENSOR_INVALID', `crop of tile ${index} is ${crop.planes}x${crop.height}x${crop.width}, expected ${output.planes}x${at.h}x${at.w}`);
+    throw new DistVaeError(
+      'TENSOR_INVALID',
+      `crop of tile ${index} is ${crop.planes}x${crop.height}x${crop.width}, expected ${output.planes}x${at.h}x${at.w}`,
+    );
   }
   writeBlock(crop, at.h, at.w, output, at.y, at.x);
 }
@@ -189,7 +201,10 @@ export class CropBandAssembler {
     const at = cropPlacement(this.layout, index);
     const row = Math.floor(index / cols);
     if (crop.height !== at.h || crop.width !== at.w || crop.planes !== this.sink.planes) {
-      throw new DistVaeError('TENSOR_INVALID', `crop of tile ${index} is ${crop.planes}x${crop.height}x${crop.width}, expected ${this.sink.planes}x${at.h}x${at.w}`);
+      throw new DistVaeError(
+        'TENSOR_INVALID',
+        `crop of tile ${index} is ${crop.planes}x${crop.height}x${crop.width}, expected ${this.sink.planes}x${at.h}x${at.w}`,
+      );
     }
     let held = this.rows.get(row);
     if (row < this.nextRow || held?.seen.has(index)) throw new DistVaeError('RUNTIME_FAILED', `tile ${index} was delivered twice`);
@@ -214,7 +229,12 @@ function copy(p: Planes): Planes {
 function checkTile(layout: TileLayout, index: number, tile: Planes, planeCount: number): void {
   const ext = layout.extents[index];
   if (!ext) throw new DistVaeError('TENSOR_INVALID', `tile index ${index} is outside the grid (0..${layout.extents.length - 1})`);
-  if (tile.planes !== planeCount || tile.height !== ext.height || tile.width !== ext.width || tile.data.length !== planeCount * ext.height * ext.width) {
+  if (
+    tile.planes !== planeCount ||
+    tile.height !== ext.height ||
+    tile.width !== ext.width ||
+    tile.data.length !== planeCount * ext.height * ext.width
+  ) {
     throw new DistVaeError(
       'TENSOR_INVALID',
       `decoded tile ${index} is ${tile.planes}x${tile.height}x${tile.width} (${tile.data.length} values), expected ${planeCount}x${ext.height}x${ext.width}`,

@@ -39,5 +39,10 @@ export function cropPlacement(layout: TileLayout, index: number): { y: number; x
   const row = Math.floor(index / layout.cols);
   const col = index % layout.cols;
   const ext = layout.extents[index]!;
-  return { y: row * layout.keep.height, x: col * layout.keep.width, h: Math.min(layout.keep.height, ext.height), w: Math.min(layout.keep.width, ext.width) };
+  return {
+    y: row * layout.keep.height,
+    x: col * layout.keep.width,
+    h: Math.min(layout.keep.height, ext.height),
+    w: Math.min(layout.keep.width, ext.width),
+  };
 }

@@ -31,7 +31,7 @@ function naive(chunks: Tensor[], blend: number, keep: number, drop: 'first' | 'l
     for (let p = 0; p < B * C; p++) {
       const fs = [];
       for (let f = 0; f < frames; f++) fs.push(frameOf(t, p, f));
-      if (i > 0) (drop === 'first' ? fs.shift() : fs.pop());
+      if (i > 0) drop === 'first' ? fs.shift() : fs.pop();
       planes.push(fs);
     }
     return planes;
@@ -69,21 +69,31 @@ for (const [name, drop, rt, latentFrames, window, overlap] of [
     // A chunk of n latent frames decodes to (n − 1)·rt + 1 frames (causal decoders).
     const chunks = starts.map((s, i) => chunkOutput(i, (Math.min(s + windowLatent + 1, latentFrames) - s - 1) * rt + 1));
     const expected = naive(chunks, overlap, window - overlap, drop, outFrames);
-    const assembler = new TemporalAssembler({ chunks: chunks.length, blend: overlap, keep: window - overlap, dropFrame: drop, outFrames }, { batch: B, channels: C, height: H, width: W });
+    const assembler = new TemporalAssembler(
+      { chunks: chunks.length, blend: overlap, keep: window - overlap, dropFrame: drop, outFrames },
+      { batch: B, channels: C, height: H, width: W },
+    );
     chunks.forEach((c, i) => assembler.add(i, c));
     assert.ok(assembler.complete);
     assert.deepEqual(assembler.outputDims, [B, C, outFrames, H, W]);
     for (let p = 0; p < B * C; p++) {
       assert.equal(expected[p]!.length, outFrames);
       expected[p]!.forEach((frame, f) => {
-        assert.deepEqual(assembler.output.slice((p * outFrames + f) * H * W, (p * outFrames + f + 1) * H * W), frame, `plane ${p} frame ${f}`);
+        assert.deepEqual(
+          assembler.output.slice((p * outFrames + f) * H * W, (p * outFrames + f + 1) * H * W),
+          frame,
+          `plane ${p} frame ${f}`,
+        );
       });
     }
   });
 }
 
 test('temporal assembly refuses chunks out of order or of the wrong shape', () => {
-  const assembler = new TemporalAssembler({ chunks: 2, blend: 4, keep: 12, dropFrame: 'first', outFrames: 29 }, { batch: B, channels: C, height: H, width: W });
+  const assembler = new TemporalAssembler(
+    { chunks: 2, blend: 4, keep: 12, dropFrame: 'first', outFrames: 29 },
+    { batch: B, channels: C, height: H, width: W },
+  );
   assert.throws(() => assembler.add(1, chunkOutput(1, 17)), /before chunk 0/);
   assert.throws(() => assembler.add(0, { dims: [B, C, 17, H + 1, W], data: new Float32Array(B * C * 17 * (H + 1) * W) }), /expected/);
 });

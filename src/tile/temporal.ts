@@ -58,11 +58,15 @@ export class TemporalAssembler {
 
   /** Adds chunk `index` and returns its final frames [t0, t0 + keep) of the output, (B, C, keep, H, W). */
   takeChunk(index: number, chunk: Tensor): { t0: number; frames: Tensor } {
-    if (index !== this.nextChunk) throw new DistVaeError('RUNTIME_FAILED', `temporal chunk ${index} arrived before chunk ${this.nextChunk}`);
+    if (index !== this.nextChunk)
+      throw new DistVaeError('RUNTIME_FAILED', `temporal chunk ${index} arrived before chunk ${this.nextChunk}`);
     const [b, c, f, h, w] = chunk.dims as [number, number, number, number, number];
     const d = this.dims;
     if (chunk.dims.length !== 5 || b !== d.batch || c !== d.channels || h !== d.height || w !== d.width) {
-      throw new DistVaeError('TENSOR_INVALID', `temporal chunk ${index} has dims [${chunk.dims.join(', ')}], expected [${d.batch}, ${d.channels}, f, ${d.height}, ${d.width}]`);
+      throw new DistVaeError(
+        'TENSOR_INVALID',
+        `temporal chunk ${index} has dims [${chunk.dims.join(', ')}], expected [${d.batch}, ${d.channels}, f, ${d.height}, ${d.width}]`,
+      );
     }
     const frame = h * w;
     const planes = b * c;
@@ -91,7 +95,8 @@ export class TemporalAssembler {
     this.written += keep;
     const tail = Math.min(this.layout.blend, frames);
     const tailData = new Float32Array(planes * tail * frame);
-    for (let p = 0; p < planes; p++) tailData.set(data.subarray((p * frames + frames - tail) * frame, (p * frames + frames) * frame), p * tail * frame);
+    for (let p = 0; p < planes; p++)
+      tailData.set(data.subarray((p * frames + frames - tail) * frame, (p * frames + frames) * frame), p * tail * frame);
     this.previousTail = { frames: tail, data: tailData };
     this.nextChunk++;
     return { t0, frames: { dims: [b, c, keep, h, w], data: kept } };

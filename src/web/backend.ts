@@ -16,7 +16,15 @@ export const WEBGPU_DEFAULT_LIMITS = { maxBufferSize: 256 * 2 ** 20, maxStorageB
 export const WASM_TENSOR_LIMIT = 2 ** 31;
 
 /** Compute limits onnxruntime's WebGPU kernels use, requested at the adapter's maxima. */
-const COMPUTE_LIMITS = ['maxComputeWorkgroupStorageSize', 'maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupSizeX', 'maxComputeWorkgroupSizeY', 'maxComputeWorkgroupSizeZ', 'maxComputeWorkgroupsPerDimension', 'maxStorageBuffersPerShaderStage'] as const;
+const COMPUTE_LIMITS = [
+  'maxComputeWorkgroupStorageSize',
+  'maxComputeInvocationsPerWorkgroup',
+  'maxComputeWorkgroupSizeX',
+  'maxComputeWorkgroupSizeY',
+  'maxComputeWorkgroupSizeZ',
+  'maxComputeWorkgroupsPerDimension',
+  'maxStorageBuffersPerShaderStage',
+] as const;
 
 interface GpuAdapterLike {
   readonly limits: Record<string, number>;
@@ -60,14 +68,27 @@ async function requestAdapter(): Promise<GpuAdapterLike | null> {
 async function start(options: WebRuntimeOptions): Promise<WebRuntime> {
   const asked = options.backend ?? 'auto';
   const adapter = asked === 'wasm' ? null : await requestAdapter();
-  const base = { ...(options.wasmPaths !== undefined ? { wasmPaths: options.wasmPaths } : {}), ...(options.threads !== undefined ? { threads: options.threads } : {}) };
+  const base = {
+    ...(options.wasmPaths !== undefined ? { wasmPaths: options.wasmPaths } : {}),
+    ...(options.threads !== undefined ? { threads: options.threads } : {}),
+  };
   if (asked === 'webgpu' && !adapter) {
-    const r = reason('PROVIDER_UNAVAILABLE', 'backend', 'webgpu', 'wasm (this page has no WebGPU adapter)', "backend 'webgpu' is not available: navigator.gpu gave no adapter (WebGPU needs a secure context: https or 127.0.0.1); available here: wasm");
+    const r = reason(
+      'PROVIDER_UNAVAILABLE',
+      'backend',
+      'webgpu',
+      'wasm (this page has no WebGPU adapter)',
+      "backend 'webgpu' is not available: navigator.gpu gave no adapter (WebGPU needs a secure context: https or 127.0.0.1); available here: wasm",
+    );
     refuse('PROVIDER_UNAVAILABLE', r);
   }
   if (!adapter) {
     configureWebRuntime(base);
-    return { backend: 'wasm', limits: { maxBufferSize: WASM_TENSOR_LIMIT, maxStorageBufferBindingSize: WASM_TENSOR_LIMIT, source: 'WASM backend (32-bit memory)' }, threads: wasmThreads() };
+    return {
+      backend: 'wasm',
+      limits: { maxBufferSize: WASM_TENSOR_LIMIT, maxStorageBufferBindingSize: WASM_TENSOR_LIMIT, source: 'WASM backend (32-bit memory)' },
+      threads: wasmThreads(),
+    };
   }
   const requiredLimits: Record<string, number> = {};
   for (const name of COMPUTE_LIMITS) if (adapter.limits[name] !== undefined) requiredLimits[name] = adapter.limits[name]!;
@@ -86,7 +107,11 @@ async function start(options: WebRuntimeOptions): Promise<WebRuntime> {
   const name = [info?.vendor, info?.architecture, info?.description].filter((x) => x).join(' ') || 'unknown adapter';
   return {
     backend: 'webgpu',
-    limits: { maxBufferSize: device.limits['maxBufferSize']!, maxStorageBufferBindingSize: device.limits['maxStorageBufferBindingSize']!, source: `WebGPU device (${name}, ${options.deviceLimits === 'default' ? 'default' : 'adapter'} limits)` },
+    limits: {
+      maxBufferSize: device.limits['maxBufferSize']!,
+      maxStorageBufferBindingSize: device.limits['maxStorageBufferBindingSize']!,
+      source: `WebGPU device (${name}, ${options.deviceLimits === 'default' ? 'default' : 'adapter'} limits)`,
+    },
     threads: wasmThreads(),
     adapter: name,
   };
@@ -106,7 +131,13 @@ export function startWebRuntime(options: WebRuntimeOptions = {}): Promise<WebRun
   }
   return started.then((runtime) => {
     if (options.backend !== undefined && options.backend !== 'auto' && options.backend !== runtime.backend) {
-      const r = reason('BACKEND_FIXED', 'backend', options.backend, runtime.backend, `this page already runs on ${runtime.backend}; onnxruntime-web is initialised once per page (reload to change backends)`);
+      const r = reason(
+        'BACKEND_FIXED',
+        'backend',
+        options.backend,
+        runtime.backend,
+        `this page already runs on ${runtime.backend}; onnxruntime-web is initialised once per page (reload to change backends)`,
+      );
       refuse('INVALID_ARGUMENT', r);
     }
     return runtime;

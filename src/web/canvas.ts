@@ -14,7 +14,8 @@ export interface Context2DLike {
 /** RGBA bytes (alpha 255) of the first image of a (B, C, H, W) tensor with 1 or 3 channels. */
 export function rgbaOf(sample: Tensor, range: SampleRange): { data: Uint8ClampedArray; width: number; height: number } {
   const [, c, h, w] = sample.dims as [number, number, number, number];
-  if (sample.dims.length !== 4 || (c !== 3 && c !== 1)) throw new DistVaeError('TENSOR_INVALID', `an image needs (B, 1|3, H, W); got [${sample.dims.join(', ')}]`);
+  if (sample.dims.length !== 4 || (c !== 3 && c !== 1))
+    throw new DistVaeError('TENSOR_INVALID', `an image needs (B, 1|3, H, W); got [${sample.dims.join(', ')}]`);
   const plane = h * w;
   const data = new Uint8ClampedArray(4 * plane);
   for (let i = 0; i < plane; i++) {

@@ -13,7 +13,15 @@ import { disableTiling } from '../plan/planner.js';
 import type { Tensor } from '../tensor.js';
 import { exactTiledDecode, exactTiles, exactTilingHalo } from '../strategies/exact-tile/halo.js';
 import type { WebBackend } from './backend.js';
-import { checkPlanFits, installWindow, largestFittingWindow, planTensorBytes, tensorLimitBytes, type BufferLimits, type DecodeMode } from './limits.js';
+import {
+  checkPlanFits,
+  installWindow,
+  largestFittingWindow,
+  planTensorBytes,
+  tensorLimitBytes,
+  type BufferLimits,
+  type DecodeMode,
+} from './limits.js';
 import type { WebVae } from './load.js';
 
 export interface WebDecodeOptions {
@@ -77,7 +85,11 @@ function limitsOf(vae: WebVae, cap: number | undefined): BufferLimits {
 }
 
 /** Plans a decode of `latentDims` on the VAE (installing the window on it) and checks it fits; refuses with the numbers. */
-export function planWebDecode(vae: WebVae, latentDims: readonly number[], options: Pick<WebDecodeOptions, 'mode' | 'window' | 'overlap' | 'maxTensorBytes'> = {}): WebDecodePlan {
+export function planWebDecode(
+  vae: WebVae,
+  latentDims: readonly number[],
+  options: Pick<WebDecodeOptions, 'mode' | 'window' | 'overlap' | 'maxTensorBytes'> = {},
+): WebDecodePlan {
   const mode = options.mode ?? 'tiled';
   const model = vae.decoderModel();
   const limits = limitsOf(vae, options.maxTensorBytes);
@@ -89,17 +101,41 @@ export function planWebDecode(vae: WebVae, latentDims: readonly number[], option
   if (mode === 'whole') {
     disableTiling(vae);
     const { largest } = planTensorBytes(vae, model, latentDims, 'whole');
-    checkPlanFits(largest, limits, `a whole decode of ${image.height}x${image.width} px`, largest.bytes > limitBytes ? largestFittingWindow(vae, model, latentDims, limitBytes) : undefined);
-    return { mode, window: image, overlap: { height: 0, width: 0 }, tiles: 1, regions: [{ y: 0, x: 0, ...image }], largest, limits, limitBytes };
+    checkPlanFits(
+      largest,
+      limits,
+      `a whole decode of ${image.height}x${image.width} px`,
+      largest.bytes > limitBytes ? largestFittingWindow(vae, model, latentDims, limitBytes) : undefined,
+    );
+    return {
+      mode,
+      window: image,
+      overlap: { height: 0, width: 0 },
+      tiles: 1,
+      regions: [{ y: 0, x: 0, ...image }],
+      largest,
+      limits,
+      limitBytes,
+    };
   }
   const window = options.window ?? largestFittingWindow(vae, model, latentDims, limitBytes, mode);
   if (!window) {
-    const { largest } = planTensorBytes(vae, model, [...latentDims.slice(0, -2), vae.family.minWindowLatent, vae.family.minWindowLatent], 'whole');
+    const { largest } = planTensorBytes(
+      vae,
+      model,
+      [...latentDims.slice(0, -2), vae.family.minWindowLatent, vae.family.minWindowLatent],
+      'whole',
+    );
     checkPlanFits(largest, limits, `the smallest tile (${vae.family.minWindowLatent * r} px)`, null);
   }
   installWindow(vae, { height: h, width: w }, window!, options.overlap);
   const planned = planTensorBytes(vae, model, latentDims, mode);
-  checkPlanFits(planned.largest, limits, `a ${mode} decode with a ${window!.height}x${window!.width} px window`, options.window ? largestFittingWindow(vae, model, latentDims, limitBytes, mode) : undefined);
+  checkPlanFits(
+    planned.largest,
+    limits,
+    `a ${mode} decode with a ${window!.height}x${window!.width} px window`,
+    options.window ? largestFittingWindow(vae, model, latentDims, limitBytes, mode) : undefined,
+  );
   const grid = tileGrid(vae, { height: h, width: w, frames: 1 }, { spatialOnly: true });
   const reads = mode === 'exact' ? exactTiles(grid, exactTilingHalo(model)).map((t) => t.read) : grid.tiles;
   return {
@@ -130,11 +166,23 @@ function reportingRunner(runner: TileRunner, plan: WebDecodePlan, onTile: WebDec
 }
 
 /** Plans, checks and decodes latents in a page: `await decodeInPage(vae, latents, { onTile, signal })`. */
-export async function decodeInPage(vae: WebVae, latents: Tensor, options: WebDecodeOptions = {}): Promise<WebDecodeResult & { plan: WebDecodePlan }> {
+export async function decodeInPage(
+  vae: WebVae,
+  latents: Tensor,
+  options: WebDecodeOptions = {},
+): Promise<WebDecodeResult & { plan: WebDecodePlan }> {
   checkLatents(vae, latents);
   const plan = planWebDecode(vae, latents.dims, options);
   const runner = reportingRunner(vae.runner, plan, options.onTile);
-  const decoding: DecodingVae = { family: vae.family, config: vae.config, geometry: vae.geometry, tiling: vae.tiling, runtime: vae.runtime, runner, tiledDecode: localTiledDecode(vae, runner) };
+  const decoding: DecodingVae = {
+    family: vae.family,
+    config: vae.config,
+    geometry: vae.geometry,
+    tiling: vae.tiling,
+    runtime: vae.runtime,
+    runner,
+    tiledDecode: localTiledDecode(vae, runner),
+  };
   if (plan.mode === 'exact') decoding.tiledDecode = exactTiledDecode(vae, runner, vae.decoderModel());
   // Sessions are built first (onnxruntime-web compiles its WebAssembly and shaders then), so
   // `seconds` is the decode alone and `sessionSeconds` the one-off setup.
@@ -145,5 +193,19 @@ export async function decodeInPage(vae: WebVae, latents: Tensor, options: WebDec
   const sample = await decodeLatents(decoding, latents, options.signal ? { signal: options.signal } : {});
   const seconds = (performance.now() - started) / 1000;
   const [height, width] = sample.dims.slice(-2) as [number, number];
-  return { sample, backend: vae.web.backend, mode: plan.mode, tiles: plan.tiles, window: plan.window, overlap: plan.overlap, seconds, sessionSeconds, width, height, maxTensorBytes: plan.largest.bytes, limitBytes: plan.limitBytes, plan };
+  return {
+    sample,
+    backend: vae.web.backend,
+    mode: plan.mode,
+    tiles: plan.tiles,
+    window: plan.window,
+    overlap: plan.overlap,
+    seconds,
+    sessionSeconds,
+    width,
+    height,
+    maxTensorBytes: plan.largest.bytes,
+    limitBytes: plan.limitBytes,
+    plan,
+  };
 }

@@ -42,7 +42,12 @@ test('largestFittingWindow: the biggest side whose tiles fit, and one latent uni
 });
 
 test('a plan over the limit is refused with its bytes, the limit and where the limit comes from', () => {
-  const limits: BufferLimits = { maxBufferSize: 256 * MIB, maxStorageBufferBindingSize: 128 * MIB, capBytes: 8 * MIB, source: 'WebGPU device (test)' };
+  const limits: BufferLimits = {
+    maxBufferSize: 256 * MIB,
+    maxStorageBufferBindingSize: 128 * MIB,
+    capBytes: 8 * MIB,
+    source: 'WebGPU device (test)',
+  };
   assert.equal(tensorLimitBytes(limits), 8 * MIB);
   assert.equal(tensorLimitBytes({ ...limits, capBytes: undefined }), 128 * MIB);
   const vae = createVae('tae', { variant: 'taesd' });
@@ -54,7 +59,9 @@ test('a plan over the limit is refused with its bytes, the limit and where the l
       e.code === 'PLAN_REFUSED' &&
       e.reasons[0]!.code === 'TENSOR_EXCEEDS_DEVICE_LIMIT' &&
       e.message.includes('needs a 12582912-byte (12.0 MiB) tensor') &&
-      e.message.includes('over the 8388608-byte (8.0 MiB) limit of the WebGPU device (test): maxBufferSize 256.0 MiB, maxStorageBufferBindingSize 128.0 MiB, cap 8.0 MiB; the largest window that fits is 176x176 px'),
+      e.message.includes(
+        'over the 8388608-byte (8.0 MiB) limit of the WebGPU device (test): maxBufferSize 256.0 MiB, maxStorageBufferBindingSize 128.0 MiB, cap 8.0 MiB; the largest window that fits is 176x176 px',
+      ),
   );
   checkPlanFits(largest, { ...limits, capBytes: undefined }, 'a whole decode');
 });

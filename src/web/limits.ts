@@ -43,7 +43,12 @@ export function describeLimits(limits: BufferLimits): string {
 }
 
 /** The largest tensor a decode of `latent` with the VAE's installed tiling allocates, and the latent tile it is for. */
-export function planTensorBytes(vae: VaeSpec, model: ModelProto, latentDims: readonly number[], mode: DecodeMode): { largest: TensorSize; tile: Size2; tiles: number } {
+export function planTensorBytes(
+  vae: VaeSpec,
+  model: ModelProto,
+  latentDims: readonly number[],
+  mode: DecodeMode,
+): { largest: TensorSize; tile: Size2; tiles: number } {
   const [h, w] = latentDims.slice(-2) as [number, number];
   const latent: LatentShape = { height: h, width: w, frames: 1 };
   let tile: Size2 = { height: h, width: w };
@@ -93,7 +98,13 @@ export function installWindow(vae: VaeSpec, latent: Size2, window: Size2, overla
  * The largest square-ish window (the same side on both axes, clipped to the image) whose tiles
  * fit `limitBytes`, with the default overlap for it; null when not even the smallest does.
  */
-export function largestFittingWindow(vae: VaeSpec, model: ModelProto, latentDims: readonly number[], limitBytes: number, mode: Exclude<DecodeMode, 'whole'> = 'tiled'): Size2 | null {
+export function largestFittingWindow(
+  vae: VaeSpec,
+  model: ModelProto,
+  latentDims: readonly number[],
+  limitBytes: number,
+  mode: Exclude<DecodeMode, 'whole'> = 'tiled',
+): Size2 | null {
   const [h, w] = latentDims.slice(-2) as [number, number];
   const r = vae.geometry.spatialRatio;
   const fits = (side: number): Size2 | null => {
@@ -122,12 +133,19 @@ export function largestFittingWindow(vae: VaeSpec, model: ModelProto, latentDims
 export function checkPlanFits(largest: TensorSize, limits: BufferLimits, what: string, suggestion?: Size2 | null): void {
   const limit = tensorLimitBytes(limits);
   if (largest.bytes <= limit) return;
-  const hint = suggestion ? `; the largest window that fits is ${suggestion.height}x${suggestion.width} px` : suggestion === null ? '; no window fits' : '';
-  refuse('PLAN_REFUSED', reason(
-    'TENSOR_EXCEEDS_DEVICE_LIMIT',
-    'plan',
-    { tensor: largest.name, dims: largest.dims, bytes: largest.bytes },
-    `a largest tensor of at most ${limit} bytes (${mib(limit)})`,
-    `${what} needs a ${largest.bytes}-byte (${mib(largest.bytes)}) tensor ${largest.name} [${largest.dims.join(', ')}], over the ${limit}-byte (${mib(limit)}) limit of the ${describeLimits(limits)}${hint}`,
-  ));
+  const hint = suggestion
+    ? `; the largest window that fits is ${suggestion.height}x${suggestion.width} px`
+    : suggestion === null
+      ? '; no window fits'
+      : '';
+  refuse(
+    'PLAN_REFUSED',
+    reason(
+      'TENSOR_EXCEEDS_DEVICE_LIMIT',
+      'plan',
+      { tensor: largest.name, dims: largest.dims, bytes: largest.bytes },
+      `a largest tensor of at most ${limit} bytes (${mib(limit)})`,
+      `${what} needs a ${largest.bytes}-byte (${mib(largest.bytes)}) tensor ${largest.name} [${largest.dims.join(', ')}], over the ${limit}-byte (${mib(limit)}) limit of the ${describeLimits(limits)}${hint}`,
+    ),
+  );
 }

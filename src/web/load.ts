@@ -34,7 +34,14 @@ export interface WebLoadOptions extends WebRuntimeOptions {
 }
 
 function isRawConfig(c: WebVaeSource['config']): c is RawConfig {
-  return typeof c === 'object' && c !== null && !(c instanceof ArrayBuffer) && !ArrayBuffer.isView(c) && !(c instanceof URL) && typeof (c as { arrayBuffer?: unknown }).arrayBuffer !== 'function';
+  return (
+    typeof c === 'object' &&
+    c !== null &&
+    !(c instanceof ArrayBuffer) &&
+    !ArrayBuffer.isView(c) &&
+    !(c instanceof URL) &&
+    typeof (c as { arrayBuffer?: unknown }).arrayBuffer !== 'function'
+  );
 }
 
 async function readConfig(config: WebVaeSource['config'], signal: AbortSignal | undefined): Promise<RawConfig | undefined> {
@@ -46,7 +53,17 @@ async function readConfig(config: WebVaeSource['config'], signal: AbortSignal | 
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not a JSON object');
     return parsed as RawConfig;
   } catch (cause) {
-    refuse('CONFIG_INVALID', reason('CONFIG_NOT_JSON', 'config', name, 'a diffusers config.json (a JSON object)', `${name} is not a JSON object: ${(cause as Error).message}`), { cause });
+    refuse(
+      'CONFIG_INVALID',
+      reason(
+        'CONFIG_NOT_JSON',
+        'config',
+        name,
+        'a diffusers config.json (a JSON object)',
+        `${name} is not a JSON object: ${(cause as Error).message}`,
+      ),
+      { cause },
+    );
   }
 }
 
@@ -65,7 +82,16 @@ async function readHalf(source: WebVaeSource, part: 'decoder' | 'encoder', signa
   const raw = await readConfig(source.config, signal);
   const bytes = await weightsSource(source.weights);
   if (source.family === undefined && raw === undefined) {
-    refuse('INVALID_ARGUMENT', reason('FAMILY_REQUIRED', 'family', undefined, 'a family for a bare weights file', `${bytes.name} is a bare weights file: pass a family (e.g. 'tae') or a config.json to say which ${part} it holds`));
+    refuse(
+      'INVALID_ARGUMENT',
+      reason(
+        'FAMILY_REQUIRED',
+        'family',
+        undefined,
+        'a family for a bare weights file',
+        `${bytes.name} is a bare weights file: pass a family (e.g. 'tae') or a config.json to say which ${part} it holds`,
+      ),
+    );
   }
   const family = resolveFamily(source.family, raw);
   const runtime = runtimeOf(family);

@@ -20,7 +20,10 @@ test('binds exactly the expected keys in expected order, skipping ignored prefix
     ['decoder.conv_in.weight', [64, 4, 3, 3]],
   ]);
   const bound = bindWeights(expected, weights, { ignorePrefixes: ['encoder.', 'quant_conv.'] });
-  assert.deepEqual([...bound.keys()], expected.map((p) => p.name));
+  assert.deepEqual(
+    [...bound.keys()],
+    expected.map((p) => p.name),
+  );
   assert.equal(bound.get('decoder.conv_in.bias'), weights.get('decoder.conv_in.bias'));
 });
 
@@ -55,7 +58,10 @@ test('reports every missing, unexpected and wrongly shaped key at once', () => {
 
 test('an expected key under an ignored prefix is still bound; a wholly foreign file gets a hint', () => {
   assert.equal(bindWeights([{ name: 'bn.weight', dims: [2] }], weightsOf([['bn.weight', [2]]]), { ignorePrefixes: ['bn.'] }).size, 1);
-  assert.throws(() => bindWeights(expected, weightsOf([['model.x', [1]]])), /No expected key matched: wrong family, or keys under another prefix\?/);
+  assert.throws(
+    () => bindWeights(expected, weightsOf([['model.x', [1]]])),
+    /No expected key matched: wrong family, or keys under another prefix\?/,
+  );
 });
 
 test('a 0-d parameter binds from a stored 0-d tensor or from shape [1]; other shapes are refused', () => {

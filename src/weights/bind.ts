@@ -36,7 +36,11 @@ export interface Shaped {
 }
 
 /** Returns the expected tensors in `expected` order, or throws WEIGHTS_MISMATCH naming every problem. */
-export function bindWeights(expected: readonly ExpectedParam[], weights: ReadonlyMap<string, Tensor>, options: BindOptions = {}): Map<string, Tensor> {
+export function bindWeights(
+  expected: readonly ExpectedParam[],
+  weights: ReadonlyMap<string, Tensor>,
+  options: BindOptions = {},
+): Map<string, Tensor> {
   checkBinding(expected, weights, options);
   return new Map(expected.map((param) => [param.name, asParam(weights.get(param.name)!, param)]));
 }
@@ -60,12 +64,22 @@ export function checkBinding(expected: readonly ExpectedParam[], weights: Readon
     const want = `[${param.dims.join(', ')}]`;
     const t = weights.get(param.name);
     if (!t) {
-      reasons.push(reason('WEIGHT_MISSING', param.name, null, `a tensor of shape ${want}`, `${param.name} (shape ${want}) is missing from ${source}`));
+      reasons.push(
+        reason('WEIGHT_MISSING', param.name, null, `a tensor of shape ${want}`, `${param.name} (shape ${want}) is missing from ${source}`),
+      );
     } else if (storedScalar(t, param)) {
       matched++;
     } else if (t.dims.length !== param.dims.length || t.dims.some((d, i) => d !== param.dims[i])) {
       const got = `[${t.dims.join(', ')}]`;
-      reasons.push(reason('WEIGHT_SHAPE', param.name, t.dims, `shape ${want}`, `${param.name} has shape ${got} in ${source}, the decoder expects ${want}`));
+      reasons.push(
+        reason(
+          'WEIGHT_SHAPE',
+          param.name,
+          t.dims,
+          `shape ${want}`,
+          `${param.name} has shape ${got} in ${source}, the decoder expects ${want}`,
+        ),
+      );
     } else {
       matched++;
     }
@@ -74,7 +88,13 @@ export function checkBinding(expected: readonly ExpectedParam[], weights: Readon
     if (expectedNames.has(name) || ignore.some((prefix) => name.startsWith(prefix))) continue;
     const ignored = ignore.length ? ` or under an ignored prefix (${ignore.join(', ')})` : '';
     reasons.push(
-      reason('WEIGHT_UNEXPECTED', name, t.dims, `a key the decoder expects${ignored}`, `${name} (shape [${t.dims.join(', ')}]) in ${source} is not a parameter of this decoder`),
+      reason(
+        'WEIGHT_UNEXPECTED',
+        name,
+        t.dims,
+        `a key the decoder expects${ignored}`,
+        `${name} (shape [${t.dims.join(', ')}]) in ${source} is not a parameter of this decoder`,
+      ),
     );
   }
   if (reasons.length === 0) return;

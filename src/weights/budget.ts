@@ -21,11 +21,11 @@ export function checkWeightBytes(specs: readonly ParamSpec[], what: string, budg
   refuse(
     'CONFIG_INVALID',
     reason(
-    'WEIGHTS_TOO_LARGE',
-    'config',
-    `${formatBytes(bytes)} of weights`,
-    `at most ${formatBytes(budget / DECODING_WEIGHT_COPIES)} of weights (${DECODING_WEIGHT_COPIES} copies within 80 % of this machine's memory)`,
-    `${what} declares ${formatBytes(bytes)} of float32 weights (${specs.length} parameters); decoding holds ${DECODING_WEIGHT_COPIES} copies, ${formatBytes(resident)}, more than the memory budget of ${formatBytes(budget)} (80 % of the memory this process may use): check the config's widths and depths`,
+      'WEIGHTS_TOO_LARGE',
+      'config',
+      `${formatBytes(bytes)} of weights`,
+      `at most ${formatBytes(budget / DECODING_WEIGHT_COPIES)} of weights (${DECODING_WEIGHT_COPIES} copies within 80 % of this machine's memory)`,
+      `${what} declares ${formatBytes(bytes)} of float32 weights (${specs.length} parameters); decoding holds ${DECODING_WEIGHT_COPIES} copies, ${formatBytes(resident)}, more than the memory budget of ${formatBytes(budget)} (80 % of the memory this process may use): check the config's widths and depths`,
     ),
   );
 }

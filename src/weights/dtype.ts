@@ -4,12 +4,7 @@
 
 import { DistVaeError } from '../errors.js';
 import type { Tensor } from '../tensor.js';
-import {
-  bfloat16ArrayToFloat32,
-  float16ArrayToFloat32,
-  float32ArrayToBfloat16,
-  float32ArrayToFloat16,
-} from './halfprecision.js';
+import { bfloat16ArrayToFloat32, float16ArrayToFloat32, float32ArrayToBfloat16, float32ArrayToFloat16 } from './halfprecision.js';
 
 export const DTYPE_BYTES = {
   F64: 8,

@@ -58,10 +58,19 @@ test('a sparse 5 GiB weights file: only the decoder tensors are read, with bound
       });
       const peak = Number(/VmHWM:\\s+(\\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
       console.log(JSON.stringify({ w: [...bound.get('decoder.w').data], b: [...bound.get('decoder.b').data], peak }));`;
-    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     assert.equal(child.status, 0, child.stderr);
     const got = JSON.parse(child.stdout) as { w: number[]; b: number[]; peak: number };
-    assert.deepEqual([got.w, got.b], [[1, 2, 3, 4], [0.5, -0.5]]);
+    assert.deepEqual(
+      [got.w, got.b],
+      [
+        [1, 2, 3, 4],
+        [0.5, -0.5],
+      ],
+    );
     assert.ok(got.peak < 300 * 2 ** 20, `peak RSS ${(got.peak / 2 ** 20).toFixed(0)} MiB reading 16 bytes of a 5 GiB file`);
   } finally {
     rmSync(dir, { recursive: true });

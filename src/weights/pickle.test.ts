@@ -20,7 +20,8 @@ const options: UnpickleOptions = {
 function assertUnsafe(bytes: Uint8Array, pattern: RegExp, opts: UnpickleOptions = options): void {
   assert.throws(
     () => unpickle(bytes, opts),
-    (e: unknown) => e instanceof DistVaeError && e.code === 'UNSAFE_PICKLE' && pattern.test(e.message) && /nothing was executed/.test(e.message),
+    (e: unknown) =>
+      e instanceof DistVaeError && e.code === 'UNSAFE_PICKLE' && pattern.test(e.message) && /nothing was executed/.test(e.message),
   );
 }
 
@@ -58,7 +59,9 @@ test('decodes CPython protocol-2 output for plain data', () => {
 
 test('decodes CPython protocol-4 output (FRAME, STACK_GLOBAL, MEMOIZE) with allowed globals', () => {
   // pickle.dumps(collections.OrderedDict([('k', [1.25, 'v'])]), protocol=4)
-  const bytes = hex('80049538000000000000008c0b636f6c6c656374696f6e73948c0b4f726465726564446963749493942952948c016b945d9428473ff40000000000008c01769465732e');
+  const bytes = hex(
+    '80049538000000000000008c0b636f6c6c656374696f6e73948c0b4f726465726564446963749493942952948c016b945d9428473ff40000000000008c01769465732e',
+  );
   assert.deepEqual(unpickle(bytes, options), new Map([['k', [1.25, 'v']]]));
 });
 
@@ -68,12 +71,31 @@ test('refuses code-running globals before anything is called', () => {
   try {
     const command = `touch ${canary}`;
     // GLOBAL os.system + REDUCE: what pickle.dumps of a __reduce__ exploit emits.
-    assertUnsafe(new PickleWriter().proto(2).global('os', 'system').binunicode(command).raw(0x85).reduce().stop().bytes(), /global os\.system is not in the allowlist \(collections\.OrderedDict\)/);
-    assertUnsafe(new PickleWriter().proto(2).global('builtins', 'eval').binunicode(`__import__('os').system('${command}')`).raw(0x85).reduce().stop().bytes(), /global builtins\.eval is not/);
+    assertUnsafe(
+      new PickleWriter().proto(2).global('os', 'system').binunicode(command).raw(0x85).reduce().stop().bytes(),
+      /global os\.system is not in the allowlist \(collections\.OrderedDict\)/,
+    );
+    assertUnsafe(
+      new PickleWriter()
+        .proto(2)
+        .global('builtins', 'eval')
+        .binunicode(`__import__('os').system('${command}')`)
+        .raw(0x85)
+        .reduce()
+        .stop()
+        .bytes(),
+      /global builtins\.eval is not/,
+    );
     // protocol 4: STACK_GLOBAL takes module and name from the stack.
-    assertUnsafe(latin1(`\x80\x04\x8c\x05posix\x94\x8c\x06system\x94\x93\x94\x8c${String.fromCharCode(command.length)}${command}\x94\x85\x94R\x94.`), /global posix\.system is not in the allowlist/);
+    assertUnsafe(
+      latin1(`\x80\x04\x8c\x05posix\x94\x8c\x06system\x94\x93\x94\x8c${String.fromCharCode(command.length)}${command}\x94\x85\x94R\x94.`),
+      /global posix\.system is not in the allowlist/,
+    );
     // A pickle that hides the call behind an allowed-looking prefix still stops at the GLOBAL.
-    assertUnsafe(new PickleWriter().proto(2).global('collections', 'OrderedDict').emptyTuple().reduce().global('subprocess', 'Popen').stop().bytes(), /subprocess\.Popen/);
+    assertUnsafe(
+      new PickleWriter().proto(2).global('collections', 'OrderedDict').emptyTuple().reduce().global('subprocess', 'Popen').stop().bytes(),
+      /subprocess\.Popen/,
+    );
     assert.equal(existsSync(canary), false);
   } finally {
     rmSync(dir, { recursive: true });
@@ -82,11 +104,18 @@ test('refuses code-running globals before anything is called', () => {
 
 test('refuses object-building opcodes, REDUCE on non-functions, BUILD and unknown opcodes', () => {
   assertUnsafe(latin1('(X\x02\0\0\0lsios\nsystem\n.'), /opcode INST would instantiate os\.system/);
-  assertUnsafe(new PickleWriter().proto(2).global('collections', 'OrderedDict').emptyTuple().raw(0x81).stop().bytes(), /opcode NEWOBJ would construct/);
+  assertUnsafe(
+    new PickleWriter().proto(2).global('collections', 'OrderedDict').emptyTuple().raw(0x81).stop().bytes(),
+    /opcode NEWOBJ would construct/,
+  );
   assertUnsafe(new PickleWriter().proto(2).mark().global('collections', 'OrderedDict').raw(0x6f).stop().bytes(), /opcode OBJ/);
   assertUnsafe(latin1('\x80\x02\x82\x01.'), /opcode EXT1/);
   const withMarker: UnpickleOptions = { ...options, globals: new Map([['torch.FloatStorage', { marker: true }]]) };
-  assertUnsafe(new PickleWriter().proto(2).global('torch', 'FloatStorage').emptyTuple().reduce().stop().bytes(), /REDUCE target is not an allowed function/, withMarker);
+  assertUnsafe(
+    new PickleWriter().proto(2).global('torch', 'FloatStorage').emptyTuple().reduce().stop().bytes(),
+    /REDUCE target is not an allowed function/,
+    withMarker,
+  );
   assertUnsafe(new PickleWriter().proto(2).emptyDict().emptyDict().raw(0x62).stop().bytes(), /BUILD/);
   assertUnsafe(latin1('\x80\x02\xff.'), /opcode 0xff .* not supported/);
   assertUnsafe(latin1("\x80\x02S'text'\n."), /opcode 0x53 \("S"\)/);
@@ -94,7 +123,10 @@ test('refuses object-building opcodes, REDUCE on non-functions, BUILD and unknow
 
 test('malformed pickles are FILE_INVALID with the byte offset', () => {
   const invalid = (bytes: Uint8Array, pattern: RegExp) =>
-    assert.throws(() => unpickle(bytes, options), (e: unknown) => e instanceof DistVaeError && e.code === 'FILE_INVALID' && pattern.test(e.message));
+    assert.throws(
+      () => unpickle(bytes, options),
+      (e: unknown) => e instanceof DistVaeError && e.code === 'FILE_INVALID' && pattern.test(e.message),
+    );
   invalid(latin1('\x80\x02X\xff\x00\x00\x00ab'), /test\.pkl: pickle byte 2: truncated: needs 255 more bytes, 2 left/);
   invalid(latin1('\x80\x02h\x07.'), /memo entry 7 was never stored/);
   invalid(latin1('\x80\x02s.'), /stack underflow/);

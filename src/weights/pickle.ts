@@ -110,7 +110,8 @@ export function unpickle(bytes: Uint8Array, options: UnpickleOptions): unknown {
     opcodeAt = pos;
     const op = u8();
     switch (op) {
-      case 0x80: { // PROTO
+      case 0x80: {
+        // PROTO
         const protocol = u8();
         if (protocol > 5) invalid(`pickle protocol ${protocol} is newer than 5`);
         break;
@@ -154,7 +155,8 @@ export function unpickle(bytes: Uint8Array, options: UnpickleOptions): unknown {
         stack.push(u16());
         break;
       case 0x8a: // LONG1
-      case 0x8b: { // LONG4
+      case 0x8b: {
+        // LONG4
         const n = op === 0x8a ? u8() : u32();
         // Decoding is quadratic in the length; torch never writes integers wider than 8 bytes.
         if (n > MAX_LONG_BYTES) invalid(`integer of ${n} bytes is wider than the ${MAX_LONG_BYTES} bytes accepted`);
@@ -180,7 +182,8 @@ export function unpickle(bytes: Uint8Array, options: UnpickleOptions): unknown {
       case 0x7d: // EMPTY_DICT
         stack.push(new Map());
         break;
-      case 0x64: { // DICT
+      case 0x64: {
+        // DICT
         const dict = new Map();
         setItems(dict, popMark());
         stack.push(dict);
@@ -189,7 +192,8 @@ export function unpickle(bytes: Uint8Array, options: UnpickleOptions): unknown {
       case 0x5d: // EMPTY_LIST
         stack.push([]);
         break;
-      case 0x6c: { // LIST (popMark replaces `stack`, so it must run before `stack.push` is read)
+      case 0x6c: {
+        // LIST (popMark replaces `stack`, so it must run before `stack.push` is read)
         const items = popMark();
         stack.push(items);
         break;
@@ -197,7 +201,8 @@ export function unpickle(bytes: Uint8Array, options: UnpickleOptions): unknown {
       case 0x29: // EMPTY_TUPLE
         stack.push(tuple([]));
         break;
-      case 0x74: { // TUPLE
+      case 0x74: {
+        // TUPLE
         const items = tuple(popMark());
         stack.push(items);
         break;
@@ -205,34 +210,40 @@ export function unpickle(bytes: Uint8Array, options: UnpickleOptions): unknown {
       case 0x85: // TUPLE1
         stack.push(tuple([pop()]));
         break;
-      case 0x86: { // TUPLE2
+      case 0x86: {
+        // TUPLE2
         const b = pop();
         stack.push(tuple([pop(), b]));
         break;
       }
-      case 0x87: { // TUPLE3
+      case 0x87: {
+        // TUPLE3
         const c = pop();
         const b = pop();
         stack.push(tuple([pop(), b, c]));
         break;
       }
-      case 0x73: { // SETITEM
+      case 0x73: {
+        // SETITEM
         const value = pop();
         const key = pop();
         dictOf(top()).set(key, value);
         break;
       }
-      case 0x75: { // SETITEMS
+      case 0x75: {
+        // SETITEMS
         const items = popMark();
         setItems(dictOf(top()), items);
         break;
       }
-      case 0x61: { // APPEND
+      case 0x61: {
+        // APPEND
         const value = pop();
         listOf(top()).push(value);
         break;
       }
-      case 0x65: { // APPENDS
+      case 0x65: {
+        // APPENDS
         const items = popMark();
         const list = listOf(top());
         for (const item of items) list.push(item);
@@ -248,25 +259,29 @@ export function unpickle(bytes: Uint8Array, options: UnpickleOptions): unknown {
         memo.set(memo.size, top());
         break;
       case 0x68: // BINGET
-      case 0x6a: { // LONG_BINGET
+      case 0x6a: {
+        // LONG_BINGET
         const index = op === 0x68 ? u8() : u32();
         if (!memo.has(index)) invalid(`memo entry ${index} was never stored`);
         stack.push(memo.get(index));
         break;
       }
-      case 0x63: { // GLOBAL
+      case 0x63: {
+        // GLOBAL
         const module = line();
         stack.push(resolveGlobal(module, line()));
         break;
       }
-      case 0x93: { // STACK_GLOBAL
+      case 0x93: {
+        // STACK_GLOBAL
         const name = pop();
         const module = pop();
         if (typeof module !== 'string' || typeof name !== 'string') invalid('STACK_GLOBAL needs two strings');
         stack.push(resolveGlobal(module, name));
         break;
       }
-      case 0x52: { // REDUCE
+      case 0x52: {
+        // REDUCE
         const args = pop();
         const callable = pop();
         if (typeof callable !== 'function') unsafe('REDUCE target is not an allowed function');
@@ -274,7 +289,8 @@ export function unpickle(bytes: Uint8Array, options: UnpickleOptions): unknown {
         stack.push((callable as (args: readonly unknown[]) => unknown)(args));
         break;
       }
-      case 0x62: { // BUILD
+      case 0x62: {
+        // BUILD
         const state = pop();
         const built = options.build?.(top(), state);
         if (built === undefined) unsafe('BUILD (setting object state) on this object is not allowed');
@@ -288,7 +304,9 @@ export function unpickle(bytes: Uint8Array, options: UnpickleOptions): unknown {
         const refused = REFUSED_OPCODES.get(op);
         if (op === 0x69) unsafe(`opcode INST would instantiate ${line()}.${line()}`);
         if (refused) unsafe(`opcode ${refused} would construct an arbitrary object`);
-        unsafe(`opcode 0x${op.toString(16).padStart(2, '0')} (${JSON.stringify(String.fromCharCode(op))}) is not supported by the restricted unpickler`);
+        unsafe(
+          `opcode 0x${op.toString(16).padStart(2, '0')} (${JSON.stringify(String.fromCharCode(op))}) is not supported by the restricted unpickler`,
+        );
       }
     }
   }

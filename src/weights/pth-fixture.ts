@@ -129,8 +129,17 @@ function writeStateDict(p: PickleWriter, options: FixtureOptions): void {
     p.binunicode(name);
     if (options.parameters) p.global('torch._utils', '_rebuild_parameter').mark();
     p.global('torch._utils', '_rebuild_tensor_v2').mark();
-    p.mark().binunicode('storage').global('torch', STORAGE_TYPES[storage.dtype]).binunicode(t.storage).binunicode('cpu').int(storage.values.length).tuple();
-    p.binpersid().int(t.offset ?? 0).intTuple(t.size).intTuple(t.stride ?? stridesOf(t.size));
+    p.mark()
+      .binunicode('storage')
+      .global('torch', STORAGE_TYPES[storage.dtype])
+      .binunicode(t.storage)
+      .binunicode('cpu')
+      .int(storage.values.length)
+      .tuple();
+    p.binpersid()
+      .int(t.offset ?? 0)
+      .intTuple(t.size)
+      .intTuple(t.stride ?? stridesOf(t.size));
     p.bool(false).global('collections', 'OrderedDict').emptyTuple().reduce().tuple().reduce();
     if (options.parameters) p.bool(true).global('collections', 'OrderedDict').emptyTuple().reduce().tuple().reduce();
   }

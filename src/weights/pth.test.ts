@@ -58,7 +58,10 @@ test('accepts any top folder, nn.Parameters and a state dict wrapped in a checkp
   assert.equal(wrapped.stateDictKey, 'state_dict');
   assert.deepEqual([...wrapped.tensors.get('w.t')!.data], [-1.5, 1.5, -0.5, 2.5, 0.5, 3.5]);
   assert.equal((await parsePth(buildPth({ ...fixture, wrapKeys: ['ema'] }))).stateDictKey, 'ema');
-  await assertFileInvalid(buildPth({ ...fixture, wrapKeys: ['a', 'b'] }), /no state dict found: .*keys "a", "b", "epoch".* holds 2 dicts of tensors \(a, b; none named state_dict/);
+  await assertFileInvalid(
+    buildPth({ ...fixture, wrapKeys: ['a', 'b'] }),
+    /no state dict found: .*keys "a", "b", "epoch".* holds 2 dicts of tensors \(a, b; none named state_dict/,
+  );
 });
 
 test('refuses broken archives and storages, naming what is wrong', async () => {
@@ -66,8 +69,14 @@ test('refuses broken archives and storages, naming what is wrong', async () => {
   await assertFileInvalid(new Uint8Array([1, 2, 3, 4]), /not a zip-format PyTorch checkpoint/);
   await assertFileInvalid(new Uint8Array([0x80, 0x02, 0x8a, 0x0a]), /legacy \(pre-zip\) torch\.save format/);
   await assertFileInvalid(good.subarray(0, good.length - 30), /no zip end-of-central-directory record/);
-  await assertFileInvalid(editZip(good, (f) => (f['other/data.pkl'] = f['archive/data.pkl']!)), /expected one <folder>\/data\.pkl entry, found 2/);
-  await assertFileInvalid(editZip(good, (f) => delete f['archive/data/1']), /storage 1 is referenced but archive\/data\/1 is missing/);
+  await assertFileInvalid(
+    editZip(good, (f) => (f['other/data.pkl'] = f['archive/data.pkl']!)),
+    /expected one <folder>\/data\.pkl entry, found 2/,
+  );
+  await assertFileInvalid(
+    editZip(good, (f) => delete f['archive/data/1']),
+    /storage 1 is referenced but archive\/data\/1 is missing/,
+  );
   await assertFileInvalid(
     editZip(good, (f) => (f['archive/data/0'] = f['archive/data/0']!.subarray(0, 20))),
     /storage 0 has 20 bytes, torch\.HalfStorage of 12 elements needs 24 \(truncated file\?\)/,
@@ -76,7 +85,11 @@ test('refuses broken archives and storages, naming what is wrong', async () => {
     buildPth({ ...fixture, tensors: { bad: { storage: '0', size: [4], stride: [4] } } }),
     /tensor "bad": offset 0, size \[4\], stride \[4\] reach element 12 of a 12-element storage/,
   );
-  await assertFileInvalid(editZip(good, (f) => (f['archive/byteorder'] = new TextEncoder().encode('big'))), /big-endian/, 'UNSUPPORTED');
+  await assertFileInvalid(
+    editZip(good, (f) => (f['archive/byteorder'] = new TextEncoder().encode('big'))),
+    /big-endian/,
+    'UNSUPPORTED',
+  );
 });
 
 test('a hostile data.pkl inside a checkpoint is refused as UNSAFE_PICKLE', async () => {
@@ -93,7 +106,10 @@ test('loads the trained TAEF2 decoder (float16) from ../shared', async (t) => {
   const { tensors, stateDictKey } = await readPth(TAEF2_DECODER);
   assert.equal(stateDictKey, null);
   assert.equal(tensors.size, 79);
-  assert.equal([...tensors.values()].reduce((n, t) => n + t.data.length, 0), 1338499);
+  assert.equal(
+    [...tensors.values()].reduce((n, t) => n + t.data.length, 0),
+    1338499,
+  );
   assert.ok([...tensors.values()].every((t) => t.dtype === 'F16'));
   // Reference: Python's zipfile + a plain-data pickle.Unpickler + numpy float16 sums (float64).
   const golden: [string, number[], number, number][] = [
@@ -107,7 +123,10 @@ test('loads the trained TAEF2 decoder (float16) from ../shared', async (t) => {
     assert.deepEqual(t.dims, dims, key);
     const s = t.data.reduce((a, v) => a + v, 0);
     const s2 = t.data.reduce((a, v) => a + v * v, 0);
-    assert.ok(Math.abs(s - sum) < 1e-9 && Math.abs(s2 - sumOfSquares) < 1e-9, `${key}: sum ${s} vs ${sum}, sum of squares ${s2} vs ${sumOfSquares}`);
+    assert.ok(
+      Math.abs(s - sum) < 1e-9 && Math.abs(s2 - sumOfSquares) < 1e-9,
+      `${key}: sum ${s} vs ${sum}, sum of squares ${s2} vs ${sumOfSquares}`,
+    );
   }
   assert.deepEqual([...tensors.get('19.bias')!.data], [0.349365234375, 0.334716796875, 0.3193359375]);
 });

@@ -94,7 +94,9 @@ async function readWholePth(source: ByteSource): Promise<PthContents> {
 }
 
 /** Opens a zip-format torch.save source: reads its directory and pickle, not its storages. */
-export async function openPth(source: ByteSource): Promise<PthReader & { readTensor(name: string, options?: { refuseExpanded?: boolean }): Promise<StoredTensor> }> {
+export async function openPth(
+  source: ByteSource,
+): Promise<PthReader & { readTensor(name: string, options?: { refuseExpanded?: boolean }): Promise<StoredTensor> }> {
   const name = source.name;
   const fail: (message: string) => never = (message) => {
     throw new DistVaeError('FILE_INVALID', `${name}: ${message}`);
@@ -111,26 +113,35 @@ export async function openPth(source: ByteSource): Promise<PthReader & { readTen
   const root = pickles[0]!.slice(0, -'data.pkl'.length);
   const byteorderEntry = zip.entries.get(`${root}byteorder`);
   if (byteorderEntry) {
-    const order = byteorderEntry.size <= 16 ? new TextDecoder().decode(await zip.read(byteorderEntry, 0, byteorderEntry.size)) : '(too long)';
-    if (order !== 'little') throw new DistVaeError('UNSUPPORTED', `${name}: storages are ${order === 'big' ? 'big-endian' : `in byte order ${JSON.stringify(order)}`}; only little-endian checkpoints are supported`);
+    const order =
+      byteorderEntry.size <= 16 ? new TextDecoder().decode(await zip.read(byteorderEntry, 0, byteorderEntry.size)) : '(too long)';
+    if (order !== 'little')
+      throw new DistVaeError(
+        'UNSUPPORTED',
+        `${name}: storages are ${order === 'big' ? 'big-endian' : `in byte order ${JSON.stringify(order)}`}; only little-endian checkpoints are supported`,
+      );
   }
   const pickleEntry = zip.entries.get(pickles[0]!)!;
-  if (pickleEntry.size > MAX_PICKLE_BYTES) fail(`${pickles[0]} declares ${pickleEntry.size} bytes, above the ${MAX_PICKLE_BYTES}-byte limit for a state dict's pickle`);
+  if (pickleEntry.size > MAX_PICKLE_BYTES)
+    fail(`${pickles[0]} declares ${pickleEntry.size} bytes, above the ${MAX_PICKLE_BYTES}-byte limit for a state dict's pickle`);
   const pickleBytes = await zip.read(pickleEntry, 0, pickleEntry.size);
 
   const storages = new Map<string, Storage>();
   const loadStorage = (pid: unknown): Storage => {
-    if (!Array.isArray(pid) || pid.length !== 5 || pid[0] !== 'storage') fail(`persistent id ${describe(pid)} is not a ('storage', type, key, location, numel) tuple`);
+    if (!Array.isArray(pid) || pid.length !== 5 || pid[0] !== 'storage')
+      fail(`persistent id ${describe(pid)} is not a ('storage', type, key, location, numel) tuple`);
     const [, type, key, , numel] = pid as unknown[];
     if (!(type instanceof StorageType)) return fail(`persistent id names storage type ${describe(type)}, not a torch storage type`);
-    if (typeof key !== 'string' || !Number.isSafeInteger(numel) || (numel as number) < 0) return fail(`storage id (${describe(key)}, ${describe(numel)}) is malformed`);
+    if (typeof key !== 'string' || !Number.isSafeInteger(numel) || (numel as number) < 0)
+      return fail(`storage id (${describe(key)}, ${describe(numel)}) is malformed`);
     const known = storages.get(key);
     if (known && known.dtype !== type.dtype) fail(`storage ${key} is referenced as both ${known.dtype} and ${type.dtype}`);
     if (known) return known;
     const entry = zip.entries.get(`${root}data/${key}`) ?? fail(`storage ${key} is referenced but ${root}data/${key} is missing`);
     // The declared size is checked here, before any byte of the storage is read or inflated.
     const expected = (numel as number) * DTYPE_BYTES[type.dtype];
-    if (entry.size !== expected) fail(`storage ${key} has ${entry.size} bytes, ${type.name} of ${numel} elements needs ${expected} (truncated file?)`);
+    if (entry.size !== expected)
+      fail(`storage ${key} has ${entry.size} bytes, ${type.name} of ${numel} elements needs ${expected} (truncated file?)`);
     const storage = new Storage(key, type.dtype, numel as number, entry);
     storages.set(key, storage);
     return storage;
@@ -138,7 +149,8 @@ export async function openPth(source: ByteSource): Promise<PthReader & { readTen
   const rebuildTensor = (args: readonly unknown[]): TensorRef => {
     const [storage, offset, size, stride] = args;
     if (!(storage instanceof Storage)) return fail(`tensor rebuild from ${describe(storage)}, not a storage`);
-    if (!Number.isSafeInteger(offset) || (offset as number) < 0) fail(`tensor storage offset ${describe(offset)} is not a non-negative integer`);
+    if (!Number.isSafeInteger(offset) || (offset as number) < 0)
+      fail(`tensor storage offset ${describe(offset)} is not a non-negative integer`);
     if (!isIntegerList(size) || !isIntegerList(stride) || size.length !== stride.length) {
       fail(`tensor size ${describe(size)} / stride ${describe(stride)} are not integer tuples of equal length`);
     }
@@ -149,10 +161,13 @@ export async function openPth(source: ByteSource): Promise<PthReader & { readTen
     return args[0];
   };
   const globals = new Map<string, unknown>([
-    ['collections.OrderedDict', (args: readonly unknown[]) => {
-      if (args.length > 0) fail('OrderedDict(...) with arguments is not supported');
-      return new Map();
-    }],
+    [
+      'collections.OrderedDict',
+      (args: readonly unknown[]) => {
+        if (args.length > 0) fail('OrderedDict(...) with arguments is not supported');
+        return new Map();
+      },
+    ],
     ['torch._utils._rebuild_tensor', rebuildTensor],
     ['torch._utils._rebuild_tensor_v2', rebuildTensor],
     ['torch._utils._rebuild_parameter', rebuildParameter],
@@ -168,7 +183,9 @@ export async function openPth(source: ByteSource): Promise<PthReader & { readTen
     source: `${name}:${pickles[0]}`,
   });
   const { dict, key } = findStateDict(top, name);
-  const entries = new Map<string, TensorEntry>([...dict].map(([n, ref]) => [n, { name: n, dtype: ref.storage.dtype, dims: [...ref.size] }]));
+  const entries = new Map<string, TensorEntry>(
+    [...dict].map(([n, ref]) => [n, { name: n, dtype: ref.storage.dtype, dims: [...ref.size] }]),
+  );
   return {
     source: name,
     entries,
@@ -176,7 +193,11 @@ export async function openPth(source: ByteSource): Promise<PthReader & { readTen
     readTensor: async (tensorName: string, options: { refuseExpanded?: boolean } = {}) => {
       const ref = dict.get(tensorName);
       if (!ref) throw new DistVaeError('INVALID_ARGUMENT', `${name}: no tensor named ${JSON.stringify(tensorName)}`);
-      return { dims: [...ref.size], dtype: ref.storage.dtype, data: await readRef(zip, ref, `${name}: tensor ${JSON.stringify(tensorName)}`, options.refuseExpanded ?? false) };
+      return {
+        dims: [...ref.size],
+        dtype: ref.storage.dtype,
+        data: await readRef(zip, ref, `${name}: tensor ${JSON.stringify(tensorName)}`, options.refuseExpanded ?? false),
+      };
     },
   };
 }
@@ -198,7 +219,10 @@ async function readRef(zip: ZipArchive, ref: TensorRef, what: string, refuseExpa
   }
   const spanned = last - offset + 1;
   if (refuseExpanded && count > spanned) {
-    throw new DistVaeError('FILE_INVALID', `${what}: a view of ${count} elements over ${spanned} stored ones (an expanded view); a state dict stores each parameter's values`);
+    throw new DistVaeError(
+      'FILE_INVALID',
+      `${what}: a view of ${count} elements over ${spanned} stored ones (an expanded view); a state dict stores each parameter's values`,
+    );
   }
   const bytes = DTYPE_BYTES[storage.dtype];
   const values = decodeToFloat32(await zip.read(storage.entry, offset * bytes, spanned * bytes), storage.dtype);
@@ -211,10 +235,14 @@ async function readRef(zip: ZipArchive, ref: TensorRef, what: string, refuseExpa
  * else the only one there is (e.g. Lightning's {"state_dict": ..., "epoch": ...}).
  */
 function findStateDict(top: unknown, source: string): { dict: Map<string, TensorRef>; key: string | null } {
-  if (!(top instanceof Map)) throw new DistVaeError('FILE_INVALID', `${source}: top-level object is ${describe(top)}, expected a dict of tensors`);
+  if (!(top instanceof Map))
+    throw new DistVaeError('FILE_INVALID', `${source}: top-level object is ${describe(top)}, expected a dict of tensors`);
   if (isStateDict(top)) return { dict: top, key: null };
-  const candidates = [...top].filter((entry): entry is [string, Map<string, TensorRef>] => typeof entry[0] === 'string' && isStateDict(entry[1]));
-  const chosen = WRAPPER_KEYS.map((k) => candidates.find(([key]) => key === k)).find((c) => c) ?? (candidates.length === 1 ? candidates[0] : undefined);
+  const candidates = [...top].filter(
+    (entry): entry is [string, Map<string, TensorRef>] => typeof entry[0] === 'string' && isStateDict(entry[1]),
+  );
+  const chosen =
+    WRAPPER_KEYS.map((k) => candidates.find(([key]) => key === k)).find((c) => c) ?? (candidates.length === 1 ? candidates[0] : undefined);
   if (chosen) return { dict: chosen[1], key: chosen[0] };
   const keys = [...top.keys()].map((k) => describe(k)).join(', ');
   throw new DistVaeError(

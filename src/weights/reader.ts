@@ -24,7 +24,10 @@ export interface TensorReader {
 }
 
 /** Reads the named tensors (default: all) into a map, one after another. */
-export async function readTensors(reader: TensorReader, names: Iterable<string> = reader.entries.keys()): Promise<Map<string, StoredTensor>> {
+export async function readTensors(
+  reader: TensorReader,
+  names: Iterable<string> = reader.entries.keys(),
+): Promise<Map<string, StoredTensor>> {
   const out = new Map<string, StoredTensor>();
   for (const name of names) out.set(name, await reader.readTensor(name));
   return out;

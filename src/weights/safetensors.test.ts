@@ -26,7 +26,8 @@ function rawFile(header: unknown, data: Uint8Array, headerLength?: number): Uint
 async function assertFileInvalid(bytes: Uint8Array, pattern: RegExp): Promise<void> {
   await assert.rejects(
     () => parseSafetensors(bytes, 'bad.safetensors'),
-    (e: unknown) => e instanceof DistVaeError && e.code === 'FILE_INVALID' && e.message.startsWith('bad.safetensors: ') && pattern.test(e.message),
+    (e: unknown) =>
+      e instanceof DistVaeError && e.code === 'FILE_INVALID' && e.message.startsWith('bad.safetensors: ') && pattern.test(e.message),
   );
 }
 
@@ -69,7 +70,11 @@ test('round-trips F32, F16 and BF16 with metadata and an 8-byte aligned header',
     assert.deepEqual(back.tensors.get('a')!.dims, [0, 3]);
     assert.deepEqual([...back.tensors.get('scalar')!.data], [0.5]);
     if (dtype === 'F32') assert.deepEqual(w.data, values);
-    if (dtype === 'F16') assert.deepEqual([...w.data], [...values].map((v) => float16BitsToFloat32(float32ToFloat16Bits(v))));
+    if (dtype === 'F16')
+      assert.deepEqual(
+        [...w.data],
+        [...values].map((v) => float16BitsToFloat32(float32ToFloat16Bits(v))),
+      );
     if (dtype === 'BF16') values.forEach((v, i) => assert.ok(Math.abs(w.data[i]! - v) <= Math.abs(v) * 2 ** -8, `${v} -> ${w.data[i]}`));
   }
 });
@@ -98,7 +103,12 @@ test('reads F64, I64, F16 and BF16 data into float32 and keeps each dtype', asyn
   const { tensors } = await parseSafetensors(rawFile(header, data));
   assert.deepEqual(
     names.map((n) => [tensors.get(n)!.dtype, [...tensors.get(n)!.data]]),
-    [['F64', [1.5, -2]], ['I64', [7, -9]], ['F16', [1, -2]], ['BF16', [1, 3]]],
+    [
+      ['F64', [1.5, -2]],
+      ['I64', [7, -9]],
+      ['F16', [1, -2]],
+      ['BF16', [1, 3]],
+    ],
   );
 });
 
@@ -121,13 +131,25 @@ test('refuses malformed headers with the file, key and numbers named', async () 
   await assertFileInvalid(rawFile({ x: f32([0, 8]) }, eight, 1000), /header length 1000 exceeds the \d+ bytes/);
   await assertFileInvalid(rawFile('{"x": ', eight), /not valid UTF-8 JSON/);
   await assertFileInvalid(rawFile('[1, 2]', eight), /header is not a JSON object/);
-  await assertFileInvalid(rawFile({ x: { dtype: 'F8_E4M3', shape: [8], data_offsets: [0, 8] } }, eight), /tensor "x": dtype "F8_E4M3" is not supported \(supported: F64, F32/);
+  await assertFileInvalid(
+    rawFile({ x: { dtype: 'F8_E4M3', shape: [8], data_offsets: [0, 8] } }, eight),
+    /tensor "x": dtype "F8_E4M3" is not supported \(supported: F64, F32/,
+  );
   await assertFileInvalid(rawFile({ x: f32([0, 4, 8]) }, eight), /tensor "x": data_offsets \[0,4,8\] is not a \[begin, end\] pair/);
   await assertFileInvalid(rawFile({ x: f32([8, 0]) }, eight), /tensor "x": data_offsets \[8, 0\] end before begin/);
-  await assertFileInvalid(rawFile({ x: f32([0, 16], [4]) }, eight), /tensor "x": data_offsets \[0, 16\] run past the 8-byte data section \(file truncated\?\)/);
-  await assertFileInvalid(rawFile({ x: f32([0, 8], [3]) }, eight), /tensor "x": data_offsets \[0, 8\] hold 8 bytes but F32 shape \[3\] needs 12/);
+  await assertFileInvalid(
+    rawFile({ x: f32([0, 16], [4]) }, eight),
+    /tensor "x": data_offsets \[0, 16\] run past the 8-byte data section \(file truncated\?\)/,
+  );
+  await assertFileInvalid(
+    rawFile({ x: f32([0, 8], [3]) }, eight),
+    /tensor "x": data_offsets \[0, 8\] hold 8 bytes but F32 shape \[3\] needs 12/,
+  );
   await assertFileInvalid(rawFile({ x: f32([0, 8], [-2]) }, eight), /tensor "x": shape \[-2\] is not a list of non-negative integers/);
-  await assertFileInvalid(rawFile({ a: f32([0, 8]), b: f32([4, 12]) }, new Uint8Array(12)), /tensors "a" \[0, 8\] and "b" \[4, 12\] overlap/);
+  await assertFileInvalid(
+    rawFile({ a: f32([0, 8]), b: f32([4, 12]) }, new Uint8Array(12)),
+    /tensors "a" \[0, 8\] and "b" \[4, 12\] overlap/,
+  );
   await assertFileInvalid(rawFile({ __metadata__: { n: 1 }, x: f32([0, 8]) }, eight), /__metadata__\.n is 1, expected a string/);
 });
 
@@ -158,11 +180,20 @@ test('a header whose length is not a multiple of 4 (valid by the format) is read
 });
 
 test('opening reads the header only; each tensor is read alone', async () => {
-  const bytes = encodeSafetensors({ a: tensor([3], Float32Array.from([1, 2, 3])), b: tensor([2], Float32Array.from([4, 5])) }, { dtype: 'F16' });
+  const bytes = encodeSafetensors(
+    { a: tensor([3], Float32Array.from([1, 2, 3])), b: tensor([2], Float32Array.from([4, 5])) },
+    { dtype: 'F16' },
+  );
   const reads: [number, number][] = [];
   const inner = bytesSource(bytes, 'm.safetensors');
   const file = await openSafetensors({ ...inner, read: (o, n) => (reads.push([o, n]), inner.read(o, n)) });
-  assert.deepEqual([...file.entries.values()].map((e) => [e.name, e.dtype, e.dims]), [['a', 'F16', [3]], ['b', 'F16', [2]]]);
+  assert.deepEqual(
+    [...file.entries.values()].map((e) => [e.name, e.dtype, e.dims]),
+    [
+      ['a', 'F16', [3]],
+      ['b', 'F16', [2]],
+    ],
+  );
   const headerReads = reads.length;
   assert.deepEqual([...(await file.readTensor('b')).data], [4, 5]);
   assert.deepEqual(reads.slice(headerReads), [[bytes.length - 4, 4]]);
@@ -192,7 +223,10 @@ test('opened lazily, a file gives the same tensors; float32 ones name their byte
     assert.equal((half as { file?: unknown }).file, undefined, 'a float16 tensor must be converted, not passed on as float32 bytes');
     assert.deepEqual([...half.data], [1, -2, 3.5, 4, 5, 6]);
     writeFileSync(path, bytes.subarray(0, bytes.length - 3));
-    await assert.rejects(() => openSafetensorsFile(path), (e: unknown) => e instanceof DistVaeError && e.code === 'FILE_INVALID' && /run past the/.test(e.message));
+    await assert.rejects(
+      () => openSafetensorsFile(path),
+      (e: unknown) => e instanceof DistVaeError && e.code === 'FILE_INVALID' && /run past the/.test(e.message),
+    );
     await assert.rejects(() => openSafetensorsFile(join(dir, 'missing.safetensors')), { code: 'FILE_NOT_FOUND' });
   } finally {
     rmSync(dir, { recursive: true });

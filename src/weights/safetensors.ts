@@ -124,10 +124,12 @@ function validateHeader(
       continue;
     }
     const at = `tensor ${JSON.stringify(name)}`;
-    if (typeof value !== 'object' || value === null) fail(`${at}: header entry is ${JSON.stringify(value)}, expected {dtype, shape, data_offsets}`);
+    if (typeof value !== 'object' || value === null)
+      fail(`${at}: header entry is ${JSON.stringify(value)}, expected {dtype, shape, data_offsets}`);
     const { dtype, shape, data_offsets: offsets } = value as Record<string, unknown>;
     if (!isDType(dtype)) fail(`${at}: dtype ${JSON.stringify(dtype)} is not supported (supported: ${Object.keys(DTYPE_BYTES).join(', ')})`);
-    if (!Array.isArray(shape) || !shape.every(isNonNegativeInteger)) fail(`${at}: shape ${JSON.stringify(shape)} is not a list of non-negative integers`);
+    if (!Array.isArray(shape) || !shape.every(isNonNegativeInteger))
+      fail(`${at}: shape ${JSON.stringify(shape)} is not a list of non-negative integers`);
     if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isNonNegativeInteger)) {
       fail(`${at}: data_offsets ${JSON.stringify(offsets)} is not a [begin, end] pair of non-negative integers`);
     }
@@ -138,7 +140,9 @@ function validateHeader(
     }
     const expectedBytes = elementCount(shape) * DTYPE_BYTES[dtype];
     if (end - begin !== expectedBytes) {
-      fail(`${at}: data_offsets [${begin}, ${end}] hold ${end - begin} bytes but ${dtype} shape [${shape.join(', ')}] needs ${expectedBytes}`);
+      fail(
+        `${at}: data_offsets [${begin}, ${end}] hold ${end - begin} bytes but ${dtype} shape [${shape.join(', ')}] needs ${expectedBytes}`,
+      );
     }
     entries.push({ name, dtype, dims: shape, begin, end });
   }
@@ -147,7 +151,9 @@ function validateHeader(
   for (const e of entries) {
     if (e.begin === e.end) continue;
     if (previous && e.begin < previous.end) {
-      fail(`tensors ${JSON.stringify(previous.name)} [${previous.begin}, ${previous.end}] and ${JSON.stringify(e.name)} [${e.begin}, ${e.end}] overlap`);
+      fail(
+        `tensors ${JSON.stringify(previous.name)} [${previous.begin}, ${previous.end}] and ${JSON.stringify(e.name)} [${e.begin}, ${e.end}] overlap`,
+      );
     }
     previous = e;
   }
@@ -183,7 +189,10 @@ export function encodeSafetensors(
   for (const [name, t] of named) {
     if (name === METADATA_KEY) throw new DistVaeError('INVALID_ARGUMENT', `tensor name ${METADATA_KEY} is reserved for metadata`);
     if (t.data.length !== elementCount(t.dims)) {
-      throw new DistVaeError('INVALID_ARGUMENT', `tensor ${JSON.stringify(name)} has ${t.data.length} values for dims [${t.dims.join(', ')}]`);
+      throw new DistVaeError(
+        'INVALID_ARGUMENT',
+        `tensor ${JSON.stringify(name)} has ${t.data.length} values for dims [${t.dims.join(', ')}]`,
+      );
     }
     const bytes = encodeFromFloat32(t.data, dtype);
     header[name] = { dtype, shape: [...t.dims], data_offsets: [offset, offset + bytes.length] };

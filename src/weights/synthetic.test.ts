@@ -42,7 +42,10 @@ test('fan-in scaling: conv/linear std = gain / sqrt(fan-in); norms near 1, biase
   );
   const check = (name: string, mean: number, std: number) => {
     const m = moments(w.get(name)!.data);
-    assert.ok(Math.abs(m.mean - mean) < 0.05 * std + 1e-3 && Math.abs(m.std / std - 1) < 0.03, `${name}: ${JSON.stringify(m)} vs ${mean} ± ${std}`);
+    assert.ok(
+      Math.abs(m.mean - mean) < 0.05 * std + 1e-3 && Math.abs(m.std / std - 1) < 0.03,
+      `${name}: ${JSON.stringify(m)} vs ${mean} ± ${std}`,
+    );
   };
   check('conv', 0, 1 / Math.sqrt(288));
   check('relu_conv', 0, Math.SQRT2 / Math.sqrt(288));
@@ -55,7 +58,12 @@ test('fan-in scaling: conv/linear std = gain / sqrt(fan-in); norms near 1, biase
 test('activations stay O(1) through 24 ReLU layers with gain sqrt(2)', () => {
   const width = 128;
   const depth = 24;
-  const specs: ParamSpec[] = Array.from({ length: depth }, (_, i) => ({ name: `layers.${i}.weight`, dims: [width, width], init: 'linear', gain: Math.SQRT2 }));
+  const specs: ParamSpec[] = Array.from({ length: depth }, (_, i) => ({
+    name: `layers.${i}.weight`,
+    dims: [width, width],
+    init: 'linear',
+    gain: Math.SQRT2,
+  }));
   const weights = syntheticWeights(specs, 3);
   const input = normalStream(3, 'input');
   let x = Float64Array.from({ length: 64 * width }, () => input());

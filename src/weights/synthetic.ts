@@ -51,24 +51,37 @@ function syntheticTensor(spec: ParamSpec, seed: number, data: Float32Array): Ten
   const normal = normalStream(seed, spec.name);
   const fanIn = elementCount(spec.dims.slice(1));
   const [mean, std] =
-    spec.init === 'conv' || spec.init === 'linear' ? [0, (spec.gain ?? 1) / Math.sqrt(fanIn)] : [spec.init === 'norm-weight' ? 1 : 0, SMALL_STD];
+    spec.init === 'conv' || spec.init === 'linear'
+      ? [0, (spec.gain ?? 1) / Math.sqrt(fanIn)]
+      : [spec.init === 'norm-weight' ? 1 : 0, SMALL_STD];
   for (let i = 0; i < data.length; i++) data[i] = mean + std * normal();
   return { dims: [...spec.dims], data };
 }
 
 function validateSpecs(specs: readonly ParamSpec[], seed: number): void {
   const reasons: Reason[] = [];
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) reasons.push(reason('INVALID_ARGUMENT', 'seed', seed, 'an integer in [0, 2^32 - 1]'));
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
+    reasons.push(reason('INVALID_ARGUMENT', 'seed', seed, 'an integer in [0, 2^32 - 1]'));
   const seen = new Set<string>();
   for (const [i, spec] of specs.entries()) {
     const field = `specs[${i}] (${spec.name})`;
     if (seen.has(spec.name)) reasons.push(reason('INVALID_ARGUMENT', `${field}.name`, spec.name, 'a name used once'));
     seen.add(spec.name);
-    if (!spec.dims.every((d) => Number.isInteger(d) && d > 0)) reasons.push(reason('INVALID_ARGUMENT', `${field}.dims`, spec.dims, 'positive integers'));
+    if (!spec.dims.every((d) => Number.isInteger(d) && d > 0))
+      reasons.push(reason('INVALID_ARGUMENT', `${field}.dims`, spec.dims, 'positive integers'));
     const rank = spec.dims.length;
     const rankOk = spec.init === 'conv' ? rank >= 3 : spec.init === 'linear' ? rank === 2 : true;
-    if (!rankOk) reasons.push(reason('INVALID_ARGUMENT', `${field}.dims`, spec.dims, `a shape of the right rank for a ${spec.init} parameter (conv >= 3, linear 2)`));
-    if (spec.gain !== undefined && !(spec.gain > 0 && Number.isFinite(spec.gain))) reasons.push(reason('INVALID_ARGUMENT', `${field}.gain`, spec.gain, 'a positive finite number'));
+    if (!rankOk)
+      reasons.push(
+        reason(
+          'INVALID_ARGUMENT',
+          `${field}.dims`,
+          spec.dims,
+          `a shape of the right rank for a ${spec.init} parameter (conv >= 3, linear 2)`,
+        ),
+      );
+    if (spec.gain !== undefined && !(spec.gain > 0 && Number.isFinite(spec.gain)))
+      reasons.push(reason('INVALID_ARGUMENT', `${field}.gain`, spec.gain, 'a positive finite number'));
   }
   if (reasons.length) refuse('INVALID_ARGUMENT', reasons, { prefix: `invalid synthetic weight request` });
 }

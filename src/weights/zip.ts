@@ -61,13 +61,16 @@ export async function openZip(source: ByteSource): Promise<ZipArchive> {
     if (at < 20 || tv.getUint32(at - 20, true) !== ZIP64_LOCATOR_SIGNATURE) fail('zip64 sizes without a zip64 locator');
     const zip64At = safeNumber(tv.getBigUint64(at - 20 + 8, true), fail);
     const record = view(await source.read(zip64At, Math.min(56, source.size - zip64At)));
-    if (record.byteLength < 56 || record.getUint32(0, true) !== ZIP64_EOCD_SIGNATURE) fail(`no zip64 end-of-central-directory record at byte ${zip64At}`);
+    if (record.byteLength < 56 || record.getUint32(0, true) !== ZIP64_EOCD_SIGNATURE)
+      fail(`no zip64 end-of-central-directory record at byte ${zip64At}`);
     count = safeNumber(record.getBigUint64(32, true), fail);
     directorySize = safeNumber(record.getBigUint64(40, true), fail);
     directoryOffset = safeNumber(record.getBigUint64(48, true), fail);
   }
-  if (directorySize > MAX_DIRECTORY_BYTES) fail(`central directory of ${directorySize} bytes exceeds the ${MAX_DIRECTORY_BYTES}-byte limit`);
-  if (directoryOffset + directorySize > source.size) fail(`central directory [${directoryOffset}, ${directoryOffset + directorySize}) runs past the ${source.size}-byte file (truncated?)`);
+  if (directorySize > MAX_DIRECTORY_BYTES)
+    fail(`central directory of ${directorySize} bytes exceeds the ${MAX_DIRECTORY_BYTES}-byte limit`);
+  if (directoryOffset + directorySize > source.size)
+    fail(`central directory [${directoryOffset}, ${directoryOffset + directorySize}) runs past the ${source.size}-byte file (truncated?)`);
   const directory = await readAll(source, directoryOffset, directorySize);
   const dv = view(directory);
   const entries = new Map<string, ZipEntry>();
@@ -85,7 +88,7 @@ export async function openZip(source: ByteSource): Promise<ZipArchive> {
     if (p + 46 + nameLength + extraLength > directory.length) fail(`central directory record ${i} runs past the directory`);
     const name = new TextDecoder().decode(directory.subarray(p + 46, p + 46 + nameLength));
     // ZIP64 extended information: the fields saturated above, in this order.
-    for (let e = p + 46 + nameLength; e + 4 <= p + 46 + nameLength + extraLength; ) {
+    for (let e = p + 46 + nameLength; e + 4 <= p + 46 + nameLength + extraLength;) {
       const id = dv.getUint16(e, true);
       const length = dv.getUint16(e + 2, true);
       if (id === 0x0001) {
@@ -103,24 +106,29 @@ export async function openZip(source: ByteSource): Promise<ZipArchive> {
       e += 4 + length;
     }
     if (flags & 1) fail(`entry ${name} is encrypted`);
-    if (method !== 0 && method !== 8) fail(`entry ${name} uses compression method ${method}; only stored (0) and deflate (8) are supported`);
-    if (method === 0 && compressedSize !== size) fail(`stored entry ${name} declares ${compressedSize} stored bytes for ${size} bytes of content`);
+    if (method !== 0 && method !== 8)
+      fail(`entry ${name} uses compression method ${method}; only stored (0) and deflate (8) are supported`);
+    if (method === 0 && compressedSize !== size)
+      fail(`stored entry ${name} declares ${compressedSize} stored bytes for ${size} bytes of content`);
     entries.set(name, { name, method, compressedSize, size, localHeaderOffset });
     p += 46 + nameLength + extraLength + commentLength;
   }
 
   const dataOffset = async (entry: ZipEntry): Promise<number> => {
     const local = view(await source.read(entry.localHeaderOffset, Math.min(30, source.size - entry.localHeaderOffset)));
-    if (local.byteLength < 30 || local.getUint32(0, true) !== LOCAL_SIGNATURE) fail(`entry ${entry.name}: no local header at byte ${entry.localHeaderOffset}`);
+    if (local.byteLength < 30 || local.getUint32(0, true) !== LOCAL_SIGNATURE)
+      fail(`entry ${entry.name}: no local header at byte ${entry.localHeaderOffset}`);
     const start = entry.localHeaderOffset + 30 + local.getUint16(26, true) + local.getUint16(28, true);
-    if (start + entry.compressedSize > source.size) fail(`entry ${entry.name}: its ${entry.compressedSize} bytes at ${start} run past the ${source.size}-byte file (truncated?)`);
+    if (start + entry.compressedSize > source.size)
+      fail(`entry ${entry.name}: its ${entry.compressedSize} bytes at ${start} run past the ${source.size}-byte file (truncated?)`);
     return start;
   };
 
   return {
     entries,
     read: async (entry, start, length) => {
-      if (start < 0 || length < 0 || start + length > entry.size) fail(`entry ${entry.name}: bytes [${start}, ${start + length}) lie outside its ${entry.size} bytes`);
+      if (start < 0 || length < 0 || start + length > entry.size)
+        fail(`entry ${entry.name}: bytes [${start}, ${start + length}) lie outside its ${entry.size} bytes`);
       const from = await dataOffset(entry);
       if (entry.method === 0) return readAll(source, from + start, length);
       return inflateRange(source, entry, from, start, length, fail);
@@ -129,7 +137,14 @@ export async function openZip(source: ByteSource): Promise<ZipArchive> {
 }
 
 /** Inflates a deflated entry piece by piece, keeping only [start, start + length), stopping there. */
-async function inflateRange(source: ByteSource, entry: ZipEntry, from: number, start: number, length: number, fail: (m: string) => never): Promise<Uint8Array> {
+async function inflateRange(
+  source: ByteSource,
+  entry: ZipEntry,
+  from: number,
+  start: number,
+  length: number,
+  fail: (m: string) => never,
+): Promise<Uint8Array> {
   const out = new Uint8Array(length);
   let produced = 0;
   let ended = false;
@@ -150,7 +165,8 @@ async function inflateRange(source: ByteSource, entry: ZipEntry, from: number, s
       fail(`entry ${entry.name} is not valid deflate data`);
     }
   }
-  if (produced < start + length) fail(`entry ${entry.name} inflates to ${produced} bytes${ended ? '' : ' (cut short)'}, fewer than the ${start + length} needed`);
+  if (produced < start + length)
+    fail(`entry ${entry.name} inflates to ${produced} bytes${ended ? '' : ' (cut short)'}, fewer than the ${start + length} needed`);
   return out;
 }
 

@@ -26,7 +26,10 @@ test('analyze a local graph: halo-exact tiling with its halo', async () => {
   assert.deepEqual(report.nonlocal, []);
   assert.equal(report.outputScale, '8x');
   assert.equal(report.steps.length, 1);
-  assert.deepEqual(report.steps[0].resampling.map((r: { factor: string }) => r.factor), ['2x', '2x', '2x']);
+  assert.deepEqual(
+    report.steps[0].resampling.map((r: { factor: string }) => r.factor),
+    ['2x', '2x', '2x'],
+  );
   const text = await cli('analyze', '--family', 'tae');
   assert.match(text.stdout, /halo-exact tiling: possible with a halo of 19 latent rows and 19 latent columns/);
 });
@@ -36,7 +39,10 @@ test('analyze a graph with GroupNorm and attention: exact tiling refused naming 
   assert.equal(run.code, 0, run.stderr);
   const report = JSON.parse(run.stdout);
   assert.equal(report.exactTiling.possible, false);
-  assert.match(report.exactTiling.reasons[0], /^decoder\.mid_block\.resnets\.0\.norm1 \(GroupNorm: 32 groups, statistics over every position\)$/);
+  assert.match(
+    report.exactTiling.reasons[0],
+    /^decoder\.mid_block\.resnets\.0\.norm1 \(GroupNorm: 32 groups, statistics over every position\)$/,
+  );
   assert.ok(report.nonlocal.some((n: { op: string; node: string }) => n.op === 'Attention' && n.node === 'decoder.mid_block.attentions.0'));
   assert.deepEqual(report.sharding, { possible: true, reasons: [], groupNorms: 30, attentions: 1 });
   // 30 GroupNorms → 30 all-gathers of band statistics; one for the attention; a 64-row latent in two
@@ -49,7 +55,10 @@ test('analyze a graph with GroupNorm and attention: exact tiling refused naming 
     assert.equal(c.send.calls, 30);
   }
   const text = await cli('analyze', '--family', 'autoencoder-kl');
-  assert.match(text.stdout, /halo-exact tiling: refused, 31 op\(s\) read every position: decoder\.mid_block\.resnets\.0\.norm1 \(GroupNorm\), /);
+  assert.match(
+    text.stdout,
+    /halo-exact tiling: refused, 31 op\(s\) read every position: decoder\.mid_block\.resnets\.0\.norm1 \(GroupNorm\), /,
+  );
   assert.match(text.stdout, /\nattention +decoder\.mid_block\.attentions\.0: every query attends to every position\n/);
 });
 
@@ -58,7 +67,10 @@ test('analyze the trained TAEF2 decoder file: its pool GroupNorms by module', as
   const run = await cli('analyze', '--vae', TAEF2, '--family', 'tae', '--json');
   assert.equal(run.code, 0, run.stderr);
   const report = JSON.parse(run.stdout);
-  assert.deepEqual(report.nonlocal.map((n: { node: string }) => n.node), ['3.pool.1', '4.pool.1', '5.pool.1']);
+  assert.deepEqual(
+    report.nonlocal.map((n: { node: string }) => n.node),
+    ['3.pool.1', '4.pool.1', '5.pool.1'],
+  );
   assert.equal(report.sharding.possible, true);
 });
 

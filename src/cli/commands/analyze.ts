@@ -11,7 +11,7 @@ import { FAMILY_OPTIONS } from '../tiling-options.js';
 
 export const analyzeCommand: CommandSpec = {
   name: 'analyze',
-  summary: "locality of a decoder graph: halos per stage, nonlocal ops, whether halo-exact tiling and row sharding work",
+  summary: 'locality of a decoder graph: halos per stage, nonlocal ops, whether halo-exact tiling and row sharding work',
   usage: [
     'distvae analyze --vae PATH [--family F] [--json]',
     'distvae analyze --family F [--config config.json] [--json]',
@@ -38,19 +38,37 @@ export const analyzeCommand: CommandSpec = {
     const height = args.int('height');
     const width = args.int('width');
     if (path === undefined && family === undefined && configPath === undefined) {
-      args.refuse('--vae', undefined, 'a path, or --family / --config', 'pass --vae PATH, or --family F (and optionally --config) to analyse an architecture');
+      args.refuse(
+        '--vae',
+        undefined,
+        'a path, or --family / --config',
+        'pass --vae PATH, or --family F (and optionally --config) to analyse an architecture',
+      );
     }
     if (ranks !== undefined && (height === undefined || width === undefined)) {
-      args.refuse('--ranks', ranks, 'with --height and --width', '--ranks needs --height and --width (output pixels) to predict collectives');
+      args.refuse(
+        '--ranks',
+        ranks,
+        'with --height and --width',
+        '--ranks needs --height and --width (output pixels) to predict collectives',
+      );
     }
     args.done();
     const config: RawConfig | undefined = configPath === undefined ? undefined : readConfigJson(configPath);
-    const { model, config: resolved } = await decoderGraphOf({ ...(path !== undefined ? { path } : {}), ...(family !== undefined ? { family } : {}), ...(config !== undefined ? { config } : {}) });
+    const { model, config: resolved } = await decoderGraphOf({
+      ...(path !== undefined ? { path } : {}),
+      ...(family !== undefined ? { family } : {}),
+      ...(config !== undefined ? { config } : {}),
+    });
     const spatialRatio = resolved.geometry.spatialRatio;
     const report = localityJson(analyzeLocality(model));
     if (ranks !== undefined) {
-      for (const [name, v] of [['--height', height!], ['--width', width!]] as const) {
-        if (v % spatialRatio !== 0) args.refuse(name, v, `a multiple of ${spatialRatio}`, `${name} ${v} is not a multiple of the spatial ratio ${spatialRatio}`);
+      for (const [name, v] of [
+        ['--height', height!],
+        ['--width', width!],
+      ] as const) {
+        if (v % spatialRatio !== 0)
+          args.refuse(name, v, `a multiple of ${spatialRatio}`, `${name} ${v} is not a multiple of the spatial ratio ${spatialRatio}`);
       }
       args.done();
       const latent = { height: height! / spatialRatio, width: width! / spatialRatio };

@@ -38,16 +38,23 @@ function schemaProblems(report: Json, ranks: number, repeat: number): string[] {
   const check = (ok: boolean, what: string) => void (ok || problems.push(what));
   check(report['schema'] === 1, 'schema is 1');
   const ran = report['ran'] as Json;
-  for (const k of ['date', 'machine', 'cpu', 'node', 'onnxruntime']) check(typeof ran?.[k] === 'string' && ran[k].length > 0, `ran.${k} is a non-empty string`);
+  for (const k of ['date', 'machine', 'cpu', 'node', 'onnxruntime'])
+    check(typeof ran?.[k] === 'string' && ran[k].length > 0, `ran.${k} is a non-empty string`);
   check(Number.isInteger(ran?.['cores']) && ran['cores'] > 0, 'ran.cores is a positive integer');
   check(ran?.['commit'] === null || /^[0-9a-f]{40}(-dirty)?$/.test(ran?.['commit']), 'ran.commit is a git hash or null');
-  check(Array.isArray(ran?.['argv']) && ran['argv'][0] === 'bench' && ran['argv'].every((a: unknown) => typeof a === 'string'), 'ran.argv lists the command line');
+  check(
+    Array.isArray(ran?.['argv']) && ran['argv'][0] === 'bench' && ran['argv'].every((a: unknown) => typeof a === 'string'),
+    'ran.argv lists the command line',
+  );
   check(Number.isInteger(ran?.['threads']), 'ran.threads is an integer');
   check(Array.isArray(report['cells']) && report['cells'].length === 1, 'one cell');
   const cell = report['cells']?.[0] as Json;
   if (!cell) return problems;
   check(typeof cell['family'] === 'string' && typeof cell['className'] === 'string', 'cell.family / className');
-  check(['height', 'width', 'frames'].every((k) => Number.isInteger(cell['sample']?.[k])), 'cell.sample');
+  check(
+    ['height', 'width', 'frames'].every((k) => Number.isInteger(cell['sample']?.[k])),
+    'cell.sample',
+  );
   check(Array.isArray(cell['latentDims']) && typeof cell['latentSource'] === 'string', 'cell.latentDims / latentSource');
   check(cell['ranks'] === ranks && cell['repeat'] === repeat && Number.isInteger(cell['warmup']), 'cell.ranks / repeat / warmup');
   check(cell['complete'] === true, 'cell.complete');
@@ -64,13 +71,22 @@ function schemaProblems(report: Json, ranks: number, repeat: number): string[] {
     }
     check(isSize(arm['window']) && isSize(arm['overlap']), `${at}: window / overlap HxW`);
     for (const k of ['ranksUsed', 'tiles', 'seams']) check(Number.isInteger(arm[k]) && arm[k] >= 0, `${at}: ${k}`);
-    check(arm['decodedAreaRatio'] >= 1 && arm['activationShare'] > 0 && arm['activationShare'] <= 1 && arm['imbalance'] >= 0, `${at}: plan metrics in range`);
+    check(
+      arm['decodedAreaRatio'] >= 1 && arm['activationShare'] > 0 && arm['activationShare'] <= 1 && arm['imbalance'] >= 0,
+      `${at}: plan metrics in range`,
+    );
     const l = arm['latency'] as Json;
-    check(isNumber(l?.['min']) && l['min'] > 0 && l['min'] <= l['median'] && l['median'] <= l['max'], `${at}: latency min <= median <= max`);
+    check(
+      isNumber(l?.['min']) && l['min'] > 0 && l['min'] <= l['median'] && l['median'] <= l['max'],
+      `${at}: latency min <= median <= max`,
+    );
     check(Array.isArray(arm['runs']) && arm['runs'].length === repeat, `${at}: one latency per timed run`);
     const peaks = arm['peakRssBytes'] as (number | null)[];
     check(Array.isArray(peaks) && peaks.length === ranks, `${at}: a peak RSS entry per rank`);
-    check(peaks.filter((p) => p !== null).length === arm['ranksUsed'] && peaks.every((p) => p === null || p > 10 * 2 ** 20), `${at}: measured peaks for the ranks used`);
+    check(
+      peaks.filter((p) => p !== null).length === arm['ranksUsed'] && peaks.every((p) => p === null || p > 10 * 2 ** 20),
+      `${at}: measured peaks for the ranks used`,
+    );
     check(arm['maxPeakRssBytes'] === Math.max(...peaks.filter((p): p is number => p !== null)), `${at}: maxPeakRssBytes`);
     const c = arm['collectives'] as Json;
     check(Number.isInteger(c?.['calls']) && Number.isInteger(c?.['bytes']) && typeof c?.['byKind'] === 'object', `${at}: collectives`);
@@ -92,7 +108,25 @@ function schemaProblems(report: Json, ranks: number, repeat: number): string[] {
 test('bench on a tiny synthetic AutoencoderKL writes a schema-1 report, a Markdown table and an SVG per plan; the path is printed last', async () => {
   const out = join(dir, 'report.json');
   // Four arms keep it to seconds: tile and balanced run exactly the code of coarse and fine (a tiled plan on the group).
-  const run = await cli('bench', '--config', config, '--height', '64', '--width', '96', '--ranks', '2', '--arms', 'fine,none,coarse,shard', '--repeat', '1', '--warmup', '0', '--out', out);
+  const run = await cli(
+    'bench',
+    '--config',
+    config,
+    '--height',
+    '64',
+    '--width',
+    '96',
+    '--ranks',
+    '2',
+    '--arms',
+    'fine,none,coarse,shard',
+    '--repeat',
+    '1',
+    '--warmup',
+    '0',
+    '--out',
+    out,
+  );
   assert.equal(run.code, 0, run.stderr);
   assert.equal(run.stdout.trim().split('\n').at(-1), out);
   assert.match(run.stderr, /bench: none .*run 1\/1/);
@@ -114,7 +148,9 @@ test('bench on a tiny synthetic AutoencoderKL writes a schema-1 report, a Markdo
     assert.equal(arm(name)['window'], `${pick.window.height}x${pick.window.width}`, name);
     assert.equal(arm(name)['overlap'], `${pick.overlap.height}x${pick.overlap.width}`, name);
   }
-  const files = readdirSync(dir).filter((f) => f.startsWith('report.')).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.startsWith('report.'))
+    .sort();
   assert.deepEqual(files, ['report.coarse.svg', 'report.fine.svg', 'report.json', 'report.md']);
   const svg = readFileSync(join(dir, 'report.coarse.svg'), 'utf8');
   assert.match(svg, new RegExp(`^<svg [^>]*data-tiles="${arm('coarse')['tiles']}" data-ranks="2"`));
@@ -142,7 +178,11 @@ test('bench refuses bad arguments with exit code 2 before any work', async () =>
   await refused([...base, '--ranks', '2', '--out', join(dir, 'absent', 'r.json')], '--out', /does not exist/);
   await refused([...base, '--ranks', '2', '--latents', join(dir, 'absent.npy')], '--latents', /no such file/);
   await refused(['bench', '--config', config, '--height', '63', '--width', '96', '--ranks', '2'], 'size.height', /63/);
-  await refused(['bench', '--family', 'autoencoder-kl', '--vae', join(dir, 'absent'), '--synthetic', '--height', '64', '--width', '64', '--ranks', '1'], 'argv', /Unknown option '--synthetic'/);
+  await refused(
+    ['bench', '--family', 'autoencoder-kl', '--vae', join(dir, 'absent'), '--synthetic', '--height', '64', '--width', '64', '--ranks', '1'],
+    'argv',
+    /Unknown option '--synthetic'/,
+  );
   // A latent that does not match the size is refused before the VAE is loaded.
   const z = join(dir, 'z.npy');
   writeNpy(z, { dims: [1, 4, 16, 16], data: new Float32Array(4 * 16 * 16) });

@@ -8,7 +8,27 @@
 import { existsSync, statSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import { ARM_NAMES, benchReport, checkLatents, describeRun, latentShapeOf, loadVae, localGroup, readLatents, reason, refuse, runBenchCell, seededTensor, vaeSpecOfSource, writeBenchReport, type ArmName, type SampleShape, type Tensor, type Vae, type VaeSpec } from '../../index.js';
+import {
+  ARM_NAMES,
+  benchReport,
+  checkLatents,
+  describeRun,
+  latentShapeOf,
+  loadVae,
+  localGroup,
+  readLatents,
+  reason,
+  refuse,
+  runBenchCell,
+  seededTensor,
+  vaeSpecOfSource,
+  writeBenchReport,
+  type ArmName,
+  type SampleShape,
+  type Tensor,
+  type Vae,
+  type VaeSpec,
+} from '../../index.js';
 import type { Args, CommandSpec } from '../args.js';
 import { readBudgetOptions } from '../memory-options.js';
 import { FAMILY_OPTIONS, SIZE_OPTIONS, readSampleShape } from '../tiling-options.js';
@@ -24,18 +44,46 @@ export const benchCommand: CommandSpec = {
   ],
   options: [
     ...VAE_SOURCE_OPTIONS.filter((o) => o.name !== 'synthetic').map((o) =>
-      o.name === 'vae' ? { ...o, description: `${o.description}; absent: seeded synthetic weights` } : o.name === 'seed' ? { ...o, description: 'seed of the synthetic weights and of the seeded latent' } : o,
+      o.name === 'vae'
+        ? { ...o, description: `${o.description}; absent: seeded synthetic weights` }
+        : o.name === 'seed'
+          ? { ...o, description: 'seed of the synthetic weights and of the seeded latent' }
+          : o,
     ),
     ...FAMILY_OPTIONS,
     ...SIZE_OPTIONS,
-    { name: 'ranks', kind: 'string', value: 'R', description: `local process ranks (1..${MAX_RANKS}); the baseline and untiled plans use one` },
+    {
+      name: 'ranks',
+      kind: 'string',
+      value: 'R',
+      description: `local process ranks (1..${MAX_RANKS}); the baseline and untiled plans use one`,
+    },
     { name: 'arms', kind: 'string', value: 'LIST', description: `comma-separated arms: ${ARM_NAMES.join(', ')}`, defaultText: 'all' },
     { name: 'repeat', kind: 'string', value: 'N', description: 'timed runs per arm (latency min / median / max)', defaultText: '3' },
     { name: 'warmup', kind: 'string', value: 'N', description: 'untimed runs per arm before the timed ones', defaultText: '1' },
-    { name: 'latents', kind: 'string', value: 'PATH', description: 'latents to decode (.npy / .safetensors, 1 batch item); must match --height/--width', defaultText: 'a latent seeded by --seed' },
+    {
+      name: 'latents',
+      kind: 'string',
+      value: 'PATH',
+      description: 'latents to decode (.npy / .safetensors, 1 batch item); must match --height/--width',
+      defaultText: 'a latent seeded by --seed',
+    },
     ...RUNTIME_OPTIONS.map((o) => (o.name === 'threads' ? { ...o, defaultText: 'cores / ranks, at least 1' } : o)),
-    { name: 'out', kind: 'string', value: 'PATH', description: 'report .json; the Markdown (.md) and one SVG per plan (.<arm>.svg) go next to it', defaultText: 'bench-report.json' },
-    { name: 'max-memory', kind: 'string', value: 'SIZE', description: "memory budget (1.5GiB, 800MiB, bytes): an arm whose predicted peak (the memory model's) exceeds it is recorded as failed without running", defaultText: 'none: every arm runs, and one that runs out of memory is recorded' },
+    {
+      name: 'out',
+      kind: 'string',
+      value: 'PATH',
+      description: 'report .json; the Markdown (.md) and one SVG per plan (.<arm>.svg) go next to it',
+      defaultText: 'bench-report.json',
+    },
+    {
+      name: 'max-memory',
+      kind: 'string',
+      value: 'SIZE',
+      description:
+        "memory budget (1.5GiB, 800MiB, bytes): an arm whose predicted peak (the memory model's) exceeds it is recorded as failed without running",
+      defaultText: 'none: every arm runs, and one that runs out of memory is recorded',
+    },
   ],
   details: [
     'Arms: none = one untiled decoder call on one rank (an out-of-memory failure or a refusal is recorded as the',
@@ -53,9 +101,12 @@ export const benchCommand: CommandSpec = {
     const warmup = args.int('warmup', { min: 0, max: 100 }) ?? 1;
     const latentsPath = args.string('latents');
     const out = resolve(args.string('out') ?? 'bench-report.json');
-    if (!out.endsWith('.json')) args.refuse('--out', out, 'a path ending in .json', `--out ${out}: the report is JSON and must end in .json`);
-    else if (!existsSync(dirname(out)) || !statSync(dirname(out)).isDirectory()) args.refuse('--out', out, 'a path in an existing folder', `--out ${out}: the folder ${dirname(out)} does not exist`);
-    if (latentsPath !== undefined && !existsSync(latentsPath)) args.refuse('--latents', latentsPath, 'an existing .npy or .safetensors file', `--latents ${latentsPath}: no such file`);
+    if (!out.endsWith('.json'))
+      args.refuse('--out', out, 'a path ending in .json', `--out ${out}: the report is JSON and must end in .json`);
+    else if (!existsSync(dirname(out)) || !statSync(dirname(out)).isDirectory())
+      args.refuse('--out', out, 'a path in an existing folder', `--out ${out}: the folder ${dirname(out)} does not exist`);
+    if (latentsPath !== undefined && !existsSync(latentsPath))
+      args.refuse('--latents', latentsPath, 'an existing .npy or .safetensors file', `--latents ${latentsPath}: no such file`);
     const source = readVaeSourceOptions(args, { syntheticWithoutVae: true });
     printSourceNotes(source, io);
     const given = readLoadOptions(args);
@@ -121,8 +172,16 @@ function readArms(args: Args): ArmName[] {
   const unknown = names.filter((n) => !(ARM_NAMES as readonly string[]).includes(n));
   const repeated = names.filter((n, i) => names.indexOf(n) !== i);
   if (unknown.length > 0 || repeated.length > 0 || names.length === 0) {
-    const what = unknown.length > 0 ? `unknown arm(s) ${unknown.map((n) => JSON.stringify(n)).join(', ')}` : `repeated arm(s) ${[...new Set(repeated)].join(', ')}`;
-    args.refuse('--arms', text, `a comma-separated list of distinct arms from ${ARM_NAMES.join(', ')}`, `--arms ${JSON.stringify(text)}: ${what}; the arms are ${ARM_NAMES.join(', ')}`);
+    const what =
+      unknown.length > 0
+        ? `unknown arm(s) ${unknown.map((n) => JSON.stringify(n)).join(', ')}`
+        : `repeated arm(s) ${[...new Set(repeated)].join(', ')}`;
+    args.refuse(
+      '--arms',
+      text,
+      `a comma-separated list of distinct arms from ${ARM_NAMES.join(', ')}`,
+      `--arms ${JSON.stringify(text)}: ${what}; the arms are ${ARM_NAMES.join(', ')}`,
+    );
   }
   return names as ArmName[];
 }
@@ -135,9 +194,26 @@ function checkRequest(args: Args, vae: VaeSpec, latents: Tensor | null, path: st
     const got = checkLatents(vae, latents, path);
     const want = latentShapeOf(vae.geometry, full);
     const reasons = [];
-    if (latents.dims[0] !== 1) reasons.push(reason('LATENT_BATCH', 'latents.dims[0]', latents.dims[0], 'one batch item', `--latents ${path} holds ${latents.dims[0]} batch items; the benchmark decodes one`));
+    if (latents.dims[0] !== 1)
+      reasons.push(
+        reason(
+          'LATENT_BATCH',
+          'latents.dims[0]',
+          latents.dims[0],
+          'one batch item',
+          `--latents ${path} holds ${latents.dims[0]} batch items; the benchmark decodes one`,
+        ),
+      );
     if (got.height !== want.height || got.width !== want.width || got.frames !== want.frames) {
-      reasons.push(reason('LATENT_SIZE', 'latents.dims', [...latents.dims], `a latent of ${want.frames > 1 ? `${want.frames}×` : ''}${want.height}×${want.width} for ${full.height}×${full.width} px`, `--latents ${path} is ${got.frames > 1 ? `${got.frames}×` : ''}${got.height}×${got.width} latent units, but --height ${full.height} --width ${full.width} need ${want.height}×${want.width}`));
+      reasons.push(
+        reason(
+          'LATENT_SIZE',
+          'latents.dims',
+          [...latents.dims],
+          `a latent of ${want.frames > 1 ? `${want.frames}×` : ''}${want.height}×${want.width} for ${full.height}×${full.width} px`,
+          `--latents ${path} is ${got.frames > 1 ? `${got.frames}×` : ''}${got.height}×${got.width} latent units, but --height ${full.height} --width ${full.width} need ${want.height}×${want.width}`,
+        ),
+      );
     }
     if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   }
@@ -146,6 +222,8 @@ function checkRequest(args: Args, vae: VaeSpec, latents: Tensor | null, path: st
 
 function seededLatent(vae: VaeSpec, sample: Required<SampleShape>, seed: number): Tensor {
   const l = latentShapeOf(vae.geometry, sample);
-  const dims = vae.geometry.fiveDimLatents ? [1, vae.geometry.latentChannels, l.frames, l.height, l.width] : [1, vae.geometry.latentChannels, l.height, l.width];
+  const dims = vae.geometry.fiveDimLatents
+    ? [1, vae.geometry.latentChannels, l.frames, l.height, l.width]
+    : [1, vae.geometry.latentChannels, l.height, l.width];
   return seededTensor(dims, seed);
 }

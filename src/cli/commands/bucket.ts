@@ -30,7 +30,10 @@ export const bucketCommand: CommandSpec = {
       `area inflation x${choice.areaInflation.toFixed(3)}; content changed: ${choice.contentChanged ? 'yes' : 'no'}; aspect ratio kept: ${choice.aspectPreserved ? 'yes' : 'no'}`,
       choice.note,
     ];
-    if (choice.contentBox) lines.push(`content box: rows ${choice.contentBox.y0}..${choice.contentBox.y1}, cols ${choice.contentBox.x0}..${choice.contentBox.x1} (valid ${(choice.validFraction! * 100).toFixed(1)}% of the bucket)`);
+    if (choice.contentBox)
+      lines.push(
+        `content box: rows ${choice.contentBox.y0}..${choice.contentBox.y1}, cols ${choice.contentBox.x0}..${choice.contentBox.x1} (valid ${(choice.validFraction! * 100).toFixed(1)}% of the bucket)`,
+      );
     io.stdout(lines.join('\n') + '\n');
     return 0;
   },

@@ -30,7 +30,13 @@ async function cli(...argv: string[]): Promise<{ code: number; stdout: string; s
 
 interface DecodeJson {
   tiles: number;
-  memory: { budgetBytes: number; predictedPeakBytes: number; predictedMaxTensorBytes: number; measuredPeakBytes: number | null; ranks: { rank: number; predictedPeakBytes: number; measuredPeakBytes: number | null }[] };
+  memory: {
+    budgetBytes: number;
+    predictedPeakBytes: number;
+    predictedMaxTensorBytes: number;
+    measuredPeakBytes: number | null;
+    ranks: { rank: number; predictedPeakBytes: number; measuredPeakBytes: number | null }[];
+  };
   choice: { strategy: string; ranks: number; reason: string; window: unknown };
   error?: { code: string; message: string; reasons: { field: string; valid: string }[] };
 }
@@ -65,7 +71,20 @@ test('a budget below the whole decode gets tiles; the same budget refuses an exa
   assert.deepEqual([json.alternatives[0]!.strategy, json.alternatives[0]!.fits], ['whole', false]);
   assert.ok(json.alternatives.some((a) => a.fits));
 
-  const refused = await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', join(dir, 'x.npy'), '--full', '--max-memory', tight, '--json');
+  const refused = await cli(
+    'decode',
+    '--synthetic',
+    '--config',
+    KL,
+    '--latents',
+    Z,
+    '--out',
+    join(dir, 'x.npy'),
+    '--full',
+    '--max-memory',
+    tight,
+    '--json',
+  );
   assert.equal(refused.code, 2);
   const error = (JSON.parse(refused.stdout) as DecodeJson).error!;
   assert.equal(error.code, 'BUDGET_EXCEEDED');
@@ -78,7 +97,19 @@ test('a budget nothing fits exits 2 naming the smallest predicted peak and its p
   const error = (JSON.parse(r.stdout) as DecodeJson).error!;
   assert.equal(error.code, 'BUDGET_EXCEEDED');
   assert.match(error.message, /smallest predicted peak is [\d.]+ (MiB|GiB).* with tile \d+x\d+/);
-  const decode = await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', join(dir, 'x.npy'), '--max-memory', '1MiB', '--json');
+  const decode = await cli(
+    'decode',
+    '--synthetic',
+    '--config',
+    KL,
+    '--latents',
+    Z,
+    '--out',
+    join(dir, 'x.npy'),
+    '--max-memory',
+    '1MiB',
+    '--json',
+  );
   assert.equal(decode.code, 2);
   assert.equal((JSON.parse(decode.stdout) as DecodeJson).error!.code, 'BUDGET_EXCEEDED');
   const bad = await cli('plan', '--config', KL, '--height', '48', '--width', '64', '--max-memory', 'lots', '--json');
@@ -88,7 +119,21 @@ test('a budget nothing fits exits 2 naming the smallest predicted peak and its p
 
 test('an exact request over the default budget is decoded as asked, with a warning naming its predicted peak', async () => {
   // The default budget is 80 % of what this machine has; a window request is checked against it too.
-  const r = await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', join(dir, 'w.npy'), '--window', '32x32', '--threads', '1', '--json');
+  const r = await cli(
+    'decode',
+    '--synthetic',
+    '--config',
+    KL,
+    '--latents',
+    Z,
+    '--out',
+    join(dir, 'w.npy'),
+    '--window',
+    '32x32',
+    '--threads',
+    '1',
+    '--json',
+  );
   assert.equal(r.code, 0, r.stderr);
   const json = JSON.parse(r.stdout) as DecodeJson;
   assert.equal(json.choice.strategy, 'tile');
@@ -100,36 +145,45 @@ test('an exact request over the default budget is decoded as asked, with a warni
 /** Process ids of this process's children (every thread's), where /proc has them. */
 function children(): number[] {
   try {
-    return readdirSync(`/proc/${process.pid}/task`).flatMap((tid) => readFileSync(`/proc/${process.pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+    return readdirSync(`/proc/${process.pid}/task`).flatMap((tid) =>
+      readFileSync(`/proc/${process.pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number),
+    );
   } catch {
     return [];
   }
 }
 
-test('a rank process killed like the OOM killer does moves the decode down the ladder; the coordinator survives and reports both attempts', { skip: !existsSync(`/proc/${process.pid}/task`) && 'no /proc' }, async () => {
-  const before = new Set(children());
-  let killed: number | null = null;
-  // SIGKILL the first rank process this decode starts, as the kernel's OOM killer would.
-  const watch = setInterval(() => {
-    if (killed !== null) return;
-    const rank = children().find((pid) => !before.has(pid));
-    if (rank !== undefined) {
-      killed = rank;
-      process.kill(rank, 'SIGKILL');
+test(
+  'a rank process killed like the OOM killer does moves the decode down the ladder; the coordinator survives and reports both attempts',
+  { skip: !existsSync(`/proc/${process.pid}/task`) && 'no /proc' },
+  async () => {
+    const before = new Set(children());
+    let killed: number | null = null;
+    // SIGKILL the first rank process this decode starts, as the kernel's OOM killer would.
+    const watch = setInterval(() => {
+      if (killed !== null) return;
+      const rank = children().find((pid) => !before.has(pid));
+      if (rank !== undefined) {
+        killed = rank;
+        process.kill(rank, 'SIGKILL');
+      }
+    }, 10);
+    try {
+      const out = join(dir, 'ladder.npy');
+      const r = await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', out, '--threads', '1', '--json');
+      assert.equal(r.code, 0, r.stderr);
+      assert.ok(killed !== null);
+      const json = JSON.parse(r.stdout) as DecodeJson & { attempts: { strategy: string; outcome: string; error?: string }[] };
+      assert.deepEqual(
+        json.attempts.map((a) => a.outcome),
+        ['out-of-memory', 'decoded'],
+      );
+      assert.equal(json.attempts[0]!.strategy, 'whole');
+      assert.match(json.attempts[0]!.error!, /SIGKILL/);
+      assert.equal(json.choice.strategy, json.attempts[1]!.strategy);
+      assert.match(r.stderr, /attempt 1 \(whole, predicted [\d.]+ \w+\) ran out of memory: .*SIGKILL.*; trying tile/);
+    } finally {
+      clearInterval(watch);
     }
-  }, 10);
-  try {
-    const out = join(dir, 'ladder.npy');
-    const r = await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', out, '--threads', '1', '--json');
-    assert.equal(r.code, 0, r.stderr);
-    assert.ok(killed !== null);
-    const json = JSON.parse(r.stdout) as DecodeJson & { attempts: { strategy: string; outcome: string; error?: string }[] };
-    assert.deepEqual(json.attempts.map((a) => a.outcome), ['out-of-memory', 'decoded']);
-    assert.equal(json.attempts[0]!.strategy, 'whole');
-    assert.match(json.attempts[0]!.error!, /SIGKILL/);
-    assert.equal(json.choice.strategy, json.attempts[1]!.strategy);
-    assert.match(r.stderr, /attempt 1 \(whole, predicted [\d.]+ \w+\) ran out of memory: .*SIGKILL.*; trying tile/);
-  } finally {
-    clearInterval(watch);
-  }
-});
+  },
+);

@@ -19,7 +19,24 @@ writeNpy(join(dir, 'z.npy'), seededLatent(40, 56, 9));
 async function decode(out: string, ...extra: string[]): Promise<Record<string, unknown>> {
   let stdout = '';
   let stderr = '';
-  const argv = ['decode', '--synthetic', '--config', join(dir, 'config.json'), '--latents', join(dir, 'z.npy'), '--out', join(dir, out), '--window', '32x32', '--overlap', '8x8', '--threads', '1', '--json', ...extra];
+  const argv = [
+    'decode',
+    '--synthetic',
+    '--config',
+    join(dir, 'config.json'),
+    '--latents',
+    join(dir, 'z.npy'),
+    '--out',
+    join(dir, out),
+    '--window',
+    '32x32',
+    '--overlap',
+    '8x8',
+    '--threads',
+    '1',
+    '--json',
+    ...extra,
+  ];
   const code = await runCli(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), stderrIsTTY: false });
   assert.equal(code, 0, stderr);
   assert.equal(stderr, '', 'quiet when stderr is not a terminal');
@@ -30,13 +47,23 @@ test('decode --ranks 2 writes the single-rank bits and reports every rank', asyn
   const single = await decode('one.npy');
   for (const isolation of ['thread', 'process']) {
     const summary = await decode(`${isolation}.npy`, '--ranks', '2', '--isolation', isolation);
-    assert.deepEqual(readFileSync(join(dir, `${isolation}.npy`)), readFileSync(join(dir, 'one.npy')), `${isolation}: same bits as one rank`);
+    assert.deepEqual(
+      readFileSync(join(dir, `${isolation}.npy`)),
+      readFileSync(join(dir, 'one.npy')),
+      `${isolation}: same bits as one rank`,
+    );
     assert.deepEqual(summary['shape'], single['shape']);
     assert.equal(summary['tiles'], 20);
     assert.equal(typeof summary['seconds'], 'number');
     const ranks = summary['ranks'] as { rank: number; tiles: number[]; load: number; seconds: number; peakRssBytes?: number }[];
-    assert.deepEqual(ranks.map((r) => r.rank), [0, 1]);
-    assert.deepEqual(ranks.flatMap((r) => r.tiles).sort((a, b) => a - b), Array.from({ length: 20 }, (_, i) => i));
+    assert.deepEqual(
+      ranks.map((r) => r.rank),
+      [0, 1],
+    );
+    assert.deepEqual(
+      ranks.flatMap((r) => r.tiles).sort((a, b) => a - b),
+      Array.from({ length: 20 }, (_, i) => i),
+    );
     assert.equal(ranks[0]!.load + ranks[1]!.load, (single['ranks'] as { load: number }[])[0]!.load);
     for (const r of ranks) {
       assert.ok(r.seconds > 0);
@@ -48,11 +75,28 @@ test('decode --ranks 2 writes the single-rank bits and reports every rank', asyn
 
 test('decode --ranks refuses a bad rank count or isolation before loading anything', async () => {
   let stdout = '';
-  const code = await runCli(['decode', '--synthetic', '--family', 'autoencoder-kl', '--latents', 'absent.npy', '--out', 'x.npy', '--ranks', '0', '--isolation', 'fiber', '--json'], {
-    stdout: (t) => (stdout += t),
-    stderr: () => undefined,
-    stderrIsTTY: false,
-  });
+  const code = await runCli(
+    [
+      'decode',
+      '--synthetic',
+      '--family',
+      'autoencoder-kl',
+      '--latents',
+      'absent.npy',
+      '--out',
+      'x.npy',
+      '--ranks',
+      '0',
+      '--isolation',
+      'fiber',
+      '--json',
+    ],
+    {
+      stdout: (t) => (stdout += t),
+      stderr: () => undefined,
+      stderrIsTTY: false,
+    },
+  );
   assert.equal(code, 2);
   const fields = (JSON.parse(stdout) as { error: { reasons: { field: string }[] } }).error.reasons.map((r) => r.field);
   assert.deepEqual(fields, ['--ranks', '--isolation']);

@@ -19,16 +19,30 @@ import { runCli } from '../main.js';
 const dir = mkdtempSync(join(tmpdir(), 'distvae-cli-sources-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const CONFIG = { _class_name: 'AutoencoderKL', block_out_channels: [8, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4, scaling_factor: 0.5, shift_factor: 0.25 };
+const CONFIG = {
+  _class_name: 'AutoencoderKL',
+  block_out_channels: [8, 16],
+  layers_per_block: 1,
+  norm_num_groups: 4,
+  latent_channels: 4,
+  scaling_factor: 0.5,
+  shift_factor: 0.25,
+};
 const COMMIT = 'c'.repeat(40);
 const cache = join(dir, 'hub');
 const snapshot = join(cache, 'models--org--tiny-pipe', 'snapshots', COMMIT);
 mkdirSync(join(snapshot, 'vae'), { recursive: true });
 mkdirSync(join(cache, 'models--org--tiny-pipe', 'refs'), { recursive: true });
 writeFileSync(join(cache, 'models--org--tiny-pipe', 'refs', 'main'), COMMIT);
-writeFileSync(join(snapshot, 'model_index.json'), JSON.stringify({ _class_name: 'StableDiffusionPipeline', vae: ['diffusers', 'AutoencoderKL'] }));
+writeFileSync(
+  join(snapshot, 'model_index.json'),
+  JSON.stringify({ _class_name: 'StableDiffusionPipeline', vae: ['diffusers', 'AutoencoderKL'] }),
+);
 writeFileSync(join(snapshot, 'vae', 'config.json'), JSON.stringify(CONFIG));
-writeSafetensors(join(snapshot, 'vae', 'diffusion_pytorch_model.safetensors'), syntheticWeights(klDecoderParams(getFamily('autoencoder-kl').resolveConfig(CONFIG)), 3));
+writeSafetensors(
+  join(snapshot, 'vae', 'diffusion_pytorch_model.safetensors'),
+  syntheticWeights(klDecoderParams(getFamily('autoencoder-kl').resolveConfig(CONFIG)), 3),
+);
 
 const z = seededTensor([1, 4, 4, 4], 9);
 const Z = join(dir, 'z.npy');
@@ -55,32 +69,81 @@ test('a repo id in the local cache decodes like its snapshot folder; a ComfyUI .
   const repo = await cli('decode', '--vae', 'org/tiny-pipe', '--latents', Z, '--out', byRepo, '--threads', '1');
   assert.equal(repo.code, 0);
   // diffusers' pipeline notes, one line each on stderr: the vae/ component, a missing variant's fallback.
-  assert.match(repo.stderr, /^note: org\/tiny-pipe is a diffusers pipeline: loading its vae\/ component, as diffusers' pipelines do \(--subfolder picks another\)$/m);
-  const fp16 = await cli('decode', '--vae', 'org/tiny-pipe', '--variant', 'fp16', '--latents', Z, '--out', join(dir, 'fp16.npy'), '--threads', '1');
+  assert.match(
+    repo.stderr,
+    /^note: org\/tiny-pipe is a diffusers pipeline: loading its vae\/ component, as diffusers' pipelines do \(--subfolder picks another\)$/m,
+  );
+  const fp16 = await cli(
+    'decode',
+    '--vae',
+    'org/tiny-pipe',
+    '--variant',
+    'fp16',
+    '--latents',
+    Z,
+    '--out',
+    join(dir, 'fp16.npy'),
+    '--threads',
+    '1',
+  );
   assert.equal(fp16.code, 0);
   assert.equal(fp16.stderr.split('\n').filter((l) => l.startsWith('note: ')).length, 2, fp16.stderr);
-  assert.match(fp16.stderr, /^note: .*has no diffusion_pytorch_model\.fp16\.safetensors; loading diffusion_pytorch_model\.safetensors as diffusers' pipelines do/m);
+  assert.match(
+    fp16.stderr,
+    /^note: .*has no diffusion_pytorch_model\.fp16\.safetensors; loading diffusion_pytorch_model\.safetensors as diffusers' pipelines do/m,
+  );
   const folder = await cli('decode', '--vae', join(snapshot, 'vae'), '--latents', Z, '--out', byFolder, '--threads', '1');
   assert.equal(folder.code, 0);
   assert.doesNotMatch(folder.stderr, /note:/);
   writeSafetensors(join(dir, 'z.latent'), { latent_tensor: z, latent_format_version_0: tensor([0]) });
-  assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, 'z.latent'), '--out', byComfy, '--threads', '1')).code, 0);
+  assert.equal(
+    (await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, 'z.latent'), '--out', byComfy, '--threads', '1')).code,
+    0,
+  );
   assert.deepEqual(readNpy(byRepo), readNpy(byFolder));
   assert.deepEqual(readNpy(byComfy), readNpy(byFolder));
   const miss = await cli('decode', '--vae', 'org/absent', '--latents', Z, '--out', join(dir, 'x.npy'), '--json');
   assert.equal(miss.code, 2);
-  assert.match(JSON.parse(miss.stdout).error.message, /org\/absent@main is not a local path and not in the local Hugging Face cache \(searched .*models--org--absent/);
+  assert.match(
+    JSON.parse(miss.stdout).error.message,
+    /org\/absent@main is not a local path and not in the local Hugging Face cache \(searched .*models--org--absent/,
+  );
 });
 
 test('--latents-scaled divides by scaling_factor and adds shift_factor before decoding', async () => {
-  const scaled = tensor(z.dims, z.data.map((v) => (v - 0.25) * 0.5));
-  const unscaled = tensor(z.dims, scaled.data.map((v) => Math.fround(v / 0.5) + Math.fround(0.25)));
+  const scaled = tensor(
+    z.dims,
+    z.data.map((v) => (v - 0.25) * 0.5),
+  );
+  const unscaled = tensor(
+    z.dims,
+    scaled.data.map((v) => Math.fround(v / 0.5) + Math.fround(0.25)),
+  );
   writeNpy(join(dir, 'scaled.npy'), scaled);
   writeNpy(join(dir, 'unscaled.npy'), unscaled);
   const viaFlag = join(dir, 'flag.npy');
   const direct = join(dir, 'direct.npy');
-  assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, 'scaled.npy'), '--latents-scaled', '--out', viaFlag, '--threads', '1')).code, 0);
-  assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, 'unscaled.npy'), '--out', direct, '--threads', '1')).code, 0);
+  assert.equal(
+    (
+      await cli(
+        'decode',
+        '--vae',
+        'org/tiny-pipe',
+        '--latents',
+        join(dir, 'scaled.npy'),
+        '--latents-scaled',
+        '--out',
+        viaFlag,
+        '--threads',
+        '1',
+      )
+    ).code,
+    0,
+  );
+  assert.equal(
+    (await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, 'unscaled.npy'), '--out', direct, '--threads', '1')).code,
+    0,
+  );
   assert.deepEqual(readNpy(viaFlag), readNpy(direct));
 });
 
@@ -94,16 +157,28 @@ test('a folder or glob of latents decodes with one load into --out-dir, each lik
   writeFileSync(join(many, 'notes.txt'), 'ignored');
   const outDir = join(dir, 'outs');
   mkdirSync(outDir);
-  assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', many, '--out-dir', outDir, '--out-format', 'npy', '--threads', '1')).code, 0);
-  for (const [name, latents] of [['a', a], ['b', b]] as const) {
+  assert.equal(
+    (await cli('decode', '--vae', 'org/tiny-pipe', '--latents', many, '--out-dir', outDir, '--out-format', 'npy', '--threads', '1')).code,
+    0,
+  );
+  for (const [name, latents] of [
+    ['a', a],
+    ['b', b],
+  ] as const) {
     const single = join(dir, `single-${name}.npy`);
     writeNpy(join(dir, `in-${name}.npy`), latents);
-    assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, `in-${name}.npy`), '--out', single, '--threads', '1')).code, 0);
+    assert.equal(
+      (await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, `in-${name}.npy`), '--out', single, '--threads', '1')).code,
+      0,
+    );
     assert.deepEqual(readNpy(join(outDir, `${name}.npy`)), readNpy(single));
   }
   const globbed = join(dir, 'globbed');
   mkdirSync(globbed);
-  assert.equal((await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(many, '*.npy'), '--out-dir', globbed, '--threads', '1')).code, 0);
+  assert.equal(
+    (await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(many, '*.npy'), '--out-dir', globbed, '--threads', '1')).code,
+    0,
+  );
   assert.deepEqual(readdirSync(globbed), ['a.png']);
   const refused = await cli('decode', '--vae', 'org/tiny-pipe', '--latents', many, '--out', join(dir, 'x.png'), '--json');
   assert.equal(refused.code, 2);

@@ -19,7 +19,17 @@ const KL = join(dir, 'kl.json');
 writeFileSync(KL, JSON.stringify({ _class_name: 'AutoencoderKL', ...TINY_KL }));
 // A TAE without pool blocks: every op local, so halo-exact tiles are possible.
 const TAE = join(dir, 'tae.json');
-writeFileSync(TAE, JSON.stringify({ _class_name: 'AutoencoderTiny', latent_channels: 4, decoder_block_out_channels: [8, 8, 8, 8], encoder_block_out_channels: [8, 8, 8, 8], num_decoder_blocks: [1, 1, 1, 1], num_encoder_blocks: [1, 1, 1, 1] }));
+writeFileSync(
+  TAE,
+  JSON.stringify({
+    _class_name: 'AutoencoderTiny',
+    latent_channels: 4,
+    decoder_block_out_channels: [8, 8, 8, 8],
+    encoder_block_out_channels: [8, 8, 8, 8],
+    num_decoder_blocks: [1, 1, 1, 1],
+    num_encoder_blocks: [1, 1, 1, 1],
+  }),
+);
 const Z = join(dir, 'z.npy');
 writeNpy(Z, seededLatent(9, 12, 4));
 
@@ -49,9 +59,15 @@ type Counters = Record<string, { calls: number; bytes: number }>;
 
 test('--strategy shard equals the whole decode and reports bands and collectives', async () => {
   await decode(KL, 'whole.npy', '--full');
-  for (const [ranks, isolation] of [['1', 'thread'], ['3', 'thread'], ['2', 'process']] as const) {
+  for (const [ranks, isolation] of [
+    ['1', 'thread'],
+    ['3', 'thread'],
+    ['2', 'process'],
+  ] as const) {
     const out = `shard-${ranks}-${isolation}.npy`;
-    const summary = JSON.parse((await decode(KL, out, '--strategy', 'shard', '--ranks', ranks, '--isolation', isolation, '--json')).stdout) as {
+    const summary = JSON.parse(
+      (await decode(KL, out, '--strategy', 'shard', '--ranks', ranks, '--isolation', isolation, '--json')).stdout,
+    ) as {
       tiles: number;
       strategy: string;
       bands: number;
@@ -63,7 +79,10 @@ test('--strategy shard equals the whole decode and reports bands and collectives
     assert.equal(summary.strategy, 'shard');
     assert.equal(summary.tiles, 0);
     assert.equal(summary.bands, r);
-    assert.deepEqual(summary.ranks.map((x) => x.band.end - x.band.start).reduce((a, b) => a + b), 9);
+    assert.deepEqual(
+      summary.ranks.map((x) => x.band.end - x.band.start).reduce((a, b) => a + b),
+      9,
+    );
     // Tiny KL: 14 GroupNorms (one statistics gather each) and one attention gather per rank.
     assert.equal(summary.collectives['allReduce']!.calls, 0);
     assert.equal(summary.collectives['allGather']!.calls, 15 * r);
@@ -92,7 +111,19 @@ test('--strategy exact-tile equals the whole decode of a local decoder, on one r
 });
 
 test('refusals: exact-tile on GroupNorm/attention names the op; shard with a plan or too many ranks; an unknown strategy', async () => {
-  const exact = await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', join(dir, 'x.npy'), '--strategy', 'exact-tile', '--json');
+  const exact = await cli(
+    'decode',
+    '--synthetic',
+    '--config',
+    KL,
+    '--latents',
+    Z,
+    '--out',
+    join(dir, 'x.npy'),
+    '--strategy',
+    'exact-tile',
+    '--json',
+  );
   assert.equal(exact.code, 2);
   const error = (JSON.parse(exact.stdout) as { error: { code: string; reasons: { field: string; message: string }[] } }).error;
   assert.equal(error.code, 'UNSUPPORTED');
@@ -105,10 +136,19 @@ test('refusals: exact-tile on GroupNorm/attention names the op; shard with a pla
     assert.equal(run.code, 2);
     return (JSON.parse(run.stdout) as { error: { reasons: { field: string; message: string }[] } }).error.reasons;
   };
-  assert.deepEqual((await fields('--strategy', 'shard', '--window', '16x16', '--full')).map((r) => r.field), ['--window', '--full']);
+  assert.deepEqual(
+    (await fields('--strategy', 'shard', '--window', '16x16', '--full')).map((r) => r.field),
+    ['--window', '--full'],
+  );
   const rows = await fields('--strategy', 'shard', '--ranks', '10');
   assert.equal(rows[0]!.field, 'ranks');
   assert.match(rows[0]!.message, /10 ranks cannot share 9 latent rows \(18 output rows\)/);
-  assert.deepEqual((await fields('--strategy', 'stripes')).map((r) => r.field), ['--strategy']);
-  assert.deepEqual((await fields('--strategy', 'exact-tile', '--full')).map((r) => r.field), ['--full']);
+  assert.deepEqual(
+    (await fields('--strategy', 'stripes')).map((r) => r.field),
+    ['--strategy'],
+  );
+  assert.deepEqual(
+    (await fields('--strategy', 'exact-tile', '--full')).map((r) => r.field),
+    ['--full'],
+  );
 });

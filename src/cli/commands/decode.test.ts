@@ -23,7 +23,14 @@ function file(name: string, content: unknown): string {
   return path;
 }
 
-const HUNYUAN = file('hunyuan.json', { _class_name: 'AutoencoderKLHunyuanVideo', block_out_channels: [8, 16, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4, spatial_compression_ratio: 4 });
+const HUNYUAN = file('hunyuan.json', {
+  _class_name: 'AutoencoderKLHunyuanVideo',
+  block_out_channels: [8, 16, 16],
+  layers_per_block: 1,
+  norm_num_groups: 4,
+  latent_channels: 4,
+  spatial_compression_ratio: 4,
+});
 const LTX2_CONDITIONED = {
   _class_name: 'AutoencoderKLLTX2Video',
   latent_channels: 4,
@@ -50,31 +57,88 @@ async function cli(...argv: string[]): Promise<{ code: number; stdout: string; s
 const refusal = (r: { stdout: string }) => JSON.parse(r.stdout).error as { code: string; reasons: { code: string; field: string }[] };
 
 test('--decode-timestep is refused for a decoder without timestep conditioning, before loading', async () => {
-  const r = await cli('decode', '--synthetic', '--config', HUNYUAN, '--latents', VIDEO_LATENTS, '--out', join(dir, 'x.npy'), '--decode-timestep', '0.05', '--json');
+  const r = await cli(
+    'decode',
+    '--synthetic',
+    '--config',
+    HUNYUAN,
+    '--latents',
+    VIDEO_LATENTS,
+    '--out',
+    join(dir, 'x.npy'),
+    '--decode-timestep',
+    '0.05',
+    '--json',
+  );
   assert.equal(r.code, 2);
-  assert.deepEqual(refusal(r).reasons.map((x) => [x.code, x.field]), [['DECODE_SETTING_UNUSED', 'decode_timestep']]);
+  assert.deepEqual(
+    refusal(r).reasons.map((x) => [x.code, x.field]),
+    [['DECODE_SETTING_UNUSED', 'decode_timestep']],
+  );
 });
 
 test('--decode-timestep overrides the config: the same sample as config.json saying so, unlike the default 0', async () => {
   const viaOption = join(dir, 'option.npy');
   const viaConfig = join(dir, 'config.npy');
   const byDefault = join(dir, 'default.npy');
-  assert.equal((await cli('decode', '--synthetic', '--config', LTX2, '--latents', VIDEO_LATENTS, '--out', viaOption, '--decode-timestep', '0.3', '--threads', '1')).code, 0);
+  assert.equal(
+    (
+      await cli(
+        'decode',
+        '--synthetic',
+        '--config',
+        LTX2,
+        '--latents',
+        VIDEO_LATENTS,
+        '--out',
+        viaOption,
+        '--decode-timestep',
+        '0.3',
+        '--threads',
+        '1',
+      )
+    ).code,
+    0,
+  );
   const withTimestep = file('ltx2-t.json', { ...LTX2_CONDITIONED, decode_timestep: 0.3 });
-  assert.equal((await cli('decode', '--synthetic', '--config', withTimestep, '--latents', VIDEO_LATENTS, '--out', viaConfig, '--threads', '1')).code, 0);
-  assert.equal((await cli('decode', '--synthetic', '--config', LTX2, '--latents', VIDEO_LATENTS, '--out', byDefault, '--threads', '1')).code, 0);
+  assert.equal(
+    (await cli('decode', '--synthetic', '--config', withTimestep, '--latents', VIDEO_LATENTS, '--out', viaConfig, '--threads', '1')).code,
+    0,
+  );
+  assert.equal(
+    (await cli('decode', '--synthetic', '--config', LTX2, '--latents', VIDEO_LATENTS, '--out', byDefault, '--threads', '1')).code,
+    0,
+  );
   assert.deepEqual(readNpy(viaOption), readNpy(viaConfig));
   assert.notDeepEqual(readNpy(viaOption).data, readNpy(byDefault).data);
 });
 
 test('video output is refused before any work: --fps without video, an image family, no ffmpeg on PATH', async () => {
-  const fps = await cli('decode', '--synthetic', '--config', HUNYUAN, '--latents', VIDEO_LATENTS, '--out', join(dir, 'x.npy'), '--fps', '12', '--json');
+  const fps = await cli(
+    'decode',
+    '--synthetic',
+    '--config',
+    HUNYUAN,
+    '--latents',
+    VIDEO_LATENTS,
+    '--out',
+    join(dir, 'x.npy'),
+    '--fps',
+    '12',
+    '--json',
+  );
   assert.equal(fps.code, 2);
   assert.equal(refusal(fps).reasons[0]!.field, '--fps');
 
   const imageLatents = join(dir, 'z4.npy');
   writeNpy(imageLatents, seededTensor([1, 4, 4, 4], 3));
-  const kl = file('kl.json', { _class_name: 'AutoencoderKL', block_out_channels: [8, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4 });
+  const kl = file('kl.json', {
+    _class_name: 'AutoencoderKL',
+    block_out_channels: [8, 16],
+    layers_per_block: 1,
+    norm_num_groups: 4,
+    latent_channels: 4,
+  });
   const image = await cli('decode', '--synthetic', '--config', kl, '--latents', imageLatents, '--out', join(dir, 'x.mp4'), '--json');
   assert.equal(image.code, 2);
   assert.match(refusal(image).reasons[0]!.field, /--out/);
@@ -82,7 +146,17 @@ test('video output is refused before any work: --fps without video, an image fam
   const saved = process.env['PATH'];
   process.env['PATH'] = join(dir, 'no-such-bin');
   try {
-    const missing = await cli('decode', '--synthetic', '--config', HUNYUAN, '--latents', VIDEO_LATENTS, '--out', join(dir, 'x.webm'), '--json');
+    const missing = await cli(
+      'decode',
+      '--synthetic',
+      '--config',
+      HUNYUAN,
+      '--latents',
+      VIDEO_LATENTS,
+      '--out',
+      join(dir, 'x.webm'),
+      '--json',
+    );
     assert.equal(missing.code, 2);
     assert.equal(refusal(missing).reasons[0]!.code, 'FFMPEG_MISSING');
     assert.match(missing.stderr, /apt-get install ffmpeg/);
@@ -91,12 +165,34 @@ test('video output is refused before any work: --fps without video, an image fam
   }
 });
 
-test('an .mp4 of a HunyuanVideo decode holds every decoded frame', { skip: hasTools ? false : 'ffmpeg/ffprobe not installed (apt-get install ffmpeg to run this test)' }, async () => {
-  const out = join(dir, 'clip.mp4');
-  const r = await cli('decode', '--synthetic', '--config', HUNYUAN, '--latents', VIDEO_LATENTS, '--out', out, '--fps', '12', '--threads', '1', '--json');
-  assert.equal(r.code, 0, r.stderr);
-  assert.deepEqual(JSON.parse(r.stdout).shape, [1, 3, 9, 8, 12]);
-  const probe = spawnSync('ffprobe', ['-v', 'error', '-count_frames', '-select_streams', 'v:0', '-show_entries', 'stream=nb_read_frames,r_frame_rate', '-of', 'json', out], { encoding: 'utf8' });
-  const stream = JSON.parse(probe.stdout).streams[0];
-  assert.deepEqual([Number(stream.nb_read_frames), stream.r_frame_rate], [9, '12/1']);
-});
+test(
+  'an .mp4 of a HunyuanVideo decode holds every decoded frame',
+  { skip: hasTools ? false : 'ffmpeg/ffprobe not installed (apt-get install ffmpeg to run this test)' },
+  async () => {
+    const out = join(dir, 'clip.mp4');
+    const r = await cli(
+      'decode',
+      '--synthetic',
+      '--config',
+      HUNYUAN,
+      '--latents',
+      VIDEO_LATENTS,
+      '--out',
+      out,
+      '--fps',
+      '12',
+      '--threads',
+      '1',
+      '--json',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout).shape, [1, 3, 9, 8, 12]);
+    const probe = spawnSync(
+      'ffprobe',
+      ['-v', 'error', '-count_frames', '-select_streams', 'v:0', '-show_entries', 'stream=nb_read_frames,r_frame_rate', '-of', 'json', out],
+      { encoding: 'utf8' },
+    );
+    const stream = JSON.parse(probe.stdout).streams[0];
+    assert.deepEqual([Number(stream.nb_read_frames), stream.r_frame_rate], [9, '12/1']);
+  },
+);

@@ -105,11 +105,33 @@ export const decodeCommand: CommandSpec = {
   options: [
     ...VAE_SOURCE_OPTIONS,
     ...FAMILY_OPTIONS,
-    { name: 'latents', kind: 'string', value: 'PATH', description: 'latents as diffusers vae.decode receives them: .npy; .safetensors with a tensor named "latents", its only tensor, or FILE.safetensors:NAME; a ComfyUI .latent' },
-    { name: 'out-dir', kind: 'string', value: 'DIR', description: 'with a folder or glob of latents: one output per latent, DIR/<stem>.<format>, all with one VAE load' },
+    {
+      name: 'latents',
+      kind: 'string',
+      value: 'PATH',
+      description:
+        'latents as diffusers vae.decode receives them: .npy; .safetensors with a tensor named "latents", its only tensor, or FILE.safetensors:NAME; a ComfyUI .latent',
+    },
+    {
+      name: 'out-dir',
+      kind: 'string',
+      value: 'DIR',
+      description: 'with a folder or glob of latents: one output per latent, DIR/<stem>.<format>, all with one VAE load',
+    },
     { name: 'out-format', kind: 'string', value: 'png|npy|mp4|webm', description: 'the outputs of --out-dir', defaultText: 'png' },
-    { name: 'latents-scaled', kind: 'boolean', description: "the latents are a pipeline's (output_type=\"latent\"): divide by the VAE config's scaling_factor and add its shift_factor first, as pipelines do" },
-    { name: 'out', kind: 'string', value: 'PATH', description: ".npy: the raw decode(z).sample; .png: an image with the family's value mapping (one file per image/frame); .mp4/.webm: a video (one per batch item) through the system ffmpeg. Images go to .npy and a single PNG band by band as tile rows finish; video goes to ffmpeg chunk by chunk where the family decodes in temporal chunks (HunyuanVideo, LTX-2), else (Wan, Qwen-Image, one chunk) after the whole sample is held" },
+    {
+      name: 'latents-scaled',
+      kind: 'boolean',
+      description:
+        'the latents are a pipeline\'s (output_type="latent"): divide by the VAE config\'s scaling_factor and add its shift_factor first, as pipelines do',
+    },
+    {
+      name: 'out',
+      kind: 'string',
+      value: 'PATH',
+      description:
+        ".npy: the raw decode(z).sample; .png: an image with the family's value mapping (one file per image/frame); .mp4/.webm: a video (one per batch item) through the system ffmpeg. Images go to .npy and a single PNG band by band as tile rows finish; video goes to ffmpeg chunk by chunk where the family decodes in temporal chunks (HunyuanVideo, LTX-2), else (Wan, Qwen-Image, one chunk) after the whole sample is held",
+    },
     ...TILING_OPTIONS,
     { name: 'full', kind: 'boolean', description: 'one decoder call over everything: no spatial and no temporal tiling' },
     { name: 'bit-depth', kind: 'string', value: '8|16', description: 'PNG bit depth', defaultText: '8' },
@@ -118,7 +140,8 @@ export const decodeCommand: CommandSpec = {
       name: 'decode-timestep',
       kind: 'string',
       value: 'T',
-      description: "timestep fed to a timestep-conditioned decoder (LTX-2 with timestep_conditioning); overrides the config's decode_timestep",
+      description:
+        "timestep fed to a timestep-conditioned decoder (LTX-2 with timestep_conditioning); overrides the config's decode_timestep",
       defaultText: "the config's, else 0 as in diffusers' pipeline",
     },
     ...RUNTIME_OPTIONS,
@@ -130,16 +153,40 @@ export const decodeCommand: CommandSpec = {
         "tile: the plan's tiles, blended (diffusers); shard: every layer split into bands of latent rows across the ranks, with halos, GroupNorm statistics and attention keys/values exchanged (equals the whole decode; no plan); exact-tile: the plan's tiles decoded with the analysed halo and cropped (equals the whole decode; decoders without GroupNorm/attention only)",
       defaultText: 'tile',
     },
-    { name: 'ranks', kind: 'string', value: 'R', description: 'ranks the tiles (or bands) are dealt to (by work): local ranks, or with --redis the runs (jobs) workers take; --threads is per rank', defaultText: '1; with --redis the workers listening, at least 2' },
-    { name: 'isolation', kind: 'string', value: 'thread|process', description: 'ranks as worker threads, or as child processes (a crash stays in its rank; per-rank peak RSS)', defaultText: 'thread' },
+    {
+      name: 'ranks',
+      kind: 'string',
+      value: 'R',
+      description:
+        'ranks the tiles (or bands) are dealt to (by work): local ranks, or with --redis the runs (jobs) workers take; --threads is per rank',
+      defaultText: '1; with --redis the workers listening, at least 2',
+    },
+    {
+      name: 'isolation',
+      kind: 'string',
+      value: 'thread|process',
+      description: 'ranks as worker threads, or as child processes (a crash stays in its rank; per-rank peak RSS)',
+      defaultText: 'thread',
+    },
     ...REDIS_OPTIONS,
-    { name: 'queue-timeout', kind: 'string', value: 'MS', description: 'with --redis: fail when no worker takes or finishes a tile for this long', defaultText: '120000' },
+    {
+      name: 'queue-timeout',
+      kind: 'string',
+      value: 'MS',
+      description: 'with --redis: fail when no worker takes or finishes a tile for this long',
+      defaultText: '120000',
+    },
     ...MEMORY_OPTIONS,
-    { name: 'no-fallback', kind: 'boolean', description: "with the memory policy's choice: no fallback ladder (the decode runs as chosen, on --isolation ranks, and fails if it runs out of memory)" },
+    {
+      name: 'no-fallback',
+      kind: 'boolean',
+      description:
+        "with the memory policy's choice: no fallback ladder (the decode runs as chosen, on --isolation ranks, and fails if it runs out of memory)",
+    },
     JSON_OPTION,
   ],
   details: [
-    'Without any plan option (--window, --overlap, --frame-*, --full, --strategy) the decode takes the memory policy\'s',
+    "Without any plan option (--window, --overlap, --frame-*, --full, --strategy) the decode takes the memory policy's",
     'choice: the best plan whose predicted peak fits the budget (--max-memory, else 80% of the memory this process tree',
     'may use) — with --ranks R > 1 row sharding on the R ranks, then the whole decode; with one rank the whole decode;',
     'then halo-exact tiles; then the blended tiles with the largest window. Nothing fits: exit 2, naming the smallest',
@@ -150,7 +197,7 @@ export const decodeCommand: CommandSpec = {
     'With --json: memory { budgetBytes, predictedPeakBytes, predictedMaxTensorBytes, measuredPeakBytes, coordinator, ranks },',
     'choice { strategy, window, overlap, frames, ranks, reason } and, after a fallback, attempts [...].',
     'With --json: { shape, tiles, seconds, ranks: [...] } where seconds is the decode time without loading.',
-    'With --ranks R > 1 the tiles are decoded on R local ranks (each loads the VAE once) and ranks[] gives each rank\'s',
+    "With --ranks R > 1 the tiles are decoded on R local ranks (each loads the VAE once) and ranks[] gives each rank's",
     'tiles, load (latent area), seconds and, with --isolation process, peak RSS. At most one rank per tile is started',
     '(ranksRequested and a note say so when fewer than R ran); more ranks than the cores or the memory can hold are refused.',
     'Decoder calls always run on a rank (one thread without --ranks): SIGINT/SIGTERM stop a decode within about 2 s,',
@@ -214,11 +261,29 @@ function readRequest(args: Args): DecodeRequest {
   // No plan option at all: the memory policy's choice (docs/design.md §9). Any plan option or an
   // explicit --strategy is an exact request, decoded as asked.
   const auto = placement.redis === undefined && ![...PLAN_OPTIONS, 'strategy'].some((name) => args.has(name));
-  if (!auto && args.has('no-fallback')) args.refuse('--no-fallback', true, 'only without plan options', '--no-fallback applies to the memory policy\'s choice (a decode without --window/--overlap/--full/--strategy)');
+  if (!auto && args.has('no-fallback'))
+    args.refuse(
+      '--no-fallback',
+      true,
+      'only without plan options',
+      "--no-fallback applies to the memory policy's choice (a decode without --window/--overlap/--full/--strategy)",
+    );
   // A ladder runs every attempt in rank processes; threads asked for explicitly keep the plain decode.
   const ladder = auto && !args.flag('no-fallback') && !(args.has('isolation') && placement.isolation === 'thread');
   args.done();
-  return { ...outputs, strategy, full: args.flag('full'), source, loadOptions, ...placement, budgetOption, auto, ladder, latentsScaled: args.flag('latents-scaled'), json: args.flag('json') };
+  return {
+    ...outputs,
+    strategy,
+    full: args.flag('full'),
+    source,
+    loadOptions,
+    ...placement,
+    budgetOption,
+    auto,
+    ladder,
+    latentsScaled: args.flag('latents-scaled'),
+    json: args.flag('json'),
+  };
 }
 
 /** --latents, --out / --out-dir and the output format's own options. */
@@ -228,20 +293,43 @@ function readOutputs(args: Args): Pick<DecodeRequest, 'latentsPath' | 'inputs' |
   const outDir = args.string('out-dir');
   const outFormat = args.choice('out-format', ['png', 'npy', 'mp4', 'webm'] as const);
   const inputs = latentsPath === undefined ? [] : expandLatentsArg(latentsPath);
-  if (outDir === undefined && inputs.length > 1) args.refuse('--latents', latentsPath, 'one file, or several with --out-dir', `--latents ${latentsPath} names ${inputs.length} files: give --out-dir DIR (one output per latent)`);
-  if (outDir !== undefined && args.has('out')) args.refuse('--out', args.values['out'], 'absent with --out-dir', '--out and --out-dir are exclusive');
-  if (outDir === undefined && outFormat !== undefined) args.refuse('--out-format', outFormat, 'only with --out-dir', '--out-format names the outputs of --out-dir; --out carries its own extension');
-  const outputs = outDir !== undefined ? inputs.map((p) => join(outDir, `${latentsStem(p)}.${outFormat ?? 'png'}`)) : [args.string('out', { required: true })];
+  if (outDir === undefined && inputs.length > 1)
+    args.refuse(
+      '--latents',
+      latentsPath,
+      'one file, or several with --out-dir',
+      `--latents ${latentsPath} names ${inputs.length} files: give --out-dir DIR (one output per latent)`,
+    );
+  if (outDir !== undefined && args.has('out'))
+    args.refuse('--out', args.values['out'], 'absent with --out-dir', '--out and --out-dir are exclusive');
+  if (outDir === undefined && outFormat !== undefined)
+    args.refuse(
+      '--out-format',
+      outFormat,
+      'only with --out-dir',
+      '--out-format names the outputs of --out-dir; --out carries its own extension',
+    );
+  const outputs =
+    outDir !== undefined
+      ? inputs.map((p) => join(outDir, `${latentsStem(p)}.${outFormat ?? 'png'}`))
+      : [args.string('out', { required: true })];
   const out = outputs[0];
   const bitDepth = args.choice('bit-depth', ['8', '16'] as const);
   const fps = args.number('fps');
   const video = out !== undefined && isVideoPath(out);
   if (out !== undefined && !OUTPUT_EXTENSIONS.includes(extname(out).toLowerCase())) {
-    args.refuse('--out', out, `a path ending in ${OUTPUT_EXTENSIONS.join(' or ')}`, `--out ${out}: the output must end in ${OUTPUT_EXTENSIONS.join(' or ')}`);
+    args.refuse(
+      '--out',
+      out,
+      `a path ending in ${OUTPUT_EXTENSIONS.join(' or ')}`,
+      `--out ${out}: the output must end in ${OUTPUT_EXTENSIONS.join(' or ')}`,
+    );
   }
   if (fps !== undefined && !(fps > 0)) args.refuse('--fps', fps, 'a number > 0', `--fps ${fps}: frames per second must be > 0`);
-  if (fps !== undefined && !video) args.refuse('--fps', fps, 'only with --out .mp4/.webm', '--fps applies only to video output (--out .mp4 or .webm)');
-  if (bitDepth !== undefined && out !== undefined && extname(out).toLowerCase() !== '.png') args.refuse('--bit-depth', bitDepth, 'only with --out .png', `--bit-depth applies only to PNG output; --out ${out} is not a .png`);
+  if (fps !== undefined && !video)
+    args.refuse('--fps', fps, 'only with --out .mp4/.webm', '--fps applies only to video output (--out .mp4 or .webm)');
+  if (bitDepth !== undefined && out !== undefined && extname(out).toLowerCase() !== '.png')
+    args.refuse('--bit-depth', bitDepth, 'only with --out .png', `--bit-depth applies only to PNG output; --out ${out} is not a .png`);
   if (out !== undefined) checkOutputPath(args, out, { latents: latentsPath, vae: args.string('vae'), config: args.string('config') });
   if (outDir !== undefined) checkOutputsAgainstInputs(args, outDir, outputs as string[], inputs);
   // A missing --out is a reason already: done() throws before any output is used.
@@ -253,11 +341,23 @@ function readStrategy(args: Args): Strategy {
   const strategy = args.choice('strategy', STRATEGIES) ?? 'tile';
   const refusedWith = strategy === 'shard' ? PLAN_OPTIONS : strategy === 'exact-tile' ? ['full'] : [];
   for (const name of refusedWith) {
-    if (args.has(name)) args.refuse(`--${name}`, args.values[name], `absent with --strategy ${strategy}`, `--${name} cannot be combined with --strategy ${strategy} (${strategy === 'shard' ? 'row sharding splits every layer into bands, it has no tile plan' : 'halo-exact tiles are the plan\'s tiles'})`);
+    if (args.has(name))
+      args.refuse(
+        `--${name}`,
+        args.values[name],
+        `absent with --strategy ${strategy}`,
+        `--${name} cannot be combined with --strategy ${strategy} (${strategy === 'shard' ? 'row sharding splits every layer into bands, it has no tile plan' : "halo-exact tiles are the plan's tiles"})`,
+      );
   }
   if (args.flag('full') && strategy !== 'shard') {
     for (const name of ['window', 'overlap', 'frame-window', 'frame-overlap']) {
-      if (args.has(name)) args.refuse(`--${name}`, args.values[name], 'absent with --full', `--${name} cannot be combined with --full (one decoder call over everything)`);
+      if (args.has(name))
+        args.refuse(
+          `--${name}`,
+          args.values[name],
+          'absent with --full',
+          `--${name} cannot be combined with --full (one decoder call over everything)`,
+        );
     }
   }
   return strategy;
@@ -271,25 +371,59 @@ function readSource(args: Args): VaeSource {
 }
 
 /** Where the decoder calls run: local ranks (--ranks, --isolation) or a queue (--redis ...). */
-function readPlacement(args: Args, strategy: Strategy): Pick<DecodeRequest, 'ranks' | 'ranksGiven' | 'isolation' | 'redis' | 'queue' | 'queueTimeout'> {
+function readPlacement(
+  args: Args,
+  strategy: Strategy,
+): Pick<DecodeRequest, 'ranks' | 'ranksGiven' | 'isolation' | 'redis' | 'queue' | 'queueTimeout'> {
   const ranks = args.int('ranks', { min: 1, max: 1024 }) ?? 1;
   const isolation = args.choice('isolation', ISOLATIONS) ?? 'thread';
   const redis = args.string('redis');
   const queue = args.string('queue');
   const queueTimeout = args.int('queue-timeout', { min: 1 });
   if (redis === undefined) {
-    for (const name of ['queue', 'queue-timeout']) if (args.has(name)) args.refuse(`--${name}`, args.values[name], 'only with --redis', `--${name} applies only to a queue decode (--redis URL)`);
+    for (const name of ['queue', 'queue-timeout'])
+      if (args.has(name))
+        args.refuse(`--${name}`, args.values[name], 'only with --redis', `--${name} applies only to a queue decode (--redis URL)`);
   } else {
-    if (strategy !== 'tile') args.refuse('--strategy', strategy, 'tile with --redis', `--strategy ${strategy} needs local ranks; a queue decode deals blended tiles (--strategy tile)`);
-    if (args.has('ranks') && ranks < 2) args.refuse('--ranks', ranks, 'an integer >= 2 with --redis', `--ranks ${ranks}: a queue decode deals its tiles into at least 2 runs`);
-    if (args.has('isolation')) args.refuse('--isolation', isolation, 'absent with --redis', '--isolation applies to local ranks; with --redis the tiles are decoded by `distvae worker` processes');
+    if (strategy !== 'tile')
+      args.refuse(
+        '--strategy',
+        strategy,
+        'tile with --redis',
+        `--strategy ${strategy} needs local ranks; a queue decode deals blended tiles (--strategy tile)`,
+      );
+    if (args.has('ranks') && ranks < 2)
+      args.refuse(
+        '--ranks',
+        ranks,
+        'an integer >= 2 with --redis',
+        `--ranks ${ranks}: a queue decode deals its tiles into at least 2 runs`,
+      );
+    if (args.has('isolation'))
+      args.refuse(
+        '--isolation',
+        isolation,
+        'absent with --redis',
+        '--isolation applies to local ranks; with --redis the tiles are decoded by `distvae worker` processes',
+      );
     // The coordinator of a queue decode never runs the decoder: these would do nothing.
     for (const name of ['threads', 'device', 'provider']) {
-      if (args.has(name)) args.refuse(`--${name}`, args.values[name], 'absent with --redis', `--${name} sets how ranks decode; with --redis the tiles are decoded by \`distvae worker\` processes: give --${name} to each worker`);
+      if (args.has(name))
+        args.refuse(
+          `--${name}`,
+          args.values[name],
+          'absent with --redis',
+          `--${name} sets how ranks decode; with --redis the tiles are decoded by \`distvae worker\` processes: give --${name} to each worker`,
+        );
     }
   }
   if (redis === undefined && args.has('isolation') && !args.has('ranks') && strategy !== 'shard') {
-    args.refuse('--isolation', isolation, 'with --ranks R', '--isolation says how --ranks are run; without --ranks the decode runs on one decoder thread');
+    args.refuse(
+      '--isolation',
+      isolation,
+      'with --ranks R',
+      '--isolation says how --ranks are run; without --ranks the decode runs on one decoder thread',
+    );
   }
   return { ranks, ranksGiven: args.has('ranks'), isolation, redis, queue, queueTimeout };
 }
@@ -328,7 +462,8 @@ class DecodeRun {
     const spec = vaeSpecOfSource(request.source);
     storedAll.slice(1).forEach((stored, i) => spec && this.configure(spec, stored, request.inputs[i + 1]!));
     const planned = spec ? this.ranksFor(spec, this.configure(spec, storedAll[0]!, request.inputs[0]!)) : null;
-    if (planned !== null && request.redis === undefined && !this.laddered()) checkRankMemory(spec!, planned, request.ranks, request.loadOptions);
+    if (planned !== null && request.redis === undefined && !this.laddered())
+      checkRankMemory(spec!, planned, request.ranks, request.loadOptions);
     if (request.video) checkFfmpeg();
     // Ranks start (or Redis is reached) while the coordinator loads the VAE; the timed decode
     // then includes each rank's own VAE load (once per rank) but not starting it.
@@ -362,7 +497,12 @@ class DecodeRun {
     const { request, args } = this;
     const latent = checkLatents(vae, stored, latentsPath);
     if (request.video && !vae.geometry.fiveDimLatents) {
-      args.refuse('--out', request.out, '.npy or .png for an image family', `--out ${request.out}: ${vae.family.name} decodes images, not video; write .npy or .png`);
+      args.refuse(
+        '--out',
+        request.out,
+        '.npy or .png for an image family',
+        `--out ${request.out}: ${vae.family.name} decodes images, not video; write .npy or .png`,
+      );
       args.done();
     }
     const sample = sampleShapeOf(vae.geometry, latent);
@@ -376,7 +516,16 @@ class DecodeRun {
     else applyTilingOptions(args, vae, undefined);
     // Predicted for the ranks that will start (at most one per tile), warned about once (the
     // plan-only view and the loaded VAE both come here).
-    this.decision = exactRequest(vae, sample, request.budgetOption, request.strategy, this.ranksFor(vae, latent), batch, request.redis !== undefined, this.warnOnce);
+    this.decision = exactRequest(
+      vae,
+      sample,
+      request.budgetOption,
+      request.strategy,
+      this.ranksFor(vae, latent),
+      batch,
+      request.redis !== undefined,
+      this.warnOnce,
+    );
     return latent;
   }
 
@@ -425,7 +574,12 @@ class DecodeRun {
   /** Reaches Redis before any weights are read (an unreachable one is reported first). */
   private async connectQueue(connection: string): Promise<void> {
     const { queue, queueTimeout, ranks, ranksGiven } = this.request;
-    const q = queueGroup({ connection, ...(queue !== undefined ? { queue } : {}), ...(ranksGiven ? { ranks } : {}), ...(queueTimeout !== undefined ? { timeoutMs: queueTimeout } : {}) });
+    const q = queueGroup({
+      connection,
+      ...(queue !== undefined ? { queue } : {}),
+      ...(ranksGiven ? { ranks } : {}),
+      ...(queueTimeout !== undefined ? { timeoutMs: queueTimeout } : {}),
+    });
     this.group = q;
     // Stopping is at once (the decode's keys go first), removing its jobs takes a round trip each.
     this.io.setSignalGrace?.(QUEUE_SIGNAL_GRACE_MS);
@@ -475,11 +629,17 @@ class DecodeRun {
         }
       },
       (attempt, i) => {
-        if (attempt.outcome === 'out-of-memory') this.io.stderr(`attempt ${i + 1} (${describePlan(rungs[i]!.plan)}, predicted ${formatBytes(attempt.predictedPeakBytes)}) ran out of memory: ${attempt.error}${i + 1 < rungs.length ? `; trying ${describePlan(rungs[i + 1]!.plan)}` : ''}\n`);
+        if (attempt.outcome === 'out-of-memory')
+          this.io.stderr(
+            `attempt ${i + 1} (${describePlan(rungs[i]!.plan)}, predicted ${formatBytes(attempt.predictedPeakBytes)}) ran out of memory: ${attempt.error}${i + 1 < rungs.length ? `; trying ${describePlan(rungs[i + 1]!.plan)}` : ''}\n`,
+          );
       },
     );
     const written = await this.writeWhole(vae, out, outcome.result);
-    const fellBack = outcome.attempts.length > 1 ? `${outcome.rung.reason}: attempt ${outcome.attempts.length}, after the plans above it ran out of memory` : outcome.rung.reason;
+    const fellBack =
+      outcome.attempts.length > 1
+        ? `${outcome.rung.reason}: attempt ${outcome.attempts.length}, after the plans above it ran out of memory`
+        : outcome.rung.reason;
     this.decision = { ...decision, plan: outcome.rung.plan, reason: fellBack, choice: outcome.rung, prediction: outcome.rung.prediction };
     return { sample: outcome.result, written, stats, used, attempts: outcome.attempts.length > 1 ? outcome.attempts : null };
   }
@@ -514,7 +674,11 @@ class DecodeRun {
       writeNpy(out, whole);
       return [out];
     }
-    if (this.request.video) return await writeSampleVideo(out, whole, vae.family.sampleRange, { ...(fps !== undefined ? { fps } : {}), ...(this.io.signal ? { signal: this.io.signal } : {}) });
+    if (this.request.video)
+      return await writeSampleVideo(out, whole, vae.family.sampleRange, {
+        ...(fps !== undefined ? { fps } : {}),
+        ...(this.io.signal ? { signal: this.io.signal } : {}),
+      });
     return writeSamplePng(out, whole, vae.family.sampleRange, { bitDepth: this.request.bitDepth });
   }
 
@@ -527,7 +691,14 @@ class DecodeRun {
     const laddered = this.laddered();
     const single = scheduleGrid(grid, 1);
     const shard = stats?.shard() ?? null;
-    const notes = [...(request.redis === undefined && used !== null && used.size < request.ranks ? [`--ranks ${request.ranks} for ${grid.tiles.length} tile(s): ${used.size} rank(s) started (a rank without a tile is never started)`] : []), ...(stats?.notes() ?? [])];
+    const notes = [
+      ...(request.redis === undefined && used !== null && used.size < request.ranks
+        ? [
+            `--ranks ${request.ranks} for ${grid.tiles.length} tile(s): ${used.size} rank(s) started (a rank without a tile is never started)`,
+          ]
+        : []),
+      ...(stats?.notes() ?? []),
+    ];
     const rankList = stats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }];
     const summary = {
       shape: sample.dims,
@@ -539,7 +710,10 @@ class DecodeRun {
       ...(stats?.failures().length ? { failures: stats.failures() } : {}),
       ...(request.redis === undefined && request.ranksGiven ? { ranksRequested: request.ranks } : {}),
       ...(notes.length ? { note: notes.join('; ') } : {}),
-      memory: memoryJson(request.budgetOption.budget, final?.prediction ?? null, { coordinator: peakRssBytes(), ranks: stats && used && used.transport !== 'queue' ? rankList : [] }),
+      memory: memoryJson(request.budgetOption.budget, final?.prediction ?? null, {
+        coordinator: peakRssBytes(),
+        ranks: stats && used && used.transport !== 'queue' ? rankList : [],
+      }),
       ...(final?.plan ? { choice: choiceJson(final.plan, final.reason) } : {}),
       ...(attempts ? { attempts } : {}),
       files: written,
@@ -550,17 +724,27 @@ class DecodeRun {
     }
     if (shard) {
       const bands = shard.bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
-      io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${used!.size} ${laddered ? 'process' : request.isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`);
+      io.stdout(
+        `decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${used!.size} ${laddered ? 'process' : request.isolation} rank(s): ${bands}) -> ${written.join(', ')}\n`,
+      );
       io.stdout(`collectives (calls / bytes sent, all ranks): ${formatCollectives(shard.collectives)}\n`);
     } else {
       const where = request.redis !== undefined ? `queue "${request.queue ?? DEFAULT_QUEUE}"` : laddered ? 'process' : request.isolation;
-      const over = used && used.size > 1 ? ` over ${used.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}` : '';
+      const over =
+        used && used.size > 1
+          ? ` over ${used.size} ${where} ranks: ${summary.ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}`
+          : '';
       const exact = usedStrategy === 'exact-tile' ? ' halo-exact' : '';
-      io.stdout(`decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles}${exact} tile(s)${over}) -> ${written.join(', ')}\n`);
+      io.stdout(
+        `decoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s (${summary.tiles}${exact} tile(s)${over}) -> ${written.join(', ')}\n`,
+      );
       for (const f of stats?.failures() ?? []) io.stdout(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others\n`);
       for (const note of notes) io.stdout(`${note}\n`);
     }
-    if (final?.plan) io.stdout(`plan: ${describePlan(final.plan)} (${final.reason}); predicted peak ${final.prediction ? formatBytes(final.prediction.peakBytes) : 'unknown'} of a ${formatBytes(request.budgetOption.budget.bytes)} budget\n`);
+    if (final?.plan)
+      io.stdout(
+        `plan: ${describePlan(final.plan)} (${final.reason}); predicted peak ${final.prediction ? formatBytes(final.prediction.peakBytes) : 'unknown'} of a ${formatBytes(request.budgetOption.budget.bytes)} budget\n`,
+      );
   }
 }
 
@@ -568,19 +752,36 @@ class DecodeRun {
  * Decodes one image into a PNG written band by band, with the plan, the distvae version and the
  * VAE's content hash in its text chunks; nothing is left at `out` when the decode fails.
  */
-async function writeStreamedPng(vae: Vae, latents: Tensor, out: string, bitDepth: 8 | 16, options: DecodeOptions): Promise<{ dims: number[] }> {
+async function writeStreamedPng(
+  vae: Vae,
+  latents: Tensor,
+  out: string,
+  bitDepth: 8 | 16,
+  options: DecodeOptions,
+): Promise<{ dims: number[] }> {
   const text = {
     'distvae:plan': JSON.stringify({ enabled: vae.tiling.enabled, window: vae.tiling.window, overlap: vae.tiling.overlap }),
     'distvae:version': DISTVAE_VERSION,
     'distvae:vae-sha256': vae.contentHash(),
   };
-  return decodeIntoBands(vae, latents, options, (band, height) => new PngBandWriter(out, { width: band.dims[3]!, height, channels: band.dims[1]!, bitDepth, range: vae.family.sampleRange, text }));
+  return decodeIntoBands(
+    vae,
+    latents,
+    options,
+    (band, height) =>
+      new PngBandWriter(out, { width: band.dims[3]!, height, channels: band.dims[1]!, bitDepth, range: vae.family.sampleRange, text }),
+  );
 }
 
 /** Decodes image latents into an .npy written band by band (the raw decode(z).sample); nothing is left at `out` when the decode fails. */
 async function writeStreamedNpy(vae: Vae, latents: Tensor, out: string, options: DecodeOptions): Promise<{ dims: number[] }> {
   const batch = latents.dims[0]!;
-  return decodeIntoBands(vae, latents, options, (band, height) => new NpyBandWriter(out, { dims: [batch, band.dims[1]!, height, band.dims[3]!] }));
+  return decodeIntoBands(
+    vae,
+    latents,
+    options,
+    (band, height) => new NpyBandWriter(out, { dims: [batch, band.dims[1]!, height, band.dims[3]!] }),
+  );
 }
 
 /** A file written band by band (PngBandWriter, NpyBandWriter). */
@@ -595,7 +796,12 @@ interface BandWriter {
  * sample's height); every band is checked for non-finite values first, and the writer is
  * aborted (its file never appears) when the decode fails.
  */
-async function decodeIntoBands(vae: Vae, latents: Tensor, options: DecodeOptions, open: (band: Tensor, sampleHeight: number) => BandWriter): Promise<{ dims: number[] }> {
+async function decodeIntoBands(
+  vae: Vae,
+  latents: Tensor,
+  options: DecodeOptions,
+  open: (band: Tensor, sampleHeight: number) => BandWriter,
+): Promise<{ dims: number[] }> {
   const [, , latentHeight, latentWidth] = latents.dims as number[];
   let writer: BandWriter | null = null;
   try {
@@ -618,7 +824,13 @@ async function decodeIntoBands(vae: Vae, latents: Tensor, options: DecodeOptions
 }
 
 /** Decodes video latents into video files fed to ffmpeg as each temporal chunk is assembled; nothing is left at `out` when the decode fails. */
-async function writeStreamedVideo(vae: Vae, latents: Tensor, out: string, fps: number | undefined, options: DecodeOptions): Promise<{ sample: { dims: number[] }; written: string[] }> {
+async function writeStreamedVideo(
+  vae: Vae,
+  latents: Tensor,
+  out: string,
+  fps: number | undefined,
+  options: DecodeOptions,
+): Promise<{ sample: { dims: number[] }; written: string[] }> {
   const [batch, , latentFrames] = latents.dims as number[];
   let writer: VideoFrameWriter | null = null;
   try {
@@ -628,8 +840,17 @@ async function writeStreamedVideo(vae: Vae, latents: Tensor, out: string, fps: n
       async (t0, frames) => {
         const [, channels, , height, width] = frames.dims as number[];
         checkFiniteOutput(frames.data, `the decode's frames from ${t0}`);
-        const shape = { batch: batch!, channels: channels!, frames: (latentFrames! - 1) * vae.geometry.temporalRatio + 1, height: height!, width: width! };
-        writer ??= new VideoFrameWriter(out, shape, vae.family.sampleRange, { ...(fps !== undefined ? { fps } : {}), ...(options.signal ? { signal: options.signal } : {}) });
+        const shape = {
+          batch: batch!,
+          channels: channels!,
+          frames: (latentFrames! - 1) * vae.geometry.temporalRatio + 1,
+          height: height!,
+          width: width!,
+        };
+        writer ??= new VideoFrameWriter(out, shape, vae.family.sampleRange, {
+          ...(fps !== undefined ? { fps } : {}),
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
         await writer.writeFrames(frames);
       },
       options,
@@ -657,32 +878,77 @@ function strategyOf(plan: MemoryPlan): Strategy {
 }
 
 /** The memory policy's choice for a decode without plan options; the family default without a memory model. */
-function decide(vae: VaeSpec, sample: SampleShape, option: BudgetOption, options: { ranks: number; batch: number; isolated: boolean }): Decision {
+function decide(
+  vae: VaeSpec,
+  sample: SampleShape,
+  option: BudgetOption,
+  options: { ranks: number; batch: number; isolated: boolean },
+): Decision {
   if (!hasMemoryModel(vae)) {
     setTiling(vae);
-    return { plan: null, reason: `the ${vae.family.name} family has no memory model yet: its default plan`, prediction: null, choice: null, alternatives: [] };
+    return {
+      plan: null,
+      reason: `the ${vae.family.name} family has no memory model yet: its default plan`,
+      prediction: null,
+      choice: null,
+      alternatives: [],
+    };
   }
-  const result = chooseWithinBudget(vae, sample, option.budget, { ranks: options.ranks, batch: options.batch, isolated: options.isolated, more: MAX_LADDER_ATTEMPTS });
+  const result = chooseWithinBudget(vae, sample, option.budget, {
+    ranks: options.ranks,
+    batch: options.batch,
+    isolated: options.isolated,
+    more: MAX_LADDER_ATTEMPTS,
+  });
   if (!result.choice) throw budgetRefusal(result);
   applyMemoryPlan(vae, result.choice.plan, sample);
   const first = result.alternatives[0]!;
-  const why = result.choice === first ? `${result.choice.reason} fits the budget` : `${result.choice.reason}: the first plan that fits (${describePlan(first.plan)} is predicted at ${formatBytes(first.prediction.peakBytes)})`;
+  const why =
+    result.choice === first
+      ? `${result.choice.reason} fits the budget`
+      : `${result.choice.reason}: the first plan that fits (${describePlan(first.plan)} is predicted at ${formatBytes(first.prediction.peakBytes)})`;
   const choice = { ...result.choice, reason: why };
-  return { plan: choice.plan, reason: why, prediction: choice.prediction, choice, alternatives: result.alternatives.map((a) => (a === result.choice ? choice : a)) };
+  return {
+    plan: choice.plan,
+    reason: why,
+    prediction: choice.prediction,
+    choice,
+    alternatives: result.alternatives.map((a) => (a === result.choice ? choice : a)),
+  };
 }
 
 /** An exact request: decoded as asked; over an explicit budget refused (exit 2), over the default one a warning. */
-function exactRequest(vae: VaeSpec, sample: SampleShape, option: BudgetOption, strategy: Strategy, ranks: number, batch: number, queue: boolean, io: { stderr(text: string): void }): Decision | null {
+function exactRequest(
+  vae: VaeSpec,
+  sample: SampleShape,
+  option: BudgetOption,
+  strategy: Strategy,
+  ranks: number,
+  batch: number,
+  queue: boolean,
+  io: { stderr(text: string): void },
+): Decision | null {
   if (queue || !hasMemoryModel(vae)) return null;
   const plan = planOfTiling(vae, strategy, ranks);
   const prediction = predictMemory(vae, plan, sample, { batch });
   const over = prediction.peakBytes > option.budget.bytes;
   const tensorOver = option.budget.maxTensorBytes !== undefined && prediction.maxTensorBytes > option.budget.maxTensorBytes;
   if ((over || tensorOver) && option.explicit) {
-    const what = tensorOver ? `its largest tensor is predicted at ${formatBytes(prediction.maxTensorBytes)}, over --max-tensor ${formatBytes(option.budget.maxTensorBytes!)}` : `its predicted peak is ${formatBytes(prediction.peakBytes)}, over --max-memory ${formatBytes(option.budget.bytes)}`;
-    const r = reason('BUDGET_EXCEEDED', '--max-memory', option.budget.bytes, `at least ${formatBytes(prediction.peakBytes)} for ${describePlan(plan)}`, `the requested plan (${describePlan(plan)}) does not fit: ${what}; drop the plan options to let the memory policy choose one that fits`);
+    const what = tensorOver
+      ? `its largest tensor is predicted at ${formatBytes(prediction.maxTensorBytes)}, over --max-tensor ${formatBytes(option.budget.maxTensorBytes!)}`
+      : `its predicted peak is ${formatBytes(prediction.peakBytes)}, over --max-memory ${formatBytes(option.budget.bytes)}`;
+    const r = reason(
+      'BUDGET_EXCEEDED',
+      '--max-memory',
+      option.budget.bytes,
+      `at least ${formatBytes(prediction.peakBytes)} for ${describePlan(plan)}`,
+      `the requested plan (${describePlan(plan)}) does not fit: ${what}; drop the plan options to let the memory policy choose one that fits`,
+    );
     throw new DistVaeError('BUDGET_EXCEEDED', r.message, { reasons: [r] });
   }
-  if (over) io.stderr(`warning: the requested plan (${describePlan(plan)}) is predicted to peak at ${formatBytes(prediction.peakBytes)}, over the default memory budget of ${formatBytes(option.budget.bytes)}; decoding as asked\n`);
+  if (over)
+    io.stderr(
+      `warning: the requested plan (${describePlan(plan)}) is predicted to peak at ${formatBytes(prediction.peakBytes)}, over the default memory budget of ${formatBytes(option.budget.bytes)}; decoding as asked\n`,
+    );
   return { plan, reason: 'as requested', prediction, choice: null, alternatives: [] };
 }

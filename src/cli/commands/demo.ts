@@ -41,7 +41,9 @@ export const demoCommand: CommandSpec = {
   name: 'demo',
   summary: 'decode a built-in synthetic default (512x768, tiled, 2 ranks) and write demo-output/demo.png and plan.json',
   usage: ['distvae demo [--out-dir DIR]'],
-  options: [{ name: 'out-dir', kind: 'string', value: 'DIR', description: 'where the image and plan summary go', defaultText: 'demo-output' }],
+  options: [
+    { name: 'out-dir', kind: 'string', value: 'DIR', description: 'where the image and plan summary go', defaultText: 'demo-output' },
+  ],
   async run(args, io) {
     const outDir = args.string('out-dir') ?? 'demo-output';
     args.done();
@@ -66,8 +68,13 @@ export const demoCommand: CommandSpec = {
       const [image] = writeSamplePng(join(outDir, 'demo.png'), sample, vae.family.sampleRange);
       const planPath = join(outDir, 'plan.json');
       writeFileSync(planPath, JSON.stringify({ ...report, seconds }, null, 2) + '\n');
-      const ranks = strategy?.ranks().map((r) => `rank ${r.rank}: ${r.tiles.length} tiles in ${r.seconds.toFixed(2)} s`).join(', ');
-      io.stdout(`\ndecoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s over ${report.tiles} tiles${ranks ? ` (${ranks})` : ''}\nwrote ${image} and ${planPath}\n`);
+      const ranks = strategy
+        ?.ranks()
+        .map((r) => `rank ${r.rank}: ${r.tiles.length} tiles in ${r.seconds.toFixed(2)} s`)
+        .join(', ');
+      io.stdout(
+        `\ndecoded [${sample.dims.join(', ')}] in ${seconds.toFixed(2)} s over ${report.tiles} tiles${ranks ? ` (${ranks})` : ''}\nwrote ${image} and ${planPath}\n`,
+      );
       return 0;
     } finally {
       await group.close();

@@ -65,7 +65,20 @@ test('encode refuses sizes off the ratio (naming the nearest), or crops them wit
   assert.match(refused.stderr, /height 20 px is not a multiple of 8 \(nearest: 16 or 24\)/);
   assert.equal(existsSync(out), false);
 
-  const cropped = await cli(['--vae', encoderPath, '--family', 'tae', '--image', image, '--out', out, '--crop', '--threads', '1', '--json']);
+  const cropped = await cli([
+    '--vae',
+    encoderPath,
+    '--family',
+    'tae',
+    '--image',
+    image,
+    '--out',
+    out,
+    '--crop',
+    '--threads',
+    '1',
+    '--json',
+  ]);
   assert.equal(cropped.code, 0, cropped.stderr);
   const summary = JSON.parse(cropped.stdout);
   assert.deepEqual(summary.encoded, { height: 16, width: 24 });

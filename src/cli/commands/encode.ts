@@ -3,7 +3,16 @@
 // from photos. The image is read into [0, 1] and encoded whole; sizes that are not multiples of
 // the spatial ratio are refused with the nearest valid ones, or cut to them with --crop.
 
-import { cropToMultiple, LATENTS_KEY, loadEncoder, readConfigJson, readImage, writeNpy, writeSafetensors, type Tensor } from '../../index.js';
+import {
+  cropToMultiple,
+  LATENTS_KEY,
+  loadEncoder,
+  readConfigJson,
+  readImage,
+  writeNpy,
+  writeSafetensors,
+  type Tensor,
+} from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { FAMILY_OPTIONS } from '../tiling-options.js';
 
@@ -17,13 +26,29 @@ function writeLatents(path: string, latents: Tensor): void {
 export const encodeCommand: CommandSpec = {
   name: 'encode',
   summary: 'encode an image (PNG or JPEG) to latents with an encoder (tae)',
-  usage: ['distvae encode --vae ENCODER [--family tae] [--config config.json] --image IMAGE --out LATENTS.(npy|safetensors) [--crop] [--threads N] [--json]'],
+  usage: [
+    'distvae encode --vae ENCODER [--family tae] [--config config.json] --image IMAGE --out LATENTS.(npy|safetensors) [--crop] [--threads N] [--json]',
+  ],
   options: [
-    { name: 'vae', kind: 'string', value: 'PATH', description: "the encoder's weights: madebyollin's *_encoder.pth / .safetensors, or a diffusers AutoencoderTiny folder" },
+    {
+      name: 'vae',
+      kind: 'string',
+      value: 'PATH',
+      description: "the encoder's weights: madebyollin's *_encoder.pth / .safetensors, or a diffusers AutoencoderTiny folder",
+    },
     ...FAMILY_OPTIONS,
-    { name: 'image', kind: 'string', value: 'PATH', description: 'PNG or JPEG image (grey is replicated to RGB, alpha dropped); values become [0, 1]' },
+    {
+      name: 'image',
+      kind: 'string',
+      value: 'PATH',
+      description: 'PNG or JPEG image (grey is replicated to RGB, alpha dropped); values become [0, 1]',
+    },
     { name: 'out', kind: 'string', value: 'PATH', description: 'latents file: .npy, or .safetensors with the tensor "latents"' },
-    { name: 'crop', kind: 'boolean', description: 'crop the image (centred) to the largest size whose sides are multiples of the spatial ratio, instead of refusing it' },
+    {
+      name: 'crop',
+      kind: 'boolean',
+      description: 'crop the image (centred) to the largest size whose sides are multiples of the spatial ratio, instead of refusing it',
+    },
     { name: 'threads', kind: 'string', value: 'N', description: 'intra-op threads', defaultText: 'all CPUs' },
     JSON_OPTION,
   ],
@@ -39,14 +64,22 @@ export const encodeCommand: CommandSpec = {
     const out = args.string('out', { required: true });
     const threads = args.int('threads', { min: 1, max: 1024 });
     if (out !== undefined && !OUTPUT_EXTENSIONS.some((e) => out.toLowerCase().endsWith(e))) {
-      args.refuse('--out', out, `a path ending in ${OUTPUT_EXTENSIONS.join(' or ')}`, `--out ${JSON.stringify(out)} must end in ${OUTPUT_EXTENSIONS.join(' or ')}`);
+      args.refuse(
+        '--out',
+        out,
+        `a path ending in ${OUTPUT_EXTENSIONS.join(' or ')}`,
+        `--out ${JSON.stringify(out)} must end in ${OUTPUT_EXTENSIONS.join(' or ')}`,
+      );
     }
     args.done();
     const configPath = args.string('config');
     const config = configPath === undefined ? undefined : readConfigJson(configPath);
     const family = args.string('family');
     const image = readImage(imagePath!);
-    const encoder = await loadEncoder({ path: vaePath!, ...(family !== undefined ? { family } : {}), ...(config !== undefined ? { config } : {}) }, threads !== undefined ? { threads } : {});
+    const encoder = await loadEncoder(
+      { path: vaePath!, ...(family !== undefined ? { family } : {}), ...(config !== undefined ? { config } : {}) },
+      threads !== undefined ? { threads } : {},
+    );
     try {
       const input = args.flag('crop') ? cropToMultiple(image, encoder.config.geometry.spatialRatio) : image;
       const start = performance.now();
@@ -58,7 +91,9 @@ export const encodeCommand: CommandSpec = {
         io.stdout(JSON.stringify({ image: size(image), encoded: size(input), shape: latents.dims, seconds, out }) + '\n');
       } else {
         const cropped = input === image ? '' : ` (cropped to ${input.dims[2]}x${input.dims[3]})`;
-        io.stdout(`encoded ${imagePath} (${image.dims[2]}x${image.dims[3]})${cropped} with ${encoder.config.className} -> latents [${latents.dims.join(', ')}] in ${seconds.toFixed(2)} s: ${out}\n`);
+        io.stdout(
+          `encoded ${imagePath} (${image.dims[2]}x${image.dims[3]})${cropped} with ${encoder.config.className} -> latents [${latents.dims.join(', ')}] in ${seconds.toFixed(2)} s: ${out}\n`,
+        );
       }
     } finally {
       await encoder.dispose();

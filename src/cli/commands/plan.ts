@@ -1,7 +1,18 @@
 // `distvae plan`: validate a tile plan for a size and show its grid, metrics and schedule, or
 // search plans (--search) and show the frontier and the coarse / balanced / fine picks.
 
-import { applyMemoryPlan, budgetRefusal, chooseWithinBudget, describePlan, formatBytes, hasMemoryModel, planOfTiling, planReport, predictMemory, searchPlans } from '../../index.js';
+import {
+  applyMemoryPlan,
+  budgetRefusal,
+  chooseWithinBudget,
+  describePlan,
+  formatBytes,
+  hasMemoryModel,
+  planOfTiling,
+  planReport,
+  predictMemory,
+  searchPlans,
+} from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatPlan, formatSearch } from '../format.js';
 import { MEMORY_OPTIONS, alternativeJson, choiceJson, memoryJson, readBudgetOptions } from '../memory-options.js';
@@ -21,7 +32,12 @@ export const planCommand: CommandSpec = {
     ...TILING_OPTIONS,
     { name: 'ranks', kind: 'string', value: 'R', description: 'ranks the tiles are dealt to (by work, not count)', defaultText: '1' },
     ...MEMORY_OPTIONS,
-    { name: 'search', kind: 'boolean', description: 'search plans: Pareto frontier over (window area, decoded area, imbalance, tile columns) and coarse / balanced / fine picks' },
+    {
+      name: 'search',
+      kind: 'boolean',
+      description:
+        'search plans: Pareto frontier over (window area, decoded area, imbalance, tile columns) and coarse / balanced / fine picks',
+    },
     JSON_OPTION,
   ],
   details: [
@@ -30,7 +46,7 @@ export const planCommand: CommandSpec = {
     'its own rank and the other ranks stay idle (work is never duplicated).',
     'The JSON adds memory { budgetBytes, predictedPeakBytes, predictedMaxTensorBytes, coordinator, ranks } (the memory',
     "model's prediction for the plan; families without a memory model: null) and choice. With --max-memory (and no",
-    'window options) the plan is the memory policy\'s choice — with R > 1 ranks row sharding, then the whole decode; then',
+    "window options) the plan is the memory policy's choice — with R > 1 ranks row sharding, then the whole decode; then",
     'halo-exact tiles; then blended tiles, largest window first — and alternatives lists the ranked plans with their',
     'predicted peaks; a budget nothing fits exits 2, naming the smallest predicted peak and its plan.',
   ],
@@ -41,7 +57,13 @@ export const planCommand: CommandSpec = {
     const sample = readSampleShape(args, vae);
     if (args.flag('search')) {
       for (const name of ['window', 'overlap']) {
-        if (args.has(name)) args.refuse(`--${name}`, args.values[name], 'absent with --search', `--${name} cannot be combined with --search (the search chooses windows)`);
+        if (args.has(name))
+          args.refuse(
+            `--${name}`,
+            args.values[name],
+            'absent with --search',
+            `--${name} cannot be combined with --search (the search chooses windows)`,
+          );
       }
       args.done();
       const result = searchPlans(vae, sample, ranks);
@@ -49,19 +71,30 @@ export const planCommand: CommandSpec = {
       return 0;
     }
     const budget = readBudgetOptions(args);
-    const byPolicy = budget.explicit && !['window', 'overlap', 'frame-window', 'frame-overlap', 'no-frame-tiling'].some((name) => args.has(name));
+    const byPolicy =
+      budget.explicit && !['window', 'overlap', 'frame-window', 'frame-overlap', 'no-frame-tiling'].some((name) => args.has(name));
     if (byPolicy && hasMemoryModel(vae)) {
       const result = chooseWithinBudget(vae, sample, budget.budget, { ranks, more: 12 });
       if (!result.choice) throw budgetRefusal(result);
       applyMemoryPlan(vae, result.choice.plan, sample);
       const report = planReport(vae, sample, result.choice.plan.strategy === 'whole' ? 1 : ranks);
-      const json = { ...report, memory: memoryJson(budget.budget, result.choice.prediction), choice: choiceJson(result.choice.plan, result.choice.reason), alternatives: result.alternatives.map(alternativeJson) };
+      const json = {
+        ...report,
+        memory: memoryJson(budget.budget, result.choice.prediction),
+        choice: choiceJson(result.choice.plan, result.choice.reason),
+        alternatives: result.alternatives.map(alternativeJson),
+      };
       if (args.flag('json')) io.stdout(JSON.stringify(json) + '\n');
       else {
-        io.stdout(`memory budget ${formatBytes(budget.budget.bytes)}: ${describePlan(result.choice.plan)} (${result.choice.reason}), predicted peak ${formatBytes(result.choice.prediction.peakBytes)}\n\n`);
+        io.stdout(
+          `memory budget ${formatBytes(budget.budget.bytes)}: ${describePlan(result.choice.plan)} (${result.choice.reason}), predicted peak ${formatBytes(result.choice.prediction.peakBytes)}\n\n`,
+        );
         io.stdout(formatPlan(report));
         io.stdout('\nalternatives in policy order (predicted peak, largest tensor):\n');
-        for (const a of result.alternatives) io.stdout(`  ${a === result.choice ? '*' : a.fits ? ' ' : 'x'} ${describePlan(a.plan).padEnd(44)} ${formatBytes(a.prediction.peakBytes).padStart(10)}  ${formatBytes(a.prediction.maxTensorBytes).padStart(10)}  ${a.reason}\n`);
+        for (const a of result.alternatives)
+          io.stdout(
+            `  ${a === result.choice ? '*' : a.fits ? ' ' : 'x'} ${describePlan(a.plan).padEnd(44)} ${formatBytes(a.prediction.peakBytes).padStart(10)}  ${formatBytes(a.prediction.maxTensorBytes).padStart(10)}  ${a.reason}\n`,
+          );
       }
       return 0;
     }
@@ -70,8 +103,21 @@ export const planCommand: CommandSpec = {
     const prediction = hasMemoryModel(vae) ? predictMemory(vae, planOfTiling(vae, 'tile', ranks), sample) : null;
     const plan = planOfTiling(vae, 'tile', ranks);
     const json = { ...report, memory: memoryJson(budget.budget, prediction), choice: choiceJson(plan, 'as requested') };
-    io.stdout(args.flag('json') ? JSON.stringify(json) + '\n' : formatPlan(report) + (prediction ? `\npredicted peak ${formatBytes(prediction.peakBytes)} (largest tensor ${formatBytes(prediction.maxTensorBytes)}) of a ${formatBytes(budget.budget.bytes)} budget\n` : ''));
-    if (prediction && budget.explicit && prediction.peakBytes > budget.budget.bytes) throw budgetRefusal({ choice: null, alternatives: [], smallest: { plan, prediction, fits: false, reason: 'as requested' }, budget: budget.budget });
+    io.stdout(
+      args.flag('json')
+        ? JSON.stringify(json) + '\n'
+        : formatPlan(report) +
+            (prediction
+              ? `\npredicted peak ${formatBytes(prediction.peakBytes)} (largest tensor ${formatBytes(prediction.maxTensorBytes)}) of a ${formatBytes(budget.budget.bytes)} budget\n`
+              : ''),
+    );
+    if (prediction && budget.explicit && prediction.peakBytes > budget.budget.bytes)
+      throw budgetRefusal({
+        choice: null,
+        alternatives: [],
+        smallest: { plan, prediction, fits: false, reason: 'as requested' },
+        budget: budget.budget,
+      });
     return 0;
   },
 };

@@ -12,16 +12,42 @@ import { REDIS_OPTIONS } from './redis-options.js';
 export const workerCommand: CommandSpec = {
   name: 'worker',
   summary: 'serve the tiles of queue decodes (decode --redis) from Redis until stopped',
-  usage: ['distvae worker --redis URL [--queue NAME] --vae PATH [--family F] [--threads N] [--device ID] [--concurrency N]', 'distvae worker --redis URL --synthetic --family F [--config config.json] [--seed N]'],
+  usage: [
+    'distvae worker --redis URL [--queue NAME] --vae PATH [--family F] [--threads N] [--device ID] [--concurrency N]',
+    'distvae worker --redis URL --synthetic --family F [--config config.json] [--seed N]',
+  ],
   options: [
     ...REDIS_OPTIONS,
     ...VAE_SOURCE_OPTIONS,
     ...FAMILY_OPTIONS,
     ...RUNTIME_OPTIONS,
-    { name: 'concurrency', kind: 'string', value: 'N', description: 'runs decoded at once (each with --threads intra-op threads)', defaultText: '1' },
-    { name: 'lock-duration', kind: 'string', value: 'MS', description: 'how long a taken run stays locked without renewal: a killed worker\'s run is taken again after about this long', defaultText: '30000' },
-    ...MEMORY_OPTIONS.filter((o) => o.name === 'max-memory').map((o) => ({ ...o, description: "this worker's memory budget: a run whose predicted peak (times --concurrency) exceeds it is handed back to the queue for another worker", defaultText: '80% of the memory this process tree may use' })),
-    { name: 'stalled-interval', kind: 'string', value: 'MS', description: 'how often this worker looks for runs whose worker died', defaultText: '30000' },
+    {
+      name: 'concurrency',
+      kind: 'string',
+      value: 'N',
+      description: 'runs decoded at once (each with --threads intra-op threads)',
+      defaultText: '1',
+    },
+    {
+      name: 'lock-duration',
+      kind: 'string',
+      value: 'MS',
+      description: "how long a taken run stays locked without renewal: a killed worker's run is taken again after about this long",
+      defaultText: '30000',
+    },
+    ...MEMORY_OPTIONS.filter((o) => o.name === 'max-memory').map((o) => ({
+      ...o,
+      description:
+        "this worker's memory budget: a run whose predicted peak (times --concurrency) exceeds it is handed back to the queue for another worker",
+      defaultText: '80% of the memory this process tree may use',
+    })),
+    {
+      name: 'stalled-interval',
+      kind: 'string',
+      value: 'MS',
+      description: 'how often this worker looks for runs whose worker died',
+      defaultText: '30000',
+    },
   ],
   details: [
     'The worker loads its own VAE (weights never travel through Redis) and refuses runs whose VAE content hash differs:',
@@ -49,9 +75,30 @@ export const workerCommand: CommandSpec = {
     const vae = { source, loadOptions, hash: loaded.contentHash() };
     await loaded.dispose();
     // Families without a memory model take every run.
-    const memoryBudget = hasMemoryModel(loaded) ? { bytes: budget.bytes, predictRunBytes: (tiles: readonly { dims: number[] }[]) => predictTileRun(loaded, tiles.map((t) => t.dims), loadOptions.provider !== undefined ? { provider: loadOptions.provider } : {}).peakBytes } : undefined;
-    const worker = await startQueueWorker({ connection: redis!, queue, vae, concurrency, lockDurationMs, stalledIntervalMs, ...(memoryBudget ? { memoryBudget } : {}), log: (line) => io.stderr(`distvae worker: ${line}\n`) });
-    io.stdout(`distvae worker ${worker.name}: serving queue "${queue}" at ${redacted(redis!)} with VAE ${worker.vaeHash.slice(0, 12)}…${memoryBudget ? `, memory budget ${formatBytes(budget.bytes)}` : ''} (SIGTERM drains)\n`);
+    const memoryBudget = hasMemoryModel(loaded)
+      ? {
+          bytes: budget.bytes,
+          predictRunBytes: (tiles: readonly { dims: number[] }[]) =>
+            predictTileRun(
+              loaded,
+              tiles.map((t) => t.dims),
+              loadOptions.provider !== undefined ? { provider: loadOptions.provider } : {},
+            ).peakBytes,
+        }
+      : undefined;
+    const worker = await startQueueWorker({
+      connection: redis!,
+      queue,
+      vae,
+      concurrency,
+      lockDurationMs,
+      stalledIntervalMs,
+      ...(memoryBudget ? { memoryBudget } : {}),
+      log: (line) => io.stderr(`distvae worker: ${line}\n`),
+    });
+    io.stdout(
+      `distvae worker ${worker.name}: serving queue "${queue}" at ${redacted(redis!)} with VAE ${worker.vaeHash.slice(0, 12)}…${memoryBudget ? `, memory budget ${formatBytes(budget.bytes)}` : ''} (SIGTERM drains)\n`,
+    );
     await new Promise<void>((resolve) => {
       if (io.signal === undefined || io.signal.aborted) return resolve();
       io.signal.addEventListener('abort', () => resolve(), { once: true });

@@ -122,7 +122,8 @@ export async function runCliProcess(argv: string[], options: CliProcessOptions =
   const poll = options.signal
     ? setInterval(() => {
         if (signalledAt !== null || child.exitCode !== null || child.signalCode !== null) return;
-        if (options.when && !options.when({ stdout, stderr, elapsedMs: Date.now() - started, ranks: () => rankProcessesOf(child.pid!) })) return;
+        if (options.when && !options.when({ stdout, stderr, elapsedMs: Date.now() - started, ranks: () => rankProcessesOf(child.pid!) }))
+          return;
         ranks = rankProcessesOf(child.pid!);
         signalledAt = Date.now();
         child.kill(options.signal);
@@ -136,5 +137,14 @@ export async function runCliProcess(argv: string[], options: CliProcessOptions =
   const leftBehind = await survivors(`DISTVAE_TEST_HWM=${hwm}`, 2000);
   for (const pid of leftBehind) process.kill(pid, 'SIGKILL');
   rmSync(dir, { recursive: true, force: true });
-  return { code, signal, stdout, stderr, peakRssBytes, afterSignalMs: signalledAt === null ? null : endedAt - signalledAt, ranks, leftBehind };
+  return {
+    code,
+    signal,
+    stdout,
+    stderr,
+    peakRssBytes,
+    afterSignalMs: signalledAt === null ? null : endedAt - signalledAt,
+    ranks,
+    leftBehind,
+  };
 }

@@ -83,7 +83,8 @@ function tiledDecode(z: NumericTensor, decode: (tile: RefTensor) => RefTensor, t
 function spatialDecode(z: NumericTensor, decode: (tile: RefTensor) => RefTensor, t: DiffusersVideoTiling): RefTensor {
   const [, , , height, width] = z.dims as number[];
   const s = t.tiling;
-  if (s && (width! > Math.floor(s.minWidth / t.spatialRatio) || height! > Math.floor(s.minHeight / t.spatialRatio))) return tiledDecode(z, decode, t);
+  if (s && (width! > Math.floor(s.minWidth / t.spatialRatio) || height! > Math.floor(s.minHeight / t.spatialRatio)))
+    return tiledDecode(z, decode, t);
   return decode(ref.toRef(z));
 }
 
@@ -116,7 +117,14 @@ export function diffusersVideoDecode(z: NumericTensor, decode: (tile: RefTensor)
  * Decodes `z` with `vae` as planned and checks it against these loops over `decode` (a float64
  * reference decoder): both make `calls` decoder calls, and the samples agree.
  */
-export async function assertDecodesLikeDiffusersVideo(vae: Vae, z: Tensor, calls: number, decode: (tile: RefTensor) => RefTensor, t: DiffusersVideoTiling, label: string): Promise<void> {
+export async function assertDecodesLikeDiffusersVideo(
+  vae: Vae,
+  z: Tensor,
+  calls: number,
+  decode: (tile: RefTensor) => RefTensor,
+  t: DiffusersVideoTiling,
+  label: string,
+): Promise<void> {
   let tiles = 0;
   const out = await vae.decode(z, { onProgress: (e) => (tiles = e.tilesTotal) });
   assert.equal(tiles, calls, `${label}: decoder calls`);

@@ -19,7 +19,11 @@ export interface HunyuanVideoReferenceArchitecture {
 const EPS = 1e-6;
 
 /** `decoder(post_quant_conv(z))`: z (B, Cz, F, h, w) → (B, Cout, 1 + 4(F − 1), h·r, w·r). */
-export function referenceHunyuanVideoDecode(arch: HunyuanVideoReferenceArchitecture, weights: ReadonlyMap<string, NumericTensor>, z: NumericTensor): RefTensor {
+export function referenceHunyuanVideoDecode(
+  arch: HunyuanVideoReferenceArchitecture,
+  weights: ReadonlyMap<string, NumericTensor>,
+  z: NumericTensor,
+): RefTensor {
   const w = weightLookup(weights);
   // F.pad(x, (k//2, k//2, k//2, k//2, k − 1, 0), mode="replicate") then a valid Conv3d.
   const causalConv = (key: string, x: NumericTensor): RefTensor => {

@@ -30,14 +30,22 @@ const STRIDES: Record<string, [number, number, number]> = { spatial: [1, 2, 2], 
 function modulate(x: RefTensor, shift: Float64Array, scale: Float64Array): RefTensor {
   const [b, c] = x.dims as [number, number];
   const inner = x.data.length / (b * c);
-  return { dims: x.dims, data: x.data.map((v, i) => {
-    const bc = Math.floor(i / inner);
-    return v * (1 + scale[bc]!) + shift[bc]!;
-  }) };
+  return {
+    dims: x.dims,
+    data: x.data.map((v, i) => {
+      const bc = Math.floor(i / inner);
+      return v * (1 + scale[bc]!) + shift[bc]!;
+    }),
+  };
 }
 
 /** LTX2VideoDecoder3d: z (B, Cz, F, h, w), temb (B) or null → (B, Cout, frames, h·r, w·r). */
-export function referenceLtx2Decode(cfg: Ltx2ReferenceConfig, weights: ReadonlyMap<string, NumericTensor>, z: NumericTensor, temb: readonly number[] | null): RefTensor {
+export function referenceLtx2Decode(
+  cfg: Ltx2ReferenceConfig,
+  weights: ReadonlyMap<string, NumericTensor>,
+  z: NumericTensor,
+  temb: readonly number[] | null,
+): RefTensor {
   const w = weightLookup(weights);
   const has = (key: string) => weights.has(key);
   const batch = z.dims[0]!;
@@ -45,7 +53,8 @@ export function referenceLtx2Decode(cfg: Ltx2ReferenceConfig, weights: ReadonlyM
   const conv = (key: string, x: NumericTensor): RefTensor => {
     const time = cfg.causal ? [2, 0] : [1, 1];
     const padded = ref.pad(x, [0, 0, time[0]!, 0, 0, 0, 0, time[1]!, 0, 0], 'edge');
-    if (cfg.padding === 'reflect') return ref.conv(ref.pad(padded, [0, 0, 0, 1, 1, 0, 0, 0, 1, 1], 'reflect'), w(`${key}.conv.weight`), w(`${key}.conv.bias`));
+    if (cfg.padding === 'reflect')
+      return ref.conv(ref.pad(padded, [0, 0, 0, 1, 1, 0, 0, 0, 1, 1], 'reflect'), w(`${key}.conv.weight`), w(`${key}.conv.bias`));
     return ref.conv(padded, w(`${key}.conv.weight`), w(`${key}.conv.bias`), { pads: [0, 1, 1, 0, 1, 1] });
   };
   const rms = (x: RefTensor): RefTensor => {
@@ -75,13 +84,17 @@ export function referenceLtx2Decode(cfg: Ltx2ReferenceConfig, weights: ReadonlyM
         e[b * 256 + 128 + k] = Math.sin(angle);
       }
     }
-    return linear(`${key}.timestep_embedder.linear_2`, ref.silu(linear(`${key}.timestep_embedder.linear_1`, { dims: [batch, 256], data: e })));
+    return linear(
+      `${key}.timestep_embedder.linear_2`,
+      ref.silu(linear(`${key}.timestep_embedder.linear_1`, { dims: [batch, 256], data: e })),
+    );
   };
   /** Row `row` of (embedding viewed as (B, rows, C)) + table[row]: one value per (batch, channel). */
   const tableRow = (embedding: RefTensor, table: NumericTensor, rows: number, row: number): Float64Array => {
     const c = table.dims[1]!;
     const out = new Float64Array(batch * c);
-    for (let b = 0; b < batch; b++) for (let ch = 0; ch < c; ch++) out[b * c + ch] = embedding.data[b * rows * c + row * c + ch]! + table.data[row * c + ch]!;
+    for (let b = 0; b < batch; b++)
+      for (let ch = 0; ch < c; ch++) out[b * c + ch] = embedding.data[b * rows * c + row * c + ch]! + table.data[row * c + ch]!;
     return out;
   };
   const resnet = (key: string, x: RefTensor, embedding: RefTensor | null): RefTensor => {
@@ -95,7 +108,10 @@ export function referenceLtx2Decode(cfg: Ltx2ReferenceConfig, weights: ReadonlyM
     let s: RefTensor = x;
     if (has(`${key}.norm3.weight`)) {
       const channelsLast = ref.transpose(x, [0, 2, 3, 4, 1]);
-      const normed = ref.transpose(ref.layerNorm(channelsLast, w(`${key}.norm3.weight`), w(`${key}.norm3.bias`), cfg.layerNormEpsilon), [0, 4, 1, 2, 3]);
+      const normed = ref.transpose(
+        ref.layerNorm(channelsLast, w(`${key}.norm3.weight`), w(`${key}.norm3.bias`), cfg.layerNormEpsilon),
+        [0, 4, 1, 2, 3],
+      );
       s = ref.conv(normed, w(`${key}.conv_shortcut.weight`), w(`${key}.conv_shortcut.bias`));
     }
     return add(h, s);

@@ -4,7 +4,15 @@ import type { RawConfig } from '../types.js';
 import type { Ltx2ReferenceConfig } from './ltx2-reference.js';
 
 /** Wan 2.1 with one temporal upsample: 2 output frames per latent frame after the first. */
-export const WAN21_TINY: RawConfig = { base_dim: 4, dim_mult: [1, 2], num_res_blocks: 1, temperal_downsample: [true], z_dim: 4, scale_factor_spatial: 2, scale_factor_temporal: 2 };
+export const WAN21_TINY: RawConfig = {
+  base_dim: 4,
+  dim_mult: [1, 2],
+  num_res_blocks: 1,
+  temperal_downsample: [true],
+  z_dim: 4,
+  scale_factor_spatial: 2,
+  scale_factor_temporal: 2,
+};
 
 /**
  * Wan 2.2 (residual, patch 2). Up block 0 is upsample2d (DupUp3D repeats 4), block 1 upsample3d
@@ -29,7 +37,13 @@ export const WAN22_TINY: RawConfig = {
 export const QWEN_IMAGE_TINY: RawConfig = { base_dim: 4, dim_mult: [1, 2], num_res_blocks: 1, temperal_downsample: [true], z_dim: 16 };
 
 /** HunyuanVideo: three levels, 4× spatial and temporal compression. */
-export const HUNYUAN_VIDEO_TINY: RawConfig = { block_out_channels: [8, 16, 16], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4, spatial_compression_ratio: 4 };
+export const HUNYUAN_VIDEO_TINY: RawConfig = {
+  block_out_channels: [8, 16, 16],
+  layers_per_block: 1,
+  norm_num_groups: 4,
+  latent_channels: 4,
+  spatial_compression_ratio: 4,
+};
 
 /** LTX-2: two spatio-temporal upsamplers, patch 4, not causal, no timestep conditioning. */
 export const LTX2_TINY: RawConfig = {

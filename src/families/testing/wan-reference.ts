@@ -32,7 +32,10 @@ function frame(x: RefTensor, t: number): RefTensor {
 /** (B, C, H, W) frames back to (B, C, T, H, W). */
 function stack(frames: readonly RefTensor[]): RefTensor {
   const [b, c, h, w] = frames[0]!.dims as [number, number, number, number];
-  return ref.concat(frames.map((f) => view(f, [b, c, 1, h, w])), 2);
+  return ref.concat(
+    frames.map((f) => view(f, [b, c, 1, h, w])),
+    2,
+  );
 }
 
 /** diffusers' `_decode` without tiling and before unpatchify / clamp: z (B, z, F, h, w) → raw (B, C, 1 + (F−1)·rt, H, W). */
@@ -76,7 +79,8 @@ export function referenceWanDecode(config: WanReferenceConfig, weights: Readonly
         let sum = 0;
         for (let ch = 0; ch < c; ch++) sum += x.data[(b * c + ch) * inner + i]! ** 2;
         const norm = Math.max(Math.sqrt(sum), 1e-12);
-        for (let ch = 0; ch < c; ch++) out[(b * c + ch) * inner + i] = (x.data[(b * c + ch) * inner + i]! / norm) * Math.sqrt(c) * gamma.data[ch]!;
+        for (let ch = 0; ch < c; ch++)
+          out[(b * c + ch) * inner + i] = (x.data[(b * c + ch) * inner + i]! / norm) * Math.sqrt(c) * gamma.data[ch]!;
       }
     }
     return { dims: x.dims, data: out };

@@ -32,7 +32,10 @@ export function assertClose(actual: NumericTensor, expected: NumericTensor, labe
   assert.equal(actual.data.length, expected.data.length, `${label}: element count`);
   const { maxAbs, scale, worstIndex } = difference(actual, expected);
   const bound = rtol * Math.max(scale, 1e-30);
-  assert.ok(maxAbs <= bound, `${label}: max |actual - expected| = ${maxAbs} at ${worstIndex} (actual ${actual.data[worstIndex]}, expected ${expected.data[worstIndex]}) exceeds ${rtol} x ${scale}`);
+  assert.ok(
+    maxAbs <= bound,
+    `${label}: max |actual - expected| = ${maxAbs} at ${worstIndex} (actual ${actual.data[worstIndex]}, expected ${expected.data[worstIndex]}) exceeds ${rtol} x ${scale}`,
+  );
 }
 
 /** ‖actual − expected‖₂ / ‖expected‖₂ over all elements. */
@@ -50,7 +53,10 @@ export function relativeL2Error(actual: NumericTensor, expected: NumericTensor):
 export function assertRelativeL2(actual: NumericTensor, expected: NumericTensor, label: string, tolerance = 1e-5): void {
   assert.deepEqual([...actual.dims], [...expected.dims], `${label}: dims`);
   const error = relativeL2Error(actual, expected);
-  assert.ok(error < tolerance, `${label}: ‖actual − expected‖/‖expected‖ = ${error} exceeds ${tolerance} (max abs ${difference(actual, expected).maxAbs})`);
+  assert.ok(
+    error < tolerance,
+    `${label}: ‖actual − expected‖/‖expected‖ = ${error} exceeds ${tolerance} (max abs ${difference(actual, expected).maxAbs})`,
+  );
 }
 
 /** Both criteria at `rtol`: assertClose's max abs against the tensor's scale, and assertRelativeL2. */

@@ -52,7 +52,10 @@ test('conv: the 3-D loops agree with the general N-d path (a depth-1 4-D conv)',
   const w = { dims: [4, 3, 3, 2, 3], data: Float64Array.from({ length: 216 }, (_, i) => Math.cos(i * 0.91)) };
   const bias = t([4], [0.1, -0.2, 0.3, -0.4]);
   const y3 = ref.conv(x, w, bias, { pads: [2, 0, 1, 0, 1, 1] });
-  const lift = (v: { dims: number[]; data: Float64Array }): ref.RefTensor => ({ dims: [v.dims[0]!, v.dims[1]!, 1, ...v.dims.slice(2)], data: v.data });
+  const lift = (v: { dims: number[]; data: Float64Array }): ref.RefTensor => ({
+    dims: [v.dims[0]!, v.dims[1]!, 1, ...v.dims.slice(2)],
+    data: v.data,
+  });
   const y4 = ref.conv(lift(x), lift(w), bias, { pads: [0, 2, 0, 1, 0, 0, 1, 1] });
   assert.deepEqual(y4.dims, [y3.dims[0], y3.dims[1], 1, ...y3.dims.slice(2)]);
   assert.deepEqual(values(y4), values(y3));

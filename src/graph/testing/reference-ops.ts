@@ -83,8 +83,10 @@ export function conv(x: NumericTensor, w: NumericTensor, bias: NumericTensor | u
   const group = params.group ?? 1;
   const st = params.strides ?? new Array<number>(rank).fill(1);
   const dil = params.dilations ?? new Array<number>(rank).fill(1);
-  const pads = typeof params.pads === 'number' || params.pads === undefined ? new Array<number>(2 * rank).fill(params.pads ?? 0) : params.pads;
-  if (cin! !== cinPerGroup! * group || cout! % group !== 0) throw new Error(`conv: channels ${cin} / weight ${w.dims} / group ${group} mismatch`);
+  const pads =
+    typeof params.pads === 'number' || params.pads === undefined ? new Array<number>(2 * rank).fill(params.pads ?? 0) : params.pads;
+  if (cin! !== cinPerGroup! * group || cout! % group !== 0)
+    throw new Error(`conv: channels ${cin} / weight ${w.dims} / group ${group} mismatch`);
   const outSpatial = inSpatial.map((s, i) => Math.floor((s + pads[i]! + pads[i + rank]! - dil[i]! * (kernel[i]! - 1) - 1) / st[i]!) + 1);
   const outDims = [n!, cout!, ...outSpatial];
   if (rank === 2) return conv2dLoops(x, w, bias, outDims, pads, st, dil, group);
@@ -119,7 +121,16 @@ export function conv(x: NumericTensor, w: NumericTensor, bias: NumericTensor | u
  * The 2-D case of `conv` as plain loops (the general path runs a closure per tap, ~100× slower):
  * the same sum, accumulated per output row over (ci, ky, kx) with the row's columns innermost.
  */
-function conv2dLoops(x: NumericTensor, w: NumericTensor, bias: NumericTensor | undefined, outDims: number[], pads: readonly number[], st: readonly number[], dil: readonly number[], group: number): RefTensor {
+function conv2dLoops(
+  x: NumericTensor,
+  w: NumericTensor,
+  bias: NumericTensor | undefined,
+  outDims: number[],
+  pads: readonly number[],
+  st: readonly number[],
+  dil: readonly number[],
+  group: number,
+): RefTensor {
   const [n, cout, oh, ow] = outDims as [number, number, number, number];
   const [, cin, ih, iw] = x.dims as [number, number, number, number];
   const [, cinPerGroup, kh, kw] = w.dims as [number, number, number, number];
@@ -157,7 +168,13 @@ function conv2dLoops(x: NumericTensor, w: NumericTensor, bias: NumericTensor | u
  * The 3-D case of `conv` (stride 1, no dilation, one group) as plain loops, for video decoders:
  * the same sum, accumulated per output row over (ci, kt, ky, kx) with the row's columns innermost.
  */
-function conv3dLoops(x: NumericTensor, w: NumericTensor, bias: NumericTensor | undefined, outDims: number[], pads: readonly number[]): RefTensor {
+function conv3dLoops(
+  x: NumericTensor,
+  w: NumericTensor,
+  bias: NumericTensor | undefined,
+  outDims: number[],
+  pads: readonly number[],
+): RefTensor {
   const [n, cout, ot, oh, ow] = outDims as [number, number, number, number, number];
   const [, cin, it, ih, iw] = x.dims as [number, number, number, number, number];
   const [, , kt, kh, kw] = w.dims as [number, number, number, number, number];
@@ -234,7 +251,8 @@ export function layerNorm(x: NumericTensor, gamma: NumericTensor, beta: NumericT
     let variance = 0;
     for (let i = 0; i < d; i++) variance += (x.data[row * d + i]! - mean) ** 2;
     variance /= d;
-    for (let i = 0; i < d; i++) out[row * d + i] = ((x.data[row * d + i]! - mean) / Math.sqrt(variance + epsilon)) * gamma.data[i]! + (beta ? beta.data[i]! : 0);
+    for (let i = 0; i < d; i++)
+      out[row * d + i] = ((x.data[row * d + i]! - mean) / Math.sqrt(variance + epsilon)) * gamma.data[i]! + (beta ? beta.data[i]! : 0);
   }
   return { dims: [...x.dims], data: out };
 }
@@ -325,7 +343,12 @@ export function transpose(x: NumericTensor, perm: readonly number[]): RefTensor 
  * Scaled dot-product attention, single head: q [B, L, D], k [B, S, D], v [B, S, Dv] →
  * softmax(q·kᵀ·scale) · v, scale defaulting to 1/√D (the diffusers VAE mid-block attention).
  */
-export function attention(q: NumericTensor, k: NumericTensor, v: NumericTensor, scale = 1 / Math.sqrt(q.dims[q.dims.length - 1]!)): RefTensor {
+export function attention(
+  q: NumericTensor,
+  k: NumericTensor,
+  v: NumericTensor,
+  scale = 1 / Math.sqrt(q.dims[q.dims.length - 1]!),
+): RefTensor {
   const scores = map(matmul(q, transpose(k, [0, 2, 1])), (s) => s * scale);
   return matmul(softmax(scores, -1), v);
 }

@@ -63,12 +63,17 @@ function pngDeclaring(width: number, height: number): Uint8Array {
 }
 
 function expandedPth(n: number): Uint8Array {
-  return buildPth({ storages: { '0': { dtype: 'F32', values: one } }, tensors: { '1.weight': { storage: '0', size: [n, n, 1, 1], stride: [0, 0, 0, 0] } } });
+  return buildPth({
+    storages: { '0': { dtype: 'F32', values: one } },
+    tensors: { '1.weight': { storage: '0', size: [n, n, 1, 1], stride: [0, 0, 0, 0] } },
+  });
 }
 
 /** torch.save of one 2-element tensor whose storage's zip entry is deflated and declares 4 GiB - 1. */
 function inflatingPth(): Uint8Array {
-  const files = unzipSync(buildPth({ storages: { '0': { dtype: 'F32', values: Float32Array.from([1, 2]) } }, tensors: { w: { storage: '0', size: [2] } } }));
+  const files = unzipSync(
+    buildPth({ storages: { '0': { dtype: 'F32', values: Float32Array.from([1, 2]) } }, tensors: { w: { storage: '0', size: [2] } } }),
+  );
   const zipped = zipSync(Object.fromEntries(Object.entries(files).map(([n, d]) => [n, [d, { level: n.endsWith('data/0') ? 9 : 0 }]])));
   return declareSize(zipped, 'archive/data/0', 0xffffffff);
 }
@@ -100,30 +105,44 @@ export const HOSTILE_CASES: readonly HostileCase[] = [
     message: /storage 0 has 4294967295 bytes, torch\.FloatStorage of 2 elements needs 8/,
     run: async (dir) => (writeFileSync(join(dir, 'inflate.pth'), inflatingPth()), readWeights(join(dir, 'inflate.pth'))),
   },
-  { name: 'empty .pth', code: 'FILE_INVALID', message: /file is empty \(0 bytes\)/, run: async (dir) => (writeFileSync(join(dir, 'empty.pth'), ''), readWeights(join(dir, 'empty.pth'))) },
+  {
+    name: 'empty .pth',
+    code: 'FILE_INVALID',
+    message: /file is empty \(0 bytes\)/,
+    run: async (dir) => (writeFileSync(join(dir, 'empty.pth'), ''), readWeights(join(dir, 'empty.pth'))),
+  },
   {
     name: 'non-zip .pth',
     code: 'FILE_INVALID',
     message: /not a zip-format PyTorch checkpoint/,
-    run: async (dir) => (writeFileSync(join(dir, 'text.pth'), 'hello, not a checkpoint'), loadVae(join(dir, 'text.pth'), { family: 'tae' })),
+    run: async (dir) => (
+      writeFileSync(join(dir, 'text.pth'), 'hello, not a checkpoint'),
+      loadVae(join(dir, 'text.pth'), { family: 'tae' })
+    ),
   },
-  ...(['zero', 'urandom'] as const).flatMap((device) => [
-    { name: `/dev/${device} as latents .npy`, file: `${device}.npy`, read: (p: string) => readLatents(p) },
-    { name: `/dev/${device} as .npy`, file: `${device}2.npy`, read: async (p: string) => readNpy(p) },
-    { name: `/dev/${device} as latents .safetensors`, file: `${device}.safetensors`, read: (p: string) => readLatents(p) },
-    { name: `/dev/${device} as a .pth decoder`, file: `${device}.pth`, read: (p: string) => loadVae(p, { family: 'tae' }) },
-    { name: `/dev/${device} as a .safetensors decoder`, file: `${device}-w.safetensors`, read: (p: string) => loadVae(p, { family: 'tae' }) },
-  ]).map((c, i): HostileCase => ({
-    name: c.name,
-    code: 'FILE_INVALID',
-    message: /is a device, not a regular file/,
-    run: async (dir) => {
-      const device = c.name.includes('zero') ? '/dev/zero' : '/dev/urandom';
-      const path = join(dir, `${i}-${c.file}`);
-      symlinkSync(device, path);
-      return c.read(path);
-    },
-  })),
+  ...(['zero', 'urandom'] as const)
+    .flatMap((device) => [
+      { name: `/dev/${device} as latents .npy`, file: `${device}.npy`, read: (p: string) => readLatents(p) },
+      { name: `/dev/${device} as .npy`, file: `${device}2.npy`, read: async (p: string) => readNpy(p) },
+      { name: `/dev/${device} as latents .safetensors`, file: `${device}.safetensors`, read: (p: string) => readLatents(p) },
+      { name: `/dev/${device} as a .pth decoder`, file: `${device}.pth`, read: (p: string) => loadVae(p, { family: 'tae' }) },
+      {
+        name: `/dev/${device} as a .safetensors decoder`,
+        file: `${device}-w.safetensors`,
+        read: (p: string) => loadVae(p, { family: 'tae' }),
+      },
+    ])
+    .map((c, i): HostileCase => ({
+      name: c.name,
+      code: 'FILE_INVALID',
+      message: /is a device, not a regular file/,
+      run: async (dir) => {
+        const device = c.name.includes('zero') ? '/dev/zero' : '/dev/urandom';
+        const path = join(dir, `${i}-${c.file}`);
+        symlinkSync(device, path);
+        return c.read(path);
+      },
+    })),
   {
     name: 'PNG declaring 20000 x 20000',
     code: 'FILE_INVALID',
@@ -157,7 +176,12 @@ export async function runHostileCases(dir: string): Promise<HostileOutcome[]> {
       await c.run(dir);
       outcomes.push({ name: c.name, code: null, message: 'accepted', internal: false });
     } catch (e) {
-      outcomes.push({ name: c.name, code: e instanceof DistVaeError ? e.code : null, message: (e as Error).message, internal: !(e instanceof DistVaeError) });
+      outcomes.push({
+        name: c.name,
+        code: e instanceof DistVaeError ? e.code : null,
+        message: (e as Error).message,
+        internal: !(e instanceof DistVaeError),
+      });
     }
   }
   return outcomes;

@@ -19,7 +19,15 @@ export function stallingFfmpeg(dir: string): StallingFfmpeg {
   const pidFile = join(bin, 'pid');
   writeFileSync(
     join(bin, 'ffmpeg'),
-    ['#!/bin/sh', '[ "$1" = "-version" ] && { echo "ffmpeg version stalling"; exit 0; }', 'for last; do :; done', 'echo partial > "$last"', `echo $$ > "${pidFile}"`, 'exec sleep 120', ''].join('\n'),
+    [
+      '#!/bin/sh',
+      '[ "$1" = "-version" ] && { echo "ffmpeg version stalling"; exit 0; }',
+      'for last; do :; done',
+      'echo partial > "$last"',
+      `echo $$ > "${pidFile}"`,
+      'exec sleep 120',
+      '',
+    ].join('\n'),
   );
   chmodSync(join(bin, 'ffmpeg'), 0o755);
   return { bin, pid: () => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) || null : null) };

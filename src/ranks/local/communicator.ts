@@ -88,11 +88,15 @@ export class RankCommunicator implements Communicator {
   }
 
   async allReduce(data: Float64Array, op: 'sum' | 'max' | 'min' = 'sum'): Promise<Float64Array> {
-    if (!(data instanceof Float64Array)) throw new DistVaeError('INVALID_ARGUMENT', `allReduce takes a Float64Array, got ${Object.prototype.toString.call(data)}`);
+    if (!(data instanceof Float64Array))
+      throw new DistVaeError('INVALID_ARGUMENT', `allReduce takes a Float64Array, got ${Object.prototype.toString.call(data)}`);
     const parts = (await this.gatherAll('allReduce', data)) as Float64Array[];
     parts.forEach((p, r) => {
       if (!(p instanceof Float64Array) || p.length !== data.length) {
-        throw new DistVaeError('INVALID_ARGUMENT', `allReduce: rank ${r} contributed ${p instanceof Float64Array ? p.length : typeof p} values, rank ${this.rank} ${data.length}; every rank must pass an array of the same length`);
+        throw new DistVaeError(
+          'INVALID_ARGUMENT',
+          `allReduce: rank ${r} contributed ${p instanceof Float64Array ? p.length : typeof p} values, rank ${this.rank} ${data.length}; every rank must pass an array of the same length`,
+        );
       }
     });
     const out = new Float64Array(parts[0]!);
@@ -185,6 +189,9 @@ function splitKey(key: string): [number, string] {
 
 function checkUserTag(tag: string): void {
   if (typeof tag !== 'string' || tag.startsWith(RESERVED)) {
-    throw new DistVaeError('INVALID_ARGUMENT', `message tag ${JSON.stringify(tag)} is invalid: expected a string not starting with U+0000 (reserved for collectives)`);
+    throw new DistVaeError(
+      'INVALID_ARGUMENT',
+      `message tag ${JSON.stringify(tag)} is invalid: expected a string not starting with U+0000 (reserved for collectives)`,
+    );
   }
 }

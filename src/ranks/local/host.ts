@@ -50,7 +50,13 @@ export interface RankEnds {
  * 'ready' ends the rank at once (a group closed while its ranks still load: a coordinator
  * interrupted then need not wait for them).
  */
-export function startRank(init: RankInit, what: string, events: RankHostEvents, spawn: (ends: RankEnds) => RankHost, signal?: AbortSignal): Promise<RankHost> {
+export function startRank(
+  init: RankInit,
+  what: string,
+  events: RankHostEvents,
+  spawn: (ends: RankEnds) => RankHost,
+  signal?: AbortSignal,
+): Promise<RankHost> {
   return new Promise((resolve, reject) => {
     let ready = false;
     const onAbort = () => {

@@ -21,16 +21,21 @@ export const ISOLATIONS = ['thread', 'process'] as const;
 export function localGroup(options: LocalGroupOptions): LocalGroup {
   const reasons: Reason[] = [];
   const { ranks, isolation = 'thread', threadsPerRank, devices } = options;
-  if (!Number.isSafeInteger(ranks) || ranks < 1 || ranks > 1024) reasons.push(reason('RANKS_INVALID', 'ranks', ranks, 'an integer in [1, 1024]'));
-  if (!(ISOLATIONS as readonly string[]).includes(isolation)) reasons.push(reason('ISOLATION_INVALID', 'isolation', isolation, `one of ${ISOLATIONS.join(', ')}`));
+  if (!Number.isSafeInteger(ranks) || ranks < 1 || ranks > 1024)
+    reasons.push(reason('RANKS_INVALID', 'ranks', ranks, 'an integer in [1, 1024]'));
+  if (!(ISOLATIONS as readonly string[]).includes(isolation))
+    reasons.push(reason('ISOLATION_INVALID', 'isolation', isolation, `one of ${ISOLATIONS.join(', ')}`));
   if (threadsPerRank !== undefined && (!Number.isSafeInteger(threadsPerRank) || threadsPerRank < 1 || threadsPerRank > 1024)) {
     reasons.push(reason('THREADS_INVALID', 'threadsPerRank', threadsPerRank, 'an integer in [1, 1024]'));
   }
   if (devices !== undefined) {
-    if (!Array.isArray(devices) || devices.length > ranks) reasons.push(reason('DEVICES_INVALID', 'devices', devices, `an array of at most ${ranks} device ids (one per rank)`));
-    else devices.forEach((d, i) => {
-      if (d !== undefined && (!Number.isSafeInteger(d) || d < 0)) reasons.push(reason('DEVICE_INVALID', `devices[${i}]`, d, 'a non-negative integer device id (or undefined)'));
-    });
+    if (!Array.isArray(devices) || devices.length > ranks)
+      reasons.push(reason('DEVICES_INVALID', 'devices', devices, `an array of at most ${ranks} device ids (one per rank)`));
+    else
+      devices.forEach((d, i) => {
+        if (d !== undefined && (!Number.isSafeInteger(d) || d < 0))
+          reasons.push(reason('DEVICE_INVALID', `devices[${i}]`, d, 'a non-negative integer device id (or undefined)'));
+      });
   }
   if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   return new LocalGroup(options, isolation === 'process' ? startProcessRank : startThreadRank);

@@ -152,7 +152,8 @@ export class LocalGroup implements RankGroup {
       release();
     });
     for (const host of this.hosts) host!.hold(true);
-    for (let rank = 0; rank < this.size; rank++) this.hosts[rank]!.send({ type: 'start', run: id, size: this.size, program, input: inputs[rank] });
+    for (let rank = 0; rank < this.size; rank++)
+      this.hosts[rank]!.send({ type: 'start', run: id, size: this.size, program, input: inputs[rank] });
     return {
       id,
       running: (rank) => this.active === active && active.outcomes[rank] === null && this.hosts[rank] !== null,
@@ -169,8 +170,13 @@ export class LocalGroup implements RankGroup {
    * or dies fails the run (RANK_FAILED naming it; the others are cancelled); the group stays
    * usable. The signal cancels the run (ABORTED).
    */
-  async run<O = unknown>(program: ProgramRef, inputs: readonly unknown[] | ((rank: number) => unknown), options: { signal?: AbortSignal; onPost?: (rank: number, data: unknown) => void } = {}): Promise<O[]> {
-    if (Array.isArray(inputs) && inputs.length !== this.size) invalidArgument('inputs.length', inputs.length, `one input per rank (${this.size})`);
+  async run<O = unknown>(
+    program: ProgramRef,
+    inputs: readonly unknown[] | ((rank: number) => unknown),
+    options: { signal?: AbortSignal; onPost?: (rank: number, data: unknown) => void } = {},
+  ): Promise<O[]> {
+    if (Array.isArray(inputs) && inputs.length !== this.size)
+      invalidArgument('inputs.length', inputs.length, `one input per rank (${this.size})`);
     const input = typeof inputs === 'function' ? inputs : (rank: number) => (inputs as readonly unknown[])[rank];
     let failure: DistVaeError | null = null;
     let run: RankRun | null = null;
@@ -225,10 +231,14 @@ export class LocalGroup implements RankGroup {
     if (!starting) {
       const device = this.devices[rank];
       const init: RankInit = { rank, threads: this.threadsPerRank, ...(device !== undefined ? { deviceId: device } : {}) };
-      starting = this.startRank(init, {
-        onMessage: (message) => this.onMessage(rank, message),
-        onExit: (cause) => this.onExit(rank, cause),
-      }, this.closing.signal).then(
+      starting = this.startRank(
+        init,
+        {
+          onMessage: (message) => this.onMessage(rank, message),
+          onExit: (cause) => this.onExit(rank, cause),
+        },
+        this.closing.signal,
+      ).then(
         (h) => {
           this.hosts[rank] = h;
           this.starting[rank] = null;
@@ -287,7 +297,11 @@ function peak(message: { peakRssBytes?: number }): { peakRssBytes?: number } {
 
 /** RANK_FAILED naming the rank and what happened to it. */
 export function rankFailed(outcome: Exclude<RankOutcome, { status: 'done' }>): DistVaeError {
-  const cause = outcome.status === 'lost' ? `was lost (${outcome.cause})` : `failed: ${outcome.error instanceof DistVaeError ? `${outcome.error.code}: ` : ''}${outcome.error.message}`;
-  return new DistVaeError('RANK_FAILED', `rank ${outcome.rank} ${cause}`, { cause: outcome.status === 'failed' ? outcome.error : undefined });
+  const cause =
+    outcome.status === 'lost'
+      ? `was lost (${outcome.cause})`
+      : `failed: ${outcome.error instanceof DistVaeError ? `${outcome.error.code}: ` : ''}${outcome.error.message}`;
+  return new DistVaeError('RANK_FAILED', `rank ${outcome.rank} ${cause}`, {
+    cause: outcome.status === 'failed' ? outcome.error : undefined,
+  });
 }
-

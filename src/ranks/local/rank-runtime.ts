@@ -38,14 +38,20 @@ export function serveRank(endpoint: RankEndpoint): void {
     if (cached?.key === key) return cached.vae;
     const previous = cached?.vae;
     const vae = (async () => {
-      await previous?.then((v) => v.dispose(), () => undefined);
+      await previous?.then(
+        (v) => v.dispose(),
+        () => undefined,
+      );
       // Imported on first use: ranks that only run programs without a VAE start faster.
       const { loadVae } = await import('../../decode/vae.js');
       const loaded = await loadVae(ref.source, options);
       const hash = loaded.contentHash();
       if (hash !== ref.hash) {
         await loaded.dispose();
-        throw new DistVaeError('WEIGHTS_MISMATCH', `rank ${init.rank} loaded a VAE with content hash ${hash.slice(0, 12)}… but the coordinator's has ${ref.hash.slice(0, 12)}…: this rank sees a different config or weights file`);
+        throw new DistVaeError(
+          'WEIGHTS_MISMATCH',
+          `rank ${init.rank} loaded a VAE with content hash ${hash.slice(0, 12)}… but the coordinator's has ${ref.hash.slice(0, 12)}…: this rank sees a different config or weights file`,
+        );
       }
       return loaded;
     })();
@@ -59,7 +65,12 @@ export function serveRank(endpoint: RankEndpoint): void {
   const start = (message: Extract<ToRank, { type: 'start' }>): void => {
     const controller = new AbortController();
     const run = message.run;
-    const comm = new RankCommunicator(init.rank, message.size, (to, tag, data) => endpoint.send({ type: 'peer', run, to, tag, data }, []), controller.signal);
+    const comm = new RankCommunicator(
+      init.rank,
+      message.size,
+      (to, tag, data) => endpoint.send({ type: 'peer', run, to, tag, data }, []),
+      controller.signal,
+    );
     const state: CurrentRun = { run, comm, controller, inbox: [], handler: null };
     current = state;
     const ctx: RankContext = {
@@ -109,7 +120,12 @@ export function serveRank(endpoint: RankEndpoint): void {
         current?.controller.abort(new Error('the group is closing'));
         const vae = cached?.vae;
         cached = null;
-        void Promise.resolve(vae?.then((v) => v.dispose(), () => undefined)).finally(() => endpoint.exit());
+        void Promise.resolve(
+          vae?.then(
+            (v) => v.dispose(),
+            () => undefined,
+          ),
+        ).finally(() => endpoint.exit());
         return;
       }
     }
@@ -126,7 +142,10 @@ function resolveProgram(ref: ProgramRef): Promise<RankProgram> {
     program = import(ref.module).then((module: Record<string, unknown>) => {
       const fn = module[ref.export];
       if (typeof fn !== 'function') {
-        throw new DistVaeError('INVALID_ARGUMENT', `program ${ref.export} is not a function exported by ${ref.module} (exports: ${Object.keys(module).join(', ') || 'none'})`);
+        throw new DistVaeError(
+          'INVALID_ARGUMENT',
+          `program ${ref.export} is not a function exported by ${ref.module} (exports: ${Object.keys(module).join(', ') || 'none'})`,
+        );
       }
       return fn as RankProgram;
     });

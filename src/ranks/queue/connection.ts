@@ -21,7 +21,8 @@ export function redisOptionsOf(connection: RedisConnection): RedisOptions {
   } catch {
     return refuseUrl(connection, 'not a URL');
   }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') return refuseUrl(connection, `the scheme is ${url.protocol.replace(/:$/, '')}`);
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
+    return refuseUrl(connection, `the scheme is ${url.protocol.replace(/:$/, '')}`);
   if (url.hostname === '') return refuseUrl(connection, 'it names no host');
   const port = url.port === '' ? 6379 : Number(url.port);
   const path = url.pathname.replace(/^\//, '');
@@ -39,7 +40,16 @@ export function redisOptionsOf(connection: RedisConnection): RedisOptions {
 }
 
 function refuseUrl(value: string, why: string): never {
-  refuse('INVALID_ARGUMENT', reason('REDIS_URL_INVALID', 'redis', redacted(value), 'redis://[user:password@]host[:port][/db] or rediss://… for TLS', `Redis URL ${redacted(value)} is invalid: ${why}`));
+  refuse(
+    'INVALID_ARGUMENT',
+    reason(
+      'REDIS_URL_INVALID',
+      'redis',
+      redacted(value),
+      'redis://[user:password@]host[:port][/db] or rediss://… for TLS',
+      `Redis URL ${redacted(value)} is invalid: ${why}`,
+    ),
+  );
 }
 
 /** The URL without its password, for messages. */
@@ -78,6 +88,10 @@ export async function connectRedis(options: RedisOptions, connectTimeoutMs = DEF
   } catch (e) {
     client.disconnect();
     const cause = lastError ?? (e as Error);
-    throw new DistVaeError('TRANSPORT_FAILED', `cannot reach Redis at ${describeServer(options)}: ${cause.message || String(cause)} (is redis-server running and reachable, and are the password and TLS settings right?)`, { cause });
+    throw new DistVaeError(
+      'TRANSPORT_FAILED',
+      `cannot reach Redis at ${describeServer(options)}: ${cause.message || String(cause)} (is redis-server running and reachable, and are the password and TLS settings right?)`,
+      { cause },
+    );
   }
 }

@@ -9,7 +9,10 @@ import { programRef, type RankContext, type VaeRef } from '../program.js';
 export const DECODE_TILE = programRef(new URL('./decode-program.js', import.meta.url), 'decodeTile');
 
 /** Decodes one latent slice with the VAE `vae` names (loaded once per thread, hash-checked); a null latent only loads it. */
-export async function decodeTile(ctx: RankContext, input: { vae: VaeRef; latent: Tensor | null }): Promise<{ tile: Tensor | null; decoderSeconds: number }> {
+export async function decodeTile(
+  ctx: RankContext,
+  input: { vae: VaeRef; latent: Tensor | null },
+): Promise<{ tile: Tensor | null; decoderSeconds: number }> {
   const vae = await ctx.loadVae(input.vae);
   if (!input.latent) return { tile: null, decoderSeconds: 0 };
   const started = performance.now();

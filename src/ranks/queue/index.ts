@@ -17,11 +17,14 @@ import { QueueGroup, type QueueGroupOptions } from './queue-group.js';
 export function queueGroup(options: QueueGroupOptions): QueueGroup {
   const reasons: Reason[] = [];
   const { ranks, queue, timeoutMs, tileTtlMs, connectTimeoutMs, cleanupTimeoutMs } = options;
-  if (ranks !== undefined && (!Number.isSafeInteger(ranks) || ranks < 1 || ranks > 1024)) reasons.push(reason('RANKS_INVALID', 'ranks', ranks, 'an integer in [1, 1024]'));
-  if (queue !== undefined && (typeof queue !== 'string' || !/^[\w.-]{1,100}$/.test(queue))) reasons.push(reason('QUEUE_INVALID', 'queue', queue, 'a name of 1–100 letters, digits, "_", "." or "-"'));
+  if (ranks !== undefined && (!Number.isSafeInteger(ranks) || ranks < 1 || ranks > 1024))
+    reasons.push(reason('RANKS_INVALID', 'ranks', ranks, 'an integer in [1, 1024]'));
+  if (queue !== undefined && (typeof queue !== 'string' || !/^[\w.-]{1,100}$/.test(queue)))
+    reasons.push(reason('QUEUE_INVALID', 'queue', queue, 'a name of 1–100 letters, digits, "_", "." or "-"'));
   const durations = { timeoutMs, tileTtlMs, connectTimeoutMs, cleanupTimeoutMs };
   for (const [field, value] of Object.entries(durations)) {
-    if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) reasons.push(reason('DURATION_INVALID', field, value, 'a whole number of milliseconds ≥ 1'));
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < 1))
+      reasons.push(reason('DURATION_INVALID', field, value, 'a whole number of milliseconds ≥ 1'));
   }
   if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   return new QueueGroup(options);

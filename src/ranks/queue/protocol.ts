@@ -90,9 +90,28 @@ redis.call('HSET', KEYS[3], 'data', ARGV[3], 'dims', ARGV[4], 'dtype', 'float32'
 redis.call('PEXPIRE', KEYS[3], ARGV[2])
 return 1`;
 
-export async function writeTile(redis: Redis, keys: DecodeKeys, index: number, tile: Tensor, ttlMs: number, worker: string): Promise<'written' | 'ended' | 'assembled'> {
+export async function writeTile(
+  redis: Redis,
+  keys: DecodeKeys,
+  index: number,
+  tile: Tensor,
+  ttlMs: number,
+  worker: string,
+): Promise<'written' | 'ended' | 'assembled'> {
   const bytes = bytesOf(tile.data);
-  const written = await redis.eval(WRITE_TILE, 3, keys.alive, keys.done, keys.output(index), index, ttlMs, bytes, JSON.stringify(tile.dims), sha256(bytes), worker);
+  const written = await redis.eval(
+    WRITE_TILE,
+    3,
+    keys.alive,
+    keys.done,
+    keys.output(index),
+    index,
+    ttlMs,
+    bytes,
+    JSON.stringify(tile.dims),
+    sha256(bytes),
+    worker,
+  );
   return written === 1 ? 'written' : written === 0 ? 'ended' : 'assembled';
 }
 
@@ -109,7 +128,13 @@ export async function readTile(redis: Redis, keys: DecodeKeys, index: number): P
   const fields = await redis.hgetallBuffer(keys.output(index));
   if (Object.keys(fields).length === 0) return null;
   const text = (name: string) => fields[name]?.toString('utf8');
-  return { ...(fields['data'] ? { data: fields['data'] } : {}), dims: text('dims'), dtype: text('dtype'), sha256: text('sha256'), worker: text('worker') } as TilePayload;
+  return {
+    ...(fields['data'] ? { data: fields['data'] } : {}),
+    dims: text('dims'),
+    dtype: text('dtype'),
+    sha256: text('sha256'),
+    worker: text('worker'),
+  } as TilePayload;
 }
 
 /**
@@ -117,7 +142,10 @@ export async function readTile(redis: Redis, keys: DecodeKeys, index: number): P
  * units, float32, as many bytes as its dims say, the SHA-256 the worker computed); otherwise a
  * sentence saying what is wrong. A tile that fails is never blended.
  */
-export function checkTilePayload(payload: TilePayload, extent: { height: number; width: number }): { leading: number[]; planes: Planes } | string {
+export function checkTilePayload(
+  payload: TilePayload,
+  extent: { height: number; width: number },
+): { leading: number[]; planes: Planes } | string {
   if (payload.dtype !== 'float32') return `dtype ${JSON.stringify(payload.dtype)}, expected "float32"`;
   let dims: unknown;
   try {
@@ -125,13 +153,17 @@ export function checkTilePayload(payload: TilePayload, extent: { height: number;
   } catch {
     return `dims ${JSON.stringify(payload.dims)} are not JSON`;
   }
-  if (!Array.isArray(dims) || dims.length < 3 || !dims.every((d) => Number.isSafeInteger(d) && d > 0)) return `dims ${JSON.stringify(dims)} are not a list of at least 3 positive integers`;
+  if (!Array.isArray(dims) || dims.length < 3 || !dims.every((d) => Number.isSafeInteger(d) && d > 0))
+    return `dims ${JSON.stringify(dims)} are not a list of at least 3 positive integers`;
   const shape = dims as number[];
   const [height, width] = shape.slice(-2) as [number, number];
-  if (height !== extent.height || width !== extent.width) return `shape [${shape.join(', ')}] ends in ${height}x${width}, expected ${extent.height}x${extent.width}`;
+  if (height !== extent.height || width !== extent.width)
+    return `shape [${shape.join(', ')}] ends in ${height}x${width}, expected ${extent.height}x${extent.width}`;
   const data = payload.data;
-  if (!data || data.byteLength !== elementCount(shape) * 4) return `${data?.byteLength ?? 0} bytes for shape [${shape.join(', ')}] (expected ${elementCount(shape) * 4})`;
-  if (sha256(data) !== payload.sha256) return `SHA-256 of the ${data.byteLength} bytes is not the ${String(payload.sha256).slice(0, 12)}… the worker computed (corrupted in transit or in Redis)`;
+  if (!data || data.byteLength !== elementCount(shape) * 4)
+    return `${data?.byteLength ?? 0} bytes for shape [${shape.join(', ')}] (expected ${elementCount(shape) * 4})`;
+  if (sha256(data) !== payload.sha256)
+    return `SHA-256 of the ${data.byteLength} bytes is not the ${String(payload.sha256).slice(0, 12)}… the worker computed (corrupted in transit or in Redis)`;
   const leading = shape.slice(0, -2);
   return { leading, planes: { planes: elementCount(leading), height, width, data: float32Of(data) } };
 }

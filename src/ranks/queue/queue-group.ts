@@ -77,7 +77,11 @@ export class QueueGroup implements RankGroup {
   /** Ranks (runs) a decode is dealt into: the `ranks` option, else the workers found by `connect()` (at least 2). */
   get size(): number {
     if (this.options.ranks !== undefined) return this.options.ranks;
-    if (!this.connected) throw new DistVaeError('TRANSPORT_FAILED', 'the queue group has not connected yet: await group.connect() (or pass ranks) before reading its size');
+    if (!this.connected)
+      throw new DistVaeError(
+        'TRANSPORT_FAILED',
+        'the queue group has not connected yet: await group.connect() (or pass ranks) before reading its size',
+      );
     return this.connected.size;
   }
 
@@ -107,7 +111,11 @@ export class QueueGroup implements RankGroup {
     flows.on('error', () => undefined);
     events.on('error', () => undefined);
     const route = (kind: JobEvent['kind']) => (args: { jobId: string; data?: unknown; returnvalue?: unknown; failedReason?: string }) => {
-      this.listeners.get(args.jobId)?.({ kind, data: kind === 'completed' ? args.returnvalue : args.data, ...(args.failedReason !== undefined ? { reason: args.failedReason } : {}) });
+      this.listeners.get(args.jobId)?.({
+        kind,
+        data: kind === 'completed' ? args.returnvalue : args.data,
+        ...(args.failedReason !== undefined ? { reason: args.failedReason } : {}),
+      });
     };
     for (const kind of ['active', 'progress', 'completed', 'failed', 'stalled', 'waiting'] as const) events.on(kind, route(kind) as never);
     await Promise.all([queue.waitUntilReady(), events.waitUntilReady()]);
@@ -119,7 +127,11 @@ export class QueueGroup implements RankGroup {
   async decodeTiles(job: TileJob, options: TileJobOptions): Promise<TileJobResult> {
     const c = await this.ensureConnected();
     if (options.signal?.aborted) throw abortedError(options.signal);
-    if (job.assembly !== 'raster') throw new DistVaeError('INVALID_ARGUMENT', `the queue transport returns raw tiles: the job must use 'raster' assembly, not ${JSON.stringify(job.assembly)}`);
+    if (job.assembly !== 'raster')
+      throw new DistVaeError(
+        'INVALID_ARGUMENT',
+        `the queue transport returns raw tiles: the job must use 'raster' assembly, not ${JSON.stringify(job.assembly)}`,
+      );
     const tileCount = job.latents.length;
     const owner = new Array<number>(tileCount).fill(-1);
     job.schedule.ranks.forEach((tiles, rank) => tiles.forEach((t) => (owner[t] = rank)));
@@ -133,11 +145,22 @@ export class QueueGroup implements RankGroup {
     try {
       return await this.run(c, job, options, { decodeId, keys, runIds, owner, ttl });
     } finally {
-      await this.cleanUp(c, keys, tileCount, decodeId, runIds.filter((_, r) => (job.schedule.ranks[r] ?? []).length > 0));
+      await this.cleanUp(
+        c,
+        keys,
+        tileCount,
+        decodeId,
+        runIds.filter((_, r) => (job.schedule.ranks[r] ?? []).length > 0),
+      );
     }
   }
 
-  private async run(c: Connected, job: TileJob, options: TileJobOptions, d: { decodeId: string; keys: DecodeKeys; runIds: string[]; owner: number[]; ttl: number }): Promise<TileJobResult> {
+  private async run(
+    c: Connected,
+    job: TileJob,
+    options: TileJobOptions,
+    d: { decodeId: string; keys: DecodeKeys; runIds: string[]; owner: number[]; ttl: number },
+  ): Promise<TileJobResult> {
     const tiles = await this.writeInputs(c, job, d.keys, d.ttl);
     const decode = new RemoteDecode(job, options, {
       redis: c.redis,
@@ -154,7 +177,13 @@ export class QueueGroup implements RankGroup {
     for (const rank of decode.runsWithTiles) this.listeners.set(d.runIds[rank]!, (event) => decode.onEvent(rank, event));
     try {
       // Inputs first, then the jobs that name them.
-      this.addJobs(c, job, d, tiles, decode.runsWithTiles).catch((e: unknown) => decode.fail(new DistVaeError('TRANSPORT_FAILED', `adding the decode's jobs to queue "${this.queueName}" failed: ${(e as Error).message}`, { cause: e })));
+      this.addJobs(c, job, d, tiles, decode.runsWithTiles).catch((e: unknown) =>
+        decode.fail(
+          new DistVaeError('TRANSPORT_FAILED', `adding the decode's jobs to queue "${this.queueName}" failed: ${(e as Error).message}`, {
+            cause: e,
+          }),
+        ),
+      );
       return await decode.result;
     } finally {
       for (const id of d.runIds) this.listeners.delete(id);
@@ -175,7 +204,13 @@ export class QueueGroup implements RankGroup {
   }
 
   /** Adds the decode's parent job with one child run job per rank that has tiles. */
-  private async addJobs(c: Connected, job: TileJob, d: { decodeId: string; runIds: string[]; ttl: number }, tiles: RunTile[], runsWithTiles: number[]): Promise<void> {
+  private async addJobs(
+    c: Connected,
+    job: TileJob,
+    d: { decodeId: string; runIds: string[]; ttl: number },
+    tiles: RunTile[],
+    runsWithTiles: number[],
+  ): Promise<void> {
     await c.flows.add({
       name: 'decode',
       queueName: parentQueueOf(this.queueName),
@@ -185,7 +220,13 @@ export class QueueGroup implements RankGroup {
         name: 'run',
         queueName: this.queueName,
         opts: { jobId: d.runIds[rank]!, removeOnComplete: true, removeOnFail: true, attempts: 1 },
-        data: { decodeId: d.decodeId, rank, vaeHash: job.vae.hash, tiles: job.schedule.ranks[rank]!.map((t) => tiles[t]!), tileTtlMs: d.ttl } satisfies RunJobData,
+        data: {
+          decodeId: d.decodeId,
+          rank,
+          vaeHash: job.vae.hash,
+          tiles: job.schedule.ranks[rank]!.map((t) => tiles[t]!),
+          tileTtlMs: d.ttl,
+        } satisfies RunJobData,
       })),
     });
   }

@@ -17,7 +17,18 @@ import type { LocalGroup } from '../local/local-group.js';
 import type { VaeRef } from '../program.js';
 import { connectRedis, redisOptionsOf, type RedisConnection } from './connection.js';
 import { DECODE_TILE } from './decode-program.js';
-import { DEFAULT_QUEUE, decodeKeys, type DecodeKeys, float32Of, sha256, writeTile, type RunJobData, type RunJobResult, type RunProgress, type RunTile } from './protocol.js';
+import {
+  DEFAULT_QUEUE,
+  decodeKeys,
+  type DecodeKeys,
+  float32Of,
+  sha256,
+  writeTile,
+  type RunJobData,
+  type RunJobResult,
+  type RunProgress,
+  type RunTile,
+} from './protocol.js';
 
 /** Options of `startQueueWorker`. */
 export interface QueueWorkerOptions {
@@ -102,10 +113,14 @@ function checkWorkerOptions(options: QueueWorkerOptions): WorkerSettings {
   const reasons: Reason[] = [];
   const { concurrency = 1, lockDurationMs = 30000, stalledIntervalMs = 30000 } = options;
   const queue = options.queue ?? DEFAULT_QUEUE;
-  if (!Number.isSafeInteger(concurrency) || concurrency < 1 || concurrency > 1024) reasons.push(reason('CONCURRENCY_INVALID', 'concurrency', concurrency, 'an integer in [1, 1024]'));
-  if (!Number.isSafeInteger(lockDurationMs) || lockDurationMs < 100) reasons.push(reason('LOCK_DURATION_INVALID', 'lockDurationMs', lockDurationMs, 'an integer ≥ 100 (ms)'));
-  if (!Number.isSafeInteger(stalledIntervalMs) || stalledIntervalMs < 100) reasons.push(reason('STALLED_INTERVAL_INVALID', 'stalledIntervalMs', stalledIntervalMs, 'an integer ≥ 100 (ms)'));
-  if (typeof queue !== 'string' || !/^[\w.-]{1,100}$/.test(queue)) reasons.push(reason('QUEUE_INVALID', 'queue', queue, 'a name of 1–100 letters, digits, "_", "." or "-"'));
+  if (!Number.isSafeInteger(concurrency) || concurrency < 1 || concurrency > 1024)
+    reasons.push(reason('CONCURRENCY_INVALID', 'concurrency', concurrency, 'an integer in [1, 1024]'));
+  if (!Number.isSafeInteger(lockDurationMs) || lockDurationMs < 100)
+    reasons.push(reason('LOCK_DURATION_INVALID', 'lockDurationMs', lockDurationMs, 'an integer ≥ 100 (ms)'));
+  if (!Number.isSafeInteger(stalledIntervalMs) || stalledIntervalMs < 100)
+    reasons.push(reason('STALLED_INTERVAL_INVALID', 'stalledIntervalMs', stalledIntervalMs, 'an integer ≥ 100 (ms)'));
+  if (typeof queue !== 'string' || !/^[\w.-]{1,100}$/.test(queue))
+    reasons.push(reason('QUEUE_INVALID', 'queue', queue, 'a name of 1–100 letters, digits, "_", "." or "-"'));
   if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   return { queue, concurrency, lockDurationMs, stalledIntervalMs };
 }
@@ -113,7 +128,14 @@ function checkWorkerOptions(options: QueueWorkerOptions): WorkerSettings {
 /** One decoder thread per concurrent run, each loading the VAE now rather than on the first tile. */
 async function startDecoders(vae: VaeRef, concurrency: number): Promise<LocalGroup[]> {
   const { threads, deviceId } = vae.loadOptions;
-  const decoders = Array.from({ length: concurrency }, () => localGroup({ ranks: 1, isolation: 'thread', ...(threads !== undefined ? { threadsPerRank: threads } : {}), ...(deviceId !== undefined ? { devices: [deviceId] } : {}) }));
+  const decoders = Array.from({ length: concurrency }, () =>
+    localGroup({
+      ranks: 1,
+      isolation: 'thread',
+      ...(threads !== undefined ? { threadsPerRank: threads } : {}),
+      ...(deviceId !== undefined ? { devices: [deviceId] } : {}),
+    }),
+  );
   try {
     await Promise.all(decoders.map((t) => t.run(DECODE_TILE, [{ vae, latent: null }])));
   } catch (e) {
@@ -183,12 +205,19 @@ class RunServer implements QueueWorker {
     const { concurrency } = this.settings;
     const predicted = budget.predictRunBytes(job.data.tiles) * concurrency;
     if (predicted <= budget.bytes) return;
-    this.log(`run ${job.id} handed back: its predicted peak ${(predicted / 2 ** 20).toFixed(0)} MiB (x${concurrency} concurrent runs) exceeds this worker's budget of ${(budget.bytes / 2 ** 20).toFixed(0)} MiB`);
+    this.log(
+      `run ${job.id} handed back: its predicted peak ${(predicted / 2 ** 20).toFixed(0)} MiB (x${concurrency} concurrent runs) exceeds this worker's budget of ${(budget.bytes / 2 ** 20).toFixed(0)} MiB`,
+    );
     await job.moveToDelayed(Date.now() + HANDED_BACK_DELAY_MS, token);
     throw new DelayedError();
   }
 
-  private async decodeRun(job: Job<RunJobData, RunJobResult>, token: string | undefined, decoder: LocalGroup, started: number): Promise<RunJobResult> {
+  private async decodeRun(
+    job: Job<RunJobData, RunJobResult>,
+    token: string | undefined,
+    decoder: LocalGroup,
+    started: number,
+  ): Promise<RunJobResult> {
     const data = job.data;
     const keys = decodeKeys(this.settings.queue, data.decodeId);
     const result: RunJobResult = { worker: this.name, tiles: [], decoderSeconds: 0, busySeconds: 0, cancelled: false };
@@ -216,8 +245,18 @@ class RunServer implements QueueWorker {
   }
 
   /** Checks that the run is still this worker's and the decode still wants the tile, then reads its latent slice. */
-  private async tileInput(job: Job<RunJobData, RunJobResult>, token: string | undefined, keys: DecodeKeys, tile: RunTile): Promise<TileInput> {
-    const check = this.redis.multi().exists(keys.alive).sismember(keys.done, String(tile.index)).exists(keys.output(tile.index)).get(`${this.worker.toKey(job.id!)}:lock`);
+  private async tileInput(
+    job: Job<RunJobData, RunJobResult>,
+    token: string | undefined,
+    keys: DecodeKeys,
+    tile: RunTile,
+  ): Promise<TileInput> {
+    const check = this.redis
+      .multi()
+      .exists(keys.alive)
+      .sismember(keys.done, String(tile.index))
+      .exists(keys.output(tile.index))
+      .get(`${this.worker.toKey(job.id!)}:lock`);
     const [[, alive], [, done], [, written], [, lock]] = (await check.exec()) as [unknown, unknown][];
     if (token !== undefined && lock !== token) {
       // The lock expired (this worker looked dead): the run is back in the queue or with another
@@ -229,14 +268,25 @@ class RunServer implements QueueWorker {
     const bytes = await this.redis.getBuffer(keys.input(tile.index));
     if (bytes === null) return 'ended';
     if (bytes.byteLength !== elementCount(tile.dims) * 4 || sha256(bytes) !== tile.sha256) {
-      throw new UnrecoverableError(`the latent slice of tile ${tile.index} in Redis has ${bytes.byteLength} bytes whose SHA-256 is not the coordinator's (expected ${elementCount(tile.dims) * 4} bytes, ${tile.sha256.slice(0, 12)}…)`);
+      throw new UnrecoverableError(
+        `the latent slice of tile ${tile.index} in Redis has ${bytes.byteLength} bytes whose SHA-256 is not the coordinator's (expected ${elementCount(tile.dims) * 4} bytes, ${tile.sha256.slice(0, 12)}…)`,
+      );
     }
     return bytes;
   }
 
   /** Decodes one latent slice on the run's decoder thread and writes the tile, while the decode still wants it. */
-  private async decodeTile(decoder: LocalGroup, keys: DecodeKeys, tile: RunTile, bytes: Buffer, ttlMs: number, result: RunJobResult): Promise<'written' | 'ended' | 'assembled'> {
-    const [decoded] = await decoder.run<{ tile: Tensor; decoderSeconds: number }>(DECODE_TILE, [{ vae: this.options.vae, latent: { dims: tile.dims, data: float32Of(bytes) } }]);
+  private async decodeTile(
+    decoder: LocalGroup,
+    keys: DecodeKeys,
+    tile: RunTile,
+    bytes: Buffer,
+    ttlMs: number,
+    result: RunJobResult,
+  ): Promise<'written' | 'ended' | 'assembled'> {
+    const [decoded] = await decoder.run<{ tile: Tensor; decoderSeconds: number }>(DECODE_TILE, [
+      { vae: this.options.vae, latent: { dims: tile.dims, data: float32Of(bytes) } },
+    ]);
     result.decoderSeconds += decoded!.decoderSeconds;
     return await writeTile(this.redis, keys, tile.index, decoded!.tile, ttlMs, this.name);
   }

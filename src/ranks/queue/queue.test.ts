@@ -31,18 +31,38 @@ const refOf = (vae: Vae): VaeRef => ({ source: vae.source, loadOptions: vae.load
 
 test('Redis URLs become ioredis options: TLS for rediss://, user and password for ACLs, database', () => {
   assert.deepEqual(redisOptionsOf('redis://127.0.0.1:6380'), { host: '127.0.0.1', port: 6380 });
-  assert.deepEqual(redisOptionsOf('rediss://coordinator:p%40ss@redis.internal/2'), { host: 'redis.internal', port: 6379, username: 'coordinator', password: 'p@ss', db: 2, tls: { servername: 'redis.internal' } });
+  assert.deepEqual(redisOptionsOf('rediss://coordinator:p%40ss@redis.internal/2'), {
+    host: 'redis.internal',
+    port: 6379,
+    username: 'coordinator',
+    password: 'p@ss',
+    db: 2,
+    tls: { servername: 'redis.internal' },
+  });
   assert.deepEqual(redisOptionsOf('redis://:secret@[::1]:7000'), { host: '::1', port: 7000, password: 'secret' });
-  assert.throws(() => redisOptionsOf('http://host:6379'), (e: DistVaeError) => e.code === 'INVALID_ARGUMENT' && /scheme is http/.test(e.message));
-  assert.throws(() => redisOptionsOf('redis://:hunter2@host/x'), (e: DistVaeError) => /"\/x" is not a database number/.test(e.message) && !e.message.includes('hunter2'));
-  assert.throws(() => queueGroup({ connection: 'redis://h', ranks: 0, queue: 'a:b', timeoutMs: -1 }), (e: DistVaeError) => e.reasons.map((r) => r.field).join() === 'ranks,queue,timeoutMs');
+  assert.throws(
+    () => redisOptionsOf('http://host:6379'),
+    (e: DistVaeError) => e.code === 'INVALID_ARGUMENT' && /scheme is http/.test(e.message),
+  );
+  assert.throws(
+    () => redisOptionsOf('redis://:hunter2@host/x'),
+    (e: DistVaeError) => /"\/x" is not a database number/.test(e.message) && !e.message.includes('hunter2'),
+  );
+  assert.throws(
+    () => queueGroup({ connection: 'redis://h', ranks: 0, queue: 'a:b', timeoutMs: -1 }),
+    (e: DistVaeError) => e.reasons.map((r) => r.field).join() === 'ranks,queue,timeoutMs',
+  );
 });
 
 test('unreachable Redis: TRANSPORT_FAILED naming the server, before any work', async () => {
   const port = await freePort();
   const group = queueGroup({ connection: `redis://127.0.0.1:${port}`, ranks: 2, connectTimeoutMs: 1000 });
   const started = performance.now();
-  await rejectsWith(group.connect(), 'TRANSPORT_FAILED', new RegExp(`cannot reach Redis at redis://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED`));
+  await rejectsWith(
+    group.connect(),
+    'TRANSPORT_FAILED',
+    new RegExp(`cannot reach Redis at redis://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED`),
+  );
   assert.ok(performance.now() - started < 1500, 'no retries');
   await group.close();
   const vae = await loadTinyVae();
@@ -54,7 +74,12 @@ test('unreachable Redis: TRANSPORT_FAILED naming the server, before any work', a
 });
 
 const server: RedisServer | null = redisServerPath() === null ? null : await startRedisServer();
-if (!server) test('queue transport against redis-server', { skip: 'redis-server is not installed (apt-get install redis-server; .ci/run does)' }, () => undefined);
+if (!server)
+  test(
+    'queue transport against redis-server',
+    { skip: 'redis-server is not installed (apt-get install redis-server; .ci/run does)' },
+    () => undefined,
+  );
 else
   describe('queue transport against redis-server', () => {
     let dir: string;
@@ -63,9 +88,12 @@ else
     let vae: Vae;
     let latents: Tensor;
     let expected: Tensor;
-    const shared = sharedGroups((ranks) => queueGroup({ connection: server.url, queue: 'conformance', ranks, timeoutMs: 30000, cleanupTimeoutMs: 10000 }));
+    const shared = sharedGroups((ranks) =>
+      queueGroup({ connection: server.url, queue: 'conformance', ranks, timeoutMs: 30000, cleanupTimeoutMs: 10000 }),
+    );
     /** Keys that are not BullMQ's queue-level bookkeeping: a decode left them behind. */
-    const leftovers = async () => (await server.client.keys('*')).filter((k) => !/^bull:[\w.-]+:(meta|events|id|stalled-check|marker)$/.test(k)).sort();
+    const leftovers = async () =>
+      (await server.client.keys('*')).filter((k) => !/^bull:[\w.-]+:(meta|events|id|stalled-check|marker)$/.test(k)).sort();
 
     before(async () => {
       dir = mkdtempSync(join(tmpdir(), 'distvae-queue-'));
@@ -85,7 +113,11 @@ else
     });
 
     test('two worker processes serve the VAE the coordinator holds', () => {
-      for (const w of workers) assert.match(w.banner, new RegExp(`serving queue "conformance" at redis://127\\.0\\.0\\.1:\\d+ with VAE ${vae.contentHash().slice(0, 12)}`));
+      for (const w of workers)
+        assert.match(
+          w.banner,
+          new RegExp(`serving queue "conformance" at redis://127\\.0\\.0\\.1:\\d+ with VAE ${vae.contentHash().slice(0, 12)}`),
+        );
     });
 
     tileConformance('queue (two worker processes)', (ranks) => shared.get(ranks));
@@ -98,7 +130,13 @@ else
       // A heavier decoder (128/256 channels, two layers, no attention: its tiles stay small in
       // memory; ~0.65 s a tile on an idle core) on its own workers, so every tile outlasts the
       // 200 ms timeout on any machine.
-      const heavyConfig = { block_out_channels: [128, 256], norm_num_groups: 8, layers_per_block: 2, sample_size: 32, mid_block_add_attention: false };
+      const heavyConfig = {
+        block_out_channels: [128, 256],
+        norm_num_groups: 8,
+        layers_per_block: 2,
+        sample_size: 32,
+        mid_block_add_attention: false,
+      };
       const heavyArgs = tinyWorkerArgs(dir, heavyConfig, 'heavy-kl');
       const heavyWorkers = await Promise.all([0, 1].map(() => startWorkerProcess(server.url, 'slow', heavyArgs)));
       const heavy = await loadVae({ family: 'autoencoder-kl', config: heavyConfig, weights: 'synthetic', seed: 0 }, { threads: 1 });
@@ -109,7 +147,10 @@ else
         const reference = await localTiledDecode(heavy, heavy.runner)(big);
         const decode = tiledDecodeFor(heavy, group)!;
         assertSameBits(await decode(big), reference, 'slow tiles');
-        assert.ok(Math.min(...decode.lastStats!.ranks.map((r) => r.decoderSeconds / r.tiles.length)) > 0.2, 'each tile took longer than the timeout');
+        assert.ok(
+          Math.min(...decode.lastStats!.ranks.map((r) => r.decoderSeconds / r.tiles.length)) > 0.2,
+          'each tile took longer than the timeout',
+        );
       } finally {
         await group.close();
         await Promise.all(heavyWorkers.map((w) => w.stop()));
@@ -129,14 +170,23 @@ else
         const progress = new ProgressCounter(Infinity, (e) => {
           if (e.tilesDone !== 1) return;
           victim.child.kill('SIGKILL');
-          void startQueueWorker({ connection: server.url, queue: 'kill', vae: refOf(rescuerVae), lockDurationMs: 1000, stalledIntervalMs: 300 }).then((w) => (rescuer = w));
+          void startQueueWorker({
+            connection: server.url,
+            queue: 'kill',
+            vae: refOf(rescuerVae),
+            lockDurationMs: 1000,
+            stalledIntervalMs: 300,
+          }).then((w) => (rescuer = w));
         });
         assertSameBits(await decode(latents, { progress }), expected, 'after SIGKILL');
         const stats = decode.lastStats!;
         assert.equal(stats.failures.length, 1);
         assert.match(stats.failures[0]!.cause, /stopped renewing the job lock/);
         assert.ok(stats.redealt.length > 0, 'the killed worker had unfinished tiles');
-        assert.deepEqual(stats.ranks.flatMap((r) => r.tiles).sort((a, b) => a - b), Array.from({ length: stats.tiles }, (_, i) => i));
+        assert.deepEqual(
+          stats.ranks.flatMap((r) => r.tiles).sort((a, b) => a - b),
+          Array.from({ length: stats.tiles }, (_, i) => i),
+        );
         assert.equal(victim.child.signalCode, 'SIGKILL');
         assert.deepEqual(await leftovers(), []);
       } finally {
@@ -149,7 +199,11 @@ else
     test('no workers: TIMEOUT after the configured wait, and nothing left in Redis', async () => {
       const group = queueGroup({ connection: server.url, queue: 'nobody', ranks: 2, timeoutMs: 800 });
       try {
-        await rejectsWith(tiledDecodeFor(vae, group)!(latents), 'TIMEOUT', /no worker on queue "nobody" .* took or finished a tile for 800 ms \(0 of \d+ tile\(s\) assembled\): start workers/);
+        await rejectsWith(
+          tiledDecodeFor(vae, group)!(latents),
+          'TIMEOUT',
+          /no worker on queue "nobody" .* took or finished a tile for 800 ms \(0 of \d+ tile\(s\) assembled\): start workers/,
+        );
         assert.deepEqual(await leftovers(), []);
       } finally {
         await group.close();
@@ -162,7 +216,11 @@ else
       const group = queueGroup({ connection: server.url, queue: 'wrong', ranks: 2, timeoutMs: 30000, cleanupTimeoutMs: 5000 });
       try {
         const hashes = `holds the VAE with content hash ${otherVae.contentHash().slice(0, 12)}… but the decode needs ${vae.contentHash().slice(0, 12)}…`;
-        await rejectsWith(tiledDecodeFor(vae, group)!(latents), 'RANK_FAILED', new RegExp(`rank \\d failed on a worker: worker .* ${hashes}`));
+        await rejectsWith(
+          tiledDecodeFor(vae, group)!(latents),
+          'RANK_FAILED',
+          new RegExp(`rank \\d failed on a worker: worker .* ${hashes}`),
+        );
         assert.deepEqual(await leftovers(), []);
       } finally {
         await group.close();
@@ -196,7 +254,19 @@ else
         return { code, stdout, stderr };
       };
       writeNpy(join(dir, 'z.npy'), latents);
-      const plan = ['--family', 'autoencoder-kl', '--config', join(dir, 'tiny-kl.json'), '--latents', join(dir, 'z.npy'), '--window', '32x32', '--overlap', '8x8', '--json'];
+      const plan = [
+        '--family',
+        'autoencoder-kl',
+        '--config',
+        join(dir, 'tiny-kl.json'),
+        '--latents',
+        join(dir, 'z.npy'),
+        '--window',
+        '32x32',
+        '--overlap',
+        '8x8',
+        '--json',
+      ];
       const common = ['decode', '--synthetic', ...plan];
       // --threads is a local decode's (with --redis each worker has its own, and it is refused).
       const local = await run(...common, '--out', join(dir, 'local.npy'), '--threads', '1');
@@ -205,8 +275,15 @@ else
       assert.equal(queued.code, 0, queued.stderr);
       assert.deepEqual(readFileSync(join(dir, 'queue.npy')), readFileSync(join(dir, 'local.npy')));
       const summary = JSON.parse(queued.stdout) as { tiles: number; ranks: { rank: number; tiles: number[] }[] };
-      assert.deepEqual(summary.ranks.map((r) => r.rank), [0, 1], 'two workers listen: two runs');
-      assert.deepEqual(summary.ranks.flatMap((r) => r.tiles).sort((a, b) => a - b), Array.from({ length: summary.tiles }, (_, i) => i));
+      assert.deepEqual(
+        summary.ranks.map((r) => r.rank),
+        [0, 1],
+        'two workers listen: two runs',
+      );
+      assert.deepEqual(
+        summary.ranks.flatMap((r) => r.tiles).sort((a, b) => a - b),
+        Array.from({ length: summary.tiles }, (_, i) => i),
+      );
       const port = await freePort();
       // Redis is reached before the VAE is loaded (a VAE path that names nothing is bad input, refused first).
       const unreachable = await run(...common, '--out', join(dir, 'x.npy'), '--redis', `redis://127.0.0.1:${port}`);

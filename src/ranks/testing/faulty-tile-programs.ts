@@ -5,7 +5,12 @@ import { programRefs, type RankContext } from '../program.js';
 import type { TileMessage, TileRankInput } from '../../strategies/tile/messages.js';
 import { tileRank } from '../../strategies/tile/rank-program.js';
 
-export const FAULTY_TILE_PROGRAMS = programRefs(import.meta.url, ['throwsAfterFirstTile', 'wrongShape', 'exitsAfterFirstTile', 'everyRankExits']);
+export const FAULTY_TILE_PROGRAMS = programRefs(import.meta.url, [
+  'throwsAfterFirstTile',
+  'wrongShape',
+  'exitsAfterFirstTile',
+  'everyRankExits',
+]);
 
 function onRank1(ctx: RankContext, input: TileRankInput, post: (data: TileMessage, count: number) => void) {
   if (ctx.rank !== 1) return tileRank(ctx, input);
@@ -24,7 +29,9 @@ export function throwsAfterFirstTile(ctx: RankContext, input: TileRankInput) {
 export function wrongShape(ctx: RankContext, input: TileRankInput) {
   return onRank1(ctx, input, (data, count) => {
     const p = data.planes;
-    ctx.post(count === 1 ? { ...data, planes: { ...p, height: p.height - 1, data: p.data.slice(0, p.planes * (p.height - 1) * p.width) } } : data);
+    ctx.post(
+      count === 1 ? { ...data, planes: { ...p, height: p.height - 1, data: p.data.slice(0, p.planes * (p.height - 1) * p.width) } } : data,
+    );
   });
 }
 

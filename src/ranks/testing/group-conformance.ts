@@ -23,7 +23,9 @@ export type GroupFactory = (options: { ranks: number; threadsPerRank?: number; d
  * Groups shared by the suites of one test file, one per rank count, with one decoder thread per
  * rank (starting ranks costs time); suites must leave them usable, the file closes them.
  */
-export function sharedGroups<G extends RankGroup>(make: (ranks: number) => G): { get: (ranks: number) => G; closeAll: () => Promise<void> } {
+export function sharedGroups<G extends RankGroup>(
+  make: (ranks: number) => G,
+): { get: (ranks: number) => G; closeAll: () => Promise<void> } {
   const groups = new Map<number, G>();
   return {
     get: (ranks) => {
@@ -40,7 +42,10 @@ export function sharedGroups<G extends RankGroup>(make: (ranks: number) => G): {
 /** Child processes of this process, from the process table. */
 export function childPids(): number[] {
   const out = execFileSync('ps', ['-o', 'pid=', '--ppid', String(process.pid)], { encoding: 'utf8' });
-  return out.split('\n').map((l) => Number(l.trim())).filter((p) => Number.isInteger(p) && p > 0);
+  return out
+    .split('\n')
+    .map((l) => Number(l.trim()))
+    .filter((p) => Number.isInteger(p) && p > 0);
 }
 
 /** OS threads of this process (a worker thread adds its own). */
@@ -57,21 +62,40 @@ function isAlive(pid: number): boolean {
   }
 }
 
-export function groupConformance(name: string, isolation: 'thread' | 'process', shared: (ranks: number) => LocalGroup, makeGroup: GroupFactory): void {
+export function groupConformance(
+  name: string,
+  isolation: 'thread' | 'process',
+  shared: (ranks: number) => LocalGroup,
+  makeGroup: GroupFactory,
+): void {
   describe(`rank group conformance: ${name}`, () => {
     const group = shared(3);
 
     test('ranks know their identity, size and threads', async () => {
-      const ids = await group.run<{ rank: number; size: number; threads: number; deviceId: number | null; pid: number; threadId: number; input: unknown }>(PROGRAMS.identity, ['a', 'b', 'c']);
-      assert.deepEqual(ids.map((i) => [i.rank, i.size, i.threads, i.deviceId, i.input]), [
-        [0, 3, 1, null, 'a'],
-        [1, 3, 1, null, 'b'],
-        [2, 3, 1, null, 'c'],
-      ]);
+      const ids = await group.run<{
+        rank: number;
+        size: number;
+        threads: number;
+        deviceId: number | null;
+        pid: number;
+        threadId: number;
+        input: unknown;
+      }>(PROGRAMS.identity, ['a', 'b', 'c']);
+      assert.deepEqual(
+        ids.map((i) => [i.rank, i.size, i.threads, i.deviceId, i.input]),
+        [
+          [0, 3, 1, null, 'a'],
+          [1, 3, 1, null, 'b'],
+          [2, 3, 1, null, 'c'],
+        ],
+      );
       if (isolation === 'process') {
         assert.equal(new Set(ids.map((i) => i.pid)).size, 3, 'one process per rank');
         assert.ok(ids.every((i) => i.pid !== process.pid));
-        assert.deepEqual(ids.map((i) => i.pid), group.pids());
+        assert.deepEqual(
+          ids.map((i) => i.pid),
+          group.pids(),
+        );
       } else {
         assert.ok(ids.every((i) => i.pid === process.pid));
         assert.equal(new Set(ids.map((i) => i.threadId)).size, 3, 'one thread per rank');
@@ -98,8 +122,14 @@ export function groupConformance(name: string, isolation: 'thread' | 'process', 
         },
       });
       const outcomes = await run.settled;
-      assert.deepEqual(outcomes.map((o) => (o.status === 'done' ? o.result : o.status)), [{ reply: 0 }, { reply: 10 }, { reply: 20 }]);
-      assert.deepEqual(new Set(posted.map((p) => JSON.stringify(p))), new Set([0, 1, 2].map((r) => JSON.stringify({ rank: r, input: `hello ${r}` }))));
+      assert.deepEqual(
+        outcomes.map((o) => (o.status === 'done' ? o.result : o.status)),
+        [{ reply: 0 }, { reply: 10 }, { reply: 20 }],
+      );
+      assert.deepEqual(
+        new Set(posted.map((p) => JSON.stringify(p))),
+        new Set([0, 1, 2].map((r) => JSON.stringify({ rank: r, input: `hello ${r}` }))),
+      );
     });
 
     test('collectives: all-reduce in rank order, all-gather, broadcast, neighbour exchange, barrier', async () => {
@@ -110,15 +140,23 @@ export function groupConformance(name: string, isolation: 'thread' | 'process', 
         [-1e16, 0.3, 2, 0],
       ];
       const sum = values[0]!.map((_, i) => values[0]![i]! + values[1]![i]! + values[2]![i]!);
-      const results = await group.run<{ sum: number[]; max: number[]; min: number[]; gathered: unknown[]; broadcast: { from: number; data: Float32Array }; neighbours: unknown; counters: Record<string, { calls: number; bytes: number }> }>(
-        PROGRAMS.collectives,
-        () => ({ values }),
-      );
+      const results = await group.run<{
+        sum: number[];
+        max: number[];
+        min: number[];
+        gathered: unknown[];
+        broadcast: { from: number; data: Float32Array };
+        neighbours: unknown;
+        counters: Record<string, { calls: number; bytes: number }>;
+      }>(PROGRAMS.collectives, () => ({ values }));
       for (const [rank, r] of results.entries()) {
         assert.deepEqual(r.sum, sum, `rank ${rank} sum`);
         assert.deepEqual(r.max, [1e16, 0.3, 7, 5]);
         assert.deepEqual(r.min, [-1e16, 0.1, -3, -5]);
-        assert.deepEqual(r.gathered, [0, 1, 2].map((k) => ({ rank: k, square: k * k })));
+        assert.deepEqual(
+          r.gathered,
+          [0, 1, 2].map((k) => ({ rank: k, square: k * k })),
+        );
         assert.deepEqual(r.broadcast, { from: 1, data: new Float32Array([7, 8]) });
         assert.deepEqual(r.neighbours, {
           previous: rank > 0 ? `to ${rank} from ${rank - 1}` : null,
@@ -131,17 +169,31 @@ export function groupConformance(name: string, isolation: 'thread' | 'process', 
 
     test('a rank that throws fails the run with RANK_FAILED naming it; the group stays usable', async () => {
       const fault: Fault = { rank: 1, kind: 'throw' };
-      await rejectsWith(group.run(PROGRAMS.fault, () => fault), 'RANK_FAILED', /rank 1 failed: RUNTIME_FAILED: rank 1 was told to throw/);
+      await rejectsWith(
+        group.run(PROGRAMS.fault, () => fault),
+        'RANK_FAILED',
+        /rank 1 failed: RUNTIME_FAILED: rank 1 was told to throw/,
+      );
       const ids = await group.run<{ rank: number }>(PROGRAMS.identity, [0, 1, 2]);
-      assert.deepEqual(ids.map((i) => i.rank), [0, 1, 2]);
+      assert.deepEqual(
+        ids.map((i) => i.rank),
+        [0, 1, 2],
+      );
     });
 
     test('a rank that exits is reported lost and started again by the next run', async () => {
       const before = isolation === 'process' ? group.pids() : [];
       const fault: Fault = { rank: 2, kind: 'exit' };
-      await rejectsWith(group.run(PROGRAMS.fault, () => fault), 'RANK_FAILED', /rank 2 was lost \((thread|process) exited with code 3\)/);
+      await rejectsWith(
+        group.run(PROGRAMS.fault, () => fault),
+        'RANK_FAILED',
+        /rank 2 was lost \((thread|process) exited with code 3\)/,
+      );
       const ids = await group.run<{ rank: number; pid: number }>(PROGRAMS.identity, [0, 1, 2]);
-      assert.deepEqual(ids.map((i) => i.rank), [0, 1, 2]);
+      assert.deepEqual(
+        ids.map((i) => i.rank),
+        [0, 1, 2],
+      );
       if (isolation === 'process') {
         assert.equal(ids[0]!.pid, before[0]);
         assert.notEqual(ids[2]!.pid, before[2], 'rank 2 runs in a new process');
@@ -160,7 +212,10 @@ export function groupConformance(name: string, isolation: 'thread' | 'process', 
         await rejectsWith(run, 'RANK_FAILED', /rank 1 was lost \(process killed by SIGKILL\)/);
         assert.ok(!isAlive(pid));
         const ids = await group.run<{ rank: number }>(PROGRAMS.identity, [0, 1, 2]);
-        assert.deepEqual(ids.map((i) => i.rank), [0, 1, 2]);
+        assert.deepEqual(
+          ids.map((i) => i.rank),
+          [0, 1, 2],
+        );
       });
     }
 
@@ -170,7 +225,9 @@ export function groupConformance(name: string, isolation: 'thread' | 'process', 
       for (const kind of ['hang', 'block'] as const) {
         test(`a coordinator killed with SIGKILL leaves no rank processes behind (rank 0 ${kind === 'hang' ? 'waiting on a message' : 'holding its thread'})`, async () => {
           const script = fileURLToPath(new URL('./orphan-coordinator.ts', import.meta.url));
-          const coordinator = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), script, kind], { stdio: ['ignore', 'pipe', 'inherit'] });
+          const coordinator = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), script, kind], {
+            stdio: ['ignore', 'pipe', 'inherit'],
+          });
           const [line] = (await once(createInterface({ input: coordinator.stdout! }), 'line')) as [string];
           const pids = JSON.parse(line) as number[];
           assert.ok(pids.length === 2 && pids.every(isAlive));
@@ -192,7 +249,10 @@ export function groupConformance(name: string, isolation: 'thread' | 'process', 
       });
       await rejectsWith(run, 'ABORTED', /user pressed stop/);
       const ids = await group.run<{ rank: number }>(PROGRAMS.identity, [0, 1, 2]);
-      assert.deepEqual(ids.map((i) => i.rank), [0, 1, 2]);
+      assert.deepEqual(
+        ids.map((i) => i.rank),
+        [0, 1, 2],
+      );
       await rejectsWith(group.run(PROGRAMS.identity, [0, 1, 2], { signal: controller.signal }), 'ABORTED', /user pressed stop/);
     });
 
@@ -200,14 +260,28 @@ export function groupConformance(name: string, isolation: 'thread' | 'process', 
       const threadsBefore = osThreads();
       const own = makeGroup({ ranks: 2, threadsPerRank: 2, devices: [undefined, 4] });
       const ids = await own.run<{ threads: number; deviceId: number | null }>(PROGRAMS.identity, [0, 1]);
-      assert.deepEqual(ids.map((i) => [i.threads, i.deviceId]), [[2, null], [2, 4]], 'threads per rank and the device map reach the ranks');
+      assert.deepEqual(
+        ids.map((i) => [i.threads, i.deviceId]),
+        [
+          [2, null],
+          [2, 4],
+        ],
+        'threads per rank and the device map reach the ranks',
+      );
       const pids = own.pids();
-      if (isolation === 'process') assert.ok(pids.every((p) => p !== undefined && childPids().includes(p)), 'ranks run as child processes');
+      if (isolation === 'process')
+        assert.ok(
+          pids.every((p) => p !== undefined && childPids().includes(p)),
+          'ranks run as child processes',
+        );
       else assert.ok(osThreads() >= threadsBefore + 2, 'ranks run as threads of this process');
       await own.close();
       if (isolation === 'process') {
         for (const pid of pids) assert.ok(!isAlive(pid!), `rank process ${pid} is gone`);
-        assert.deepEqual(childPids().filter((p) => pids.includes(p)), []);
+        assert.deepEqual(
+          childPids().filter((p) => pids.includes(p)),
+          [],
+        );
       } else {
         assert.equal(osThreads(), threadsBefore, 'the rank threads ended');
       }
@@ -222,7 +296,12 @@ export function groupConformance(name: string, isolation: 'thread' | 'process', 
       starting.catch(() => undefined);
       await own.close();
       await rejectsWith(starting, 'TRANSPORT_FAILED', /failed to start/);
-      if (isolation === 'process') assert.deepEqual(childPids().filter((p) => !childrenBefore.includes(p) && isAlive(p)), [], 'no rank process left');
+      if (isolation === 'process')
+        assert.deepEqual(
+          childPids().filter((p) => !childrenBefore.includes(p) && isAlive(p)),
+          [],
+          'no rank process left',
+        );
       else assert.equal(osThreads(), threadsBefore, 'no rank thread left');
     });
   });

@@ -34,7 +34,19 @@ export interface WorkerProcess {
 export function tinyWorkerArgs(dir: string, klConfig: Record<string, unknown> = TINY_KL, name = 'tiny-kl'): string[] {
   const config = join(dir, `${name}.json`);
   writeFileSync(config, JSON.stringify(klConfig));
-  return ['--synthetic', '--family', 'autoencoder-kl', '--config', config, '--threads', '1', '--lock-duration', '1000', '--stalled-interval', '300'];
+  return [
+    '--synthetic',
+    '--family',
+    'autoencoder-kl',
+    '--config',
+    config,
+    '--threads',
+    '1',
+    '--lock-duration',
+    '1000',
+    '--stalled-interval',
+    '300',
+  ];
 }
 
 /** A `distvae worker` process on `queue` with `workerArgs` (VAE and runtime options); resolves once it serves. */
@@ -68,7 +80,11 @@ export async function startWorkerProcess(redisUrl: string, queue: string, worker
  * A worker that follows the protocol but returns broken tiles: 'bytes' flips a value after the
  * SHA-256 was taken (corruption in transit), 'shape' claims one column fewer than it decoded.
  */
-export async function startCorruptingWorker(redisUrl: string, queue: string, mode: 'bytes' | 'shape'): Promise<{ close: () => Promise<void> }> {
+export async function startCorruptingWorker(
+  redisUrl: string,
+  queue: string,
+  mode: 'bytes' | 'shape',
+): Promise<{ close: () => Promise<void> }> {
   const redis = new Redis(redisUrl);
   const worker = new Worker<RunJobData>(
     queue,
@@ -84,7 +100,8 @@ export async function startCorruptingWorker(redisUrl: string, queue: string, mod
         if (mode === 'bytes') data[7] = data[7]! + 1;
         const dims = mode === 'shape' ? [1, 3, h, w - 1] : [1, 3, h, w];
         // Written only while the decode is alive, as a real worker does, so nothing outlives it.
-        const write = "if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[2], 'data', ARGV[1], 'dims', ARGV[2], 'dtype', 'float32', 'sha256', ARGV[3], 'worker', ARGV[4]) end";
+        const write =
+          "if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[2], 'data', ARGV[1], 'dims', ARGV[2], 'dtype', 'float32', 'sha256', ARGV[3], 'worker', ARGV[4]) end";
         await redis.eval(write, 2, keys.alive, keys.output(tile.index), bytes, JSON.stringify(dims), hash, `corrupting-${mode}`);
         await job.updateProgress({ tile: tile.index } satisfies RunProgress);
       }

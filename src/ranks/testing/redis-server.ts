@@ -38,7 +38,17 @@ export async function startRedisServer(options: { password?: string } = {}): Pro
   const path = redisServerPath();
   if (!path) throw new Error('redis-server is not installed (apt-get install redis-server)');
   const port = await freePort();
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...(options.password ? ['--requirepass', options.password] : [])];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    ...(options.password ? ['--requirepass', options.password] : []),
+  ];
   const child: ChildProcess = spawn(path, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let log = '';
   child.stdout!.on('data', (d: Buffer) => (log += d.toString()));

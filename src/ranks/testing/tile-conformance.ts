@@ -65,11 +65,25 @@ export function tileConformance(name: string, shared: (ranks: number) => RankGro
           assertSameBits(actual, expected, `${ranks} ranks`);
           const stats = decode.lastStats!;
           const edgesSuffice = c.overlap[0] * 2 <= c.window[0] && c.overlap[1] * 2 <= c.window[1];
-          assert.equal(stats.assembly, edgesSuffice && group.rankToRank ? 'edges' : 'raster', 'raw edges between ranks when they suffice and ranks can message each other');
+          assert.equal(
+            stats.assembly,
+            edgesSuffice && group.rankToRank ? 'edges' : 'raster',
+            'raw edges between ranks when they suffice and ranks can message each other',
+          );
           const dealt = stats.ranks.flatMap((r) => r.tiles).sort((a, b) => a - b);
-          assert.deepEqual(dealt, Array.from({ length: stats.tiles }, (_, i) => i), 'every tile decoded exactly once');
-          assert.deepEqual(stats.ranks.map((r) => r.rank), Array.from({ length: ranks }, (_, i) => i));
-          assert.deepEqual(stats.idleRanks, stats.ranks.filter((r) => r.tiles.length === 0).map((r) => r.rank));
+          assert.deepEqual(
+            dealt,
+            Array.from({ length: stats.tiles }, (_, i) => i),
+            'every tile decoded exactly once',
+          );
+          assert.deepEqual(
+            stats.ranks.map((r) => r.rank),
+            Array.from({ length: ranks }, (_, i) => i),
+          );
+          assert.deepEqual(
+            stats.idleRanks,
+            stats.ranks.filter((r) => r.tiles.length === 0).map((r) => r.rank),
+          );
           assert.equal(stats.idleRanks.length, Math.max(0, ranks - stats.tiles), 'fewer tiles than ranks leaves the rest idle');
           assert.deepEqual(stats.failures, []);
         }
@@ -87,7 +101,10 @@ export function tileConformance(name: string, shared: (ranks: number) => RankGro
         const events: DecodeProgress[] = [];
         assertSameBits(await vae.decode(latents, { onProgress: (e) => events.push(e) }), expected, 'vae.decode');
         const total = decode.lastStats!.tiles;
-        assert.deepEqual(events.map((e) => [e.tilesDone, e.tilesTotal]), Array.from({ length: total }, (_, i) => [i + 1, total]));
+        assert.deepEqual(
+          events.map((e) => [e.tilesDone, e.tilesTotal]),
+          Array.from({ length: total }, (_, i) => [i + 1, total]),
+        );
         for (const r of decode.lastStats!.ranks) assert.equal(events.filter((e) => e.rank === r.rank).length, r.tiles.length);
         // A latent that fits one window is decoded whole on one rank.
         const small = seededLatent(9, 7, 6);
@@ -132,12 +149,20 @@ export function localTileFaults(name: string, isolation: 'thread' | 'process', s
     const decodeWith = (program: ProgramRef) => tiledDecodeFor(vae, withProgram(group, program))!;
 
     test('a rank that throws fails the decode with RANK_FAILED naming it and the cause; the group stays usable', async () => {
-      await rejectsWith(decodeWith(FAULTY_TILE_PROGRAMS.throwsAfterFirstTile)(latents), 'RANK_FAILED', /rank 1 failed: out of device memory \(simulated\)/);
+      await rejectsWith(
+        decodeWith(FAULTY_TILE_PROGRAMS.throwsAfterFirstTile)(latents),
+        'RANK_FAILED',
+        /rank 1 failed: out of device memory \(simulated\)/,
+      );
       assertSameBits(await tiledDecodeFor(vae, group)!(latents), expected, 'next decode');
     });
 
     test('a rank that returns a misshapen crop is rejected, never blended', async () => {
-      await rejectsWith(decodeWith(FAULTY_TILE_PROGRAMS.wrongShape)(latents), 'RANK_FAILED', /rank 1 returned a wrong result for tile \d+, rejected: crop of tile \d+ is 3x\d+x\d+, expected/);
+      await rejectsWith(
+        decodeWith(FAULTY_TILE_PROGRAMS.wrongShape)(latents),
+        'RANK_FAILED',
+        /rank 1 returned a wrong result for tile \d+, rejected: crop of tile \d+ is 3x\d+x\d+, expected/,
+      );
       assertSameBits(await tiledDecodeFor(vae, group)!(latents), expected, 'next decode');
     });
 
@@ -145,17 +170,27 @@ export function localTileFaults(name: string, isolation: 'thread' | 'process', s
       const decode = decodeWith(FAULTY_TILE_PROGRAMS.exitsAfterFirstTile);
       assertSameBits(await decode(latents), expected, 'after losing rank 1');
       const stats = decode.lastStats!;
-      assert.deepEqual(stats.failures.map((f) => f.rank), [1]);
+      assert.deepEqual(
+        stats.failures.map((f) => f.rank),
+        [1],
+      );
       assert.match(stats.failures[0]!.cause, /exited with code 9/);
       assert.ok(stats.redealt.length > 0, 'rank 1 had unfinished tiles');
       assert.ok(stats.ranks[1]!.tiles.length <= 1);
-      assert.deepEqual(stats.ranks.flatMap((r) => r.tiles).sort((a, b) => a - b), Array.from({ length: stats.tiles }, (_, i) => i));
+      assert.deepEqual(
+        stats.ranks.flatMap((r) => r.tiles).sort((a, b) => a - b),
+        Array.from({ length: stats.tiles }, (_, i) => i),
+      );
     });
 
     test('every rank lost: RANK_FAILED listing them, then the group starts new ranks', async () => {
       const pair = shared(2);
       const decode = tiledDecodeFor(vae, withProgram(pair, FAULTY_TILE_PROGRAMS.everyRankExits))!;
-      await rejectsWith(decode(latents), 'RANK_FAILED', /every rank was lost with \d+ tile\(s\) unfinished: rank \d \(.*exited with code 9\); rank \d \(.*exited with code 9\)/);
+      await rejectsWith(
+        decode(latents),
+        'RANK_FAILED',
+        /every rank was lost with \d+ tile\(s\) unfinished: rank \d \(.*exited with code 9\); rank \d \(.*exited with code 9\)/,
+      );
       assertSameBits(await tiledDecodeFor(vae, pair)!(latents), expected, 'with new ranks');
     });
 

@@ -34,7 +34,11 @@ export interface DistributedExactTiledDecode extends TiledDecode {
  * Halo-exact tiles of `vae` dealt to `group`'s ranks. Its decoder graph is analysed here, before
  * any rank works: a graph with nonlocal ops is refused (UNSUPPORTED), naming them.
  */
-export function exactTiledDecodeFor(vae: AnalyzableVae, group: LocalGroup, options: { onStats?: (s: ExactTileStats) => void } = {}): DistributedExactTiledDecode {
+export function exactTiledDecodeFor(
+  vae: AnalyzableVae,
+  group: LocalGroup,
+  options: { onStats?: (s: ExactTileStats) => void } = {},
+): DistributedExactTiledDecode {
   const halo = exactTilingHalo(vae.decoderModel());
   let lastStats: ExactTileStats | null = null;
   const decode: TiledDecode = async (latents, decodeOptions = {}) => {
@@ -48,7 +52,11 @@ export function exactTiledDecodeFor(vae: AnalyzableVae, group: LocalGroup, optio
     const ref = { source: vae.source, loadOptions: vae.loadOptions, hash: vae.contentHash() };
     let failure: DistVaeError | null = null;
     const run = await group.launch(EXACT_TILE_PROGRAM, {
-      input: (rank): ExactTileRankInput => ({ vae: ref, perLatent: u, work: (schedule.ranks[rank] ?? []).map((i) => ({ index: i, tile: tiles[i]!, latent: sliceLatent(latents, tiles[i]!.read) })) }),
+      input: (rank): ExactTileRankInput => ({
+        vae: ref,
+        perLatent: u,
+        work: (schedule.ranks[rank] ?? []).map((i) => ({ index: i, tile: tiles[i]!, latent: sliceLatent(latents, tiles[i]!.read) })),
+      }),
       ...(decodeOptions.signal ? { signal: decodeOptions.signal } : {}),
       onOutcome: (o: RankOutcome) => {
         if (o.status === 'done' || failure) return;
@@ -74,7 +82,14 @@ export function exactTiledDecodeFor(vae: AnalyzableVae, group: LocalGroup, optio
         copyBlock(c, 0, 0, place.h, place.w, out, place.y, place.x);
         decodeOptions.progress?.tileDone({ rank: o.rank });
       }
-      ranks.push({ rank: o.rank, tiles: schedule.ranks[o.rank] ?? [], load: schedule.loads[o.rank] ?? 0, seconds: result.seconds, loadSeconds: result.loadSeconds, ...(o.peakRssBytes !== undefined ? { peakRssBytes: o.peakRssBytes } : {}) });
+      ranks.push({
+        rank: o.rank,
+        tiles: schedule.ranks[o.rank] ?? [],
+        load: schedule.loads[o.rank] ?? 0,
+        seconds: result.seconds,
+        loadSeconds: result.loadSeconds,
+        ...(o.peakRssBytes !== undefined ? { peakRssBytes: o.peakRssBytes } : {}),
+      });
     }
     lastStats = { ranks, tiles: tiles.length, halo };
     options.onStats?.(lastStats);

@@ -13,7 +13,13 @@ import { disableTiling, setTiling } from '../../plan/planner.js';
 import type { RawConfig } from '../../families/types.js';
 import { exactTiledDecode, exactTilingHalo } from './halo.js';
 
-const LOCAL_TAE: RawConfig = { latent_channels: 4, decoder_block_out_channels: [8, 8, 8, 8], encoder_block_out_channels: [8, 8, 8, 8], num_decoder_blocks: [1, 1, 1, 1], num_encoder_blocks: [1, 1, 1, 1] };
+const LOCAL_TAE: RawConfig = {
+  latent_channels: 4,
+  decoder_block_out_channels: [8, 8, 8, 8],
+  encoder_block_out_channels: [8, 8, 8, 8],
+  num_decoder_blocks: [1, 1, 1, 1],
+  num_encoder_blocks: [1, 1, 1, 1],
+};
 
 function installPlan(vae: Vae, window: number, overlap: number): void {
   setTiling(vae, { window: { height: window, width: window }, overlap: { height: overlap, width: overlap } });
@@ -37,7 +43,10 @@ test('halo-exact tiles reproduce the whole decode of a local graph; blended tile
     const exact = await vae.decode(z, { onProgress: (e) => events.push(e.tilesDone) });
     assert.deepEqual(exact.dims, whole.dims);
     assert.ok(difference(exact, whole).maxAbs <= 1e-4, `max abs ${difference(exact, whole).maxAbs}`);
-    assert.deepEqual(events, Array.from({ length: 20 }, (_, i) => i + 1));
+    assert.deepEqual(
+      events,
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
   } finally {
     await vae.dispose();
   }
@@ -45,13 +54,20 @@ test('halo-exact tiles reproduce the whole decode of a local graph; blended tile
 
 test('halo-exact tiles are refused on graphs with GroupNorm or attention, naming the op', async () => {
   const cases: [string, RawConfig, RegExp][] = [
-    ['autoencoder-kl', { block_out_channels: [16, 32], norm_num_groups: 8, layers_per_block: 1 }, /decoder\.mid_block\.resnets\.0\.norm1 \(GroupNorm[^;]*;.*decoder\.mid_block\.attentions\.0 \(Attention/],
+    [
+      'autoencoder-kl',
+      { block_out_channels: [16, 32], norm_num_groups: 8, layers_per_block: 1 },
+      /decoder\.mid_block\.resnets\.0\.norm1 \(GroupNorm[^;]*;.*decoder\.mid_block\.attentions\.0 \(Attention/,
+    ],
     ['tae', { ...LOCAL_TAE, use_midblock_gn: true }, /3\.pool\.1 \(GroupNorm/],
   ];
   for (const [family, config, named] of cases) {
     const vae = await loadVae({ family, config, weights: 'synthetic', seed: 1 }, { threads: 1 });
     try {
-      assert.throws(() => exactTiledDecode(vae, vae.runner, vae.decoderModel()), (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED' && named.test(e.message) && e.reasons.length > 0);
+      assert.throws(
+        () => exactTiledDecode(vae, vae.runner, vae.decoderModel()),
+        (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED' && named.test(e.message) && e.reasons.length > 0,
+      );
     } finally {
       await vae.dispose();
     }

@@ -25,8 +25,20 @@ export interface Halo {
 export function exactTilingHalo(model: ModelProto): Halo {
   const report = analyzeLocality(model);
   if (report.exactTiling.possible) return report.exactTiling.halo;
-  const reasons = report.exactTiling.blockers.map((b) => reason('NONLOCAL_OP', 'strategy', 'exact-tile', 'a decoder whose ops are all local (no GroupNorm, attention or other op over every position)', `halo-exact tiles are impossible: ${b} reads every position`));
-  throw new DistVaeError('UNSUPPORTED', `halo-exact tiling refused: the decoder has nonlocal ops: ${report.exactTiling.blockers.join('; ')}`, { reasons });
+  const reasons = report.exactTiling.blockers.map((b) =>
+    reason(
+      'NONLOCAL_OP',
+      'strategy',
+      'exact-tile',
+      'a decoder whose ops are all local (no GroupNorm, attention or other op over every position)',
+      `halo-exact tiles are impossible: ${b} reads every position`,
+    ),
+  );
+  throw new DistVaeError(
+    'UNSUPPORTED',
+    `halo-exact tiling refused: the decoder has nonlocal ops: ${report.exactTiling.blockers.join('; ')}`,
+    { reasons },
+  );
 }
 
 /** A tile's core (the latent it owns) and the latent it reads (core + halo, clipped). */
@@ -39,7 +51,15 @@ export function exactTiles(grid: TileGrid, halo: Halo): ExactTile[] {
   const { height, width } = grid.latent;
   return grid.tiles.map((t) => {
     const core = { ...t, y1: Math.min(height, t.y0 + grid.strideLatent.height), x1: Math.min(width, t.x0 + grid.strideLatent.width) };
-    return { core, read: { y0: Math.max(0, core.y0 - halo.rows), y1: Math.min(height, core.y1 + halo.rows), x0: Math.max(0, core.x0 - halo.cols), x1: Math.min(width, core.x1 + halo.cols) } };
+    return {
+      core,
+      read: {
+        y0: Math.max(0, core.y0 - halo.rows),
+        y1: Math.min(height, core.y1 + halo.rows),
+        x0: Math.max(0, core.x0 - halo.cols),
+        x1: Math.min(width, core.x1 + halo.cols),
+      },
+    };
   });
 }
 
@@ -91,7 +111,12 @@ export function exactTiledDecode(vae: VaeSpec, runner: TileRunner, model: ModelP
       const planes = asPlanes(raw);
       if (!out) {
         leading = raw.dims.slice(0, -2) as number[];
-        out = { planes: planes.planes, height: latent.height * u, width: latent.width * u, data: new Float32Array(planes.planes * latent.height * u * latent.width * u) };
+        out = {
+          planes: planes.planes,
+          height: latent.height * u,
+          width: latent.width * u,
+          data: new Float32Array(planes.planes * latent.height * u * latent.width * u),
+        };
       }
       const c = corePlacement(tile, u);
       copyBlock(planes, c.sy, c.sx, c.h, c.w, out, c.y, c.x);

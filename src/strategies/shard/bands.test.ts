@@ -10,17 +10,47 @@ import { bandRows, haloRows, haloSources, rowsForReader, splitBands } from './ba
 import { concatAxis, sliceRows } from './rows.js';
 
 test('bands: as even as possible, taller first, whole latent rows', () => {
-  assert.deepEqual(splitBands(7, 3, 8).map((b) => [b.start, b.end]), [[0, 3], [3, 5], [5, 7]]);
-  assert.deepEqual(splitBands(4, 4, 8).map((b) => [b.start, b.end]), [[0, 1], [1, 2], [2, 3], [3, 4]]);
-  assert.deepEqual(splitBands(5, 1, 8).map((b) => [b.start, b.end]), [[0, 5]]);
+  assert.deepEqual(
+    splitBands(7, 3, 8).map((b) => [b.start, b.end]),
+    [
+      [0, 3],
+      [3, 5],
+      [5, 7],
+    ],
+  );
+  assert.deepEqual(
+    splitBands(4, 4, 8).map((b) => [b.start, b.end]),
+    [
+      [0, 1],
+      [1, 2],
+      [2, 3],
+      [3, 4],
+    ],
+  );
+  assert.deepEqual(
+    splitBands(5, 1, 8).map((b) => [b.start, b.end]),
+    [[0, 5]],
+  );
   // At 8 output rows per latent row the bands' output rows are multiples of 8.
-  assert.deepEqual(splitBands(7, 3, 8).map((b) => bandRows(b, ratio(8))), [{ from: 0, to: 24 }, { from: 24, to: 40 }, { from: 40, to: 56 }]);
+  assert.deepEqual(
+    splitBands(7, 3, 8).map((b) => bandRows(b, ratio(8))),
+    [
+      { from: 0, to: 24 },
+      { from: 24, to: 40 },
+      { from: 40, to: 56 },
+    ],
+  );
 });
 
 test('more ranks than latent rows is refused, naming both numbers', () => {
   assert.throws(
     () => splitBands(3, 4, 8),
-    (e: unknown) => e instanceof DistVaeError && e.code === 'INVALID_ARGUMENT' && /4 ranks cannot share 3 latent rows \(24 output rows\)/.test(e.message) && e.reasons[0]!.code === 'TOO_MANY_RANKS' && e.reasons[0]!.value === 4,
+    (e: unknown) =>
+      e instanceof DistVaeError &&
+      e.code === 'INVALID_ARGUMENT' &&
+      /4 ranks cannot share 3 latent rows \(24 output rows\)/.test(e.message) &&
+      e.reasons[0]!.code === 'TOO_MANY_RANKS' &&
+      e.reasons[0]!.value === 4,
   );
   assert.throws(() => splitBands(3, 0, 8), /ranks = 0/);
 });

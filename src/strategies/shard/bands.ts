@@ -21,13 +21,16 @@ export function splitBands(latentRows: number, ranks: number, spatialRatio: numb
     refuse('INVALID_ARGUMENT', reason('RANKS_INVALID', 'ranks', ranks, 'an integer ≥ 1'));
   }
   if (latentRows < ranks) {
-    refuse('INVALID_ARGUMENT', reason(
-      'TOO_MANY_RANKS',
-      'ranks',
-      ranks,
-      `at most ${latentRows} (one latent row, ${spatialRatio} output rows, per rank)`,
-      `${ranks} ranks cannot share ${latentRows} latent rows (${latentRows * spatialRatio} output rows): row sharding needs at least one latent row (${spatialRatio} output rows) per rank`,
-    ));
+    refuse(
+      'INVALID_ARGUMENT',
+      reason(
+        'TOO_MANY_RANKS',
+        'ranks',
+        ranks,
+        `at most ${latentRows} (one latent row, ${spatialRatio} output rows, per rank)`,
+        `${ranks} ranks cannot share ${latentRows} latent rows (${latentRows * spatialRatio} output rows): row sharding needs at least one latent row (${spatialRatio} output rows) per rank`,
+      ),
+    );
   }
   const base = Math.floor(latentRows / ranks);
   const taller = latentRows % ranks;

@@ -73,7 +73,14 @@ export function mergeStatistics(parts: readonly Float64Array[]): GroupStatistics
  * for every (sample, channel, row…), the mean and M2 of `perEntry` elements (laid out
  * [B, C, …]); the rows of each group's channels are merged in order, in float64.
  */
-export function bandStatistics(mean: Float32Array, m2: Float32Array, batch: number, channels: number, groups: number, perEntry: number): Float64Array {
+export function bandStatistics(
+  mean: Float32Array,
+  m2: Float32Array,
+  batch: number,
+  channels: number,
+  groups: number,
+  perEntry: number,
+): Float64Array {
   const slots = batch * groups;
   const merged = emptyStatistics(slots);
   const perChannel = mean.length / (batch * channels);

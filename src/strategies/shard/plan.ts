@@ -37,7 +37,8 @@ export interface ShardPlan {
 
 /** The values a step reads (band-model inputs, merged statistics, attention operands). */
 export function stepReads(step: ShardStep): string[] {
-  if (step.kind === 'stage') return [...step.band.inputs, ...step.band.applies.flatMap((r) => [bandName.scale(r.output), bandName.shift(r.output)])];
+  if (step.kind === 'stage')
+    return [...step.band.inputs, ...step.band.applies.flatMap((r) => [bandName.scale(r.output), bandName.shift(r.output)])];
   if (step.kind === 'group-norm') return [step.region.input, bandName.mean(step.region.input), bandName.m2(step.region.input)];
   return [step.region.query, step.region.key, step.region.value];
 }
@@ -46,12 +47,23 @@ export function stepReads(step: ShardStep): string[] {
 export function shardPlan(model: ModelProto): ShardPlan {
   const locality = analyzeLocality(model);
   if (!locality.sharding.possible) {
-    const reasons = locality.sharding.blockers.map((b) => reason('NONLOCAL_OP', 'graph', b, 'local ops or sync regions (GroupNorm, attention)', `row sharding cannot synchronise ${b}`));
+    const reasons = locality.sharding.blockers.map((b) =>
+      reason('NONLOCAL_OP', 'graph', b, 'local ops or sync regions (GroupNorm, attention)', `row sharding cannot synchronise ${b}`),
+    );
     throw new DistVaeError('UNSUPPORTED', `row sharding refused: ${locality.sharding.blockers.join('; ')}`, { reasons });
   }
   for (const [name, f] of locality.values) {
     if (f.scale.rows.den !== 1 || f.scale.cols.den !== 1) {
-      refuse('UNSUPPORTED', reason('FRACTIONAL_SCALE', 'graph', name, 'values at whole multiples of the latent resolution', `value ${name} is at ${formatRatio(f.scale.rows)} rows per latent row: bands of whole latent rows do not land on its rows`));
+      refuse(
+        'UNSUPPORTED',
+        reason(
+          'FRACTIONAL_SCALE',
+          'graph',
+          name,
+          'values at whole multiples of the latent resolution',
+          `value ${name} is at ${formatRatio(f.scale.rows)} rows per latent row: bands of whole latent rows do not land on its rows`,
+        ),
+      );
     }
   }
   const staged = stageGraph(model);
@@ -59,7 +71,16 @@ export function shardPlan(model: ModelProto): ShardPlan {
     if (step.kind !== 'attention') continue;
     const extra = step.core.inputs.filter((n) => n !== step.region.query && n !== step.region.key && n !== step.region.value);
     if (extra.length > 0) {
-      refuse('UNSUPPORTED', reason('ATTENTION_READS_MORE', 'graph', step.region.name, 'attention over query, key and value only', `attention ${step.region.name} also reads ${extra.join(', ')} (a mask over positions), which bands cannot gather`));
+      refuse(
+        'UNSUPPORTED',
+        reason(
+          'ATTENTION_READS_MORE',
+          'graph',
+          step.region.name,
+          'attention over query, key and value only',
+          `attention ${step.region.name} also reads ${extra.join(', ')} (a mask over positions), which bands cannot gather`,
+        ),
+      );
     }
   }
   const norms = staged.steps.flatMap((s) => (s.kind === 'group-norm' ? [s.region] : []));
@@ -71,7 +92,11 @@ export function shardPlan(model: ModelProto): ShardPlan {
     if (step.kind === 'group-norm') {
       const values = (name: string) => Float32Array.from(tensorProtoValues(initializers.get(name)!));
       const r = step.region;
-      return { kind: 'group-norm', region: r, params: { groups: r.groups, epsilon: r.epsilon, scale: values(r.scale), bias: values(r.bias) } };
+      return {
+        kind: 'group-norm',
+        region: r,
+        params: { groups: r.groups, epsilon: r.epsilon, scale: values(r.scale), bias: values(r.bias) },
+      };
     }
     const halo = stageHalo.get(step.index)!;
     const band = bandModel({
@@ -98,10 +123,24 @@ export function shardPlan(model: ModelProto): ShardPlan {
  */
 function checkGroupNormsStaged(staged: StagedGraph, norms: readonly GroupNormRegion[]): void {
   const stageOutputs = new Set(staged.steps.flatMap((s) => (s.kind === 'stage' ? s.graph.outputs : [])));
-  const otherReads = new Set([staged.output, ...staged.steps.flatMap((s) => (s.kind === 'attention' ? [s.region.query, s.region.key, s.region.value] : s.kind === 'group-norm' ? [s.region.input] : []))]);
+  const otherReads = new Set([
+    staged.output,
+    ...staged.steps.flatMap((s) =>
+      s.kind === 'attention' ? [s.region.query, s.region.key, s.region.value] : s.kind === 'group-norm' ? [s.region.input] : [],
+    ),
+  ]);
   for (const r of norms) {
     if (!stageOutputs.has(r.input) || otherReads.has(r.output)) {
-      refuse('UNSUPPORTED', reason('GROUP_NORM_UNSTAGED', 'graph', r.name, 'a GroupNorm computed from a stage and read by stages only', `GroupNorm ${r.name} ${stageOutputs.has(r.input) ? 'feeds a sync region or the graph output directly' : 'reads the graph input or a sync region directly'}: row sharding computes band statistics and applies them inside stages`));
+      refuse(
+        'UNSUPPORTED',
+        reason(
+          'GROUP_NORM_UNSTAGED',
+          'graph',
+          r.name,
+          'a GroupNorm computed from a stage and read by stages only',
+          `GroupNorm ${r.name} ${stageOutputs.has(r.input) ? 'feeds a sync region or the graph output directly' : 'reads the graph input or a sync region directly'}: row sharding computes band statistics and applies them inside stages`,
+        ),
+      );
     }
   }
 }
@@ -144,7 +183,13 @@ function emptyCounters(): CommCounters {
  * group's communicator counts them): halo rows point to point before each stage with a halo,
  * one all-gather of band statistics per GroupNorm, one of keys and values per attention.
  */
-export function predictCollectives(plan: ShardPlan, bands: readonly Band[], latentRows: number, latentCols: number, batch: number): CommCounters[] {
+export function predictCollectives(
+  plan: ShardPlan,
+  bands: readonly Band[],
+  latentRows: number,
+  latentCols: number,
+  batch: number,
+): CommCounters[] {
   const counters = bands.map(() => emptyCounters());
   const peers = bands.length - 1;
   for (const step of plan.steps) {

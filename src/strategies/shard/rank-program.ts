@@ -28,9 +28,16 @@ async function stagedDecoderOf(vae: Vae, threads: number, deviceId: number | und
   if (cached?.vae === vae) return cached.decoder;
   const previous = cached?.decoder;
   const decoder = (async () => {
-    await previous?.then((d) => d.dispose(), () => undefined);
+    await previous?.then(
+      (d) => d.dispose(),
+      () => undefined,
+    );
     const { provider } = vae.loadOptions;
-    return StagedDecoder.create(vae.decoderModel(), { intraOpThreads: threads, ...(provider !== undefined ? { provider } : {}), ...(deviceId !== undefined ? { deviceId } : {}) });
+    return StagedDecoder.create(vae.decoderModel(), {
+      intraOpThreads: threads,
+      ...(provider !== undefined ? { provider } : {}),
+      ...(deviceId !== undefined ? { deviceId } : {}),
+    });
   })();
   cached = { vae, decoder };
   decoder.catch(() => {

@@ -52,7 +52,7 @@ export function concatAxis(parts: readonly Tensor[], axis: number): Tensor {
   let offset = 0;
   for (const p of parts) {
     const span = p.dims[axis]! * inner;
-    for (let o = 0; o < outer; o++) out.set(p.data.subarray(o * span, (o + 1) * span), (o * total * inner) + offset);
+    for (let o = 0; o < outer; o++) out.set(p.data.subarray(o * span, (o + 1) * span), o * total * inner + offset);
     offset += span;
   }
   const dims = [...first.dims];

@@ -103,8 +103,17 @@ test('Flux.2: 1–4 ranks equal the whole decode', async (t) => {
 });
 
 test('TAE, tiny synthetic: without pool blocks only halos travel; with the TAEF2 GroupNorm pool, one all-gather per pool', async (t) => {
-  const tiny: RawConfig = { latent_channels: 4, decoder_block_out_channels: [8, 8, 8, 8], encoder_block_out_channels: [8, 8, 8, 8], num_decoder_blocks: [1, 1, 1, 1], num_encoder_blocks: [1, 1, 1, 1] };
-  for (const [pool, gathersPerRank] of [[false, 0], [true, 1]] as const) {
+  const tiny: RawConfig = {
+    latent_channels: 4,
+    decoder_block_out_channels: [8, 8, 8, 8],
+    encoder_block_out_channels: [8, 8, 8, 8],
+    num_decoder_blocks: [1, 1, 1, 1],
+    num_encoder_blocks: [1, 1, 1, 1],
+  };
+  for (const [pool, gathersPerRank] of [
+    [false, 0],
+    [true, 1],
+  ] as const) {
     const vae = await loadVae({ family: 'tae', config: { ...tiny, use_midblock_gn: pool }, weights: 'synthetic', seed: 6 }, { threads: 1 });
     try {
       const stats = await checkSharded(t, vae, seededTensor([1, 4, 7, 9], 7, 2));
@@ -140,13 +149,25 @@ test('refusals before any rank works: more ranks than latent rows; a decoder wit
   const vae = await loadVae({ family: 'autoencoder-kl', config: KL_TINY, weights: 'synthetic', seed: 2 }, { threads: 1 });
   try {
     vae.tiledDecode = shardedDecodeFor(vae, group(4));
-    await assert.rejects(vae.decode(seededTensor([1, 4, 3, 5], 1)), (e: unknown) => e instanceof DistVaeError && /4 ranks cannot share 3 latent rows \(6 output rows\)/.test(e.message));
+    await assert.rejects(
+      vae.decode(seededTensor([1, 4, 3, 5], 1)),
+      (e: unknown) => e instanceof DistVaeError && /4 ranks cannot share 3 latent rows \(6 output rows\)/.test(e.message),
+    );
   } finally {
     await vae.dispose();
   }
-  const fake = { ...vae, geometry: vae.geometry, family: vae.family, decoderModel: () => {
-    const model = vae.decoderModel();
-    return { ...model, metadata_props: [] };
-  } } as unknown as Vae;
-  assert.throws(() => shardedDecodeFor(fake, group(2)), (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED' && /decoder\.mid_block\.resnets\.0\.norm1\/Reshape/.test(e.message));
+  const fake = {
+    ...vae,
+    geometry: vae.geometry,
+    family: vae.family,
+    decoderModel: () => {
+      const model = vae.decoderModel();
+      return { ...model, metadata_props: [] };
+    },
+  } as unknown as Vae;
+  assert.throws(
+    () => shardedDecodeFor(fake, group(2)),
+    (e: unknown) =>
+      e instanceof DistVaeError && e.code === 'UNSUPPORTED' && /decoder\.mid_block\.resnets\.0\.norm1\/Reshape/.test(e.message),
+  );
 });

@@ -55,15 +55,20 @@ export interface ShardedDecodeForOptions {
 
 export function sumCounters(all: readonly CommCounters[]): CommCounters {
   const total = structuredClone(all[0]!);
-  for (const c of all.slice(1)) for (const kind of Object.keys(total) as (keyof CommCounters)[]) {
-    total[kind].calls += c[kind].calls;
-    total[kind].bytes += c[kind].bytes;
-  }
+  for (const c of all.slice(1))
+    for (const kind of Object.keys(total) as (keyof CommCounters)[]) {
+      total[kind].calls += c[kind].calls;
+      total[kind].bytes += c[kind].bytes;
+    }
   return total;
 }
 
 /** Runs the shard program on every rank; any failed or lost rank fails the decode, naming it. */
-async function runBands(group: LocalGroup, inputs: ShardRankInput[], signal: AbortSignal | undefined): Promise<Extract<RankOutcome, { status: 'done' }>[]> {
+async function runBands(
+  group: LocalGroup,
+  inputs: ShardRankInput[],
+  signal: AbortSignal | undefined,
+): Promise<Extract<RankOutcome, { status: 'done' }>[]> {
   let failure: DistVaeError | null = null;
   const run = await group.launch(SHARD_RANK_PROGRAM, {
     input: (rank) => inputs[rank],
@@ -87,7 +92,16 @@ async function runBands(group: LocalGroup, inputs: ShardRankInput[], signal: Abo
  */
 export function shardedDecodeFor(vae: AnalyzableVae, group: LocalGroup, options: ShardedDecodeForOptions = {}): ShardedDecode {
   if (vae.geometry.fiveDimLatents) {
-    refuse('UNSUPPORTED', reason('SHARD_VIDEO', 'family', vae.family.name, 'an image family (4-D latents)', `row sharding decodes image latents; ${vae.family.name} latents are 5-D`));
+    refuse(
+      'UNSUPPORTED',
+      reason(
+        'SHARD_VIDEO',
+        'family',
+        vae.family.name,
+        'an image family (4-D latents)',
+        `row sharding decodes image latents; ${vae.family.name} latents are 5-D`,
+      ),
+    );
   }
   const plan: ShardPlan = shardPlan(vae.decoderModel());
   let lastStats: ShardStats | null = null;
@@ -97,11 +111,18 @@ export function shardedDecodeFor(vae: AnalyzableVae, group: LocalGroup, options:
     const bands = splitBands(latent.height, group.size, vae.geometry.spatialRatio);
     const geometry = { latentRows: latent.height, latentCols: latent.width, bands };
     const ref = { source: vae.source, loadOptions: vae.loadOptions, hash: vae.contentHash() };
-    const inputs = bands.map((b) => ({ vae: ref, latent: sliceLatent(latents, { y0: b.start, y1: b.end, x0: 0, x1: latent.width }), geometry }));
+    const inputs = bands.map((b) => ({
+      vae: ref,
+      latent: sliceLatent(latents, { y0: b.start, y1: b.end, x0: 0, x1: latent.width }),
+      geometry,
+    }));
     const started = performance.now();
     const outcomes = await runBands(group, inputs, decodeOptions.signal);
     const results = outcomes.map((o) => o.result as ShardRankResult);
-    const output = concatAxis(results.map((r) => r.output), 2);
+    const output = concatAxis(
+      results.map((r) => r.output),
+      2,
+    );
     const ranks = outcomes.map((o, rank): ShardRankStats => ({
       rank,
       tiles: [],

@@ -61,7 +61,8 @@ class BufferPool {
   /** After step `i`: keeps the dropped buffers the next steps take, lets the others go. */
   settle(i: number, dropped: readonly Float32Array[]): void {
     const wanted = new Map<number, number>();
-    for (let j = i + 1; j <= i + LOOKAHEAD && j < this.demand.length; j++) for (const l of this.demand[j]!) wanted.set(l, (wanted.get(l) ?? 0) + 1);
+    for (let j = i + 1; j <= i + LOOKAHEAD && j < this.demand.length; j++)
+      for (const l of this.demand[j]!) wanted.set(l, (wanted.get(l) ?? 0) + 1);
     for (const d of dropped) {
       if (!this.own.has(d) || !wanted.has(d.length)) continue;
       const list = this.free.get(d.length);
@@ -99,7 +100,14 @@ const identities = new Map<number, { zero: Tensor; one: Tensor }>();
 /** The statistics that make the in-graph BatchNormalization a plain affine, per length (shared, never written). */
 function identityStatistics(length: number): { zero: Tensor; one: Tensor } {
   let id = identities.get(length);
-  if (!id) identities.set(length, (id = { zero: { dims: [length], data: new Float32Array(length) }, one: { dims: [length], data: new Float32Array(length).fill(1 - AFFINE_EPSILON) } }));
+  if (!id)
+    identities.set(
+      length,
+      (id = {
+        zero: { dims: [length], data: new Float32Array(length) },
+        one: { dims: [length], data: new Float32Array(length).fill(1 - AFFINE_EPSILON) },
+      }),
+    );
   return id;
 }
 
@@ -135,7 +143,11 @@ export class StagedDecoder {
     const { staged } = this.plan;
     const values = new Map<string, Tensor>([[staged.input, latent]]);
     const batch = latent.dims[0]!;
-    const pool = new BufferPool(this.plan.steps.map((step) => (step.kind === 'stage' ? this.outputSpans(step, band, geometry, batch).flatMap((o) => (o.dims ? [elementCount(o.dims)] : [])) : [])));
+    const pool = new BufferPool(
+      this.plan.steps.map((step) =>
+        step.kind === 'stage' ? this.outputSpans(step, band, geometry, batch).flatMap((o) => (o.dims ? [elementCount(o.dims)] : [])) : [],
+      ),
+    );
     for (const [i, step] of this.plan.steps.entries()) {
       throwIfAborted(signal);
       await this.runStep(i, step, values, comm, band, geometry, pool);
@@ -154,13 +166,31 @@ export class StagedDecoder {
     await Promise.all([...this.sessions.values()].map((s) => s.dispose()));
   }
 
-  private async runStep(i: number, step: ShardStep, values: Map<string, Tensor>, comm: BandComm, band: Band, geometry: ShardGeometry, pool: BufferPool): Promise<void> {
+  private async runStep(
+    i: number,
+    step: ShardStep,
+    values: Map<string, Tensor>,
+    comm: BandComm,
+    band: Band,
+    geometry: ShardGeometry,
+    pool: BufferPool,
+  ): Promise<void> {
     const read = (name: string) => values.get(name)!;
     if (step.kind === 'group-norm') {
       const { region, params } = step;
       const x = read(region.input);
       const [batch, channels] = x.dims as [number, number];
-      const stats = await allGroupStatistics(comm, bandStatistics(read(bandName.mean(region.input)).data, read(bandName.m2(region.input)).data, batch, channels, params.groups, x.dims[x.dims.length - 1]!));
+      const stats = await allGroupStatistics(
+        comm,
+        bandStatistics(
+          read(bandName.mean(region.input)).data,
+          read(bandName.m2(region.input)).data,
+          batch,
+          channels,
+          params.groups,
+          x.dims[x.dims.length - 1]!,
+        ),
+      );
       const { scale, shift } = groupNormAffine(stats, params, batch);
       values.set(bandName.scale(region.output), { dims: [scale.length], data: scale });
       values.set(bandName.shift(region.output), { dims: [shift.length], data: shift });
@@ -193,7 +223,11 @@ export class StagedDecoder {
     if (model.halo) {
       model.outputs.forEach((name, k) => {
         const { from, to } = spans[k]!;
-        if (to > MAX_CROP_ENTRY) throw new DistVaeError('UNSUPPORTED', `stage ${step.index} output ${name} has ${to} entries on its row axis; in-graph crops take at most ${MAX_CROP_ENTRY}`);
+        if (to > MAX_CROP_ENTRY)
+          throw new DistVaeError(
+            'UNSUPPORTED',
+            `stage ${step.index} output ${name} has ${to} entries on its row axis; in-graph crops take at most ${MAX_CROP_ENTRY}`,
+          );
         feeds[bandName.crop(name)] = { dims: [2], data: Float32Array.of(from, to) };
       });
     }
@@ -209,7 +243,10 @@ export class StagedDecoder {
       const { f, from, to } = spans[k]!;
       const out = outputs[model.halo ? bandName.cropped(name) : name]!;
       if (out.dims[f.rowAxis] !== to - from) {
-        throw new DistVaeError('TENSOR_INVALID', `stage ${step.index} produced ${name} with ${out.dims[f.rowAxis]} entries of the band on its row axis; ${to - from} were expected`);
+        throw new DistVaeError(
+          'TENSOR_INVALID',
+          `stage ${step.index} produced ${name} with ${out.dims[f.rowAxis]} entries of the band on its row axis; ${to - from} were expected`,
+        );
       }
       values.set(name, out);
     });
@@ -236,7 +273,13 @@ export class StagedDecoder {
    * The rows of every input that this band's halo needs from the ranks above and below it
    * (empty at the image border); this rank sends its own rows to whichever ranks need them.
    */
-  private async haloPieces(step: Extract<ShardStep, { kind: 'stage' }>, read: (n: string) => Tensor, comm: BandComm, band: Band, geometry: ShardGeometry): Promise<{ above: Tensor; below: Tensor }[]> {
+  private async haloPieces(
+    step: Extract<ShardStep, { kind: 'stage' }>,
+    read: (n: string) => Tensor,
+    comm: BandComm,
+    band: Band,
+    geometry: ShardGeometry,
+  ): Promise<{ above: Tensor; below: Tensor }[]> {
     const { halo, index } = step;
     const names = step.band.inputs;
     const { bands, latentRows, latentCols } = geometry;
@@ -278,7 +321,13 @@ export class StagedDecoder {
   }
 
   /** Keys and values of every band, then the core over this band's queries, chunk by chunk. */
-  private async attention(i: number, step: Extract<ShardStep, { kind: 'attention' }>, read: (n: string) => Tensor, comm: BandComm, geometry: ShardGeometry): Promise<Tensor> {
+  private async attention(
+    i: number,
+    step: Extract<ShardStep, { kind: 'attention' }>,
+    read: (n: string) => Tensor,
+    comm: BandComm,
+    geometry: ShardGeometry,
+  ): Promise<Tensor> {
     const { region, core } = step;
     const q = read(region.query);
     const k = read(region.key);
@@ -290,7 +339,10 @@ export class StagedDecoder {
       return (rows.to - rows.from) * rowUnit(f, geometry.latentCols);
     };
     const join = (t: Tensor, which: 0 | 1, name: string) =>
-      concatAxis(gathered.map((parts, rank) => ({ dims: [t.dims[0]!, t.dims[1]!, tokens(rank, name)], data: parts[which]! })), 2);
+      concatAxis(
+        gathered.map((parts, rank) => ({ dims: [t.dims[0]!, t.dims[1]!, tokens(rank, name)], data: parts[which]! })),
+        2,
+      );
     const keys = join(k, 0, region.key);
     const vals = join(v, 1, region.value);
     const queries = q.dims[1]!;
@@ -300,7 +352,9 @@ export class StagedDecoder {
     for (let from = 0; from < queries; from += chunk) {
       const part = from === 0 && chunk >= queries ? q : sliceRows(q, 1, 1, from, Math.min(queries, from + chunk));
       const feeds: Record<string, Tensor> = { [region.query]: part, [region.key]: keys, [region.value]: vals };
-      for (const name of core.inputs) if (!(name in feeds)) throw new DistVaeError('INVALID_ARGUMENT', `attention core ${region.name} reads ${name}, which is not its query, key or value`);
+      for (const name of core.inputs)
+        if (!(name in feeds))
+          throw new DistVaeError('INVALID_ARGUMENT', `attention core ${region.name} reads ${name}, which is not its query, key or value`);
       parts.push((await session.run(feeds))[region.output]!);
     }
     return concatAxis(parts, 2);

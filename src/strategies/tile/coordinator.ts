@@ -14,12 +14,25 @@ import { scheduleTiles } from '../../plan/scheduler.js';
 import type { DistRankStats, RankFailure, TileJob, TileJobOptions, TileJobResult } from '../../ranks/group.js';
 import { programRef, type ProgramRef } from '../../ranks/program.js';
 import { rankFailed, type LocalGroup, type RankOutcome, type RankRun } from '../../ranks/local/local-group.js';
-import { edgeReaders, type EdgeRoute, type TileMessage, type TileRankInput, type TileRankReport, type TileWork, type ToTileRank } from './messages.js';
+import {
+  edgeReaders,
+  type EdgeRoute,
+  type TileMessage,
+  type TileRankInput,
+  type TileRankReport,
+  type TileWork,
+  type ToTileRank,
+} from './messages.js';
 import { edgeSources } from '../../tile/assembler.js';
 
 export const TILE_RANK_PROGRAM = programRef(new URL('./rank-program.js', import.meta.url), 'tileRank');
 
-export async function runTileJob(group: LocalGroup, job: TileJob, options: TileJobOptions, program: ProgramRef = TILE_RANK_PROGRAM): Promise<TileJobResult> {
+export async function runTileJob(
+  group: LocalGroup,
+  job: TileJob,
+  options: TileJobOptions,
+  program: ProgramRef = TILE_RANK_PROGRAM,
+): Promise<TileJobResult> {
   const { layout } = job;
   const tileCount = job.latents.length;
   const edges = job.assembly === 'edges';
@@ -74,12 +87,21 @@ export async function runTileJob(group: LocalGroup, job: TileJob, options: TileJ
       const m = data as TileMessage;
       const index = m?.index;
       if (m?.kind !== 'tile' || !Number.isInteger(index) || index < 0 || index >= tileCount || owner[index] !== rank || finished[index]) {
-        return fail(new DistVaeError('RANK_FAILED', `rank ${rank} sent tile ${String(index)}, which is not a tile it holds unfinished; its result is rejected`));
+        return fail(
+          new DistVaeError(
+            'RANK_FAILED',
+            `rank ${rank} sent tile ${String(index)}, which is not a tile it holds unfinished; its result is rejected`,
+          ),
+        );
       }
       try {
         options.onResult({ index, rank, kind: edges ? 'crop' : 'raw', leading: m.leading, planes: m.planes });
       } catch (e) {
-        return fail(new DistVaeError('RANK_FAILED', `rank ${rank} returned a wrong result for tile ${index}, rejected: ${(e as Error).message}`, { cause: e }));
+        return fail(
+          new DistVaeError('RANK_FAILED', `rank ${rank} returned a wrong result for tile ${index}, rejected: ${(e as Error).message}`, {
+            cause: e,
+          }),
+        );
       }
       finished[index] = true;
       deliveredBy[rank]!.push(index);
@@ -89,13 +111,23 @@ export async function runTileJob(group: LocalGroup, job: TileJob, options: TileJ
     const recover = (lost: number) => {
       const survivors = Array.from({ length: group.size }, (_, r) => r).filter((r) => run!.running(r));
       const unfinished = owner.flatMap((o, t) => (o === lost && !finished[t] ? [t] : []));
-      const forEdges = edges ? owner.flatMap((o, t) => (o === lost && finished[t] && edgeReaders(layout, t).some((r) => !finished[r.tile]) ? [t] : [])) : [];
+      const forEdges = edges
+        ? owner.flatMap((o, t) => (o === lost && finished[t] && edgeReaders(layout, t).some((r) => !finished[r.tile]) ? [t] : []))
+        : [];
       const tiles = [...unfinished, ...forEdges].sort((a, b) => a - b);
       if (tiles.length === 0) return;
       if (survivors.length === 0) {
-        return fail(new DistVaeError('RANK_FAILED', `every rank was lost with ${remaining} tile(s) unfinished: ${failures.map((f) => `rank ${f.rank} (${f.cause})`).join('; ')}`));
+        return fail(
+          new DistVaeError(
+            'RANK_FAILED',
+            `every rank was lost with ${remaining} tile(s) unfinished: ${failures.map((f) => `rank ${f.rank} (${f.cause})`).join('; ')}`,
+          ),
+        );
       }
-      const deal = scheduleTiles(tiles.map((t) => job.work[t]!), survivors.length);
+      const deal = scheduleTiles(
+        tiles.map((t) => job.work[t]!),
+        survivors.length,
+      );
       deal.ranks.forEach((ks, i) => ks.forEach((k) => (owner[tiles[k]!] = survivors[i]!)));
       redealt.push(...unfinished);
       edgeRedecodes.push(...forEdges);
@@ -109,13 +141,18 @@ export async function runTileJob(group: LocalGroup, job: TileJob, options: TileJ
       // Edges a re-dealt tile reads from tiles that stayed where they were.
       for (const t of unfinished) {
         const src = edgeSources(layout, t);
-        const reads: [number | null, 'rows' | 'cols'][] = [[src.above, 'rows'], [src.left, 'cols'], [src.corner, 'rows']];
+        const reads: [number | null, 'rows' | 'cols'][] = [
+          [src.above, 'rows'],
+          [src.left, 'cols'],
+          [src.corner, 'rows'],
+        ];
         for (const [k, part] of reads) {
           if (k === null || moved.has(k) || owner[k] === owner[t]) continue;
           messages.get(owner[k]!)!.routes.push({ tile: k, to: owner[t]!, rows: part === 'rows', cols: part === 'cols' });
         }
       }
-      for (const [rank, m] of messages) if (m.work.length > 0 || m.routes.length > 0) run!.post(rank, { kind: 'work', ...m } satisfies ToTileRank);
+      for (const [rank, m] of messages)
+        if (m.work.length > 0 || m.routes.length > 0) run!.post(rank, { kind: 'work', ...m } satisfies ToTileRank);
     };
 
     const reports = new Array<(TileRankReport & { peakRssBytes?: number }) | null>(group.size).fill(null);
@@ -139,28 +176,31 @@ export async function runTileJob(group: LocalGroup, job: TileJob, options: TileJ
         if (failed) r.cancel('the job already failed');
         return r.settled;
       })
-      .then(() => {
-        options.signal?.removeEventListener('abort', onAbort);
-        if (failed) return;
-        if (remaining > 0) return fail(new DistVaeError('RANK_FAILED', `the ranks ended with ${remaining} tile(s) unfinished`));
-        const ranks: DistRankStats[] = deliveredBy.map((tiles, rank) => {
-          const report = reports[rank];
-          return {
-            rank,
-            tiles: [...tiles].sort((a, b) => a - b),
-            load: tiles.reduce((s, t) => s + job.work[t]!, 0),
-            seconds: report?.busySeconds ?? lostAfter[rank] ?? 0,
-            decoderSeconds: report?.decoderSeconds ?? 0,
-            loadSeconds: report?.loadSeconds ?? 0,
-            ...(report?.counters !== undefined ? { counters: report.counters } : {}),
-            ...(report?.peakRssBytes !== undefined ? { peakRssBytes: report.peakRssBytes } : {}),
-          };
-        });
-        resolve({ ranks, failures, redealt: redealt.sort((a, b) => a - b), edgeRedecodes: edgeRedecodes.sort((a, b) => a - b) });
-      }, (e: unknown) => {
-        options.signal?.removeEventListener('abort', onAbort);
-        if (e instanceof DistVaeError) fail(e);
-        else fail(new DistVaeError('TRANSPORT_FAILED', `the group could not run the tile job: ${(e as Error).message}`, { cause: e }));
-      });
+      .then(
+        () => {
+          options.signal?.removeEventListener('abort', onAbort);
+          if (failed) return;
+          if (remaining > 0) return fail(new DistVaeError('RANK_FAILED', `the ranks ended with ${remaining} tile(s) unfinished`));
+          const ranks: DistRankStats[] = deliveredBy.map((tiles, rank) => {
+            const report = reports[rank];
+            return {
+              rank,
+              tiles: [...tiles].sort((a, b) => a - b),
+              load: tiles.reduce((s, t) => s + job.work[t]!, 0),
+              seconds: report?.busySeconds ?? lostAfter[rank] ?? 0,
+              decoderSeconds: report?.decoderSeconds ?? 0,
+              loadSeconds: report?.loadSeconds ?? 0,
+              ...(report?.counters !== undefined ? { counters: report.counters } : {}),
+              ...(report?.peakRssBytes !== undefined ? { peakRssBytes: report.peakRssBytes } : {}),
+            };
+          });
+          resolve({ ranks, failures, redealt: redealt.sort((a, b) => a - b), edgeRedecodes: edgeRedecodes.sort((a, b) => a - b) });
+        },
+        (e: unknown) => {
+          options.signal?.removeEventListener('abort', onAbort);
+          if (e instanceof DistVaeError) fail(e);
+          else fail(new DistVaeError('TRANSPORT_FAILED', `the group could not run the tile job: ${(e as Error).message}`, { cause: e }));
+        },
+      );
   });
 }

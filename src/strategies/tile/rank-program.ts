@@ -12,7 +12,16 @@ import type { Vae } from '../../decode/vae.js';
 import type { Planes } from '../../tile/blend.js';
 import { edgeSources, finalizeTile, tileEdges, type TileEdges } from '../../tile/assembler.js';
 import type { RankContext } from '../../ranks/program.js';
-import { EDGES_TAG, type EdgeMessage, type EdgeRoute, type TileMessage, type TileRankInput, type TileRankReport, type TileWork, type ToTileRank } from './messages.js';
+import {
+  EDGES_TAG,
+  type EdgeMessage,
+  type EdgeRoute,
+  type TileMessage,
+  type TileRankInput,
+  type TileRankReport,
+  type TileWork,
+  type ToTileRank,
+} from './messages.js';
 
 export async function tileRank(ctx: RankContext, input: TileRankInput): Promise<TileRankReport> {
   const { layout, assembly } = input;
@@ -35,7 +44,11 @@ export async function tileRank(ctx: RankContext, input: TileRankInput): Promise<
   };
 
   const sendEdges = (route: EdgeRoute, edges: TileEdges) => {
-    const message: EdgeMessage = { tile: route.tile, ...(route.rows ? { rows: edges.lastRows } : {}), ...(route.cols ? { cols: edges.lastCols } : {}) };
+    const message: EdgeMessage = {
+      tile: route.tile,
+      ...(route.rows ? { rows: edges.lastRows } : {}),
+      ...(route.cols ? { cols: edges.lastCols } : {}),
+    };
     ctx.comm.send(route.to, message, EDGES_TAG);
   };
   const addWork = (work: TileWork[], newRoutes: EdgeRoute[]) => {
@@ -89,7 +102,10 @@ export async function tileRank(ctx: RankContext, input: TileRankInput): Promise<
     const planes = asPlanes(out);
     const ext = layout.extents[work.index]!;
     if (planes.height !== ext.height || planes.width !== ext.width || !Number.isInteger(planes.planes)) {
-      throw new DistVaeError('TENSOR_INVALID', `the decoder returned [${out.dims.join(', ')}] for tile ${work.index}; expected ${ext.height}x${ext.width} output units`);
+      throw new DistVaeError(
+        'TENSOR_INVALID',
+        `the decoder returned [${out.dims.join(', ')}] for tile ${work.index}; expected ${ext.height}x${ext.width} output units`,
+      );
     }
     const leading = out.dims.slice(0, -2) as number[];
     if (assembly === 'raster') return deliver({ kind: 'tile', index: work.index, leading, planes });

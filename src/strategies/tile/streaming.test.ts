@@ -21,7 +21,10 @@ after(() => groups.closeAll());
 
 const CONFIG = { _class_name: 'AutoencoderKL', block_out_channels: [8, 8], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4 };
 
-for (const [label, overlap, assembly] of [['ranks finalise their crops', 4, 'edges'], ['coordinator blends raw tiles (overlap over half the window)', 12, 'raster']] as const) {
+for (const [label, overlap, assembly] of [
+  ['ranks finalise their crops', 4, 'edges'],
+  ['coordinator blends raw tiles (overlap over half the window)', 12, 'raster'],
+] as const) {
   test(`decodeToBands over 2 and 3 thread ranks is bitwise the single-rank decode, in row order: ${label}`, async () => {
     const vae = await loadVae({ config: CONFIG, weights: 'synthetic', seed: 6 }, { threads: 1 });
     try {
@@ -45,7 +48,10 @@ for (const [label, overlap, assembly] of [['ranks finalise their crops', 4, 'edg
         assert.equal(distributed.lastStats!.assembly, assembly);
         assert.ok(rows.length > 2, `${rows.length} bands`);
         const stats = distributed.lastStats!;
-        assert.deepEqual(stats.ranks.map((r) => r.tiles), Array.from({ length: ranks }, (_, r) => Array.from({ length: stats.tiles }, (_, i) => i).filter((i) => i % ranks === r)));
+        assert.deepEqual(
+          stats.ranks.map((r) => r.tiles),
+          Array.from({ length: ranks }, (_, r) => Array.from({ length: stats.tiles }, (_, i) => i).filter((i) => i % ranks === r)),
+        );
         // Rows of a (1, 3, H, W) sample: concatenating the bands plane by plane gives the sample.
         const [, c, h, w] = expected.dims as number[];
         const got = new Float32Array(expected.data.length);

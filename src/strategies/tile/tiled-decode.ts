@@ -57,11 +57,19 @@ export interface TiledDecodeForOptions {
  * to distribute: a single rank, or tiling off (docs/design.md §4). Tiling on with the family's default
  * window (`setTiling(vae)`) distributes. `useStrategy(vae, 'tile', group)` installs it.
  */
-export function tiledDecodeFor(vae: DistributableVae, group: RankGroup, options: TiledDecodeForOptions = {}): DistributedTiledDecode | null {
+export function tiledDecodeFor(
+  vae: DistributableVae,
+  group: RankGroup,
+  options: TiledDecodeForOptions = {},
+): DistributedTiledDecode | null {
   if (group.size < (options.offThread ? 1 : 2) || (!vae.tiling.enabled && !options.offThread)) return null;
   let lastStats: DistributedDecodeStats | null = null;
   /** The operation; with `onBand`, finished bands of rows go there in order and nothing whole is held. */
-  const run = async (latents: Tensor, decodeOptions: DecodeOptions & { progress?: ProgressCounter }, onBand?: (y0: number, band: Tensor) => void): Promise<{ dims: number[]; output: Planes | null }> => {
+  const run = async (
+    latents: Tensor,
+    decodeOptions: DecodeOptions & { progress?: ProgressCounter },
+    onBand?: (y0: number, band: Tensor) => void,
+  ): Promise<{ dims: number[]; output: Planes | null }> => {
     throwIfAborted(decodeOptions.signal);
     const latent = checkLatents(vae, latents);
     const grid = tileGrid(vae, latent, { spatialOnly: true });
@@ -76,17 +84,26 @@ export function tiledDecodeFor(vae: DistributableVae, group: RankGroup, options:
     const onResult = (r: TileResult) => {
       const p = r.planes;
       if (!(p?.data instanceof Float32Array) || p.data.length !== p.planes * p.height * p.width) {
-        throw new DistVaeError('TENSOR_INVALID', `tile ${r.index} arrived as ${p?.planes}x${p?.height}x${p?.width} with ${p?.data?.length} values (not a matching Float32Array)`);
+        throw new DistVaeError(
+          'TENSOR_INVALID',
+          `tile ${r.index} arrived as ${p?.planes}x${p?.height}x${p?.width} with ${p?.data?.length} values (not a matching Float32Array)`,
+        );
       }
       checkFiniteOutput(p.data, `tile ${r.index} (rank ${r.rank})`);
       if (!Array.isArray(r.leading) || elementCount(r.leading) !== p.planes || (leading !== null && r.leading.join() !== leading.join())) {
-        throw new DistVaeError('TENSOR_INVALID', `tile ${r.index} has leading dimensions [${r.leading}] for ${p.planes} planes; expected [${leading ?? `a product of ${p.planes}`}]`);
+        throw new DistVaeError(
+          'TENSOR_INVALID',
+          `tile ${r.index} has leading dimensions [${r.leading}] for ${p.planes} planes; expected [${leading ?? `a product of ${p.planes}`}]`,
+        );
       }
       if (!place) {
         const lead = [...r.leading];
         leading = lead;
         if (onBand) {
-          const sink = { planes: p.planes, band: (y0: number, band: Planes) => onBand(y0, { dims: [...lead, band.height, band.width], data: band.data }) };
+          const sink = {
+            planes: p.planes,
+            band: (y0: number, band: Planes) => onBand(y0, { dims: [...lead, band.height, band.width], data: band.data }),
+          };
           const assembler = assembly === 'raster' ? new RasterAssembler(layout, sink) : new CropBandAssembler(layout, sink);
           place = (index, tile) => assembler.add(index, tile);
         } else {
@@ -110,7 +127,14 @@ export function tiledDecodeFor(vae: DistributableVae, group: RankGroup, options:
       },
       { onResult, ...(decodeOptions.signal ? { signal: decodeOptions.signal } : {}) },
     );
-    lastStats = { ...result, transport: group.transport, assembly, tiles: grid.tiles.length, idleRanks: schedule.idleRanks, seconds: (performance.now() - started) / 1000 };
+    lastStats = {
+      ...result,
+      transport: group.transport,
+      assembly,
+      tiles: grid.tiles.length,
+      idleRanks: schedule.idleRanks,
+      seconds: (performance.now() - started) / 1000,
+    };
     options.onStats?.(lastStats);
     return { dims: [...leading!, layout.outHeight, layout.outWidth], output };
   };
@@ -120,7 +144,14 @@ export function tiledDecodeFor(vae: DistributableVae, group: RankGroup, options:
   };
   return Object.defineProperties(decode, {
     decodesUntiled: { value: true, enumerable: true },
-    streamBands: { value: async (latents: Tensor, onBand: (y0: number, band: Tensor) => void, decodeOptions: DecodeOptions & { progress?: ProgressCounter } = {}) => ({ dims: (await run(latents, decodeOptions, onBand)).dims }), enumerable: true },
+    streamBands: {
+      value: async (
+        latents: Tensor,
+        onBand: (y0: number, band: Tensor) => void,
+        decodeOptions: DecodeOptions & { progress?: ProgressCounter } = {},
+      ) => ({ dims: (await run(latents, decodeOptions, onBand)).dims }),
+      enumerable: true,
+    },
     lastStats: { get: () => lastStats, enumerable: true },
   }) as DistributedTiledDecode;
 }

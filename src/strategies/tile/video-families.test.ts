@@ -26,9 +26,23 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { label: 'Wan 2.1, clipped edge tiles, 2 latent frames', family: 'wan', config: WAN21_TINY, latent: [1, 4, 2, 7, 9], window: [8, 8], overlap: [2, 2] },
+  {
+    label: 'Wan 2.1, clipped edge tiles, 2 latent frames',
+    family: 'wan',
+    config: WAN21_TINY,
+    latent: [1, 4, 2, 7, 9],
+    window: [8, 8],
+    overlap: [2, 2],
+  },
   { label: 'Wan 2.2 (patch 2)', family: 'wan', config: WAN22_TINY, latent: [1, 8, 2, 4, 5], window: [24, 24], overlap: [8, 8] },
-  { label: 'Qwen-Image, batch 2', family: 'qwen-image', config: QWEN_IMAGE_TINY, latent: [2, 16, 1, 6, 7], window: [8, 8], overlap: [2, 2] },
+  {
+    label: 'Qwen-Image, batch 2',
+    family: 'qwen-image',
+    config: QWEN_IMAGE_TINY,
+    latent: [2, 16, 1, 6, 7],
+    window: [8, 8],
+    overlap: [2, 2],
+  },
   {
     label: 'HunyuanVideo, temporal chunks with spatial tiles per chunk',
     family: 'hunyuan-video',
@@ -38,7 +52,15 @@ const CASES: Case[] = [
     overlap: [4, 4],
     frames: { window: 8, overlap: 4 },
   },
-  { label: 'LTX-2, temporal tiling on', family: 'ltx2', config: LTX2_TINY, latent: [1, 4, 3, 5, 5], window: [64, 64], overlap: [16, 16], frames: { window: 8, overlap: 4 } },
+  {
+    label: 'LTX-2, temporal tiling on',
+    family: 'ltx2',
+    config: LTX2_TINY,
+    latent: [1, 4, 3, 5, 5],
+    window: [64, 64],
+    overlap: [16, 16],
+    frames: { window: 8, overlap: 4 },
+  },
 ];
 
 const groups = sharedGroups((ranks) => localGroup({ ranks, isolation: 'thread', threadsPerRank: 1 }));

@@ -28,55 +28,67 @@ export function killRankProcesses(): void {
 process.on('exit', killRankProcesses);
 
 export const startProcessRank: StartRank = (init, events, signal) =>
-  startRank(init, 'child process', events, (ends) => {
-    const child = fork(fileURLToPath(entry.url), [], {
-      execArgv: entry.tsx ? ['--import', import.meta.resolve('tsx')] : [],
-      serialization: 'advanced',
-      env: { ...process.env, [RANK_INIT_ENV]: JSON.stringify(init), [RANK_PARENT_ENV]: String(process.pid) },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    let exited = false;
-    let spawnError: Error | null = null;
-    liveRanks.add(child);
-    const gone = new Promise<void>((done) => child.once('exit', () => done()));
-    child.on('message', ends.message);
-    child.on('error', (e) => {
-      spawnError = e;
-    });
-    child.on('exit', (code, signal) => {
-      exited = true;
-      liveRanks.delete(child);
-      // A send to a dying child raises EPIPE before its exit is seen: the exit (code or signal)
-      // is the cause then; an error is the cause only when the process never started.
-      const cause =
-        spawnError && child.pid === undefined ? `process failed: ${spawnError.message}` : signal ? `process killed by ${signal}` : code !== null ? `process exited with code ${code}` : `process failed: ${spawnError?.message ?? 'no exit code'}`;
-      ends.exit(cause, spawnError);
-    });
-    return {
-      rank: init.rank,
-      pid: child.pid,
-      send: (message) => {
-        // A send racing the child's death fails with EPIPE in the callback; its exit reports the cause.
-        if (!exited && child.connected) child.send(message, undefined, {}, () => undefined);
-      },
-      hold: (busy) => {
-        if (busy) {
-          child.ref();
-          child.channel?.ref();
-        } else {
-          child.unref();
-          child.channel?.unref();
-        }
-      },
-      close: async (graceMs) => {
-        if (exited) return;
-        if (child.connected) child.send({ type: 'close' }, undefined, {}, () => undefined);
-        const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-        await gone;
-        clearTimeout(timer);
-      },
-      kill: () => {
-        if (!exited) child.kill('SIGKILL');
-      },
-    };
-  }, signal);
+  startRank(
+    init,
+    'child process',
+    events,
+    (ends) => {
+      const child = fork(fileURLToPath(entry.url), [], {
+        execArgv: entry.tsx ? ['--import', import.meta.resolve('tsx')] : [],
+        serialization: 'advanced',
+        env: { ...process.env, [RANK_INIT_ENV]: JSON.stringify(init), [RANK_PARENT_ENV]: String(process.pid) },
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      });
+      let exited = false;
+      let spawnError: Error | null = null;
+      liveRanks.add(child);
+      const gone = new Promise<void>((done) => child.once('exit', () => done()));
+      child.on('message', ends.message);
+      child.on('error', (e) => {
+        spawnError = e;
+      });
+      child.on('exit', (code, signal) => {
+        exited = true;
+        liveRanks.delete(child);
+        // A send to a dying child raises EPIPE before its exit is seen: the exit (code or signal)
+        // is the cause then; an error is the cause only when the process never started.
+        const cause =
+          spawnError && child.pid === undefined
+            ? `process failed: ${spawnError.message}`
+            : signal
+              ? `process killed by ${signal}`
+              : code !== null
+                ? `process exited with code ${code}`
+                : `process failed: ${spawnError?.message ?? 'no exit code'}`;
+        ends.exit(cause, spawnError);
+      });
+      return {
+        rank: init.rank,
+        pid: child.pid,
+        send: (message) => {
+          // A send racing the child's death fails with EPIPE in the callback; its exit reports the cause.
+          if (!exited && child.connected) child.send(message, undefined, {}, () => undefined);
+        },
+        hold: (busy) => {
+          if (busy) {
+            child.ref();
+            child.channel?.ref();
+          } else {
+            child.unref();
+            child.channel?.unref();
+          }
+        },
+        close: async (graceMs) => {
+          if (exited) return;
+          if (child.connected) child.send({ type: 'close' }, undefined, {}, () => undefined);
+          const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+          await gone;
+          clearTimeout(timer);
+        },
+        kill: () => {
+          if (!exited) child.kill('SIGKILL');
+        },
+      };
+    },
+    signal,
+  );

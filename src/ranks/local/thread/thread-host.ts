@@ -14,38 +14,46 @@ const entry = rankEntry(import.meta.url, 'thread-entry');
  */
 function bootstrap(): string {
   const load = `import(${JSON.stringify(entry.url)})`;
-  const body = entry.tsx ? `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((m) => { m.register(); return ${load}; })` : load;
+  const body = entry.tsx
+    ? `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((m) => { m.register(); return ${load}; })`
+    : load;
   return `${body}.catch((e) => { console.error(e); process.exit(70); });`;
 }
 
 export const startThreadRank: StartRank = (init, events, signal) =>
-  startRank(init, 'worker thread', events, (ends) => {
-    const worker = new Worker(bootstrap(), { eval: true, workerData: init });
-    let exited = false;
-    let lastError: Error | null = null;
-    const gone = new Promise<void>((done) => worker.once('exit', () => done()));
-    worker.on('message', ends.message);
-    worker.on('error', (e) => {
-      lastError = e;
-    });
-    worker.on('exit', (code) => {
-      exited = true;
-      ends.exit(lastError ? `thread threw ${lastError.name}: ${lastError.message}` : `thread exited with code ${code}`, lastError);
-    });
-    return {
-      rank: init.rank,
-      pid: undefined,
-      send: (message, transfer = []) => {
-        if (!exited) worker.postMessage(message, transfer);
-      },
-      hold: (busy) => (busy ? worker.ref() : worker.unref()),
-      close: async (graceMs) => {
-        if (exited) return;
-        worker.postMessage({ type: 'close' });
-        const timer = setTimeout(() => void worker.terminate(), graceMs);
-        await gone;
-        clearTimeout(timer);
-      },
-      kill: () => void worker.terminate(),
-    };
-  }, signal);
+  startRank(
+    init,
+    'worker thread',
+    events,
+    (ends) => {
+      const worker = new Worker(bootstrap(), { eval: true, workerData: init });
+      let exited = false;
+      let lastError: Error | null = null;
+      const gone = new Promise<void>((done) => worker.once('exit', () => done()));
+      worker.on('message', ends.message);
+      worker.on('error', (e) => {
+        lastError = e;
+      });
+      worker.on('exit', (code) => {
+        exited = true;
+        ends.exit(lastError ? `thread threw ${lastError.name}: ${lastError.message}` : `thread exited with code ${code}`, lastError);
+      });
+      return {
+        rank: init.rank,
+        pid: undefined,
+        send: (message, transfer = []) => {
+          if (!exited) worker.postMessage(message, transfer);
+        },
+        hold: (busy) => (busy ? worker.ref() : worker.unref()),
+        close: async (graceMs) => {
+          if (exited) return;
+          worker.postMessage({ type: 'close' });
+          const timer = setTimeout(() => void worker.terminate(), graceMs);
+          await gone;
+          clearTimeout(timer);
+        },
+        kill: () => void worker.terminate(),
+      };
+    },
+    signal,
+  );
