@@ -117,12 +117,13 @@ function streamedPeak(height: number, out: string): number {
 }
 
 test(
-  'from 1024 x 512 to 4096 x 512 a streamed .npy decode grows by less than the tall sample (24 MiB)',
+  'from 1024 x 512 to 12288 x 512 a streamed .npy decode grows by less than half the tall sample (72 MiB)',
   { skip: process.platform !== 'linux' && 'reads /proc/self/status' },
   () => {
     const short = streamedPeak(1024, join(dir, 'short.npy'));
-    const tall = streamedPeak(4096, join(dir, 'tall.npy'));
-    assert.equal(readFileSync(join(dir, 'tall.npy')).length, 128 + 3 * 4096 * 512 * 4);
-    assert.ok(tall - short < 24, `peak ${tall.toFixed(0)} MiB at 4096 x 512 against ${short.toFixed(0)} MiB at 1024 x 512`);
+    const tall = streamedPeak(12288, join(dir, 'tall.npy'));
+    assert.equal(readFileSync(join(dir, 'tall.npy')).length, 128 + 3 * 12288 * 512 * 4);
+    // Held whole, the tall sample alone is 72 MiB; a margin of half of it keeps the allocator's noise (±15 MiB) out.
+    assert.ok(tall - short < 36, `peak ${tall.toFixed(0)} MiB at 12288 x 512 against ${short.toFixed(0)} MiB at 1024 x 512`);
   },
 );
