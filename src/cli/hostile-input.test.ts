@@ -16,21 +16,15 @@ import { readVaeSource, DIFFUSERS_WEIGHTS_FILE } from '../sources/vae-source.js'
 import { writeSafetensors } from '../weights/safetensors.js';
 import { checkWeightBytes, DECODING_WEIGHT_COPIES } from '../weights/budget.js';
 import { defaultMemoryBudget } from '../memory/budget.js';
-import { runCli } from './main.js';
 import { checkRankMemory } from './rank-memory.js';
 import { runCliProcess } from './testing/cli-process.js';
+import { cli } from './testing/in-process.js';
+import { KL_SMALL } from '../families/testing/config-files.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-hostile-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const TINY = {
-  _class_name: 'AutoencoderKL',
-  block_out_channels: [8, 16],
-  layers_per_block: 1,
-  norm_num_groups: 4,
-  latent_channels: 4,
-  sample_size: 64,
-};
+const TINY = { ...KL_SMALL, sample_size: 64 };
 const config = join(dir, 'tiny.json');
 writeFileSync(config, JSON.stringify(TINY));
 const latents = join(dir, 'z.npy');
@@ -40,13 +34,6 @@ mkdirSync(join(dir, 'batch'));
 for (const name of ['a', 'b']) writeNpy(join(dir, 'batch', `${name}.npy`), seededLatent(8, 8));
 const batchBytes = readFileSync(join(dir, 'batch', 'a.npy')).length;
 const REFUSED_RSS_BYTES = 400 * 2 ** 20;
-
-async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, { stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t), stderrIsTTY: false });
-  return { code, stdout, stderr };
-}
 
 function assertClean(stderr: string): void {
   assert.doesNotMatch(stderr, /^\s+at .+[(:]\d+/m, `stack trace in ${stderr}`);

@@ -13,6 +13,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, test, type TestContext } from 'node:test';
+import { configFile, HUNYUAN_VIDEO_SMALL } from '../families/testing/config-files.js';
 import { writeNpy } from '../io/npy.js';
 import { stallingFfmpeg } from '../io/testing/stalling-ffmpeg.js';
 import { startWorkerProcess, tinyWorkerArgs } from '../ranks/testing/queue-workers.js';
@@ -123,18 +124,7 @@ for (const [i, moment] of moments.entries()) {
 
 // A video is encoded after the decode: the signal lands while ffmpeg runs (one that stalls, so it
 // cannot finish first), which must be killed with its partial file removed.
-const HUNYUAN = join(dir, 'hunyuan.json');
-writeFileSync(
-  HUNYUAN,
-  JSON.stringify({
-    _class_name: 'AutoencoderKLHunyuanVideo',
-    block_out_channels: [8, 16, 16],
-    layers_per_block: 1,
-    norm_num_groups: 4,
-    latent_channels: 4,
-    spatial_compression_ratio: 4,
-  }),
-);
+const HUNYUAN = configFile(dir, 'hunyuan.json', HUNYUAN_VIDEO_SMALL);
 const videoLatents = join(dir, 'z5.npy');
 writeNpy(videoLatents, seededTensor([1, 4, 3, 2, 3], 5));
 for (const signal of SIGNALS) {

@@ -13,20 +13,16 @@ import { freePort } from '../ranks/testing/redis-server.js';
 import { EXIT, exitCodeOf } from './exit-codes.js';
 import { abortedError, DistVaeError, RUNTIME_FAILURE_CODES } from '../errors.js';
 import { writeNpy } from '../io/npy.js';
-import { runCli } from './main.js';
+import { WAN_TINY_SAVED } from '../families/testing/video-configs.js';
+import { cli, type CliRun as Run } from './testing/in-process.js';
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+/** `plan --family <family> --height <height> --width <width>` and the options a test adds. */
+const plan = (family: string, height: string, width: string, ...rest: string[]) =>
+  cli('plan', '--family', family, '--height', height, '--width', width, ...rest);
 
-async function cli(...argv: string[]): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, { stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t), stderrIsTTY: false });
-  return { code, stdout, stderr };
-}
+/** `bucket --height <height> --width <width> --buckets <buckets> --policy <policy>` and the options a test adds. */
+const bucket = (height: string, width: string, buckets: string, policy: string, ...rest: string[]) =>
+  cli('bucket', '--height', height, '--width', width, '--buckets', buckets, '--policy', policy, ...rest);
 
 /** With --json, stdout is exactly one JSON object (one line). */
 function json(run: Run): Record<string, any> {
@@ -76,43 +72,8 @@ function assertRefused(
 const dir = mkdtempSync(join(tmpdir(), 'distvae-cli-'));
 after(() => rmSync(dir, { recursive: true }));
 
-/** diffusers' tiny AutoencoderKLWan config (r 2, rt 2), as save_config writes it. */
-const WAN_TINY_CONFIG = {
-  _class_name: 'AutoencoderKLWan',
-  _diffusers_version: '0.40.0.dev0',
-  attn_scales: [],
-  base_dim: 8,
-  decoder_base_dim: null,
-  dim_mult: [1, 2],
-  dropout: 0.0,
-  in_channels: 3,
-  is_residual: false,
-  num_res_blocks: 1,
-  out_channels: 3,
-  patch_size: null,
-  scale_factor_spatial: 2,
-  scale_factor_temporal: 2,
-  temperal_downsample: [true],
-  z_dim: 16,
-};
-
 test('plan --json prints one object with the contract fields, in the stated units', async () => {
-  const run = await cli(
-    'plan',
-    '--family',
-    'autoencoder-kl',
-    '--height',
-    '1024',
-    '--width',
-    '1536',
-    '--window',
-    '512x512',
-    '--overlap',
-    '128x128',
-    '--ranks',
-    '2',
-    '--json',
-  );
+  const run = await plan('autoencoder-kl', '1024', '1536', '--window', '512x512', '--overlap', '128x128', '--ranks', '2', '--json');
   assert.equal(run.code, 0, run.stderr);
   assert.equal(run.stderr, '');
   const p = json(run);
@@ -138,7 +99,7 @@ test('plan --json prints one object with the contract fields, in the stated unit
 });
 
 test('plan without --window / --overlap uses the family default plan; --window alone keeps floor(w/4) units of overlap', async () => {
-  const def = json(await cli('plan', '--family', 'flux2', '--height', '2048', '--width', '2048', '--json'));
+  const def = json(await plan('flux2', '2048', '2048', '--json'));
   assert.deepEqual(
     [def['window'], def['overlap'], def['stride']],
     [
@@ -148,46 +109,25 @@ test('plan without --window / --overlap uses the family default plan; --window a
     ],
   );
   assert.equal(def['diffusersEquivalent'], true);
-  const win = json(await cli('plan', '--family', 'autoencoder-kl', '--height', '2048', '--width', '2048', '--window', '384x320', '--json'));
+  const win = json(await plan('autoencoder-kl', '2048', '2048', '--window', '384x320', '--json'));
   assert.deepEqual(win['overlap'], { height: 96, width: 80 }); // floor(48/4)=12 and floor(40/4)=10 units
   assert.equal(win['diffusersEquivalent'], false);
   // The default LTX-2 plan works without a config (published ratios 32 / 8).
-  const ltx = await cli('plan', '--family', 'ltx2', '--height', '1024', '--width', '1024', '--frames', '17', '--json');
+  const ltx = await plan('ltx2', '1024', '1024', '--frames', '17', '--json');
   assert.equal(ltx.code, 0, ltx.stderr);
   assert.deepEqual(json(ltx)['latent'], { height: 32, width: 32, frames: 3 });
 });
 
 test('plan for video: latent frames, temporal chunks and stride.frames; frame tiling switches', async () => {
-  const hv = json(
-    await cli('plan', '--family', 'hunyuan-video', '--height', '320', '--width', '480', '--frames', '33', '--ranks', '3', '--json'),
-  );
+  const hv = json(await plan('hunyuan-video', '320', '480', '--frames', '33', '--ranks', '3', '--json'));
   assert.deepEqual(hv['latent'], { height: 40, width: 60, frames: 9 });
   assert.deepEqual(hv['stride'], { height: 24, width: 24, frames: 3 });
   assert.equal(hv['frames'].chunks, 3);
   assert.equal(hv['ranks'].length, 3);
-  const off = json(
-    await cli('plan', '--family', 'hunyuan-video', '--height', '320', '--width', '480', '--frames', '33', '--no-frame-tiling', '--json'),
-  );
+  const off = json(await plan('hunyuan-video', '320', '480', '--frames', '33', '--no-frame-tiling', '--json'));
   assert.deepEqual(off['stride'], { height: 24, width: 24 });
   assert.equal(off['frames'].enabled, false);
-  const on = json(
-    await cli(
-      'plan',
-      '--family',
-      'ltx2',
-      '--height',
-      '1024',
-      '--width',
-      '1024',
-      '--frames',
-      '41',
-      '--frame-window',
-      '16',
-      '--frame-overlap',
-      '8',
-      '--json',
-    ),
-  );
+  const on = json(await plan('ltx2', '1024', '1024', '--frames', '41', '--frame-window', '16', '--frame-overlap', '8', '--json'));
   // 41 frames = 6 latent frames; chunks of 3 every 1: starts 0..5.
   assert.deepEqual(on['stride'], { height: 14, width: 14, frames: 1 });
   assert.equal(on['frames'].chunks, 6);
@@ -219,42 +159,26 @@ test('plan --search --json: { candidates, frontier, picks: { coarse, balanced, f
 });
 
 test('bucket --json prints the choice; a pad that cannot fit is refused with exit 2', async () => {
-  const run = await cli(
-    'bucket',
-    '--height',
-    '1000',
-    '--width',
-    '700',
-    '--buckets',
-    '1024x1024,1152x896,896x1152,1024x768',
-    '--policy',
-    'pad',
-    '--json',
-  );
+  const run = await bucket('1000', '700', '1024x1024,1152x896,896x1152,1024x768', 'pad', '--json');
   assert.equal(run.code, 0, run.stderr);
   const b = json(run);
   assert.deepEqual(b['bucket'], { height: 1024, width: 768 });
   assert.deepEqual(b['contentBox'], { y0: 0, y1: 1000, x0: 0, x1: 700 });
   assert.equal(b['areaInflation'], 786432 / 700000);
   assert.equal(b['contentChanged'], false);
-  const crop = json(
-    await cli('bucket', '--height', '1000', '--width', '700', '--buckets', '1024x1024,1152x896', '--policy', 'crop', '--json'),
-  );
+  const crop = json(await bucket('1000', '700', '1024x1024,1152x896', 'crop', '--json'));
   assert.equal(crop['contentChanged'], true);
-  const error = assertRefused(
-    await cli('bucket', '--height', '2000', '--width', '2000', '--buckets', '1024x1024', '--policy', 'pad', '--json'),
-    {
-      json: true,
-      code: 'INVALID_ARGUMENT',
-      reasonCodes: ['NO_BUCKET_HOLDS_IMAGE'],
-    },
-  );
+  const error = assertRefused(await bucket('2000', '2000', '1024x1024', 'pad', '--json'), {
+    json: true,
+    code: 'INVALID_ARGUMENT',
+    reasonCodes: ['NO_BUCKET_HOLDS_IMAGE'],
+  });
   assert.match(error!['message'], /2000x2000/);
-  assertRefused(await cli('bucket', '--height', '100', '--width', '100', '--buckets', '10x10,abc', '--policy', 'pad', '--json'), {
+  assertRefused(await bucket('100', '100', '10x10,abc', 'pad', '--json'), {
     json: true,
     reasonCodes: ['BUCKET_INVALID'],
   });
-  assertRefused(await cli('bucket', '--height', '100', '--width', '100', '--buckets', '10x10', '--policy', 'stretch'), {
+  assertRefused(await bucket('100', '100', '10x10', 'stretch'), {
     json: false,
     stderrIncludes: ['stretch', 'pad, crop, resize'],
   });
@@ -286,21 +210,21 @@ test('refused plans: exit 2, each reason on stderr with its value and valid rang
     stderrIncludes: ['overlap.height', '128'],
   });
   // A size that is not whole latent units; frames on an image family; bad frames for video.
-  assertRefused(await cli('plan', '--family', 'autoencoder-kl', '--height', '1020', '--width', '512', '--json'), {
+  assertRefused(await plan('autoencoder-kl', '1020', '512', '--json'), {
     json: true,
     reasonCodes: ['SIZE_NOT_WHOLE_LATENT'],
     stderrIncludes: ['1020'],
   });
-  assertRefused(await cli('plan', '--family', 'tae', '--height', '512', '--width', '512', '--frames', '5', '--json'), {
+  assertRefused(await plan('tae', '512', '512', '--frames', '5', '--json'), {
     json: true,
     reasonCodes: ['FRAMES_ON_IMAGE_FAMILY'],
   });
-  assertRefused(await cli('plan', '--family', 'wan', '--height', '512', '--width', '512', '--frames', '8', '--json'), {
+  assertRefused(await plan('wan', '512', '512', '--frames', '8', '--json'), {
     json: true,
     reasonCodes: ['FRAMES_INVALID'],
     stderrIncludes: ['1 + k x 4'],
   });
-  assertRefused(await cli('plan', '--family', 'wan', '--height', '512', '--width', '512', '--frame-window', '16', '--json'), {
+  assertRefused(await plan('wan', '512', '512', '--frame-window', '16', '--json'), {
     json: true,
     reasonCodes: ['NO_TEMPORAL_TILING'],
   });
@@ -384,7 +308,7 @@ test('malformed arguments get the same treatment: missing, negative, non-numeric
 
 test('--config: the family comes from _class_name; a conflicting --family, a missing file, bad JSON and a bad default plan are refused', async () => {
   const config = join(dir, 'config.json');
-  writeFileSync(config, JSON.stringify(WAN_TINY_CONFIG));
+  writeFileSync(config, JSON.stringify(WAN_TINY_SAVED));
   const inferred = json(await cli('plan', '--config', config, '--height', '64', '--width', '96', '--frames', '5', '--json'));
   assert.equal(inferred['family'], 'wan');
   assert.deepEqual(inferred['latent'], { height: 32, width: 48, frames: 3 });
@@ -424,10 +348,10 @@ test('--config: the family comes from _class_name; a conflicting --family, a mis
 });
 
 test('human output and help exit 0; bare distvae prints help and exits 2', async () => {
-  const plan = await cli('plan', '--family', 'autoencoder-kl', '--height', '512', '--width', '1024', '--ranks', '8');
-  assert.equal(plan.code, 0);
-  assert.match(plan.stdout, /tiles 2x3 = 6/);
-  assert.match(plan.stdout, /idle/);
+  const human = await plan('autoencoder-kl', '512', '1024', '--ranks', '8');
+  assert.equal(human.code, 0);
+  assert.match(human.stdout, /tiles 2x3 = 6/);
+  assert.match(human.stdout, /idle/);
   const help = await cli('plan', '--help');
   assert.equal(help.code, 0);
   assert.match(help.stdout, /--window HxW/);

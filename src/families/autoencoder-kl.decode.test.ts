@@ -46,79 +46,58 @@ interface TiledCase {
   tiles: number;
 }
 
-const TILED: TiledCase[] = [
-  {
-    label: 'diffusers default form (window 16 px, factor 0.25) on an odd latent with a 1-row edge tile',
-    config: TINY,
-    arch: TINY_ARCH,
-    latent: [1, 4, 13, 21],
-    window: [16, 16],
-    overlap: [4, 4],
-    diffusers: diffusersTiling(16, 2, 0.25),
-    tiles: 3 * 4,
-  },
-  {
-    label: 'batch 2, rectangular window 16×24 px with overlaps 4×8 px',
-    config: TINY,
-    arch: TINY_ARCH,
-    latent: [2, 4, 11, 17],
-    window: [16, 24],
-    overlap: [4, 8],
-    diffusers: {
-      latentWindow: { height: 8, width: 12 },
-      latentStride: { height: 6, width: 8 },
-      blendExtent: { height: 4, width: 8 },
-      rowLimit: { height: 12, width: 16 },
-    },
-    tiles: 2 * 3,
-  },
-  {
-    label: 'a strip: the height fits one window (overlap 0 there), the width is tiled',
-    config: TINY,
-    arch: TINY_ARCH,
-    latent: [1, 4, 6, 30],
-    window: [16, 16],
-    overlap: [0, 4],
-    sample: [12, 60],
-    diffusers: {
-      latentWindow: { height: 8, width: 8 },
-      latentStride: { height: 8, width: 6 },
-      blendExtent: { height: 0, width: 4 },
-      rowLimit: { height: 16, width: 12 },
-    },
-    tiles: 5,
-  },
-  {
-    label: 'overlap beyond half the window (factor 0.75): blends reach already-blended rows',
-    config: TINY,
-    arch: TINY_ARCH,
-    latent: [1, 4, 9, 10],
-    window: [16, 16],
-    overlap: [12, 12],
-    diffusers: diffusersTiling(16, 2, 0.75),
-    tiles: 5 * 5,
-  },
-  {
-    label: 'a single tile: the latent fits the window, so diffusers decodes it whole',
-    config: TINY,
-    arch: TINY_ARCH,
-    latent: [1, 4, 8, 7],
-    window: [16, 16],
-    overlap: [4, 4],
-    diffusers: diffusersTiling(16, 2, 0.25),
-    tiles: 1,
-  },
-  {
-    label: 'three levels (ratio 4), no post_quant_conv, window 32 px factor 0.25',
-    config: DEEP,
-    arch: DEEP_ARCH,
-    latent: [1, 4, 10, 15],
-    window: [32, 32],
-    overlap: [8, 8],
-    diffusers: diffusersTiling(32, 4, 0.25),
-    tiles: 2 * 3,
-  },
+/**
+ * A case on the TINY decoder (DEEP where `model` says so): the latent, the plan in output pixels
+ * (window, overlap; for strips the sample shape), diffusers' loop variables and the tile count.
+ */
+function tiled(
+  latent: number[],
+  plan: { window: [number, number]; overlap: [number, number]; sample?: [number, number] },
+  diffusers: DiffusersTiling,
+  tiles: number,
+  model: { config: RawConfig; arch: KlReferenceArchitecture } = { config: TINY, arch: TINY_ARCH },
+): Omit<TiledCase, 'label'> {
+  return { ...model, latent, ...plan, diffusers, tiles };
+}
+
+/** diffusers' loop variables given per axis ([height, width]), for tilings its one-number form cannot say. */
+function loopVars(
+  window: [number, number],
+  stride: [number, number],
+  blend: [number, number],
+  rowLimit: [number, number],
+): DiffusersTiling {
+  const axes = ([height, width]: [number, number]) => ({ height, width });
+  return { latentWindow: axes(window), latentStride: axes(stride), blendExtent: axes(blend), rowLimit: axes(rowLimit) };
+}
+
+const TILED_BY_LABEL: [string, Omit<TiledCase, 'label'>][] = [
+  [
+    'diffusers default form (window 16 px, factor 0.25) on an odd latent with a 1-row edge tile',
+    tiled([1, 4, 13, 21], { window: [16, 16], overlap: [4, 4] }, diffusersTiling(16, 2, 0.25), 3 * 4),
+  ],
+  [
+    'batch 2, rectangular window 16×24 px with overlaps 4×8 px',
+    tiled([2, 4, 11, 17], { window: [16, 24], overlap: [4, 8] }, loopVars([8, 12], [6, 8], [4, 8], [12, 16]), 2 * 3),
+  ],
+  [
+    'a strip: the height fits one window (overlap 0 there), the width is tiled',
+    tiled([1, 4, 6, 30], { window: [16, 16], overlap: [0, 4], sample: [12, 60] }, loopVars([8, 8], [8, 6], [0, 4], [16, 12]), 5),
+  ],
+  [
+    'overlap beyond half the window (factor 0.75): blends reach already-blended rows',
+    tiled([1, 4, 9, 10], { window: [16, 16], overlap: [12, 12] }, diffusersTiling(16, 2, 0.75), 5 * 5),
+  ],
+  [
+    'a single tile: the latent fits the window, so diffusers decodes it whole',
+    tiled([1, 4, 8, 7], { window: [16, 16], overlap: [4, 4] }, diffusersTiling(16, 2, 0.25), 1),
+  ],
+  [
+    'three levels (ratio 4), no post_quant_conv, window 32 px factor 0.25',
+    tiled([1, 4, 10, 15], { window: [32, 32], overlap: [8, 8] }, diffusersTiling(32, 4, 0.25), 2 * 3, { config: DEEP, arch: DEEP_ARCH }),
+  ],
 ];
+const TILED: TiledCase[] = TILED_BY_LABEL.map(([label, c]) => ({ label, ...c }));
 
 for (const c of TILED) {
   test(`tiled vae.decode equals diffusers' loop over the float64 reference: ${c.label}`, async () => {

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { FAMILY_NAMES, createVae, familyForClassName, getFamily, resolveFamily } from './registry.js';
 import type { RawConfig } from './types.js';
+import { WAN_TINY_SAVED } from './testing/video-configs.js';
 
 // --- diffusers-written configs (diffusers 0.40.0.dev0 `save_config`, tiny harness VAEs) -------
 
@@ -69,26 +70,7 @@ const WAN21_MEAN = [
 const WAN21_STD = [
   2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743, 3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.916,
 ];
-const WAN_TINY: RawConfig = {
-  _class_name: 'AutoencoderKLWan',
-  _diffusers_version: '0.40.0.dev0',
-  attn_scales: [],
-  base_dim: 8,
-  decoder_base_dim: null,
-  dim_mult: [1, 2],
-  dropout: 0.0,
-  in_channels: 3,
-  is_residual: false,
-  latents_mean: WAN21_MEAN,
-  latents_std: WAN21_STD,
-  num_res_blocks: 1,
-  out_channels: 3,
-  patch_size: null,
-  scale_factor_spatial: 2,
-  scale_factor_temporal: 2,
-  temperal_downsample: [true],
-  z_dim: 16,
-};
+const WAN_TINY: RawConfig = { ...WAN_TINY_SAVED, latents_mean: WAN21_MEAN, latents_std: WAN21_STD };
 const WAN22_TINY: RawConfig = {
   _class_name: 'AutoencoderKLWan',
   _diffusers_version: '0.40.0.dev0',
@@ -254,196 +236,57 @@ interface Expect {
   frames: { enabled: boolean; window: number; overlap: number } | null;
 }
 
-/** AutoencoderKL / Flux.2: r = 2^(len(block_out_channels) − 1); window sample_size; overlap int(sample_size · 0.25). */
-function klExpect(cfg: { block_out_channels: number[]; sample_size: number; latent_channels: number }): Expect {
-  return {
-    spatial: 2 ** (cfg.block_out_channels.length - 1),
-    temporal: 1,
-    patch: 1,
-    latentChannels: cfg.latent_channels,
-    fiveDim: false,
-    window: cfg.sample_size,
-    overlap: Math.trunc(cfg.sample_size * 0.25),
-    frames: null,
-  };
+/** An image family: 4-D latents, a window of `window` px and overlap int(window · 0.25) (diffusers' factor). */
+function imageExpect(spatial: number, latentChannels: number, window: number): Expect {
+  return { spatial, temporal: 1, patch: 1, latentChannels, fiveDim: false, window, overlap: Math.trunc(window * 0.25), frames: null };
 }
+
+/** AutoencoderKL / Flux.2: r = 2^(len(block_out_channels) − 1); window sample_size; overlap int(sample_size · 0.25). */
+function klExpect(blockOutChannels: number[], sampleSize: number, latentChannels: number): Expect {
+  return imageExpect(2 ** (blockOutChannels.length - 1), latentChannels, sampleSize);
+}
+
+/** A video family: 5-D latents; diffusers' 256 px window, overlap 64 and no frame tiling unless `tiling` says otherwise. */
+function videoExpect(
+  spatial: number,
+  temporal: number,
+  patch: number,
+  latentChannels: number,
+  tiling: Partial<Pick<Expect, 'window' | 'overlap' | 'frames'>> = {},
+): Expect {
+  return { spatial, temporal, patch, latentChannels, fiveDim: true, window: 256, overlap: 64, frames: null, ...tiling };
+}
+
+/** HunyuanVideo tiles frames by default: windows of 16 latent frames, overlap 4. */
+const HUNYUAN_TILING = { frames: { enabled: true, window: 16, overlap: 4 } };
+/** LTX-2: a 512 px window; frame tiling off by default (window 16, overlap 8 when turned on). */
+const LTX2_TILING = { window: 512, frames: { enabled: false, window: 16, overlap: 8 } };
 
 const CASES: { name: string; family: string; config?: RawConfig; expect: Expect }[] = [
   // Published defaults (docs/design.md §3): SD 1.x KL, FLUX.2, TAE, Wan 2.1, Qwen-Image, HunyuanVideo, LTX-2.
-  {
-    name: 'autoencoder-kl published',
-    family: 'autoencoder-kl',
-    expect: klExpect({ block_out_channels: [128, 256, 512, 512], sample_size: 512, latent_channels: 4 }),
-  },
-  {
-    name: 'flux2 published',
-    family: 'flux2',
-    expect: klExpect({ block_out_channels: [128, 256, 512, 512], sample_size: 1024, latent_channels: 32 }),
-  },
-  {
-    name: 'tae published',
-    family: 'tae',
-    expect: { spatial: 8, temporal: 1, patch: 1, latentChannels: 4, fiveDim: false, window: 512, overlap: 128, frames: null },
-  },
-  {
-    name: 'wan 2.1 published',
-    family: 'wan',
-    expect: { spatial: 8, temporal: 4, patch: 1, latentChannels: 16, fiveDim: true, window: 256, overlap: 64, frames: null },
-  },
-  {
-    name: 'qwen-image published',
-    family: 'qwen-image',
-    expect: { spatial: 8, temporal: 4, patch: 1, latentChannels: 16, fiveDim: true, window: 256, overlap: 64, frames: null },
-  },
-  {
-    name: 'hunyuan-video published',
-    family: 'hunyuan-video',
-    expect: {
-      spatial: 8,
-      temporal: 4,
-      patch: 1,
-      latentChannels: 16,
-      fiveDim: true,
-      window: 256,
-      overlap: 64,
-      frames: { enabled: true, window: 16, overlap: 4 },
-    },
-  },
-  {
-    name: 'ltx2 published',
-    family: 'ltx2',
-    expect: {
-      spatial: 32,
-      temporal: 8,
-      patch: 1,
-      latentChannels: 128,
-      fiveDim: true,
-      window: 512,
-      overlap: 64,
-      frames: { enabled: false, window: 16, overlap: 8 },
-    },
-  },
+  { name: 'autoencoder-kl published', family: 'autoencoder-kl', expect: klExpect([128, 256, 512, 512], 512, 4) },
+  { name: 'flux2 published', family: 'flux2', expect: klExpect([128, 256, 512, 512], 1024, 32) },
+  { name: 'tae published', family: 'tae', expect: imageExpect(8, 4, 512) },
+  { name: 'wan 2.1 published', family: 'wan', expect: videoExpect(8, 4, 1, 16) },
+  { name: 'qwen-image published', family: 'qwen-image', expect: videoExpect(8, 4, 1, 16) },
+  { name: 'hunyuan-video published', family: 'hunyuan-video', expect: videoExpect(8, 4, 1, 16, HUNYUAN_TILING) },
+  { name: 'ltx2 published', family: 'ltx2', expect: videoExpect(32, 8, 1, 128, LTX2_TILING) },
   // Published-architecture configs.
-  {
-    name: 'wan 2.2 published config',
-    family: 'wan',
-    config: WAN22_PUBLISHED,
-    expect: { spatial: 16, temporal: 4, patch: 2, latentChannels: 48, fiveDim: true, window: 256, overlap: 64, frames: null },
-  },
-  {
-    name: 'ltx2 published config',
-    family: 'ltx2',
-    config: LTX2_PUBLISHED,
-    expect: {
-      spatial: 32,
-      temporal: 8,
-      patch: 1,
-      latentChannels: 128,
-      fiveDim: true,
-      window: 512,
-      overlap: 64,
-      frames: { enabled: false, window: 16, overlap: 8 },
-    },
-  },
+  { name: 'wan 2.2 published config', family: 'wan', config: WAN22_PUBLISHED, expect: videoExpect(16, 4, 2, 48) },
+  { name: 'ltx2 published config', family: 'ltx2', config: LTX2_PUBLISHED, expect: videoExpect(32, 8, 1, 128, LTX2_TILING) },
   // diffusers-written tiny configs.
-  {
-    name: 'kl tiny',
-    family: 'autoencoder-kl',
-    config: KL_TINY,
-    expect: klExpect({ block_out_channels: [16, 32], sample_size: 128, latent_channels: 4 }),
-  },
-  {
-    name: 'kl-flux tiny',
-    family: 'autoencoder-kl',
-    config: KL_FLUX_TINY,
-    expect: klExpect({ block_out_channels: [16, 32], sample_size: 128, latent_channels: 16 }),
-  },
-  {
-    name: 'flux2 tiny',
-    family: 'flux2',
-    config: FLUX2_TINY,
-    expect: klExpect({ block_out_channels: [16, 32], sample_size: 128, latent_channels: 32 }),
-  },
+  { name: 'kl tiny', family: 'autoencoder-kl', config: KL_TINY, expect: klExpect([16, 32], 128, 4) },
+  { name: 'kl-flux tiny', family: 'autoencoder-kl', config: KL_FLUX_TINY, expect: klExpect([16, 32], 128, 16) },
+  { name: 'flux2 tiny', family: 'flux2', config: FLUX2_TINY, expect: klExpect([16, 32], 128, 32) },
   // Wan: diffusers' spatial ratio is scale_factor_spatial (2.2 folds patch 2 into it); temporal 2^count(temperal_downsample).
-  {
-    name: 'wan tiny',
-    family: 'wan',
-    config: WAN_TINY,
-    expect: { spatial: 2, temporal: 2, patch: 1, latentChannels: 16, fiveDim: true, window: 256, overlap: 64, frames: null },
-  },
-  {
-    name: 'wan 2.2 tiny',
-    family: 'wan',
-    config: WAN22_TINY,
-    expect: { spatial: 8, temporal: 2, patch: 2, latentChannels: 48, fiveDim: true, window: 256, overlap: 64, frames: null },
-  },
+  { name: 'wan tiny', family: 'wan', config: WAN_TINY, expect: videoExpect(2, 2, 1, 16) },
+  { name: 'wan 2.2 tiny', family: 'wan', config: WAN22_TINY, expect: videoExpect(8, 2, 2, 48) },
   // Qwen-Image: spatial 2^len(temperal_downsample), temporal 2^count(true).
-  {
-    name: 'qwen-image tiny',
-    family: 'qwen-image',
-    config: QWEN_TINY,
-    expect: { spatial: 2, temporal: 2, patch: 1, latentChannels: 16, fiveDim: true, window: 256, overlap: 64, frames: null },
-  },
-  {
-    name: 'hunyuan-video tiny',
-    family: 'hunyuan-video',
-    config: HUNYUAN_TINY,
-    expect: {
-      spatial: 4,
-      temporal: 4,
-      patch: 1,
-      latentChannels: 16,
-      fiveDim: true,
-      window: 256,
-      overlap: 64,
-      frames: { enabled: true, window: 16, overlap: 4 },
-    },
-  },
-  {
-    name: 'ltx2 tiny',
-    family: 'ltx2',
-    config: LTX2_TINY,
-    expect: {
-      spatial: 16,
-      temporal: 4,
-      patch: 1,
-      latentChannels: 16,
-      fiveDim: true,
-      window: 512,
-      overlap: 64,
-      frames: { enabled: false, window: 16, overlap: 8 },
-    },
-  },
-  {
-    name: 'ltx2 tiny with timestep conditioning',
-    family: 'ltx2',
-    config: LTX2_TEMB_TINY,
-    expect: {
-      spatial: 16,
-      temporal: 4,
-      patch: 1,
-      latentChannels: 16,
-      fiveDim: true,
-      window: 512,
-      overlap: 64,
-      frames: { enabled: false, window: 16, overlap: 8 },
-    },
-  },
-  {
-    name: 'ltx 2.3 tiny (mixed up-sampling)',
-    family: 'ltx2',
-    config: LTX23_TINY,
-    expect: {
-      spatial: 8,
-      temporal: 2,
-      patch: 1,
-      latentChannels: 16,
-      fiveDim: true,
-      window: 512,
-      overlap: 64,
-      frames: { enabled: false, window: 16, overlap: 8 },
-    },
-  },
+  { name: 'qwen-image tiny', family: 'qwen-image', config: QWEN_TINY, expect: videoExpect(2, 2, 1, 16) },
+  { name: 'hunyuan-video tiny', family: 'hunyuan-video', config: HUNYUAN_TINY, expect: videoExpect(4, 4, 1, 16, HUNYUAN_TILING) },
+  { name: 'ltx2 tiny', family: 'ltx2', config: LTX2_TINY, expect: videoExpect(16, 4, 1, 16, LTX2_TILING) },
+  { name: 'ltx2 tiny with timestep conditioning', family: 'ltx2', config: LTX2_TEMB_TINY, expect: videoExpect(16, 4, 1, 16, LTX2_TILING) },
+  { name: 'ltx 2.3 tiny (mixed up-sampling)', family: 'ltx2', config: LTX23_TINY, expect: videoExpect(8, 2, 1, 16, LTX2_TILING) },
 ];
 
 for (const c of CASES) {

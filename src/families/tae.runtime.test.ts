@@ -16,6 +16,7 @@ import { syntheticWeights } from '../weights/synthetic.js';
 import { TAE_VARIANTS, tae, type TaeVariant } from './tae.js';
 import { taeConfigFromWeights, taeRuntime } from './tae.runtime.js';
 import type { RawConfig } from './types.js';
+import { TAE_SMALL } from './testing/config-files.js';
 
 const configError = (pattern: RegExp) => (e: unknown) =>
   e instanceof DistVaeError && e.code === 'CONFIG_INVALID' && pattern.test(e.message);
@@ -131,14 +132,7 @@ test('configFromWeights: a shape no variant has loads as a custom TAE; a missing
 
 test('a diffusers AutoencoderTiny folder loads both halves from its one file, each ignoring the other', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'distvae-tae-folder-'));
-  const raw = {
-    _class_name: 'AutoencoderTiny',
-    latent_channels: 4,
-    decoder_block_out_channels: [8, 8, 8, 8],
-    encoder_block_out_channels: [8, 8, 8, 8],
-    num_decoder_blocks: [1, 1, 1, 1],
-    num_encoder_blocks: [1, 1, 1, 1],
-  };
+  const raw = TAE_SMALL;
   writeFileSync(join(dir, 'config.json'), JSON.stringify(raw));
   const decoder = weightsOf({ ...raw, key_layout: 'diffusers' }, 'decoder', 4);
   const encoder = weightsOf({ ...raw, key_layout: 'diffusers' }, 'encoder', 5);

@@ -127,64 +127,29 @@ function shuffled(n: number, seed: number): number[] {
 
 const KL_TINY = { block_out_channels: [16, 32], norm_num_groups: 8, sample_size: 32 }; // r = 2
 
-const CASES: {
+interface Case {
   name: string;
   family: string;
   config?: Record<string, unknown>;
   latent: [number, number];
   window: [number, number];
   overlap: [number, number];
-}[] = [
-  {
-    name: 'grid with clipped last row and column',
-    family: 'autoencoder-kl',
-    config: KL_TINY,
-    latent: [40, 56],
-    window: [32, 32],
-    overlap: [8, 8],
-  },
-  {
-    name: 'odd latent, rectangular window, unequal overlaps',
-    family: 'autoencoder-kl',
-    config: KL_TINY,
-    latent: [37, 53],
-    window: [24, 40],
-    overlap: [6, 12],
-  },
-  {
-    name: 'horizontal strips (window wider than the image)',
-    family: 'autoencoder-kl',
-    config: KL_TINY,
-    latent: [50, 20],
-    window: [24, 64],
-    overlap: [8, 0],
-  },
-  {
-    name: 'single tile (latent smaller than window)',
-    family: 'autoencoder-kl',
-    config: KL_TINY,
-    latent: [9, 7],
-    window: [32, 32],
-    overlap: [8, 8],
-  },
-  {
-    name: 'stride < L <= window gives two tiles',
-    family: 'autoencoder-kl',
-    config: KL_TINY,
-    latent: [16, 40],
-    window: [32, 32],
-    overlap: [8, 8],
-  },
-  { name: 'extreme aspect ratio', family: 'autoencoder-kl', config: KL_TINY, latent: [4, 300], window: [16, 16], overlap: [4, 4] },
-  {
-    name: 'large overlap (more than half the window)',
-    family: 'autoencoder-kl',
-    config: KL_TINY,
-    latent: [30, 34],
-    window: [16, 16],
-    overlap: [12, 10],
-  },
-  { name: 'zero overlap', family: 'autoencoder-kl', config: KL_TINY, latent: [21, 19], window: [16, 16], overlap: [0, 0] },
+}
+
+/** A case on the tiny KL decoder (most of the table): the name, then latent, window and overlap (h, w). */
+function kl(name: string, latent: [number, number], window: [number, number], overlap: [number, number]): Case {
+  return { name, family: 'autoencoder-kl', config: KL_TINY, latent, window, overlap };
+}
+
+const CASES: Case[] = [
+  kl('grid with clipped last row and column', [40, 56], [32, 32], [8, 8]),
+  kl('odd latent, rectangular window, unequal overlaps', [37, 53], [24, 40], [6, 12]),
+  kl('horizontal strips (window wider than the image)', [50, 20], [24, 64], [8, 0]),
+  kl('single tile (latent smaller than window)', [9, 7], [32, 32], [8, 8]),
+  kl('stride < L <= window gives two tiles', [16, 40], [32, 32], [8, 8]),
+  kl('extreme aspect ratio', [4, 300], [16, 16], [4, 4]),
+  kl('large overlap (more than half the window)', [30, 34], [16, 16], [12, 10]),
+  kl('zero overlap', [21, 19], [16, 16], [0, 0]),
   {
     name: 'patch-size family (wan 2.2: blend on raw output at r/p)',
     family: 'wan',
@@ -229,6 +194,19 @@ function writeBlockRows(band: Planes, out: Planes, y0: number): void {
     out.data.set(band.data.subarray(p * band.height * band.width, (p + 1) * band.height * band.width), (p * out.height + y0) * out.width);
 }
 
+/** Finalise a copy of tile i from the edges of its neighbours above, left and above-left, as a rank would. */
+function finalizeFromEdges(layout: TileLayout, edges: readonly TileEdges[], decoded: readonly Planes[], i: number): Planes {
+  const src = edgeSources(layout, i);
+  const pick = (k: number | null) => (k === null ? null : edges[k]!);
+  const tile = decoded[i]!;
+  return finalizeTile(
+    layout,
+    i,
+    { ...tile, data: tile.data.slice() },
+    { above: pick(src.above), left: pick(src.left), corner: pick(src.corner) },
+  );
+}
+
 for (const c of CASES) {
   test(`assembler matches the naive diffusers loop: ${c.name}`, () => {
     const grid = gridFor(c.family, c.config, c.latent[0], c.latent[1], c.window, c.overlap);
@@ -262,31 +240,11 @@ for (const c of CASES) {
       // Edge-based finalisation in a scrambled order, as ranks would do it.
       const edges: TileEdges[] = decoded.map((t) => tileEdges(layout, t));
       const out = planes(PLANES, layout.outHeight, layout.outWidth);
-      for (const i of shuffled(decoded.length, 3)) {
-        const src = edgeSources(layout, i);
-        const pick = (k: number | null) => (k === null ? null : edges[k]!);
-        const tile = decoded[i]!;
-        const crop = finalizeTile(
-          layout,
-          i,
-          { ...tile, data: tile.data.slice() },
-          { above: pick(src.above), left: pick(src.left), corner: pick(src.corner) },
-        );
-        writeCrop(layout, i, crop, out);
-      }
+      for (const i of shuffled(decoded.length, 3)) writeCrop(layout, i, finalizeFromEdges(layout, edges, decoded, i), out);
       assert.deepEqual(out.data, expected.data, 'edge-based finalisation must be bitwise identical to the naive loop');
       // The same crops in band mode, in two scrambled orders: each row flushed once every tile of
       // it and of the rows above has arrived, and not before.
-      const crops = decoded.map((tile, i) => {
-        const src = edgeSources(layout, i);
-        const pick = (k: number | null) => (k === null ? null : edges[k]!);
-        return finalizeTile(
-          layout,
-          i,
-          { ...tile, data: tile.data.slice() },
-          { above: pick(src.above), left: pick(src.left), corner: pick(src.corner) },
-        );
-      });
+      const crops = decoded.map((_, i) => finalizeFromEdges(layout, edges, decoded, i));
       for (const seed of [4, 5]) {
         const bands = bandCollector(layout);
         const assembler = new CropBandAssembler(layout, bands.sink);

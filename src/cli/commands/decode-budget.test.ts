@@ -11,7 +11,7 @@ import { after, test } from 'node:test';
 import { TINY_KL } from '../../ranks/testing/tiny-vae.js';
 import { seededTensor } from '../../tensor.js';
 import { readNpy, writeNpy } from '../../io/npy.js';
-import { runCli } from '../main.js';
+import { cli, syntheticDecode } from '../testing/in-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-cli-budget-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -20,13 +20,6 @@ const KL = join(dir, 'kl.json');
 writeFileSync(KL, JSON.stringify({ _class_name: 'AutoencoderKL', ...TINY_KL }));
 const Z = join(dir, 'z.npy');
 writeNpy(Z, seededTensor([1, 4, 24, 32], 5));
-
-async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), stderrIsTTY: false });
-  return { code, stdout, stderr };
-}
 
 interface DecodeJson {
   tiles: number;
@@ -44,7 +37,7 @@ interface DecodeJson {
 test('without plan options the decode is the policy choice: whole, in a rank process, bitwise the --full decode', async () => {
   const chosen = join(dir, 'chosen.npy');
   const full = join(dir, 'full.npy');
-  const r = await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', chosen, '--threads', '1', '--json');
+  const r = await cli(...syntheticDecode(KL, Z, chosen), '--threads', '1', '--json');
   assert.equal(r.code, 0, r.stderr);
   const json = JSON.parse(r.stdout) as DecodeJson;
   assert.equal(json.choice.strategy, 'whole');
@@ -55,7 +48,7 @@ test('without plan options the decode is the policy choice: whole, in a rank pro
   assert.equal(json.memory.ranks.length, 1);
   assert.ok((json.memory.ranks[0]!.measuredPeakBytes ?? 0) > 0);
   assert.ok((json.memory.measuredPeakBytes ?? 0) > json.memory.ranks[0]!.measuredPeakBytes!);
-  assert.equal((await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', full, '--threads', '1', '--full')).code, 0);
+  assert.equal((await cli(...syntheticDecode(KL, Z, full), '--threads', '1', '--full')).code, 0);
   assert.deepEqual(readNpy(chosen), readNpy(full));
 });
 
@@ -71,20 +64,7 @@ test('a budget below the whole decode gets tiles; the same budget refuses an exa
   assert.deepEqual([json.alternatives[0]!.strategy, json.alternatives[0]!.fits], ['whole', false]);
   assert.ok(json.alternatives.some((a) => a.fits));
 
-  const refused = await cli(
-    'decode',
-    '--synthetic',
-    '--config',
-    KL,
-    '--latents',
-    Z,
-    '--out',
-    join(dir, 'x.npy'),
-    '--full',
-    '--max-memory',
-    tight,
-    '--json',
-  );
+  const refused = await cli(...syntheticDecode(KL, Z, join(dir, 'x.npy')), '--full', '--max-memory', tight, '--json');
   assert.equal(refused.code, 2);
   const error = (JSON.parse(refused.stdout) as DecodeJson).error!;
   assert.equal(error.code, 'BUDGET_EXCEEDED');
@@ -97,19 +77,7 @@ test('a budget nothing fits exits 2 naming the smallest predicted peak and its p
   const error = (JSON.parse(r.stdout) as DecodeJson).error!;
   assert.equal(error.code, 'BUDGET_EXCEEDED');
   assert.match(error.message, /smallest predicted peak is [\d.]+ (MiB|GiB).* with tile \d+x\d+/);
-  const decode = await cli(
-    'decode',
-    '--synthetic',
-    '--config',
-    KL,
-    '--latents',
-    Z,
-    '--out',
-    join(dir, 'x.npy'),
-    '--max-memory',
-    '1MiB',
-    '--json',
-  );
+  const decode = await cli(...syntheticDecode(KL, Z, join(dir, 'x.npy')), '--max-memory', '1MiB', '--json');
   assert.equal(decode.code, 2);
   assert.equal((JSON.parse(decode.stdout) as DecodeJson).error!.code, 'BUDGET_EXCEEDED');
   const bad = await cli('plan', '--config', KL, '--height', '48', '--width', '64', '--max-memory', 'lots', '--json');
@@ -119,21 +87,7 @@ test('a budget nothing fits exits 2 naming the smallest predicted peak and its p
 
 test('an exact request over the default budget is decoded as asked, with a warning naming its predicted peak', async () => {
   // The default budget is 80 % of what this machine has; a window request is checked against it too.
-  const r = await cli(
-    'decode',
-    '--synthetic',
-    '--config',
-    KL,
-    '--latents',
-    Z,
-    '--out',
-    join(dir, 'w.npy'),
-    '--window',
-    '32x32',
-    '--threads',
-    '1',
-    '--json',
-  );
+  const r = await cli(...syntheticDecode(KL, Z, join(dir, 'w.npy')), '--window', '32x32', '--threads', '1', '--json');
   assert.equal(r.code, 0, r.stderr);
   const json = JSON.parse(r.stdout) as DecodeJson;
   assert.equal(json.choice.strategy, 'tile');
@@ -170,7 +124,7 @@ test(
     }, 10);
     try {
       const out = join(dir, 'ladder.npy');
-      const r = await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', out, '--threads', '1', '--json');
+      const r = await cli(...syntheticDecode(KL, Z, out), '--threads', '1', '--json');
       assert.equal(r.code, 0, r.stderr);
       assert.ok(killed !== null);
       const json = JSON.parse(r.stdout) as DecodeJson & { attempts: { strategy: string; outcome: string; error?: string }[] };

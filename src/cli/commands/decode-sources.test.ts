@@ -14,20 +14,13 @@ import { readNpy, writeNpy } from '../../io/npy.js';
 import { tensor } from '../../tensor.js';
 import { writeSafetensors } from '../../weights/safetensors.js';
 import { syntheticWeights } from '../../weights/synthetic.js';
-import { runCli } from '../main.js';
+import { KL_SMALL } from '../../families/testing/config-files.js';
+import { cliWithEnv } from '../testing/in-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-cli-sources-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const CONFIG = {
-  _class_name: 'AutoencoderKL',
-  block_out_channels: [8, 16],
-  layers_per_block: 1,
-  norm_num_groups: 4,
-  latent_channels: 4,
-  scaling_factor: 0.5,
-  shift_factor: 0.25,
-};
+const CONFIG = { ...KL_SMALL, scaling_factor: 0.5, shift_factor: 0.25 };
 const COMMIT = 'c'.repeat(40);
 const cache = join(dir, 'hub');
 const snapshot = join(cache, 'models--org--tiny-pipe', 'snapshots', COMMIT);
@@ -48,44 +41,23 @@ const z = seededTensor([1, 4, 4, 4], 9);
 const Z = join(dir, 'z.npy');
 writeNpy(Z, z);
 
-async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const saved = process.env['HF_HUB_CACHE'];
-  process.env['HF_HUB_CACHE'] = cache;
-  try {
-    const code = await runCli(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), stderrIsTTY: false });
-    return { code, stdout, stderr };
-  } finally {
-    if (saved === undefined) delete process.env['HF_HUB_CACHE'];
-    else process.env['HF_HUB_CACHE'] = saved;
-  }
-}
+const cli = cliWithEnv({ HF_HUB_CACHE: cache });
+
+/** `decode --vae org/tiny-pipe --latents <latents>` (the pipeline in the cache) and the options a test adds. */
+const fromRepo = (latents: string, ...rest: string[]) => cli('decode', '--vae', 'org/tiny-pipe', '--latents', latents, ...rest);
 
 test('a repo id in the local cache decodes like its snapshot folder; a ComfyUI .latent like its tensor', async () => {
   const byRepo = join(dir, 'repo.npy');
   const byFolder = join(dir, 'folder.npy');
   const byComfy = join(dir, 'comfy.npy');
-  const repo = await cli('decode', '--vae', 'org/tiny-pipe', '--latents', Z, '--out', byRepo, '--threads', '1');
+  const repo = await fromRepo(Z, '--out', byRepo, '--threads', '1');
   assert.equal(repo.code, 0);
   // diffusers' pipeline notes, one line each on stderr: the vae/ component, a missing variant's fallback.
   assert.match(
     repo.stderr,
     /^note: org\/tiny-pipe is a diffusers pipeline: loading its vae\/ component, as diffusers' pipelines do \(--subfolder picks another\)$/m,
   );
-  const fp16 = await cli(
-    'decode',
-    '--vae',
-    'org/tiny-pipe',
-    '--variant',
-    'fp16',
-    '--latents',
-    Z,
-    '--out',
-    join(dir, 'fp16.npy'),
-    '--threads',
-    '1',
-  );
+  const fp16 = await fromRepo(Z, '--variant', 'fp16', '--out', join(dir, 'fp16.npy'), '--threads', '1');
   assert.equal(fp16.code, 0);
   assert.equal(fp16.stderr.split('\n').filter((l) => l.startsWith('note: ')).length, 2, fp16.stderr);
   assert.match(
@@ -96,10 +68,7 @@ test('a repo id in the local cache decodes like its snapshot folder; a ComfyUI .
   assert.equal(folder.code, 0);
   assert.doesNotMatch(folder.stderr, /note:/);
   writeSafetensors(join(dir, 'z.latent'), { latent_tensor: z, latent_format_version_0: tensor([0]) });
-  assert.equal(
-    (await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, 'z.latent'), '--out', byComfy, '--threads', '1')).code,
-    0,
-  );
+  assert.equal((await fromRepo(join(dir, 'z.latent'), '--out', byComfy, '--threads', '1')).code, 0);
   assert.deepEqual(readNpy(byRepo), readNpy(byFolder));
   assert.deepEqual(readNpy(byComfy), readNpy(byFolder));
   const miss = await cli('decode', '--vae', 'org/absent', '--latents', Z, '--out', join(dir, 'x.npy'), '--json');
@@ -123,27 +92,8 @@ test('--latents-scaled divides by scaling_factor and adds shift_factor before de
   writeNpy(join(dir, 'unscaled.npy'), unscaled);
   const viaFlag = join(dir, 'flag.npy');
   const direct = join(dir, 'direct.npy');
-  assert.equal(
-    (
-      await cli(
-        'decode',
-        '--vae',
-        'org/tiny-pipe',
-        '--latents',
-        join(dir, 'scaled.npy'),
-        '--latents-scaled',
-        '--out',
-        viaFlag,
-        '--threads',
-        '1',
-      )
-    ).code,
-    0,
-  );
-  assert.equal(
-    (await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, 'unscaled.npy'), '--out', direct, '--threads', '1')).code,
-    0,
-  );
+  assert.equal((await fromRepo(join(dir, 'scaled.npy'), '--latents-scaled', '--out', viaFlag, '--threads', '1')).code, 0);
+  assert.equal((await fromRepo(join(dir, 'unscaled.npy'), '--out', direct, '--threads', '1')).code, 0);
   assert.deepEqual(readNpy(viaFlag), readNpy(direct));
 });
 
@@ -157,30 +107,21 @@ test('a folder or glob of latents decodes with one load into --out-dir, each lik
   writeFileSync(join(many, 'notes.txt'), 'ignored');
   const outDir = join(dir, 'outs');
   mkdirSync(outDir);
-  assert.equal(
-    (await cli('decode', '--vae', 'org/tiny-pipe', '--latents', many, '--out-dir', outDir, '--out-format', 'npy', '--threads', '1')).code,
-    0,
-  );
+  assert.equal((await fromRepo(many, '--out-dir', outDir, '--out-format', 'npy', '--threads', '1')).code, 0);
   for (const [name, latents] of [
     ['a', a],
     ['b', b],
   ] as const) {
     const single = join(dir, `single-${name}.npy`);
     writeNpy(join(dir, `in-${name}.npy`), latents);
-    assert.equal(
-      (await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(dir, `in-${name}.npy`), '--out', single, '--threads', '1')).code,
-      0,
-    );
+    assert.equal((await fromRepo(join(dir, `in-${name}.npy`), '--out', single, '--threads', '1')).code, 0);
     assert.deepEqual(readNpy(join(outDir, `${name}.npy`)), readNpy(single));
   }
   const globbed = join(dir, 'globbed');
   mkdirSync(globbed);
-  assert.equal(
-    (await cli('decode', '--vae', 'org/tiny-pipe', '--latents', join(many, '*.npy'), '--out-dir', globbed, '--threads', '1')).code,
-    0,
-  );
+  assert.equal((await fromRepo(join(many, '*.npy'), '--out-dir', globbed, '--threads', '1')).code, 0);
   assert.deepEqual(readdirSync(globbed), ['a.png']);
-  const refused = await cli('decode', '--vae', 'org/tiny-pipe', '--latents', many, '--out', join(dir, 'x.png'), '--json');
+  const refused = await fromRepo(many, '--out', join(dir, 'x.png'), '--json');
   assert.equal(refused.code, 2);
   assert.match(JSON.parse(refused.stdout).error.message, /names 2 files: give --out-dir DIR/);
 });

@@ -11,42 +11,20 @@ import { after, test } from 'node:test';
 import { TINY_KL, seededLatent } from '../../ranks/testing/tiny-vae.js';
 import { difference } from '../../graph/testing/compare.js';
 import { readNpy, writeNpy } from '../../io/npy.js';
-import { runCli } from '../main.js';
+import { configFile, TAE_SMALL } from '../../families/testing/config-files.js';
+import { cli, syntheticDecode, type CliRun as Run } from '../testing/in-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-strategy-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const KL = join(dir, 'kl.json');
 writeFileSync(KL, JSON.stringify({ _class_name: 'AutoencoderKL', ...TINY_KL }));
 // A TAE without pool blocks: every op local, so halo-exact tiles are possible.
-const TAE = join(dir, 'tae.json');
-writeFileSync(
-  TAE,
-  JSON.stringify({
-    _class_name: 'AutoencoderTiny',
-    latent_channels: 4,
-    decoder_block_out_channels: [8, 8, 8, 8],
-    encoder_block_out_channels: [8, 8, 8, 8],
-    num_decoder_blocks: [1, 1, 1, 1],
-    num_encoder_blocks: [1, 1, 1, 1],
-  }),
-);
+const TAE = configFile(dir, 'tae.json', TAE_SMALL);
 const Z = join(dir, 'z.npy');
 writeNpy(Z, seededLatent(9, 12, 4));
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function cli(...argv: string[]): Promise<Run> {
-  const run = { code: 0, stdout: '', stderr: '' };
-  run.code = await runCli(argv, { stdout: (t) => (run.stdout += t), stderr: (t) => (run.stderr += t), stderrIsTTY: false });
-  return run;
-}
-
 async function decode(config: string, out: string, ...extra: string[]): Promise<Run> {
-  const run = await cli('decode', '--synthetic', '--config', config, '--latents', Z, '--out', join(dir, out), '--threads', '1', ...extra);
+  const run = await cli(...syntheticDecode(config, Z, join(dir, out)), '--threads', '1', ...extra);
   assert.equal(run.code, 0, run.stderr);
   return run;
 }
@@ -111,19 +89,7 @@ test('--strategy exact-tile equals the whole decode of a local decoder, on one r
 });
 
 test('refusals: exact-tile on GroupNorm/attention names the op; shard with a plan or too many ranks; an unknown strategy', async () => {
-  const exact = await cli(
-    'decode',
-    '--synthetic',
-    '--config',
-    KL,
-    '--latents',
-    Z,
-    '--out',
-    join(dir, 'x.npy'),
-    '--strategy',
-    'exact-tile',
-    '--json',
-  );
+  const exact = await cli(...syntheticDecode(KL, Z, join(dir, 'x.npy')), '--strategy', 'exact-tile', '--json');
   assert.equal(exact.code, 2);
   const error = (JSON.parse(exact.stdout) as { error: { code: string; reasons: { field: string; message: string }[] } }).error;
   assert.equal(error.code, 'UNSUPPORTED');
@@ -132,7 +98,7 @@ test('refusals: exact-tile on GroupNorm/attention names the op; shard with a pla
   assert.ok(error.reasons.some((r) => /decoder\.mid_block\.attentions\.0 \(Attention/.test(r.message)));
 
   const fields = async (...extra: string[]) => {
-    const run = await cli('decode', '--synthetic', '--config', KL, '--latents', Z, '--out', join(dir, 'x.npy'), '--json', ...extra);
+    const run = await cli(...syntheticDecode(KL, Z, join(dir, 'x.npy')), '--json', ...extra);
     assert.equal(run.code, 2);
     return (JSON.parse(run.stdout) as { error: { reasons: { field: string; message: string }[] } }).error.reasons;
   };

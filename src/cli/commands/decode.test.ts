@@ -4,33 +4,23 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { seededTensor } from '../../tensor.js';
 import { readNpy, writeNpy } from '../../io/npy.js';
-import { runCli } from '../main.js';
+import { configFile, HUNYUAN_VIDEO_SMALL, KL_SMALL } from '../../families/testing/config-files.js';
+import { cli, refusalOf as refusal, syntheticDecode } from '../testing/in-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-cli-decode-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const hasTools = ['ffmpeg', 'ffprobe'].every((tool) => spawnSync(tool, ['-version'], { stdio: 'ignore' }).status === 0);
 
-function file(name: string, content: unknown): string {
-  const path = join(dir, name);
-  writeFileSync(path, JSON.stringify(content));
-  return path;
-}
+const file = (name: string, content: object) => configFile(dir, name, content);
 
-const HUNYUAN = file('hunyuan.json', {
-  _class_name: 'AutoencoderKLHunyuanVideo',
-  block_out_channels: [8, 16, 16],
-  layers_per_block: 1,
-  norm_num_groups: 4,
-  latent_channels: 4,
-  spatial_compression_ratio: 4,
-});
+const HUNYUAN = file('hunyuan.json', HUNYUAN_VIDEO_SMALL);
 const LTX2_CONDITIONED = {
   _class_name: 'AutoencoderKLLTX2Video',
   latent_channels: 4,
@@ -47,29 +37,8 @@ const LTX2 = file('ltx2.json', LTX2_CONDITIONED);
 const VIDEO_LATENTS = join(dir, 'z5.npy');
 writeNpy(VIDEO_LATENTS, seededTensor([1, 4, 3, 2, 3], 3));
 
-async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), stderrIsTTY: false });
-  return { code, stdout, stderr };
-}
-
-const refusal = (r: { stdout: string }) => JSON.parse(r.stdout).error as { code: string; reasons: { code: string; field: string }[] };
-
 test('--decode-timestep is refused for a decoder without timestep conditioning, before loading', async () => {
-  const r = await cli(
-    'decode',
-    '--synthetic',
-    '--config',
-    HUNYUAN,
-    '--latents',
-    VIDEO_LATENTS,
-    '--out',
-    join(dir, 'x.npy'),
-    '--decode-timestep',
-    '0.05',
-    '--json',
-  );
+  const r = await cli(...syntheticDecode(HUNYUAN, VIDEO_LATENTS, join(dir, 'x.npy')), '--decode-timestep', '0.05', '--json');
   assert.equal(r.code, 2);
   assert.deepEqual(
     refusal(r).reasons.map((x) => [x.code, x.field]),
@@ -81,82 +50,30 @@ test('--decode-timestep overrides the config: the same sample as config.json say
   const viaOption = join(dir, 'option.npy');
   const viaConfig = join(dir, 'config.npy');
   const byDefault = join(dir, 'default.npy');
-  assert.equal(
-    (
-      await cli(
-        'decode',
-        '--synthetic',
-        '--config',
-        LTX2,
-        '--latents',
-        VIDEO_LATENTS,
-        '--out',
-        viaOption,
-        '--decode-timestep',
-        '0.3',
-        '--threads',
-        '1',
-      )
-    ).code,
-    0,
-  );
+  assert.equal((await cli(...syntheticDecode(LTX2, VIDEO_LATENTS, viaOption), '--decode-timestep', '0.3', '--threads', '1')).code, 0);
   const withTimestep = file('ltx2-t.json', { ...LTX2_CONDITIONED, decode_timestep: 0.3 });
-  assert.equal(
-    (await cli('decode', '--synthetic', '--config', withTimestep, '--latents', VIDEO_LATENTS, '--out', viaConfig, '--threads', '1')).code,
-    0,
-  );
-  assert.equal(
-    (await cli('decode', '--synthetic', '--config', LTX2, '--latents', VIDEO_LATENTS, '--out', byDefault, '--threads', '1')).code,
-    0,
-  );
+  assert.equal((await cli(...syntheticDecode(withTimestep, VIDEO_LATENTS, viaConfig), '--threads', '1')).code, 0);
+  assert.equal((await cli(...syntheticDecode(LTX2, VIDEO_LATENTS, byDefault), '--threads', '1')).code, 0);
   assert.deepEqual(readNpy(viaOption), readNpy(viaConfig));
   assert.notDeepEqual(readNpy(viaOption).data, readNpy(byDefault).data);
 });
 
 test('video output is refused before any work: --fps without video, an image family, no ffmpeg on PATH', async () => {
-  const fps = await cli(
-    'decode',
-    '--synthetic',
-    '--config',
-    HUNYUAN,
-    '--latents',
-    VIDEO_LATENTS,
-    '--out',
-    join(dir, 'x.npy'),
-    '--fps',
-    '12',
-    '--json',
-  );
+  const fps = await cli(...syntheticDecode(HUNYUAN, VIDEO_LATENTS, join(dir, 'x.npy')), '--fps', '12', '--json');
   assert.equal(fps.code, 2);
   assert.equal(refusal(fps).reasons[0]!.field, '--fps');
 
   const imageLatents = join(dir, 'z4.npy');
   writeNpy(imageLatents, seededTensor([1, 4, 4, 4], 3));
-  const kl = file('kl.json', {
-    _class_name: 'AutoencoderKL',
-    block_out_channels: [8, 16],
-    layers_per_block: 1,
-    norm_num_groups: 4,
-    latent_channels: 4,
-  });
-  const image = await cli('decode', '--synthetic', '--config', kl, '--latents', imageLatents, '--out', join(dir, 'x.mp4'), '--json');
+  const kl = file('kl.json', KL_SMALL);
+  const image = await cli(...syntheticDecode(kl, imageLatents, join(dir, 'x.mp4')), '--json');
   assert.equal(image.code, 2);
   assert.match(refusal(image).reasons[0]!.field, /--out/);
 
   const saved = process.env['PATH'];
   process.env['PATH'] = join(dir, 'no-such-bin');
   try {
-    const missing = await cli(
-      'decode',
-      '--synthetic',
-      '--config',
-      HUNYUAN,
-      '--latents',
-      VIDEO_LATENTS,
-      '--out',
-      join(dir, 'x.webm'),
-      '--json',
-    );
+    const missing = await cli(...syntheticDecode(HUNYUAN, VIDEO_LATENTS, join(dir, 'x.webm')), '--json');
     assert.equal(missing.code, 2);
     assert.equal(refusal(missing).reasons[0]!.code, 'FFMPEG_MISSING');
     assert.match(missing.stderr, /apt-get install ffmpeg/);
@@ -170,21 +87,7 @@ test(
   { skip: hasTools ? false : 'ffmpeg/ffprobe not installed (apt-get install ffmpeg to run this test)' },
   async () => {
     const out = join(dir, 'clip.mp4');
-    const r = await cli(
-      'decode',
-      '--synthetic',
-      '--config',
-      HUNYUAN,
-      '--latents',
-      VIDEO_LATENTS,
-      '--out',
-      out,
-      '--fps',
-      '12',
-      '--threads',
-      '1',
-      '--json',
-    );
+    const r = await cli(...syntheticDecode(HUNYUAN, VIDEO_LATENTS, out), '--fps', '12', '--threads', '1', '--json');
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout).shape, [1, 3, 9, 8, 12]);
     const probe = spawnSync(

@@ -14,6 +14,26 @@ export const WAN21_TINY: RawConfig = {
   scale_factor_temporal: 2,
 };
 
+/** diffusers' tiny AutoencoderKLWan (r 2, rt 2) as its `save_config` writes it (diffusers 0.40.0.dev0). */
+export const WAN_TINY_SAVED: RawConfig = {
+  _class_name: 'AutoencoderKLWan',
+  _diffusers_version: '0.40.0.dev0',
+  attn_scales: [],
+  base_dim: 8,
+  decoder_base_dim: null,
+  dim_mult: [1, 2],
+  dropout: 0.0,
+  in_channels: 3,
+  is_residual: false,
+  num_res_blocks: 1,
+  out_channels: 3,
+  patch_size: null,
+  scale_factor_spatial: 2,
+  scale_factor_temporal: 2,
+  temperal_downsample: [true],
+  z_dim: 16,
+};
+
 /**
  * Wan 2.2 (residual, patch 2). Up block 0 is upsample2d (DupUp3D repeats 4), block 1 upsample3d
  * from 16 to 4 channels (factor_t 2, repeats 2: the DupUp3D frame and row offsets pick
