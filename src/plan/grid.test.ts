@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createVae } from '../families/registry.js';
 import type { RawConfig, Size2, VaeSpec } from '../families/types.js';
+import { KL_TINY_PLAN, LTX2_TINY_16, WAN22_PUBLISHED_GEOMETRY } from '../families/testing/video-configs.js';
 import { axisSpans, temporalChunks, tileGrid, type TileGrid } from './grid.js';
 
 /** Python's range(start, stop, step) — the reference for every tile loop below. */
@@ -18,8 +19,14 @@ function pyRange(start: number, stop: number, step: number): number[] {
   return out;
 }
 
+/** The reference harness's tiny KL (r 2) with Smin 32 px and overlap 8 px: latent window 16, stride 12. */
+const harnessKl = () => tiled(createVae('autoencoder-kl', KL_TINY_PLAN), { height: 32, width: 32 }, { height: 8, width: 8 });
+
 /** diffusers' slice z[i : i + n] on an axis of length L: [i, min(i + n, L)). */
 const slice = (i: number, n: number, L: number) => ({ start: i, end: Math.min(i + n, L) });
+
+/** Spans from [start, end] pairs, to state an expected axis on one line. */
+const spans = (...pairs: [number, number][]) => pairs.map(([start, end]) => ({ start, end }));
 
 /** Installs tiling on a VAE directly (not through the planner), in output pixels. */
 function tiled(vae: VaeSpec, window: Size2, overlap: Size2): VaeSpec {
@@ -100,11 +107,7 @@ test('axisSpans reproduces range(0, L, stride) with clipped last tiles over a sw
 });
 
 test('KL: the harness case (tiny VAE, Smin 32, latent 40x56) gives starts {0,12,24,36} x {0,12,24,36,48}, blend 8, keep 24', () => {
-  const vae = tiled(
-    createVae('autoencoder-kl', { block_out_channels: [16, 32], norm_num_groups: 8, sample_size: 128 }),
-    { height: 32, width: 32 },
-    { height: 8, width: 8 },
-  );
+  const vae = harnessKl();
   const grid = tileGrid(vae, { height: 40, width: 56, frames: 1 });
   assert.deepEqual(
     grid.rows.map((s) => s.start),
@@ -153,15 +156,8 @@ test('an axis with stride < L <= window gets two tiles (as in diffusers) when th
   // SD 1.x default: window 64 latent, stride 48; sample 512x1024 -> latent 64x128.
   const vae = tiled(createVae('autoencoder-kl'), { height: 512, width: 512 }, { height: 128, width: 128 });
   const grid = tileGrid(vae, { height: 64, width: 128, frames: 1 });
-  assert.deepEqual(grid.rows, [
-    { start: 0, end: 64 },
-    { start: 48, end: 64 },
-  ]);
-  assert.deepEqual(grid.cols, [
-    { start: 0, end: 64 },
-    { start: 48, end: 112 },
-    { start: 96, end: 128 },
-  ]);
+  assert.deepEqual(grid.rows, spans([0, 64], [48, 64]));
+  assert.deepEqual(grid.cols, spans([0, 64], [48, 112], [96, 128]));
   assert.equal(grid.tiles.length, 6);
   // 50 < L = 60 <= 64 on both axes: nothing exceeds the window, so no tiling at all.
   assert.equal(tileGrid(vae, { height: 60, width: 60, frames: 1 }).tiled, false);
@@ -182,14 +178,8 @@ test('tiles only when the latent exceeds the window: equal to the window is one 
   const over = tileGrid(vae, { height: 32, width: 65, frames: 1 });
   assert.equal(over.tiled, true);
   // Height (L = 32 = window, stride 24) also goes through the loop: two rows.
-  assert.deepEqual(over.rows, [
-    { start: 0, end: 32 },
-    { start: 24, end: 32 },
-  ]);
-  assert.deepEqual(over.cols, [
-    { start: 0, end: 64 },
-    { start: 48, end: 65 },
-  ]);
+  assert.deepEqual(over.rows, spans([0, 32], [24, 32]));
+  assert.deepEqual(over.cols, spans([0, 64], [48, 65]));
   // Tiling off: one call whatever the size.
   vae.tiling.enabled = false;
   assert.equal(tileGrid(vae, { height: 500, width: 500, frames: 1 }).tiles.length, 1);
@@ -224,35 +214,19 @@ test('tiny latents: 1x1 and anything smaller than one window decode whole; a 1-u
   }
   tiled(vae, { height: 8, width: 8 }, { height: 0, width: 0 });
   const ones = tileGrid(vae, { height: 2, width: 3, frames: 1 });
+  // Raster order, one latent unit each: rows [0, 1) and [1, 2), columns [0, 1), [1, 2), [2, 3).
   assert.deepEqual(
     ones.tiles.map((t) => [t.y0, t.y1, t.x0, t.x1]),
-    [
-      [0, 1, 0, 1],
-      [0, 1, 1, 2],
-      [0, 1, 2, 3],
-      [1, 2, 0, 1],
-      [1, 2, 1, 2],
-      [1, 2, 2, 3],
-    ],
+    [0, 1].flatMap((y) => [0, 1, 2].map((x) => [y, y + 1, x, x + 1])),
   );
   assert.deepEqual(ones.keep, { height: 8, width: 8 });
 });
 
 test('odd sizes: latent 13x21 under a 16-unit window with stride 12 has 1-unit and 9-unit clipped edges', () => {
-  const vae = tiled(
-    createVae('autoencoder-kl', { block_out_channels: [16, 32], norm_num_groups: 8, sample_size: 128 }),
-    { height: 32, width: 32 },
-    { height: 8, width: 8 },
-  );
+  const vae = harnessKl();
   const grid = tileGrid(vae, { height: 13, width: 21, frames: 1 });
-  assert.deepEqual(grid.rows, [
-    { start: 0, end: 13 },
-    { start: 12, end: 13 },
-  ]);
-  assert.deepEqual(grid.cols, [
-    { start: 0, end: 16 },
-    { start: 12, end: 21 },
-  ]);
+  assert.deepEqual(grid.rows, spans([0, 13], [12, 13]));
+  assert.deepEqual(grid.cols, spans([0, 16], [12, 21]));
   assertGridMatches(grid, klReference(2, 32, 0.25, 13, 21));
   // Odd window and overlap in latent units (family B, window 7 latent, stride 5) on a prime-sized latent.
   const wan = tiled(createVae('wan'), { height: 56, width: 56 }, { height: 16, width: 16 });
@@ -306,14 +280,7 @@ test("family B grids match diffusers' px window / stride loop for every family a
 
 test('patch size: Wan 2.2 blends and keeps on the raw decoder output, ratio/p px per latent unit (blend = overlap/p)', () => {
   // Published Wan 2.2 (r 16, p 2) at its defaults 256/192: latent tile 16, stride 12, E = 128 − 96 = 32 raw px, keep 96 raw px.
-  const wan22 = createVae('wan', {
-    dim_mult: [1, 2, 4, 4],
-    temperal_downsample: [false, true, true],
-    patch_size: 2,
-    scale_factor_spatial: 16,
-    out_channels: 12,
-    z_dim: 48,
-  });
+  const wan22 = createVae('wan', WAN22_PUBLISHED_GEOMETRY);
   tiled(wan22, { height: 256, width: 256 }, { height: 64, width: 64 });
   const grid = tileGrid(wan22, { height: 44, width: 80, frames: 1 });
   assert.equal(grid.outputPerLatent, 8);
@@ -408,17 +375,7 @@ test('LTX-2 temporal chunks: off by default; when on (16/8 frames, rt 8) chunks 
     { start: 4, end: 5 },
   ]);
   // Tiny LTX-2 (rt 4) with a 24/8-frame window: Ft 6, St 4.
-  const tiny = createVae('ltx2', {
-    block_out_channels: [16, 32],
-    decoder_block_out_channels: [16, 32],
-    spatio_temporal_scaling: [true, true],
-    decoder_spatio_temporal_scaling: [true, true],
-    decoder_layers_per_block: [1, 1, 1],
-    upsample_type: ['spatiotemporal', 'spatiotemporal'],
-    spatial_compression_ratio: 16,
-    temporal_compression_ratio: 4,
-    latent_channels: 16,
-  });
+  const tiny = createVae('ltx2', LTX2_TINY_16);
   tiny.tiling = { ...tiny.tiling, frames: { enabled: true, window: 24, overlap: 8 } };
   for (let F = 1; F <= 20; F++) assert.deepEqual(temporalChunks(tiny, F), chunkReference(F, 4, 24, 16, true), `F=${F}`);
 });

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { DistVaeError, type Reason } from '../errors.js';
 import { FAMILY_NAMES, createVae } from '../families/registry.js';
 import type { VaeSpec } from '../families/types.js';
+import { KL_TINY_PLAN, LTX2_TINY_16, WAN22_PUBLISHED_GEOMETRY } from '../families/testing/video-configs.js';
 import { diffusersEquivalent } from './equivalence.js';
 import {
   applyTilePlan,
@@ -21,19 +22,6 @@ import {
   tileOverlapPlan,
   tileShapePlan,
 } from './planner.js';
-
-const TINY_KL = { block_out_channels: [16, 32], norm_num_groups: 8, sample_size: 128 };
-const TINY_LTX2 = {
-  block_out_channels: [16, 32],
-  decoder_block_out_channels: [16, 32],
-  spatio_temporal_scaling: [true, true],
-  decoder_spatio_temporal_scaling: [true, true],
-  decoder_layers_per_block: [1, 1, 1],
-  upsample_type: ['spatiotemporal', 'spatiotemporal'],
-  spatial_compression_ratio: 16,
-  temporal_compression_ratio: 4,
-  latent_channels: 16,
-};
 
 /** Latent units per output pixel for each family at its published defaults (docs/design.md §3). */
 const PUBLISHED_RATIO: Record<string, number> = {
@@ -59,6 +47,22 @@ const MIN_WINDOW_LATENT: Record<string, number> = {
 function only(reasons: Reason[]): Reason {
   assert.equal(reasons.length, 1, JSON.stringify(reasons));
   return reasons[0]!;
+}
+
+/** Asserts that `fn` refuses with PLAN_REFUSED and exactly these [code, field, value] reasons, in order; returns the error. */
+function planRefusal(fn: () => unknown, reasons: [string, string, unknown][]): DistVaeError {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof DistVaeError, String(e));
+    assert.equal(e.code, 'PLAN_REFUSED');
+    assert.deepEqual(
+      e.reasons.map((r) => [r.code, r.field, r.value]),
+      reasons,
+    );
+    return e;
+  }
+  assert.fail('expected a PLAN_REFUSED refusal');
 }
 
 test('whole-latent windows are accepted exactly as asked, for every family; every non-multiple is refused, never rounded', () => {
@@ -112,22 +116,15 @@ test('invalid window values (0, negative, fractional, NaN) are refused per axis,
 });
 
 test("family constraints use the config's ratio: tiny KL r=2, tiny LTX-2 r=16 with a 2-unit minimum, Wan 2.2 r=16", () => {
-  const kl = createVae('autoencoder-kl', TINY_KL);
+  const kl = createVae('autoencoder-kl', KL_TINY_PLAN);
   assert.notEqual(tileShapePlan(kl, 2, 130), null);
   assert.equal(only(explainTileShapePlan(kl, 3, 130)).valid, 'a multiple of 2 px');
-  const ltx = createVae('ltx2', TINY_LTX2);
+  const ltx = createVae('ltx2', LTX2_TINY_16);
   assert.equal(only(explainTileShapePlan(ltx, 16, 64)).code, 'WINDOW_TOO_SMALL');
   assert.equal(only(explainTileShapePlan(ltx, 64, 16)).field, 'window.width');
   assert.notEqual(tileShapePlan(ltx, 32, 32), null);
   assert.equal(only(explainTileShapePlan(ltx, 40, 32)).valid, 'a multiple of 16 px');
-  const wan22 = createVae('wan', {
-    dim_mult: [1, 2, 4, 4],
-    temperal_downsample: [false, true, true],
-    patch_size: 2,
-    scale_factor_spatial: 16,
-    out_channels: 12,
-    z_dim: 48,
-  });
+  const wan22 = createVae('wan', WAN22_PUBLISHED_GEOMETRY);
   assert.equal(only(explainTileShapePlan(wan22, 248, 256)).valid, 'a multiple of 16 px');
   assert.notEqual(tileShapePlan(wan22, 16, 16), null);
 });
@@ -263,23 +260,15 @@ test('an overlap plan validates against the installed window and is refused at a
 });
 
 test('a plan validated on another config of the same family is re-checked when applied (no fractional latent tiles)', () => {
-  const tiny = createVae('autoencoder-kl', TINY_KL); // r = 2
+  const tiny = createVae('autoencoder-kl', KL_TINY_PLAN); // r = 2
   const published = createVae('autoencoder-kl'); // r = 8
   const shape = tileShapePlan(tiny, 130, 130)!;
-  assert.throws(
+  planRefusal(
     () => applyTilePlan(published, shape),
-    (e: unknown) => {
-      assert.ok(e instanceof DistVaeError);
-      assert.equal(e.code, 'PLAN_REFUSED');
-      assert.deepEqual(
-        e.reasons.map((r) => [r.code, r.field, r.value]),
-        [
-          ['WINDOW_NOT_WHOLE_LATENT', 'window.height', 130],
-          ['WINDOW_NOT_WHOLE_LATENT', 'window.width', 130],
-        ],
-      );
-      return true;
-    },
+    [
+      ['WINDOW_NOT_WHOLE_LATENT', 'window.height', 130],
+      ['WINDOW_NOT_WHOLE_LATENT', 'window.width', 130],
+    ],
   );
   assert.deepEqual(published.tiling.window, { height: 512, width: 512 });
   // Same window on both, but an overlap that is whole latent units only at r = 2.
@@ -290,7 +279,7 @@ test('a plan validated on another config of the same family is re-checked when a
     (e: unknown) => e instanceof DistVaeError && e.reasons[0]!.code === 'OVERLAP_NOT_WHOLE_LATENT',
   );
   // Frames: 12/4 frames are whole steps of the tiny LTX-2 (rt 4), not of the published one (rt 8).
-  const frames = tileFramePlan(createVae('ltx2', TINY_LTX2), { window: 12, overlap: 4 })!;
+  const frames = tileFramePlan(createVae('ltx2', LTX2_TINY_16), { window: 12, overlap: 4 })!;
   const ltx = createVae('ltx2');
   assert.throws(
     () => applyTilePlan(ltx, frames),
@@ -300,14 +289,7 @@ test('a plan validated on another config of the same family is re-checked when a
 });
 
 test('patch size: a Wan 2.2 overlap must be whole latent units (16 px), hence whole patches', () => {
-  const wan22 = createVae('wan', {
-    dim_mult: [1, 2, 4, 4],
-    temperal_downsample: [false, true, true],
-    patch_size: 2,
-    scale_factor_spatial: 16,
-    out_channels: 12,
-    z_dim: 48,
-  });
+  const wan22 = createVae('wan', WAN22_PUBLISHED_GEOMETRY);
   applyTilePlan(wan22, tileShapePlan(wan22, 256, 256)!);
   assert.deepEqual(wan22.tiling.overlap, { height: 64, width: 64 });
   assert.equal(only(explainTileOverlapPlan(wan22, 8, 0)).code, 'OVERLAP_NOT_WHOLE_LATENT');
@@ -388,24 +370,16 @@ test("setTiling(vae) installs diffusers' default plan, and refuses one that does
   }
   // sample_size 100 with r = 8: window 100 px is 12.5 latent units and int(100·0.25) = 25 px is 3.125.
   const bad = createVae('autoencoder-kl', { sample_size: 100 });
-  assert.throws(
+  const refused = planRefusal(
     () => setTiling(bad),
-    (e: unknown) => {
-      assert.ok(e instanceof DistVaeError);
-      assert.equal(e.code, 'PLAN_REFUSED');
-      assert.deepEqual(
-        e.reasons.map((r) => [r.code, r.field, r.value]),
-        [
-          ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'window.height', 100],
-          ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'window.width', 100],
-          ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'overlap.height', 25],
-          ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'overlap.width', 25],
-        ],
-      );
-      assert.match(e.message, /window 100x100/);
-      return true;
-    },
+    [
+      ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'window.height', 100],
+      ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'window.width', 100],
+      ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'overlap.height', 25],
+      ['DEFAULT_PLAN_NOT_WHOLE_LATENT', 'overlap.width', 25],
+    ],
   );
+  assert.match(refused.message, /window 100x100/);
   assert.equal(bad.tiling.enabled, false);
   // sample_size 40: the window (5 units) is whole but int(40·0.25) = 10 px is not.
   const overlapOnly = createVae('autoencoder-kl', { sample_size: 40 });

@@ -46,6 +46,13 @@ export interface PlanOptions {
 
 const AXES = ['height', 'width'] as const;
 
+/** A window or overlap side that is not a whole number of latent units: the same words for both. */
+function notWholeLatent(code: 'WINDOW_NOT_WHOLE_LATENT' | 'OVERLAP_NOT_WHOLE_LATENT', vae: VaeSpec, field: string, v: number): Reason {
+  const r = vae.geometry.spatialRatio;
+  const message = `${field} = ${v} px is not a whole number of latent units for ${vae.family.name} (${r} px per latent unit)`;
+  return reason(code, field, v, `a multiple of ${r} px`, message);
+}
+
 /** Reasons the window request is refused (empty when `tileShapePlan` would return a plan). */
 export function explainTileShapePlan(vae: VaeSpec, heightPx: number, widthPx: number, options: PlanOptions = {}): Reason[] {
   const r = vae.geometry.spatialRatio;
@@ -58,15 +65,7 @@ export function explainTileShapePlan(vae: VaeSpec, heightPx: number, widthPx: nu
     if (!isPositiveInteger(v)) {
       reasons.push(reason('WINDOW_INVALID', field, v, `a positive multiple of ${r} px`));
     } else if (v % r !== 0) {
-      reasons.push(
-        reason(
-          'WINDOW_NOT_WHOLE_LATENT',
-          field,
-          v,
-          `a multiple of ${r} px`,
-          `${field} = ${v} px is not a whole number of latent units for ${vae.family.name} (${r} px per latent unit)`,
-        ),
-      );
+      reasons.push(notWholeLatent('WINDOW_NOT_WHOLE_LATENT', vae, field, v));
     } else if (v / r < min) {
       reasons.push(
         reason(
@@ -113,15 +112,7 @@ export function explainTileOverlapPlan(vae: VaeSpec, overlapH: number, overlapW:
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
       reasons.push(reason('OVERLAP_INVALID', field, v, `an integer number of pixels in [0, ${window[axis] - r}], a multiple of ${r}`));
     } else if (v % r !== 0 || v % p !== 0) {
-      reasons.push(
-        reason(
-          'OVERLAP_NOT_WHOLE_LATENT',
-          field,
-          v,
-          `a multiple of ${r} px`,
-          `${field} = ${v} px is not a whole number of latent units for ${vae.family.name} (${r} px per latent unit)`,
-        ),
-      );
+      reasons.push(notWholeLatent('OVERLAP_NOT_WHOLE_LATENT', vae, field, v));
     } else if (v >= window[axis]) {
       reasons.push(
         reason(

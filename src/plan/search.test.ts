@@ -40,18 +40,8 @@ function axisChoices(L: number, minWindow: number): AxisChoice[] {
   return choices;
 }
 
-interface Brute {
-  windowLatent: { height: number; width: number };
-  overlapLatent: { height: number; width: number };
-  tiles: number;
-  rows: number;
-  columns: number;
-  windowArea: number;
-  decodedAreaRatio: number;
-  activationShare: number;
-  seams: number;
-  imbalance: number;
-}
+/** A candidate as the brute force states it: the search's fields, with the overlap in latent units instead of pixels. */
+type Brute = Omit<SearchCandidate, 'window' | 'overlap'> & { overlapLatent: { height: number; width: number } };
 
 function bruteCandidates(H: number, W: number, R: number): Brute[] {
   const minWindow = Math.max(16, R);

@@ -143,29 +143,25 @@ export function paretoFrontier(candidates: readonly SearchCandidate[]): SearchCa
   return frontier.sort(byLargerWindow);
 }
 
+/** Ascending by every objective in turn: window area, then as `afterWindowArea`. */
 function byObjectives(a: SearchCandidate, b: SearchCandidate): number {
-  return (
-    a.windowArea - b.windowArea ||
-    a.decodedAreaRatio - b.decodedAreaRatio ||
-    a.imbalance - b.imbalance ||
-    a.columns - b.columns ||
-    tieBreak(a, b)
-  );
+  return a.windowArea - b.windowArea || afterWindowArea(a, b);
 }
 
-/** Larger window first; then lower decoded area, imbalance, columns; then taller window. */
+/** Larger window first; then as `afterWindowArea`. */
 function byLargerWindow(a: SearchCandidate, b: SearchCandidate): number {
+  return b.windowArea - a.windowArea || afterWindowArea(a, b);
+}
+
+/** Lower decoded area, imbalance, columns; then the taller, then the wider window (so no two windows tie). */
+function afterWindowArea(a: SearchCandidate, b: SearchCandidate): number {
   return (
-    b.windowArea - a.windowArea ||
     a.decodedAreaRatio - b.decodedAreaRatio ||
     a.imbalance - b.imbalance ||
     a.columns - b.columns ||
-    tieBreak(a, b)
+    b.window.height - a.window.height ||
+    b.window.width - a.window.width
   );
-}
-
-function tieBreak(a: SearchCandidate, b: SearchCandidate): number {
-  return b.window.height - a.window.height || b.window.width - a.window.width;
 }
 
 function sameWindow(a: SearchCandidate, b: SearchCandidate): boolean {

@@ -1,4 +1,4 @@
-// Tiny video-family configs the family and distribution tests share (diffusers' field names).
+// Tiny configs the family, plan and distribution tests share, mostly video families (diffusers' field names).
 
 import type { RawConfig } from '../types.js';
 import type { Ltx2ReferenceConfig } from './ltx2-reference.js';
@@ -53,6 +53,16 @@ export const WAN22_TINY: RawConfig = {
   scale_factor_temporal: 2,
 };
 
+/** Wan 2.2 TI2V-5B's geometry fields (r 16, patch 2, 48 latent channels), the rest at the family's defaults: what plans need. */
+export const WAN22_PUBLISHED_GEOMETRY: RawConfig = {
+  dim_mult: [1, 2, 4, 4],
+  temperal_downsample: [false, true, true],
+  patch_size: 2,
+  scale_factor_spatial: 16,
+  out_channels: 12,
+  z_dim: 48,
+};
+
 /** Qwen-Image: the Wan 2.1 layout with 16 latent channels. */
 export const QWEN_IMAGE_TINY: RawConfig = { base_dim: 4, dim_mult: [1, 2], num_res_blocks: 1, temperal_downsample: [true], z_dim: 16 };
 
@@ -79,6 +89,22 @@ export const LTX2_TINY: RawConfig = {
   spatial_compression_ratio: 16,
   temporal_compression_ratio: 4,
 };
+
+/** LTX-2 at tiny widths with 16 latent channels and both halves' flags (r 16, rt 4): what the plan tests create. */
+export const LTX2_TINY_16: RawConfig = {
+  block_out_channels: [16, 32],
+  decoder_block_out_channels: [16, 32],
+  spatio_temporal_scaling: [true, true],
+  decoder_spatio_temporal_scaling: [true, true],
+  decoder_layers_per_block: [1, 1, 1],
+  upsample_type: ['spatiotemporal', 'spatiotemporal'],
+  spatial_compression_ratio: 16,
+  temporal_compression_ratio: 4,
+  latent_channels: 16,
+};
+
+/** The reference harness's tiny AutoencoderKL as the plan tests create it (r 2, sample_size 128). */
+export const KL_TINY_PLAN: RawConfig = { block_out_channels: [16, 32], norm_num_groups: 8, sample_size: 128 };
 
 /** LTX2_TINY as the float64 reference takes it: ratios 16 / 4, reflect padding, non-causal. */
 export const LTX2_TINY_REFERENCE: Ltx2ReferenceConfig = {
