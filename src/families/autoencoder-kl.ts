@@ -1,8 +1,9 @@
 // AutoencoderKL (SD 1.x/2.x, SDXL, SD3, FLUX.1 are configs of it): config reading, ratios and
 // diffusers' tiling defaults (square `sample_size` window, overlap int(sample_size · 0.25)).
 
-import { ConfigReader, MAX_WIDTH } from './config-fields.js';
-import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
+import { ConfigReader, MAX_WIDTH, readBlockOutLayers } from './config-fields.js';
+import { defineFamily, diffusersLayout, squareTiling, type FamilyLayout } from './layout.js';
+import type { FamilySpec, ResolvedConfig } from './types.js';
 
 /** diffusers' `tile_overlap_factor` for AutoencoderKL and Flux.2. */
 export const KL_TILE_OVERLAP_FACTOR = 0.25;
@@ -21,13 +22,7 @@ export function readKlFields(
   outChannels: number;
   normGroups: number;
 } {
-  const blockOut = r.intList('block_out_channels', [128, 256, 512, 512], { max: MAX_WIDTH });
-  const layers = r.int('layers_per_block', 2);
-  r.blocks(blockOut.length * (layers + 1), 'block_out_channels × layers_per_block', {
-    block_out_channels: blockOut.length,
-    layers_per_block: layers,
-  });
-  r.string('act_fn', 'silu', ['silu']);
+  const blockOut = readBlockOutLayers(r);
   const latentChannels = r.int('latent_channels', defaults.latentChannels, 1, MAX_WIDTH);
   const normGroups = r.int('norm_num_groups', 32);
   const sampleSize = r.intOrFirst('sample_size', defaults.sampleSize);
@@ -66,7 +61,8 @@ export function readKlFields(
   return { blockOut, sampleSize, latentChannels, outChannels, normGroups };
 }
 
-export function klResolved(className: string, r: ConfigReader, kl: ReturnType<typeof readKlFields>): ResolvedConfig {
+/** What AutoencoderKL / Flux.2 fields resolve to: r = 2^(levels − 1), diffusers' square tiling at `sample_size`. */
+export function klResolved(className: string, kl: ReturnType<typeof readKlFields>): Omit<ResolvedConfig, 'fields'> {
   const spatialRatio = 2 ** (kl.blockOut.length - 1);
   const overlap = Math.trunc(kl.sampleSize * KL_TILE_OVERLAP_FACTOR);
   return {
@@ -79,8 +75,7 @@ export function klResolved(className: string, r: ConfigReader, kl: ReturnType<ty
       outChannels: kl.outChannels,
       fiveDimLatents: false,
     },
-    tiling: { window: { height: kl.sampleSize, width: kl.sampleSize }, overlap: { height: overlap, width: overlap }, frames: null },
-    fields: r.fields,
+    tiling: squareTiling(kl.sampleSize, overlap),
   };
 }
 
@@ -88,23 +83,11 @@ export function klResolved(className: string, r: ConfigReader, kl: ReturnType<ty
  * What an AutoencoderKL decoder (AutoencoderKL, Flux.2) is to the engine: diffusers tiles it in
  * squares with an overlap factor, it has no time axis, and its checkpoints carry the encoder.
  */
-export const KL_LAYOUT: Pick<FamilySpec, 'diffusersTiling' | 'temporal' | 'ignoredKeyPrefixes' | 'minWindowLatent' | 'sampleRange'> = {
-  diffusersTiling: 'square-with-overlap-factor',
-  temporal: { kind: 'none' },
-  ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
-  minWindowLatent: 1,
-  sampleRange: 'signed',
-};
+export const KL_LAYOUT: FamilyLayout = diffusersLayout('square-with-overlap-factor', { kind: 'none' });
 
-export const autoencoderKl: FamilySpec = {
+export const autoencoderKl: FamilySpec = defineFamily(KL_LAYOUT, {
   name: 'autoencoder-kl',
   description: 'AutoencoderKL: Stable Diffusion 1.x/2.x, SDXL, SD3, FLUX.1',
   classNames: ['AutoencoderKL'],
-  ...KL_LAYOUT,
-  resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
-    const r = new ConfigReader(raw ?? {}, 'autoencoder-kl');
-    const kl = readKlFields(r, { latentChannels: 4, sampleSize: 512 });
-    r.finish();
-    return klResolved('AutoencoderKL', r, kl);
-  },
-};
+  read: (r) => klResolved('AutoencoderKL', readKlFields(r, { latentChannels: 4, sampleSize: 512 })),
+});

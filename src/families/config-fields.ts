@@ -210,3 +210,19 @@ export function log2Exact(n: number): number | null {
   const l = Math.log2(n);
   return Number.isInteger(l) ? l : null;
 }
+
+/**
+ * The decoder body of the AutoencoderKL lineage (AutoencoderKL, Flux.2, HunyuanVideo), read in
+ * diffusers' order: `block_out_channels` (published SD 1.x widths by default), `layers_per_block`
+ * (the two bounded together), SiLU. Returns the widths.
+ */
+export function readBlockOutLayers(r: ConfigReader): number[] {
+  const blockOut = r.intList('block_out_channels', [128, 256, 512, 512], { max: MAX_WIDTH });
+  const layers = r.int('layers_per_block', 2);
+  r.blocks(blockOut.length * (layers + 1), 'block_out_channels × layers_per_block', {
+    block_out_channels: blockOut.length,
+    layers_per_block: layers,
+  });
+  r.string('act_fn', 'silu', ['silu']);
+  return blockOut;
+}

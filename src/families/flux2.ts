@@ -2,19 +2,19 @@
 // statistics (`bn.*`) that only the pipeline uses; its `patch_size` is the pipeline's latent
 // packing and adds no tiling constraint.
 
-import { ConfigReader, MAX_WIDTH } from './config-fields.js';
+import { MAX_WIDTH } from './config-fields.js';
 import { KL_LAYOUT, klResolved, readKlFields } from './autoencoder-kl.js';
-import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
+import { defineFamily, type FamilyLayout } from './layout.js';
+import type { FamilySpec } from './types.js';
 
-export const flux2: FamilySpec = {
+/** The KL layout; a checkpoint also carries the batch-norm statistics (bn.*) only the pipeline uses. */
+const FLUX2_LAYOUT: FamilyLayout = { ...KL_LAYOUT, ignoredKeyPrefixes: [...KL_LAYOUT.ignoredKeyPrefixes, 'bn.'] };
+
+export const flux2: FamilySpec = defineFamily(FLUX2_LAYOUT, {
   name: 'flux2',
   description: 'AutoencoderKLFlux2: FLUX.2',
   classNames: ['AutoencoderKLFlux2'],
-  ...KL_LAYOUT,
-  // bn.*: the batch-norm statistics only the pipeline uses.
-  ignoredKeyPrefixes: [...KL_LAYOUT.ignoredKeyPrefixes, 'bn.'],
-  resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
-    const r = new ConfigReader(raw ?? {}, 'flux2');
+  read(r) {
     const kl = readKlFields(r, { latentChannels: 32, sampleSize: 1024 });
     const decoderBlockOut = r.intList('decoder_block_out_channels', kl.blockOut, { max: MAX_WIDTH });
     r.check(
@@ -35,7 +35,6 @@ export const flux2: FamilySpec = {
     }
     r.intList('patch_size', [2, 2]);
     r.number('batch_norm_eps', 1e-4);
-    r.finish();
-    return klResolved('AutoencoderKLFlux2', r, kl);
+    return klResolved('AutoencoderKLFlux2', kl);
   },
-};
+});

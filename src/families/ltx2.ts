@@ -7,8 +7,9 @@
 // timestep-conditioned decoder is given (diffusers' `decode(z, temb)`; the LTX-2 pipeline's
 // `decode_timestep`, default 0), read only when the config has timestep conditioning.
 
-import { ConfigReader, DECODE_SETTING_FIELDS, MAX_WIDTH } from './config-fields.js';
-import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
+import { DECODE_SETTING_FIELDS, MAX_WIDTH } from './config-fields.js';
+import { defineFamily, diffusersLayout, squareTiling, type FamilyLayout } from './layout.js';
+import type { FamilySpec, RawConfig } from './types.js';
 
 /**
  * Without a config, the published LTX-2.0 VAE: its config.json states the ratios (32 / 8)
@@ -23,20 +24,23 @@ function withPublishedDefaults(raw: RawConfig | undefined): RawConfig {
   return namesArchitecture ? raw : { ...PUBLISHED_LTX2_CONFIG, ...(raw ?? {}) };
 }
 
-export const ltx2: FamilySpec = {
+/**
+ * diffusers' window-and-stride tiling with temporal chunks that drop their last frame. No
+ * quant_conv: latents_mean / latents_std are the pipeline's de-normalisation buffers. The decoder
+ * pads spatially by reflection, which needs at least two rows and columns.
+ */
+const LTX2_LAYOUT: FamilyLayout = {
+  ...diffusersLayout('window-and-stride', { kind: 'temporal-chunks', dropFrame: 'last' }),
+  ignoredKeyPrefixes: ['encoder.', 'latents_mean', 'latents_std'],
+  minWindowLatent: 2,
+};
+
+export const ltx2: FamilySpec = defineFamily(LTX2_LAYOUT, {
   name: 'ltx2',
   description: 'AutoencoderKLLTX2Video: LTX-2',
   classNames: ['AutoencoderKLLTX2Video'],
-  diffusersTiling: 'window-and-stride',
-  temporal: { kind: 'temporal-chunks', dropFrame: 'last' },
-  // latents_mean / latents_std are the pipeline's de-normalisation buffers.
-  ignoredKeyPrefixes: ['encoder.', 'latents_mean', 'latents_std'],
-  // The decoder pads spatially by reflection, which needs at least two rows and columns.
-  minWindowLatent: 2,
-  sampleRange: 'signed',
-  resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
-    const given = withPublishedDefaults(raw);
-    const r = new ConfigReader(given, 'ltx2');
+  given: withPublishedDefaults,
+  read(r) {
     r.int('in_channels', 3);
     const outChannels = r.int('out_channels', 3);
     const latentChannels = r.int('latent_channels', 128, 1, MAX_WIDTH);
@@ -88,16 +92,10 @@ export const ltx2: FamilySpec = {
     });
     r.checkRatio('spatial_compression_ratio', spatialRatio, decoderSpatial, "patch_size x the decoder's spatial up-sampling");
     r.checkRatio('temporal_compression_ratio', temporalRatio, decoderTemporal, "patch_size_t x the decoder's temporal up-sampling");
-    r.finish();
     return {
       className: 'AutoencoderKLLTX2Video',
       geometry: { spatialRatio, temporalRatio, patchSize: 1, latentChannels, outChannels, fiveDimLatents: true },
-      tiling: {
-        window: { height: 512, width: 512 },
-        overlap: { height: 64, width: 64 },
-        frames: { enabled: false, window: 16, overlap: 8 },
-      },
-      fields: r.fields,
+      tiling: squareTiling(512, 64, { enabled: false, window: 16, overlap: 8 }),
     };
   },
-};
+});

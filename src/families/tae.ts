@@ -14,7 +14,8 @@
 //   `encoder.layers.N…` with the same N). Loading reads it from the keys.
 
 import { ConfigReader, MAX_WIDTH } from './config-fields.js';
-import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
+import { defineFamily, squareTiling, type FamilyLayout } from './layout.js';
+import type { FamilySpec, ResolvedConfig } from './types.js';
 
 /** The published tiny autoencoders and what sets them apart (latent channels, a GroupNorm mid-block). */
 export const TAE_VARIANTS = {
@@ -79,19 +80,23 @@ function checkUniformWidth(r: ConfigReader, key: string, stages: number): void {
   );
 }
 
-export const tae: FamilySpec = {
-  name: 'tae',
-  description: 'Tiny autoencoders (TAESD, TAESDXL, TAESD3, TAEF1, TAEF2)',
-  classNames: ['AutoencoderTiny'],
+/**
+ * No diffusers tiling loop and no time axis; samples in [0, 1]. A diffusers AutoencoderTiny
+ * checkpoint holds both halves (madebyollin ships them apart) and has no quant_conv.
+ */
+const TAE_LAYOUT: FamilyLayout = {
   diffusersTiling: 'none',
   temporal: { kind: 'none' },
-  // A diffusers AutoencoderTiny checkpoint holds both halves; madebyollin ships them apart.
   ignoredKeyPrefixes: ['encoder.'],
   minWindowLatent: 1,
   sampleRange: 'unit',
-  resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
-    const given = raw ?? {};
-    const r = new ConfigReader(given, 'tae');
+};
+
+export const tae: FamilySpec = defineFamily(TAE_LAYOUT, {
+  name: 'tae',
+  description: 'Tiny autoencoders (TAESD, TAESDXL, TAESD3, TAEF1, TAEF2)',
+  classNames: ['AutoencoderTiny'],
+  read(r, given) {
     const variant =
       given['variant'] == null
         ? (r.passthrough('variant') as null)
@@ -100,20 +105,17 @@ export const tae: FamilySpec = {
     const latentChannels = r.int('latent_channels', published.latentChannels, 1, MAX_WIDTH);
     const midblockGn = r.bool('use_midblock_gn', published.midblockGn);
     if (variant !== null) {
-      r.check(
-        latentChannels === published.latentChannels,
-        'latent_channels',
-        latentChannels,
-        `${published.latentChannels} for ${variant}`,
-        `latent_channels = ${latentChannels} does not match the ${variant} variant (${published.latentChannels})`,
-      );
-      r.check(
-        midblockGn === published.midblockGn,
-        'use_midblock_gn',
-        midblockGn,
-        `${published.midblockGn} for ${variant}`,
-        `use_midblock_gn = ${midblockGn} does not match the ${variant} variant (${published.midblockGn})`,
-      );
+      // A named variant fixes these two: a config that says otherwise describes another model.
+      const asPublished = (key: string, value: unknown, expected: unknown) =>
+        r.check(
+          value === expected,
+          key,
+          value,
+          `${expected} for ${variant}`,
+          `${key} = ${value} does not match the ${variant} variant (${expected})`,
+        );
+      asPublished('latent_channels', latentChannels, published.latentChannels);
+      asPublished('use_midblock_gn', midblockGn, published.midblockGn);
     }
     const decoderBlocks = r.intList('num_decoder_blocks', STANDARD.decoderBlocks);
     const encoderBlocks = r.intList('num_encoder_blocks', STANDARD.encoderBlocks);
@@ -149,15 +151,13 @@ export const tae: FamilySpec = {
       `${decoderBlocks.length} stages (the encoder's stride-2 convs must undo the decoder's ${spatialRatio}x)`,
       `the encoder's ${encoderBlocks.length} stages downsample ${encoderRatio}x but the decoder upsamples ${spatialRatio}x`,
     );
-    r.finish();
     return {
       className: variant ?? 'AutoencoderTiny',
       geometry: { spatialRatio, temporalRatio: 1, patchSize: 1, latentChannels, outChannels, fiveDimLatents: false },
-      tiling: { window: { height: 512, width: 512 }, overlap: { height: 128, width: 128 }, frames: null },
-      fields: r.fields,
+      tiling: squareTiling(512, 128),
     };
   },
-};
+});
 
 /** The architecture of a resolved TAE config (fields as `tae.resolveConfig` wrote them). */
 export function taeArchitecture(config: ResolvedConfig): TaeArchitecture {

@@ -3,27 +3,20 @@
 // scale_factor_spatial, as in diffusers; the decoder's own up-sampling must agree with it.
 
 import { ConfigReader, MAX_WIDTH } from './config-fields.js';
-import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
+import { defineFamily, diffusersLayout, squareTiling, type FamilyLayout } from './layout.js';
+import type { FamilySpec } from './types.js';
 
 /**
  * What a Wan-layout decoder (Wan, Qwen-Image) is to the engine: diffusers tiles it by window and
  * stride, decodes frame steps causally, and its checkpoints carry the encoder beside it.
  */
-export const WAN_LAYOUT: Pick<FamilySpec, 'diffusersTiling' | 'temporal' | 'ignoredKeyPrefixes' | 'minWindowLatent' | 'sampleRange'> = {
-  diffusersTiling: 'window-and-stride',
-  temporal: { kind: 'frame-steps' },
-  ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
-  minWindowLatent: 1,
-  sampleRange: 'signed',
-};
+export const WAN_LAYOUT: FamilyLayout = diffusersLayout('window-and-stride', { kind: 'frame-steps' });
 
-export const wan: FamilySpec = {
+export const wan: FamilySpec = defineFamily(WAN_LAYOUT, {
   name: 'wan',
   description: 'AutoencoderKLWan: Wan 2.1 and Wan 2.2 (patch size 2)',
   classNames: ['AutoencoderKLWan'],
-  ...WAN_LAYOUT,
-  resolveConfig(raw: RawConfig | undefined): ResolvedConfig {
-    const r = new ConfigReader(raw ?? {}, 'wan');
+  read(r) {
     const { baseDim, decoderBaseDim, zDim, dimMult, temporalDown } = readWanLayout(r, { decoderBaseDim: true });
     const residual = r.bool('is_residual', false);
     r.int('in_channels', 3);
@@ -52,7 +45,6 @@ export const wan: FamilySpec = {
       `out_channels = ${outChannels} cannot be unpatchified with patch_size ${patchSize}`,
     );
     if (residual) checkDupUpRepeats(r, decoderBaseDim ?? baseDim, dimMult, temporalDown);
-    r.finish();
     return {
       className: 'AutoencoderKLWan',
       geometry: {
@@ -63,11 +55,10 @@ export const wan: FamilySpec = {
         outChannels: outChannels / (patchSize * patchSize),
         fiveDimLatents: true,
       },
-      tiling: { window: { height: 256, width: 256 }, overlap: { height: 64, width: 64 }, frames: null },
-      fields: r.fields,
+      tiling: squareTiling(256, 64),
     };
   },
-};
+});
 
 /** The fields of the Wan layout (Wan and Qwen-Image), read in diffusers' order; Wan 2.2 adds decoder_base_dim. */
 export function readWanLayout(

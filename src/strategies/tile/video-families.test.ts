@@ -15,60 +15,44 @@ import { localGroup } from '../../ranks/local/index.js';
 import { assertSameBits } from '../../ranks/testing/assertions.js';
 import { tiledDecodeFor } from './tiled-decode.js';
 
+/** Every case here tiles with a square window and overlap (output px); frames in latent frames. */
 interface Case {
   label: string;
   family: string;
   config: RawConfig;
   latent: number[];
-  window: [number, number];
-  overlap: [number, number];
+  window: number;
+  overlap: number;
   frames?: { window: number; overlap: number };
 }
 
+/** A case; a frame plan is [window, overlap] where given. */
+function square(
+  label: string,
+  family: string,
+  config: RawConfig,
+  latent: number[],
+  window: number,
+  overlap: number,
+  frames?: [number, number],
+): Case {
+  return { label, family, config, latent, window, overlap, ...(frames ? { frames: { window: frames[0], overlap: frames[1] } } : {}) };
+}
+
 const CASES: Case[] = [
-  {
-    label: 'Wan 2.1, clipped edge tiles, 2 latent frames',
-    family: 'wan',
-    config: WAN21_TINY,
-    latent: [1, 4, 2, 7, 9],
-    window: [8, 8],
-    overlap: [2, 2],
-  },
-  { label: 'Wan 2.2 (patch 2)', family: 'wan', config: WAN22_TINY, latent: [1, 8, 2, 4, 5], window: [24, 24], overlap: [8, 8] },
-  {
-    label: 'Qwen-Image, batch 2',
-    family: 'qwen-image',
-    config: QWEN_IMAGE_TINY,
-    latent: [2, 16, 1, 6, 7],
-    window: [8, 8],
-    overlap: [2, 2],
-  },
-  {
-    label: 'HunyuanVideo, temporal chunks with spatial tiles per chunk',
-    family: 'hunyuan-video',
-    config: HUNYUAN_VIDEO_TINY,
-    latent: [1, 4, 5, 5, 6],
-    window: [16, 16],
-    overlap: [4, 4],
-    frames: { window: 8, overlap: 4 },
-  },
-  {
-    label: 'LTX-2, temporal tiling on',
-    family: 'ltx2',
-    config: LTX2_TINY,
-    latent: [1, 4, 3, 5, 5],
-    window: [64, 64],
-    overlap: [16, 16],
-    frames: { window: 8, overlap: 4 },
-  },
+  square('Wan 2.1, clipped edge tiles, 2 latent frames', 'wan', WAN21_TINY, [1, 4, 2, 7, 9], 8, 2),
+  square('Wan 2.2 (patch 2)', 'wan', WAN22_TINY, [1, 8, 2, 4, 5], 24, 8),
+  square('Qwen-Image, batch 2', 'qwen-image', QWEN_IMAGE_TINY, [2, 16, 1, 6, 7], 8, 2),
+  square('HunyuanVideo, temporal chunks with spatial tiles per chunk', 'hunyuan-video', HUNYUAN_VIDEO_TINY, [1, 4, 5, 5, 6], 16, 4, [8, 4]),
+  square('LTX-2, temporal tiling on', 'ltx2', LTX2_TINY, [1, 4, 3, 5, 5], 64, 16, [8, 4]),
 ];
 
 const groups = sharedGroups((ranks) => localGroup({ ranks, isolation: 'thread', threadsPerRank: 1 }));
 after(() => groups.closeAll());
 
 function plan(vae: Vae, c: Case): void {
-  applyTilePlan(vae, tileShapePlan(vae, c.window[0], c.window[1])!);
-  applyTilePlan(vae, tileOverlapPlan(vae, c.overlap[0], c.overlap[1])!);
+  applyTilePlan(vae, tileShapePlan(vae, c.window, c.window)!);
+  applyTilePlan(vae, tileOverlapPlan(vae, c.overlap, c.overlap)!);
   if (c.frames) applyTilePlan(vae, tileFramePlan(vae, c.frames)!);
 }
 
