@@ -63,15 +63,9 @@ export function resolveFamily(explicit: string | undefined, config: RawConfig | 
   }
   if (explicit === undefined) {
     if (fromConfig) return fromConfig;
-    refuse(
-      'INVALID_ARGUMENT',
-      reason(
-        'FAMILY_REQUIRED',
-        'family',
-        undefined,
-        `one of ${FAMILY_NAMES.join(', ')}`,
-        `no family given and no config _class_name to infer it from: pass --family (one of ${FAMILY_NAMES.join(', ')})`,
-      ),
+    refuseFamilyRequired(
+      `one of ${FAMILY_NAMES.join(', ')}`,
+      `no family given and no config _class_name to infer it from: pass --family (one of ${FAMILY_NAMES.join(', ')})`,
     );
   }
   const family = getFamily(explicit);
@@ -88,6 +82,14 @@ export function resolveFamily(explicit: string | undefined, config: RawConfig | 
     );
   }
   return family;
+}
+
+/**
+ * Refuses a decode whose family cannot be told: none was given and nothing names one (`valid`
+ * says what would do, `message` what was given instead). One refusal for every source of weights.
+ */
+export function refuseFamilyRequired(valid: string, message: string): never {
+  refuse('INVALID_ARGUMENT', reason('FAMILY_REQUIRED', 'family', undefined, valid, message));
 }
 
 /**

@@ -27,7 +27,7 @@ import {
   type TensorProto,
   type ValueInfoProto,
 } from './onnx-proto.js';
-import { syncRegionsEntry, type SyncRegion } from './sync.js';
+import { syncRegionsEntry, type AttentionRegion, type GroupNormRegion, type SyncRegion } from './sync.js';
 import { externalFloat32TensorProto, float32TensorProto, int64TensorProto, type FileBytes } from './tensor-proto.js';
 
 /** The ONNX opset every built graph imports (ai.onnx domain); ORT 1.30 runs all of it on CPU. */
@@ -212,10 +212,8 @@ export class Scope {
       epsilon: options.epsilon,
       form: options.form ?? DEFAULT_GROUP_NORM_FORM,
     });
-    this.state.regions.push({
+    this.recordRegion<GroupNormRegion>(first, 'GroupNorm', {
       kind: 'group-norm',
-      name: this.path || 'GroupNorm',
-      nodes: this.nodeNamesSince(first),
       input: x.name,
       output: y.name,
       scale: scale.name,
@@ -352,10 +350,8 @@ export class Scope {
         ? core(q)
         : this.concat(this.node('Split', [q], [attr.int('axis', 1), attr.int('num_outputs', queryChunks)], queryChunks).map(core), 1);
     const out = this.transpose(product, [0, 2, 1]);
-    this.state.regions.push({
+    this.recordRegion<AttentionRegion>(first, 'attention', {
       kind: 'attention',
-      name: this.path || 'attention',
-      nodes: this.nodeNamesSince(first),
       query: q.name,
       key: k.name,
       value: v.name,
@@ -427,15 +423,7 @@ export class Scope {
 
   /** A float32 Constant node holding `t` (for literals; weights belong in `param`). */
   constant(t: Tensor): Value {
-    const name = this.state.fresh(this.qualifyNode('Constant'));
-    this.state.nodes.push({
-      name,
-      op_type: 'Constant',
-      input: [],
-      output: [name],
-      attribute: [attr.tensor('value', float32TensorProto('', t.dims, t.data))],
-    });
-    return this.state.adopt(name);
+    return this.constantNode(float32TensorProto('', t.dims, t.data));
   }
 
   /** A float32 scalar (0-d) Constant. */
@@ -445,14 +433,13 @@ export class Scope {
 
   /** A 1-D int64 Constant (shapes, axes, pads). */
   int64Constant(values: readonly number[]): Value {
+    return this.constantNode(int64TensorProto('', [values.length], values));
+  }
+
+  /** A Constant node whose output is `value`. */
+  private constantNode(value: TensorProto): Value {
     const name = this.state.fresh(this.qualifyNode('Constant'));
-    this.state.nodes.push({
-      name,
-      op_type: 'Constant',
-      input: [],
-      output: [name],
-      attribute: [attr.tensor('value', int64TensorProto('', [values.length], values))],
-    });
+    this.state.nodes.push({ name, op_type: 'Constant', input: [], output: [name], attribute: [attr.tensor('value', value)] });
     return this.state.adopt(name);
   }
 
@@ -512,8 +499,13 @@ export class Scope {
     return dims;
   }
 
-  private nodeNamesSince(first: number): string[] {
-    return this.state.nodes.slice(first).map((n) => n.name!);
+  /**
+   * Records the nodes appended since `first` as a sync region, named by the module path (`fallback`
+   * at the root), so locality analysis and staging find it in the model alone.
+   */
+  private recordRegion<R extends SyncRegion>(first: number, fallback: string, region: Omit<R, 'name' | 'nodes'>): void {
+    const nodes = this.state.nodes.slice(first).map((n) => n.name!);
+    this.state.regions.push({ ...region, name: this.path || fallback, nodes } as R);
   }
 
   private checkEpsilon(epsilon: number): void {

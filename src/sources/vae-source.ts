@@ -4,7 +4,7 @@
 // read the same VAE.
 
 import { reason, refuse } from '../errors.js';
-import { createVae, resolveFamily, resolveFamilyConfig } from '../families/registry.js';
+import { createVae, refuseFamilyRequired, resolveFamily, resolveFamilyConfig } from '../families/registry.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, VaeSpec } from '../families/types.js';
@@ -142,15 +142,9 @@ async function readWeightsOf(
       layout?.family ??
       (location.kind === 'file' && raw === undefined && looksLikeTae(reader.entries.keys()) ? 'tae' : undefined);
     if (location.kind === 'file' && inferred === undefined && raw === undefined) {
-      refuse(
-        'INVALID_ARGUMENT',
-        reason(
-          'FAMILY_REQUIRED',
-          'family',
-          undefined,
-          'a family for a bare weights file',
-          `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`,
-        ),
+      refuseFamilyRequired(
+        'a family for a bare weights file',
+        `${path} is a bare weights file: pass a family (--family) to say which decoder it holds`,
       );
     }
     const family = resolveFamily(inferred, raw);

@@ -8,7 +8,7 @@ import { BoundVae } from '../decode/bound-vae.js';
 import { decoderModelOf } from '../decode/decoder-model.js';
 import { LazyTileRunner } from '../decode/lazy-runner.js';
 import { reason, refuse } from '../errors.js';
-import { resolveFamily } from '../families/registry.js';
+import { refuseFamilyRequired, resolveFamily } from '../families/registry.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from '../families/types.js';
@@ -82,15 +82,9 @@ async function readHalf(source: WebVaeSource, part: 'decoder' | 'encoder', signa
   const raw = await readConfig(source.config, signal);
   const bytes = await weightsSource(source.weights);
   if (source.family === undefined && raw === undefined) {
-    refuse(
-      'INVALID_ARGUMENT',
-      reason(
-        'FAMILY_REQUIRED',
-        'family',
-        undefined,
-        'a family for a bare weights file',
-        `${bytes.name} is a bare weights file: pass a family (e.g. 'tae') or a config.json to say which ${part} it holds`,
-      ),
+    refuseFamilyRequired(
+      'a family for a bare weights file',
+      `${bytes.name} is a bare weights file: pass a family (e.g. 'tae') or a config.json to say which ${part} it holds`,
     );
   }
   const family = resolveFamily(source.family, raw);
