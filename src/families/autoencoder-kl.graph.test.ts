@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { assertRelativeL2 } from '../graph/testing/compare.js';
+import { assertModelIo } from '../graph/testing/model-io.js';
 import { seededTensor } from '../tensor.js';
 import { runGraph } from '../graph/testing/run-graph.js';
 import { syntheticWeights } from '../weights/synthetic.js';
@@ -79,17 +80,7 @@ for (const c of CASES) {
   test(`graph initializers are exactly the parameter list: ${c.label}`, () => {
     const config = getFamily(c.family).resolveConfig(c.config);
     const specs = klDecoderParams(config);
-    const model = buildKlDecoderGraph(config, syntheticWeights(specs, 1)).toModel();
-    const initializers = model.graph!.initializer!.map((t) => [t.name, (t.dims ?? []).map(Number)]);
-    assert.deepEqual(new Map(initializers as [string, number[]][]), new Map(specs.map((s) => [s.name, [...s.dims]])));
-    assert.deepEqual(
-      model.graph!.input!.map((i) => i.name),
-      ['latent'],
-    );
-    assert.deepEqual(
-      model.graph!.output!.map((o) => o.name),
-      ['sample'],
-    );
+    assertModelIo(buildKlDecoderGraph(config, syntheticWeights(specs, 1)).toModel(), specs, { inputs: ['latent'], outputs: ['sample'] });
   });
 }
 

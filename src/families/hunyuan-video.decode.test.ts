@@ -6,96 +6,48 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { assertDecodesLikeDiffusersVideo, type DiffusersVideoTiling } from '../decode/testing/diffusers-video-decode.js';
+import { assertVideoCase, diffusersLoops, videoCases } from '../decode/testing/diffusers-video-decode.js';
 import type { RefTensor } from '../graph/testing/reference-ops.js';
-import { loadVae, type Vae } from '../decode/vae.js';
+import { loadVae } from '../decode/vae.js';
 import { DistVaeError } from '../errors.js';
 import { seededTensor } from '../tensor.js';
-import { applyTilePlan, tileFramePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
+import { applyTilePlan, tileFramePlan } from '../plan/planner.js';
 import type { Tensor } from '../tensor.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { hunyuanVideoDecoderParams } from './hunyuan-video.graph.js';
 import { getFamily } from './registry.js';
-import { referenceHunyuanVideoDecode, type HunyuanVideoReferenceArchitecture } from './testing/hunyuan-video-reference.js';
-import { HUNYUAN_VIDEO_TINY } from './testing/video-configs.js';
+import { referenceHunyuanVideoDecode } from './testing/hunyuan-video-reference.js';
+import { HUNYUAN_VIDEO_TINY, HUNYUAN_VIDEO_TINY_REFERENCE } from './testing/video-configs.js';
 import { decodeOnce, diffusersFolderWriter } from './testing/diffusers-folder.js';
 
 const SEED = 5;
-const TINY_ARCH: HunyuanVideoReferenceArchitecture = {
-  blockOut: [8, 16, 16],
-  layersPerBlock: 1,
-  groups: 4,
-  attention: true,
-  spatialRatio: 4,
-};
+const TINY_ARCH = HUNYUAN_VIDEO_TINY_REFERENCE;
 
-interface Case {
-  label: string;
-  latent: number[];
-  /** Spatial plan in output pixels, or null to leave spatial tiling off. */
-  window: [number, number] | null;
-  overlap?: [number, number];
-  /** Temporal plan in output frames; 'default' keeps the family default (on, 16 / 4); null turns it off. */
-  frames: { window: number; overlap: number } | 'default' | null;
-  /** diffusers' tile attributes for the same decode. */
-  diffusers: Omit<DiffusersVideoTiling, 'spatialRatio' | 'temporalRatio' | 'dropFrame'>;
-  calls: number;
-}
-
-const CASES: Case[] = [
-  {
-    label: 'spatial tiles only: window 16 px, overlap 4 px, 1-row and 3-column edge tiles',
-    latent: [1, 4, 2, 7, 9],
-    window: [16, 16],
-    overlap: [4, 4],
-    frames: null,
-    diffusers: { tiling: { minHeight: 16, minWidth: 16, strideHeight: 12, strideWidth: 12 }, framewise: null },
-    calls: 9,
-  },
-  {
-    label: "diffusers' default temporal tiling (16 / 12 frames) on 6 latent frames, space untiled",
-    latent: [1, 4, 6, 3, 4],
-    window: null,
-    frames: 'default',
-    diffusers: { tiling: null, framewise: { minFrames: 16, strideFrames: 12 } },
-    calls: 2,
-  },
-  {
-    label: 'temporal chunks of 8 frames every 4 with spatial tiles per chunk, short trailing chunks, batch 2',
-    latent: [2, 4, 4, 5, 6],
-    window: [16, 16],
-    overlap: [4, 4],
-    frames: { window: 8, overlap: 4 },
-    diffusers: { tiling: { minHeight: 16, minWidth: 16, strideHeight: 12, strideWidth: 12 }, framewise: { minFrames: 8, strideFrames: 4 } },
-    calls: 4 * 4,
-  },
-];
+// [label, [latent, spatial [window, overlap] px, frames [window, overlap], diffusers' loops, decoder calls]]
+const CASES = videoCases([
+  [
+    'spatial tiles only: window 16 px, overlap 4 px, 1-row and 3-column edge tiles',
+    [[1, 4, 2, 7, 9], [16, 4], null, diffusersLoops([16, 12], null), 9],
+  ],
+  [
+    "diffusers' default temporal tiling (16 / 12 frames) on 6 latent frames, space untiled",
+    [[1, 4, 6, 3, 4], null, 'default', diffusersLoops(null, [16, 12]), 2],
+  ],
+  [
+    'temporal chunks of 8 frames every 4 with spatial tiles per chunk, short trailing chunks, batch 2',
+    [[2, 4, 4, 5, 6], [16, 4], [8, 4], diffusersLoops([16, 12], [8, 4]), 4 * 4],
+  ],
+]);
 
 const loadTiny = () => loadVae({ family: 'hunyuan-video', config: HUNYUAN_VIDEO_TINY, weights: 'synthetic', seed: SEED }, { threads: 1 });
-
-function plan(vae: Vae, c: Case): void {
-  if (c.window) {
-    applyTilePlan(vae, tileShapePlan(vae, c.window[0], c.window[1])!);
-    applyTilePlan(vae, tileOverlapPlan(vae, c.overlap![0], c.overlap![1])!);
-  }
-  if (c.frames !== 'default') applyTilePlan(vae, tileFramePlan(vae, c.frames)!);
-}
 
 for (const c of CASES) {
   test(`vae.decode equals diffusers' loops over the float64 reference: ${c.label}`, async () => {
     const vae = await loadTiny();
     try {
-      plan(vae, c);
       const weights = syntheticWeights(hunyuanVideoDecoderParams(vae.config), SEED);
       const reference = (tile: RefTensor) => referenceHunyuanVideoDecode(TINY_ARCH, weights, tile);
-      await assertDecodesLikeDiffusersVideo(
-        vae,
-        seededTensor(c.latent, 21),
-        c.calls,
-        reference,
-        { ...c.diffusers, spatialRatio: 4, temporalRatio: 4, dropFrame: 'first' },
-        c.label,
-      );
+      await assertVideoCase(vae, c, reference, { spatialRatio: 4, temporalRatio: 4, dropFrame: 'first' });
     } finally {
       await vae.dispose();
     }

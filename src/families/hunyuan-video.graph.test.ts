@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { assertRelativeL2 } from '../graph/testing/compare.js';
+import { assertModelIo } from '../graph/testing/model-io.js';
 import { seededTensor } from '../tensor.js';
 import { runGraph } from '../graph/testing/run-graph.js';
 import { syntheticWeights } from '../weights/synthetic.js';
@@ -13,6 +14,7 @@ import { buildHunyuanVideoDecoderGraph, hunyuanVideoDecoderParams } from './huny
 import { getFamily } from './registry.js';
 import { referenceHunyuanVideoDecode, type HunyuanVideoReferenceArchitecture } from './testing/hunyuan-video-reference.js';
 import type { RawConfig } from './types.js';
+import { HUNYUAN_VIDEO_TINY, HUNYUAN_VIDEO_TINY_REFERENCE } from './testing/video-configs.js';
 
 interface Case {
   label: string;
@@ -24,20 +26,8 @@ interface Case {
   out: number[];
 }
 
-const TINY: RawConfig = {
-  block_out_channels: [8, 16, 16],
-  layers_per_block: 1,
-  norm_num_groups: 4,
-  latent_channels: 4,
-  spatial_compression_ratio: 4,
-};
-const TINY_ARCH: HunyuanVideoReferenceArchitecture = {
-  blockOut: [8, 16, 16],
-  layersPerBlock: 1,
-  groups: 4,
-  attention: true,
-  spatialRatio: 4,
-};
+const TINY: RawConfig = HUNYUAN_VIDEO_TINY;
+const TINY_ARCH = HUNYUAN_VIDEO_TINY_REFERENCE;
 
 const CASES: Case[] = [
   {
@@ -86,16 +76,7 @@ test('graph initializers are exactly the parameter list; one input, one output',
   const config = getFamily('hunyuan-video').resolveConfig(TINY);
   const specs = hunyuanVideoDecoderParams(config);
   const model = buildHunyuanVideoDecoderGraph(config, syntheticWeights(specs, 1)).toModel();
-  const initializers = model.graph!.initializer!.map((t) => [t.name, (t.dims ?? []).map(Number)]);
-  assert.deepEqual(new Map(initializers as [string, number[]][]), new Map(specs.map((s) => [s.name, [...s.dims]])));
-  assert.deepEqual(
-    model.graph!.input!.map((i) => i.name),
-    ['latent'],
-  );
-  assert.deepEqual(
-    model.graph!.output!.map((o) => o.name),
-    ['sample'],
-  );
+  assertModelIo(model, specs, { inputs: ['latent'], outputs: ['sample'] });
 });
 
 test("the published decoder lists diffusers' keys and shapes (138 decoder tensors + post_quant_conv)", () => {

@@ -6,13 +6,13 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { assertDecodesLikeDiffusersVideo, type DiffusersVideoTiling } from '../decode/testing/diffusers-video-decode.js';
+import { assertVideoCase, diffusersLoops, videoCases, type VideoDecodeCase } from '../decode/testing/diffusers-video-decode.js';
 import type { RefTensor } from '../graph/testing/reference-ops.js';
-import { loadVae, type Vae } from '../decode/vae.js';
+import { loadVae } from '../decode/vae.js';
 import { DistVaeError } from '../errors.js';
 import { assertRelativeL2 } from '../graph/testing/compare.js';
 import { seededTensor } from '../tensor.js';
-import { applyTilePlan, tileFramePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
+import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { ltx2DecoderParams } from './ltx2.graph.js';
 import { getFamily } from './registry.js';
@@ -25,81 +25,50 @@ const SEED = 5;
 const CONDITIONED: RawConfig = { ...LTX2_TINY, timestep_conditioning: true, decoder_causal: true, decode_timestep: 0.2 };
 const CONDITIONED_REFERENCE: Ltx2ReferenceConfig = { ...LTX2_TINY_REFERENCE, timestepConditioning: true, causal: true };
 
-interface Case {
-  label: string;
+/** A decoder: its config, the reference's view of it and the decode timestep its reference is given (null: unconditioned). */
+interface Decoder {
   config: RawConfig;
   reference: Ltx2ReferenceConfig;
   temb: number | null;
-  latent: number[];
-  window: [number, number];
-  overlap: [number, number];
-  /** Temporal plan in output frames; 'default' keeps the family default (off). */
-  frames: { window: number; overlap: number } | 'default';
-  diffusers: Omit<DiffusersVideoTiling, 'spatialRatio' | 'temporalRatio' | 'dropFrame'>;
-  calls: number;
 }
+const PLAIN: Decoder = { config: LTX2_TINY, reference: LTX2_TINY_REFERENCE, temb: null };
+const TIMESTEP_CONDITIONED: Decoder = { config: CONDITIONED, reference: CONDITIONED_REFERENCE, temb: 0.2 };
+const decodedBy = (decoder: Decoder, cases: VideoDecodeCase[]) => cases.map((c) => ({ ...c, ...decoder }));
 
-const CASES: Case[] = [
-  {
-    label: 'spatial tiles over all 5 latent frames: temporal tiling is off by default',
-    config: LTX2_TINY,
-    reference: LTX2_TINY_REFERENCE,
-    temb: null,
-    latent: [1, 4, 5, 5, 6],
-    window: [64, 64],
-    overlap: [16, 16],
-    frames: 'default',
-    diffusers: { tiling: { minHeight: 64, minWidth: 64, strideHeight: 48, strideWidth: 48 }, framewise: null },
-    calls: 4,
-  },
-  {
-    label: 'temporal chunks of 8 frames every 4 (last frame dropped), spatial tiles per chunk',
-    config: LTX2_TINY,
-    reference: LTX2_TINY_REFERENCE,
-    temb: null,
-    latent: [1, 4, 3, 5, 5],
-    window: [64, 64],
-    overlap: [16, 16],
-    frames: { window: 8, overlap: 4 },
-    diffusers: { tiling: { minHeight: 64, minWidth: 64, strideHeight: 48, strideWidth: 48 }, framewise: { minFrames: 8, strideFrames: 4 } },
-    calls: 3 * 4,
-  },
-  {
-    label: 'timestep-conditioned causal decoder, decode_timestep 0.2 from the config, tiled in space and time',
-    config: CONDITIONED,
-    reference: CONDITIONED_REFERENCE,
-    temb: 0.2,
-    latent: [1, 4, 3, 4, 4],
-    window: [48, 48],
-    overlap: [16, 16],
-    frames: { window: 8, overlap: 0 },
-    diffusers: { tiling: { minHeight: 48, minWidth: 48, strideHeight: 32, strideWidth: 32 }, framewise: { minFrames: 8, strideFrames: 8 } },
-    calls: 2 * 4,
-  },
+// [label, [latent, spatial [window, overlap] px, frames [window, overlap], diffusers' loops, decoder calls]]
+const CASES = [
+  ...decodedBy(
+    PLAIN,
+    videoCases([
+      [
+        'spatial tiles over all 5 latent frames: temporal tiling is off by default',
+        [[1, 4, 5, 5, 6], [64, 16], 'default', diffusersLoops([64, 48], null), 4],
+      ],
+      [
+        'temporal chunks of 8 frames every 4 (last frame dropped), spatial tiles per chunk',
+        [[1, 4, 3, 5, 5], [64, 16], [8, 4], diffusersLoops([64, 48], [8, 4]), 3 * 4],
+      ],
+    ]),
+  ),
+  ...decodedBy(
+    TIMESTEP_CONDITIONED,
+    videoCases([
+      [
+        'timestep-conditioned causal decoder, decode_timestep 0.2 from the config, tiled in space and time',
+        [[1, 4, 3, 4, 4], [48, 16], [8, 0], diffusersLoops([48, 32], [8, 8]), 2 * 4],
+      ],
+    ]),
+  ),
 ];
-
-function plan(vae: Vae, c: Case): void {
-  applyTilePlan(vae, tileShapePlan(vae, c.window[0], c.window[1])!);
-  applyTilePlan(vae, tileOverlapPlan(vae, c.overlap[0], c.overlap[1])!);
-  if (c.frames !== 'default') applyTilePlan(vae, tileFramePlan(vae, c.frames)!);
-}
 
 for (const c of CASES) {
   test(`vae.decode equals diffusers' loops over the float64 reference: ${c.label}`, async () => {
     const vae = await loadVae({ family: 'ltx2', config: c.config, weights: 'synthetic', seed: SEED }, { threads: 1 });
     try {
-      plan(vae, c);
       const weights = syntheticWeights(ltx2DecoderParams(vae.config), SEED);
       const temb = c.temb === null ? null : new Array<number>(c.latent[0]!).fill(c.temb);
       const reference = (tile: RefTensor) => referenceLtx2Decode(c.reference, weights, tile, temb);
-      await assertDecodesLikeDiffusersVideo(
-        vae,
-        seededTensor(c.latent, 21),
-        c.calls,
-        reference,
-        { ...c.diffusers, spatialRatio: 16, temporalRatio: 4, dropFrame: 'last' },
-        c.label,
-      );
+      await assertVideoCase(vae, c, reference, { spatialRatio: 16, temporalRatio: 4, dropFrame: 'last' });
     } finally {
       await vae.dispose();
     }

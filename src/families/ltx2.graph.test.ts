@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { assertRelativeL2 } from '../graph/testing/compare.js';
+import { assertModelIo } from '../graph/testing/model-io.js';
 import { seededTensor } from '../tensor.js';
 import { createStagedSession } from '../runtime/staged-session.js';
 import type { Tensor } from '../tensor.js';
@@ -134,17 +135,7 @@ test('the stages hold exactly the parameter list, one stage per block; a conditi
     const specs = ltx2DecoderParams(config);
     const models = buildLtx2DecoderStages(config, syntheticWeights(specs, 1)).map((g) => g.toModel());
     assert.equal(models.length, 3);
-    const initializers = models.flatMap((m) => m.graph!.initializer!.map((t) => [t.name, (t.dims ?? []).map(Number)]));
-    assert.equal(initializers.length, specs.length);
-    assert.deepEqual(new Map(initializers as [string, number[]][]), new Map(specs.map((s) => [s.name, [...s.dims]])));
-    assert.deepEqual(
-      models[0]!.graph!.input!.map((i) => i.name),
-      c.temb ? ['latent', 'timestep'] : ['latent'],
-    );
-    assert.deepEqual(
-      models[2]!.graph!.output!.map((o) => o.name),
-      ['sample'],
-    );
+    assertModelIo(models, specs, { inputs: c.temb ? ['latent', 'timestep'] : ['latent'], outputs: ['sample'] });
   }
 });
 

@@ -4,13 +4,15 @@
 // order (blend_v, blend_h; blend_t with the already blended previous chunk), crops and the final
 // slices are diffusers' own. Written from diffusers' variables (tile_sample_min_*,
 // tile_sample_stride_*, in output pixels / frames) and independent of the planner's grid and of
-// the streaming assemblers it checks.
+// the streaming assemblers it checks. A case runner plans a decode through the planner and
+// compares the decode with these loops.
 
 import assert from 'node:assert/strict';
 import { assertRelativeL2 } from '../../graph/testing/compare.js';
 import type { NumericTensor, RefTensor } from '../../graph/testing/reference-ops.js';
 import * as ref from '../../graph/testing/reference-ops.js';
-import type { Tensor } from '../../tensor.js';
+import { applyTilePlan, tileFramePlan, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
+import { seededTensor, type Tensor } from '../../tensor.js';
 import type { Vae } from '../vae.js';
 
 export interface DiffusersVideoTiling {
@@ -132,4 +134,55 @@ export async function assertDecodesLikeDiffusersVideo(
   const expected = diffusersVideoDecode(z, (tile) => (referenceCalls++, decode(tile)), t);
   assert.equal(referenceCalls, calls, `${label}: diffusers' decoder calls`);
   assertRelativeL2(out, expected, label);
+}
+
+/** diffusers' loop variables: square spatial tiles [min, stride] px and frame chunks [min, stride] frames, each null when off. */
+export function diffusersLoops(
+  spatial: [number, number] | null,
+  frames: [number, number] | null,
+): Pick<DiffusersVideoTiling, 'tiling' | 'framewise'> {
+  return {
+    tiling: spatial && { minHeight: spatial[0], minWidth: spatial[0], strideHeight: spatial[1], strideWidth: spatial[1] },
+    framewise: frames && { minFrames: frames[0], strideFrames: frames[1] },
+  };
+}
+
+/** A video decode case: a latent, the plan the planner installs, and diffusers' loops and decoder calls for the same decode. */
+export interface VideoDecodeCase {
+  label: string;
+  latent: number[];
+  /** Square spatial plan [window, overlap] in output pixels, or null to leave spatial tiling as the family has it (off). */
+  spatial: [number, number] | null;
+  /** Temporal plan [window, overlap] in output frames; 'default' keeps the family default; null turns it off. */
+  frames: [number, number] | 'default' | null;
+  diffusers: Pick<DiffusersVideoTiling, 'tiling' | 'framewise'>;
+  calls: number;
+}
+
+/** A case as a table row: latent, spatial [window, overlap] px, frames [window, overlap], diffusers' loops, decoder calls. */
+export type VideoCaseRow = [number[], VideoDecodeCase['spatial'], VideoDecodeCase['frames'], VideoDecodeCase['diffusers'], number];
+
+/** Cases from [label, row] pairs: a table that states each case on two lines. */
+export function videoCases(rows: [string, VideoCaseRow][]): VideoDecodeCase[] {
+  return rows.map(([label, [latent, spatial, frames, diffusers, calls]]) => ({ label, latent, spatial, frames, diffusers, calls }));
+}
+
+/**
+ * Installs the case's plan through the planner, decodes its seeded latent and checks the decoder
+ * calls and the output against diffusers' loops over `decode` (the family's float64 reference),
+ * with the family's ratios and dropped chunk frame.
+ */
+export async function assertVideoCase(
+  vae: Vae,
+  c: VideoDecodeCase,
+  decode: (tile: RefTensor) => RefTensor,
+  family: Pick<DiffusersVideoTiling, 'spatialRatio' | 'temporalRatio' | 'dropFrame'>,
+): Promise<void> {
+  if (c.spatial) {
+    const [window, overlap] = c.spatial;
+    applyTilePlan(vae, tileShapePlan(vae, window, window)!);
+    applyTilePlan(vae, tileOverlapPlan(vae, overlap, overlap)!);
+  }
+  if (c.frames !== 'default') applyTilePlan(vae, tileFramePlan(vae, c.frames && { window: c.frames[0], overlap: c.frames[1] })!);
+  await assertDecodesLikeDiffusersVideo(vae, seededTensor(c.latent, 21), c.calls, decode, { ...c.diffusers, ...family }, c.label);
 }

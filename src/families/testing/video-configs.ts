@@ -1,6 +1,7 @@
 // Tiny configs the family, plan and distribution tests share, mostly video families (diffusers' field names).
 
 import type { RawConfig } from '../types.js';
+import type { HunyuanVideoReferenceArchitecture } from './hunyuan-video-reference.js';
 import type { Ltx2ReferenceConfig } from './ltx2-reference.js';
 
 /** Wan 2.1 with one temporal upsample: 2 output frames per latent frame after the first. */
@@ -73,6 +74,15 @@ export const HUNYUAN_VIDEO_TINY: RawConfig = {
   norm_num_groups: 4,
   latent_channels: 4,
   spatial_compression_ratio: 4,
+};
+
+/** HUNYUAN_VIDEO_TINY as the float64 reference takes it. */
+export const HUNYUAN_VIDEO_TINY_REFERENCE: HunyuanVideoReferenceArchitecture = {
+  blockOut: [8, 16, 16],
+  layersPerBlock: 1,
+  groups: 4,
+  attention: true,
+  spatialRatio: 4,
 };
 
 /** LTX-2: two spatio-temporal upsamplers, patch 4, not causal, no timestep conditioning. */
