@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { FAMILY_NAMES, createVae, familyForClassName, getFamily, resolveFamily } from './registry.js';
 import type { RawConfig } from './types.js';
-import { WAN_TINY_SAVED } from './testing/video-configs.js';
+import { WAN22_PUBLISHED, WAN_TINY_SAVED } from './testing/video-configs.js';
 
 // --- diffusers-written configs (diffusers 0.40.0.dev0 `save_config`, tiny harness VAEs) -------
 
@@ -163,22 +163,7 @@ const LTX23_TINY: RawConfig = {
   upsample_residual: [false, false],
   upsample_type: ['temporal', 'spatial'],
 };
-/** Published-architecture configs as the reference harness writes them (Wan 2.2 TI2V-5B, LTX-2.0). */
-const WAN22_PUBLISHED: RawConfig = {
-  _class_name: 'AutoencoderKLWan',
-  base_dim: 160,
-  decoder_base_dim: 256,
-  dim_mult: [1, 2, 4, 4],
-  num_res_blocks: 2,
-  temperal_downsample: [false, true, true],
-  is_residual: true,
-  in_channels: 12,
-  out_channels: 12,
-  patch_size: 2,
-  scale_factor_spatial: 16,
-  scale_factor_temporal: 4,
-  z_dim: 48,
-};
+/** Published-architecture configs as the reference harness writes them (LTX-2.0; Wan 2.2 TI2V-5B is WAN22_PUBLISHED). */
 const LTX2_PUBLISHED: RawConfig = {
   _class_name: 'AutoencoderKLLTX2Video',
   in_channels: 3,

@@ -20,21 +20,14 @@ import { syntheticWeights } from '../weights/synthetic.js';
 import { getFamily } from './registry.js';
 import { referenceClamp, referenceUnpatchify, referenceWanDecode, type WanReferenceConfig } from './testing/wan-reference.js';
 import type { RawConfig } from './types.js';
-import { QWEN_IMAGE_TINY, WAN21_TINY, WAN22_TINY } from './testing/video-configs.js';
+import { QWEN_IMAGE_TINY, WAN21_TINY, WAN21_TINY_REFERENCE, WAN22_TINY, WAN22_TINY_REFERENCE } from './testing/video-configs.js';
 import { wanDecoderParams } from './wan.graph.js';
 import { diffusersFolderWriter } from './testing/diffusers-folder.js';
 
 const SEED = 5;
-const WAN21_REF: WanReferenceConfig = { baseDim: 4, dimMult: [1, 2], numResBlocks: 1, temperalDownsample: [true] };
-const WAN22_REF: WanReferenceConfig = {
-  baseDim: 4,
-  decoderBaseDim: 4,
-  dimMult: [1, 1, 4],
-  numResBlocks: 1,
-  temperalDownsample: [true, false],
-  isResidual: true,
-};
-const QWEN_REF: WanReferenceConfig = WAN21_REF;
+const WAN21_REF = WAN21_TINY_REFERENCE;
+const WAN22_REF = WAN22_TINY_REFERENCE;
+const QWEN_REF = WAN21_TINY_REFERENCE;
 
 /** diffusers' tiled_decode variables for tile_sample_min / tile_sample_stride (output px), ratio r and patch p. */
 function wanTiling(min: number, stride: number, r: number, p: number): DiffusersTiling {

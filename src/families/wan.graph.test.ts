@@ -12,7 +12,14 @@ import { syntheticWeights } from '../weights/synthetic.js';
 import { getFamily } from './registry.js';
 import { referenceWanDecode, type WanReferenceConfig } from './testing/wan-reference.js';
 import type { RawConfig } from './types.js';
-import { QWEN_IMAGE_TINY, WAN21_TINY, WAN22_TINY } from './testing/video-configs.js';
+import {
+  QWEN_IMAGE_TINY,
+  WAN22_PUBLISHED,
+  WAN21_TINY,
+  WAN21_TINY_REFERENCE,
+  WAN22_TINY,
+  WAN22_TINY_REFERENCE,
+} from './testing/video-configs.js';
 import { buildWanGraph, wanDecoderParams, wanSegmentCount } from './wan.graph.js';
 import { qwenImageRuntime, wanRuntime } from './wan.runtime.js';
 
@@ -35,42 +42,26 @@ const WAN21_TWO_TEMPORAL: RawConfig = {
   scale_factor_temporal: 4,
 };
 
+/** The decoders the cases run: family, config, and the same decoder as the reference reads it. */
+const WAN21_TWO_T = {
+  family: 'wan',
+  config: WAN21_TWO_TEMPORAL,
+  reference: { ...WAN21_TINY_REFERENCE, dimMult: [1, 2, 2], temperalDownsample: [true, true] },
+} as const;
+const WAN21 = { family: 'wan', config: WAN21_TINY, reference: WAN21_TINY_REFERENCE } as const;
+const WAN22 = { family: 'wan', config: WAN22_TINY, reference: WAN22_TINY_REFERENCE } as const;
+const QWEN = { family: 'qwen-image', config: QWEN_IMAGE_TINY, reference: WAN21_TINY_REFERENCE } as const;
+
 const CASES: Case[] = [
   {
     label: 'Wan 2.1 with two temporal upsamples (three segments; 1, 2 and 4 frames per latent frame), 3 latent frames',
-    family: 'wan',
-    config: WAN21_TWO_TEMPORAL,
-    reference: { baseDim: 4, dimMult: [1, 2, 2], numResBlocks: 1, temperalDownsample: [true, true] },
+    ...WAN21_TWO_T,
     latent: [1, 4, 3, 3, 4],
   },
-  {
-    label: 'Wan 2.1, batch 2 (the history restarts per element), 2 latent frames',
-    family: 'wan',
-    config: WAN21_TINY,
-    reference: { baseDim: 4, dimMult: [1, 2], numResBlocks: 1, temperalDownsample: [true] },
-    latent: [2, 4, 2, 4, 5],
-  },
-  {
-    label: 'Wan 2.2: residual up blocks with DupUp3D, 12 raw channels (patch 2), 3 latent frames',
-    family: 'wan',
-    config: WAN22_TINY,
-    reference: { baseDim: 4, decoderBaseDim: 4, dimMult: [1, 1, 4], numResBlocks: 1, temperalDownsample: [true, false], isResidual: true },
-    latent: [1, 8, 3, 2, 3],
-  },
-  {
-    label: 'Qwen-Image image: one latent frame (the only-step graph)',
-    family: 'qwen-image',
-    config: QWEN_IMAGE_TINY,
-    reference: { baseDim: 4, dimMult: [1, 2], numResBlocks: 1, temperalDownsample: [true] },
-    latent: [1, 16, 1, 5, 6],
-  },
-  {
-    label: 'Qwen-Image video: 2 latent frames',
-    family: 'qwen-image',
-    config: QWEN_IMAGE_TINY,
-    reference: { baseDim: 4, dimMult: [1, 2], numResBlocks: 1, temperalDownsample: [true] },
-    latent: [1, 16, 2, 3, 4],
-  },
+  { label: 'Wan 2.1, batch 2 (the history restarts per element), 2 latent frames', ...WAN21, latent: [2, 4, 2, 4, 5] },
+  { label: 'Wan 2.2: residual up blocks with DupUp3D, 12 raw channels (patch 2), 3 latent frames', ...WAN22, latent: [1, 8, 3, 2, 3] },
+  { label: 'Qwen-Image image: one latent frame (the only-step graph)', ...QWEN, latent: [1, 16, 1, 5, 6] },
+  { label: 'Qwen-Image video: 2 latent frames', ...QWEN, latent: [1, 16, 2, 3, 4] },
 ];
 
 const runtimeOf = (family: Case['family']) => (family === 'wan' ? wanRuntime : qwenImageRuntime);
@@ -131,18 +122,7 @@ test('the published Wan 2.1 decoder lists diffusers keys and shapes (108 tensors
 });
 
 test('the published Wan 2.2 decoder lists diffusers keys and shapes (110 tensors)', () => {
-  const specs = dimsOf('wan', {
-    base_dim: 160,
-    decoder_base_dim: 256,
-    z_dim: 48,
-    dim_mult: [1, 2, 4, 4],
-    num_res_blocks: 2,
-    temperal_downsample: [false, true, true],
-    is_residual: true,
-    out_channels: 12,
-    patch_size: 2,
-    scale_factor_spatial: 16,
-  });
+  const specs = dimsOf('wan', WAN22_PUBLISHED);
   assert.equal(specs.size, 110);
   assert.deepEqual(specs.get('decoder.conv_in.weight'), [1024, 48, 3, 3, 3]);
   assert.deepEqual(specs.get('decoder.up_blocks.0.upsampler.resample.1.weight'), [1024, 1024, 3, 3]);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createVae } from '../families/registry.js';
 import type { RawConfig, Size2, VaeSpec } from '../families/types.js';
-import { KL_TINY_PLAN, LTX2_TINY_16, WAN22_PUBLISHED_GEOMETRY } from '../families/testing/video-configs.js';
+import { KL_TINY_PLAN, LTX2_TINY_16, WAN22_PUBLISHED } from '../families/testing/video-configs.js';
 import { axisSpans, temporalChunks, tileGrid, type TileGrid } from './grid.js';
 
 /** Python's range(start, stop, step) — the reference for every tile loop below. */
@@ -280,7 +280,7 @@ test("family B grids match diffusers' px window / stride loop for every family a
 
 test('patch size: Wan 2.2 blends and keeps on the raw decoder output, ratio/p px per latent unit (blend = overlap/p)', () => {
   // Published Wan 2.2 (r 16, p 2) at its defaults 256/192: latent tile 16, stride 12, E = 128 − 96 = 32 raw px, keep 96 raw px.
-  const wan22 = createVae('wan', WAN22_PUBLISHED_GEOMETRY);
+  const wan22 = createVae('wan', WAN22_PUBLISHED);
   tiled(wan22, { height: 256, width: 256 }, { height: 64, width: 64 });
   const grid = tileGrid(wan22, { height: 44, width: 80, frames: 1 });
   assert.equal(grid.outputPerLatent, 8);

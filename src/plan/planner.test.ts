@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { DistVaeError, type Reason } from '../errors.js';
 import { FAMILY_NAMES, createVae } from '../families/registry.js';
 import type { VaeSpec } from '../families/types.js';
-import { KL_TINY_PLAN, LTX2_TINY_16, WAN22_PUBLISHED_GEOMETRY } from '../families/testing/video-configs.js';
+import { KL_TINY_PLAN, LTX2_TINY_16, WAN22_PUBLISHED } from '../families/testing/video-configs.js';
 import { diffusersEquivalent } from './equivalence.js';
 import {
   applyTilePlan,
@@ -124,7 +124,7 @@ test("family constraints use the config's ratio: tiny KL r=2, tiny LTX-2 r=16 wi
   assert.equal(only(explainTileShapePlan(ltx, 64, 16)).field, 'window.width');
   assert.notEqual(tileShapePlan(ltx, 32, 32), null);
   assert.equal(only(explainTileShapePlan(ltx, 40, 32)).valid, 'a multiple of 16 px');
-  const wan22 = createVae('wan', WAN22_PUBLISHED_GEOMETRY);
+  const wan22 = createVae('wan', WAN22_PUBLISHED);
   assert.equal(only(explainTileShapePlan(wan22, 248, 256)).valid, 'a multiple of 16 px');
   assert.notEqual(tileShapePlan(wan22, 16, 16), null);
 });
@@ -289,7 +289,7 @@ test('a plan validated on another config of the same family is re-checked when a
 });
 
 test('patch size: a Wan 2.2 overlap must be whole latent units (16 px), hence whole patches', () => {
-  const wan22 = createVae('wan', WAN22_PUBLISHED_GEOMETRY);
+  const wan22 = createVae('wan', WAN22_PUBLISHED);
   applyTilePlan(wan22, tileShapePlan(wan22, 256, 256)!);
   assert.deepEqual(wan22.tiling.overlap, { height: 64, width: 64 });
   assert.equal(only(explainTileOverlapPlan(wan22, 8, 0)).code, 'OVERLAP_NOT_WHOLE_LATENT');

@@ -1,8 +1,9 @@
-// Tiny configs the family, plan and distribution tests share, mostly video families (diffusers' field names).
+// Configs the family, plan and distribution tests share, mostly tiny video families (diffusers' field names).
 
 import type { RawConfig } from '../types.js';
 import type { HunyuanVideoReferenceArchitecture } from './hunyuan-video-reference.js';
 import type { Ltx2ReferenceConfig } from './ltx2-reference.js';
+import type { WanReferenceConfig } from './wan-reference.js';
 
 /** Wan 2.1 with one temporal upsample: 2 output frames per latent frame after the first. */
 export const WAN21_TINY: RawConfig = {
@@ -35,6 +36,9 @@ export const WAN_TINY_SAVED: RawConfig = {
   z_dim: 16,
 };
 
+/** WAN21_TINY (and QWEN_IMAGE_TINY, the same decoder) as the float64 reference takes it. */
+export const WAN21_TINY_REFERENCE: WanReferenceConfig = { baseDim: 4, dimMult: [1, 2], numResBlocks: 1, temperalDownsample: [true] };
+
 /**
  * Wan 2.2 (residual, patch 2). Up block 0 is upsample2d (DupUp3D repeats 4), block 1 upsample3d
  * from 16 to 4 channels (factor_t 2, repeats 2: the DupUp3D frame and row offsets pick
@@ -54,14 +58,31 @@ export const WAN22_TINY: RawConfig = {
   scale_factor_temporal: 2,
 };
 
-/** Wan 2.2 TI2V-5B's geometry fields (r 16, patch 2, 48 latent channels), the rest at the family's defaults: what plans need. */
-export const WAN22_PUBLISHED_GEOMETRY: RawConfig = {
+/** The published Wan 2.2 TI2V-5B config as the reference harness writes it (r 16, patch 2, 48 latent channels). */
+export const WAN22_PUBLISHED: RawConfig = {
+  _class_name: 'AutoencoderKLWan',
+  base_dim: 160,
+  decoder_base_dim: 256,
   dim_mult: [1, 2, 4, 4],
+  num_res_blocks: 2,
   temperal_downsample: [false, true, true],
+  is_residual: true,
+  in_channels: 12,
+  out_channels: 12,
   patch_size: 2,
   scale_factor_spatial: 16,
-  out_channels: 12,
+  scale_factor_temporal: 4,
   z_dim: 48,
+};
+
+/** WAN22_TINY as the float64 reference takes it. */
+export const WAN22_TINY_REFERENCE: WanReferenceConfig = {
+  baseDim: 4,
+  decoderBaseDim: 4,
+  dimMult: [1, 1, 4],
+  numResBlocks: 1,
+  temperalDownsample: [true, false],
+  isResidual: true,
 };
 
 /** Qwen-Image: the Wan 2.1 layout with 16 latent channels. */
