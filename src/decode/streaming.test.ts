@@ -8,7 +8,6 @@
 // (the assembled output and its 8-bit frames).
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +18,7 @@ import { seededTensor, type Tensor } from '../tensor.js';
 import { VideoFrameWriter } from '../io/video.js';
 import { decodeToFrames } from './engine.js';
 import { loadVae } from './vae.js';
+import { peakRssMiBOf, probeVideo, skipWithoutVideoTools } from '../io/testing/video-tools.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-frames-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -70,11 +70,9 @@ test("a temporally chunked decode hands on each chunk's frames in order, bitwise
   }
 });
 
-const hasTools = ['ffmpeg', 'ffprobe'].every((tool) => spawnSync(tool, ['-version'], { stdio: 'ignore' }).status === 0);
-
 test(
   'a chunked decode streamed into ffmpeg: one file per batch item with every frame; an aborted one leaves nothing',
-  { skip: hasTools ? false : 'ffmpeg/ffprobe not installed (apt-get install ffmpeg to run this test)' },
+  { skip: skipWithoutVideoTools },
   async () => {
     const vae = await loadVae({ family: 'hunyuan-video', config: HUNYUAN, weights: 'synthetic', seed: 5 }, { threads: 1 });
     try {
@@ -93,23 +91,8 @@ test(
       assert.ok(chunks > 1);
       assert.deepEqual(written, [join(dir, 'clip-0.mp4'), join(dir, 'clip-1.mp4')]);
       for (const file of written) {
-        const r = spawnSync(
-          'ffprobe',
-          [
-            '-v',
-            'error',
-            '-count_frames',
-            '-select_streams',
-            'v:0',
-            '-show_entries',
-            'stream=nb_read_frames,width,height',
-            '-of',
-            'csv=p=0',
-            file,
-          ],
-          { encoding: 'utf8' },
-        );
-        assert.equal(r.stdout.trim(), '12,12,21', r.stderr);
+        const s = probeVideo(file, ['nb_read_frames', 'width', 'height']);
+        assert.deepEqual([Number(s['nb_read_frames']), s['width'], s['height']], [21, 12, 12]);
       }
       const cut = new VideoFrameWriter(join(dir, 'cut.webm'), { batch: 1, channels: 3, frames: 21, height: 12, width: 12 }, 'signed');
       await cut.writeFrames({ dims: [1, 3, 4, 12, 12], data: new Float32Array(3 * 4 * 144) });
@@ -136,7 +119,6 @@ const INDEX = fileURLToPath(new URL('../index.ts', import.meta.url));
 /** Peak RSS (MiB) of a process streaming a 128 × 128 HunyuanVideo decode of `latentFrames` latent frames into ffmpeg. */
 function videoPeak(latentFrames: number, out: string): number {
   const script = `
-    import { readFileSync } from 'node:fs';
     import { decodeToFrames, loadVae, applyTilePlan, tileShapePlan, seededTensor, VideoFrameWriter } from ${JSON.stringify(INDEX)};
     const vae = await loadVae({ family: 'hunyuan-video', config: ${JSON.stringify(HUNYUAN)}, weights: 'synthetic', seed: 1 }, { threads: 1 });
     applyTilePlan(vae, tileShapePlan(vae, 128, 128));
@@ -144,40 +126,19 @@ function videoPeak(latentFrames: number, out: string): number {
     const { streamed } = await decodeToFrames(vae, seededTensor([1, 4, ${latentFrames}, 32, 32], 2), (_, f) => writer.writeFrames(f));
     await writer.finish();
     await vae.dispose();
-    if (!streamed) throw new Error('not streamed');
-    console.log(Number(/VmHWM:\\s+(\\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))[1]) / 1024);`;
-  const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' });
-  assert.equal(child.status, 0, child.stderr);
-  return Number(child.stdout.trim().split('\n').at(-1));
+    if (!streamed) throw new Error('not streamed');`;
+  return peakRssMiBOf(script);
 }
 
 test(
   'from 33 to 257 frames a video streamed into ffmpeg grows by less than the long sample (48 MiB)',
   {
-    skip: !hasTools
-      ? 'ffmpeg/ffprobe not installed (apt-get install ffmpeg to run this test)'
-      : process.platform !== 'linux' && 'reads /proc/self/status',
+    skip: skipWithoutVideoTools || (process.platform !== 'linux' && 'reads /proc/self/status'),
   },
   () => {
     const short = videoPeak(9, join(dir, 'short.mp4'));
     const long = videoPeak(65, join(dir, 'long.mp4'));
-    const probe = spawnSync(
-      'ffprobe',
-      [
-        '-v',
-        'error',
-        '-count_frames',
-        '-select_streams',
-        'v:0',
-        '-show_entries',
-        'stream=nb_read_frames',
-        '-of',
-        'csv=p=0',
-        join(dir, 'long.mp4'),
-      ],
-      { encoding: 'utf8' },
-    );
-    assert.equal(probe.stdout.trim(), '257');
+    assert.equal(probeVideo(join(dir, 'long.mp4'), ['nb_read_frames'])['nb_read_frames'], '257');
     assert.ok(long - short < 48, `peak ${long.toFixed(0)} MiB at 257 frames against ${short.toFixed(0)} MiB at 33`);
   },
 );

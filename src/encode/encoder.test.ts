@@ -4,19 +4,14 @@ import { DistVaeError } from '../errors.js';
 import { tae } from '../families/tae.js';
 import { taeRuntime } from '../families/tae.runtime.js';
 import { referenceArch, referenceEncode } from '../families/testing/tae-reference.js';
+import { TAE_SMALL } from '../families/testing/config-files.js';
 import { assertMatchesReference } from '../graph/testing/compare.js';
 import { seededTensor } from '../tensor.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { checkImage, cropToMultiple, loadEncoder } from './encoder.js';
 
-const TINY = {
-  latent_channels: 4,
-  use_midblock_gn: true,
-  decoder_block_out_channels: [8, 8, 8, 8],
-  encoder_block_out_channels: [8, 8, 8, 8],
-  num_decoder_blocks: [1, 1, 1, 1],
-  num_encoder_blocks: [1, 1, 1, 1],
-};
+/** With the GroupNorm pool: the encoder's own mid block is exercised too. */
+const TINY = { ...TAE_SMALL, use_midblock_gn: true };
 
 const invalid = (pattern: RegExp) => (e: unknown) => e instanceof DistVaeError && e.code === 'TENSOR_INVALID' && pattern.test(e.message);
 

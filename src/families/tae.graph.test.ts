@@ -12,26 +12,14 @@ import type { RawConfig } from './types.js';
 import { tae } from './tae.js';
 import { taeRuntime } from './tae.runtime.js';
 import { referenceArch, referenceDecode, referenceEncode } from './testing/tae-reference.js';
+import { TAE_SMALL } from './testing/config-files.js';
 
 const SESSION = { intraOpThreads: 1 };
 
 /** Tiny TAE configs: width 8 (pool width 32 in 4 groups), one block per stage. */
 const TINY: Record<string, RawConfig> = {
-  plain: {
-    latent_channels: 4,
-    decoder_block_out_channels: [8, 8, 8, 8],
-    encoder_block_out_channels: [8, 8, 8, 8],
-    num_decoder_blocks: [1, 1, 1, 1],
-    num_encoder_blocks: [1, 1, 1, 1],
-  },
-  pool: {
-    latent_channels: 4,
-    use_midblock_gn: true,
-    decoder_block_out_channels: [8, 8, 8, 8],
-    encoder_block_out_channels: [8, 8, 8, 8],
-    num_decoder_blocks: [2, 1, 1, 1],
-    num_encoder_blocks: [1, 1, 1, 2],
-  },
+  plain: TAE_SMALL,
+  pool: { ...TAE_SMALL, use_midblock_gn: true, num_decoder_blocks: [2, 1, 1, 1], num_encoder_blocks: [1, 1, 1, 2] },
   'three stages (4x)': {
     latent_channels: 3,
     use_midblock_gn: true,

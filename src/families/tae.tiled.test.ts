@@ -18,16 +18,11 @@ import { tae } from './tae.js';
 import { taeRuntime } from './tae.runtime.js';
 import type { RawConfig, Size2 } from './types.js';
 import { referenceArch, referenceDecode } from './testing/tae-reference.js';
+import { TAE_SMALL } from './testing/config-files.js';
 
 const R = 8;
 
-const plain: RawConfig = {
-  latent_channels: 4,
-  decoder_block_out_channels: [4, 4, 4, 4],
-  encoder_block_out_channels: [4, 4, 4, 4],
-  num_decoder_blocks: [1, 1, 1, 1],
-  num_encoder_blocks: [1, 1, 1, 1],
-};
+const plain: RawConfig = { ...TAE_SMALL, decoder_block_out_channels: [4, 4, 4, 4], encoder_block_out_channels: [4, 4, 4, 4] };
 const pool: RawConfig = { ...plain, use_midblock_gn: true };
 
 /** b[y] = a[a.extent − e + y]·(1 − y/e) + b[y]·(y/e) for y < e = min(a.extent, b.extent, E), in place on b, along `axis`. */

@@ -7,7 +7,6 @@
 // peak stays flat from its first band on.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +17,7 @@ import { seededTensor, type Tensor } from '../tensor.js';
 import { encodeNpy, writeNpy } from './npy.js';
 import { NpyBandWriter } from './npy-stream.js';
 import { withTinyTiledVae } from './testing/tiny-tiled-vae.js';
+import { peakRssMiBOf } from './testing/video-tools.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-npystream-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -98,7 +98,6 @@ const WRITER = fileURLToPath(new URL('./npy-stream.ts', import.meta.url));
 /** Peak RSS (MiB) of a process that decodes a latent of `height` rows to a streamed .npy. */
 function streamedPeak(height: number, out: string): number {
   const script = `
-    import { readFileSync } from 'node:fs';
     import { decodeToBands, loadVae, applyTilePlan, tileShapePlan, seededTensor } from ${JSON.stringify(INDEX)};
     import { NpyBandWriter } from ${JSON.stringify(WRITER)};
     const vae = await loadVae({ config: { _class_name: 'AutoencoderKL', block_out_channels: [8, 8, 8, 8], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4 }, weights: 'synthetic', seed: 1 }, { threads: 1 });
@@ -109,11 +108,8 @@ function streamedPeak(height: number, out: string): number {
     if (whole) writer.writeBand(await vae.decode(z)); // only to check that the test can fail
     else await decodeToBands(vae, z, (_, band) => writer.writeBand(band));
     writer.finish();
-    await vae.dispose();
-    console.log(Number(/VmHWM:\\s+(\\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))[1]) / 1024);`;
-  const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' });
-  assert.equal(child.status, 0, child.stderr);
-  return Number(child.stdout.trim().split('\n').at(-1));
+    await vae.dispose();`;
+  return peakRssMiBOf(script);
 }
 
 test(

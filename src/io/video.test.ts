@@ -12,12 +12,10 @@ import { DistVaeError } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { stallingFfmpeg } from './testing/stalling-ffmpeg.js';
 import { checkFfmpeg, writeSampleVideo } from './video.js';
+import { probeVideo, skipWithoutVideoTools } from './testing/video-tools.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-video-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-const hasTools = ['ffmpeg', 'ffprobe'].every((tool) => spawnSync(tool, ['-version'], { stdio: 'ignore' }).status === 0);
-const skipWithoutTools = hasTools ? false : 'ffmpeg/ffprobe not installed (apt-get install ffmpeg to run this test)';
 
 /** (B, 3, F, H, W) in [−1, 1]: frame f of batch item b is one flat colour. */
 function flatFrames(
@@ -39,14 +37,8 @@ function flatFrames(
 }
 
 function probe(path: string): { frames: number; width: number; height: number } {
-  const r = spawnSync(
-    'ffprobe',
-    ['-v', 'error', '-count_frames', '-select_streams', 'v:0', '-show_entries', 'stream=nb_read_frames,width,height', '-of', 'json', path],
-    { encoding: 'utf8' },
-  );
-  assert.equal(r.status, 0, r.stderr);
-  const s = JSON.parse(r.stdout).streams[0];
-  return { frames: Number(s.nb_read_frames), width: s.width, height: s.height };
+  const s = probeVideo(path, ['nb_read_frames', 'width', 'height']);
+  return { frames: Number(s['nb_read_frames']), width: Number(s['width']), height: Number(s['height']) };
 }
 
 test('without ffmpeg on PATH, video output fails with the install hint before and while writing', async () => {
@@ -110,7 +102,7 @@ test('refuses a non-video path, a 4-D sample and a non-positive fps', async () =
   await assert.rejects(writeSampleVideo(join(dir, 'x.mp4'), sample, 'signed', { fps: 0 }), /fps/);
 });
 
-test('an MP4 of 9 frames: ffprobe counts 9 frames of the sample size', { skip: skipWithoutTools }, async () => {
+test('an MP4 of 9 frames: ffprobe counts 9 frames of the sample size', { skip: skipWithoutVideoTools }, async () => {
   const path = join(dir, 'clip.mp4');
   const written = await writeSampleVideo(
     path,
@@ -122,7 +114,7 @@ test('an MP4 of 9 frames: ffprobe counts 9 frames of the sample size', { skip: s
   assert.deepEqual(probe(path), { frames: 9, width: 24, height: 16 });
 });
 
-test('a WebM per batch item, odd sizes padded to even; the first frame keeps its colour', { skip: skipWithoutTools }, async () => {
+test('a WebM per batch item, odd sizes padded to even; the first frame keeps its colour', { skip: skipWithoutVideoTools }, async () => {
   const path = join(dir, 'clip.webm');
   // Signed range: −1 → 0, +1 → 255. Item 0 is red, item 1 blue.
   const written = await writeSampleVideo(

@@ -66,34 +66,34 @@ test('ldm keys map to the diffusers keys and shapes convert_ldm_vae_checkpoint g
   assert.equal(singleFileLayout(new Map([['decoder.up_blocks.0.resnets.0.conv1.weight', 0]])), null);
 });
 
+/**
+ * The config the shapes of the test checkpoints say: widths [8, 8, 16, 16], two layers per
+ * block, diffusers' default 32 norm groups, both quant convs or neither, and what a test adds.
+ */
+function shapedConfig(className: string, latentChannels: number, quantConvs: boolean, extra: Record<string, unknown> = {}) {
+  return {
+    _class_name: className,
+    latent_channels: latentChannels,
+    block_out_channels: [8, 8, 16, 16],
+    layers_per_block: 2,
+    norm_num_groups: 32,
+    use_quant_conv: quantConvs,
+    use_post_quant_conv: quantConvs,
+    ...extra,
+  };
+}
+
 test('the architecture is read from the shapes: SD layout with quant convs; FLUX.1 (16 channels, none) without', () => {
   const entries = ldmEntries('');
   entries.set('first_stage_model.quant_conv.weight', { name: 'q', dtype: 'F32', dims: [8, 8, 1, 1] });
   const layout = singleFileLayout(entries)!;
-  assert.deepEqual(singleFileConfig(entries, layout), {
-    _class_name: 'AutoencoderKL',
-    latent_channels: 4,
-    block_out_channels: [8, 8, 16, 16],
-    layers_per_block: 2,
-    norm_num_groups: 32,
-    use_quant_conv: true,
-    use_post_quant_conv: true,
-    scaling_factor: 0.18215,
-  });
+  assert.deepEqual(singleFileConfig(entries, layout), shapedConfig('AutoencoderKL', 4, true, { scaling_factor: 0.18215 }));
   const flux = new Map(
     [...entries]
       .filter(([k]) => !k.includes('quant_conv'))
       .map(([k, e]) => [k, k.endsWith('decoder.conv_in.weight') ? { ...e, dims: [16, 16, 3, 3] } : e]),
   );
-  assert.deepEqual(singleFileConfig(flux, layout), {
-    _class_name: 'AutoencoderKL',
-    latent_channels: 16,
-    block_out_channels: [8, 8, 16, 16],
-    layers_per_block: 2,
-    norm_num_groups: 32,
-    use_quant_conv: false,
-    use_post_quant_conv: false,
-  });
+  assert.deepEqual(singleFileConfig(flux, layout), shapedConfig('AutoencoderKL', 16, false));
 });
 
 test('a full checkpoint in the ldm layout loads without --family as the same decoder weights', async () => {
@@ -145,16 +145,7 @@ test("Flux.2 ae keys map to the diffusers keys and shapes of diffusers' convert_
 test('the Flux.2 architecture is read from the shapes: widths, layers, quant convs, the latent packing of bn', () => {
   const entries = flux2Entries();
   const layout = singleFileLayout(entries)!;
-  assert.deepEqual(singleFileConfig(entries, layout), {
-    _class_name: 'AutoencoderKLFlux2',
-    latent_channels: 8,
-    block_out_channels: [8, 8, 16, 16],
-    layers_per_block: 2,
-    norm_num_groups: 32,
-    use_quant_conv: true,
-    use_post_quant_conv: true,
-    patch_size: [2, 2],
-  });
+  assert.deepEqual(singleFileConfig(entries, layout), shapedConfig('AutoencoderKLFlux2', 8, true, { patch_size: [2, 2] }));
   // Without bn the packing is unknown (the family's default); without the decoder's post-quant conv bn alone identifies Flux.2.
   const noBn = new Map([...entries].filter(([k]) => !k.startsWith('bn.')));
   assert.equal('patch_size' in singleFileConfig(noBn, singleFileLayout(noBn)!), false);

@@ -3,7 +3,6 @@
 // override: the same as config.json's decode_timestep, refused where no decoder takes it).
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,11 +11,10 @@ import { seededTensor } from '../../tensor.js';
 import { readNpy, writeNpy } from '../../io/npy.js';
 import { configFile, HUNYUAN_VIDEO_SMALL, KL_SMALL } from '../../families/testing/config-files.js';
 import { cli, refusalOf as refusal, syntheticDecode } from '../testing/in-process.js';
+import { probeVideo, skipWithoutVideoTools } from '../../io/testing/video-tools.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-cli-decode-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-const hasTools = ['ffmpeg', 'ffprobe'].every((tool) => spawnSync(tool, ['-version'], { stdio: 'ignore' }).status === 0);
 
 const file = (name: string, content: object) => configFile(dir, name, content);
 
@@ -82,20 +80,11 @@ test('video output is refused before any work: --fps without video, an image fam
   }
 });
 
-test(
-  'an .mp4 of a HunyuanVideo decode holds every decoded frame',
-  { skip: hasTools ? false : 'ffmpeg/ffprobe not installed (apt-get install ffmpeg to run this test)' },
-  async () => {
-    const out = join(dir, 'clip.mp4');
-    const r = await cli(...syntheticDecode(HUNYUAN, VIDEO_LATENTS, out), '--fps', '12', '--threads', '1', '--json');
-    assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(JSON.parse(r.stdout).shape, [1, 3, 9, 8, 12]);
-    const probe = spawnSync(
-      'ffprobe',
-      ['-v', 'error', '-count_frames', '-select_streams', 'v:0', '-show_entries', 'stream=nb_read_frames,r_frame_rate', '-of', 'json', out],
-      { encoding: 'utf8' },
-    );
-    const stream = JSON.parse(probe.stdout).streams[0];
-    assert.deepEqual([Number(stream.nb_read_frames), stream.r_frame_rate], [9, '12/1']);
-  },
-);
+test('an .mp4 of a HunyuanVideo decode holds every decoded frame', { skip: skipWithoutVideoTools }, async () => {
+  const out = join(dir, 'clip.mp4');
+  const r = await cli(...syntheticDecode(HUNYUAN, VIDEO_LATENTS, out), '--fps', '12', '--threads', '1', '--json');
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout).shape, [1, 3, 9, 8, 12]);
+  const stream = probeVideo(out, ['nb_read_frames', 'r_frame_rate']);
+  assert.deepEqual([Number(stream['nb_read_frames']), stream['r_frame_rate']], [9, '12/1']);
+});

@@ -11,15 +11,11 @@ import { difference } from '../../graph/testing/compare.js';
 import { seededTensor } from '../../tensor.js';
 import { disableTiling, setTiling } from '../../plan/planner.js';
 import type { RawConfig } from '../../families/types.js';
+import { TAE_SMALL } from '../../families/testing/config-files.js';
 import { exactTiledDecode, exactTilingHalo } from './halo.js';
 
-const LOCAL_TAE: RawConfig = {
-  latent_channels: 4,
-  decoder_block_out_channels: [8, 8, 8, 8],
-  encoder_block_out_channels: [8, 8, 8, 8],
-  num_decoder_blocks: [1, 1, 1, 1],
-  num_encoder_blocks: [1, 1, 1, 1],
-};
+/** No pool blocks: every op of the graph is local, so halo-exact tiles are possible. */
+const LOCAL_TAE: RawConfig = TAE_SMALL;
 
 function installPlan(vae: Vae, window: number, overlap: number): void {
   setTiling(vae, { window: { height: window, width: window }, overlap: { height: overlap, width: overlap } });
