@@ -5,17 +5,8 @@
 // are exported as types only.
 
 // ---- Errors: one typed error, closed vocabularies of codes --------------------------------
-export {
-  DistVaeError,
-  isDistVaeError,
-  isRuntimeFailure,
-  reason,
-  refuse,
-  RUNTIME_FAILURE_CODES,
-  type ErrorCode,
-  type Reason,
-  type ReasonCode,
-} from './errors.js';
+export { DistVaeError, isDistVaeError, isRuntimeFailure, reason, refuse, RUNTIME_FAILURE_CODES } from './errors.js';
+export type { ErrorCode, Reason, ReasonCode } from './errors.js';
 
 // ---- Tensors ---------------------------------------------------------------------------------
 export { elementCount, seededTensor, tensor, type Tensor } from './tensor.js';
@@ -94,12 +85,8 @@ export {
   type UseStrategyOptions,
 } from './strategies/index.js';
 export type { AnalyzableVae, DistributableVae } from './strategies/distributable.js';
-export {
-  tiledDecodeFor,
-  type DistributedDecodeStats,
-  type DistributedTiledDecode,
-  type TiledDecodeForOptions,
-} from './strategies/tile/tiled-decode.js';
+export { tiledDecodeFor } from './strategies/tile/tiled-decode.js';
+export type { DistributedDecodeStats, DistributedTiledDecode, TiledDecodeForOptions } from './strategies/tile/tiled-decode.js';
 export { shardedDecodeFor, type ShardedDecode, type ShardRankStats, type ShardStats } from './strategies/shard/sharded-decode.js';
 export { splitBands, type Band } from './strategies/shard/bands.js';
 export { predictCollectives, shardPlan, type ShardPlan } from './strategies/shard/plan.js';

@@ -14,15 +14,8 @@ import { scheduleTiles } from '../../plan/scheduler.js';
 import type { DistRankStats, RankFailure, TileJob, TileJobOptions, TileJobResult } from '../../ranks/group.js';
 import { programRef, type ProgramRef } from '../../ranks/program.js';
 import { rankFailed, type LocalGroup, type RankOutcome, type RankRun } from '../../ranks/local/local-group.js';
-import {
-  edgeReaders,
-  type EdgeRoute,
-  type TileMessage,
-  type TileRankInput,
-  type TileRankReport,
-  type TileWork,
-  type ToTileRank,
-} from './messages.js';
+import { edgeReaders } from './messages.js';
+import type { EdgeRoute, TileMessage, TileRankInput, TileRankReport, TileWork, ToTileRank } from './messages.js';
 import { edgeSources } from '../../tile/assembler.js';
 
 export const TILE_RANK_PROGRAM = programRef(new URL('./rank-program.js', import.meta.url), 'tileRank');

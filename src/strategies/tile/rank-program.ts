@@ -6,22 +6,13 @@
 // assembly it sends raw tiles. It ends when the coordinator says every tile is in.
 
 import { asPlanes } from '../../decode/engine.js';
-import { abortedError } from '../../errors.js';
-import { DistVaeError } from '../../errors.js';
+import { abortedError, DistVaeError } from '../../errors.js';
 import type { Vae } from '../../decode/vae.js';
 import type { Planes } from '../../tile/blend.js';
 import { edgeSources, finalizeTile, tileEdges, type TileEdges } from '../../tile/assembler.js';
 import type { RankContext } from '../../ranks/program.js';
-import {
-  EDGES_TAG,
-  type EdgeMessage,
-  type EdgeRoute,
-  type TileMessage,
-  type TileRankInput,
-  type TileRankReport,
-  type TileWork,
-  type ToTileRank,
-} from './messages.js';
+import { EDGES_TAG } from './messages.js';
+import type { EdgeMessage, EdgeRoute, TileMessage, TileRankInput, TileRankReport, TileWork, ToTileRank } from './messages.js';
 
 export async function tileRank(ctx: RankContext, input: TileRankInput): Promise<TileRankReport> {
   const { layout, assembly } = input;
