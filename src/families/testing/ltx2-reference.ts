@@ -116,29 +116,11 @@ export function referenceLtx2Decode(
     }
     return add(h, s);
   };
-  // D(u)[b, c, t·st + a, h·ss + p, w·ss + q] = u[b, c·(st·ss·ss) + a·ss·ss + p·ss + q, t, h, w].
-  const depthToSpace = (u: RefTensor, [st, sh, sw]: [number, number, number]): RefTensor => {
-    const [b, cu, t, hh, ww] = u.dims as [number, number, number, number, number];
-    const g = st * sh * sw;
-    const c = cu / g;
-    const dims = [b, c, t * st, hh * sh, ww * sw];
-    const out = new Float64Array(u.data.length);
-    let i = 0;
-    for (let bi = 0; bi < b; bi++)
-      for (let ci = 0; ci < c; ci++)
-        for (let to = 0; to < t * st; to++)
-          for (let ho = 0; ho < hh * sh; ho++)
-            for (let wo = 0; wo < ww * sw; wo++) {
-              const ch = ci * g + (to % st) * sh * sw + (ho % sh) * sw + (wo % sw);
-              out[i++] = u.data[(((bi * cu + ch) * t + Math.floor(to / st)) * hh + Math.floor(ho / sh)) * ww + Math.floor(wo / sw)]!;
-            }
-    return { dims, data: out };
-  };
   const upsampler = (key: string, x: RefTensor, stride: [number, number, number], residual: boolean, factor: number): RefTensor => {
     const frames = (t: RefTensor) => ref.slice(t, 2, stride[0] - 1, t.dims[2]!);
-    let y = frames(depthToSpace(conv(`${key}.conv`, x), stride));
+    let y = frames(depthToSpace(conv(`${key}.conv`, x), stride, 'height-first'));
     if (residual) {
-      const d = depthToSpace(x, stride);
+      const d = depthToSpace(x, stride, 'height-first');
       const repeats = (stride[0] * stride[1] * stride[2]) / factor;
       y = add(y, frames(ref.concat(new Array<RefTensor>(repeats).fill(d), 1)));
     }
@@ -173,20 +155,29 @@ export function referenceLtx2Decode(
     x = modulate(x, tableRow(e, table, 2, 0), tableRow(e, table, 2, 1));
   }
   x = conv('decoder.conv_out', ref.silu(x));
-  // out[b, c, t·pt + k, h·p + dy, w·p + dx] = in[b, c·pt·p² + k·p² + dx·p + dy, t, h, w].
-  const [b, cp, t, hh, ww] = x.dims as [number, number, number, number, number];
-  const p = cfg.patchSize;
-  const pt = cfg.patchSizeT;
-  const c = cp / (pt * p * p);
-  const out = new Float64Array(x.data.length);
+  // The output patch: in diffusers' unpatchify the width offset comes before the height offset.
+  return depthToSpace(x, [cfg.patchSizeT, cfg.patchSize, cfg.patchSize], 'width-first');
+}
+
+/**
+ * Depth to space over (t, h, w) by `[st, sh, sw]`: out[b, c, t·st + a, h·sh + p, w·sw + q] =
+ * u[b, c·(st·sh·sw) + a·sh·sw + k, t, h, w], where the sub-pixel index k is p·sw + q for the
+ * up-samplers ('height-first') and q·sh + p for the output unpatchify ('width-first').
+ */
+function depthToSpace(u: RefTensor, [st, sh, sw]: [number, number, number], order: 'height-first' | 'width-first'): RefTensor {
+  const [b, cu, t, hh, ww] = u.dims as [number, number, number, number, number];
+  const g = st * sh * sw;
+  const c = cu / g;
+  const out = new Float64Array(u.data.length);
   let i = 0;
   for (let bi = 0; bi < b; bi++)
     for (let ci = 0; ci < c; ci++)
-      for (let to = 0; to < t * pt; to++)
-        for (let ho = 0; ho < hh * p; ho++)
-          for (let wo = 0; wo < ww * p; wo++) {
-            const ch = ci * pt * p * p + (to % pt) * p * p + (wo % p) * p + (ho % p);
-            out[i++] = x.data[(((bi * cp + ch) * t + Math.floor(to / pt)) * hh + Math.floor(ho / p)) * ww + Math.floor(wo / p)]!;
+      for (let to = 0; to < t * st; to++)
+        for (let ho = 0; ho < hh * sh; ho++)
+          for (let wo = 0; wo < ww * sw; wo++) {
+            const sub = order === 'height-first' ? (ho % sh) * sw + (wo % sw) : (wo % sw) * sh + (ho % sh);
+            const ch = ci * g + (to % st) * sh * sw + sub;
+            out[i++] = u.data[(((bi * cu + ch) * t + Math.floor(to / st)) * hh + Math.floor(ho / sh)) * ww + Math.floor(wo / sw)]!;
           }
-  return { dims: [b, c, t * pt, hh * p, ww * p], data: out };
+  return { dims: [b, c, t * st, hh * sh, ww * sw], data: out };
 }
