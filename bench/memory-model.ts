@@ -35,7 +35,9 @@ import { describePlan } from '../src/memory/policy.js';
 import { latentShapeOf } from '../src/plan/shapes.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const TAEF2 = join(ROOT, '..', 'shared', 'models', 'taef2', 'taef2_decoder.pth');
+// The trained TAEF2 decoder, from the shared folder beside the checkout (DISTVAE_SHARED overrides it,
+// e.g. for a git worktree whose parent folder has none).
+const TAEF2 = join(process.env['DISTVAE_SHARED'] ?? join(ROOT, '..', 'shared'), 'models', 'taef2', 'taef2_decoder.pth');
 // Latents and outputs of this run (its own folder: other runs on the machine clean up theirs).
 const TMP = join(tmpdir(), `distvae-memory-model-${process.pid}`);
 const BIG_LOCK = '/work/meas/bigmem.lock';
@@ -159,7 +161,8 @@ function cliArgs(c: Case, latents: string): string[] {
     '--latents',
     latents,
     '--out',
-    join(TMP, 'out.npy'),
+    // Each case its own output: with --jobs N two decodes write at once.
+    join(TMP, `out-${c.name}.npy`),
     ...planArgs,
     ...ranks,
     '--threads',
@@ -197,7 +200,8 @@ const sampleOf = (c: Case) => ({ height: c.height, width: c.width, ...(c.frames 
 
 /** The model's prediction for a case's processes: the coordinator, then each rank. */
 function predict(c: Case): { process: string; predictedBytes: number; terms: MemoryTerms }[] {
-  const prediction = predictMemory(vaeOf(c), c.plan, sampleOf(c));
+  // Image cases write .npy band by band (tiles dealt round-robin); the auto cases decode on a ladder, whole.
+  const prediction = predictMemory(vaeOf(c), c.plan, sampleOf(c), { streamed: !c.auto && !c.frames });
   return [
     { process: 'coordinator', predictedBytes: prediction.coordinatorBytes, terms: prediction.coordinator.terms },
     ...prediction.ranks.map((r) => ({ process: `rank ${r.rank}`, predictedBytes: r.peakBytes, terms: r.terms })),
@@ -250,7 +254,9 @@ function withErrors(c: CaseResult): CaseResult {
   const processes = c.processes.map((p) => ({
     ...p,
     error: p.measuredBytes ? (p.predictedBytes - p.measuredBytes) / p.measuredBytes : null,
-    activationShare: p.measuredBytes ? (p.terms.activation + p.terms.pattern + p.terms.growth + p.terms.shard) / p.measuredBytes : 0,
+    activationShare: p.measuredBytes
+      ? (p.terms.activation + p.terms.pattern + p.terms.growth + p.terms.shard + p.terms.heap) / p.measuredBytes
+      : 0,
   }));
   const errors = processes.flatMap((p) => (p.error === null ? [] : [Math.abs(p.error)]));
   return { ...c, processes, worstError: errors.length ? Math.max(...errors) : null };
@@ -314,6 +320,11 @@ const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, st
   ['patternFactor', 'pattern', 'the liveness peak of the largest shape a session runs twice (its memory-pattern block)'],
   ['growthFactor', 'growth', 'runs larger than every earlier run of their session (regions added on the way)'],
   ['shardFactor', 'shard', "a row-sharded rank's largest step (kept band values + the step's work)"],
+  [
+    'heapFactor',
+    'heap',
+    "bytes glibc's heap served a row-sharded rank's stage runs (tensors under its dynamic mmap threshold, at most 32 MiB; freed chunks stay resident)",
+  ],
   ['outputCopies', 'output', 'the decoded sample, in the process that assembles it'],
   [
     'largestTensorCopies',
@@ -356,6 +367,15 @@ function fit(cases: CaseResult[], base: RuntimeCalibration): RuntimeCalibration 
         const f = a[k]![i]! / a[i]![i]!;
         for (let j = i; j <= n; j++) a[k]![j]! -= f * a[i]![j]!;
       }
+    }
+    // A term no case tells apart from the others (e.g. the weights a rank loads and those its one
+    // session holds, equal but for Wan's sessions) leaves a zero pivot: it is pinned to 0 and the
+    // others take its share.
+    const tiny = 1e-12 * Math.max(...idx.map((_, k) => Math.abs(a[k]![k]!)), 1e-300);
+    const singular = idx.find((_, k) => !(Math.abs(a[k]![k]!) > tiny));
+    if (singular !== undefined) {
+      active = active.map((v, i) => v && i !== singular);
+      continue;
     }
     solution = keys.map((_, i) => {
       const at = idx.indexOf(i);
@@ -462,35 +482,52 @@ if (mode === 'predict') {
   const jobs = Math.max(1, Number(flags['jobs'] ?? 1));
   const results: CaseResult[] = [];
   const queue = [...cases];
+  // A selection of cases replaces those cases in an existing report (its other cases are kept and
+  // re-predicted under the current model); the report is written after every case, so a matrix cut
+  // short keeps what it measured (rerun the rest with --cases).
+  const previous =
+    which !== 'all' && existsSync(outPath)
+      ? (JSON.parse(readFileSync(outPath, 'utf8')) as { ran?: Record<string, unknown>; cells: CaseResult[] })
+      : null;
+  const started = new Date().toISOString();
+  const save = () => {
+    const kept = previous ? previous.cells.filter((c) => !results.some((r) => r.name === c.name)).map(repredict) : [];
+    const order = (r: CaseResult) => CASES.findIndex((c) => c.name === r.name);
+    const merged = [...kept, ...results].sort((a, b) => order(a) - order(b));
+    const left = cases.filter((c) => !results.some((r) => r.name === c.name)).map((c) => c.name);
+    const report = {
+      schema: 1,
+      benchmark: 'memory-model',
+      ran: {
+        date: started,
+        machine,
+        ...(previous
+          ? {
+              note: `cases ${cases.map((c) => c.name).join(', ')} rerun on ${started.slice(0, 10)}; the others kept from ${String(previous.ran?.['date'] ?? 'the previous run')}`,
+            }
+          : {}),
+        ...(left.length ? { unfinished: left } : {}),
+      },
+      calibration: CALIBRATIONS['cpu']!,
+      cells: merged,
+    };
+    writeFileSync(outPath, JSON.stringify(report, null, 2) + '\n');
+    writeFileSync(outPath.replace(/\.json$/, '.md'), markdown(report));
+  };
   await Promise.all(
     Array.from({ length: jobs }, async () => {
       for (let c = queue.shift(); c; c = queue.shift()) {
         process.stderr.write(`${c.name} ...\n`);
         const r = await runCase(c);
         results.push(r);
+        save();
         process.stderr.write(
           `${c.name}: ${r.failed ?? r.processes.map((p) => `${p.process} ${mib(p.predictedBytes)}/${mib(p.measuredBytes)} MiB (${pct(p.error)})`).join(', ')}\n`,
         );
       }
     }),
   );
-  // A selection of cases replaces those cases in an existing report (same calibration only).
-  const previous =
-    which !== 'all' && existsSync(outPath)
-      ? (JSON.parse(readFileSync(outPath, 'utf8')) as { calibration: RuntimeCalibration; cells: CaseResult[] })
-      : null;
-  const kept = previous ? previous.cells.filter((c) => !results.some((r) => r.name === c.name)).map(repredict) : [];
-  const order = (r: CaseResult) => CASES.findIndex((c) => c.name === r.name);
-  const merged = [...kept, ...results].sort((a, b) => order(a) - order(b));
-  const report = {
-    schema: 1,
-    benchmark: 'memory-model',
-    ran: { date: new Date().toISOString(), machine },
-    calibration: CALIBRATIONS['cpu']!,
-    cells: merged,
-  };
-  writeFileSync(outPath, JSON.stringify(report, null, 2) + '\n');
-  writeFileSync(outPath.replace(/\.json$/, '.md'), markdown(report));
+  save();
   rmSync(TMP, { recursive: true, force: true });
   process.stderr.write(`wrote ${outPath}\n`);
 }

@@ -18,12 +18,14 @@ export interface RuntimeCalibration {
   holdingWeightCopies: number;
   /** Resident bytes per byte of the sessions' activation peaks (each arena keeps its largest run's plan). */
   activationFactor: number;
-  /** Resident bytes per byte of the memory-pattern block of a shape run again. */
+  /** Resident bytes per byte of the memory-pattern block of a shape run again (sessions with memory patterns on). */
   patternFactor: number;
   /** Resident bytes per byte of the arena regions that later, larger runs add. */
   growthFactor: number;
   /** Resident bytes per byte of a row-sharded rank's largest step (stage sessions without an arena, plus the values kept). */
   shardFactor: number;
+  /** Share of the bytes glibc's heap served a row-sharded rank's stage runs that is still resident at its peak (freed chunks the heap keeps). */
+  heapFactor: number;
   /** Copies of the decoded output resident in the process that assembles and writes it. */
   outputCopies: number;
   /** Copies of a decoding process's largest tensor that onnxruntime adds beyond the graph (layout reorders, the output copied out). */
@@ -50,6 +52,7 @@ export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
     patternFactor: 0.864,
     growthFactor: 0.024,
     shardFactor: 1.346,
+    heapFactor: 0.5,
     outputCopies: 1.606,
     largestTensorCopies: 2.816,
     rankThreadBytes: 98096036,

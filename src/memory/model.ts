@@ -14,7 +14,8 @@ import type { FamilyRuntime } from '../families/runtime-types.js';
 import type { FrameTiling, Size2, VaeSpec } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { tileGrid, type TileGrid } from '../plan/grid.js';
-import { scheduleGrid } from '../plan/metrics.js';
+import { scheduleGrid, tileWork } from '../plan/metrics.js';
+import { scheduleInterleaved } from '../plan/scheduler.js';
 import { latentShapeOf, type SampleShape } from '../plan/shapes.js';
 import { splitBands } from '../strategies/shard/bands.js';
 import { exactTilingHalo, exactTiles, type Halo } from '../strategies/exact-tile/halo.js';
@@ -63,6 +64,8 @@ export interface MemoryTerms {
   growth: number;
   /** A row-sharded rank's largest step: values kept for later steps plus the step's work (shard.ts). */
   shard: number;
+  /** At that step, the bytes glibc's heap has served a stage run so far (tensors under its dynamic mmap threshold, shard.ts). */
+  heap: number;
   /** The decoded output, in the process that assembles and writes it. */
   output: number;
   /** The largest tensor of its runs: the buffers onnxruntime adds that the graph does not show (layout reorders of the largest convolutions' operands, the output copied out), a few of them at a time. */
@@ -110,6 +113,7 @@ export function peakOfTerms(t: MemoryTerms, cal: RuntimeCalibration): number {
       cal.patternFactor * t.pattern +
       cal.growthFactor * t.growth +
       cal.shardFactor * t.shard +
+      cal.heapFactor * t.heap +
       cal.outputCopies * t.output +
       cal.largestTensorCopies * t.largestTensor +
       cal.rankThreadBytes * t.rankThread +
@@ -120,6 +124,13 @@ export function peakOfTerms(t: MemoryTerms, cal: RuntimeCalibration): number {
 export interface MemoryModelOptions {
   /** Execution provider whose calibration applies (default 'cpu'). */
   provider?: string;
+  /**
+   * The image is written band by band as its tile rows finish (the CLI's .png and .npy outputs):
+   * tiles are then dealt to the ranks round-robin in raster order (strategies/tile), not by the
+   * balanced schedule, so each rank's tiles — and its peak — differ. Default false (a decode
+   * that returns the whole sample).
+   */
+  streamed?: boolean;
 }
 
 interface ArchitectureMemory {
@@ -271,6 +282,7 @@ const NO_TERMS: MemoryTerms = {
   pattern: 0,
   growth: 0,
   shard: 0,
+  heap: 0,
   output: 0,
   largestTensor: 0,
   rankThread: 0,
@@ -354,7 +366,7 @@ export function predictMemory(
     const bands = splitBands(latent.height, plan.ranks, vae.geometry.spatialRatio);
     const ranks = bands.map((b) => {
       const share = (b.end - b.start) / latent.height;
-      const hold = shardRankHold(model, whole, b, latent.height);
+      const hold = shardRankHold(model, whole, b, latent.height, cal.shardFactor > 0 ? cal.heapFactor / cal.shardFactor : 0);
       maxTensorBytes = Math.max(maxTensorBytes, hold.maxTensorBytes);
       return {
         rank: b.rank,
@@ -363,6 +375,7 @@ export function predictMemory(
           decodingWeights: arch.weightBytes,
           sessionWeights: arch.weightBytes,
           shard: hold.peakBytes,
+          heap: hold.heapBytes,
           buffers: output * share,
         },
       };
@@ -374,7 +387,10 @@ export function predictMemory(
   // assembling here.
   if (plan.ranks <= 1 && !plan.isolated)
     return done(assembling({ ...decoding(runs, 0), holdingWeights: arch.weightBytes, rankThread: 1 }), []);
-  const schedule = scheduleGrid(grid, Math.max(1, plan.ranks));
+  const schedule =
+    options.streamed && !vae.geometry.fiveDimLatents
+      ? scheduleInterleaved(tileWork(grid), Math.max(1, plan.ranks))
+      : scheduleGrid(grid, Math.max(1, plan.ranks));
   const ranks = schedule.ranks.map((tiles, rank) => {
     if (tiles.length === 0) return { rank, terms: holding };
     const mine = [...tiles].sort((a, b) => a - b).map((i) => runs[i]!);

@@ -4,12 +4,13 @@
 // are resolved from their declared axes, so a family describes its runs (FamilyRuntime.memoryRuns)
 // without computing shapes itself.
 //
-// The arena (CPU EP, memory patterns on), as measured (bench/results/memory-model.md): a
-// session's first run on a shape allocates tensor by tensor from the arena, which grows to hold
-// them (the `activation` term: each session's largest run); the second run on the same shape
-// allocates the shape's memory pattern as one block, which the fragmented regions of the first
-// rarely hold, so the arena grows again (`pattern`: the largest shape run at least twice); a
-// later shape larger than every earlier one adds regions (`growth`).
+// The arena (CPU EP), as measured (bench/results/memory-model.md): a session's first run on a
+// shape allocates tensor by tensor from the arena, which grows to hold them (the `activation`
+// term: each session's largest run); a later shape larger than every earlier one adds regions
+// (`growth`). With memory patterns on, the second run on a shape allocates its pattern as one
+// block, which the fragmented regions of the first rarely hold, so the arena grows again
+// (`pattern`: the largest shape run at least twice) — but sessions with the arena run with
+// memory patterns off (runtime/session.ts), so a decode's pattern term is 0 unless asked.
 
 import type { TileMemoryRuns } from '../families/runtime-types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
@@ -96,7 +97,7 @@ export interface DecodingHold {
   weightBytes: number;
   /** Sum over sessions of their largest run's activation peak. */
   activation: number;
-  /** Sum over sessions of the largest activation peak among shapes run at least twice (the memory pattern's block). */
+  /** With memory patterns on: sum over sessions of the largest activation peak among shapes run at least twice (the pattern's block); else 0. */
   pattern: number;
   /** Per session, the peaks of runs larger than every earlier one, but the last (regions added on the way). */
   growth: number;
@@ -107,7 +108,7 @@ export interface DecodingHold {
   outputBytes: number;
 }
 
-export function decodingHold(tiles: readonly SessionRun[][]): DecodingHold {
+export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPattern?: boolean } = {}): DecodingHold {
   interface Arena {
     records: number[];
     weightBytes: number;
@@ -146,7 +147,7 @@ export function decodingHold(tiles: readonly SessionRun[][]): DecodingHold {
     const largest = s.records.at(-1) ?? 0;
     activation += largest;
     growth += s.records.reduce((a, b) => a + b, 0) - largest;
-    pattern += Math.max(0, ...[...s.shapes].filter(([, runs]) => runs > 1).map(([peak]) => peak));
+    if (options.memoryPattern) pattern += Math.max(0, ...[...s.shapes].filter(([, runs]) => runs > 1).map(([peak]) => peak));
   }
   return { weightBytes, activation, pattern, growth, kept, maxTensorBytes, outputBytes };
 }
