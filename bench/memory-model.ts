@@ -7,10 +7,16 @@
 //   npx tsx bench/memory-model.ts calibrate [--from bench/results/memory-model.json]
 //   npx tsx bench/memory-model.ts report [--from bench/results/memory-model.json]
 //
-// The first runs the matrix (memory is load-independent, so a busy machine is fine; each case is
-// one decode, the heaviest ~4.7 GiB, and cases with a process over 3 GiB take /work/meas/bigmem.lock where it
-// exists) and writes the JSON and a Markdown table next to it. `predict` prints the model's
-// terms per process without decoding. `calibrate` derives every case's terms again from the
+// The first runs the matrix; `--cases NAME,NAME` reruns only those cases and merges them into the
+// report at --out (the other cases kept as measured, re-predicted under the current model), e.g.
+// the shard cases after a change to src/strategies/shard/:
+//   npx tsx bench/memory-model.ts --cases taef2-shard-1024-r2,taef2-shard-1024-r3,taef2-shard-2048-r4,sd-shard-512-r2,sd-shard-768-r3
+// The report is written after every case, so a run cut short keeps what it measured. The trained
+// TAEF2 decoder is read from ../shared (DISTVAE_SHARED=/path/to/shared from a git worktree).
+// Memory is load-independent, so a busy machine is fine; each case is one decode, the heaviest
+// ~4.7 GiB, and cases with a process over 3 GiB or over 6 GiB in all take /work/meas/bigmem.lock
+// where it exists. It writes the JSON and a Markdown table next to it. `predict` prints the
+// model's terms per process without decoding. `calibrate` derives every case's terms again from the
 // current model, fits the per-provider factors of src/memory/calibration.ts to the measured peaks
 // by least squares on the relative error, and prints each process's refitted error and the entry
 // to paste; `report` then rewrites predictions and errors under the committed calibration. So a
@@ -91,6 +97,7 @@ const CASES: Case[] = [
     plan: { strategy: 'exact-tile', ranks: 2, window: { height: 512, width: 512 }, overlap: { height: 0, width: 0 } },
   },
   { name: 'taef2-shard-1024-r3', family: 'tae', taef2: true, height: 1024, width: 1024, plan: { strategy: 'shard', ranks: 3 } },
+  { name: 'taef2-shard-2048-r4', family: 'tae', taef2: true, height: 2048, width: 2048, plan: { strategy: 'shard', ranks: 4 } },
   { name: 'sd-whole-256', family: 'autoencoder-kl', height: 256, width: 256, plan: { strategy: 'whole', ranks: 1 }, quick: true },
   { name: 'sd-whole-512', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'sd-whole-768', family: 'autoencoder-kl', height: 768, width: 768, plan: { strategy: 'whole', ranks: 1 } },
@@ -99,6 +106,7 @@ const CASES: Case[] = [
   { name: 'sd-tile256-768-r2', family: 'autoencoder-kl', height: 768, width: 768, plan: tile(2, 256, 64) },
   { name: 'sd-tile256-512-r4', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(4, 256, 64) },
   { name: 'sd-shard-512-r2', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'shard', ranks: 2 } },
+  { name: 'sd-shard-768-r3', family: 'autoencoder-kl', height: 768, width: 768, plan: { strategy: 'shard', ranks: 3 } },
   {
     name: 'sd-default-512',
     family: 'autoencoder-kl',
@@ -214,10 +222,13 @@ async function runCase(c: Case): Promise<CaseResult> {
   const base = baseOf(c);
   let json: { memory: { coordinator: { measuredPeakBytes: number | null }; ranks: { rank: number; measuredPeakBytes: number | null }[] } };
   try {
-    // A case with a process predicted over 3 GiB takes the machine's big-memory lock, so two never overlap.
+    // A case with a process predicted over 3 GiB (or all its processes over 6 GiB) takes the
+    // machine's big-memory lock, so two never overlap.
     const command = [process.execPath, join(ROOT, 'bin', 'distvae.js'), ...cliArgs(c, latentFile(vae, c))];
     const largest = Math.max(...predicted.map((p) => p.predictedBytes));
-    const [file, ...args] = largest > BIG_BYTES && existsSync(dirname(BIG_LOCK)) ? ['flock', BIG_LOCK, ...command] : command;
+    const total = predicted.reduce((a, p) => a + p.predictedBytes, 0);
+    const big = largest > BIG_BYTES || total > 2 * BIG_BYTES;
+    const [file, ...args] = big && existsSync(dirname(BIG_LOCK)) ? ['flock', BIG_LOCK, ...command] : command;
     const { stdout } = await promisify(execFile)(file!, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
     json = JSON.parse(stdout.trim().split('\n').pop()!);
   } catch (e) {
@@ -315,6 +326,7 @@ const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, st
   ['fixedBytes', null, 'every process: node, distvae, onnxruntime loaded'],
   ['decodingWeightCopies', 'decodingWeights', 'weight bytes of the VAE a decoding process loads'],
   ['sessionWeightCopies', 'sessionWeights', 'weight bytes of the sessions it opens (each holds its own)'],
+  ['packedWeightCopies', 'packedWeights', "the sessions' 2-D convolution weights (onnxruntime's CPU EP keeps them prepacked too)"],
   ['holdingWeightCopies', 'holdingWeights', 'weight bytes of the loaded VAE a coordinator holds'],
   ['activationFactor', 'activation', "each session's largest run's liveness peak (the arena's first-run regions)"],
   ['patternFactor', 'pattern', 'the liveness peak of the largest shape a session runs twice (its memory-pattern block)'],
@@ -325,6 +337,7 @@ const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, st
     'heap',
     "bytes glibc's heap served a row-sharded rank's stage runs (tensors under its dynamic mmap threshold, at most 32 MiB; freed chunks stay resident)",
   ],
+  ['relayCopies', 'relay', 'bytes a coordinator relays between its row-sharded rank processes (halo rows, statistics, keys and values)'],
   ['outputCopies', 'output', 'the decoded sample, in the process that assembles it'],
   [
     'largestTensorCopies',

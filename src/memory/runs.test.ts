@@ -18,6 +18,7 @@ const run = (key: string, peakBytes: number, kept: [string, number][] = []): Ses
   peak: { peakBytes, maxTensorBytes: peakBytes / 2, outputBytes: 8, inputBytes: 4, peakNode: 'n' },
   runs: 1,
   weightBytes: 100,
+  packedBytes: 60,
   kept: new Map(kept),
   outputBytes: 8,
 });
@@ -28,6 +29,7 @@ test('an arena keeps its largest run, a region for every run larger than all bef
   assert.equal(hold.activation, 120);
   assert.equal(hold.growth, 130);
   assert.equal(hold.weightBytes, 100);
+  assert.equal(hold.packedWeightBytes, 60);
   assert.equal(hold.pattern, 0);
   // The largest run first: one region, reused by every later, smaller run; a shape run twice
   // allocates its memory pattern.

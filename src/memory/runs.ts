@@ -25,6 +25,8 @@ export interface SessionRun {
   runs: number;
   /** Bytes of the session's initializers (its weights). */
   weightBytes: number;
+  /** Of those, the 2-D convolutions' weights, which onnxruntime's CPU EP also keeps prepacked (conv2dWeightBytes). */
+  packedBytes: number;
   /** Bytes of each output the runner keeps across runs (one copy), by name. */
   kept: Map<string, number>;
   /** Bytes of the outputs it hands back (those it does not keep). */
@@ -74,6 +76,33 @@ function initializerBytes(model: ModelProto): number {
   return bytes;
 }
 
+const packedBytesOf = new WeakMap<ModelProto, number>();
+
+/**
+ * Bytes of a model's 2-D convolution weights (initializers a Conv reads as its 4-D kernel).
+ * onnxruntime's CPU EP prepacks them into a layout of its own and keeps the initializer as well:
+ * measured after building the sessions, SD-size AutoencoderKL and Flux.2 (2-D convolutions)
+ * hold 2.2 copies of their weights, HunyuanVideo (3-D convolutions) 1.07.
+ */
+export function conv2dWeightBytes(model: ModelProto): number {
+  let bytes = packedBytesOf.get(model);
+  if (bytes === undefined) {
+    const kernels = new Map<string, number>();
+    for (const t of model.graph?.initializer ?? [])
+      if ((t.dims ?? []).length === 4) kernels.set(t.name!, 4 * (t.dims ?? []).reduce((a: number, b) => a * Number(b), 1));
+    const counted = new Set<string>();
+    bytes = 0;
+    for (const node of model.graph?.node ?? []) {
+      const w = node.input?.[1];
+      if (node.op_type !== 'Conv' || w === undefined || counted.has(w) || !kernels.has(w)) continue;
+      counted.add(w);
+      bytes += kernels.get(w)!;
+    }
+    packedBytesOf.set(model, bytes);
+  }
+  return bytes;
+}
+
 /** Each session's run for one tile, read from its graph. */
 export function sessionRuns(description: TileMemoryRuns, tileDims: readonly number[]): SessionRun[] {
   return description.sessions.map((s) => {
@@ -87,7 +116,15 @@ export function sessionRuns(description: TileMemoryRuns, tileDims: readonly numb
       if (description.kept && o.name!.startsWith(description.kept.prefix)) kept.set(o.name!, description.kept.copies * bytes);
       else outputBytes += bytes;
     }
-    return { key: s.key, peak, runs: s.runs, weightBytes: initializerBytes(s.model), kept, outputBytes };
+    return {
+      key: s.key,
+      peak,
+      runs: s.runs,
+      weightBytes: initializerBytes(s.model),
+      packedBytes: conv2dWeightBytes(s.model),
+      kept,
+      outputBytes,
+    };
   });
 }
 
@@ -95,6 +132,8 @@ export function sessionRuns(description: TileMemoryRuns, tileDims: readonly numb
 export interface DecodingHold {
   /** Weights of every session it opens. */
   weightBytes: number;
+  /** Of those, the 2-D convolution weights (prepacked too). */
+  packedWeightBytes: number;
   /** Sum over sessions of their largest run's activation peak. */
   activation: number;
   /** With memory patterns on: sum over sessions of the largest activation peak among shapes run at least twice (the pattern's block); else 0. */
@@ -112,6 +151,7 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
   interface Arena {
     records: number[];
     weightBytes: number;
+    packedBytes: number;
     /** Runs per shape (by peak). */
     shapes: Map<number, number>;
   }
@@ -123,7 +163,7 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
     // Every session of a sequence writes the same history entries (first and next frames alike).
     const tileKept = new Map<string, number>();
     for (const r of tile) {
-      const s: Arena = sessions.get(r.key) ?? { records: [], weightBytes: r.weightBytes, shapes: new Map() };
+      const s: Arena = sessions.get(r.key) ?? { records: [], weightBytes: r.weightBytes, packedBytes: r.packedBytes, shapes: new Map() };
       sessions.set(r.key, s);
       const peak = r.peak.peakBytes;
       if (peak > (s.records.at(-1) ?? 0)) s.records.push(peak);
@@ -139,15 +179,17 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
     );
   }
   let weightBytes = 0;
+  let packedWeightBytes = 0;
   let activation = 0;
   let pattern = 0;
   let growth = 0;
   for (const s of sessions.values()) {
     weightBytes += s.weightBytes;
+    packedWeightBytes += s.packedBytes;
     const largest = s.records.at(-1) ?? 0;
     activation += largest;
     growth += s.records.reduce((a, b) => a + b, 0) - largest;
     if (options.memoryPattern) pattern += Math.max(0, ...[...s.shapes].filter(([, runs]) => runs > 1).map(([peak]) => peak));
   }
-  return { weightBytes, activation, pattern, growth, kept, maxTensorBytes, outputBytes };
+  return { weightBytes, packedWeightBytes, activation, pattern, growth, kept, maxTensorBytes, outputBytes };
 }

@@ -23,7 +23,7 @@ import type { ModelProto } from '../graph/onnx-proto.js';
 import { wholeTimes } from '../graph/ratio.js';
 import { bandRows, haloRows, type Band } from '../strategies/shard/bands.js';
 import { bandName } from '../strategies/shard/band-models.js';
-import { layoutOf, rowUnit, shardPlan, type ShardPlan } from '../strategies/shard/plan.js';
+import { layoutOf, predictCollectives, rowUnit, shardPlan, type ShardPlan } from '../strategies/shard/plan.js';
 import { heapServedBytes, MMAP_THRESHOLD_START, peakOf } from './liveness.js';
 import { bytesOf, elements, inferShapes, type ValueShape } from './shapes.js';
 
@@ -32,7 +32,8 @@ const ATTENTION_CHUNK_ELEMENTS = 1 << 24;
 
 const plans = new WeakMap<ModelProto, ShardPlan>();
 
-function planOf(model: ModelProto): ShardPlan {
+/** The shard plan of `model` (memoised per model). */
+export function planOf(model: ModelProto): ShardPlan {
   let plan = plans.get(model);
   if (!plan) {
     plan = shardPlan(model);
@@ -181,4 +182,16 @@ export function shardRankHold(
     }
   });
   return { peakBytes: peak, heapBytes: peakHeap, step: peakStep, maxTensorBytes: maxTensor };
+}
+
+/**
+ * Bytes every rank of a row-sharded decode sends (halo rows, GroupNorm statistics, attention keys
+ * and values), all of which a coordinator relays between its rank processes: deserialised and
+ * serialised again there, held until V8 next collects.
+ */
+export function shardRelayBytes(model: ModelProto, bands: readonly Band[], latentRows: number, latentCols: number, batch: number): number {
+  let bytes = 0;
+  for (const c of predictCollectives(planOf(model), bands, latentRows, latentCols, batch))
+    for (const kind of Object.values(c)) if (Number.isFinite(kind.bytes)) bytes += kind.bytes;
+  return bytes;
 }
