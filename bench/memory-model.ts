@@ -103,6 +103,8 @@ const CASES: Case[] = [
   { name: 'sd-whole-768', family: 'autoencoder-kl', height: 768, width: 768, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'sd-whole-1024', family: 'autoencoder-kl', height: 1024, width: 1024, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'sd-tile256-512-r1', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(1, 256, 64) },
+  // 688 px tiles of 1024²: full tiles chunk their attention in two, clipped ones not, so the runner replaces its session.
+  { name: 'sd-tile688-1024-r1', family: 'autoencoder-kl', height: 1024, width: 1024, plan: tile(1, 688, 176) },
   { name: 'sd-tile256-768-r2', family: 'autoencoder-kl', height: 768, width: 768, plan: tile(2, 256, 64) },
   { name: 'sd-tile256-512-r4', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(4, 256, 64) },
   { name: 'sd-shard-512-r2', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'shard', ranks: 2 } },

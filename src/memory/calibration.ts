@@ -42,7 +42,7 @@ export interface RuntimeCalibration {
 
 /**
  * Per-provider calibration. `cpu`: fitted to the accuracy matrix of bench/results/memory-model.json
- * (30 cases, 67 processes: process ranks, VmHWM of each rank and of the coordinator,
+ * (31 cases, 68 processes: process ranks, VmHWM of each rank and of the coordinator,
  * onnxruntime-node 1.30 CPU EP — tile sessions with the arena and memory patterns off, shard stage
  * sessions without the arena — Node 20, glibc, linux x64); see that report for each case's error.
  * Pinned at 0 by the fit (a negative or indistinguishable share): the JS copy of the weights
@@ -53,22 +53,22 @@ export interface RuntimeCalibration {
 export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
   cpu: {
     provider: 'cpu',
-    fixedBytes: 165704829,
+    fixedBytes: 165701163,
     decodingWeightCopies: 0,
     sessionWeightCopies: 0.968,
-    packedWeightCopies: 0.874,
+    packedWeightCopies: 0.873,
     holdingWeightCopies: 0.157,
-    activationFactor: 0.733,
+    activationFactor: 0.734,
     patternFactor: 0.864,
     growthFactor: 0,
     shardFactor: 0.956,
     heapFactor: 0.477,
     relayCopies: 0.382,
     outputCopies: 1.071,
-    largestTensorCopies: 2.107,
+    largestTensorCopies: 2.103,
     rankThreadBytes: 0,
     measured:
-      'fitted by `npx tsx bench/memory-model.ts calibrate` to 67 processes of bench/results/memory-model.json (2026-12-03, linux x64, 23.5 GiB, 2 cores, Node 20.20.2, onnxruntime-node 1.30 CPU EP, glibc malloc; main at 708af92: arena on with memory patterns off, channel parts in the KL/Flux.2 graphs, in-graph GroupNorm stages for row sharding)',
+      'fitted by `npx tsx bench/memory-model.ts calibrate` to 68 processes of bench/results/memory-model.json (2026-12-03, linux x64, 23.5 GiB, 2 cores, Node 20.20.2, onnxruntime-node 1.30 CPU EP, glibc malloc; main at 708af92: arena on with memory patterns off, channel parts in the KL/Flux.2 graphs, in-graph GroupNorm stages for row sharding)',
   },
 };
 

@@ -43,6 +43,10 @@ test('an arena keeps its largest run, a region for every run larger than all bef
   const two = decodingHold([[run('a', 50), run('b', 70)]]);
   assert.equal(two.activation, 120);
   assert.equal(two.weightBytes, 200);
+  // Two sessions of one slot (the runner disposes one before it opens the other): never held together.
+  const replaced = decodingHold([[{ ...run('a', 50), slot: 'd' }], [{ ...run('b', 70), slot: 'd' }]]);
+  assert.equal(replaced.activation, 70);
+  assert.equal(replaced.weightBytes, 100);
 });
 
 test('a history entry written by several sessions of a sequence is kept once', () => {

@@ -20,6 +20,8 @@ import { bytesOf, inferShapes } from './shapes.js';
 /** One session's run on one tile shape. */
 export interface SessionRun {
   key: string;
+  /** Sessions of one slot replace each other in the runner (never held at once); default: the key. */
+  slot?: string;
   peak: ActivationPeak;
   /** Runs per tile. */
   runs: number;
@@ -118,6 +120,7 @@ export function sessionRuns(description: TileMemoryRuns, tileDims: readonly numb
     }
     return {
       key: s.key,
+      ...(s.slot !== undefined ? { slot: s.slot } : {}),
       peak,
       runs: s.runs,
       weightBytes: initializerBytes(s.model),
@@ -149,6 +152,7 @@ export interface DecodingHold {
 
 export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPattern?: boolean } = {}): DecodingHold {
   interface Arena {
+    slot: string;
     records: number[];
     weightBytes: number;
     packedBytes: number;
@@ -163,7 +167,13 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
     // Every session of a sequence writes the same history entries (first and next frames alike).
     const tileKept = new Map<string, number>();
     for (const r of tile) {
-      const s: Arena = sessions.get(r.key) ?? { records: [], weightBytes: r.weightBytes, packedBytes: r.packedBytes, shapes: new Map() };
+      const s: Arena = sessions.get(r.key) ?? {
+        slot: r.slot ?? r.key,
+        records: [],
+        weightBytes: r.weightBytes,
+        packedBytes: r.packedBytes,
+        shapes: new Map(),
+      };
       sessions.set(r.key, s);
       const peak = r.peak.peakBytes;
       if (peak > (s.records.at(-1) ?? 0)) s.records.push(peak);
@@ -178,18 +188,34 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
       [...tileKept.values()].reduce((a, b) => a + b, 0),
     );
   }
+  // A slot holds one session at a time (the runner disposes one before it opens the next, and
+  // its arena goes with it): each term is the most any of its sessions holds.
+  type Hold = { weightBytes: number; packedWeightBytes: number; activation: number; pattern: number; growth: number };
+  const slots = new Map<string, Hold>();
+  for (const s of sessions.values()) {
+    const largest = s.records.at(-1) ?? 0;
+    const own: Hold = {
+      weightBytes: s.weightBytes,
+      packedWeightBytes: s.packedBytes,
+      activation: largest,
+      growth: s.records.reduce((a, b) => a + b, 0) - largest,
+      pattern: options.memoryPattern ? Math.max(0, ...[...s.shapes].filter(([, runs]) => runs > 1).map(([peak]) => peak)) : 0,
+    };
+    const slot = slots.get(s.slot);
+    if (!slot) slots.set(s.slot, own);
+    else for (const k of Object.keys(own) as (keyof Hold)[]) slot[k] = Math.max(slot[k], own[k]);
+  }
   let weightBytes = 0;
   let packedWeightBytes = 0;
   let activation = 0;
   let pattern = 0;
   let growth = 0;
-  for (const s of sessions.values()) {
+  for (const s of slots.values()) {
     weightBytes += s.weightBytes;
-    packedWeightBytes += s.packedBytes;
-    const largest = s.records.at(-1) ?? 0;
-    activation += largest;
-    growth += s.records.reduce((a, b) => a + b, 0) - largest;
-    if (options.memoryPattern) pattern += Math.max(0, ...[...s.shapes].filter(([, runs]) => runs > 1).map(([peak]) => peak));
+    packedWeightBytes += s.packedWeightBytes;
+    activation += s.activation;
+    growth += s.growth;
+    pattern += s.pattern;
   }
   return { weightBytes, packedWeightBytes, activation, pattern, growth, kept, maxTensorBytes, outputBytes };
 }
