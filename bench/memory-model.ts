@@ -521,11 +521,14 @@ if (mode === 'predict') {
       schema: 1,
       benchmark: 'memory-model',
       ran: {
-        date: started,
+        // A selection keeps the report's date and note, and says which cases it measured when.
+        date: previous ? String(previous.ran?.['date'] ?? started) : started,
         machine,
         ...(previous
           ? {
-              note: `cases ${cases.map((c) => c.name).join(', ')} rerun on ${started.slice(0, 10)}; the others kept from ${String(previous.ran?.['date'] ?? 'the previous run')}`,
+              note: [previous.ran?.['note'], `Cases ${cases.map((c) => c.name).join(', ')} (re)measured from ${started}.`]
+                .filter(Boolean)
+                .join(' '),
             }
           : {}),
         ...(left.length ? { unfinished: left } : {}),
