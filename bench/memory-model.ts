@@ -7,10 +7,16 @@
 //   npx tsx bench/memory-model.ts calibrate [--from bench/results/memory-model.json]
 //   npx tsx bench/memory-model.ts report [--from bench/results/memory-model.json]
 //
-// The first runs the matrix (memory is load-independent, so a busy machine is fine; each case is
-// one decode, the heaviest ~4.7 GiB, and cases with a process over 3 GiB take /work/meas/bigmem.lock where it
-// exists) and writes the JSON and a Markdown table next to it. `predict` prints the model's
-// terms per process without decoding. `calibrate` derives every case's terms again from the
+// The first runs the matrix; `--cases NAME,NAME` reruns only those cases and merges them into the
+// report at --out (the other cases kept as measured, re-predicted under the current model), e.g.
+// the shard cases after a change to src/strategies/shard/:
+//   npx tsx bench/memory-model.ts --cases taef2-shard-1024-r2,taef2-shard-1024-r3,taef2-shard-2048-r4,sd-shard-512-r2,sd-shard-768-r3
+// The report is written after every case, so a run cut short keeps what it measured. The trained
+// TAEF2 decoder is read from ../shared (DISTVAE_SHARED=/path/to/shared from a git worktree).
+// Memory is load-independent, so a busy machine is fine; each case is one decode, the heaviest
+// ~4.7 GiB, and cases with a process over 3 GiB or over 6 GiB in all take /work/meas/bigmem.lock
+// where it exists. It writes the JSON and a Markdown table next to it. `predict` prints the
+// model's terms per process without decoding. `calibrate` derives every case's terms again from the
 // current model, fits the per-provider factors of src/memory/calibration.ts to the measured peaks
 // by least squares on the relative error, and prints each process's refitted error and the entry
 // to paste; `report` then rewrites predictions and errors under the committed calibration. So a
@@ -35,7 +41,9 @@ import { describePlan } from '../src/memory/policy.js';
 import { latentShapeOf } from '../src/plan/shapes.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const TAEF2 = join(ROOT, '..', 'shared', 'models', 'taef2', 'taef2_decoder.pth');
+// The trained TAEF2 decoder, from the shared folder beside the checkout (DISTVAE_SHARED overrides it,
+// e.g. for a git worktree whose parent folder has none).
+const TAEF2 = join(process.env['DISTVAE_SHARED'] ?? join(ROOT, '..', 'shared'), 'models', 'taef2', 'taef2_decoder.pth');
 // Latents and outputs of this run (its own folder: other runs on the machine clean up theirs).
 const TMP = join(tmpdir(), `distvae-memory-model-${process.pid}`);
 const BIG_LOCK = '/work/meas/bigmem.lock';
@@ -89,14 +97,18 @@ const CASES: Case[] = [
     plan: { strategy: 'exact-tile', ranks: 2, window: { height: 512, width: 512 }, overlap: { height: 0, width: 0 } },
   },
   { name: 'taef2-shard-1024-r3', family: 'tae', taef2: true, height: 1024, width: 1024, plan: { strategy: 'shard', ranks: 3 } },
+  { name: 'taef2-shard-2048-r4', family: 'tae', taef2: true, height: 2048, width: 2048, plan: { strategy: 'shard', ranks: 4 } },
   { name: 'sd-whole-256', family: 'autoencoder-kl', height: 256, width: 256, plan: { strategy: 'whole', ranks: 1 }, quick: true },
   { name: 'sd-whole-512', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'sd-whole-768', family: 'autoencoder-kl', height: 768, width: 768, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'sd-whole-1024', family: 'autoencoder-kl', height: 1024, width: 1024, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'sd-tile256-512-r1', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(1, 256, 64) },
+  // 688 px tiles of 1024²: full tiles chunk their attention in two, clipped ones not, so the runner replaces its session.
+  { name: 'sd-tile688-1024-r1', family: 'autoencoder-kl', height: 1024, width: 1024, plan: tile(1, 688, 176) },
   { name: 'sd-tile256-768-r2', family: 'autoencoder-kl', height: 768, width: 768, plan: tile(2, 256, 64) },
   { name: 'sd-tile256-512-r4', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(4, 256, 64) },
   { name: 'sd-shard-512-r2', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'shard', ranks: 2 } },
+  { name: 'sd-shard-768-r3', family: 'autoencoder-kl', height: 768, width: 768, plan: { strategy: 'shard', ranks: 3 } },
   {
     name: 'sd-default-512',
     family: 'autoencoder-kl',
@@ -159,7 +171,8 @@ function cliArgs(c: Case, latents: string): string[] {
     '--latents',
     latents,
     '--out',
-    join(TMP, 'out.npy'),
+    // Each case its own output: with --jobs N two decodes write at once.
+    join(TMP, `out-${c.name}.npy`),
     ...planArgs,
     ...ranks,
     '--threads',
@@ -197,7 +210,8 @@ const sampleOf = (c: Case) => ({ height: c.height, width: c.width, ...(c.frames 
 
 /** The model's prediction for a case's processes: the coordinator, then each rank. */
 function predict(c: Case): { process: string; predictedBytes: number; terms: MemoryTerms }[] {
-  const prediction = predictMemory(vaeOf(c), c.plan, sampleOf(c));
+  // Image cases write .npy band by band (tiles dealt round-robin); the auto cases decode on a ladder, whole.
+  const prediction = predictMemory(vaeOf(c), c.plan, sampleOf(c), { streamed: !c.auto && !c.frames });
   return [
     { process: 'coordinator', predictedBytes: prediction.coordinatorBytes, terms: prediction.coordinator.terms },
     ...prediction.ranks.map((r) => ({ process: `rank ${r.rank}`, predictedBytes: r.peakBytes, terms: r.terms })),
@@ -210,10 +224,13 @@ async function runCase(c: Case): Promise<CaseResult> {
   const base = baseOf(c);
   let json: { memory: { coordinator: { measuredPeakBytes: number | null }; ranks: { rank: number; measuredPeakBytes: number | null }[] } };
   try {
-    // A case with a process predicted over 3 GiB takes the machine's big-memory lock, so two never overlap.
+    // A case with a process predicted over 3 GiB (or all its processes over 6 GiB) takes the
+    // machine's big-memory lock, so two never overlap.
     const command = [process.execPath, join(ROOT, 'bin', 'distvae.js'), ...cliArgs(c, latentFile(vae, c))];
     const largest = Math.max(...predicted.map((p) => p.predictedBytes));
-    const [file, ...args] = largest > BIG_BYTES && existsSync(dirname(BIG_LOCK)) ? ['flock', BIG_LOCK, ...command] : command;
+    const total = predicted.reduce((a, p) => a + p.predictedBytes, 0);
+    const big = largest > BIG_BYTES || total > 2 * BIG_BYTES;
+    const [file, ...args] = big && existsSync(dirname(BIG_LOCK)) ? ['flock', BIG_LOCK, ...command] : command;
     const { stdout } = await promisify(execFile)(file!, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
     json = JSON.parse(stdout.trim().split('\n').pop()!);
   } catch (e) {
@@ -245,12 +262,21 @@ function baseOf(c: Case): Pick<CaseResult, 'name' | 'family' | 'weights' | 'size
   };
 }
 
+/**
+ * A process's activations as the graphs give them (liveness peaks of its sessions' runs, a shard
+ * rank's largest step), before any factor; what glibc's heap keeps of them is the allocator's, not
+ * the graph's, and is left out (it would count every heap allocation, not what stays resident).
+ */
+function activationBytes(t: MemoryTerms): number {
+  return t.activation + t.pattern + t.growth + t.shard;
+}
+
 /** Errors and activation shares of a case's processes from their predictions and measured peaks. */
 function withErrors(c: CaseResult): CaseResult {
   const processes = c.processes.map((p) => ({
     ...p,
     error: p.measuredBytes ? (p.predictedBytes - p.measuredBytes) / p.measuredBytes : null,
-    activationShare: p.measuredBytes ? (p.terms.activation + p.terms.pattern + p.terms.growth + p.terms.shard) / p.measuredBytes : 0,
+    activationShare: p.measuredBytes ? activationBytes(p.terms) / p.measuredBytes : 0,
   }));
   const errors = processes.flatMap((p) => (p.error === null ? [] : [Math.abs(p.error)]));
   return { ...c, processes, worstError: errors.length ? Math.max(...errors) : null };
@@ -268,7 +294,7 @@ function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCa
     '',
     `Ran ${report.ran['date']} on ${report.ran['machine']}; calibration \`${report.calibration.provider}\`: ${report.calibration.measured}.${report.ran['note'] ? ` ${report.ran['note']}` : ''}`,
     '',
-    '`npx tsx bench/memory-model.ts` — each case is one `distvae decode --json` (process ranks, 1 thread each); predicted: the memory model of src/memory/ for the same plan; measured: VmHWM of each process. Activation share: the graph-derived activation terms over the measured peak.',
+    '`npx tsx bench/memory-model.ts` — each case is one `distvae decode --json` (process ranks, 1 thread each); predicted: the memory model of src/memory/ for the same plan; measured: VmHWM of each process. Activation share: the graph-derived activation bytes (liveness peaks, the largest step of a shard rank, before any factor) over the measured peak.',
     '',
     '| case | weights | size | plan | process | predicted MiB | measured MiB | error | activation share |',
     '|---|---|---|---|---|---|---|---|---|',
@@ -309,11 +335,18 @@ const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, st
   ['fixedBytes', null, 'every process: node, distvae, onnxruntime loaded'],
   ['decodingWeightCopies', 'decodingWeights', 'weight bytes of the VAE a decoding process loads'],
   ['sessionWeightCopies', 'sessionWeights', 'weight bytes of the sessions it opens (each holds its own)'],
+  ['packedWeightCopies', 'packedWeights', "the sessions' 2-D convolution weights (onnxruntime's CPU EP keeps them prepacked too)"],
   ['holdingWeightCopies', 'holdingWeights', 'weight bytes of the loaded VAE a coordinator holds'],
   ['activationFactor', 'activation', "each session's largest run's liveness peak (the arena's first-run regions)"],
   ['patternFactor', 'pattern', 'the liveness peak of the largest shape a session runs twice (its memory-pattern block)'],
   ['growthFactor', 'growth', 'runs larger than every earlier run of their session (regions added on the way)'],
   ['shardFactor', 'shard', "a row-sharded rank's largest step (kept band values + the step's work)"],
+  [
+    'heapFactor',
+    'heap',
+    "bytes glibc's heap served a row-sharded rank's stage runs (tensors under its dynamic mmap threshold, at most 32 MiB; freed chunks stay resident)",
+  ],
+  ['relayCopies', 'relay', 'bytes a coordinator relays between its row-sharded rank processes (halo rows, statistics, keys and values)'],
   ['outputCopies', 'output', 'the decoded sample, in the process that assembles it'],
   [
     'largestTensorCopies',
@@ -356,6 +389,15 @@ function fit(cases: CaseResult[], base: RuntimeCalibration): RuntimeCalibration 
         const f = a[k]![i]! / a[i]![i]!;
         for (let j = i; j <= n; j++) a[k]![j]! -= f * a[i]![j]!;
       }
+    }
+    // A term no case tells apart from the others (e.g. the weights a rank loads and those its one
+    // session holds, equal but for Wan's sessions) leaves a zero pivot: it is pinned to 0 and the
+    // others take its share.
+    const tiny = 1e-12 * Math.max(...idx.map((_, k) => Math.abs(a[k]![k]!)), 1e-300);
+    const singular = idx.find((_, k) => !(Math.abs(a[k]![k]!) > tiny));
+    if (singular !== undefined) {
+      active = active.map((v, i) => v && i !== singular);
+      continue;
     }
     solution = keys.map((_, i) => {
       const at = idx.indexOf(i);
@@ -462,35 +504,55 @@ if (mode === 'predict') {
   const jobs = Math.max(1, Number(flags['jobs'] ?? 1));
   const results: CaseResult[] = [];
   const queue = [...cases];
+  // A selection of cases replaces those cases in an existing report (its other cases are kept and
+  // re-predicted under the current model); the report is written after every case, so a matrix cut
+  // short keeps what it measured (rerun the rest with --cases).
+  const previous =
+    which !== 'all' && existsSync(outPath)
+      ? (JSON.parse(readFileSync(outPath, 'utf8')) as { ran?: Record<string, unknown>; cells: CaseResult[] })
+      : null;
+  const started = new Date().toISOString();
+  const save = () => {
+    const kept = previous ? previous.cells.filter((c) => !results.some((r) => r.name === c.name)).map(repredict) : [];
+    const order = (r: CaseResult) => CASES.findIndex((c) => c.name === r.name);
+    const merged = [...kept, ...results].sort((a, b) => order(a) - order(b));
+    const left = cases.filter((c) => !results.some((r) => r.name === c.name)).map((c) => c.name);
+    const report = {
+      schema: 1,
+      benchmark: 'memory-model',
+      ran: {
+        // A selection keeps the report's date and note, and says which cases it measured when.
+        date: previous ? String(previous.ran?.['date'] ?? started) : started,
+        machine,
+        ...(previous
+          ? {
+              note: [previous.ran?.['note'], `Cases ${cases.map((c) => c.name).join(', ')} (re)measured from ${started}.`]
+                .filter(Boolean)
+                .join(' '),
+            }
+          : {}),
+        ...(left.length ? { unfinished: left } : {}),
+      },
+      calibration: CALIBRATIONS['cpu']!,
+      cells: merged,
+    };
+    writeFileSync(outPath, JSON.stringify(report, null, 2) + '\n');
+    writeFileSync(outPath.replace(/\.json$/, '.md'), markdown(report));
+  };
   await Promise.all(
     Array.from({ length: jobs }, async () => {
       for (let c = queue.shift(); c; c = queue.shift()) {
         process.stderr.write(`${c.name} ...\n`);
         const r = await runCase(c);
         results.push(r);
+        save();
         process.stderr.write(
           `${c.name}: ${r.failed ?? r.processes.map((p) => `${p.process} ${mib(p.predictedBytes)}/${mib(p.measuredBytes)} MiB (${pct(p.error)})`).join(', ')}\n`,
         );
       }
     }),
   );
-  // A selection of cases replaces those cases in an existing report (same calibration only).
-  const previous =
-    which !== 'all' && existsSync(outPath)
-      ? (JSON.parse(readFileSync(outPath, 'utf8')) as { calibration: RuntimeCalibration; cells: CaseResult[] })
-      : null;
-  const kept = previous ? previous.cells.filter((c) => !results.some((r) => r.name === c.name)).map(repredict) : [];
-  const order = (r: CaseResult) => CASES.findIndex((c) => c.name === r.name);
-  const merged = [...kept, ...results].sort((a, b) => order(a) - order(b));
-  const report = {
-    schema: 1,
-    benchmark: 'memory-model',
-    ran: { date: new Date().toISOString(), machine },
-    calibration: CALIBRATIONS['cpu']!,
-    cells: merged,
-  };
-  writeFileSync(outPath, JSON.stringify(report, null, 2) + '\n');
-  writeFileSync(outPath.replace(/\.json$/, '.md'), markdown(report));
+  save();
   rmSync(TMP, { recursive: true, force: true });
   process.stderr.write(`wrote ${outPath}\n`);
 }

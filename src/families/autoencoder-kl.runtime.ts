@@ -71,7 +71,8 @@ export const klRuntime: FamilyRuntime = {
   // The graph the runner opens for this tile (its attention chunking depends on the tile's size).
   memoryRuns: (config, weights, dims) => {
     const chunks = klDecoderArchitecture(config).midAttention ? attentionChunksFor(dims) : 1;
-    return { sessions: [{ key: `decoder/${chunks}`, model: runnerGraph(config, weights, chunks).toModel(), runs: 1 }] };
+    // One session at a time: a tile needing another chunking replaces it (createTileRunner).
+    return { sessions: [{ key: `decoder/${chunks}`, slot: 'decoder', model: runnerGraph(config, weights, chunks).toModel(), runs: 1 }] };
   },
   async createTileRunner(config, weights, session: SessionOptions) {
     const bound = bindWeights(klDecoderParams(config), weights, { source: 'the weights given to the decoder' });

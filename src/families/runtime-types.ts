@@ -46,7 +46,8 @@ export interface FamilyRuntime {
  * axes (`batch`, `frames`, `height`, `width` of the latent tile, and products like `height*4`).
  */
 export interface TileMemoryRuns {
-  sessions: { key: string; model: ModelProto; runs: number }[];
+  /** `slot`: sessions of one slot replace each other (the runner disposes one before it opens the next), so they never coexist; default: the key. */
+  sessions: { key: string; model: ModelProto; runs: number; slot?: string }[];
   /** Outputs whose names start with `prefix` are kept by the runner across runs, `copies` of each (a causal history). */
   kept?: { prefix: string; copies: number };
 }

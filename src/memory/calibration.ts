@@ -14,16 +14,22 @@ export interface RuntimeCalibration {
   decodingWeightCopies: number;
   /** Copies of each session's weights (onnxruntime's initializers, prepacked kernels, the model bytes it parsed). */
   sessionWeightCopies: number;
+  /** Copies of the sessions' 2-D convolution weights that onnxruntime's CPU EP adds by prepacking them. */
+  packedWeightCopies: number;
   /** Copies resident in a process that only holds the loaded VAE (a coordinator whose ranks decode, an idle rank). */
   holdingWeightCopies: number;
   /** Resident bytes per byte of the sessions' activation peaks (each arena keeps its largest run's plan). */
   activationFactor: number;
-  /** Resident bytes per byte of the memory-pattern block of a shape run again. */
+  /** Resident bytes per byte of the memory-pattern block of a shape run again (sessions with memory patterns on). */
   patternFactor: number;
   /** Resident bytes per byte of the arena regions that later, larger runs add. */
   growthFactor: number;
   /** Resident bytes per byte of a row-sharded rank's largest step (stage sessions without an arena, plus the values kept). */
   shardFactor: number;
+  /** Share of the bytes glibc's heap served a row-sharded rank's stage runs that is still resident at its peak (freed chunks the heap keeps). */
+  heapFactor: number;
+  /** Share of the bytes a coordinator relays between row-sharded rank processes still resident at its peak (messages V8 has not yet collected). */
+  relayCopies: number;
   /** Copies of the decoded output resident in the process that assembles and writes it. */
   outputCopies: number;
   /** Copies of a decoding process's largest tensor that onnxruntime adds beyond the graph (layout reorders, the output copied out). */
@@ -36,25 +42,33 @@ export interface RuntimeCalibration {
 
 /**
  * Per-provider calibration. `cpu`: fitted to the accuracy matrix of bench/results/memory-model.json
- * (process ranks, VmHWM of each rank and of the coordinator, onnxruntime-node 1.30 CPU EP, arena
- * and memory patterns on, Node 20, linux x64); see that report for each case's error.
+ * (31 cases, 68 processes: process ranks, VmHWM of each rank and of the coordinator,
+ * onnxruntime-node 1.30 CPU EP — tile sessions with the arena and memory patterns off, shard stage
+ * sessions without the arena — Node 20, glibc, linux x64); see that report for each case's error.
+ * Pinned at 0 by the fit (a negative or indistinguishable share): the JS copy of the weights
+ * (safetensors and synthetic weights are read by onnxruntime from the file, no JS copy is kept),
+ * arena growth and a rank thread's own cost. patternFactor has no case now (memory patterns are off
+ * with the arena): it keeps the 2026-12-01 value, measured when they were on.
  */
 export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
   cpu: {
     provider: 'cpu',
-    fixedBytes: 153244107,
-    decodingWeightCopies: 2.334,
-    sessionWeightCopies: 0.827,
-    holdingWeightCopies: 0.942,
-    activationFactor: 0.502,
+    fixedBytes: 165701163,
+    decodingWeightCopies: 0,
+    sessionWeightCopies: 0.968,
+    packedWeightCopies: 0.873,
+    holdingWeightCopies: 0.157,
+    activationFactor: 0.734,
     patternFactor: 0.864,
-    growthFactor: 0.024,
-    shardFactor: 1.346,
-    outputCopies: 1.606,
-    largestTensorCopies: 2.816,
-    rankThreadBytes: 98096036,
+    growthFactor: 0,
+    shardFactor: 0.956,
+    heapFactor: 0.477,
+    relayCopies: 0.382,
+    outputCopies: 1.071,
+    largestTensorCopies: 2.103,
+    rankThreadBytes: 0,
     measured:
-      'fitted by `npx tsx bench/memory-model.ts calibrate` to the processes of bench/results/memory-model.json (2026-12-01/02, linux x64, 2 cores, Node 20.20, onnxruntime-node 1.30 CPU EP, lean runtime before the act/shard changes of issue 14: arena and memory patterns on, staged shard with JS GroupNorm)',
+      'fitted by `npx tsx bench/memory-model.ts calibrate` to 68 processes of bench/results/memory-model.json (2026-12-03, linux x64, 23.5 GiB, 2 cores, Node 20.20.2, onnxruntime-node 1.30 CPU EP, glibc malloc; main at 708af92: arena on with memory patterns off, channel parts in the KL/Flux.2 graphs, in-graph GroupNorm stages for row sharding)',
   },
 };
 

@@ -14,7 +14,7 @@ import { seededTensor } from '../tensor.js';
 import { runGraph } from '../graph/testing/run-graph.js';
 import { createSession } from '../runtime/session.js';
 import { encodeModel } from '../graph/onnx-proto.js';
-import { activationPeak } from './liveness.js';
+import { activationPeak, heapServedBytes, MMAP_THRESHOLD_START } from './liveness.js';
 import { inferShapes } from './shapes.js';
 
 test('inferred shapes of every op in the subset equal the ones onnxruntime returns', async () => {
@@ -94,4 +94,25 @@ test('an op outside the subset is refused by name, not guessed', () => {
     () => inferShapes(m, {}),
     (e: Error & { code?: string }) => e.code === 'INVALID_ARGUMENT' && /x/.test(e.message),
   );
+});
+
+test("glibc's heap serves the tensors under its dynamic mmap threshold: after the first free of a size under 32 MiB, that size comes from the heap", () => {
+  // A chain of four tensors of one size, then the output (the caller's buffer, not counted).
+  const chain = (rows: number) => {
+    const g = new GraphBuilder('chain');
+    const x = g.input('x', [1, 1, rows, 1024]);
+    g.output('y', g.tanh(g.relu(g.sigmoid(g.relu(g.sigmoid(x))))));
+    return { model: decodeModel(g.toModelBytes()), dims: [1, 1, rows, 1024] };
+  };
+  // 27.5 MiB tensors (TAEF2's half resolution on an edge rank at 1024² on 3 ranks): the first two
+  // are mapped, the first's free raises the threshold to its size, the next two come from the heap.
+  const under = chain(7040);
+  const threshold = { bytes: MMAP_THRESHOLD_START };
+  assert.equal(heapServedBytes(under.model, inferShapes(under.model, { x: under.dims }), threshold), 2 * 7040 * 4096);
+  assert.ok(threshold.bytes > 7040 * 4096 && threshold.bytes <= 32 * 2 ** 20);
+  // The raised threshold carries over to the next run: every tensor of the size from the heap.
+  assert.equal(heapServedBytes(under.model, inferShapes(under.model, { x: under.dims }), threshold), 4 * 7040 * 4096);
+  // 33.5 MiB tensors (the middle rank's): over the 32 MiB cap, always mapped, nothing left on the heap.
+  const over = chain(8576);
+  assert.equal(heapServedBytes(over.model, inferShapes(over.model, { x: over.dims }), { bytes: MMAP_THRESHOLD_START }), 0);
 });

@@ -34,6 +34,8 @@ interface Topology {
   allocates: string[][];
   frees: string[][];
   outputs: string[];
+  /** The buffers the graph's outputs are (an output made by a view is its input's buffer). */
+  outputBuffers: Set<string>;
   inputs: string[];
   names: string[];
 }
@@ -74,7 +76,15 @@ function topologyOf(model: ModelProto): Topology {
   const allocated = new Set(allocates.flat());
   const frees: string[][] = nodes.map(() => []);
   for (const [b, i] of lastUse) if (i < nodes.length && allocated.has(b)) frees[i]!.push(b);
-  const topology = { allocates, frees, outputs, inputs: (graph.input ?? []).map((x) => x.name!), names: nodes.map((n) => n.name ?? '') };
+  const outputBuffers = new Set(outputs.map((name) => bufferOf.get(name) ?? name));
+  const topology = {
+    allocates,
+    frees,
+    outputs,
+    outputBuffers,
+    inputs: (graph.input ?? []).map((x) => x.name!),
+    names: nodes.map((n) => n.name ?? ''),
+  };
   topologies.set(model, topology);
   return topology;
 }
@@ -108,4 +118,57 @@ export function peakOf(model: ModelProto, shapes: ReadonlyMap<string, ValueShape
   const outputBytes = t.outputs.reduce((s, name) => s + size(name), 0);
   const inputBytes = t.inputs.reduce((s, name) => s + size(name), 0);
   return { peakBytes: peak, maxTensorBytes: Math.max(maxTensor, outputBytes), outputBytes, inputBytes, peakNode };
+}
+
+/**
+ * glibc malloc's dynamic mmap threshold, as a process that runs sessions without onnxruntime's
+ * arena sees it (the row-sharded stage sessions: each tensor is a malloc of its own). A request
+ * at or over the threshold is mmapped and unmapped when freed; a smaller one is served from the
+ * heap, whose freed chunks stay resident (glibc trims only the heap's top, and only past twice the
+ * threshold). Freeing an mmapped chunk raises the threshold to its size, up to 32 MiB — so after
+ * the first free of a tensor under 32 MiB, every later tensor of that size comes from the heap,
+ * while tensors over 32 MiB are always mapped. Starts at 128 KiB; carried across the runs of one
+ * process (MALLOC_MMAP_THRESHOLD_ in the environment fixes it and turns the raising off).
+ */
+export interface MallocThreshold {
+  bytes: number;
+}
+
+/** glibc's initial mmap threshold (M_MMAP_THRESHOLD) and its dynamic cap (DEFAULT_MMAP_THRESHOLD_MAX, 64-bit). */
+export const MMAP_THRESHOLD_START = 128 * 1024;
+export const MMAP_THRESHOLD_MAX = 32 * 2 ** 20;
+const PAGE = 4096;
+/** What an aligned allocation (onnxruntime: posix_memalign, 64 bytes) adds to a request: the alignment slack and chunk header. */
+const MEMALIGN_OVERHEAD = 64 + 32;
+
+/**
+ * The bytes of one run's intermediate tensors that glibc serves from its heap (under the dynamic
+ * mmap threshold, which the run's frees of mapped chunks raise: `threshold` is updated). Graph
+ * inputs and outputs are the caller's buffers and do not count.
+ */
+export function heapServedBytes(model: ModelProto, shapes: ReadonlyMap<string, ValueShape>, threshold: MallocThreshold): number {
+  const t = topologyOf(model);
+  const size = (name: string) => {
+    const s = shapes.get(name);
+    return s ? bytesOf(s) : 0;
+  };
+  const mapped = new Set<string>();
+  const freed = new Set<string>();
+  let heap = 0;
+  t.allocates.forEach((allocated, i) => {
+    for (const name of allocated) {
+      if (t.outputBuffers.has(name)) continue;
+      const bytes = size(name);
+      if (bytes === 0) continue;
+      if (bytes + MEMALIGN_OVERHEAD >= threshold.bytes) mapped.add(name);
+      else heap += bytes;
+    }
+    for (const b of t.frees[i]!) {
+      if (freed.has(b) || !mapped.has(b)) continue;
+      freed.add(b);
+      const chunk = Math.ceil((size(b) + MEMALIGN_OVERHEAD + 16) / PAGE) * PAGE;
+      if (chunk > threshold.bytes && chunk <= MMAP_THRESHOLD_MAX) threshold.bytes = chunk;
+    }
+  });
+  return heap;
 }

@@ -14,15 +14,16 @@ import type { FamilyRuntime } from '../families/runtime-types.js';
 import type { FrameTiling, Size2, VaeSpec } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { tileGrid, type TileGrid } from '../plan/grid.js';
-import { scheduleGrid } from '../plan/metrics.js';
+import { scheduleGrid, tileWork } from '../plan/metrics.js';
+import { scheduleInterleaved } from '../plan/scheduler.js';
 import { latentShapeOf, type SampleShape } from '../plan/shapes.js';
 import { splitBands } from '../strategies/shard/bands.js';
 import { exactTilingHalo, exactTiles, type Halo } from '../strategies/exact-tile/halo.js';
 import type { Tensor } from '../tensor.js';
 import { calibrationOf, type RuntimeCalibration } from './calibration.js';
-import { decodingHold, sessionRuns, type SessionRun } from './runs.js';
+import { conv2dWeightBytes, decodingHold, sessionRuns, type SessionRun } from './runs.js';
 import { inferShapes, type ValueShape } from './shapes.js';
-import { shardRankHold } from './shard.js';
+import { shardRankHold, shardRelayBytes } from './shard.js';
 
 /** The decodes the memory model predicts: whole, blended tiles, row sharding, halo-exact tiles. */
 export const MEMORY_STRATEGIES = ['whole', 'tile', 'shard', 'exact-tile'] as const;
@@ -53,6 +54,8 @@ export interface MemoryTerms {
   decodingWeights: number;
   /** Weight bytes of the sessions it opens (each session holds its own weights: Wan's first and next graphs both). */
   sessionWeights: number;
+  /** Of the sessions' weights, the 2-D convolutions' (onnxruntime's CPU EP keeps a prepacked copy too; runs.ts conv2dWeightBytes). */
+  packedWeights: number;
   /** Weight bytes, when this process only holds the loaded VAE. */
   holdingWeights: number;
   /** Sum over its sessions of their largest run's activation peak (graph liveness): what each arena keeps. */
@@ -63,6 +66,10 @@ export interface MemoryTerms {
   growth: number;
   /** A row-sharded rank's largest step: values kept for later steps plus the step's work (shard.ts). */
   shard: number;
+  /** At that step, the bytes glibc's heap has served a stage run so far (tensors under its dynamic mmap threshold, shard.ts). */
+  heap: number;
+  /** Bytes a coordinator relays between its row-sharded rank processes (everything they send each other; shard.ts). */
+  relay: number;
   /** The decoded output, in the process that assembles and writes it. */
   output: number;
   /** The largest tensor of its runs: the buffers onnxruntime adds that the graph does not show (layout reorders of the largest convolutions' operands, the output copied out), a few of them at a time. */
@@ -105,11 +112,14 @@ export function peakOfTerms(t: MemoryTerms, cal: RuntimeCalibration): number {
     cal.fixedBytes +
       cal.decodingWeightCopies * t.decodingWeights +
       cal.sessionWeightCopies * t.sessionWeights +
+      cal.packedWeightCopies * t.packedWeights +
       cal.holdingWeightCopies * t.holdingWeights +
       cal.activationFactor * t.activation +
       cal.patternFactor * t.pattern +
       cal.growthFactor * t.growth +
       cal.shardFactor * t.shard +
+      cal.heapFactor * t.heap +
+      cal.relayCopies * t.relay +
       cal.outputCopies * t.output +
       cal.largestTensorCopies * t.largestTensor +
       cal.rankThreadBytes * t.rankThread +
@@ -120,6 +130,13 @@ export function peakOfTerms(t: MemoryTerms, cal: RuntimeCalibration): number {
 export interface MemoryModelOptions {
   /** Execution provider whose calibration applies (default 'cpu'). */
   provider?: string;
+  /**
+   * The image is written band by band as its tile rows finish (the CLI's .png and .npy outputs):
+   * tiles are then dealt to the ranks round-robin in raster order (strategies/tile), not by the
+   * balanced schedule, so each rank's tiles — and its peak — differ. Default false (a decode
+   * that returns the whole sample).
+   */
+  streamed?: boolean;
 }
 
 interface ArchitectureMemory {
@@ -266,11 +283,14 @@ interface Run {
 const NO_TERMS: MemoryTerms = {
   decodingWeights: 0,
   sessionWeights: 0,
+  packedWeights: 0,
   holdingWeights: 0,
   activation: 0,
   pattern: 0,
   growth: 0,
   shard: 0,
+  heap: 0,
+  relay: 0,
   output: 0,
   largestTensor: 0,
   rankThread: 0,
@@ -330,6 +350,7 @@ export function predictMemory(
       ...NO_TERMS,
       decodingWeights: arch.weightBytes,
       sessionWeights: hold.weightBytes,
+      packedWeights: hold.packedWeightBytes,
       activation: hold.activation,
       pattern: hold.pattern,
       growth: hold.growth,
@@ -354,7 +375,7 @@ export function predictMemory(
     const bands = splitBands(latent.height, plan.ranks, vae.geometry.spatialRatio);
     const ranks = bands.map((b) => {
       const share = (b.end - b.start) / latent.height;
-      const hold = shardRankHold(model, whole, b, latent.height);
+      const hold = shardRankHold(model, whole, b, latent.height, cal.shardFactor > 0 ? cal.heapFactor / cal.shardFactor : 0);
       maxTensorBytes = Math.max(maxTensorBytes, hold.maxTensorBytes);
       return {
         rank: b.rank,
@@ -362,19 +383,25 @@ export function predictMemory(
           ...NO_TERMS,
           decodingWeights: arch.weightBytes,
           sessionWeights: arch.weightBytes,
+          packedWeights: conv2dWeightBytes(model),
           shard: hold.peakBytes,
+          heap: hold.heapBytes,
           buffers: output * share,
         },
       };
     });
-    return done(assembling(holding), ranks);
+    const relay = plan.ranks > 1 ? shardRelayBytes(model, bands, latent.height, latent.width, batch) : 0;
+    return done({ ...assembling(holding), relay }, ranks);
   }
   const runs = tileRuns(grid);
   // Decoding in this process: on a rank thread, next to the coordinator's own loaded VAE, and
   // assembling here.
   if (plan.ranks <= 1 && !plan.isolated)
     return done(assembling({ ...decoding(runs, 0), holdingWeights: arch.weightBytes, rankThread: 1 }), []);
-  const schedule = scheduleGrid(grid, Math.max(1, plan.ranks));
+  const schedule =
+    options.streamed && !vae.geometry.fiveDimLatents
+      ? scheduleInterleaved(tileWork(grid), Math.max(1, plan.ranks))
+      : scheduleGrid(grid, Math.max(1, plan.ranks));
   const ranks = schedule.ranks.map((tiles, rank) => {
     if (tiles.length === 0) return { rank, terms: holding };
     const mine = [...tiles].sort((a, b) => a - b).map((i) => runs[i]!);
@@ -439,6 +466,7 @@ export function predictTileRun(vae: VaeSpec, tiles: readonly (readonly number[])
     ...NO_TERMS,
     decodingWeights: arch.weightBytes,
     sessionWeights: hold.weightBytes,
+    packedWeights: hold.packedWeightBytes,
     activation: hold.activation,
     pattern: hold.pattern,
     growth: hold.growth,

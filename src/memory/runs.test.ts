@@ -9,7 +9,7 @@ import { runtimeOf } from '../families/runtimes.js';
 import { HUNYUAN_VIDEO_TINY, LTX2_TINY, WAN21_TINY, WAN22_TINY } from '../families/testing/video-configs.js';
 import { createSession } from '../runtime/session.js';
 import { elementCount, seededTensor, type Tensor } from '../tensor.js';
-import { predictMemory } from './model.js';
+import { predictMemory, type MemoryTerms } from './model.js';
 import { decodingHold, inputDimsOf, sessionRuns, type SessionRun } from './runs.js';
 import { inferShapes } from './shapes.js';
 
@@ -18,6 +18,7 @@ const run = (key: string, peakBytes: number, kept: [string, number][] = []): Ses
   peak: { peakBytes, maxTensorBytes: peakBytes / 2, outputBytes: 8, inputBytes: 4, peakNode: 'n' },
   runs: 1,
   weightBytes: 100,
+  packedBytes: 60,
   kept: new Map(kept),
   outputBytes: 8,
 });
@@ -28,17 +29,24 @@ test('an arena keeps its largest run, a region for every run larger than all bef
   assert.equal(hold.activation, 120);
   assert.equal(hold.growth, 130);
   assert.equal(hold.weightBytes, 100);
+  assert.equal(hold.packedWeightBytes, 60);
   assert.equal(hold.pattern, 0);
   // The largest run first: one region, reused by every later, smaller run; a shape run twice
   // allocates its memory pattern.
-  const repeated = decodingHold([[run('a', 120)], [run('a', 80)], [run('a', 80)], [run('a', 60)]]);
+  const repeated = decodingHold([[run('a', 120)], [run('a', 80)], [run('a', 80)], [run('a', 60)]], { memoryPattern: true });
   assert.equal(repeated.growth, 0);
   assert.equal(repeated.pattern, 80);
-  assert.equal(decodingHold([[{ ...run('a', 70), runs: 3 }]]).pattern, 70);
+  assert.equal(decodingHold([[{ ...run('a', 70), runs: 3 }]], { memoryPattern: true }).pattern, 70);
+  // Sessions with the arena run with memory patterns off (runtime/session.ts): no pattern block.
+  assert.equal(decodingHold([[run('a', 120)], [run('a', 80)], [run('a', 80)]]).pattern, 0);
   // Two sessions: two arenas, two copies of weights.
   const two = decodingHold([[run('a', 50), run('b', 70)]]);
   assert.equal(two.activation, 120);
   assert.equal(two.weightBytes, 200);
+  // Two sessions of one slot (the runner disposes one before it opens the other): never held together.
+  const replaced = decodingHold([[{ ...run('a', 50), slot: 'd' }], [{ ...run('b', 70), slot: 'd' }]]);
+  assert.equal(replaced.activation, 70);
+  assert.equal(replaced.weightBytes, 100);
 });
 
 test('a history entry written by several sessions of a sequence is kept once', () => {
@@ -150,4 +158,26 @@ test('a row-sharded rank holds less than the whole decode; a middle rank reads a
   const [top, middle, bottom] = three.ranks.map((r) => r.terms.shard) as [number, number, number];
   assert.ok(middle > top && middle > bottom, `middle ${middle}, edges ${top} / ${bottom}`);
   assert.ok(top < whole.coordinator.terms.activation);
+});
+
+test("a row-sharded rank whose band makes a level's tensors just under glibc's 32 MiB mmap cap holds them on the heap: TAEF2's edge ranks at 1024² on 3 ranks", () => {
+  // Bands of 43/42/43 latent rows: the edge ranks run the last stage on 55 rows, whose half-resolution
+  // tensors are 27.5 MiB (heap, once the first is freed); the middle rank's 66 rows make 33.5 MiB (mapped).
+  const vae = createVae('tae', { variant: 'taef2' });
+  const three = predictMemory(vae, { strategy: 'shard', ranks: 3 }, { height: 1024, width: 1024 });
+  const [top, middle, bottom] = three.ranks.map((r) => r.terms) as [MemoryTerms, MemoryTerms, MemoryTerms];
+  assert.ok(middle.shard > top.shard && middle.shard > bottom.shard);
+  assert.ok(top.heap > 2 * middle.heap && bottom.heap > 2 * middle.heap, `heap: edges ${top.heap} / ${bottom.heap}, middle ${middle.heap}`);
+  // The edge ranks are predicted above the middle one, as measured (bench/results/memory-model.md).
+  assert.ok(three.ranks[0]!.peakBytes > three.ranks[1]!.peakBytes && three.ranks[2]!.peakBytes > three.ranks[1]!.peakBytes);
+});
+
+test('a streamed decode deals tiles round-robin in raster order: each rank is predicted for the tiles it gets', () => {
+  // TAEF2 at 1024² in 512 px tiles (3 x 3, the last row and column clipped) on 4 ranks: round-robin,
+  // rank 2 gets tiles 2 and 6, both clipped, and holds less than rank 0 (tiles 0, 4, 8).
+  const vae = createVae('tae', { variant: 'taef2' });
+  const plan = { strategy: 'tile' as const, ranks: 4, window: { height: 512, width: 512 }, overlap: { height: 128, width: 128 } };
+  const streamed = predictMemory(vae, plan, { height: 1024, width: 1024 }, { streamed: true });
+  assert.ok(streamed.ranks[2]!.peakBytes < streamed.ranks[0]!.peakBytes);
+  assert.ok(streamed.ranks[2]!.terms.activation < streamed.ranks[0]!.terms.activation);
 });

@@ -4,12 +4,13 @@
 // are resolved from their declared axes, so a family describes its runs (FamilyRuntime.memoryRuns)
 // without computing shapes itself.
 //
-// The arena (CPU EP, memory patterns on), as measured (bench/results/memory-model.md): a
-// session's first run on a shape allocates tensor by tensor from the arena, which grows to hold
-// them (the `activation` term: each session's largest run); the second run on the same shape
-// allocates the shape's memory pattern as one block, which the fragmented regions of the first
-// rarely hold, so the arena grows again (`pattern`: the largest shape run at least twice); a
-// later shape larger than every earlier one adds regions (`growth`).
+// The arena (CPU EP), as measured (bench/results/memory-model.md): a session's first run on a
+// shape allocates tensor by tensor from the arena, which grows to hold them (the `activation`
+// term: each session's largest run); a later shape larger than every earlier one adds regions
+// (`growth`). With memory patterns on, the second run on a shape allocates its pattern as one
+// block, which the fragmented regions of the first rarely hold, so the arena grows again
+// (`pattern`: the largest shape run at least twice) — but sessions with the arena run with
+// memory patterns off (runtime/session.ts), so a decode's pattern term is 0 unless asked.
 
 import type { TileMemoryRuns } from '../families/runtime-types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
@@ -19,11 +20,15 @@ import { bytesOf, inferShapes } from './shapes.js';
 /** One session's run on one tile shape. */
 export interface SessionRun {
   key: string;
+  /** Sessions of one slot replace each other in the runner (never held at once); default: the key. */
+  slot?: string;
   peak: ActivationPeak;
   /** Runs per tile. */
   runs: number;
   /** Bytes of the session's initializers (its weights). */
   weightBytes: number;
+  /** Of those, the 2-D convolutions' weights, which onnxruntime's CPU EP also keeps prepacked (conv2dWeightBytes). */
+  packedBytes: number;
   /** Bytes of each output the runner keeps across runs (one copy), by name. */
   kept: Map<string, number>;
   /** Bytes of the outputs it hands back (those it does not keep). */
@@ -73,6 +78,33 @@ function initializerBytes(model: ModelProto): number {
   return bytes;
 }
 
+const packedBytesOf = new WeakMap<ModelProto, number>();
+
+/**
+ * Bytes of a model's 2-D convolution weights (initializers a Conv reads as its 4-D kernel).
+ * onnxruntime's CPU EP prepacks them into a layout of its own and keeps the initializer as well:
+ * measured after building the sessions, SD-size AutoencoderKL and Flux.2 (2-D convolutions)
+ * hold 2.2 copies of their weights, HunyuanVideo (3-D convolutions) 1.07.
+ */
+export function conv2dWeightBytes(model: ModelProto): number {
+  let bytes = packedBytesOf.get(model);
+  if (bytes === undefined) {
+    const kernels = new Map<string, number>();
+    for (const t of model.graph?.initializer ?? [])
+      if ((t.dims ?? []).length === 4) kernels.set(t.name!, 4 * (t.dims ?? []).reduce((a: number, b) => a * Number(b), 1));
+    const counted = new Set<string>();
+    bytes = 0;
+    for (const node of model.graph?.node ?? []) {
+      const w = node.input?.[1];
+      if (node.op_type !== 'Conv' || w === undefined || counted.has(w) || !kernels.has(w)) continue;
+      counted.add(w);
+      bytes += kernels.get(w)!;
+    }
+    packedBytesOf.set(model, bytes);
+  }
+  return bytes;
+}
+
 /** Each session's run for one tile, read from its graph. */
 export function sessionRuns(description: TileMemoryRuns, tileDims: readonly number[]): SessionRun[] {
   return description.sessions.map((s) => {
@@ -86,7 +118,16 @@ export function sessionRuns(description: TileMemoryRuns, tileDims: readonly numb
       if (description.kept && o.name!.startsWith(description.kept.prefix)) kept.set(o.name!, description.kept.copies * bytes);
       else outputBytes += bytes;
     }
-    return { key: s.key, peak, runs: s.runs, weightBytes: initializerBytes(s.model), kept, outputBytes };
+    return {
+      key: s.key,
+      ...(s.slot !== undefined ? { slot: s.slot } : {}),
+      peak,
+      runs: s.runs,
+      weightBytes: initializerBytes(s.model),
+      packedBytes: conv2dWeightBytes(s.model),
+      kept,
+      outputBytes,
+    };
   });
 }
 
@@ -94,9 +135,11 @@ export function sessionRuns(description: TileMemoryRuns, tileDims: readonly numb
 export interface DecodingHold {
   /** Weights of every session it opens. */
   weightBytes: number;
+  /** Of those, the 2-D convolution weights (prepacked too). */
+  packedWeightBytes: number;
   /** Sum over sessions of their largest run's activation peak. */
   activation: number;
-  /** Sum over sessions of the largest activation peak among shapes run at least twice (the memory pattern's block). */
+  /** With memory patterns on: sum over sessions of the largest activation peak among shapes run at least twice (the pattern's block); else 0. */
   pattern: number;
   /** Per session, the peaks of runs larger than every earlier one, but the last (regions added on the way). */
   growth: number;
@@ -107,10 +150,12 @@ export interface DecodingHold {
   outputBytes: number;
 }
 
-export function decodingHold(tiles: readonly SessionRun[][]): DecodingHold {
+export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPattern?: boolean } = {}): DecodingHold {
   interface Arena {
+    slot: string;
     records: number[];
     weightBytes: number;
+    packedBytes: number;
     /** Runs per shape (by peak). */
     shapes: Map<number, number>;
   }
@@ -122,7 +167,13 @@ export function decodingHold(tiles: readonly SessionRun[][]): DecodingHold {
     // Every session of a sequence writes the same history entries (first and next frames alike).
     const tileKept = new Map<string, number>();
     for (const r of tile) {
-      const s: Arena = sessions.get(r.key) ?? { records: [], weightBytes: r.weightBytes, shapes: new Map() };
+      const s: Arena = sessions.get(r.key) ?? {
+        slot: r.slot ?? r.key,
+        records: [],
+        weightBytes: r.weightBytes,
+        packedBytes: r.packedBytes,
+        shapes: new Map(),
+      };
       sessions.set(r.key, s);
       const peak = r.peak.peakBytes;
       if (peak > (s.records.at(-1) ?? 0)) s.records.push(peak);
@@ -137,16 +188,34 @@ export function decodingHold(tiles: readonly SessionRun[][]): DecodingHold {
       [...tileKept.values()].reduce((a, b) => a + b, 0),
     );
   }
+  // A slot holds one session at a time (the runner disposes one before it opens the next, and
+  // its arena goes with it): each term is the most any of its sessions holds.
+  type Hold = { weightBytes: number; packedWeightBytes: number; activation: number; pattern: number; growth: number };
+  const slots = new Map<string, Hold>();
+  for (const s of sessions.values()) {
+    const largest = s.records.at(-1) ?? 0;
+    const own: Hold = {
+      weightBytes: s.weightBytes,
+      packedWeightBytes: s.packedBytes,
+      activation: largest,
+      growth: s.records.reduce((a, b) => a + b, 0) - largest,
+      pattern: options.memoryPattern ? Math.max(0, ...[...s.shapes].filter(([, runs]) => runs > 1).map(([peak]) => peak)) : 0,
+    };
+    const slot = slots.get(s.slot);
+    if (!slot) slots.set(s.slot, own);
+    else for (const k of Object.keys(own) as (keyof Hold)[]) slot[k] = Math.max(slot[k], own[k]);
+  }
   let weightBytes = 0;
+  let packedWeightBytes = 0;
   let activation = 0;
   let pattern = 0;
   let growth = 0;
-  for (const s of sessions.values()) {
+  for (const s of slots.values()) {
     weightBytes += s.weightBytes;
-    const largest = s.records.at(-1) ?? 0;
-    activation += largest;
-    growth += s.records.reduce((a, b) => a + b, 0) - largest;
-    pattern += Math.max(0, ...[...s.shapes].filter(([, runs]) => runs > 1).map(([peak]) => peak));
+    packedWeightBytes += s.packedWeightBytes;
+    activation += s.activation;
+    growth += s.growth;
+    pattern += s.pattern;
   }
-  return { weightBytes, activation, pattern, growth, kept, maxTensorBytes, outputBytes };
+  return { weightBytes, packedWeightBytes, activation, pattern, growth, kept, maxTensorBytes, outputBytes };
 }

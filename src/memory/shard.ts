@@ -6,13 +6,25 @@
 // model, so its liveness counts them) with the halo rows received; an attention's gathered keys
 // and values and one query chunk's scores. Edge ranks read a halo on one side, middle ranks on
 // both. Sizes come from the whole graph's static shapes with the row axis cut to the band.
+//
+// Stage sessions run without an arena, so every tensor is a malloc of its own, and glibc's
+// allocator adds what the graph does not show (liveness.ts `heapServedBytes`): tensors under
+// its dynamic mmap threshold (at most 32 MiB) come from the heap, whose freed chunks stay
+// resident. A rank whose band makes a level's tensors just under 32 MiB (the edge ranks of TAEF2
+// at 1024² on 3 ranks: 27.5 MiB at half resolution; the middle rank's are 33.5 MiB, mapped)
+// ends its last stage with hundreds of MiB of freed heap still resident; with the threshold fixed
+// (MALLOC_MMAP_THRESHOLD_=4194304) the same ranks peak at their liveness (measured, see
+// bench/results/memory-model.md). The walk carries the threshold and the heap from step to step:
+// a later run reuses the chunks an earlier one left, so the heap holds the most any run so far
+// had served from it (the `heap` term, scaled by the calibration's heapFactor: the share of those
+// bytes still resident at the peak).
 
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { wholeTimes } from '../graph/ratio.js';
 import { bandRows, haloRows, type Band } from '../strategies/shard/bands.js';
 import { bandName } from '../strategies/shard/band-models.js';
-import { layoutOf, rowUnit, shardPlan, type ShardPlan } from '../strategies/shard/plan.js';
-import { peakOf } from './liveness.js';
+import { layoutOf, predictCollectives, rowUnit, shardPlan, type ShardPlan } from '../strategies/shard/plan.js';
+import { heapServedBytes, MMAP_THRESHOLD_START, peakOf } from './liveness.js';
 import { bytesOf, elements, inferShapes, type ValueShape } from './shapes.js';
 
 /** Scores one attention chunk holds (queries × keys), as the staged decoder chunks them. */
@@ -20,7 +32,8 @@ const ATTENTION_CHUNK_ELEMENTS = 1 << 24;
 
 const plans = new WeakMap<ModelProto, ShardPlan>();
 
-function planOf(model: ModelProto): ShardPlan {
+/** The shard plan of `model` (memoised per model). */
+export function planOf(model: ModelProto): ShardPlan {
   let plan = plans.get(model);
   if (!plan) {
     plan = shardPlan(model);
@@ -30,16 +43,28 @@ function planOf(model: ModelProto): ShardPlan {
 }
 
 export interface ShardHold {
-  /** Largest bytes held at any step (values kept for later steps, the pool, the step's work). */
+  /** Bytes held at the peak step (values kept for later steps, the pool, the step's work). */
   peakBytes: number;
+  /** Bytes glibc's heap holds at the peak step: the most any stage run so far had served from it. */
+  heapBytes: number;
   /** The step where it is reached. */
   step: number;
   /** Largest single tensor of any step (a stage's, an attention chunk's, the joined keys). */
   maxTensorBytes: number;
 }
 
-/** The peak of `band` in a row-sharded decode of `model` whose whole-graph shapes are `whole`. */
-export function shardRankHold(model: ModelProto, whole: ReadonlyMap<string, ValueShape>, band: Band, latentRows: number): ShardHold {
+/**
+ * The peak of `band` in a row-sharded decode of `model` whose whole-graph shapes are `whole`: the
+ * step with the largest held + work + `heapWeight` × heap (heapWeight: resident heap bytes per
+ * held byte, the calibration's heapFactor over its shardFactor).
+ */
+export function shardRankHold(
+  model: ModelProto,
+  whole: ReadonlyMap<string, ValueShape>,
+  band: Band,
+  latentRows: number,
+  heapWeight = 0,
+): ShardHold {
   const plan = planOf(model);
   const { staged } = plan;
   const latentCols = whole.get(staged.input)!.dims.at(-1)!;
@@ -71,7 +96,11 @@ export function shardRankHold(model: ModelProto, whole: ReadonlyMap<string, Valu
   };
   const freeBytes = () => [...free].reduce((a, [bytes, n]) => a + bytes * n, 0);
   let peak = 0;
+  let peakHeap = 0;
   let peakStep = 0;
+  let score = -1;
+  const threshold = { bytes: MMAP_THRESHOLD_START };
+  let heap = 0;
   let maxTensor = 0;
   const scan = (p: { peakBytes: number; maxTensorBytes: number }) => {
     maxTensor = Math.max(maxTensor, p.maxTensorBytes);
@@ -110,7 +139,9 @@ export function shardRankHold(model: ModelProto, whole: ReadonlyMap<string, Valu
         }
         take(bandBytes(name));
       }
-      work += scan(peakOf(m.model, inferShapes(m.model, dims, values)));
+      const shapes = inferShapes(m.model, dims, values);
+      work += scan(peakOf(m.model, shapes));
+      heap = Math.max(heap, heapServedBytes(m.model, shapes, threshold));
       for (const name of m.outputs) {
         held.set(name, bandBytes(name));
         pooled.add(name);
@@ -129,15 +160,19 @@ export function shardRankHold(model: ModelProto, whole: ReadonlyMap<string, Valu
         [region.key]: [...whole.get(region.key)!.dims],
         [region.value]: [...whole.get(region.value)!.dims],
       };
-      work += scan(peakOf(core.model, inferShapes(core.model, dims)));
+      const shapes = inferShapes(core.model, dims);
+      work += scan(peakOf(core.model, shapes));
+      heap = Math.max(heap, heapServedBytes(core.model, shapes, threshold));
       maxTensor = Math.max(maxTensor, kv / 2);
       // The chunks' outputs, then joined.
       work += 2 * bandBytes(region.output);
       held.set(region.output, bandBytes(region.output));
     }
     const keptBytes = [...held.values()].reduce((a, b) => a + b, 0) + freeBytes();
-    if (keptBytes + work > peak) {
+    if (keptBytes + work + heapWeight * heap > score) {
+      score = keptBytes + work + heapWeight * heap;
       peak = keptBytes + work;
+      peakHeap = heap;
       peakStep = i;
     }
     for (const name of [...held.keys()]) {
@@ -146,5 +181,17 @@ export function shardRankHold(model: ModelProto, whole: ReadonlyMap<string, Valu
       held.delete(name);
     }
   });
-  return { peakBytes: peak, step: peakStep, maxTensorBytes: maxTensor };
+  return { peakBytes: peak, heapBytes: peakHeap, step: peakStep, maxTensorBytes: maxTensor };
+}
+
+/**
+ * Bytes every rank of a row-sharded decode sends (halo rows, GroupNorm statistics, attention keys
+ * and values), all of which a coordinator relays between its rank processes: deserialised and
+ * serialised again there, held until V8 next collects.
+ */
+export function shardRelayBytes(model: ModelProto, bands: readonly Band[], latentRows: number, latentCols: number, batch: number): number {
+  let bytes = 0;
+  for (const c of predictCollectives(planOf(model), bands, latentRows, latentCols, batch))
+    for (const kind of Object.values(c)) if (Number.isFinite(kind.bytes)) bytes += kind.bytes;
+  return bytes;
 }

@@ -525,6 +525,7 @@ class DecodeRun {
       batch,
       request.redis !== undefined,
       this.warnOnce,
+      streamsBands(vae, request.outputs[0], batch),
     );
     return latent;
   }
@@ -652,6 +653,7 @@ class DecodeRun {
     // finish (memory independent of its height); PNGs of a batch and video .npy are written from
     // the whole sample.
     const ext = extname(out).toLowerCase();
+    // (streamsBands says the same for the memory model: tiles of a streamed decode are dealt round-robin.)
     if (ext === '.png' && !vae.geometry.fiveDimLatents && latents.dims[0] === 1) {
       return { ...decoded, sample: await writeStreamedPng(vae, latents, out, this.request.bitDepth, options), written: [out] };
     }
@@ -862,6 +864,12 @@ async function writeStreamedVideo(
   }
 }
 
+/** Whether a planned decode to `out` is written band by band (decodeAsPlanned: a single image to PNG, any image batch to .npy). */
+function streamsBands(vae: VaeSpec, out: string | undefined, batch: number): boolean {
+  const ext = extname(out ?? '').toLowerCase();
+  return !vae.geometry.fiveDimLatents && (ext === '.npy' || (ext === '.png' && batch === 1));
+}
+
 /** What the memory policy decided for a decode (or predicted for an exact request). */
 interface Decision {
   /** The plan decoded (the choice, or the exact request's own plan); null without a memory model. */
@@ -927,10 +935,11 @@ function exactRequest(
   batch: number,
   queue: boolean,
   io: { stderr(text: string): void },
+  streamed = false,
 ): Decision | null {
   if (queue || !hasMemoryModel(vae)) return null;
   const plan = planOfTiling(vae, strategy, ranks);
-  const prediction = predictMemory(vae, plan, sample, { batch });
+  const prediction = predictMemory(vae, plan, sample, { batch, streamed });
   const over = prediction.peakBytes > option.budget.bytes;
   const tensorOver = option.budget.maxTensorBytes !== undefined && prediction.maxTensorBytes > option.budget.maxTensorBytes;
   if ((over || tensorOver) && option.explicit) {
