@@ -29,7 +29,8 @@ if (!args.vae || !args.latent) throw new Error('usage: bench/shard-cpu.ts --vae 
 const threads = Number(args.threads);
 const vae = await loadVae(args.vae, { threads });
 const latent = readNpy(args.latent);
-const decoder = await StagedDecoder.create(vae.decoderModel(), { intraOpThreads: threads });
+// One rank, one band over the whole image: no halo joins (as the rank program builds it).
+const decoder = await StagedDecoder.create(vae.decoderModel(), { intraOpThreads: threads }, { halos: false });
 const one: BandComm = {
   rank: 0,
   size: 1,

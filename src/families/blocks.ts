@@ -168,8 +168,23 @@ export function resnetBlock(m: Module, x: Value, s: BlockSettings): Value {
   const cout = m.dims('norm2.weight')[0];
   let h = s.conv.apply(m.child('conv1'), groupNormSilu(m.child('norm1'), x, s.norm));
   h = s.conv.apply(m.child('conv2'), groupNormSilu(m.child('norm2'), h, s.norm));
-  const shortcut = cin === cout ? x : s.conv.apply(m.child('conv_shortcut'), x);
+  // Other conv flavours (causal 3-D) keep their own 1×1 conv and weight names.
+  const shortcut =
+    cin === cout ? x : s.conv === conv2d ? pointwise(m.child('conv_shortcut'), x, h) : s.conv.apply(m.child('conv_shortcut'), x);
   return m.scope.add(shortcut, h);
+}
+
+/**
+ * A 1×1 conv of x as one MatMul over its channels, x viewed as (B, C, H·W) and the result given
+ * the shape of `like`: onnxruntime runs a 1×1 Conv in its blocked (NCHWc) layout, which first
+ * copies x — a resnet's widest input — into that layout, while a MatMul reads it in place.
+ */
+function pointwise(m: Module, x: Value, like: Value): Value {
+  const sc = m.scope;
+  const [cout, cin] = m.dims('weight') as [number, number];
+  const weight = sc.reshape(m.param('weight'), [cout, cin]);
+  const y = sc.add(sc.matMul(weight, sc.reshape(x, [0, cin, -1])), sc.reshape(m.param('bias'), [cout, 1]));
+  return sc.reshape(y, sc.shape(like));
 }
 
 // ---- attention ----------------------------------------------------------------------------

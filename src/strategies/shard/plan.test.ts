@@ -86,3 +86,23 @@ test('a GroupNorm of the graph input (no stage computes its statistics) is refus
     ['stage', 'group-norm', 'stage', 'group-norm', 'stage'],
   );
 });
+
+test('one band over the whole image (halos off): band models read and write whole values, with no halo joins or crops', () => {
+  const plan = shardPlan(chain({ leadingConv: true, trailingNorm: false }).toModel(), { halos: false });
+  assert.equal(plan.halos, false);
+  const [before, norm, after] = plan.steps as [
+    Extract<(typeof plan.steps)[0], { kind: 'stage' }>,
+    Extract<(typeof plan.steps)[0], { kind: 'group-norm' }>,
+    Extract<(typeof plan.steps)[0], { kind: 'stage' }>,
+  ];
+  const x = norm.region.input;
+  const y = norm.region.output;
+  const names = (values: { name?: string }[] | undefined) => (values ?? []).map((v) => v.name);
+  assert.ok(before.halo.num > 0, 'the stage still records its halo (for the analysis and the collectives)');
+  assert.equal(before.band.halo, false);
+  assert.deepEqual(names(before.band.model.graph!.input), ['x']);
+  assert.deepEqual(names(before.band.model.graph!.output), [x, bandName.mean(x), bandName.m2(x)]);
+  assert.deepEqual(names(after.band.model.graph!.input), [x, bandName.scale(y), bandName.shift(y), bandName.zero(y), bandName.one(y)]);
+  assert.deepEqual(names(after.band.model.graph!.output), ['y']);
+  assert.ok(!before.band.model.graph!.node!.some((n) => n.op_type === 'Concat' || n.op_type === 'Slice'));
+});

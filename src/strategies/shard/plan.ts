@@ -31,6 +31,8 @@ export interface ShardPlan {
   staged: StagedGraph;
   locality: LocalityReport;
   steps: ShardStep[];
+  /** Whether band models join halo rows (false: one band over the whole image only). */
+  halos: boolean;
   /** Index of the last step that reads each value (the graph output is never dropped). */
   lastUse: Map<string, number>;
 }
@@ -43,8 +45,18 @@ export function stepReads(step: ShardStep): string[] {
   return [step.region.query, step.region.key, step.region.value];
 }
 
+export interface ShardPlanOptions {
+  /**
+   * Whether stages with a halo read their neighbours' rows (default true). False for a single
+   * band over the whole image (one rank): no stage reads rows it does not own, so its band
+   * models skip the halo join and the crops, each a copy of a stage's input or output held
+   * while the stage runs (at 512² the join alone copies a 256 MiB input).
+   */
+  halos?: boolean;
+}
+
 /** The shard plan of `model`; UNSUPPORTED naming the ops when it has nonlocal ops that are not sync regions. */
-export function shardPlan(model: ModelProto): ShardPlan {
+export function shardPlan(model: ModelProto, options: ShardPlanOptions = {}): ShardPlan {
   const locality = analyzeLocality(model);
   if (!locality.sharding.possible) {
     const reasons = locality.sharding.blockers.map((b) =>
@@ -101,7 +113,7 @@ export function shardPlan(model: ModelProto): ShardPlan {
     const halo = stageHalo.get(step.index)!;
     const band = bandModel({
       stage: step.graph,
-      halo: halo.num > 0,
+      halo: halo.num > 0 && options.halos !== false,
       rowAxis: (v) => layoutOf({ locality }, v).rowAxis,
       applies: norms.filter((r) => step.graph.inputs.includes(r.output)),
       stats: norms.filter((r) => step.graph.outputs.includes(r.input)),
@@ -113,7 +125,7 @@ export function shardPlan(model: ModelProto): ShardPlan {
     for (const v of stepReads(step)) lastUse.set(v, i);
   });
   lastUse.set(staged.output, Number.POSITIVE_INFINITY);
-  return { staged, locality, steps, lastUse };
+  return { staged, locality, steps, lastUse, halos: options.halos !== false };
 }
 
 /**

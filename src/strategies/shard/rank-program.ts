@@ -22,10 +22,11 @@ export interface ShardRankResult {
   loadSeconds: number;
 }
 
-let cached: { vae: Vae; decoder: Promise<StagedDecoder> } | null = null;
+let cached: { vae: Vae; halos: boolean; decoder: Promise<StagedDecoder> } | null = null;
 
-async function stagedDecoderOf(vae: Vae, threads: number, deviceId: number | undefined): Promise<StagedDecoder> {
-  if (cached?.vae === vae) return cached.decoder;
+/** The staged decoder of `vae`, with halo joins unless one band covers the image (plan.ts ShardPlanOptions). */
+async function stagedDecoderOf(vae: Vae, threads: number, deviceId: number | undefined, halos: boolean): Promise<StagedDecoder> {
+  if (cached?.vae === vae && cached.halos === halos) return cached.decoder;
   const previous = cached?.decoder;
   const decoder = (async () => {
     await previous?.then(
@@ -33,13 +34,17 @@ async function stagedDecoderOf(vae: Vae, threads: number, deviceId: number | und
       () => undefined,
     );
     const { provider } = vae.loadOptions;
-    return StagedDecoder.create(vae.decoderModel(), {
-      intraOpThreads: threads,
-      ...(provider !== undefined ? { provider } : {}),
-      ...(deviceId !== undefined ? { deviceId } : {}),
-    });
+    return StagedDecoder.create(
+      vae.decoderModel(),
+      {
+        intraOpThreads: threads,
+        ...(provider !== undefined ? { provider } : {}),
+        ...(deviceId !== undefined ? { deviceId } : {}),
+      },
+      { halos },
+    );
   })();
-  cached = { vae, decoder };
+  cached = { vae, halos, decoder };
   decoder.catch(() => {
     if (cached?.decoder === decoder) cached = null;
   });
@@ -49,7 +54,8 @@ async function stagedDecoderOf(vae: Vae, threads: number, deviceId: number | und
 export async function shardRank(ctx: RankContext, input: ShardRankInput): Promise<ShardRankResult> {
   const started = performance.now();
   const vae = await ctx.loadVae(input.vae);
-  const decoder = await stagedDecoderOf(vae, ctx.threads, ctx.deviceId ?? vae.loadOptions.deviceId);
+  const halos = input.geometry.bands.length > 1;
+  const decoder = await stagedDecoderOf(vae, ctx.threads, ctx.deviceId ?? vae.loadOptions.deviceId, halos);
   const loaded = performance.now();
   const output = await decoder.decodeBand(ctx.comm, input.latent, input.geometry, ctx.signal);
   return { output, counters: ctx.comm.counters(), seconds: (performance.now() - started) / 1000, loadSeconds: (loaded - started) / 1000 };

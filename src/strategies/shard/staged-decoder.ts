@@ -10,6 +10,7 @@
 // gathers every band's keys and values and runs the core over the band's queries in chunks, so
 // the score matrix stays bounded.
 
+import { collectGarbage } from './collect.js';
 import { throwIfAborted } from '../../decode/engine.js';
 import type { Communicator } from '../../ranks/program.js';
 import { DistVaeError } from '../../errors.js';
@@ -21,7 +22,7 @@ import { wholeTimes } from '../../graph/ratio.js';
 import { bandRows, haloRows, haloSources, rowsForReader, type Band } from './bands.js';
 import { AFFINE_EPSILON, bandName } from './band-models.js';
 import { allGroupStatistics, bandStatistics, groupNormAffine } from './group-norm.js';
-import { layoutOf, rowUnit, shardPlan, type ShardPlan, type ShardStep } from './plan.js';
+import { layoutOf, rowUnit, shardPlan, type ShardPlan, type ShardPlanOptions, type ShardStep } from './plan.js';
 import { concatAxis, sliceRows } from './rows.js';
 
 /** What a band run needs of a rank group's communicator. */
@@ -120,15 +121,20 @@ export class StagedDecoder {
 
   /**
    * Sessions for every stage of `model`. Sessions run without onnxruntime's memory arena: an
-   * arena per session would keep every stage's peak allocated at once.
+   * arena per session would keep every stage's peak allocated at once. And without its memory
+   * pattern: arena-less, a stage's pattern is one block per run, and the blocks of the
+   * low-resolution stages (under glibc's 32 MiB mmap threshold) stay in the C heap after the
+   * run — 90–190 MiB of a 512² rank's peak; tensor by tensor they cost ~4 s more system time per
+   * 512² decode (pages faulted afresh) for −70 to −100 MiB of peak (bench/shard.md). `options`:
+   * the plan's (ShardPlanOptions: no halo joins for a single band).
    */
-  static async create(model: ModelProto, session: SessionOptions = {}): Promise<StagedDecoder> {
-    const plan = shardPlan(model);
+  static async create(model: ModelProto, session: SessionOptions = {}, options: ShardPlanOptions = {}): Promise<StagedDecoder> {
+    const plan = shardPlan(model, options);
     const sessions = new Map<number, Session>();
     try {
       for (const [i, step] of plan.steps.entries()) {
         const graph = step.kind === 'stage' ? step.band.model : step.kind === 'attention' ? step.core.model : null;
-        if (graph) sessions.set(i, await createSession(graph, { enableCpuMemArena: false, ...session }));
+        if (graph) sessions.set(i, await createSession(graph, { enableCpuMemArena: false, enableMemPattern: false, ...session }));
       }
     } catch (e) {
       await Promise.all([...sessions.values()].map((s) => s.dispose()));
@@ -141,6 +147,11 @@ export class StagedDecoder {
   async decodeBand(comm: BandComm, latent: Tensor, geometry: ShardGeometry, signal?: AbortSignal): Promise<Tensor> {
     const band = geometry.bands[comm.rank]!;
     const { staged } = this.plan;
+    if (!this.plan.halos && geometry.bands.length > 1)
+      throw new DistVaeError(
+        'INVALID_ARGUMENT',
+        `this staged decoder joins no halo rows (one band); it was given ${geometry.bands.length} bands`,
+      );
     const values = new Map<string, Tensor>([[staged.input, latent]]);
     const batch = latent.dims[0]!;
     const pool = new BufferPool(
@@ -150,6 +161,10 @@ export class StagedDecoder {
     );
     for (const [i, step] of this.plan.steps.entries()) {
       throwIfAborted(signal);
+      // Dead buffers of earlier steps (values, onnxruntime-node's wrappers) go before the stage
+      // allocates its own: V8 schedules collections by its JS heap, not by these buffers, and left
+      // to it they stay resident through the next stages (−220 MiB at 512² on one rank, bench/shard.md).
+      if (step.kind === 'stage') collectGarbage();
       await this.runStep(i, step, values, comm, band, geometry, pool);
       const dropped: Float32Array[] = [];
       for (const [name, t] of values) {
