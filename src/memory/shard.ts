@@ -30,16 +30,17 @@ import { bytesOf, elements, inferShapes, type ValueShape } from './shapes.js';
 /** Scores one attention chunk holds (queries × keys), as the staged decoder chunks them. */
 const ATTENTION_CHUNK_ELEMENTS = 1 << 24;
 
-const plans = new WeakMap<ModelProto, ShardPlan>();
+const plans = new WeakMap<ModelProto, { halos?: ShardPlan; single?: ShardPlan }>();
 
-/** The shard plan of `model` (memoised per model). */
-export function planOf(model: ModelProto): ShardPlan {
-  let plan = plans.get(model);
-  if (!plan) {
-    plan = shardPlan(model);
-    plans.set(model, plan);
-  }
-  return plan;
+/**
+ * The shard plan of `model` (memoised per model): with halo joins, or without them when one band
+ * covers the image, as a rank builds it (strategies/shard/rank-program.ts).
+ */
+export function planOf(model: ModelProto, halos = true): ShardPlan {
+  let known = plans.get(model);
+  if (!known) plans.set(model, (known = {}));
+  const key = halos ? 'halos' : 'single';
+  return (known[key] ??= shardPlan(model, { halos }));
 }
 
 export interface ShardHold {
@@ -65,7 +66,7 @@ export function shardRankHold(
   latentRows: number,
   heapWeight = 0,
 ): ShardHold {
-  const plan = planOf(model);
+  const plan = planOf(model, band.start > 0 || band.end < latentRows);
   const { staged } = plan;
   const latentCols = whole.get(staged.input)!.dims.at(-1)!;
   /** A value's dims with `entries` on its row axis. */
