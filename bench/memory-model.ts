@@ -18,8 +18,8 @@
 // where it exists. It writes the JSON and a Markdown table next to it. `predict` prints the
 // model's terms per process without decoding. `calibrate` derives every case's terms again from the
 // current model, fits the per-provider factors of src/memory/calibration.ts to the measured peaks
-// by least squares on the relative error, and prints each process's refitted error and the entry
-// to paste; `report` then rewrites predictions and errors under the committed calibration. So a
+// by non-negative least squares on the relative error, and prints each process's refitted error
+// and the entry to paste; `report` then rewrites predictions and errors under the committed calibration. So a
 // change to the model is refitted without decoding; a change to the graphs or the runtime (what
 // the processes really hold) needs the matrix again: run it, calibrate, paste, report.
 //
@@ -356,7 +356,14 @@ const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, st
   ['rankThreadBytes', 'rankThread', 'a rank thread in the coordinator (decoding in-process)'],
 ];
 
-/** Least squares on the relative error over the calibration's factors (negative factors pinned to 0). */
+/**
+ * Least squares on the relative error over the calibration's factors, none negative: the
+ * Lawson–Hanson active set (a factor enters while the residual still pulls it up, and leaves when
+ * the solution would take it below 0), so every factor is the best non-negative one given the
+ * others. A factor no process has a term for keeps the committed value; one that no process tells
+ * apart from the others (the weights a rank loads and those its one session holds, equal but for
+ * Wan's sessions) never enters and is 0.
+ */
 function fit(cases: CaseResult[], base: RuntimeCalibration): RuntimeCalibration {
   const keys = CALIBRATION_TERMS.map(([key]) => key);
   const rows: { x: number[]; y: number }[] = [];
@@ -368,45 +375,63 @@ function fit(cases: CaseResult[], base: RuntimeCalibration): RuntimeCalibration 
       rows.push({ x: CALIBRATION_TERMS.map(([, term]) => (term === null ? 1 : t[term]) * w), y: (p.measuredBytes - t.buffers) * w });
     }
   }
-  let active = keys.map(() => true);
-  let solution = keys.map(() => 0);
-  for (let iter = 0; iter < keys.length; iter++) {
-    const idx = keys.map((_, i) => i).filter((i) => active[i] && rows.some((r) => r.x[i] !== 0));
-    const n = idx.length;
-    const a = Array.from({ length: n }, () => new Array<number>(n + 1).fill(0));
-    for (const r of rows) {
-      for (let i = 0; i < n; i++) {
-        for (let j = 0; j < n; j++) a[i]![j]! += r.x[idx[i]!]! * r.x[idx[j]!]!;
-        a[i]![n]! += r.x[idx[i]!]! * r.y;
-      }
-    }
-    for (let i = 0; i < n; i++) {
+  // Columns scaled to unit norm (bytes and copies differ by 8 orders of magnitude); unscaled at the end.
+  const used = keys.map((_, i) => i).filter((i) => rows.some((r) => r.x[i] !== 0));
+  const scale = used.map((i) => Math.sqrt(rows.reduce((s, r) => s + r.x[i]! ** 2, 0)));
+  const a = rows.map((r) => used.map((i, k) => r.x[i]! / scale[k]!));
+  const y = rows.map((r) => r.y);
+  const n = used.length;
+  const residual = (x: number[]) => y.map((v, r) => v - a[r]!.reduce((s, c, k) => s + c * x[k]!, 0));
+  const gradient = (x: number[]) => {
+    const res = residual(x);
+    return used.map((_, k) => a.reduce((s, row, r) => s + row[k]! * res[r]!, 0));
+  };
+  /** Least squares over the columns in `set` (the others 0), by the normal equations. */
+  const solveOn = (set: number[]): number[] => {
+    const m = set.length;
+    const g = Array.from({ length: m }, (_, i) => [
+      ...set.map((cj) => a.reduce((s, row) => s + row[set[i]!]! * row[cj]!, 0)),
+      a.reduce((s, row, r) => s + row[set[i]!]! * y[r]!, 0),
+    ]);
+    for (let i = 0; i < m; i++) {
       let p = i;
-      for (let k = i + 1; k < n; k++) if (Math.abs(a[k]![i]!) > Math.abs(a[p]![i]!)) p = k;
-      [a[i], a[p]] = [a[p]!, a[i]!];
-      for (let k = 0; k < n; k++) {
-        if (k === i || a[i]![i] === 0) continue;
-        const f = a[k]![i]! / a[i]![i]!;
-        for (let j = i; j <= n; j++) a[k]![j]! -= f * a[i]![j]!;
+      for (let k = i + 1; k < m; k++) if (Math.abs(g[k]![i]!) > Math.abs(g[p]![i]!)) p = k;
+      [g[i], g[p]] = [g[p]!, g[i]!];
+      for (let k = 0; k < m; k++) {
+        if (k === i || g[i]![i] === 0) continue;
+        const f = g[k]![i]! / g[i]![i]!;
+        for (let j = i; j <= m; j++) g[k]![j]! -= f * g[i]![j]!;
       }
     }
-    // A term no case tells apart from the others (e.g. the weights a rank loads and those its one
-    // session holds, equal but for Wan's sessions) leaves a zero pivot: it is pinned to 0 and the
-    // others take its share.
-    const tiny = 1e-12 * Math.max(...idx.map((_, k) => Math.abs(a[k]![k]!)), 1e-300);
-    const singular = idx.find((_, k) => !(Math.abs(a[k]![k]!) > tiny));
-    if (singular !== undefined) {
-      active = active.map((v, i) => v && i !== singular);
-      continue;
+    const z = new Array<number>(n).fill(0);
+    set.forEach((c, i) => (z[c] = g[i]![i] === 0 ? 0 : g[i]![m]! / g[i]![i]!));
+    return z;
+  };
+  let x = new Array<number>(n).fill(0);
+  const passive = new Set<number>();
+  const tol = 1e-10;
+  for (let iter = 0; iter < 10 * n; iter++) {
+    const w = gradient(x);
+    let j = -1;
+    for (let k = 0; k < n; k++) if (!passive.has(k) && w[k]! > tol && (j < 0 || w[k]! > w[j]!)) j = k;
+    if (j < 0) break;
+    passive.add(j);
+    for (;;) {
+      const z = solveOn([...passive].sort((p, q) => p - q));
+      const negative = [...passive].filter((k) => z[k]! <= 0);
+      if (negative.length === 0) {
+        x = z;
+        break;
+      }
+      const alpha = Math.min(...negative.map((k) => x[k]! / (x[k]! - z[k]!)));
+      x = x.map((v, k) => (passive.has(k) ? v + alpha * (z[k]! - v) : 0));
+      for (const k of [...passive]) if (x[k]! <= tol) passive.delete(k);
     }
-    solution = keys.map((_, i) => {
-      const at = idx.indexOf(i);
-      return at < 0 ? (active[i] ? (base[keys[i]!] as number) : 0) : a[at]![n]! / a[at]![at]!;
-    });
-    const negative = solution.findIndex((v, i) => v < 0 && active[i]);
-    if (negative < 0) break;
-    active = active.map((v, i) => v && i !== negative);
   }
+  const solution = keys.map((key, i) => {
+    const k = used.indexOf(i);
+    return k < 0 ? (base[key] as number) : x[k]! / scale[k]!;
+  });
   const fitted: RuntimeCalibration = { ...base };
   keys.forEach((k, i) => {
     (fitted as unknown as Record<string, number>)[k] =

@@ -45,30 +45,35 @@ export interface RuntimeCalibration {
  * (31 cases, 68 processes: process ranks, VmHWM of each rank and of the coordinator,
  * onnxruntime-node 1.30 CPU EP — tile sessions with the arena and memory patterns off, shard stage
  * sessions without the arena — Node 20, glibc, linux x64); see that report for each case's error.
- * Pinned at 0 by the fit (a negative or indistinguishable share): the JS copy of the weights
- * (safetensors and synthetic weights are read by onnxruntime from the file, no JS copy is kept),
- * arena growth and a rank thread's own cost. patternFactor has no case now (memory patterns are off
- * with the arena): it keeps the 2026-12-01 value, measured when they were on.
+ * Pinned at 0 by the fit (a share no case tells apart from the session's weights): the JS copy of
+ * the weights (safetensors and synthetic weights are read by onnxruntime from the file, no JS copy
+ * is kept). rankThreadBytes is net: a rank thread's own realm measured 50–55 MiB (thread start
+ * and its module graph, TAEF2 at 1024² under tsx), but a decode on that thread allocates from a
+ * glibc thread arena, which keeps less of what it frees than the main arena of a rank process
+ * (SD tiles of 256 px: +423 MiB on the thread against +533 in a rank process, equal with
+ * MALLOC_MMAP_THRESHOLD_ fixed), and the model has no term for that retention outside row
+ * sharding. patternFactor has no case now (memory patterns are off with the arena): it keeps the
+ * 2026-12-01 value, measured when they were on.
  */
 export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
   cpu: {
     provider: 'cpu',
-    fixedBytes: 165701163,
+    fixedBytes: 166944131,
     decodingWeightCopies: 0,
-    sessionWeightCopies: 0.968,
-    packedWeightCopies: 0.873,
-    holdingWeightCopies: 0.157,
-    activationFactor: 0.734,
+    sessionWeightCopies: 0.959,
+    packedWeightCopies: 0.858,
+    holdingWeightCopies: 0.148,
+    activationFactor: 0.733,
     patternFactor: 0.864,
-    growthFactor: 0,
-    shardFactor: 0.956,
-    heapFactor: 0.477,
-    relayCopies: 0.382,
-    outputCopies: 1.071,
-    largestTensorCopies: 2.103,
-    rankThreadBytes: 0,
+    growthFactor: 0.03,
+    shardFactor: 0.958,
+    heapFactor: 0.474,
+    relayCopies: 0.389,
+    outputCopies: 1.025,
+    largestTensorCopies: 2.059,
+    rankThreadBytes: 21728163,
     measured:
-      'fitted by `npx tsx bench/memory-model.ts calibrate` to 68 processes of bench/results/memory-model.json (2026-12-03, linux x64, 23.5 GiB, 2 cores, Node 20.20.2, onnxruntime-node 1.30 CPU EP, glibc malloc; main at 708af92: arena on with memory patterns off, channel parts in the KL/Flux.2 graphs, in-graph GroupNorm stages for row sharding)',
+      'fitted by `npx tsx bench/memory-model.ts calibrate` (non-negative least squares, Lawson–Hanson) to 68 processes of bench/results/memory-model.json (2026-12-03, linux x64, 23.5 GiB, 2 cores, Node 20.20.2, onnxruntime-node 1.30 CPU EP, glibc malloc; main at 708af92: arena on with memory patterns off, channel parts in the KL/Flux.2 graphs, in-graph GroupNorm stages for row sharding)',
   },
 };
 
