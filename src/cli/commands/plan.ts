@@ -77,7 +77,8 @@ export const planCommand: CommandSpec = {
       const result = chooseWithinBudget(vae, sample, budget.budget, { ranks, more: 12 });
       if (!result.choice) throw budgetRefusal(result);
       applyMemoryPlan(vae, result.choice.plan, sample);
-      const report = planReport(vae, sample, result.choice.plan.strategy === 'whole' ? 1 : ranks);
+      // Only blended tiles are dealt to ranks; a row-sharded or whole choice has no tile grid to deal.
+      const report = planReport(vae, sample, result.choice.plan.strategy === 'tile' ? ranks : 1);
       const json = {
         ...report,
         memory: memoryJson(budget.budget, result.choice.prediction),
@@ -89,7 +90,9 @@ export const planCommand: CommandSpec = {
         io.stdout(
           `memory budget ${formatBytes(budget.budget.bytes)}: ${describePlan(result.choice.plan)} (${result.choice.reason}), predicted peak ${formatBytes(result.choice.prediction.peakBytes)}\n\n`,
         );
-        io.stdout(formatPlan(report));
+        if (result.choice.plan.strategy === 'shard')
+          io.stdout(`row sharding: each of the ${ranks} ranks decodes a band of the latent's rows, exactly (no tile grid)\n`);
+        else io.stdout(formatPlan(report));
         io.stdout('\nalternatives in policy order (predicted peak, largest tensor):\n');
         for (const a of result.alternatives)
           io.stdout(
