@@ -8,7 +8,7 @@ import { GraphBuilder, type Value } from '../../graph/builder.js';
 import { DistVaeError } from '../../errors.js';
 import { seededTensor } from '../../tensor.js';
 import { bandName } from './band-models.js';
-import { shardPlan } from './plan.js';
+import { shardPlan, type ShardPlan } from './plan.js';
 
 /** x → conv → GroupNorm → SiLU → conv (→ GroupNorm when `trailingNorm`) → y. */
 function chain(options: { leadingConv: boolean; trailingNorm: boolean }): GraphBuilder {
@@ -29,19 +29,24 @@ function chain(options: { leadingConv: boolean; trailingNorm: boolean }): GraphB
   return g;
 }
 
+type Step = ShardPlan['steps'][number];
+/** The stage before a chain's GroupNorm, the norm step, the stage after it, and the norm's input and output. */
+function aroundNorm(plan: ShardPlan) {
+  const [before, norm, after] = plan.steps as [
+    Extract<Step, { kind: 'stage' }>,
+    Extract<Step, { kind: 'group-norm' }>,
+    Extract<Step, { kind: 'stage' }>,
+  ];
+  return { before, norm, after, x: norm.region.input, y: norm.region.output };
+}
+
 test('band models: the stage before a GroupNorm outputs its band statistics, the stage after applies it', () => {
   const plan = shardPlan(chain({ leadingConv: true, trailingNorm: false }).toModel());
   assert.deepEqual(
     plan.steps.map((s) => s.kind),
     ['stage', 'group-norm', 'stage'],
   );
-  const [before, norm, after] = plan.steps as [
-    Extract<(typeof plan.steps)[0], { kind: 'stage' }>,
-    Extract<(typeof plan.steps)[0], { kind: 'group-norm' }>,
-    Extract<(typeof plan.steps)[0], { kind: 'stage' }>,
-  ];
-  const x = norm.region.input;
-  const y = norm.region.output;
+  const { before, norm, after, x, y } = aroundNorm(plan);
   assert.deepEqual(
     before.band.stats.map((r) => r.name),
     [norm.region.name],
@@ -90,13 +95,7 @@ test('a GroupNorm of the graph input (no stage computes its statistics) is refus
 test('one band over the whole image (halos off): band models read and write whole values, with no halo joins or crops', () => {
   const plan = shardPlan(chain({ leadingConv: true, trailingNorm: false }).toModel(), { halos: false });
   assert.equal(plan.halos, false);
-  const [before, norm, after] = plan.steps as [
-    Extract<(typeof plan.steps)[0], { kind: 'stage' }>,
-    Extract<(typeof plan.steps)[0], { kind: 'group-norm' }>,
-    Extract<(typeof plan.steps)[0], { kind: 'stage' }>,
-  ];
-  const x = norm.region.input;
-  const y = norm.region.output;
+  const { before, after, x, y } = aroundNorm(plan);
   const names = (values: { name?: string }[] | undefined) => (values ?? []).map((v) => v.name);
   assert.ok(before.halo.num > 0, 'the stage still records its halo (for the analysis and the collectives)');
   assert.equal(before.band.halo, false);
