@@ -2,7 +2,7 @@
 // (`distvae decode --json`, process ranks) and compares the model's predicted peak of every
 // process with the measured peak RSS (VmHWM) of every rank and of the coordinator.
 //
-//   npx tsx bench/memory-model.ts [--cases all|quick|NAME,NAME] [--jobs N] [--out bench/results/memory-model.json]
+//   npx tsx bench/memory-model.ts [--cases all|quick|NAME,NAME] [--jobs N] [--repeat N] [--out bench/results/memory-model.json]
 //   npx tsx bench/memory-model.ts predict [--cases ...]
 //   npx tsx bench/memory-model.ts calibrate [--from bench/results/memory-model.json]
 //   npx tsx bench/memory-model.ts report [--from bench/results/memory-model.json]
@@ -131,7 +131,10 @@ const CASES: Case[] = [
 interface ProcessResult {
   process: string;
   predictedBytes: number;
+  /** The median of `runs`. */
   measuredBytes: number | null;
+  /** Peak of each run of the case (one unless it ran with --repeat). */
+  runs?: (number | null)[];
   error: number | null;
   terms: MemoryTerms;
   activationShare: number;
@@ -218,37 +221,49 @@ function predict(c: Case): { process: string; predictedBytes: number; terms: Mem
   ];
 }
 
-async function runCase(c: Case): Promise<CaseResult> {
+async function runCase(c: Case, repeat: number): Promise<CaseResult> {
   const vae = vaeOf(c);
   const predicted = predict(c);
   const base = baseOf(c);
-  let json: { memory: { coordinator: { measuredPeakBytes: number | null }; ranks: { rank: number; measuredPeakBytes: number | null }[] } };
-  try {
-    // A case with a process predicted over 3 GiB (or all its processes over 6 GiB) takes the
-    // machine's big-memory lock, so two never overlap.
-    const command = [process.execPath, join(ROOT, 'bin', 'distvae.js'), ...cliArgs(c, latentFile(vae, c))];
-    const largest = Math.max(...predicted.map((p) => p.predictedBytes));
-    const total = predicted.reduce((a, p) => a + p.predictedBytes, 0);
-    const big = largest > BIG_BYTES || total > 2 * BIG_BYTES;
-    const [file, ...args] = big && existsSync(dirname(BIG_LOCK)) ? ['flock', BIG_LOCK, ...command] : command;
-    const { stdout } = await promisify(execFile)(file!, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
-    json = JSON.parse(stdout.trim().split('\n').pop()!);
-  } catch (e) {
-    const said = String((e as { stderr?: string }).stderr ?? '')
-      .trim()
-      .split('\n')
-      .pop();
-    return { ...base, processes: [], worstError: null, failed: said || (e as Error).message.split('\n')[0]! };
+  // A case with a process predicted over 3 GiB (or all its processes over 6 GiB) takes the
+  // machine's big-memory lock, so two never overlap.
+  const command = [process.execPath, join(ROOT, 'bin', 'distvae.js'), ...cliArgs(c, latentFile(vae, c))];
+  const largest = Math.max(...predicted.map((p) => p.predictedBytes));
+  const total = predicted.reduce((a, p) => a + p.predictedBytes, 0);
+  const big = largest > BIG_BYTES || total > 2 * BIG_BYTES;
+  const [file, ...args] = big && existsSync(dirname(BIG_LOCK)) ? ['flock', BIG_LOCK, ...command] : command;
+  const runs = new Map<string, (number | null)[]>(predicted.map((p) => [p.process, []]));
+  for (let run = 0; run < repeat; run++) {
+    let json: {
+      memory: { coordinator: { measuredPeakBytes: number | null }; ranks: { rank: number; measuredPeakBytes: number | null }[] };
+    };
+    try {
+      const { stdout } = await promisify(execFile)(file!, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
+      json = JSON.parse(stdout.trim().split('\n').pop()!);
+    } catch (e) {
+      const said = String((e as { stderr?: string }).stderr ?? '')
+        .trim()
+        .split('\n')
+        .pop();
+      return { ...base, processes: [], worstError: null, failed: said || (e as Error).message.split('\n')[0]! };
+    }
+    runs.get('coordinator')?.push(json.memory.coordinator.measuredPeakBytes);
+    for (const r of json.memory.ranks) runs.get(`rank ${r.rank}`)?.push(r.measuredPeakBytes);
   }
-  const measured = new Map<string, number | null>([
-    ['coordinator', json.memory.coordinator.measuredPeakBytes],
-    ...json.memory.ranks.map((r): [string, number | null] => [`rank ${r.rank}`, r.measuredPeakBytes]),
-  ]);
   return withErrors({
     ...base,
-    processes: predicted.map((p) => ({ ...p, measuredBytes: measured.get(p.process) ?? null, error: null, activationShare: 0 })),
+    processes: predicted.map((p) => {
+      const measured = runs.get(p.process)!;
+      return { ...p, measuredBytes: median(measured), runs: measured, error: null, activationShare: 0 };
+    }),
     worstError: null,
   });
+}
+
+/** The median of the known values (the upper one of an even count), or null when none is known. */
+function median(values: readonly (number | null)[]): number | null {
+  const known = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
+  return known.length ? known[Math.floor(known.length / 2)]! : null;
 }
 
 /** How a case is listed in the report. */
@@ -294,19 +309,19 @@ function markdown(report: { ran: Record<string, unknown>; calibration: RuntimeCa
     '',
     `Ran ${report.ran['date']} on ${report.ran['machine']}; calibration \`${report.calibration.provider}\`: ${report.calibration.measured}.${report.ran['note'] ? ` ${report.ran['note']}` : ''}`,
     '',
-    '`npx tsx bench/memory-model.ts` — each case is one `distvae decode --json` (process ranks, 1 thread each); predicted: the memory model of src/memory/ for the same plan; measured: VmHWM of each process. Activation share: the graph-derived activation bytes (liveness peaks, the largest step of a shard rank, before any factor) over the measured peak.',
+    '`npx tsx bench/memory-model.ts` — each case is `distvae decode --json` (process ranks, 1 thread each), run `--repeat` times; predicted: the memory model of src/memory/ for the same plan; measured: the median of the VmHWM of each process over the runs (runs: the peak of each run). Activation share: the graph-derived activation bytes (liveness peaks, the largest step of a shard rank, before any factor) over the measured peak.',
     '',
-    '| case | weights | size | plan | process | predicted MiB | measured MiB | error | activation share |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| case | weights | size | plan | process | predicted MiB | measured MiB | runs MiB | error | activation share |',
+    '|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const c of report.cells) {
     if (c.failed) {
-      lines.push(`| ${c.name} | ${c.weights} | ${c.size} | ${c.plan} | – | – | – | failed: ${c.failed.replace(/\|/g, '/')} | – |`);
+      lines.push(`| ${c.name} | ${c.weights} | ${c.size} | ${c.plan} | – | – | – | – | failed: ${c.failed.replace(/\|/g, '/')} | – |`);
       continue;
     }
     for (const p of c.processes)
       lines.push(
-        `| ${c.name} | ${c.weights} | ${c.size} | ${c.plan} | ${p.process} | ${mib(p.predictedBytes)} | ${mib(p.measuredBytes)} | ${pct(p.error)} | ${(100 * p.activationShare).toFixed(0)} % |`,
+        `| ${c.name} | ${c.weights} | ${c.size} | ${c.plan} | ${p.process} | ${mib(p.predictedBytes)} | ${mib(p.measuredBytes)} | ${(p.runs ?? [p.measuredBytes]).map(mib).join(' / ')} | ${pct(p.error)} | ${(100 * p.activationShare).toFixed(0)} % |`,
       );
   }
   const all = report.cells.flatMap((c) => c.processes.flatMap((p) => (p.error === null ? [] : [Math.abs(p.error)])));
@@ -339,6 +354,11 @@ const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, st
   ['holdingWeightCopies', 'holdingWeights', 'weight bytes of the loaded VAE a coordinator holds'],
   ['activationFactor', 'activation', "each session's largest run's liveness peak (the arena's first-run regions)"],
   ['patternFactor', 'pattern', 'the liveness peak of the largest shape a session runs twice (its memory-pattern block)'],
+  [
+    'recurrentFactor',
+    'recurrent',
+    "activation peaks of sessions run again within a tile on the history they keep (Wan's frame steps: their arena grows over the runs)",
+  ],
   ['growthFactor', 'growth', 'runs larger than every earlier run of their session (regions added on the way)'],
   ['shardFactor', 'shard', "a row-sharded rank's largest step (kept band values + the step's work)"],
   [
@@ -527,6 +547,10 @@ if (mode === 'predict') {
   // `--jobs N` decodes N cases at once (peaks are per process, so they do not disturb each other;
   // cases over 3 GiB still take the big-memory lock one at a time).
   const jobs = Math.max(1, Number(flags['jobs'] ?? 1));
+  // `--repeat N` decodes each case N times and takes each process's median: arena-less stage
+  // sessions (row sharding) leave a run-dependent share of freed chunks in glibc's heap, so one
+  // shard rank's peak varies by up to ±10 % from run to run.
+  const repeat = Math.max(1, Number(flags['repeat'] ?? 1));
   const results: CaseResult[] = [];
   const queue = [...cases];
   // A selection of cases replaces those cases in an existing report (its other cases are kept and
@@ -568,7 +592,7 @@ if (mode === 'predict') {
     Array.from({ length: jobs }, async () => {
       for (let c = queue.shift(); c; c = queue.shift()) {
         process.stderr.write(`${c.name} ...\n`);
-        const r = await runCase(c);
+        const r = await runCase(c, repeat);
         results.push(r);
         save();
         process.stderr.write(

@@ -22,6 +22,8 @@ export interface RuntimeCalibration {
   activationFactor: number;
   /** Resident bytes per byte of the memory-pattern block of a shape run again (sessions with memory patterns on). */
   patternFactor: number;
+  /** Resident bytes per byte of the activation peak of a session run again on the history it keeps (its arena grows over the runs). */
+  recurrentFactor: number;
   /** Resident bytes per byte of the arena regions that later, larger runs add. */
   growthFactor: number;
   /** Resident bytes per byte of a row-sharded rank's largest step (stage sessions without an arena, plus the values kept). */
@@ -42,7 +44,7 @@ export interface RuntimeCalibration {
 
 /**
  * Per-provider calibration. `cpu`: fitted to the accuracy matrix of bench/results/memory-model.json
- * (31 cases, 68 processes: process ranks, VmHWM of each rank and of the coordinator,
+ * (31 cases, 68 processes: process ranks, the median VmHWM of 3 runs of each rank and of the coordinator,
  * onnxruntime-node 1.30 CPU EP — tile sessions with the arena and memory patterns off, shard stage
  * sessions without the arena — Node 20, glibc, linux x64); see that report for each case's error.
  * Pinned at 0 by the fit (a share no case tells apart from the session's weights): the JS copy of
@@ -53,27 +55,31 @@ export interface RuntimeCalibration {
  * (SD tiles of 256 px: +423 MiB on the thread against +533 in a rank process, equal with
  * MALLOC_MMAP_THRESHOLD_ fixed), and the model has no term for that retention outside row
  * sharding. patternFactor has no case now (memory patterns are off with the arena): it keeps the
- * 2026-12-01 value, measured when they were on.
+ * 2026-12-01 value, measured when they were on. sessionWeightCopies (0.68) and recurrentFactor
+ * (1.5) are told apart only by the Wan cases (two sessions per segment, the frame steps run again
+ * on their history): together they fit Wan's four processes within 1.2 %, but neither is a
+ * per-byte count on its own.
  */
 export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
   cpu: {
     provider: 'cpu',
-    fixedBytes: 179220246,
+    fixedBytes: 171055746,
     decodingWeightCopies: 0,
-    sessionWeightCopies: 0.965,
-    packedWeightCopies: 0.66,
-    holdingWeightCopies: 0.101,
-    activationFactor: 0.844,
+    sessionWeightCopies: 0.679,
+    packedWeightCopies: 1.108,
+    holdingWeightCopies: 0.116,
+    activationFactor: 0.8,
     patternFactor: 0.864,
+    recurrentFactor: 1.512,
     growthFactor: 0,
-    shardFactor: 0.657,
-    heapFactor: 0.768,
-    relayCopies: 0.55,
-    outputCopies: 0.675,
-    largestTensorCopies: 1.615,
-    rankThreadBytes: 31021468,
+    shardFactor: 0.719,
+    heapFactor: 0.687,
+    relayCopies: 0.491,
+    outputCopies: 0.655,
+    largestTensorCopies: 1.785,
+    rankThreadBytes: 56064891,
     measured:
-      'fitted by `npx tsx bench/memory-model.ts calibrate` (non-negative least squares, Lawson–Hanson) to 68 processes of bench/results/memory-model.json (2026-12-03, linux x64, 23.5 GiB, 2 cores, Node 20.20.2, onnxruntime-node 1.30 CPU EP, glibc malloc; main at 708af92: arena on with memory patterns off, channel parts in the KL/Flux.2 graphs, in-graph GroupNorm stages for row sharding; the five shard cases measured again after the row-sharded stage sessions lost their memory pattern, gained a V8 collection before every stage and the MatMul shortcut)',
+      'fitted by `npx tsx bench/memory-model.ts calibrate` (non-negative least squares, Lawson–Hanson) to 68 processes of bench/results/memory-model.json (2026-12-03, linux x64, 23.5 GiB, 2 cores, Node 20.20.2, onnxruntime-node 1.30 CPU EP, glibc malloc; main at f951a9c: tile sessions with the arena and memory patterns off, row-sharded stage sessions without arena or pattern; every case decoded 3 times, each process its median peak)',
   },
 };
 

@@ -62,6 +62,8 @@ export interface MemoryTerms {
   activation: number;
   /** The memory pattern's block of the largest shape each session runs at least twice (runs.ts). */
   pattern: number;
+  /** Activation peaks of sessions run again within a tile on the history they keep (Wan's frame steps, runs.ts). */
+  recurrent: number;
   /** Arena regions added by runs larger than every earlier run of their session (runs.ts). */
   growth: number;
   /** A row-sharded rank's largest step: values kept for later steps plus the step's work (shard.ts). */
@@ -116,6 +118,7 @@ export function peakOfTerms(t: MemoryTerms, cal: RuntimeCalibration): number {
       cal.holdingWeightCopies * t.holdingWeights +
       cal.activationFactor * t.activation +
       cal.patternFactor * t.pattern +
+      cal.recurrentFactor * t.recurrent +
       cal.growthFactor * t.growth +
       cal.shardFactor * t.shard +
       cal.heapFactor * t.heap +
@@ -287,6 +290,7 @@ const NO_TERMS: MemoryTerms = {
   holdingWeights: 0,
   activation: 0,
   pattern: 0,
+  recurrent: 0,
   growth: 0,
   shard: 0,
   heap: 0,
@@ -353,6 +357,7 @@ export function predictMemory(
       packedWeights: hold.packedWeightBytes,
       activation: hold.activation,
       pattern: hold.pattern,
+      recurrent: hold.recurrent,
       growth: hold.growth,
       largestTensor: hold.maxTensorBytes,
       buffers: buffers + hold.kept + chunkOutput,
@@ -469,6 +474,7 @@ export function predictTileRun(vae: VaeSpec, tiles: readonly (readonly number[])
     packedWeights: hold.packedWeightBytes,
     activation: hold.activation,
     pattern: hold.pattern,
+    recurrent: hold.recurrent,
     growth: hold.growth,
     largestTensor: hold.maxTensorBytes,
     buffers: hold.outputBytes + hold.kept,

@@ -1,6 +1,7 @@
 // What the memory model reads of a decoding process: the arena's regions over runs in order, a
-// causal history kept once per entry, the video families' session graphs (shapes against what
-// onnxruntime returns), and a row-sharded rank's walk (middle ranks read halos on both sides).
+// causal history kept once per entry, sessions run again on their history, the video families'
+// session graphs (shapes against what onnxruntime returns), and a row-sharded rank's walk (middle
+// ranks read halos on both sides).
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -47,6 +48,26 @@ test('an arena keeps its largest run, a region for every run larger than all bef
   const replaced = decodingHold([[{ ...run('a', 50), slot: 'd' }], [{ ...run('b', 70), slot: 'd' }]]);
   assert.equal(replaced.activation, 70);
   assert.equal(replaced.weightBytes, 100);
+});
+
+test('a session run again within a tile on the history it keeps counts its largest such run as recurrent', () => {
+  // Wan's frame steps: `next` runs once per frame after the first, fed the presents it wrote.
+  const frames = (next: number) => [run('first', 30, [['present:c', 4]]), { ...run('next', next, [['present:c', 4]]), runs: 3 }];
+  const hold = decodingHold([frames(50), frames(70)]);
+  assert.equal(hold.recurrent, 70);
+  // Run once, or run again without a history (tiles of an image family): not recurrent.
+  assert.equal(decodingHold([[run('next', 50, [['present:c', 4]])]]).recurrent, 0);
+  assert.equal(decodingHold([[{ ...run('a', 50), runs: 4 }]]).recurrent, 0);
+  // One term per session: two recurrent sessions add up.
+  assert.equal(
+    decodingHold([
+      [
+        { ...run('a', 50, [['present:c', 4]]), runs: 2 },
+        { ...run('b', 20, [['present:d', 4]]), runs: 2 },
+      ],
+    ]).recurrent,
+    70,
+  );
 });
 
 test('a history entry written by several sessions of a sequence is kept once', () => {

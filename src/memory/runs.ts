@@ -143,6 +143,8 @@ export interface DecodingHold {
   pattern: number;
   /** Per session, the peaks of runs larger than every earlier one, but the last (regions added on the way). */
   growth: number;
+  /** Sum over sessions run again within a tile on the history they keep of their largest such run's peak. */
+  recurrent: number;
   /** State the runner keeps across runs (largest tile). */
   kept: number;
   maxTensorBytes: number;
@@ -158,6 +160,8 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
     packedBytes: number;
     /** Runs per shape (by peak). */
     shapes: Map<number, number>;
+    /** Largest peak of a run repeated within a tile on kept history. */
+    recurrent: number;
   }
   const sessions = new Map<string, Arena>();
   let kept = 0;
@@ -173,10 +177,12 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
         weightBytes: r.weightBytes,
         packedBytes: r.packedBytes,
         shapes: new Map(),
+        recurrent: 0,
       };
       sessions.set(r.key, s);
       const peak = r.peak.peakBytes;
       if (peak > (s.records.at(-1) ?? 0)) s.records.push(peak);
+      if (r.runs > 1 && r.kept.size > 0) s.recurrent = Math.max(s.recurrent, peak);
       // Shapes are told apart by their peak: two shapes with one peak share one pattern size.
       s.shapes.set(peak, (s.shapes.get(peak) ?? 0) + r.runs);
       for (const [name, bytes] of r.kept) tileKept.set(name, Math.max(bytes, tileKept.get(name) ?? 0));
@@ -190,7 +196,7 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
   }
   // A slot holds one session at a time (the runner disposes one before it opens the next, and
   // its arena goes with it): each term is the most any of its sessions holds.
-  type Hold = { weightBytes: number; packedWeightBytes: number; activation: number; pattern: number; growth: number };
+  type Hold = { weightBytes: number; packedWeightBytes: number; activation: number; pattern: number; growth: number; recurrent: number };
   const slots = new Map<string, Hold>();
   for (const s of sessions.values()) {
     const largest = s.records.at(-1) ?? 0;
@@ -199,6 +205,7 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
       packedWeightBytes: s.packedBytes,
       activation: largest,
       growth: s.records.reduce((a, b) => a + b, 0) - largest,
+      recurrent: s.recurrent,
       pattern: options.memoryPattern ? Math.max(0, ...[...s.shapes].filter(([, runs]) => runs > 1).map(([peak]) => peak)) : 0,
     };
     const slot = slots.get(s.slot);
@@ -210,12 +217,14 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
   let activation = 0;
   let pattern = 0;
   let growth = 0;
+  let recurrent = 0;
   for (const s of slots.values()) {
+    recurrent += s.recurrent;
     weightBytes += s.weightBytes;
     packedWeightBytes += s.packedWeightBytes;
     activation += s.activation;
     growth += s.growth;
     pattern += s.pattern;
   }
-  return { weightBytes, packedWeightBytes, activation, pattern, growth, kept, maxTensorBytes, outputBytes };
+  return { weightBytes, packedWeightBytes, activation, pattern, growth, recurrent, kept, maxTensorBytes, outputBytes };
 }
