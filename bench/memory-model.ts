@@ -10,7 +10,7 @@
 // The first runs the matrix; `--cases NAME,NAME` reruns only those cases and merges them into the
 // report at --out (the other cases kept as measured, re-predicted under the current model), e.g.
 // the shard cases after a change to src/strategies/shard/:
-//   npx tsx bench/memory-model.ts --cases taef2-shard-1024-r2,taef2-shard-1024-r3,taef2-shard-2048-r4,sd-shard-512-r2,sd-shard-768-r3
+//   npx tsx bench/memory-model.ts --cases taef2-shard-1024-r2,taef2-shard-1024-r3,taef2-shard-2048-r4,sd-shard-512-r2,sd-shard-768-r3,sd-shard-1024-r2 --repeat 5
 // The report is written after every case, so a run cut short keeps what it measured. The trained
 // TAEF2 decoder is read from ../shared (DISTVAE_SHARED=/path/to/shared from a git worktree).
 // Memory is load-independent, so a busy machine is fine; each case is one decode, the heaviest
@@ -109,6 +109,8 @@ const CASES: Case[] = [
   { name: 'sd-tile256-512-r4', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(4, 256, 64) },
   { name: 'sd-shard-512-r2', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'shard', ranks: 2 } },
   { name: 'sd-shard-768-r3', family: 'autoencoder-kl', height: 768, width: 768, plan: { strategy: 'shard', ranks: 3 } },
+  // The README's worked choice under --ranks 2 --max-memory 6GiB.
+  { name: 'sd-shard-1024-r2', family: 'autoencoder-kl', height: 1024, width: 1024, plan: { strategy: 'shard', ranks: 2 } },
   {
     name: 'sd-default-512',
     family: 'autoencoder-kl',
@@ -366,7 +368,7 @@ const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, st
     'heap',
     "bytes glibc's heap served a row-sharded rank's stage runs (tensors under its dynamic mmap threshold, at most 32 MiB; freed chunks stay resident)",
   ],
-  ['relayCopies', 'relay', 'bytes a coordinator relays between its row-sharded rank processes (halo rows, statistics, keys and values)'],
+  ['relayCopies', 'relay', 'the largest message a coordinator relays between its row-sharded rank processes (halo rows, keys and values)'],
   ['outputCopies', 'output', 'the decoded sample, in the process that assembles it'],
   [
     'largestTensorCopies',

@@ -70,7 +70,7 @@ export interface MemoryTerms {
   shard: number;
   /** At that step, the bytes glibc's heap has served a stage run so far (tensors under its dynamic mmap threshold, shard.ts). */
   heap: number;
-  /** Bytes a coordinator relays between its row-sharded rank processes (everything they send each other; shard.ts). */
+  /** The largest message a coordinator relays between its row-sharded rank processes (shard.ts). */
   relay: number;
   /** The decoded output, in the process that assembles and writes it. */
   output: number;
@@ -391,6 +391,7 @@ export function predictMemory(
           packedWeights: conv2dWeightBytes(model),
           shard: hold.peakBytes,
           heap: hold.heapBytes,
+          largestTensor: hold.maxTensorBytes,
           buffers: output * share,
         },
       };

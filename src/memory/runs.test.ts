@@ -193,6 +193,16 @@ test("a row-sharded rank whose band makes a level's tensors just under glibc's 3
   assert.ok(three.ranks[0]!.peakBytes > three.ranks[1]!.peakBytes && three.ranks[2]!.peakBytes > three.ranks[1]!.peakBytes);
 });
 
+test("a row-sharded coordinator's relay is its largest message: one rank's attention keys and values for a peer", () => {
+  const vae = createVae('autoencoder-kl');
+  // 1024² on 2 ranks: a rank's 64 of 128 latent rows × 128 columns × 512 channels, keys and values, float32.
+  const two = predictMemory(vae, { strategy: 'shard', ranks: 2 }, { height: 1024, width: 1024 });
+  assert.equal(two.coordinator.terms.relay, 64 * 128 * 512 * 4 * 2);
+  // 768² on 3 ranks sends more bytes in all, in smaller messages (32 rows of 96).
+  const three = predictMemory(vae, { strategy: 'shard', ranks: 3 }, { height: 768, width: 768 });
+  assert.equal(three.coordinator.terms.relay, 32 * 96 * 512 * 4 * 2);
+});
+
 test('a streamed decode deals tiles round-robin in raster order: each rank is predicted for the tiles it gets', () => {
   // TAEF2 at 1024² in 512 px tiles (3 x 3, the last row and column clipped) on 4 ranks: round-robin,
   // rank 2 gets tiles 2 and 6, both clipped, and holds less than rank 0 (tiles 0, 4, 8).

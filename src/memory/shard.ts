@@ -186,13 +186,23 @@ export function shardRankHold(
 }
 
 /**
- * Bytes every rank of a row-sharded decode sends (halo rows, GroupNorm statistics, attention keys
- * and values), all of which a coordinator relays between its rank processes: deserialised and
- * serialised again there, held until V8 next collects.
+ * The largest single message a coordinator relays between its row-sharded rank processes (one
+ * rank's halo rows for one reader, or its attention keys and values for one peer): the IPC
+ * channel reads a message in 64 KiB chunks from glibc's heap, joins, deserialises and serialises
+ * it again, so what stays resident grows with the largest message rather than with the bytes in
+ * all (measured, coordinator over its fixed cost: SD 1024² on 2 ranks, 32 MiB messages, ~150 MiB;
+ * 768² on 3 ranks, more bytes in all but 12 MiB messages, ~70 MiB).
  */
 export function shardRelayBytes(model: ModelProto, bands: readonly Band[], latentRows: number, latentCols: number, batch: number): number {
-  let bytes = 0;
-  for (const c of predictCollectives(planOf(model), bands, latentRows, latentCols, batch))
-    for (const kind of Object.values(c)) if (Number.isFinite(kind.bytes)) bytes += kind.bytes;
-  return bytes;
+  const plan = planOf(model);
+  let largest = 0;
+  for (const step of plan.steps) {
+    const peers = Math.max(1, bands.length - 1);
+    for (const c of predictCollectives({ ...plan, steps: [step] }, bands, latentRows, latentCols, batch)) {
+      if (Number.isFinite(c.send.bytes) && c.send.calls) largest = Math.max(largest, c.send.bytes / c.send.calls);
+      if (Number.isFinite(c.allGather.bytes) && c.allGather.calls)
+        largest = Math.max(largest, c.allGather.bytes / c.allGather.calls / peers);
+    }
+  }
+  return largest;
 }
