@@ -551,7 +551,7 @@ if (mode === 'predict') {
   const jobs = Math.max(1, Number(flags['jobs'] ?? 1));
   // `--repeat N` decodes each case N times and takes each process's median: arena-less stage
   // sessions (row sharding) leave a run-dependent share of freed chunks in glibc's heap, so one
-  // shard rank's peak varies by up to ±10 % from run to run.
+  // shard rank's peak varies by up to a third from run to run.
   const repeat = Math.max(1, Number(flags['repeat'] ?? 1));
   const results: CaseResult[] = [];
   const queue = [...cases];

@@ -195,9 +195,12 @@ export function shardRankHold(
  */
 export function shardRelayBytes(model: ModelProto, bands: readonly Band[], latentRows: number, latentCols: number, batch: number): number {
   const plan = planOf(model);
+  const peers = Math.max(1, bands.length - 1);
   let largest = 0;
+  // The collectives' counters are per rank over the steps they are given: one step at a time,
+  // a rank's bytes over its calls are its message at that step (a middle rank's halo rows for the
+  // reader above and the one below are alike, so their mean stands for either).
   for (const step of plan.steps) {
-    const peers = Math.max(1, bands.length - 1);
     for (const c of predictCollectives({ ...plan, steps: [step] }, bands, latentRows, latentCols, batch)) {
       if (Number.isFinite(c.send.bytes) && c.send.calls) largest = Math.max(largest, c.send.bytes / c.send.calls);
       if (Number.isFinite(c.allGather.bytes) && c.allGather.calls)
