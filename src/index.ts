@@ -19,8 +19,8 @@ export { DIFFUSERS_WEIGHTS_FILE, readVaeSource, vaeSpecOfSource, type VaePart, t
 export { readConfigJson } from './sources/config-file.js';
 export { readWeights } from './sources/weights-file.js';
 export { openWeights, readBoundWeights } from './sources/weights-file.js';
-export { bytesSource, blobSource, httpRangeSource, type ByteSource } from './sources/byte-source.js';
-export { openFileSource, withFileSource, type FileByteSource } from './sources/file-source.js';
+export { bytesSource, blobSource, httpRangeSource, type ByteSource } from './bytes/byte-source.js';
+export { openFileSource, withFileSource, type FileByteSource } from './bytes/file-source.js';
 export { hubCacheDirs, locateVae, parseRepoId, withVariant, type LocateOptions, type VaeLocation } from './sources/locate.js';
 export { singleFileConfig, singleFileLayout, singleFileToDiffusers, type SingleFileLayout } from './sources/single-file.js';
 export { readTensors, type TensorEntry, type TensorReader } from './weights/reader.js';
@@ -73,7 +73,7 @@ export { checkFiniteOutput, localTiledDecode, throwIfAborted, untilAborted } fro
 export { decodeToBands, decodeToFrames } from './decode/engine.js';
 export { checkLatents } from './decode/latents.js';
 export type { DecodeOptions, DecodeProgress, RankStats, TiledDecode, TileRunner } from './decode/types.js';
-export { decoderGraphOf } from './sources/decoder-graph.js';
+export { decoderGraphOf } from './decode/decoder-graph.js';
 
 // ---- Strategies: how tiles are decoded, and on which ranks -----------------------------------
 export {
@@ -129,14 +129,14 @@ export {
   type PlanAlternative,
 } from './memory/policy.js';
 export { applyMemoryPlan, planOfTiling } from './memory/apply.js';
-export { availableMemory, defaultMemoryBudget, formatBytes, parseMemorySize, peakRssBytes, DEFAULT_BUDGET_SHARE } from './memory/budget.js';
+export { availableMemory, defaultMemoryBudget, formatBytes, parseMemorySize, peakRssBytes, DEFAULT_BUDGET_SHARE } from './runtime/memory-budget.js';
 export { CALIBRATIONS, calibrationOf, type RuntimeCalibration } from './memory/calibration.js';
 export { runLadder, ladderRungs, isMemoryFailure, MAX_LADDER_ATTEMPTS, type LadderAttempt } from './memory/ladder.js';
 
 // ---- Reading and writing files ---------------------------------------------------------------
 export { LATENTS_KEY, readLatents } from './io/latents.js';
 export { COMFY_LATENT_KEY, expandLatentsArg, latentScalingOf, latentsStem, unscaleLatents } from './io/latents.js';
-export { AtomicFile, withAtomicFile, writeFileAtomic } from './io/atomic-file.js';
+export { AtomicFile, withAtomicFile, writeFileAtomic } from './bytes/atomic-file.js';
 export { PngBandWriter, type PngStreamOptions } from './io/png-stream.js';
 export { encodeNpy, npyHeader, parseNpy, readNpy, writeNpy, type NpyDType, type NpyWriteOptions } from './io/npy.js';
 export { NpyBandWriter, type NpyStreamOptions } from './io/npy-stream.js';

@@ -1,38 +1,111 @@
-// Rules of the layout that the compiler cannot check: the CLI is a client of the public API
-// (it imports only src/index.ts and its own folder), and only the planner writes `vae.tiling`.
-// Each scan must find something to check, so a moved folder cannot make the rule pass vacuously.
+// Rules of the layout that the compiler cannot check (docs/design.md §2.1–§2.2): src/'s folders
+// are layers and every module imports only from its own folder or a lower layer (so no import
+// cycle between folders can form); the CLI is a client of the public entries; only the planner
+// writes `vae.tiling`. Each scan must find something to check, so a moved folder cannot make a
+// rule pass vacuously.
 
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const SRC = dirname(fileURLToPath(import.meta.url));
 
+/**
+ * src/'s layers, lowest first: the ground files, then one folder each (docs/design.md §2.1 says
+ * what each owns). Entries (the root API and the page's) sit above every folder but the CLI.
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  ['errors.ts'],
+  ['tensor.ts', 'version.ts'],
+  ['bytes'],
+  ['weights'],
+  ['graph'],
+  ['runtime'],
+  ['families'],
+  ['plan'],
+  ['tile'],
+  ['io'],
+  ['sources'],
+  ['decode'],
+  ['encode'],
+  ['ranks'],
+  ['strategies'],
+  ['memory'],
+  ['session'],
+  ['bench'],
+  ['web'],
+  ['index.ts', 'web.ts'],
+  ['cli'],
+];
+
+/** The package's modules: every .ts under `dir` but tests and `testing/` helpers (the package leaves both out). */
 function sources(dir: string, out: string[] = []): string[] {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
-    if (statSync(path).isDirectory()) sources(path, out);
-    else if (name.endsWith('.ts') && !name.endsWith('.test.ts')) out.push(path);
+    if (statSync(path).isDirectory()) {
+      if (name !== 'testing') sources(path, out);
+    } else if (name.endsWith('.ts') && !name.endsWith('.test.ts')) out.push(path);
   }
   return out;
 }
 
-/** Relative module specifiers of a file's static and dynamic imports and re-exports. */
+/** Relative module specifiers of a file's static and dynamic imports and re-exports, type-only ones too. */
 function relativeImports(file: string): string[] {
   const text = readFileSync(file, 'utf8');
   return [...text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)].map((m) => m[1]!);
 }
 
-test('the CLI imports only src/index.ts and its own folder', () => {
+/** The unit of src/ a path belongs to: its top folder, or the ground file itself. */
+function unitOf(path: string): string {
+  return relative(SRC, path).split(sep)[0]!.replace(/\.js$/, '.ts');
+}
+
+function layerOf(unit: string): number {
+  return LAYERS.findIndex((layer) => layer.includes(unit));
+}
+
+test('every folder and ground file of src/ has a layer', () => {
+  const units = [...new Set(sources(SRC).map(unitOf))];
+  assert.ok(units.length > 15, 'the folders were found');
+  assert.deepEqual(
+    units.filter((u) => layerOf(u) < 0),
+    [],
+  );
+});
+
+test('modules import only from their own folder or a lower layer (no folder-level cycle)', () => {
+  const files = sources(SRC);
+  assert.ok(files.length > 150, 'the sources were found');
+  const upward = files.flatMap((file) =>
+    relativeImports(file)
+      .map((spec) => resolve(dirname(file), spec))
+      .filter((target) => unitOf(target) !== unitOf(file) && layerOf(unitOf(target)) >= layerOf(unitOf(file)))
+      .map((target) => `${relative(SRC, file)} imports ${relative(SRC, target)}`),
+  );
+  assert.deepEqual(upward, []);
+});
+
+/** The modules package.json's `exports` name, as source paths: the public entries. */
+function publicEntries(): string[] {
+  const pkg = JSON.parse(readFileSync(join(SRC, '..', 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
+  return Object.values(pkg.exports)
+    .flatMap((entry) => (typeof entry === 'object' && entry !== null ? [(entry as { default?: string }).default] : []))
+    .filter((target): target is string => typeof target === 'string' && target.startsWith('./dist/'))
+    .map((target) => join(SRC, target.slice('./dist/'.length)));
+}
+
+test('the CLI imports only the public entries and its own folder', () => {
   const cli = join(SRC, 'cli');
   const files = sources(cli);
+  const entries = publicEntries();
   assert.ok(files.length > 5, 'the CLI sources were found');
+  assert.ok(entries.includes(join(SRC, 'index.js')), 'the root entry is public');
   const offending = files.flatMap((file) =>
     relativeImports(file)
       .map((spec) => resolve(dirname(file), spec))
-      .filter((target) => target !== join(SRC, 'index.js') && !relative(cli, target).match(/^[^.]/))
+      .filter((target) => !entries.includes(target) && !relative(cli, target).match(/^[^.]/))
       .map((target) => `${relative(SRC, file)} imports ${relative(SRC, target)}`),
   );
   assert.deepEqual(offending, []);

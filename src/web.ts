@@ -15,7 +15,7 @@ export { parseNpy, encodeNpy } from './io/npy.js';
 export { sampleToImage, type SampleRange } from './io/sample-range.js';
 export { checkImage, cropToMultiple } from './encode/image-check.js';
 export { graphTensorSizes, type GraphTensorSizes, type TensorSize } from './graph/tensor-sizes.js';
-export { blobSource, bytesSource, httpRangeSource, type ByteSource } from './sources/byte-source.js';
+export { blobSource, bytesSource, httpRangeSource, type ByteSource } from './bytes/byte-source.js';
 export { readBytes, type BlobLike, type ByteInput } from './web/bytes.js';
 export { startWebRuntime, WEBGPU_DEFAULT_LIMITS, type WebBackend, type WebRuntime, type WebRuntimeOptions } from './web/backend.js';
 export {

@@ -25,7 +25,7 @@ import { splitBands } from '../strategies/shard/bands.js';
 import { shardedDecodeFor, type ShardStats } from '../strategies/shard/sharded-decode.js';
 import type { Tensor } from '../tensor.js';
 import { planOfTiling } from '../memory/apply.js';
-import { formatBytes } from '../memory/budget.js';
+import { formatBytes } from '../runtime/memory-budget.js';
 import { hasMemoryModel, predictMemory, type MemoryPlan } from '../memory/model.js';
 import { agreement, type Agreement } from './agreement.js';
 import { RANK_DECODE_PROGRAM, RANK_LOAD_PROGRAM, type RankDecodeInput, type RankDecodeResult } from './rank-decode.js';

@@ -23,7 +23,7 @@ export const MAX_CONFIG_INT = 8192;
 /**
  * The largest channel width: a tensor dimension beyond it cannot index a typed array. Widths
  * below it are judged by the weight bytes they imply against the memory budget
- * (weights/budget.ts), so `block_out_channels: [4096]` and `[1e9]` are refused the same way.
+ * (sources/weight-budget.ts), so `block_out_channels: [4096]` and `[1e9]` are refused the same way.
  */
 export const MAX_WIDTH = 2 ** 31 - 1;
 

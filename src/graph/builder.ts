@@ -28,7 +28,8 @@ import {
   type ValueInfoProto,
 } from './onnx-proto.js';
 import { syncRegionsEntry, type AttentionRegion, type GroupNormRegion, type SyncRegion } from './sync.js';
-import { externalFloat32TensorProto, float32TensorProto, int64TensorProto, type FileBytes } from './tensor-proto.js';
+import type { FileBytes } from '../bytes/file-bytes.js';
+import { externalFloat32TensorProto, float32TensorProto, int64TensorProto } from './tensor-proto.js';
 
 /** The ONNX opset every built graph imports (ai.onnx domain); ORT 1.30 runs all of it on CPU. */
 export const OPSET_VERSION = 21;

@@ -6,7 +6,8 @@
 // file to onnxruntime without passing through JS (runtime/session.ts resolves the location).
 
 import { DistVaeError } from '../errors.js';
-import { readExternalBytes } from '../io/external-bytes.js';
+import { readExternalBytes } from '../bytes/external-bytes.js';
+import type { FileBytes } from '../bytes/file-bytes.js';
 import { DataType, type TensorProto } from './onnx-proto.js';
 
 const DATA_TYPE_NAMES: Record<number, string> = {
@@ -38,13 +39,6 @@ function assertLittleEndian(): void {
 
 function bytesOf(view: ArrayBufferView): Uint8Array {
   return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
-}
-
-/** Where a tensor's little-endian bytes lie in a file (an absolute path). */
-export interface FileBytes {
-  readonly path: string;
-  readonly offset: number;
-  readonly length: number;
 }
 
 /** ONNX TensorProto.DataLocation.EXTERNAL. */

@@ -11,7 +11,7 @@ import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
 import { DistVaeError, reason, refuse } from '../errors.js';
 import type { Tensor } from '../tensor.js';
-import { readFileBytes, writeFileBytes } from './files.js';
+import { readFileBytes, writeFileBytes } from '../bytes/files.js';
 
 import { sampleToImage, type SampleRange } from './sample-range.js';
 

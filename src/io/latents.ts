@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { DistVaeError, reason, refuse } from '../errors.js';
-import { withFileSource } from '../sources/file-source.js';
+import { withFileSource } from '../bytes/file-source.js';
 import type { Tensor } from '../tensor.js';
 import { openSafetensors } from '../weights/safetensors.js';
 import { validateLatents } from './latents-check.js';

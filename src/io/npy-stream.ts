@@ -7,7 +7,7 @@
 import { DistVaeError, reason } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { DTYPE_BYTES, encodeFromFloat32 } from '../weights/dtype.js';
-import { AtomicFile } from './atomic-file.js';
+import { AtomicFile } from '../bytes/atomic-file.js';
 import { npyHeader, type NpyDType } from './npy.js';
 
 /** The sample a NpyBandWriter writes: its final dims and the stored element type. */

@@ -5,7 +5,7 @@
 import { DistVaeError } from '../errors.js';
 import { elementCount, type Tensor } from '../tensor.js';
 import { decodeToFloat32, DTYPE_BYTES, encodeFromFloat32, type DType, type StoredTensor } from '../weights/dtype.js';
-import { readFileBytes, writeFileBytes } from './files.js';
+import { readFileBytes, writeFileBytes } from '../bytes/files.js';
 
 /** The element types .npy output is written in. */
 export type NpyDType = 'F32' | 'F16';

@@ -8,7 +8,7 @@ import { crc32 } from 'node:zlib';
 import { Zlib } from 'fflate';
 import { DistVaeError, reason } from '../errors.js';
 import type { Tensor } from '../tensor.js';
-import { AtomicFile } from './atomic-file.js';
+import { AtomicFile } from '../bytes/atomic-file.js';
 import type { SampleRange } from './image.js';
 
 /** The size, channels, bit depth, value range and text chunks of a PNG written band by band. */

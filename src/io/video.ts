@@ -9,7 +9,7 @@
 import { spawn, spawnSync, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { renameSync, rmSync, unlinkSync } from 'node:fs';
 import { extname } from 'node:path';
-import { temporaryPathFor } from './atomic-file.js';
+import { temporaryPathFor } from '../bytes/atomic-file.js';
 import { abortedError, DistVaeError, reason, refuse } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { imagesOf, sampleToImage, type SampleRange } from './image.js';

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { TINY_KL } from '../ranks/testing/tiny-vae.js';
 import { DistVaeError } from '../errors.js';
 import { createVae } from '../families/registry.js';
-import { formatBytes, parseMemorySize } from './budget.js';
+import { formatBytes, parseMemorySize } from '../runtime/memory-budget.js';
 import { isMemoryFailure, ladderRungs, runLadder } from './ladder.js';
 import { predictMemory } from './model.js';
 import { budgetRefusal, chooseWithinBudget, policyPlans, tileCandidates } from './policy.js';

@@ -10,7 +10,7 @@ import type { Size2, VaeSpec } from '../families/types.js';
 import { explainTileOverlapPlan, explainTileShapePlan } from '../plan/planner.js';
 import { axisOptions, type AxisOption } from '../plan/search.js';
 import { latentShapeOf, type SampleShape } from '../plan/shapes.js';
-import { formatBytes } from './budget.js';
+import { formatBytes } from '../runtime/memory-budget.js';
 import { exactHaloOf, predictMemory, type MemoryModelOptions, type MemoryPlan, type MemoryPrediction } from './model.js';
 
 /** A memory budget: total resident bytes of the coordinator and its local ranks, and optionally the largest single tensor. */

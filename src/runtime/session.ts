@@ -22,7 +22,7 @@ import ort from 'onnxruntime-node';
 import { DistVaeError, invalidArgument } from '../errors.js';
 import { encodeModel, type ModelProto, type TensorProto } from '../graph/onnx-proto.js';
 import { externalBytesOf } from '../graph/tensor-proto.js';
-import { readExternalBytes } from '../io/external-bytes.js';
+import { readExternalBytes } from '../bytes/external-bytes.js';
 import type { Tensor } from '../tensor.js';
 import { checkFeeds } from './feeds.js';
 import { probeProvider, providerConfig, type ProviderConfig } from './providers.js';

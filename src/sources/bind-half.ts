@@ -8,7 +8,7 @@ import { reason, refuse } from '../errors.js';
 import { resolveFamilyConfig } from '../families/registry.js';
 import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from '../families/types.js';
-import type { FileBytes } from '../graph/tensor-proto.js';
+import type { FileBytes } from '../bytes/file-bytes.js';
 import type { Tensor } from '../tensor.js';
 import type { TensorReader } from '../weights/reader.js';
 import type { ParamSpec } from '../weights/synthetic.js';

@@ -3,7 +3,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { reason, refuse } from '../errors.js';
-import { refuseIfNotRegular } from './file-source.js';
+import { refuseIfNotRegular } from '../bytes/file-source.js';
 import type { RawConfig } from '../families/types.js';
 
 /** The largest config.json read (published ones are a few KiB): a bigger one, a device or a pipe is refused unread. */

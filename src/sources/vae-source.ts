@@ -9,16 +9,16 @@ import type { FamilyRuntime } from '../families/runtime-types.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, VaeSpec } from '../families/types.js';
 import { firstNonFinite, type Tensor } from '../tensor.js';
-import { checkWeightBytes } from '../weights/budget.js';
+import { checkWeightBytes } from './weight-budget.js';
 import { storeSyntheticWeights } from '../weights/synthetic.js';
 import { readConfigJson } from './config-file.js';
-import { withFileSource } from './file-source.js';
+import { withFileSource } from '../bytes/file-source.js';
 import { partOf, readBoundHalf, type VaePart } from './bind-half.js';
 import { locateVae, type VaeLocation } from './locate.js';
 import { looksLikeTae, singleFileLayout, type SingleFileLayout } from './single-file.js';
 import { FileTensor, openWeights } from './weights-file.js';
-import { SpillFile } from '../io/spill-file.js';
-import type { FileBytes } from '../graph/tensor-proto.js';
+import { SpillFile } from '../bytes/spill-file.js';
+import type { FileBytes } from '../bytes/file-bytes.js';
 
 export { DIFFUSERS_WEIGHTS_FILE } from './locate.js';
 

@@ -10,10 +10,10 @@ import type { StoredTensor } from '../weights/dtype.js';
 import { openPth } from '../weights/pth.js';
 import { readTensors, type TensorEntry, type TensorReader } from '../weights/reader.js';
 import { openSafetensors, type SafetensorsReader } from '../weights/safetensors.js';
-import type { FileBytes } from '../graph/tensor-proto.js';
-import { readExternalBytes } from '../io/external-bytes.js';
-import type { ByteSource } from './byte-source.js';
-import { withFileSource } from './file-source.js';
+import type { FileBytes } from '../bytes/file-bytes.js';
+import { readExternalBytes } from '../bytes/external-bytes.js';
+import type { ByteSource } from '../bytes/byte-source.js';
+import { withFileSource } from '../bytes/file-source.js';
 
 const TORCH_EXTENSIONS = /\.(pth|pt|ckpt|bin)$/i;
 

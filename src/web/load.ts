@@ -1,6 +1,6 @@
 // Loading a VAE (decoder) or an encoder in a page: a weights file (.safetensors or .pth, told
 // apart by content) and optionally a diffusers config.json, each an ArrayBuffer, a File or a
-// URL. Weights are read by random access (sources/byte-source.ts: Blob slices, HTTP Range) and
+// URL. Weights are read by random access (bytes/byte-source.ts: Blob slices, HTTP Range) and
 // bound as the Node loader binds them (sources/bind-half.ts); the sessions run on the page's
 // backend (backend.ts) and are built by the first decode.
 
@@ -16,7 +16,7 @@ import type { ModelProto } from '../graph/onnx-proto.js';
 import { boundEncoder, type BoundEncoder } from '../encode/bound-encoder.js';
 import type { Tensor } from '../tensor.js';
 import { readBoundHalf } from '../sources/bind-half.js';
-import { blobSource, bytesSource, httpRangeSource, type ByteSource } from '../sources/byte-source.js';
+import { blobSource, bytesSource, httpRangeSource, type ByteSource } from '../bytes/byte-source.js';
 import { openWeights } from '../sources/weights-file.js';
 import { startWebRuntime, type WebRuntime, type WebRuntimeOptions } from './backend.js';
 import { isBlob, readBytes, type ByteInput } from './bytes.js';

@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const LOAD = fileURLToPath(new URL('../sources/weights-file.ts', import.meta.url));
-const SOURCE = fileURLToPath(new URL('../sources/file-source.ts', import.meta.url));
+const SOURCE = fileURLToPath(new URL('../bytes/file-source.ts', import.meta.url));
 const HUGE = 5 * 2 ** 30;
 
 /** Writes the header and the small tensors' bytes; the huge tensor's bytes stay a hole. */

@@ -9,8 +9,8 @@
 // read later, alone, from just the byte range of its storage that it spans.
 
 import { DistVaeError } from '../errors.js';
-import { bytesSource, type ByteSource } from '../sources/byte-source.js';
-import { withFileSource } from '../sources/file-source.js';
+import { bytesSource, type ByteSource } from '../bytes/byte-source.js';
+import { withFileSource } from '../bytes/file-source.js';
 import { elementCount, stridesOf } from '../tensor.js';
 import { decodeToFloat32, DTYPE_BYTES, type DType, type StoredTensor } from './dtype.js';
 import { unpickle } from './pickle.js';

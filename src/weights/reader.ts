@@ -3,7 +3,7 @@
 // the shapes against the decoder's parameters first and then reads only what the decoder
 // needs, one tensor at a time — so an input's memory is bounded by the decoder, not the file.
 
-import { MAX_READ_BYTES, type ByteSource } from '../sources/byte-source.js';
+import { MAX_READ_BYTES, type ByteSource } from '../bytes/byte-source.js';
 import { decodeToFloat32, DTYPE_BYTES, type DType, type StoredTensor } from './dtype.js';
 
 /** A tensor as a file's header describes it (no values read). */

@@ -7,7 +7,7 @@ import { DistVaeError } from '../errors.js';
 import { tensor } from '../tensor.js';
 import { float16BitsToFloat32, float32ToFloat16Bits } from './halfprecision.js';
 import { readLatents } from '../io/latents.js';
-import { bytesSource } from '../sources/byte-source.js';
+import { bytesSource } from '../bytes/byte-source.js';
 import { openSafetensorsFile, readWeights } from '../sources/weights-file.js';
 import { encodeSafetensors, openSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './safetensors.js';
 

@@ -7,9 +7,9 @@
 // spaces to 8 bytes.
 
 import { DistVaeError } from '../errors.js';
-import { writeFileBytes } from '../io/files.js';
-import { bytesSource, type ByteSource } from '../sources/byte-source.js';
-import { withFileSource } from '../sources/file-source.js';
+import { writeFileBytes } from '../bytes/files.js';
+import { bytesSource, type ByteSource } from '../bytes/byte-source.js';
+import { withFileSource } from '../bytes/file-source.js';
 import { elementCount, type Tensor } from '../tensor.js';
 import { DTYPE_BYTES, encodeFromFloat32, isDType, type FloatDType, type StoredTensor } from './dtype.js';
 import { readElements, readTensors, type TensorEntry, type TensorReader } from './reader.js';

@@ -6,7 +6,7 @@
 
 import { Inflate } from 'fflate';
 import { DistVaeError } from '../errors.js';
-import { MAX_READ_BYTES, readAll, type ByteSource } from '../sources/byte-source.js';
+import { MAX_READ_BYTES, readAll, type ByteSource } from '../bytes/byte-source.js';
 
 export interface ZipEntry {
   readonly name: string;

@@ -2,12 +2,12 @@
 // analysis and planning: `distvae analyze` and `shardedDecodeFor`'s users read it without
 // building a session. Node only (it resolves paths); a page builds graphs from its own loader.
 
-import { architectureModel, decoderModelOf } from '../decode/decoder-model.js';
+import { architectureModel, decoderModelOf } from './decoder-model.js';
 import { resolveFamily } from '../families/registry.js';
 import { runtimeOf } from '../families/runtimes.js';
 import type { RawConfig, ResolvedConfig } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
-import { readVaeSource } from './vae-source.js';
+import { readVaeSource } from '../sources/vae-source.js';
 
 /**
  * The decoder graph of what a user names, for analysis: a checkpoint (`path`, with its family and

@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { tensor } from '../tensor.js';
 import { AtomicFile, withAtomicFile, writeFileAtomic, type AtomicFileSystem } from './atomic-file.js';
-import { writeNpy } from './npy.js';
-import { writeSampleVideo } from './video.js';
+import { writeNpy } from '../io/npy.js';
+import { writeSampleVideo } from '../io/video.js';
 
 const root = mkdtempSync(join(tmpdir(), 'distvae-atomic-'));
 after(() => rmSync(root, { recursive: true, force: true }));

@@ -2,7 +2,7 @@
 // memory, so no tensor names a file; one that does is refused instead of reaching node:fs.
 
 import { DistVaeError } from '../errors.js';
-import type { FileBytes } from '../graph/tensor-proto.js';
+import type { FileBytes } from './file-bytes.js';
 
 /** Refuses: in a page no weight lies in a local file. */
 export function readExternalBytes(file: FileBytes): Uint8Array {

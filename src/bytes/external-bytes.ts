@@ -5,7 +5,7 @@
 
 import { closeSync, openSync, readSync } from 'node:fs';
 import { DistVaeError } from '../errors.js';
-import type { FileBytes } from '../graph/tensor-proto.js';
+import type { FileBytes } from './file-bytes.js';
 
 /** Reads the bytes an external tensor names. */
 export function readExternalBytes(file: FileBytes): Uint8Array {

@@ -3,7 +3,7 @@
 
 import { readFileSync, statSync } from 'node:fs';
 import { DistVaeError } from '../errors.js';
-import { refuseIfNotRegular } from '../sources/file-source.js';
+import { refuseIfNotRegular } from './file-source.js';
 import { writeFileAtomic } from './atomic-file.js';
 
 /**

@@ -9,7 +9,7 @@
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FileBytes } from '../graph/tensor-proto.js';
+import type { FileBytes } from './file-bytes.js';
 
 /** An append-only scratch file of float32 tensors, each named by the FileBytes it returns. */
 export class SpillFile {

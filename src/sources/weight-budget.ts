@@ -4,8 +4,8 @@
 // any weight is read, generated or built into a graph.
 
 import { reason, refuse } from '../errors.js';
-import { defaultMemoryBudget, formatBytes } from '../memory/budget.js';
-import { weightBytes, type ParamSpec } from './synthetic.js';
+import { defaultMemoryBudget, formatBytes } from '../runtime/memory-budget.js';
+import { weightBytes, type ParamSpec } from '../weights/synthetic.js';
 
 /**
  * Copies of the weights resident while a process decodes: its JS tensors, the serialised model
