@@ -14,18 +14,20 @@ export interface NumericTensor {
   readonly data: ArrayLike<number>;
 }
 
-function size(dims: readonly number[]): number {
+/** Elements of a tensor of these dims. */
+export function size(dims: readonly number[]): number {
   return dims.reduce((a, b) => a * b, 1);
 }
 
-function strides(dims: readonly number[]): number[] {
+/** Row-major element strides of a tensor of these dims. */
+export function strides(dims: readonly number[]): number[] {
   const s = new Array<number>(dims.length).fill(1);
   for (let i = dims.length - 2; i >= 0; i--) s[i] = s[i + 1]! * dims[i + 1]!;
   return s;
 }
 
 /** Calls fn with every multi-index of `dims` in row-major order. */
-function forEachIndex(dims: readonly number[], fn: (index: number[], flat: number) => void): void {
+export function forEachIndex(dims: readonly number[], fn: (index: number[], flat: number) => void): void {
   const n = size(dims);
   const index = new Array<number>(dims.length).fill(0);
   for (let flat = 0; flat < n; flat++) {
