@@ -14,6 +14,7 @@ import {
   forEachIndex,
   groupNorm,
   map,
+  matmul,
   pad,
   size,
   slice,
@@ -106,35 +107,6 @@ function reshapeDims(x: RefTensor, target: readonly number[]): number[] {
   const dims = target.map((d, i) => (d === 0 ? x.dims[i]! : d));
   const known = dims.filter((d) => d !== -1).reduce((a, b) => a * b, 1);
   return dims.map((d) => (d === -1 ? size(x.dims) / known : d));
-}
-
-/** Matrix product over the last two axes, batch axes broadcast. */
-function matmul(a: RefTensor, b: RefTensor): RefTensor {
-  const [m, k] = a.dims.slice(-2) as [number, number];
-  const n = b.dims[b.dims.length - 1]!;
-  const batchA = a.dims.slice(0, -2);
-  const batchB = b.dims.slice(0, -2);
-  const rank = Math.max(batchA.length, batchB.length);
-  const batch = Array.from({ length: rank }, (_, i) =>
-    Math.max(batchA[i - (rank - batchA.length)] ?? 1, batchB[i - (rank - batchB.length)] ?? 1),
-  );
-  const offset = (dims: readonly number[], index: readonly number[]) => {
-    let o = 0;
-    dims.forEach((d, i) => (o = o * d + (d === 1 ? 0 : index[i + rank - dims.length]!)));
-    return o;
-  };
-  const out = new Float64Array(size(batch) * m * n);
-  forEachIndex(batch, (index, p) => {
-    const pa = offset(batchA, index) * m * k;
-    const pb = offset(batchB, index) * k * n;
-    for (let i = 0; i < m; i++)
-      for (let j = 0; j < n; j++) {
-        let acc = 0;
-        for (let t = 0; t < k; t++) acc += a.data[pa + i * k + t]! * b.data[pb + t * n + j]!;
-        out[p * m * n + i * n + j] = acc;
-      }
-  });
-  return { dims: [...batch, m, n], data: out };
 }
 
 /** ConvTranspose: every input position scatters its kernel-weighted value to o = i·stride − pad + k·dilation. */
