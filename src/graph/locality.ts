@@ -11,13 +11,16 @@
 // (normalisation statistics, softmax or matrix products over positions) are nonlocal; ops whose
 // effect on positions the analysis does not model (padding or slicing of spatial axes, size
 // changing convolutions, resizes other than integer nearest) are reported as unanalysed — both
-// rule exactness out for their stage, naming the node.
+// rule exactness out for their stage, naming the node. Which of these an op is comes from its
+// locality rule in the op table (ops.ts); an op outside the table is unanalysed.
 //
 // Per stage the halo is the smallest number of latent rows (and columns) that covers the depth
 // of every stage output and lands on whole rows of every stage input and output.
 
 import { DistVaeError } from '../errors.js';
-import { AttributeType, type AttributeProto, type ModelProto, type NodeProto, type TensorProto } from './onnx-proto.js';
+import { intAttribute, intsAttribute, stringAttribute, tensorAttribute } from './attributes.js';
+import type { ModelProto, NodeProto, TensorProto } from './onnx-proto.js';
+import { normaliseAxis, opRule } from './ops.js';
 import {
   ceilToWholeRows,
   divRatio,
@@ -143,93 +146,7 @@ export interface LocalityReport {
   values: Map<string, SpatialFact>;
 }
 
-const UNARY = new Set([
-  'Relu',
-  'Sigmoid',
-  'Tanh',
-  'Sqrt',
-  'Exp',
-  'Log',
-  'Neg',
-  'Abs',
-  'Erf',
-  'Identity',
-  'Cast',
-  'Softplus',
-  'Softsign',
-  'LeakyRelu',
-  'Elu',
-  'Selu',
-  'Gelu',
-  'HardSigmoid',
-  'HardSwish',
-  'Mish',
-  'Reciprocal',
-  'Floor',
-  'Ceil',
-  'Round',
-  'Sign',
-  'Sin',
-  'Cos',
-  'Not',
-  'Dropout',
-  'Clip',
-]);
-const ELEMENTWISE = new Set([
-  'Add',
-  'Sub',
-  'Mul',
-  'Div',
-  'Pow',
-  'Max',
-  'Min',
-  'Sum',
-  'Mean',
-  'PRelu',
-  'Where',
-  'Equal',
-  'Less',
-  'Greater',
-  'And',
-  'Or',
-  'Mod',
-]);
-const NORMALISE_OVER_REST = new Set(['InstanceNormalization', 'GroupNormalization', 'MeanVarianceNormalization', 'LpNormalization']);
-const REDUCTIONS = new Set([
-  'ReduceMean',
-  'ReduceSum',
-  'ReduceMax',
-  'ReduceMin',
-  'ReduceProd',
-  'ReduceL1',
-  'ReduceL2',
-  'ReduceSumSquare',
-  'ReduceLogSum',
-  'ReduceLogSumExp',
-  'ArgMax',
-  'ArgMin',
-]);
-
 const NO_DEPTH: Depth = { top: 0, bottom: 0, left: 0, right: 0 };
-
-function attribute(node: NodeProto, name: string): AttributeProto | undefined {
-  return node.attribute?.find((a) => a.name === name);
-}
-
-function attrInt(node: NodeProto, name: string, fallback: number): number {
-  const a = attribute(node, name);
-  return a && a.type === AttributeType.INT ? Number(a.i ?? 0) : fallback;
-}
-
-function attrInts(node: NodeProto, name: string): number[] | undefined {
-  const a = attribute(node, name);
-  return a && a.type === AttributeType.INTS ? (a.ints ?? []).map(Number) : undefined;
-}
-
-function attrString(node: NodeProto, name: string, fallback: string): string {
-  const a = attribute(node, name);
-  return a && a.type === AttributeType.STRING ? new TextDecoder().decode(a.s ?? new Uint8Array()) : fallback;
-}
 
 function maxDepth(a: Depth, b: Depth): Depth {
   return {
@@ -238,10 +155,6 @@ function maxDepth(a: Depth, b: Depth): Depth {
     left: Math.max(a.left, b.left),
     right: Math.max(a.right, b.right),
   };
-}
-
-function normaliseAxis(axis: number, rank: number): number {
-  return axis < 0 ? axis + rank : axis;
 }
 
 function sameLayout(a: SpatialFact, b: SpatialFact): boolean {
@@ -326,8 +239,9 @@ class Interpreter {
 
   private interpret(node: NodeProto): Fact {
     const op = node.op_type ?? '';
-    if (op === 'Constant') {
-      const t = attribute(node, 'value')?.t;
+    const rule = opRule(op)?.locality ?? 'unmodelled';
+    if (rule === 'literal') {
+      const t = tensorAttribute(node, 'value');
       if (t && node.output?.[0]) this.literals.set(node.output[0], t);
       return { kind: 'const', dims: t ? (t.dims ?? []).map(Number) : null };
     }
@@ -336,50 +250,47 @@ class Interpreter {
     const mixed = ins.find((f): f is Extract<Fact, { kind: 'mixed' }> => f?.kind === 'mixed');
     if (mixed) return mixed;
     const spatial = ins.filter((f): f is SpatialFact => f?.kind === 'spatial');
-    if (op === 'Shape') return spatial.length > 0 ? { kind: 'shape', of: names[0]! } : { kind: 'const', dims: null };
+    if (rule === 'shape') return spatial.length > 0 ? { kind: 'shape', of: names[0]! } : { kind: 'const', dims: null };
     if (spatial.length === 0 && !ins.some((f) => f?.kind === 'shape')) return { kind: 'const', dims: this.constDims(node, ins) };
     const x = spatial[0];
-    if (UNARY.has(op))
+    if (rule === 'pointwise')
       return x && ins[0]?.kind === 'spatial' && spatial.length === 1
         ? x
         : this.flag(node, 'unanalysed', `${op} with a position-dependent parameter`);
-    if (ELEMENTWISE.has(op)) return this.elementwise(node, ins);
+    if (rule === 'elementwise') return this.elementwise(node, ins);
     if (!x) return this.flag(node, 'unanalysed', `${op} with a shape computed from a band`);
-    switch (op) {
-      case 'Conv':
+    switch (rule) {
+      case 'conv':
         return this.conv(node, x, ins);
-      case 'Resize':
+      case 'resize':
         return this.resize(node, x);
-      case 'DepthToSpace':
-      case 'SpaceToDepth':
-        return this.blocks(node, x, op === 'DepthToSpace');
-      case 'BatchNormalization':
+      case 'depth-to-space':
+        return this.depthToSpace(node, x);
+      case 'batch-norm':
         return spatial.length === 1 && !isSpatialAxis(x, 1) ? x : this.flag(node, 'unanalysed', 'BatchNormalization over a spatial axis');
-      case 'Reshape':
+      case 'reshape':
         return this.reshape(node, x, names[1]);
-      case 'Transpose':
+      case 'transpose':
         return this.transpose(node, x);
-      case 'MatMul':
+      case 'matmul':
         return this.matMul(node, ins);
-      case 'Softmax':
-      case 'LogSoftmax':
-      case 'Hardmax': {
-        const axis = normaliseAxis(attrInt(node, 'axis', -1), x.rank);
+      case 'softmax': {
+        const axis = normaliseAxis(intAttribute(node, 'axis', -1), x.rank);
         return isSpatialAxis(x, axis) ? this.flag(node, 'nonlocal', `${op} over positions (axis ${axis})`) : x;
       }
-      case 'LayerNormalization': {
-        const axis = normaliseAxis(attrInt(node, 'axis', -1), x.rank);
+      case 'layer-norm': {
+        const axis = normaliseAxis(intAttribute(node, 'axis', -1), x.rank);
         return x.rowAxis >= axis || (x.colAxis ?? -1) >= axis
           ? this.flag(node, 'nonlocal', `LayerNormalization statistics over positions (axes ${axis}…)`)
           : x;
       }
-      case 'Concat':
+      case 'concat':
         return this.concat(node, ins);
-      case 'Split':
+      case 'split':
         return this.split(node, x);
-      case 'Slice':
+      case 'slice':
         return this.slice(node, x, names);
-      case 'Pad': {
+      case 'pad': {
         const pads = this.literal(names[1]);
         if (!pads) return this.flag(node, 'unanalysed', 'Pad with computed pads');
         const r = pads.length / 2;
@@ -387,28 +298,30 @@ class Interpreter {
           ? this.flag(node, 'unanalysed', 'Pad of a spatial axis shifts positions')
           : x;
       }
-      case 'Unsqueeze':
+      case 'unsqueeze':
         return this.unsqueeze(node, x, names[1]);
+      case 'statistics':
+        return this.flag(node, 'nonlocal', `${op}: statistics over every position`);
+      case 'reduction':
+        return this.reduce(node, x, names[1]);
       default:
-        if (NORMALISE_OVER_REST.has(op)) return this.flag(node, 'nonlocal', `${op}: statistics over every position`);
-        if (REDUCTIONS.has(op)) return this.reduce(node, x, names[1]);
         return this.flag(node, 'unanalysed', `${op} is not modelled by the locality analysis`);
     }
   }
 
   /** Dims of an op on constants, where they are easy to know (for broadcasting checks). */
   private constDims(node: NodeProto, ins: (Fact | undefined)[]): number[] | null {
-    const op = node.op_type ?? '';
+    const rule = opRule(node.op_type)?.locality;
     const dimsOf = (f: Fact | undefined) => (f?.kind === 'const' ? f.dims : null);
     const first = dimsOf(ins[0]);
-    if (UNARY.has(op)) return first;
-    if (ELEMENTWISE.has(op)) {
+    if (rule === 'pointwise') return first;
+    if (rule === 'elementwise') {
       const all = ins.filter((f) => f !== undefined).map(dimsOf);
       if (all.some((d) => d === null)) return null;
       const rank = Math.max(...all.map((d) => d!.length));
       return Array.from({ length: rank }, (_, i) => Math.max(...all.map((d) => d![i - (rank - d!.length)] ?? 1)));
     }
-    if (op === 'Reshape' && first) {
+    if (rule === 'reshape' && first) {
       const target = this.literal(node.input?.[1]);
       if (!target) return null;
       const total = first.reduce((a, b) => a * b, 1);
@@ -416,13 +329,13 @@ class Interpreter {
       const known = out.filter((d) => d !== -1).reduce((a, b) => a * b, 1);
       return out.map((d) => (d === -1 ? total / known : d));
     }
-    if (op === 'Transpose' && first) {
-      const perm = attrInts(node, 'perm') ?? first.map((_, i) => first.length - 1 - i);
+    if (rule === 'transpose' && first) {
+      const perm = intsAttribute(node, 'perm') ?? first.map((_, i) => first.length - 1 - i);
       return perm.map((p) => first[p]!);
     }
     // Kernels computed in the graph (the polyphase upsampler's phase kernels: rows · W · colsᵀ).
     const second = dimsOf(ins[1]);
-    if (op === 'MatMul' && first && second && first.length >= 2 && second.length >= 2) {
+    if (rule === 'matmul' && first && second && first.length >= 2 && second.length >= 2) {
       const batchA = first.slice(0, -2);
       const batchB = second.slice(0, -2);
       const rank = Math.max(batchA.length, batchB.length);
@@ -472,11 +385,11 @@ class Interpreter {
       return this.flag(node, 'unanalysed', 'Conv whose weight is not a 2-D kernel literal');
     if (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3)
       return this.flag(node, 'unanalysed', 'Conv over axes other than the rows and columns');
-    if (attrString(node, 'auto_pad', 'NOTSET') !== 'NOTSET') return this.flag(node, 'unanalysed', 'Conv with auto_pad');
+    if (stringAttribute(node, 'auto_pad', 'NOTSET') !== 'NOTSET') return this.flag(node, 'unanalysed', 'Conv with auto_pad');
     const kernel = w.dims.slice(2);
-    const pads = attrInts(node, 'pads') ?? [0, 0, 0, 0];
-    const strides = attrInts(node, 'strides') ?? [1, 1];
-    const dilations = attrInts(node, 'dilations') ?? [1, 1];
+    const pads = intsAttribute(node, 'pads') ?? [0, 0, 0, 0];
+    const strides = intsAttribute(node, 'strides') ?? [1, 1];
+    const dilations = intsAttribute(node, 'dilations') ?? [1, 1];
     const axis = (i: 0 | 1, before: number, after: number) => {
       const reach = dilations[i]! * (kernel[i]! - 1);
       const s = strides[i]!;
@@ -533,9 +446,9 @@ class Interpreter {
   }
 
   private resize(node: NodeProto, x: SpatialFact): Fact {
-    const mode = attrString(node, 'mode', 'nearest');
-    const transform = attrString(node, 'coordinate_transformation_mode', 'half_pixel');
-    const nearest = attrString(node, 'nearest_mode', 'round_prefer_floor');
+    const mode = stringAttribute(node, 'mode', 'nearest');
+    const transform = stringAttribute(node, 'coordinate_transformation_mode', 'half_pixel');
+    const nearest = stringAttribute(node, 'nearest_mode', 'round_prefer_floor');
     const scales = this.literal(node.input?.[2]);
     if (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3 || !scales || scales.length !== 4)
       return this.flag(node, 'unanalysed', 'Resize without literal scales over (batch, channels, rows, columns)');
@@ -553,13 +466,12 @@ class Interpreter {
     return this.upsampled(node, x, ratio(fy), ratio(fx), x.dims[1]!);
   }
 
-  private blocks(node: NodeProto, x: SpatialFact, toSpace: boolean): Fact {
-    const b = attrInt(node, 'blocksize', 0);
+  private depthToSpace(node: NodeProto, x: SpatialFact): Fact {
+    const b = intAttribute(node, 'blocksize', 0);
     if (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3 || b < 1)
       return this.flag(node, 'unanalysed', `${node.op_type} over axes other than the rows and columns`);
     const c = x.dims[1];
-    if (toSpace) return this.upsampled(node, x, ratio(b), ratio(b), c == null ? null : c / (b * b));
-    return this.upsampled(node, x, ratio(1, b), ratio(1, b), c == null ? null : c * b * b);
+    return this.upsampled(node, x, ratio(b), ratio(b), c == null ? null : c / (b * b));
   }
 
   private reshape(node: NodeProto, x: SpatialFact, targetName: string | undefined): Fact {
@@ -600,7 +512,7 @@ class Interpreter {
   }
 
   private transpose(node: NodeProto, x: SpatialFact): Fact {
-    const perm = attrInts(node, 'perm') ?? Array.from({ length: x.rank }, (_, i) => x.rank - 1 - i);
+    const perm = intsAttribute(node, 'perm') ?? Array.from({ length: x.rank }, (_, i) => x.rank - 1 - i);
     if (perm.length !== x.rank) return this.flag(node, 'unanalysed', 'Transpose with a permutation of another rank');
     return {
       ...x,
@@ -632,7 +544,7 @@ class Interpreter {
   private concat(node: NodeProto, ins: (Fact | undefined)[]): Fact {
     const spatial = ins.filter((f): f is SpatialFact => f?.kind === 'spatial');
     const x = spatial[0]!;
-    const axis = normaliseAxis(attrInt(node, 'axis', 0), x.rank);
+    const axis = normaliseAxis(intAttribute(node, 'axis', 0), x.rank);
     if (spatial.length !== ins.length || spatial.some((s) => !sameLayout(s, x)) || isSpatialAxis(x, axis))
       return this.flag(node, 'unanalysed', `Concat along axis ${axis} of values with different layouts or along positions`);
     let depth = x.depth;
@@ -643,7 +555,7 @@ class Interpreter {
   }
 
   private split(node: NodeProto, x: SpatialFact): Fact {
-    const axis = normaliseAxis(attrInt(node, 'axis', 0), x.rank);
+    const axis = normaliseAxis(intAttribute(node, 'axis', 0), x.rank);
     if (isSpatialAxis(x, axis)) return this.flag(node, 'unanalysed', 'Split along positions');
     const dims = [...x.dims];
     dims[axis] = null;
@@ -673,13 +585,9 @@ class Interpreter {
   }
 
   private reduce(node: NodeProto, x: SpatialFact, axesName: string | undefined): Fact {
-    const axes = (
-      this.literal(axesName) ??
-      attrInts(node, 'axes') ??
-      (node.op_type?.startsWith('Arg') ? [attrInt(node, 'axis', 0)] : [])
-    ).map((a) => normaliseAxis(a, x.rank));
+    const axes = (this.literal(axesName) ?? intsAttribute(node, 'axes') ?? []).map((a) => normaliseAxis(a, x.rank));
     if (axes.length === 0 || axes.some((a) => isSpatialAxis(x, a))) return this.flag(node, 'nonlocal', `${node.op_type} over positions`);
-    if (attrInt(node, 'keepdims', 1) === 1) return x;
+    if (intAttribute(node, 'keepdims', 1) === 1) return x;
     const keep = Array.from({ length: x.rank }, (_, i) => i).filter((i) => !axes.includes(i));
     return {
       ...x,

@@ -6,7 +6,8 @@
 // nor the graph inputs (the caller's buffers).
 
 import type { ModelProto } from '../graph/onnx-proto.js';
-import { bytesOf, inferShapes, type ValueShape } from './shapes.js';
+import { bytesOf, type ValueShape } from '../graph/ops.js';
+import { inferShapes } from './shapes.js';
 
 export interface ActivationPeak {
   /** Largest sum of intermediate buffers live at once (bytes). */

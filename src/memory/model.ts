@@ -22,7 +22,8 @@ import { exactTilingHalo, exactTiles, type Halo } from '../strategies/exact-tile
 import type { Tensor } from '../tensor.js';
 import { calibrationOf, type RuntimeCalibration } from './calibration.js';
 import { conv2dWeightBytes, decodingHold, sessionRuns, type SessionRun } from './runs.js';
-import { inferShapes, type ValueShape } from './shapes.js';
+import type { ValueShape } from '../graph/ops.js';
+import { inferShapes } from './shapes.js';
 import { shardRankHold, shardRelayBytes } from './shard.js';
 
 /** The decodes the memory model predicts: whole, blended tiles, row sharding, halo-exact tiles. */

@@ -15,7 +15,8 @@
 import type { TileMemoryRuns } from '../families/runtime-types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { peakOf, type ActivationPeak } from './liveness.js';
-import { bytesOf, inferShapes } from './shapes.js';
+import { bytesOf } from '../graph/ops.js';
+import { inferShapes } from './shapes.js';
 
 /** One session's run on one tile shape. */
 export interface SessionRun {

@@ -25,7 +25,8 @@ import { bandRows, haloRows, type Band } from '../strategies/shard/bands.js';
 import { bandName } from '../strategies/shard/band-models.js';
 import { layoutOf, predictCollectives, rowUnit, shardPlan, type ShardPlan } from '../strategies/shard/plan.js';
 import { heapServedBytes, MMAP_THRESHOLD_START, peakOf } from './liveness.js';
-import { bytesOf, elements, inferShapes, type ValueShape } from './shapes.js';
+import { bytesOf, elements, type ValueShape } from '../graph/ops.js';
+import { inferShapes } from './shapes.js';
 
 /** Scores one attention chunk holds (queries × keys), as the staged decoder chunks them. */
 const ATTENTION_CHUNK_ELEMENTS = 1 << 24;

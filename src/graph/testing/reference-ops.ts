@@ -14,18 +14,20 @@ export interface NumericTensor {
   readonly data: ArrayLike<number>;
 }
 
-function size(dims: readonly number[]): number {
+/** Elements of a tensor of these dims. */
+export function size(dims: readonly number[]): number {
   return dims.reduce((a, b) => a * b, 1);
 }
 
-function strides(dims: readonly number[]): number[] {
+/** Row-major element strides of a tensor of these dims. */
+export function strides(dims: readonly number[]): number[] {
   const s = new Array<number>(dims.length).fill(1);
   for (let i = dims.length - 2; i >= 0; i--) s[i] = s[i + 1]! * dims[i + 1]!;
   return s;
 }
 
 /** Calls fn with every multi-index of `dims` in row-major order. */
-function forEachIndex(dims: readonly number[], fn: (index: number[], flat: number) => void): void {
+export function forEachIndex(dims: readonly number[], fn: (index: number[], flat: number) => void): void {
   const n = size(dims);
   const index = new Array<number>(dims.length).fill(0);
   for (let flat = 0; flat < n; flat++) {
@@ -291,7 +293,6 @@ export function softmax(x: NumericTensor, axis = -1): RefTensor {
   return { dims: [...x.dims], data: out };
 }
 
-/** Batched matrix product over the last two axes; leading axes must match exactly. */
 /** nn.Linear on the last axis: y[..., o] = bias[o] + Σ_i x[..., i]·W[o, i], with W (out, in). */
 export function linear(x: NumericTensor, weight: NumericTensor, bias: NumericTensor): RefTensor {
   const [out, inputs] = weight.dims as [number, number];
@@ -307,22 +308,34 @@ export function linear(x: NumericTensor, weight: NumericTensor, bias: NumericTen
   return { dims: [...x.dims.slice(0, -1), out], data: y };
 }
 
+/** Matrix product over the last two axes, the leading (batch) axes broadcast as numpy does. */
 export function matmul(a: NumericTensor, b: NumericTensor): RefTensor {
   const [m, k] = a.dims.slice(-2) as [number, number];
   const [k2, n] = b.dims.slice(-2) as [number, number];
-  const batch = a.dims.slice(0, -2);
-  if (k !== k2 || batch.join() !== b.dims.slice(0, -2).join()) throw new Error(`matmul: ${a.dims} x ${b.dims}`);
-  const batches = size(batch);
-  const out = new Float64Array(batches * m * n);
-  for (let p = 0; p < batches; p++) {
+  const batchA = a.dims.slice(0, -2);
+  const batchB = b.dims.slice(0, -2);
+  const rank = Math.max(batchA.length, batchB.length);
+  const batch = Array.from({ length: rank }, (_, i) => {
+    const [da, db] = [batchA[i - (rank - batchA.length)] ?? 1, batchB[i - (rank - batchB.length)] ?? 1];
+    if (da !== db && da !== 1 && db !== 1) throw new Error(`matmul: ${a.dims} x ${b.dims}`);
+    return Math.max(da, db);
+  });
+  if (k !== k2) throw new Error(`matmul: ${a.dims} x ${b.dims}`);
+  // A batch axis of size 1 is read again for every index of the other operand's.
+  const offset = (dims: readonly number[], index: readonly number[]) =>
+    dims.reduce((o, d, i) => o * d + (d === 1 ? 0 : index[i + rank - dims.length]!), 0);
+  const out = new Float64Array(size(batch) * m * n);
+  forEachIndex(batch, (index, p) => {
+    const pa = offset(batchA, index) * m * k;
+    const pb = offset(batchB, index) * k * n;
     for (let i = 0; i < m; i++) {
       for (let j = 0; j < n; j++) {
         let acc = 0;
-        for (let t = 0; t < k; t++) acc += a.data[p * m * k + i * k + t]! * b.data[p * k * n + t * n + j]!;
+        for (let t = 0; t < k; t++) acc += a.data[pa + i * k + t]! * b.data[pb + t * n + j]!;
         out[p * m * n + i * n + j] = acc;
       }
     }
-  }
+  });
   return { dims: [...batch, m, n], data: out };
 }
 
