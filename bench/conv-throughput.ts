@@ -15,7 +15,8 @@ import { GraphBuilder, type Scope, type Value } from '../src/graph/builder.js';
 import { GROUP_NORM_FORMS, type GroupNormForm } from '../src/graph/group-norm.js';
 import { decodeModel, encodeModel, type ModelProto } from '../src/graph/onnx-proto.js';
 import { seededTensor } from '../src/tensor.js';
-import { createSession, type GraphOptimizationLevel, type SessionOptions } from '../src/runtime/session.js';
+import { createSession } from '../src/runtime/session.js';
+import type { GraphOptimizationLevel, SessionOptions } from '../src/runtime/session-types.js';
 import { cpuPressure, roundRobin, summarise, timedRun, waitForIdleCpus, type Timing } from './timing.js';
 
 const { values: args } = parseArgs({

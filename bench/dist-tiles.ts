@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { localTiledDecode } from '../src/decode/engine.js';
 import type { TileRunner } from '../src/decode/types.js';
 import { loadVae } from '../src/decode/vae.js';
-import type { RankGroup } from '../src/ranks/group.js';
+import type { ProgramGroup } from '../src/ranks/group.js';
 import { localGroup } from '../src/ranks/local/index.js';
 import { tiledDecodeFor } from '../src/strategies/tile/tiled-decode.js';
 import { DEMO_CONFIG, demoLatent } from '../src/cli/commands/demo.js';
@@ -76,19 +76,21 @@ const result: Record<string, unknown> = {
 
 const group = localGroup({ ranks, isolation, threadsPerRank: 1 });
 let gatherSeconds = 0;
-const timedGroup: RankGroup = {
+// Times what the coordinator does with each tile a rank posts (checking, blending, writing).
+const timedGroup: ProgramGroup = {
+  kind: group.kind,
   size: group.size,
   transport: group.transport,
-  rankToRank: group.rankToRank,
-  decodeTiles: (job, options) =>
-    group.decodeTiles(job, {
+  launch: (program, options) =>
+    group.launch(program, {
       ...options,
-      onResult: (res) => {
+      onPost: (rank, data) => {
         const t = performance.now();
-        options.onResult(res);
+        options.onPost?.(rank, data);
         gatherSeconds += (performance.now() - t) / 1000;
       },
     }),
+  run: group.run.bind(group),
   close: () => group.close(),
 };
 const distributed = tiledDecodeFor(vae, timedGroup)!;

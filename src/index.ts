@@ -166,7 +166,8 @@ export { dumpModel } from './graph/dump.js';
 export { decodeModel, encodeModel, type ModelProto } from './graph/onnx-proto.js';
 
 // ---- Execution providers ---------------------------------------------------------------------
-export { EXECUTION_PROVIDERS, listProviders, type ProviderName, type ProviderStatus } from './runtime/providers.js';
+export { EXECUTION_PROVIDERS, listProviders, type ProviderStatus } from './runtime/providers.js';
+export type { ProviderName } from './runtime/session-types.js';
 
 // ---- Benchmarks (`distvae bench`) ------------------------------------------------------------
 export { ARM_NAMES, runBenchCell, type ArmName, type BenchCell, type BenchCellOptions } from './bench/arms.js';

@@ -10,8 +10,8 @@
 // family is recorded with the reason, and the other arms still run.
 
 import type { Vae } from '../decode/vae.js';
-import type { LocalGroup, RankOutcome } from '../ranks/local/local-group.js';
-import { rankFailed } from '../ranks/local/local-group.js';
+import { rankFailed, type RankOutcome } from '../ranks/group.js';
+import type { LocalGroup } from '../ranks/local/local-group.js';
 import type { CommCounters } from '../ranks/program.js';
 import { tiledDecodeFor, type DistributedDecodeStats } from '../strategies/tile/tiled-decode.js';
 import { isDistVaeError } from '../errors.js';

@@ -9,7 +9,9 @@ import { createHash } from 'node:crypto';
 import type { FamilyRuntime } from '../families/runtime-types.js';
 import type { FamilySpec, ResolvedConfig } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
-import { checkProvider, type SessionOptions } from '../runtime/session.js';
+import { providerRequest } from '../runtime/providers.js';
+import { checkProvider } from '../runtime/session.js';
+import type { SessionOptions } from '../runtime/session-types.js';
 import { readVaeSource, vaeSourceOf, type VaeSource } from '../sources/vae-source.js';
 import type { Tensor } from '../tensor.js';
 import { decoderModelOf } from './decoder-model.js';
@@ -20,8 +22,9 @@ import type { DecodeOptions, TileRunner } from './types.js';
 
 /** How `loadVae` runs a VAE: execution provider and device, threads, spinning. */
 export interface LoadOptions {
-  /** Execution provider (default 'cpu'); a missing one is an error, never a silent fallback. */
+  /** Execution provider by name (default 'cpu'), checked by `loadVae`; a missing one is an error, never a silent fallback. */
   provider?: string;
+  /** Device id for the providers that take one (cuda, tensorrt, dml). */
   deviceId?: number;
   /** Intra-op threads for this VAE's sessions (per rank). */
   threads?: number;
@@ -83,11 +86,10 @@ export class Vae extends BoundVae {
   }
 }
 
-/** The onnxruntime session settings that load options ask for. */
+/** The onnxruntime session settings that load options ask for: the provider name and device id checked into a typed request. */
 export function sessionOptionsOf(options: LoadOptions): SessionOptions {
   return {
-    ...(options.provider !== undefined ? { provider: options.provider } : {}),
-    ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
+    provider: providerRequest(options.provider ?? 'cpu', options.deviceId),
     ...(options.threads !== undefined ? { intraOpThreads: options.threads } : {}),
     ...(options.allowSpinning !== undefined ? { allowSpinning: options.allowSpinning } : {}),
   };

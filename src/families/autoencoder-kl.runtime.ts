@@ -5,7 +5,8 @@
 
 import { hostMemoryBytes } from '../runtime/host-memory.js';
 import { reason, refuse } from '../errors.js';
-import { createSession, type Session, type SessionOptions } from '../runtime/session.js';
+import { createSession } from '../runtime/session.js';
+import type { Session, SessionOptions } from '../runtime/session-types.js';
 import type { Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
 import { buildKlDecoderGraph, klDecoderArchitecture, klDecoderParams, renameLegacyAttentionKeys } from './autoencoder-kl.graph.js';

@@ -4,7 +4,8 @@
 import { throwIfAborted } from '../decode/engine.js';
 import type { TileRunner } from '../decode/types.js';
 import type { GraphBuilder } from '../graph/builder.js';
-import { createSession, type SessionOptions } from '../runtime/session.js';
+import { createSession } from '../runtime/session.js';
+import type { SessionOptions } from '../runtime/session-types.js';
 
 export async function graphRunner(
   graph: GraphBuilder,

@@ -1,6 +1,7 @@
 // The runtime of HunyuanVideo: one onnxruntime session with dynamic batch, frames and size.
 
-import { createSession, type SessionOptions } from '../runtime/session.js';
+import { createSession } from '../runtime/session.js';
+import type { SessionOptions } from '../runtime/session-types.js';
 import type { Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';
 import { renameLegacyAttentionKeys } from './autoencoder-kl.graph.js';

@@ -2,7 +2,7 @@
 // timestep (config `decode_timestep`) when the decoder is conditioned.
 
 import { reason, refuse } from '../errors.js';
-import type { SessionOptions } from '../runtime/session.js';
+import type { SessionOptions } from '../runtime/session-types.js';
 import { createStagedSession } from '../runtime/staged-session.js';
 import type { Tensor } from '../tensor.js';
 import { bindWeights } from '../weights/bind.js';

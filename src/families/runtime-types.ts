@@ -5,7 +5,7 @@
 import type { TileRunner } from '../decode/types.js';
 import type { GraphBuilder } from '../graph/builder.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
-import type { SessionOptions } from '../runtime/session.js';
+import type { SessionOptions } from '../runtime/session-types.js';
 import type { Tensor } from '../tensor.js';
 import type { Shaped } from '../weights/bind.js';
 import type { ParamSpec } from '../weights/synthetic.js';

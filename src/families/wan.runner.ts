@@ -12,7 +12,8 @@
 
 import { throwIfAborted } from '../decode/engine.js';
 import type { TileRunner } from '../decode/types.js';
-import { createSession, type Session, type SessionOptions } from '../runtime/session.js';
+import { createSession } from '../runtime/session.js';
+import type { Session, SessionOptions } from '../runtime/session-types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import type { Tensor } from '../tensor.js';
 import { SEGMENT_INPUT, SEGMENT_OUTPUT } from './wan.graph.js';

@@ -1,5 +1,6 @@
-// The execution-provider table: which providers distvae knows how to request, which ones this
-// onnxruntime-node build has, and the ORT configuration for a request. A provider the build
+// The execution-provider table: which providers distvae knows how to request, a user's provider
+// name and device id checked once into a typed ProviderRequest (`providerRequest`), which ones
+// this onnxruntime-node build has, and the ORT configuration for a request. A provider the build
 // lacks (or whose runtime library is not installed, or that fails to initialise on this
 // machine) is a PROVIDER_UNAVAILABLE error listing what is available — a request is never
 // quietly served by the CPU instead.
@@ -16,9 +17,7 @@ import { pathToFileURL } from 'node:url';
 import ort from 'onnxruntime-node';
 import { invalidArgument, reason, refuse } from '../errors.js';
 import { GraphBuilder } from '../graph/builder.js';
-
-/** An execution provider distvae knows how to request. */
-export type ProviderName = 'cpu' | 'cuda' | 'tensorrt' | 'webgpu' | 'dml' | 'coreml';
+import { providerNameOf, type DeviceProviderName, type ProviderName, type ProviderRequest } from './session-types.js';
 
 interface ProviderSpec {
   /** What the provider runs on, for messages. */
@@ -27,15 +26,15 @@ interface ProviderSpec {
   readonly takesDeviceId: boolean;
 }
 
-/** Every known execution provider, what it runs on and whether it takes a device id. */
-export const EXECUTION_PROVIDERS: Readonly<Record<ProviderName, ProviderSpec>> = {
+/** Every known execution provider, what it runs on and whether it takes a device id (DeviceProviderName: the ones that do). */
+export const EXECUTION_PROVIDERS = {
   cpu: { description: 'CPU (MLAS kernels)', takesDeviceId: false },
   cuda: { description: 'NVIDIA GPU via CUDA 12', takesDeviceId: true },
   tensorrt: { description: 'NVIDIA GPU via TensorRT', takesDeviceId: true },
   webgpu: { description: 'GPU via WebGPU (Dawn)', takesDeviceId: false },
   dml: { description: 'GPU via DirectML (Windows)', takesDeviceId: true },
   coreml: { description: 'Apple Neural Engine / GPU via CoreML', takesDeviceId: false },
-};
+} as const satisfies Readonly<Record<ProviderName, ProviderSpec>>;
 
 /** Whether an execution provider is available here, and why not when it is not. */
 export interface ProviderStatus {
@@ -95,7 +94,7 @@ try {
 /** How long a provider's probe may take (driver start-up included). */
 const PROBE_TIMEOUT_MS = 60_000;
 
-function probeInChild(config: ProviderConfig): Promise<string | null> {
+function probeInChild(config: ProviderRequest): Promise<string | null> {
   const g = new GraphBuilder('provider_probe');
   g.output('y', g.identity(g.input('x', [1])), [1]);
   const env = {
@@ -133,7 +132,7 @@ function probeInChild(config: ProviderConfig): Promise<string | null> {
  * a CUDA build without a GPU) by opening a one-node session in a child process, once per
  * provider and device; the provider's own terminal output stays in that child.
  */
-export function probeProvider(name: string, config: ProviderConfig): Promise<void> {
+export function probeProvider(name: string, config: ProviderRequest): Promise<void> {
   const key = JSON.stringify(config);
   let probe = probes.get(key);
   if (probe === undefined) {
@@ -162,23 +161,55 @@ function providerUnavailable(name: string, detail: string, cause?: unknown): nev
   refuse('PROVIDER_UNAVAILABLE', reason('PROVIDER_UNAVAILABLE', 'provider', name, valid, message), { cause });
 }
 
-export type ProviderConfig = string | { name: string; deviceId: number };
+function isProviderName(name: string): name is ProviderName {
+  return Object.hasOwn(EXECUTION_PROVIDERS, name);
+}
 
-/** The onnxruntime `executionProviders` entry for a request, after checking it can be served. */
-export function providerConfig(name: string, deviceId: number | undefined): ProviderConfig {
-  const spec = (EXECUTION_PROVIDERS as Record<string, ProviderSpec | undefined>)[name];
-  if (spec === undefined) providerUnavailable(name, `distvae knows ${Object.keys(EXECUTION_PROVIDERS).join(', ')}`);
-  const status = listProviders().find((p) => p.name === name);
-  if (status === undefined)
-    providerUnavailable(name, `this onnxruntime-node build (${process.platform}/${process.arch}) does not include it`);
-  if (!status.available) providerUnavailable(name, status.detail ?? 'not installed');
+function takesDeviceId(name: ProviderName): name is DeviceProviderName {
+  return EXECUTION_PROVIDERS[name].takesDeviceId;
+}
+
+/** PROVIDER_UNAVAILABLE for a name distvae does not know how to request on Node. */
+function unknownProvider(name: string): never {
+  providerUnavailable(name, `distvae knows ${Object.keys(EXECUTION_PROVIDERS).join(', ')}`);
+}
+
+function checkDeviceId(deviceId: number): void {
+  if (!Number.isSafeInteger(deviceId) || deviceId < 0) invalidArgument('deviceId', deviceId, 'a non-negative integer');
+}
+
+/**
+ * A user's provider name and device id (`--provider` / `--device`, `LoadOptions`) as the typed
+ * request sessions take, checked once here: PROVIDER_UNAVAILABLE for a name distvae does not
+ * know (listing what is available here); INVALID_ARGUMENT for a device id the provider does not
+ * take, or one that is not a non-negative integer. Whether this machine can serve the provider
+ * is checked when a session asks for it (`providerConfig`).
+ */
+export function providerRequest(name: string, deviceId?: number): ProviderRequest {
+  if (!isProviderName(name)) unknownProvider(name);
   if (deviceId === undefined) return name;
-  if (!spec.takesDeviceId) {
+  if (!takesDeviceId(name)) {
     const takers = Object.entries(EXECUTION_PROVIDERS)
       .filter(([, s]) => s.takesDeviceId)
       .map(([n]) => n);
     invalidArgument('deviceId', deviceId, `no device id for provider '${name}' (only ${takers.join(', ')} take one)`);
   }
-  if (!Number.isSafeInteger(deviceId) || deviceId < 0) invalidArgument('deviceId', deviceId, 'a non-negative integer');
+  checkDeviceId(deviceId);
   return { name, deviceId };
+}
+
+/**
+ * The onnxruntime `executionProviders` entry for a request — the request itself, whose shape is
+ * onnxruntime's — after checking this build and machine can serve it (PROVIDER_UNAVAILABLE
+ * otherwise, naming what is available).
+ */
+export function providerConfig(request: ProviderRequest): ProviderRequest {
+  const name = providerNameOf(request);
+  if (!isProviderName(name)) unknownProvider(name);
+  const status = listProviders().find((p) => p.name === name);
+  if (status === undefined)
+    providerUnavailable(name, `this onnxruntime-node build (${process.platform}/${process.arch}) does not include it`);
+  if (!status.available) providerUnavailable(name, status.detail ?? 'not installed');
+  if (typeof request !== 'string' && 'deviceId' in request && request.deviceId !== undefined) checkDeviceId(request.deviceId);
+  return request;
 }

@@ -1,8 +1,9 @@
-// Inference sessions: the only place an ONNX model meets onnxruntime-node. createSession takes
-// a model (bytes, or a model object whose weights may be external data in a checkpoint file) and
-// explicit provider, thread and optimisation settings (every one is passed to ORT; the defaults
-// are the measured best on CPU, bench/conv-throughput.md), and returns a session that runs on
-// our Tensor type.
+// Inference sessions: the only place an ONNX model meets onnxruntime-node (the SessionModule of
+// session-types.ts; web-session.ts is its page counterpart). createSession takes a model (bytes,
+// or a model object whose weights may be external data in a checkpoint file) and explicit
+// provider, thread and optimisation settings (every one is passed to ORT; the defaults are the
+// measured best on CPU, bench/conv-throughput.md), and returns a session that runs on our
+// Tensor type.
 //
 // External weights are how a decoder's fixed cost stays near its weight bytes: onnxruntime reads
 // them from the checkpoint itself, so neither a JS copy of the weights nor model bytes that embed
@@ -25,59 +26,8 @@ import { externalBytesOf } from '../graph/tensor-proto.js';
 import { readExternalBytes } from '../bytes/external-bytes.js';
 import type { Tensor } from '../tensor.js';
 import { checkFeeds } from './feeds.js';
-import { probeProvider, providerConfig, type ProviderConfig } from './providers.js';
-
-export type GraphOptimizationLevel = 'disabled' | 'basic' | 'extended' | 'all';
-
-export interface SessionOptions {
-  /** Execution provider; 'cpu' by default. Never silently replaced by another. */
-  provider?: string;
-  /** Device ordinal for providers that take one (cuda, tensorrt, dml). */
-  deviceId?: number;
-  /** Threads one operator may use; default: all logical CPUs of this machine. */
-  intraOpThreads?: number;
-  /** Threads for running independent nodes concurrently (only with executionMode 'parallel'); default 1. */
-  interOpThreads?: number;
-  /** Default 'all': adds ORT's NCHWc convolution layout (≈10–15 % faster 512-channel convs). */
-  graphOptimization?: GraphOptimizationLevel;
-  /** Default 'sequential': decoder graphs are chains; 'parallel' measured ~2× slower. */
-  executionMode?: 'sequential' | 'parallel';
-  /** ORT's arena allocator for CPU tensors; default true (off, every run re-faults fresh pages: 2–4× slower). */
-  enableCpuMemArena?: boolean;
-  /**
-   * ORT's memory pattern; default: off with the arena, on without it. onnxruntime (inference
-   * builds) traces a pattern on a shape's first run and from its second run allocates the
-   * pattern as one new block, while the arena keeps the first run's regions: a second decode of
-   * the same shape then holds both (512² SD: 1442 → 2242 MiB peak). Off, every run reuses the
-   * first run's arena regions (1436 / 1436 MiB) at the same CPU cost (bench/memory.md). Without
-   * an arena the pattern's block is freed after each run, so it costs nothing there.
-   */
-  enableMemPattern?: boolean;
-  /** Further session config entries for ORT, keys without their `session.` prefix (e.g. 'disable_prepacking'; the binding adds it). */
-  sessionConfig?: Readonly<Record<string, string>>;
-  /** Whether idle intra-op threads spin waiting for work; default true (ORT's). Turn off when sessions share cores. */
-  allowSpinning?: boolean;
-  /** Writes the model as optimised by onnxruntime to this path (for inspection). */
-  optimizedModelPath?: string;
-  /** Enables ORT's per-node profiler; the JSON trace is written as `<prefix>_<timestamp>.json` on endProfiling(). */
-  profileFilePrefix?: string;
-}
-
-export interface Session {
-  readonly provider: string;
-  readonly inputNames: readonly string[];
-  readonly outputNames: readonly string[];
-  /**
-   * Runs the graph; feeds must name exactly the graph inputs. Returns every graph output.
-   * `outputs` pre-allocates some of them: onnxruntime-node writes those outputs straight into
-   * the given buffers (dims must be the outputs' shapes), so no fresh JS copy is made and a
-   * caller can reuse its buffers; the returned tensors then hold the given data.
-   */
-  run(feeds: Readonly<Record<string, Tensor>>, outputs?: Readonly<Record<string, Tensor>>): Promise<Record<string, Tensor>>;
-  /** Ends profiling and writes the trace (only with profileFilePrefix). */
-  endProfiling(): void;
-  dispose(): Promise<void>;
-}
+import { probeProvider, providerConfig } from './providers.js';
+import { providerNameOf, type ProviderRequest, type Session, type SessionOptions } from './session-types.js';
 
 function checkThreads(field: string, value: number): number {
   if (!Number.isSafeInteger(value) || value < 1 || value > 1024) invalidArgument(field, value, 'an integer in [1, 1024]');
@@ -87,7 +37,7 @@ function checkThreads(field: string, value: number): number {
 /** The onnxruntime session options a distvae SessionOptions resolves to (exported for tests). */
 export function ortOptions(
   options: SessionOptions,
-  config: ProviderConfig,
+  config: ProviderRequest,
   externalFolder: string | undefined,
 ): ort.InferenceSession.SessionOptions {
   const sessionConfig: Record<string, string> = {
@@ -112,8 +62,9 @@ export function ortOptions(
 
 /** Fails, naming what is available, when the options' provider cannot be served here. */
 export async function checkProvider(options: SessionOptions = {}): Promise<void> {
-  const provider = options.provider ?? 'cpu';
-  if (provider !== 'cpu') await probeProvider(provider, providerConfig(provider, options.deviceId));
+  const request = options.provider ?? 'cpu';
+  const provider = providerNameOf(request);
+  if (provider !== 'cpu') await probeProvider(provider, providerConfig(request));
 }
 
 /**
@@ -148,8 +99,8 @@ export function sessionModelBytes(model: ModelProto): { bytes: Uint8Array; exter
  * files). Fails before any work if the provider cannot be served.
  */
 export async function createSession(model: Uint8Array | ModelProto, options: SessionOptions = {}): Promise<Session> {
-  const provider = options.provider ?? 'cpu';
-  const config = providerConfig(provider, options.deviceId);
+  const config = providerConfig(options.provider ?? 'cpu');
+  const provider = providerNameOf(config);
   const { bytes: modelBytes, externalFolder } =
     model instanceof Uint8Array ? { bytes: model, externalFolder: undefined } : sessionModelBytes(model);
   const settings = ortOptions(options, config, externalFolder);
@@ -172,7 +123,7 @@ function fromOrtTensor(name: string, value: ort.OnnxValue): Tensor {
   return { dims: [...value.dims], data: value.data };
 }
 
-function wrapSession(session: ort.InferenceSession, provider: string): Session {
+function wrapSession(session: ort.InferenceSession, provider: Session['provider']): Session {
   const inputNames = [...session.inputNames];
   const outputNames = [...session.outputNames];
   return {

@@ -8,7 +8,8 @@
 import { DistVaeError } from '../errors.js';
 import type { GraphBuilder } from '../graph/builder.js';
 import type { Tensor } from '../tensor.js';
-import { createSession, type Session, type SessionOptions } from './session.js';
+import { createSession } from './session.js';
+import type { Session, SessionOptions } from './session-types.js';
 
 export interface StagedSession {
   /** Runs every stage in order; returns the last stage's outputs. */

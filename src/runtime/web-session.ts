@@ -1,9 +1,10 @@
-// Inference sessions in a browser: the onnxruntime-web counterpart of session.ts, with the same
-// exports. package.json's `browser` map puts this module in place of session.ts when distvae is
-// bundled for a page, so every caller (graph runners, encoders) runs unchanged and only
-// runtime/ knows which onnxruntime runs the graphs. The provider is 'webgpu' or 'wasm' ('cpu'
-// means 'wasm'); the page's runtime settings (where the .wasm files are, threads, a GPUDevice
-// of chosen limits) are set once, before the first session, by configureWebRuntime.
+// Inference sessions in a browser: the onnxruntime-web counterpart of session.ts, implementing
+// the same SessionModule (session-types.ts). package.json's `browser` map puts this module in
+// place of session.ts when distvae is bundled for a page, so every caller (graph runners,
+// encoders) runs unchanged and only runtime/ knows which onnxruntime runs the graphs. The
+// provider is 'webgpu' (with its settings) or 'wasm' ('cpu' means 'wasm'); the page's runtime
+// settings (where the .wasm files are, threads, a GPUDevice of chosen limits) are set once,
+// before the first session, by configureWebRuntime.
 //
 // One onnxruntime-web build serves both providers (ort.webgpu: WebGPU plus the WASM CPU
 // kernels, SIMD, threaded when the page is cross-origin isolated), so one .wasm file ships.
@@ -13,12 +14,7 @@ import { DistVaeError, reason, refuse } from '../errors.js';
 import { encodeModel, type ModelProto } from '../graph/onnx-proto.js';
 import type { Tensor } from '../tensor.js';
 import { checkFeeds } from './feeds.js';
-import type { Session, SessionOptions } from './session.js';
-
-export type { GraphOptimizationLevel, Session, SessionOptions } from './session.js';
-
-/** The providers a page can ask for. */
-export type WebProvider = 'webgpu' | 'wasm';
+import { providerNameOf, type ProviderRequest, type Session, type SessionOptions, type WebProvider } from './session-types.js';
 
 export interface WebRuntimeSettings {
   /** URL of the folder holding onnxruntime-web's `ort-wasm-simd-threaded.asyncify.{mjs,wasm}`. */
@@ -54,8 +50,10 @@ export function wasmThreads(): number {
   return ort.env.wasm.numThreads ?? 1;
 }
 
-function webProvider(provider: string | undefined): WebProvider {
-  if (provider === undefined || provider === 'cpu' || provider === 'wasm') return 'wasm';
+/** The page provider a request names ('cpu' is 'wasm'); node-only providers are refused. */
+function webProvider(request: ProviderRequest | undefined): WebProvider {
+  const provider = request === undefined ? 'cpu' : providerNameOf(request);
+  if (provider === 'cpu' || provider === 'wasm') return 'wasm';
   if (provider === 'webgpu') return 'webgpu';
   refuse(
     'PROVIDER_UNAVAILABLE',
@@ -89,12 +87,14 @@ export async function checkProvider(options: SessionOptions = {}): Promise<void>
 /** Opens a session on ONNX model bytes (or a built model, whose weights a page holds in memory) with onnxruntime-web. */
 export async function createSession(model: Uint8Array | ModelProto, options: SessionOptions = {}): Promise<Session> {
   const provider = webProvider(options.provider);
+  // The WebGPU provider's settings travel as onnxruntime's own entry; otherwise the name is the entry.
+  const config = provider === 'webgpu' && typeof options.provider === 'object' ? options.provider : provider;
   const modelBytes = model instanceof Uint8Array ? model : encodeModel(model);
   configured = true;
   let session: ort.InferenceSession;
   try {
     session = await ort.InferenceSession.create(modelBytes, {
-      executionProviders: [provider],
+      executionProviders: [config],
       graphOptimizationLevel: options.graphOptimization ?? 'all',
       executionMode: 'sequential',
       logSeverityLevel: 3,

@@ -12,8 +12,7 @@ import { localTiledDecode } from '../decode/engine.js';
 import type { RankStats } from '../decode/types.js';
 import type { Vae } from '../decode/vae.js';
 import { reason, refuse } from '../errors.js';
-import type { RankFailure, RankGroup } from '../ranks/group.js';
-import { LocalGroup } from '../ranks/local/local-group.js';
+import type { ProgramGroup, RankFailure, RankGroup } from '../ranks/group.js';
 import type { CommCounters } from '../ranks/program.js';
 import { exactTiledDecodeFor } from './exact-tile/exact-tiled-decode.js';
 import { exactTiledDecode } from './exact-tile/halo.js';
@@ -130,9 +129,9 @@ function addRanks(totals: RankStats[], stats: readonly RankStats[]): void {
   }
 }
 
-/** Row sharding and halo-exact tiles message between ranks, which only local groups do. */
-function localRanks(strategy: Strategy, group: RankGroup | null | undefined): LocalGroup {
-  if (group instanceof LocalGroup) return group;
+/** Row sharding and halo-exact tiles message between ranks, which only groups that run rank programs (local groups) do. */
+function localRanks(strategy: Strategy, group: RankGroup | null | undefined): ProgramGroup {
+  if (group?.kind === 'programs') return group;
   refuse(
     'UNSUPPORTED',
     reason(
@@ -146,7 +145,7 @@ function localRanks(strategy: Strategy, group: RankGroup | null | undefined): Lo
 }
 
 /** Image latents only (video is refused), so a decode is one sharded call: its stats are the last call's. */
-function useShard(vae: Vae, group: LocalGroup): StrategyReport {
+function useShard(vae: Vae, group: ProgramGroup): StrategyReport {
   const decode = shardedDecodeFor(vae, group);
   vae.tiledDecode = decode;
   return {

@@ -5,7 +5,8 @@
 // to onnxruntime-web, so the limits plans are checked against are the ones sessions run under.
 
 import { DistVaeError, reason, refuse } from '../errors.js';
-import { configureWebRuntime, wasmThreads, type WebProvider } from '../runtime/web-session.js';
+import { configureWebRuntime, wasmThreads } from '../runtime/web-session.js';
+import type { WebProvider } from '../runtime/session-types.js';
 import type { BufferLimits } from './limits.js';
 
 export type WebBackend = WebProvider;

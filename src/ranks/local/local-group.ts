@@ -1,14 +1,12 @@
-// A group of ranks on this machine (worker threads or child processes) behind the RankGroup
-// contract, plus what only local groups offer: SPMD rank programs with a communicator. One run
-// at a time; a run's outcome on every rank is 'done', 'failed' (the program threw) or 'lost'
+// A group of ranks on this machine (worker threads or child processes) that runs SPMD rank
+// programs with a communicator (a ProgramGroup of the RankGroup contract). One run at a time; a run's outcome on every rank is 'done', 'failed' (the program threw) or 'lost'
 // (the rank died). Lost ranks are started again by the next run. Ranks are started lazily and
 // keep the process alive only while a run is in flight.
 
 import { availableParallelism } from 'node:os';
 import { abortedError, DistVaeError, invalidArgument } from '../../errors.js';
-import type { RankGroup, TileJob, TileJobOptions, TileJobResult } from '../group.js';
+import { rankFailed, type LaunchOptions, type ProgramGroup, type RankOutcome, type RankRun } from '../group.js';
 import type { ProgramRef } from '../program.js';
-import { runTileJob } from '../../strategies/tile/coordinator.js';
 import type { RankHost, StartRank } from './host.js';
 import { deserializeError, transferables, type FromRank, type RankInit } from './protocol.js';
 
@@ -27,33 +25,6 @@ export interface LocalGroupOptions {
   devices?: readonly (number | undefined)[];
 }
 
-export type RankOutcome =
-  | { rank: number; status: 'done'; result: unknown; peakRssBytes?: number }
-  | { rank: number; status: 'failed'; error: Error; peakRssBytes?: number }
-  | { rank: number; status: 'lost'; cause: string };
-
-export interface LaunchOptions {
-  /** Input of each rank's program. */
-  input: (rank: number) => unknown;
-  signal?: AbortSignal;
-  /** A message a rank's program posted. */
-  onPost?: (rank: number, data: unknown) => void;
-  /** A rank ended this run (called once per rank). */
-  onOutcome?: (outcome: RankOutcome) => void;
-}
-
-export interface RankRun {
-  readonly id: number;
-  /** Whether `rank` is still running this run. */
-  running(rank: number): boolean;
-  /** Sends a message to a running rank's program (copied). */
-  post(rank: number, data: unknown): void;
-  /** Asks every running rank to stop; a rank still busy after the grace period is ended. */
-  cancel(reason: string): void;
-  /** Every rank's outcome, once all have ended. */
-  readonly settled: Promise<RankOutcome[]>;
-}
-
 /** How long a cancelled rank may take to finish the decoder call in hand before it is ended. */
 const CANCEL_GRACE_MS = 60_000;
 /** How long close() waits for a rank to exit on request before ending it. */
@@ -68,11 +39,11 @@ interface ActiveRun {
 }
 
 /** Ranks on this machine (threads or processes) that message each other; made by `localGroup`, started by `start()`, ended by `close()`. */
-export class LocalGroup implements RankGroup {
+export class LocalGroup implements ProgramGroup {
+  readonly kind = 'programs';
   readonly size: number;
   readonly isolation: Isolation;
   readonly transport: string;
-  readonly rankToRank = true;
   readonly threadsPerRank: number;
   private readonly devices: readonly (number | undefined)[];
   private readonly hosts: (RankHost | null)[];
@@ -205,10 +176,6 @@ export class LocalGroup implements RankGroup {
     }
   }
 
-  decodeTiles(job: TileJob, options: TileJobOptions): Promise<TileJobResult> {
-    return runTileJob(this, job, options);
-  }
-
   /** Cancels a run in flight, ends every rank and waits until they are gone. */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -293,15 +260,4 @@ export class LocalGroup implements RankGroup {
 
 function peak(message: { peakRssBytes?: number }): { peakRssBytes?: number } {
   return message.peakRssBytes !== undefined ? { peakRssBytes: message.peakRssBytes } : {};
-}
-
-/** RANK_FAILED naming the rank and what happened to it. */
-export function rankFailed(outcome: Exclude<RankOutcome, { status: 'done' }>): DistVaeError {
-  const cause =
-    outcome.status === 'lost'
-      ? `was lost (${outcome.cause})`
-      : `failed: ${outcome.error instanceof DistVaeError ? `${outcome.error.code}: ` : ''}${outcome.error.message}`;
-  return new DistVaeError('RANK_FAILED', `rank ${outcome.rank} ${cause}`, {
-    cause: outcome.status === 'failed' ? outcome.error : undefined,
-  });
 }

@@ -1,4 +1,4 @@
-// The coordinator side of the queue transport: a RankGroup whose ranks are run jobs on a BullMQ
+// The coordinator side of the queue transport: a TileJobGroup whose ranks are run jobs on a BullMQ
 // queue, taken by whichever `distvae worker` processes listen on it (on any machine). One decode
 // is one parent job (in `<queue>-decodes`, which no worker serves) with one child job per
 // scheduler run. Latent slices go in as binary keys; workers write raw tiles to binary keys and
@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { FlowProducer, Queue, QueueEvents } from 'bullmq';
 import type { Redis, RedisOptions } from 'ioredis';
 import { abortedError, DistVaeError } from '../../errors.js';
-import type { RankGroup, TileJob, TileJobOptions, TileJobResult } from '../group.js';
+import type { TileJob, TileJobGroup, TileJobOptions, TileJobResult } from '../group.js';
 import { connectRedis, describeServer, redisOptionsOf, type RedisConnection } from './connection.js';
 import { DEFAULT_QUEUE, bytesOf, decodeKeys, parentQueueOf, sha256, type DecodeKeys, type RunJobData, type RunTile } from './protocol.js';
 import { RemoteDecode, type JobEvent } from './remote-decode.js';
@@ -57,9 +57,9 @@ interface Connected {
 }
 
 /** Ranks as run jobs on a BullMQ queue, served by `distvae worker` processes; made by `queueGroup`, reached by `connect()`. */
-export class QueueGroup implements RankGroup {
+export class QueueGroup implements TileJobGroup {
+  readonly kind = 'tile-jobs';
   readonly transport = 'queue';
-  readonly rankToRank = false;
   readonly queueName: string;
   readonly traffic: QueueTraffic = { latentBytes: 0, tileBytes: 0 };
   private readonly redisOptions: RedisOptions;

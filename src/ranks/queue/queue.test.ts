@@ -18,7 +18,7 @@ import type { Tensor } from '../../tensor.js';
 import { sharedGroups } from '../testing/group-conformance.js';
 import type { VaeRef } from '../program.js';
 import { queueGroup } from './index.js';
-import { tileConformance } from '../testing/tile-conformance.js';
+import { tileConformance } from '../../strategies/tile/testing/tile-conformance.js';
 import { tiledDecodeFor } from '../../strategies/tile/tiled-decode.js';
 import { assertSameBits, rejectsWith } from '../testing/assertions.js';
 import { freePort, redisServerPath, startRedisServer, type RedisServer } from '../testing/redis-server.js';

@@ -7,7 +7,7 @@
 import { throwIfAborted } from '../../decode/engine.js';
 import { checkLatents, sliceLatent } from '../../decode/latents.js';
 import type { RankStats, TiledDecode } from '../../decode/types.js';
-import { rankFailed, type LocalGroup, type RankOutcome } from '../../ranks/local/local-group.js';
+import { rankFailed, type ProgramGroup, type RankOutcome } from '../../ranks/group.js';
 import { programRef } from '../../ranks/program.js';
 import type { AnalyzableVae } from '../distributable.js';
 import type { DistVaeError } from '../../errors.js';
@@ -36,7 +36,7 @@ export interface DistributedExactTiledDecode extends TiledDecode {
  */
 export function exactTiledDecodeFor(
   vae: AnalyzableVae,
-  group: LocalGroup,
+  group: ProgramGroup,
   options: { onStats?: (s: ExactTileStats) => void } = {},
 ): DistributedExactTiledDecode {
   const halo = exactTilingHalo(vae.decoderModel());

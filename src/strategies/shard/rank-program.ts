@@ -4,6 +4,7 @@
 
 import type { Vae } from '../../decode/vae.js';
 import type { CommCounters, RankContext, VaeRef } from '../../ranks/program.js';
+import { providerRequest } from '../../runtime/providers.js';
 import type { Tensor } from '../../tensor.js';
 import { StagedDecoder, type ShardGeometry } from './staged-decoder.js';
 
@@ -33,16 +34,8 @@ async function stagedDecoderOf(vae: Vae, threads: number, deviceId: number | und
       (d) => d.dispose(),
       () => undefined,
     );
-    const { provider } = vae.loadOptions;
-    return StagedDecoder.create(
-      vae.decoderModel(),
-      {
-        intraOpThreads: threads,
-        ...(provider !== undefined ? { provider } : {}),
-        ...(deviceId !== undefined ? { deviceId } : {}),
-      },
-      { halos },
-    );
+    const provider = providerRequest(vae.loadOptions.provider ?? 'cpu', deviceId);
+    return StagedDecoder.create(vae.decoderModel(), { intraOpThreads: threads, provider }, { halos });
   })();
   cached = { vae, halos, decoder };
   decoder.catch(() => {

@@ -10,8 +10,7 @@
 import { throwIfAborted } from '../../decode/engine.js';
 import { checkLatents, sliceLatent } from '../../decode/latents.js';
 import type { RankStats, TiledDecode } from '../../decode/types.js';
-import type { LocalGroup, RankOutcome } from '../../ranks/local/local-group.js';
-import { rankFailed } from '../../ranks/local/local-group.js';
+import { rankFailed, type ProgramGroup, type RankOutcome } from '../../ranks/group.js';
 import { programRef, type CommCounters } from '../../ranks/program.js';
 import type { AnalyzableVae } from '../distributable.js';
 import { DistVaeError, reason, refuse } from '../../errors.js';
@@ -65,7 +64,7 @@ export function sumCounters(all: readonly CommCounters[]): CommCounters {
 
 /** Runs the shard program on every rank; any failed or lost rank fails the decode, naming it. */
 async function runBands(
-  group: LocalGroup,
+  group: ProgramGroup,
   inputs: ShardRankInput[],
   signal: AbortSignal | undefined,
 ): Promise<Extract<RankOutcome, { status: 'done' }>[]> {
@@ -90,7 +89,7 @@ async function runBands(
  * `vae.tiledDecode = shardedDecodeFor(vae, group)`; `lastStats` then holds the bands, per-rank
  * times, peak memory (process isolation) and collectives of the last call.
  */
-export function shardedDecodeFor(vae: AnalyzableVae, group: LocalGroup, options: ShardedDecodeForOptions = {}): ShardedDecode {
+export function shardedDecodeFor(vae: AnalyzableVae, group: ProgramGroup, options: ShardedDecodeForOptions = {}): ShardedDecode {
   if (vae.geometry.fiveDimLatents) {
     refuse(
       'UNSUPPORTED',

@@ -1,5 +1,5 @@
-// The coordinator side of a distributed tile decode on a local group. It runs the tile program
-// on every rank with the dealt tiles and the edge routes between ranks, accepts each tile once
+// The coordinator side of a distributed tile decode on a group that runs rank programs (a local
+// group; a queue decodes tile jobs itself). It runs the tile program on every rank with the dealt tiles and the edge routes between ranks, accepts each tile once
 // from the rank that owns it, and tells the ranks to stop when every tile is in.
 //
 // Recovery: when a rank is lost, its unfinished tiles are dealt again (by work) to the ranks
@@ -11,21 +11,17 @@
 
 import { abortedError, DistVaeError } from '../../errors.js';
 import { scheduleTiles } from '../../plan/scheduler.js';
+import { rankFailed, type ProgramGroup, type RankOutcome, type RankRun } from '../../ranks/group.js';
 import type { DistRankStats, RankFailure, TileJob, TileJobOptions, TileJobResult } from '../../ranks/group.js';
-import { programRef, type ProgramRef } from '../../ranks/program.js';
-import { rankFailed, type LocalGroup, type RankOutcome, type RankRun } from '../../ranks/local/local-group.js';
+import { programRef } from '../../ranks/program.js';
 import { edgeReaders } from './messages.js';
 import type { EdgeRoute, TileMessage, TileRankInput, TileRankReport, TileWork, ToTileRank } from './messages.js';
 import { edgeSources } from '../../tile/assembler.js';
 
 export const TILE_RANK_PROGRAM = programRef(new URL('./rank-program.js', import.meta.url), 'tileRank');
 
-export async function runTileJob(
-  group: LocalGroup,
-  job: TileJob,
-  options: TileJobOptions,
-  program: ProgramRef = TILE_RANK_PROGRAM,
-): Promise<TileJobResult> {
+/** Decodes every tile of `job` on `group`'s ranks with the tile program, with the `TileJobGroup.decodeTiles` contract. */
+export async function runTileJob(group: ProgramGroup, job: TileJob, options: TileJobOptions): Promise<TileJobResult> {
   const { layout } = job;
   const tileCount = job.latents.length;
   const edges = job.assembly === 'edges';
@@ -163,7 +159,7 @@ export async function runTileJob(
     };
 
     group
-      .launch(program, { input, onPost: accept, onOutcome, ...(options.signal ? { signal: options.signal } : {}) })
+      .launch(TILE_RANK_PROGRAM, { input, onPost: accept, onOutcome, ...(options.signal ? { signal: options.signal } : {}) })
       .then((r) => {
         run = r;
         if (failed) r.cancel('the job already failed');

@@ -2,8 +2,8 @@
 // deals whole tiles to a group's ranks by work (the planner's scheduler), lets the ranks
 // exchange raw edges and finalise their own crops, and writes the gathered crops into the
 // output — the coordinator never holds a whole tile. When the overlap exceeds half the window
-// (raw edges no longer suffice) or the transport's ranks cannot message each other, ranks
-// return raw tiles and the coordinator blends them with the streaming raster assembler
+// (raw edges no longer suffice) or the group only decodes tile jobs (a queue: its ranks cannot
+// message each other), ranks return raw tiles and the coordinator blends them with the streaming raster assembler
 // (`stats.assembly` says which). Bitwise identical to `localTiledDecode` of the same plan. Its
 // `streamBands` hands finished bands of rows on instead (both assemblies, tiles arriving in any
 // order), dealing tiles round-robin so rows finish from the top and few are held.
@@ -20,7 +20,8 @@ import { CropBandAssembler, RasterAssembler, writeCrop } from '../../tile/assemb
 import { planes, type Planes } from '../../tile/blend.js';
 import { tileLayout } from '../../tile/layout.js';
 import type { DistributableVae } from '../distributable.js';
-import type { Assembly, RankGroup, TileJobResult, TileResult } from '../../ranks/group.js';
+import type { Assembly, RankGroup, TileJob, TileJobOptions, TileJobResult, TileResult } from '../../ranks/group.js';
+import { runTileJob } from './coordinator.js';
 
 /** What one distributed tiling call did: transport, assembly, tiles, idle ranks and every rank's accounting. */
 export interface DistributedDecodeStats extends TileJobResult {
@@ -76,7 +77,7 @@ export function tiledDecodeFor(
     const layout = tileLayout(grid);
     // Streaming deals tiles round-robin in raster order, so rows complete from the top.
     const schedule = onBand ? scheduleInterleaved(tileWork(grid), group.size) : scheduleGrid(grid, group.size);
-    const assembly: Assembly = layout.edgesSuffice && group.rankToRank ? 'edges' : 'raster';
+    const assembly: Assembly = layout.edgesSuffice && group.kind === 'programs' ? 'edges' : 'raster';
     const started = performance.now();
     let leading: number[] | null = null;
     let output: Planes | null = null;
@@ -116,17 +117,17 @@ export function tiledDecodeFor(
       place(r.index, p);
       decodeOptions.progress?.tileDone({ rank: r.rank });
     };
-    const result = await group.decodeTiles(
-      {
-        vae: { source: vae.source, loadOptions: vae.loadOptions, hash: vae.contentHash() },
-        layout,
-        latents: grid.tiles.map((t) => sliceLatent(latents, t)),
-        work: tileWork(grid),
-        schedule,
-        assembly,
-      },
-      { onResult, ...(decodeOptions.signal ? { signal: decodeOptions.signal } : {}) },
-    );
+    const job: TileJob = {
+      vae: { source: vae.source, loadOptions: vae.loadOptions, hash: vae.contentHash() },
+      layout,
+      latents: grid.tiles.map((t) => sliceLatent(latents, t)),
+      work: tileWork(grid),
+      schedule,
+      assembly,
+    };
+    const jobOptions: TileJobOptions = { onResult, ...(decodeOptions.signal ? { signal: decodeOptions.signal } : {}) };
+    // A group that runs rank programs runs this strategy's tile program; a tile-job group decodes the job itself.
+    const result = await (group.kind === 'programs' ? runTileJob(group, job, jobOptions) : group.decodeTiles(job, jobOptions));
     lastStats = {
       ...result,
       transport: group.transport,

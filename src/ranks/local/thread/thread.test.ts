@@ -2,7 +2,7 @@
 import { after } from 'node:test';
 import { groupConformance, sharedGroups } from '../../testing/group-conformance.js';
 import { localGroup } from '../index.js';
-import { localTileFaults, tileConformance } from '../../testing/tile-conformance.js';
+import { localTileFaults, tileConformance } from '../../../strategies/tile/testing/tile-conformance.js';
 
 const shared = sharedGroups((ranks) => localGroup({ ranks, isolation: 'thread', threadsPerRank: 1 }));
 after(() => shared.closeAll());

@@ -7,27 +7,27 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { localTiledDecode } from '../../decode/engine.js';
-import { disableTiling, setTiling } from '../../plan/planner.js';
-import { ProgressCounter, type DecodeProgress } from '../../decode/types.js';
-import type { Vae } from '../../decode/vae.js';
-import type { Tensor } from '../../tensor.js';
-import type { RankGroup } from '../group.js';
-import type { LocalGroup } from '../local/local-group.js';
-import { assertSameBits, rejectsWith } from './assertions.js';
+import { localTiledDecode } from '../../../decode/engine.js';
+import { disableTiling, setTiling } from '../../../plan/planner.js';
+import { ProgressCounter, type DecodeProgress } from '../../../decode/types.js';
+import type { Vae } from '../../../decode/vae.js';
+import type { Tensor } from '../../../tensor.js';
+import type { ProgramGroup, RankGroup } from '../../../ranks/group.js';
+import type { LocalGroup } from '../../../ranks/local/local-group.js';
+import type { ProgramRef } from '../../../ranks/program.js';
+import { assertSameBits, rejectsWith } from '../../../ranks/testing/assertions.js';
+import { TILE_CASES, installPlan, loadTinyVae, seededLatent } from '../../../ranks/testing/tiny-vae.js';
+import { tiledDecodeFor } from '../tiled-decode.js';
 import { FAULTY_TILE_PROGRAMS } from './faulty-tile-programs.js';
-import { TILE_CASES, installPlan, loadTinyVae, seededLatent } from './tiny-vae.js';
-import { tiledDecodeFor } from '../../strategies/tile/tiled-decode.js';
-import { runTileJob } from '../../strategies/tile/coordinator.js';
-import type { ProgramRef } from '../program.js';
 
-/** Runs the tile jobs of `group` with another rank program (the faulty ones). */
-function withProgram(group: LocalGroup, program: ProgramRef): RankGroup {
+/** `group` with its ranks running `program` in place of the tile program (the faulty ones). */
+function withProgram(group: LocalGroup, program: ProgramRef): ProgramGroup {
   return {
+    kind: group.kind,
     size: group.size,
     transport: group.transport,
-    rankToRank: group.rankToRank,
-    decodeTiles: (job, options) => runTileJob(group, job, options, program),
+    launch: (_tileProgram, options) => group.launch(program, options),
+    run: group.run.bind(group),
     close: () => group.close(),
   };
 }
@@ -67,7 +67,7 @@ export function tileConformance(name: string, shared: (ranks: number) => RankGro
           const edgesSuffice = c.overlap[0] * 2 <= c.window[0] && c.overlap[1] * 2 <= c.window[1];
           assert.equal(
             stats.assembly,
-            edgesSuffice && group.rankToRank ? 'edges' : 'raster',
+            edgesSuffice && group.kind === 'programs' ? 'edges' : 'raster',
             'raw edges between ranks when they suffice and ranks can message each other',
           );
           const dealt = stats.ranks.flatMap((r) => r.tiles).sort((a, b) => a - b);

@@ -1,9 +1,9 @@
 // Tile programs that misbehave on rank 1 after its first tile, for fault tests: they run the
 // real tile program with a context whose `post` does the damage.
 
-import { programRefs, type RankContext } from '../program.js';
-import type { TileMessage, TileRankInput } from '../../strategies/tile/messages.js';
-import { tileRank } from '../../strategies/tile/rank-program.js';
+import { programRefs, type RankContext } from '../../../ranks/program.js';
+import type { TileMessage, TileRankInput } from '../messages.js';
+import { tileRank } from '../rank-program.js';
 
 export const FAULTY_TILE_PROGRAMS = programRefs(import.meta.url, [
   'throwsAfterFirstTile',

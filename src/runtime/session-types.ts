@@ -1,0 +1,103 @@
+// What a session module offers, whichever onnxruntime runs the graphs: the provider a session
+// asks for (with the settings that provider takes), the session options, the session, and the
+// module's own shape. package.json's `browser` map swaps session.ts (onnxruntime-node) for
+// web-session.ts (onnxruntime-web) in a page, which the compiler cannot follow; both modules
+// are checked against SessionModule instead (session-types.test.ts). No onnxruntime import here.
+
+import type { ModelProto } from '../graph/onnx-proto.js';
+import type { Tensor } from '../tensor.js';
+
+/** An execution provider distvae knows how to request on Node (EXECUTION_PROVIDERS describes each). */
+export type ProviderName = 'cpu' | 'cuda' | 'tensorrt' | 'webgpu' | 'dml' | 'coreml';
+
+/** The providers a page can ask for ('cpu' there means 'wasm'). */
+export type WebProvider = 'webgpu' | 'wasm';
+
+/** The providers whose onnxruntime binding takes a device id. */
+export type DeviceProviderName = 'cuda' | 'tensorrt' | 'dml';
+
+/** Settings of the WebGPU provider that both onnxruntime bindings take (onnxruntime-common's WebGpuExecutionProviderOption). */
+export interface WebGpuSettings {
+  /** Layout of layout-sensitive operators (onnxruntime's default: 'NCHW'). */
+  preferredLayout?: 'NCHW' | 'NHWC';
+  /** WebGPU validation (onnxruntime's default: 'basic'); 'disabled' may crash a Node process on a WebGPU error. */
+  validationMode?: 'disabled' | 'wgpuOnly' | 'basic' | 'full';
+}
+
+/**
+ * The execution provider a session runs on, shaped like onnxruntime's `executionProviders`
+ * entries: a bare name asks for the provider's defaults; an object carries the settings that
+ * provider takes, so the compiler refuses one it lacks (a device id for 'cpu'). Users' strings
+ * become one with `providerRequest` (providers.ts), which refuses an unknown name.
+ *
+ * @example
+ * { provider: 'cpu' }
+ * { provider: { name: 'cuda', deviceId: 1 } }
+ * { provider: { name: 'webgpu', preferredLayout: 'NHWC' } }
+ */
+export type ProviderRequest =
+  ProviderName | WebProvider | { name: DeviceProviderName; deviceId?: number } | ({ name: 'webgpu' } & WebGpuSettings);
+
+/** The provider a request names. */
+export function providerNameOf(request: ProviderRequest): ProviderName | WebProvider {
+  return typeof request === 'string' ? request : request.name;
+}
+
+export type GraphOptimizationLevel = 'disabled' | 'basic' | 'extended' | 'all';
+
+export interface SessionOptions {
+  /** Execution provider and its settings; 'cpu' by default. Never silently replaced by another. */
+  provider?: ProviderRequest;
+  /** Threads one operator may use; default: all logical CPUs of this machine. */
+  intraOpThreads?: number;
+  /** Threads for running independent nodes concurrently (only with executionMode 'parallel'); default 1. */
+  interOpThreads?: number;
+  /** Default 'all': adds ORT's NCHWc convolution layout (≈10–15 % faster 512-channel convs). */
+  graphOptimization?: GraphOptimizationLevel;
+  /** Default 'sequential': decoder graphs are chains; 'parallel' measured ~2× slower. */
+  executionMode?: 'sequential' | 'parallel';
+  /** ORT's arena allocator for CPU tensors; default true (off, every run re-faults fresh pages: 2–4× slower). */
+  enableCpuMemArena?: boolean;
+  /**
+   * ORT's memory pattern; default: off with the arena, on without it. onnxruntime (inference
+   * builds) traces a pattern on a shape's first run and from its second run allocates the
+   * pattern as one new block, while the arena keeps the first run's regions: a second decode of
+   * the same shape then holds both (512² SD: 1442 → 2242 MiB peak). Off, every run reuses the
+   * first run's arena regions (1436 / 1436 MiB) at the same CPU cost (bench/memory.md). Without
+   * an arena the pattern's block is freed after each run, so it costs nothing there.
+   */
+  enableMemPattern?: boolean;
+  /** Further session config entries for ORT, keys without their `session.` prefix (e.g. 'disable_prepacking'; the binding adds it). */
+  sessionConfig?: Readonly<Record<string, string>>;
+  /** Whether idle intra-op threads spin waiting for work; default true (ORT's). Turn off when sessions share cores. */
+  allowSpinning?: boolean;
+  /** Writes the model as optimised by onnxruntime to this path (for inspection). */
+  optimizedModelPath?: string;
+  /** Enables ORT's per-node profiler; the JSON trace is written as `<prefix>_<timestamp>.json` on endProfiling(). */
+  profileFilePrefix?: string;
+}
+
+export interface Session {
+  /** The provider the session runs on, by name. */
+  readonly provider: ProviderName | WebProvider;
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
+  /**
+   * Runs the graph; feeds must name exactly the graph inputs. Returns every graph output.
+   * `outputs` pre-allocates some of them: onnxruntime-node writes those outputs straight into
+   * the given buffers (dims must be the outputs' shapes), so no fresh JS copy is made and a
+   * caller can reuse its buffers; the returned tensors then hold the given data.
+   */
+  run(feeds: Readonly<Record<string, Tensor>>, outputs?: Readonly<Record<string, Tensor>>): Promise<Record<string, Tensor>>;
+  /** Ends profiling and writes the trace (only with profileFilePrefix). */
+  endProfiling(): void;
+  dispose(): Promise<void>;
+}
+
+/** What session.ts and web-session.ts both export: what a caller of `runtime/session.js` may use in either place. */
+export interface SessionModule {
+  /** Opens a session on ONNX model bytes or a model object; fails before any work if the provider cannot be served. */
+  createSession(model: Uint8Array | ModelProto, options?: SessionOptions): Promise<Session>;
+  /** Fails, naming what is available, when the options' provider cannot be served here. */
+  checkProvider(options?: SessionOptions): Promise<void>;
+}
