@@ -26,7 +26,7 @@ export { singleFileConfig, singleFileLayout, singleFileToDiffusers, type SingleF
 export { readTensors, type TensorEntry, type TensorReader } from './weights/reader.js';
 export { DISTVAE_VERSION } from './version.js';
 export { createVae, FAMILIES, FAMILY_NAMES, familyForClassName, getFamily, resolveFamily } from './families/registry.js';
-export { TAE_KEY_LAYOUTS, TAE_VARIANTS, type TaeKeyLayout, type TaeVariant } from './families/tae.js';
+export { TAE_KEY_LAYOUTS, TAE_VARIANTS, type TaeKeyLayout, type TaeVariant } from './families/tae/spec.js';
 export type {
   FamilyName,
   FamilySpec,

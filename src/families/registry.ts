@@ -2,15 +2,15 @@
 // plan-only VAE from a family name and an optional config (decoding adds to it elsewhere).
 
 import { reason, refuse } from '../errors.js';
-import { autoencoderKl } from './autoencoder-kl.js';
+import { autoencoderKl } from './autoencoder-kl/spec.js';
 import { DECODE_SETTING_FIELDS } from './config-fields.js';
-import { flux2 } from './flux2.js';
-import { hunyuanVideo } from './hunyuan-video.js';
-import { ltx2 } from './ltx2.js';
-import { qwenImage } from './qwen-image.js';
-import { tae } from './tae.js';
+import { flux2 } from './flux2/spec.js';
+import { hunyuanVideo } from './hunyuan-video/spec.js';
+import { ltx2 } from './ltx2/spec.js';
+import { qwenImage } from './qwen-image/spec.js';
+import { tae } from './tae/spec.js';
 import type { FamilyName, FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeSpec } from './types.js';
-import { wan } from './wan.js';
+import { wan } from './wan/spec.js';
 
 /** Every VAE family distvae decodes, in the order help and docs list them. */
 export const FAMILIES: readonly FamilySpec[] = [autoencoderKl, flux2, tae, wan, qwenImage, hunyuanVideo, ltx2];

@@ -2,14 +2,14 @@
 // name. Kept apart from the registry of declarations so the planner stays free of graphs.
 
 import { reason, refuse } from '../errors.js';
-import { klRuntime } from './autoencoder-kl.runtime.js';
-import { hunyuanVideoRuntime } from './hunyuan-video.runtime.js';
-import { ltx2Runtime } from './ltx2.runtime.js';
+import { klRuntime } from './autoencoder-kl/runtime.js';
+import { hunyuanVideoRuntime } from './hunyuan-video/runtime.js';
+import { ltx2Runtime } from './ltx2/runtime.js';
 import type { FamilyRuntime } from './runtime-types.js';
-import { taeRuntime } from './tae.runtime.js';
+import { taeRuntime } from './tae/runtime.js';
 import { weightBytes } from '../weights/synthetic.js';
 import type { FamilyName, FamilySpec, VaeSpec } from './types.js';
-import { qwenImageRuntime, wanRuntime } from './wan.runtime.js';
+import { qwenImageRuntime, wanRuntime } from './wan/runtime.js';
 
 const RUNTIMES: Partial<Record<FamilyName, FamilyRuntime>> = {
   'autoencoder-kl': klRuntime,
