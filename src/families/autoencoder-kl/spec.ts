@@ -3,7 +3,7 @@
 
 import { ConfigReader, MAX_WIDTH, readBlockOutLayers } from '../config-fields.js';
 import { defineFamily, diffusersLayout, squareTiling, type FamilyLayout } from '../layout.js';
-import type { FamilySpec, ResolvedConfig } from '../types.js';
+import type { ResolvedConfig } from '../types.js';
 
 /** diffusers' `tile_overlap_factor` for AutoencoderKL and Flux.2. */
 export const KL_TILE_OVERLAP_FACTOR = 0.25;
@@ -85,7 +85,7 @@ export function klResolved(className: string, kl: ReturnType<typeof readKlFields
  */
 export const KL_LAYOUT: FamilyLayout = diffusersLayout('square-with-overlap-factor', { kind: 'none' });
 
-export const autoencoderKl: FamilySpec = defineFamily(KL_LAYOUT, {
+export const autoencoderKl = defineFamily(KL_LAYOUT, {
   name: 'autoencoder-kl',
   description: 'AutoencoderKL: Stable Diffusion 1.x/2.x, SDXL, SD3, FLUX.1',
   classNames: ['AutoencoderKL'],

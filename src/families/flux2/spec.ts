@@ -5,12 +5,11 @@
 import { MAX_WIDTH } from '../config-fields.js';
 import { KL_LAYOUT, klResolved, readKlFields } from '../autoencoder-kl/spec.js';
 import { defineFamily, type FamilyLayout } from '../layout.js';
-import type { FamilySpec } from '../types.js';
 
 /** The KL layout; a checkpoint also carries the batch-norm statistics (bn.*) only the pipeline uses. */
 const FLUX2_LAYOUT: FamilyLayout = { ...KL_LAYOUT, ignoredKeyPrefixes: [...KL_LAYOUT.ignoredKeyPrefixes, 'bn.'] };
 
-export const flux2: FamilySpec = defineFamily(FLUX2_LAYOUT, {
+export const flux2 = defineFamily(FLUX2_LAYOUT, {
   name: 'flux2',
   description: 'AutoencoderKLFlux2: FLUX.2',
   classNames: ['AutoencoderKLFlux2'],

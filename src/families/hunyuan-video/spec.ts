@@ -4,12 +4,11 @@
 
 import { log2Exact, MAX_WIDTH, readBlockOutLayers } from '../config-fields.js';
 import { defineFamily, diffusersLayout, squareTiling, type FamilyLayout } from '../layout.js';
-import type { FamilySpec } from '../types.js';
 
 /** diffusers' window-and-stride tiling, with temporal chunks that drop their first decoded frame. */
 const HUNYUAN_VIDEO_LAYOUT: FamilyLayout = diffusersLayout('window-and-stride', { kind: 'temporal-chunks', dropFrame: 'first' });
 
-export const hunyuanVideo: FamilySpec = defineFamily(HUNYUAN_VIDEO_LAYOUT, {
+export const hunyuanVideo = defineFamily(HUNYUAN_VIDEO_LAYOUT, {
   name: 'hunyuan-video',
   description: 'AutoencoderKLHunyuanVideo: HunyuanVideo',
   classNames: ['AutoencoderKLHunyuanVideo'],

@@ -9,7 +9,7 @@
 
 import { DECODE_SETTING_FIELDS, MAX_WIDTH } from '../config-fields.js';
 import { defineFamily, diffusersLayout, squareTiling, type FamilyLayout } from '../layout.js';
-import type { FamilySpec, RawConfig } from '../types.js';
+import type { RawConfig } from '../types.js';
 
 /**
  * Without a config, the published LTX-2.0 VAE: its config.json states the ratios (32 / 8)
@@ -35,7 +35,7 @@ const LTX2_LAYOUT: FamilyLayout = {
   minWindowLatent: 2,
 };
 
-export const ltx2: FamilySpec = defineFamily(LTX2_LAYOUT, {
+export const ltx2 = defineFamily(LTX2_LAYOUT, {
   name: 'ltx2',
   description: 'AutoencoderKLLTX2Video: LTX-2',
   classNames: ['AutoencoderKLLTX2Video'],

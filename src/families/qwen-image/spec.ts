@@ -3,9 +3,8 @@
 
 import { defineFamily, squareTiling } from '../layout.js';
 import { checkTemporalLevels, readWanLayout, WAN_LAYOUT } from '../wan/spec.js';
-import type { FamilySpec } from '../types.js';
 
-export const qwenImage: FamilySpec = defineFamily(WAN_LAYOUT, {
+export const qwenImage = defineFamily(WAN_LAYOUT, {
   name: 'qwen-image',
   description: 'AutoencoderKLQwenImage: Qwen-Image',
   classNames: ['AutoencoderKLQwenImage'],

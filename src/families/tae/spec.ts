@@ -15,7 +15,7 @@
 
 import { ConfigReader, MAX_WIDTH } from '../config-fields.js';
 import { defineFamily, squareTiling, type FamilyLayout } from '../layout.js';
-import type { FamilySpec, ResolvedConfig } from '../types.js';
+import type { ResolvedConfig } from '../types.js';
 
 /** The published tiny autoencoders and what sets them apart (latent channels, a GroupNorm mid-block). */
 export const TAE_VARIANTS = {
@@ -92,7 +92,7 @@ const TAE_LAYOUT: FamilyLayout = {
   sampleRange: 'unit',
 };
 
-export const tae: FamilySpec = defineFamily(TAE_LAYOUT, {
+export const tae = defineFamily(TAE_LAYOUT, {
   name: 'tae',
   description: 'Tiny autoencoders (TAESD, TAESDXL, TAESD3, TAEF1, TAEF2)',
   classNames: ['AutoencoderTiny'],

@@ -10,8 +10,8 @@
 // Qwen-Image image) needs only the `only` graphs, a video tile the `first` and `next` graphs — a
 // session holds its own copy of its weights, so graphs a decode never runs are never built.
 
-import { throwIfAborted } from '../../decode/engine.js';
-import type { TileRunner } from '../../decode/types.js';
+import { throwIfAborted } from '../../errors.js';
+import type { TileRunner } from '../runtime-types.js';
 import { createSession, type Session, type SessionOptions } from '../../runtime/session.js';
 import type { ModelProto } from '../../graph/onnx-proto.js';
 import type { Tensor } from '../../tensor.js';

@@ -4,7 +4,6 @@
 
 import { ConfigReader, MAX_WIDTH } from '../config-fields.js';
 import { defineFamily, diffusersLayout, squareTiling, type FamilyLayout } from '../layout.js';
-import type { FamilySpec } from '../types.js';
 
 /**
  * What a Wan-layout decoder (Wan, Qwen-Image) is to the engine: diffusers tiles it by window and
@@ -12,7 +11,7 @@ import type { FamilySpec } from '../types.js';
  */
 export const WAN_LAYOUT: FamilyLayout = diffusersLayout('window-and-stride', { kind: 'frame-steps' });
 
-export const wan: FamilySpec = defineFamily(WAN_LAYOUT, {
+export const wan = defineFamily(WAN_LAYOUT, {
   name: 'wan',
   description: 'AutoencoderKLWan: Wan 2.1 and Wan 2.2 (patch size 2)',
   classNames: ['AutoencoderKLWan'],
