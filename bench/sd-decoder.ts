@@ -205,7 +205,7 @@ if (SECTIONS.has('upsampler')) {
       const g = new GraphBuilder(`up_${form}`);
       const x: Value = g.input('x', [1, c, h, w]);
       const table = new WeightTable(weights);
-      g.output('y', g.reduceMean(upsampler2d(new Module(g, table).child('up'), x, form), [0, 1, 2, 3], false));
+      g.output('y', g.reduceMean(upsampler2d(new Module(g, table).child('up'), x, c, form), [0, 1, 2, 3], false));
       return g.toModelBytes();
     });
     const feeds = { x: seededTensor([1, c, h, w], 5) };

@@ -1,30 +1,29 @@
 // The diffusers `Decoder` of AutoencoderKL and AutoencoderKLFlux2 (they share it: Flux.2 only
 // reads its widths from `decoder_block_out_channels` when set) as an ONNX graph built from the
 // config: post_quant_conv (when configured), conv_in, mid block, up blocks, GroupNorm + SiLU,
-// conv_out. Also the decoder's parameter list under the checkpoint's own keys and the rename of
-// legacy attention keys diffusers applies on load.
+// conv_out. Also the decoder's parameter list under the checkpoint's own keys (what building the
+// graph reads) and the rename of legacy attention keys diffusers applies on load.
 
 import { GraphBuilder, type Value } from '../../graph/builder.js';
 import type { Tensor } from '../../tensor.js';
 import type { ParamSpec } from '../../weights/synthetic.js';
 import {
+  channelParts,
   conv2d,
   DECODER_NORM_EPSILON,
   DEFAULT_UPSAMPLER_FORM,
   GAIN_AFTER_SILU,
   groupNormSilu,
   midBlock,
-  midBlockParams,
   Module,
-  normParams,
-  upBlock,
-  channelParts,
+  recordParams,
   resnetBlockFromParts,
-  upsampler2dParts,
-  upBlockParams,
+  upBlock,
   upsampler2d,
+  upsampler2dParts,
   WeightTable,
   type BlockSettings,
+  type ParamSource,
   type UpsamplerForm,
 } from '../blocks/blocks.js';
 import type { ResolvedConfig } from '../types.js';
@@ -55,22 +54,9 @@ export function klDecoderArchitecture(config: ResolvedConfig): KlDecoderArchitec
   };
 }
 
-/** Every decoder parameter (post_quant_conv.* and decoder.*) with its checkpoint key, shape and synthetic init. */
+/** Every decoder parameter (post_quant_conv.* and decoder.*) with its checkpoint key, shape and synthetic init: what the graph reads. */
 export function klDecoderParams(config: ResolvedConfig): ParamSpec[] {
-  const a = klDecoderArchitecture(config);
-  const widths = [...a.blockOut].reverse();
-  const specs: ParamSpec[] = [];
-  if (a.postQuantConv) specs.push(...conv2d.params('post_quant_conv', a.latentChannels, a.latentChannels, 1));
-  specs.push(...conv2d.params('decoder.conv_in', a.latentChannels, widths[0]!, 3));
-  specs.push(...midBlockParams('decoder.mid_block', widths[0]!, a.midAttention, conv2d));
-  widths.forEach((cout, i) => {
-    specs.push(
-      ...upBlockParams(`decoder.up_blocks.${i}`, widths[Math.max(i - 1, 0)]!, cout, a.layersPerBlock + 1, i < widths.length - 1, conv2d),
-    );
-  });
-  specs.push(...normParams('decoder.conv_norm_out', a.blockOut[0]!));
-  specs.push(...conv2d.params('decoder.conv_out', a.blockOut[0]!, a.outChannels, 3, GAIN_AFTER_SILU));
-  return specs;
+  return recordParams((source) => klDecoderGraph(config, source));
 }
 
 /**
@@ -96,39 +82,54 @@ export function buildKlDecoderGraph(
   weights: ReadonlyMap<string, Tensor>,
   options: KlGraphOptions = {},
 ): GraphBuilder {
+  const table = new WeightTable(weights);
+  const g = klDecoderGraph(config, table, options);
+  table.assertAllTaken(config.className);
+  return g;
+}
+
+function klDecoderGraph(config: ResolvedConfig, source: ParamSource, options: KlGraphOptions = {}): GraphBuilder {
   const a = klDecoderArchitecture(config);
   const g = new GraphBuilder(config.className, { docString: `${config.className} decoder built by distvae` });
-  const table = new WeightTable(weights);
-  const root = new Module(g, table);
+  const root = new Module(g, source);
   const s: BlockSettings = { norm: { groups: a.normGroups, epsilon: DECODER_NORM_EPSILON }, conv: conv2d };
-  let x: Value = g.input('latent', ['batch', a.latentChannels, 'height', 'width']);
-  if (a.postQuantConv) x = conv2d.apply(root.child('post_quant_conv'), x);
+  const widths = [...a.blockOut].reverse();
+  const z = a.latentChannels;
+  let x: Value = g.input('latent', ['batch', z, 'height', 'width']);
+  if (a.postQuantConv) x = conv2d.apply(root.child('post_quant_conv'), x, z, z, 1);
   const decoder = root.child('decoder');
-  x = conv2d.apply(decoder.child('conv_in'), x);
-  x = midBlock(decoder.child('mid_block'), x, a.midAttention, s, options.attentionChunks ?? 1);
+  x = conv2d.apply(decoder.child('conv_in'), x, z, widths[0]!, 3);
+  x = midBlock(decoder.child('mid_block'), x, widths[0]!, a.midAttention, s, options.attentionChunks ?? 1);
   const levels = a.blockOut.length;
   const upsampler = options.upsampler ?? DEFAULT_UPSAMPLER_FORM;
-  const upsample = (m: Module, h: Value) => upsampler2d(m, h, upsampler);
-  const widths = [...a.blockOut].reverse();
+  const upsample = (m: Module, h: Value, channels: number) => upsampler2d(m, h, channels, upsampler);
   let parts: Value[] | null = null;
   for (let i = 0; i < levels; i++) {
     const m = decoder.child(`up_blocks.${i}`);
+    const channels = { cin: widths[Math.max(i - 1, 0)]!, cout: widths[i]! };
     if (parts) {
       // The first resnet reads the previous upsampler's slices; the rest of the block as usual.
-      x = resnetBlockFromParts(m.child('resnets.0'), parts, s);
-      x = upBlock(m, x, a.layersPerBlock + 1, false, s, upsample, 1);
+      x = resnetBlockFromParts(m.child('resnets.0'), parts, channels.cin, channels.cout, s);
+      x = upBlock(m, x, channels, a.layersPerBlock + 1, false, s, upsample, 1);
     } else {
-      x = upBlock(m, x, a.layersPerBlock + 1, false, s, upsample);
+      x = upBlock(m, x, channels, a.layersPerBlock + 1, false, s, upsample);
     }
     parts = null;
     if (i === levels - 1) break;
     const k = options.channelParts ? channelParts(widths[i]!, widths[i + 1]!, a.normGroups) : 1;
-    if (k > 1) parts = upsampler2dParts(m.child('upsamplers.0'), x, upsampler, k);
-    else x = upsample(m.child('upsamplers.0'), x);
+    if (k > 1) parts = upsampler2dParts(m.child('upsamplers.0'), x, widths[i]!, upsampler, k);
+    else x = upsample(m.child('upsamplers.0'), x, widths[i]!);
   }
-  x = conv2d.apply(decoder.child('conv_out'), groupNormSilu(decoder.child('conv_norm_out'), x, s.norm));
+  const last = a.blockOut[0]!;
+  x = conv2d.apply(
+    decoder.child('conv_out'),
+    groupNormSilu(decoder.child('conv_norm_out'), x, last, s.norm),
+    last,
+    a.outChannels,
+    3,
+    GAIN_AFTER_SILU,
+  );
   g.output('sample', x, ['batch', a.outChannels, 'out_height', 'out_width']);
-  table.assertAllTaken(config.className);
   return g;
 }
 

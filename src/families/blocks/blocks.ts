@@ -1,8 +1,9 @@
 // Shared decoder building blocks (diffusers' ResnetBlock2D, single-head mid-block Attention,
-// UpDecoderBlock2D with Upsample2D, UNetMidBlock2D), each in two halves kept side by side:
-// a `…Params` function that lists the checkpoint keys, shapes and synthetic inits a block owns
-// (the config arithmetic lives here), and a graph function that appends the block's nodes,
-// reading its weights by the same keys and taking channel counts from their shapes.
+// UpDecoderBlock2D with Upsample2D, UNetMidBlock2D). Each is one description: a graph function
+// that appends the block's nodes and, where it reads a parameter, declares it (checkpoint key,
+// shape, synthetic init). A decoder's parameter list is what building its graph asks for
+// (`recordParams`: the graph built once over placeholders), so the list and the graph cannot
+// drift apart.
 //
 // Video families reuse the pattern: convolutions go through a `ConvFlavour` (2-D here; a causal
 // 3-D flavour has its own keys, e.g. `conv1.conv.weight`, and padding), and GroupNorm and the
@@ -11,7 +12,7 @@
 import { DistVaeError } from '../../errors.js';
 import type { Scope, Value } from '../../graph/builder.js';
 import type { Tensor } from '../../tensor.js';
-import type { ParamSpec } from '../../weights/synthetic.js';
+import type { ParamInit, ParamSpec } from '../../weights/synthetic.js';
 
 /** diffusers' hard-coded epsilon of every decoder GroupNorm (resnets, attention, conv_norm_out). */
 export const DECODER_NORM_EPSILON = 1e-6;
@@ -24,32 +25,35 @@ export const DECODER_NORM_EPSILON = 1e-6;
 export const GAIN_AFTER_SILU = 1.68;
 export const GAIN_RESIDUAL_BRANCH_END = 0.5;
 
+/** Where a graph's parameters come from, each asked for by its full spec where the graph reads it. */
+export interface ParamSource {
+  take(spec: ParamSpec): Tensor;
+}
+
 /**
- * The bound checkpoint tensors as a graph reads them. Each key is taken at most once, and a
- * finished graph must have taken every key: the graph functions and the `…Params` lists can
- * then never drift apart unnoticed.
+ * The bound checkpoint tensors as a graph reads them: each key is taken at most once, with the
+ * shape the graph declares, and a finished graph must have taken every key it was given.
  */
-export class WeightTable {
+export class WeightTable implements ParamSource {
   private readonly unused: Set<string>;
 
   constructor(private readonly weights: ReadonlyMap<string, Tensor>) {
     this.unused = new Set(weights.keys());
   }
 
-  /** The tensor under `key` (shape only; the key stays untaken). */
-  peek(key: string): Tensor {
-    const t = this.weights.get(key);
-    if (!t) throw new DistVaeError('WEIGHTS_MISMATCH', `the decoder graph needs ${key}, which the bound weights lack`);
+  take(spec: ParamSpec): Tensor {
+    const t = this.weights.get(spec.name);
+    if (!t) throw new DistVaeError('WEIGHTS_MISMATCH', `the decoder graph needs ${spec.name}, which the bound weights lack`);
+    if (t.dims.length !== spec.dims.length || t.dims.some((d, i) => d !== spec.dims[i]))
+      throw new DistVaeError(
+        'WEIGHTS_MISMATCH',
+        `the decoder graph reads ${spec.name} as [${spec.dims.join(', ')}], bound as [${t.dims.join(', ')}]`,
+      );
+    if (!this.unused.delete(spec.name)) throw new DistVaeError('WEIGHTS_MISMATCH', `the decoder graph read ${spec.name} twice`);
     return t;
   }
 
-  take(key: string): Tensor {
-    const t = this.peek(key);
-    if (!this.unused.delete(key)) throw new DistVaeError('WEIGHTS_MISMATCH', `the decoder graph read ${key} twice`);
-    return t;
-  }
-
-  /** Throws when a bound key was never read: a parameter list and its graph disagree. */
+  /** Throws when a given key was never read: the weights are not this graph's. */
   assertAllTaken(graph: string): void {
     if (this.unused.size > 0) {
       throw new DistVaeError(
@@ -60,11 +64,33 @@ export class WeightTable {
   }
 }
 
+/** Placeholder data of a recorded parameter: the graph reads only shapes while it is recorded. */
+const NO_DATA = new Float32Array(0);
+
+/**
+ * The parameters `build` asks for, in the order it asks: a decoder's parameter list, from its
+ * graph built once over placeholders (no weight-sized buffer is allocated, so budgets can be
+ * sized from it before any weight is read).
+ */
+export function recordParams(build: (source: ParamSource) => unknown): ParamSpec[] {
+  const params: ParamSpec[] = [];
+  const names = new Set<string>();
+  build({
+    take(spec) {
+      if (names.has(spec.name)) throw new DistVaeError('WEIGHTS_MISMATCH', `the decoder graph read ${spec.name} twice`);
+      names.add(spec.name);
+      params.push(spec);
+      return { dims: [...spec.dims], data: NO_DATA };
+    },
+  });
+  return params;
+}
+
 /** A module of the checkpoint and of the graph at once: its scope names nodes and keys alike. */
 export class Module {
   constructor(
     readonly scope: Scope,
-    readonly weights: WeightTable,
+    readonly weights: ParamSource,
   ) {}
 
   child(name: string): Module {
@@ -76,54 +102,52 @@ export class Module {
     return this.scope.path ? `${this.scope.path}.${name}` : name;
   }
 
-  /** The parameter as a graph initializer named by its checkpoint key. */
-  param(name: string): Value {
-    return this.scope.param(name, this.weights.take(this.key(name)));
+  /** The parameter's spec: `gain` scales a conv's or linear's synthetic init (other inits carry none). */
+  spec(name: string, dims: readonly number[], init: ParamInit, gain?: number): ParamSpec {
+    return gain === undefined ? { name: this.key(name), dims, init } : { name: this.key(name), dims, init, gain };
   }
 
-  dims(name: string): readonly number[] {
-    return this.weights.peek(this.key(name)).dims;
+  /** The parameter, declared by its shape and init, as a graph initializer named by its checkpoint key. */
+  param(name: string, dims: readonly number[], init: ParamInit, gain?: number): Value {
+    return this.scope.param(name, this.weights.take(this.spec(name, dims, init, gain)));
+  }
+
+  /** Declares a parameter the module owns that this graph does not read (it stays in the parameter list). */
+  skip(name: string, dims: readonly number[], init: ParamInit, gain?: number): void {
+    this.weights.take(this.spec(name, dims, init, gain));
   }
 }
 
-// ---- parameter lists ----------------------------------------------------------------------
-
-export function normParams(key: string, channels: number): ParamSpec[] {
-  return [
-    { name: `${key}.weight`, dims: [channels], init: 'norm-weight' },
-    { name: `${key}.bias`, dims: [channels], init: 'norm-bias' },
-  ];
+/** A conv's `weight` [cout, cin, ...kernel] (init scaled by `gain`) and `bias` [cout]. */
+export function convWeights(m: Module, cin: number, cout: number, kernel: readonly number[], gain = 1): [Value, Value] {
+  return [m.param('weight', [cout, cin, ...kernel], 'conv', gain), m.param('bias', [cout], 'bias')];
 }
 
-export function linearParams(key: string, inFeatures: number, outFeatures: number, gain = 1): ParamSpec[] {
-  return [
-    { name: `${key}.weight`, dims: [outFeatures, inFeatures], init: 'linear', gain },
-    { name: `${key}.bias`, dims: [outFeatures], init: 'bias' },
-  ];
+/** A norm's affine `weight` and `bias` [channels]. */
+export function normWeights(m: Module, channels: number): [Value, Value] {
+  return [m.param('weight', [channels], 'norm-weight'), m.param('bias', [channels], 'norm-bias')];
+}
+
+/** A Linear's `weight` [out, in] (init scaled by `gain`) and `bias` [out]. */
+export function linearWeights(m: Module, inFeatures: number, outFeatures: number, gain = 1): [Value, Value] {
+  return [m.param('weight', [outFeatures, inFeatures], 'linear', gain), m.param('bias', [outFeatures], 'bias')];
 }
 
 // ---- convolutions -------------------------------------------------------------------------
 
 /**
- * How a family spells a same-size convolution module: its keys and shapes, and its nodes.
- * `apply` reads the kernel size from the weight and pads so the spatial size is kept.
+ * How a family spells a same-size convolution module (cin → cout, kernel k on every axis, `gain`
+ * for the synthetic init): its keys and shapes, and its nodes, padded so the size is kept.
  */
 export interface ConvFlavour {
-  params(key: string, cin: number, cout: number, kernel: number, gain?: number): ParamSpec[];
-  apply(m: Module, x: Value): Value;
+  apply(m: Module, x: Value, cin: number, cout: number, kernel: number, gain?: number): Value;
 }
 
 /** nn.Conv2d(cin, cout, k, padding=k//2) with bias: keys `<key>.weight` [cout, cin, k, k], `<key>.bias`. */
 export const conv2d: ConvFlavour = {
-  params(key, cin, cout, kernel, gain = 1) {
-    return [
-      { name: `${key}.weight`, dims: [cout, cin, kernel, kernel], init: 'conv', gain },
-      { name: `${key}.bias`, dims: [cout], init: 'bias' },
-    ];
-  },
-  apply(m, x) {
-    const k = m.dims('weight')[2]!;
-    return m.scope.conv(x, m.param('weight'), m.param('bias'), { pads: Math.floor(k / 2) });
+  apply(m, x, cin, cout, kernel, gain = 1) {
+    const [weight, bias] = convWeights(m, cin, cout, [kernel, kernel], gain);
+    return m.scope.conv(x, weight, bias, { pads: Math.floor(kernel / 2) });
   },
 };
 
@@ -134,14 +158,15 @@ export interface NormSettings {
   epsilon: number;
 }
 
-/** GroupNorm of the module `m` (keys `weight`, `bias`), any rank. */
-export function groupNorm(m: Module, x: Value, norm: NormSettings): Value {
-  return m.scope.groupNorm(x, m.param('weight'), m.param('bias'), norm);
+/** GroupNorm of the module `m` (keys `weight`, `bias`) over `channels`, any rank. */
+export function groupNorm(m: Module, x: Value, channels: number, norm: NormSettings): Value {
+  const [weight, bias] = normWeights(m, channels);
+  return m.scope.groupNorm(x, weight, bias, norm);
 }
 
 /** GroupNorm then SiLU: the pre-activation every resnet conv and the decoder's conv_out see. */
-export function groupNormSilu(m: Module, x: Value, norm: NormSettings): Value {
-  return m.scope.silu(groupNorm(m, x, norm));
+export function groupNormSilu(m: Module, x: Value, channels: number, norm: NormSettings): Value {
+  return m.scope.silu(groupNorm(m, x, channels, norm));
 }
 
 // ---- resnet block -------------------------------------------------------------------------
@@ -151,26 +176,27 @@ export interface BlockSettings {
   conv: ConvFlavour;
 }
 
-/** ResnetBlock2D without time embedding: norm1, conv1, norm2, conv2, conv_shortcut (1×1) when cin ≠ cout. */
-export function resnetParams(key: string, cin: number, cout: number, conv: ConvFlavour): ParamSpec[] {
-  return [
-    ...normParams(`${key}.norm1`, cin),
-    ...conv.params(`${key}.conv1`, cin, cout, 3, GAIN_AFTER_SILU),
-    ...normParams(`${key}.norm2`, cout),
-    ...conv.params(`${key}.conv2`, cout, cout, 3, GAIN_AFTER_SILU * GAIN_RESIDUAL_BRANCH_END),
-    ...(cin === cout ? [] : conv.params(`${key}.conv_shortcut`, cin, cout, 1)),
-  ];
-}
-
-/** out = shortcut(x) + conv2(silu(norm2(conv1(silu(norm1(x)))))); dropout is the identity at inference. */
-export function resnetBlock(m: Module, x: Value, s: BlockSettings): Value {
-  const cin = m.dims('norm1.weight')[0];
-  const cout = m.dims('norm2.weight')[0];
-  let h = s.conv.apply(m.child('conv1'), groupNormSilu(m.child('norm1'), x, s.norm));
-  h = s.conv.apply(m.child('conv2'), groupNormSilu(m.child('norm2'), h, s.norm));
+/**
+ * ResnetBlock2D without time embedding (norm1, conv1, norm2, conv2, conv_shortcut 1×1 when
+ * cin ≠ cout): out = shortcut(x) + conv2(silu(norm2(conv1(silu(norm1(x)))))); dropout is the identity at inference.
+ */
+export function resnetBlock(m: Module, x: Value, cin: number, cout: number, s: BlockSettings): Value {
+  let h = s.conv.apply(m.child('conv1'), groupNormSilu(m.child('norm1'), x, cin, s.norm), cin, cout, 3, GAIN_AFTER_SILU);
+  h = s.conv.apply(
+    m.child('conv2'),
+    groupNormSilu(m.child('norm2'), h, cout, s.norm),
+    cout,
+    cout,
+    3,
+    GAIN_AFTER_SILU * GAIN_RESIDUAL_BRANCH_END,
+  );
   // Other conv flavours (causal 3-D) keep their own 1×1 conv and weight names.
   const shortcut =
-    cin === cout ? x : s.conv === conv2d ? pointwise(m.child('conv_shortcut'), x, h) : s.conv.apply(m.child('conv_shortcut'), x);
+    cin === cout
+      ? x
+      : s.conv === conv2d
+        ? pointwise(m.child('conv_shortcut'), x, h, cin, cout)
+        : s.conv.apply(m.child('conv_shortcut'), x, cin, cout, 1);
   return m.scope.add(shortcut, h);
 }
 
@@ -179,28 +205,18 @@ export function resnetBlock(m: Module, x: Value, s: BlockSettings): Value {
  * the shape of `like`: onnxruntime runs a 1×1 Conv in its blocked (NCHWc) layout, which first
  * copies x — a resnet's widest input — into that layout, while a MatMul reads it in place.
  */
-function pointwise(m: Module, x: Value, like: Value): Value {
+function pointwise(m: Module, x: Value, like: Value, cin: number, cout: number): Value {
   const sc = m.scope;
-  const [cout, cin] = m.dims('weight') as [number, number];
-  const weight = sc.reshape(m.param('weight'), [cout, cin]);
-  const y = sc.add(sc.matMul(weight, sc.reshape(x, [0, cin, -1])), sc.reshape(m.param('bias'), [cout, 1]));
+  const [kernel, bias] = convWeights(m, cin, cout, [1, 1]);
+  const weight = sc.reshape(kernel, [cout, cin]);
+  const y = sc.add(sc.matMul(weight, sc.reshape(x, [0, cin, -1])), sc.reshape(bias, [cout, 1]));
   return sc.reshape(y, sc.shape(like));
 }
 
 // ---- attention ----------------------------------------------------------------------------
 
-/** The VAE mid-block Attention (one head of width C): group_norm, to_q, to_k, to_v, to_out.0. */
-export function attentionParams(key: string, channels: number): ParamSpec[] {
-  return [
-    ...normParams(`${key}.group_norm`, channels),
-    ...linearParams(`${key}.to_q`, channels, channels),
-    ...linearParams(`${key}.to_k`, channels, channels),
-    ...linearParams(`${key}.to_v`, channels, channels),
-    ...linearParams(`${key}.to_out.0`, channels, channels, GAIN_RESIDUAL_BRANCH_END),
-  ];
-}
-
 /**
+ * The VAE mid-block Attention (one head of width C: group_norm, to_q, to_k, to_v, to_out.0).
  * Single-head self-attention over every position of x (B, C, …), GroupNorm first and the
  * residual added after to_out. The N × N probabilities are never transposed (at a whole-image
  * decode they are the largest tensor of the graph): q and k are projected channel-major
@@ -208,30 +224,31 @@ export function attentionParams(key: string, channels: number): ParamSpec[] {
  * q rather than to the N × N scores. `maskScores`, when given, rewrites the (B, N query,
  * N key) scores before the softmax (HunyuanVideo's frame-causal mask).
  */
-export function attentionBlock(m: Module, x: Value, norm: NormSettings, maskScores?: (scores: Value) => Value, queryChunks = 1): Value {
+export function attentionBlock(
+  m: Module,
+  x: Value,
+  c: number,
+  norm: NormSettings,
+  maskScores?: (scores: Value) => Value,
+  queryChunks = 1,
+): Value {
   const sc = m.scope;
-  const c = m.dims('to_q.weight')[0]!;
-  const t = sc.reshape(groupNorm(m.child('group_norm'), x, norm), [0, c, -1]);
-  const project = (name: string, input: Value): Value => {
-    const p = m.child(name);
-    return sc.add(sc.matMul(p.param('weight'), input), sc.reshape(p.param('bias'), [c, 1]));
+  const t = sc.reshape(groupNorm(m.child('group_norm'), x, c, norm), [0, c, -1]);
+  const project = (name: string, input: Value, gain?: number): Value => {
+    const [weight, bias] = linearWeights(m.child(name), c, c, gain);
+    return sc.add(sc.matMul(weight, input), sc.reshape(bias, [c, 1]));
   };
   const q = sc.transpose(sc.mul(project('to_q', t), 1 / Math.sqrt(c)), [0, 2, 1]);
   const k = project('to_k', t);
   const v = project('to_v', t);
-  const out = project('to_out.0', sc.attention(q, k, v, maskScores, queryChunks));
+  const out = project('to_out.0', sc.attention(q, k, v, maskScores, queryChunks), GAIN_RESIDUAL_BRANCH_END);
   return sc.add(sc.reshape(out, sc.shape(x)), x);
 }
 
 // ---- up block and mid block ----------------------------------------------------------------
 
-/** Upsample2D (nearest 2×, then a 3×3 conv): key `<key>.conv`. */
-export function upsamplerParams(key: string, channels: number): ParamSpec[] {
-  return conv2d.params(`${key}.conv`, channels, channels, 3);
-}
-
 /**
- * How Upsample2D's nearest-2× upsample + 3×3 conv is spelled. Same function, different work:
+ * How Upsample2D's (nearest 2×, then a 3×3 conv at `conv`) nearest-2× upsample + 3×3 conv is spelled. Same function, different work:
  * - 'resize-conv': diffusers' literal form (Resize, then the conv on 4× the pixels);
  * - 'polyphase': output pixel (2i+a, 2j+b) only ever sees input rows {i−1, i} (a = 0) or
  *   {i, i+1} (a = 1), and likewise columns, with the 3×3 taps that land on the same input pixel
@@ -262,12 +279,11 @@ function phaseKernel(sc: Scope, weight: Value, a: number, b: number): Value {
   return sc.matMul(sc.matMul(rows, weight), colsT);
 }
 
-export function upsampler2d(m: Module, x: Value, form: UpsamplerForm = DEFAULT_UPSAMPLER_FORM): Value {
+export function upsampler2d(m: Module, x: Value, channels: number, form: UpsamplerForm = DEFAULT_UPSAMPLER_FORM): Value {
   const c = m.child('conv');
   const sc = m.scope;
-  if (form === 'resize-conv') return conv2d.apply(c, sc.resizeNearest(x, [1, 1, 2, 2]));
-  const weight = c.param('weight');
-  const bias = c.param('bias');
+  if (form === 'resize-conv') return conv2d.apply(c, sc.resizeNearest(x, [1, 1, 2, 2]), channels, channels, 3);
+  const [weight, bias] = convWeights(c, channels, channels, [3, 3]);
   const phases = [0, 1].flatMap((a) =>
     [0, 1].map((b) => sc.conv(x, phaseKernel(sc, weight, a, b), bias, { kernelShape: [2, 2], pads: [1 - a, 1 - b, a, b] })),
   );
@@ -302,12 +318,11 @@ export function channelParts(cin: number, cout: number, groups: number): number 
 }
 
 /** Upsample2D whose output arrives as `parts` equal channel slices (in channel order). */
-export function upsampler2dParts(m: Module, x: Value, form: UpsamplerForm, parts: number): Value[] {
+export function upsampler2dParts(m: Module, x: Value, channels: number, form: UpsamplerForm, parts: number): Value[] {
   const c = m.child('conv');
   const sc = m.scope;
-  const count = c.dims('weight')[0]! / parts;
-  const weight = c.param('weight');
-  const bias = c.param('bias');
+  const count = channels / parts;
+  const [weight, bias] = convWeights(c, channels, channels, [3, 3]);
   const resized = form === 'resize-conv' ? sc.resizeNearest(x, [1, 1, 2, 2]) : undefined;
   return Array.from({ length: parts }, (_, p) => {
     const w = channelSlice(sc, weight, 0, p, count);
@@ -321,18 +336,15 @@ export function upsampler2dParts(m: Module, x: Value, form: UpsamplerForm, parts
 }
 
 /** resnetBlock (cin → cout with a conv_shortcut, 2-D convs) on an input given as equal channel slices. */
-export function resnetBlockFromParts(m: Module, parts: readonly Value[], s: BlockSettings): Value {
+export function resnetBlockFromParts(m: Module, parts: readonly Value[], cin: number, cout: number, s: BlockSettings): Value {
   const sc = m.scope;
-  const cin = m.dims('norm1.weight')[0]!;
   const count = cin / parts.length;
   const norm1 = m.child('norm1');
-  const gamma = norm1.param('weight');
-  const beta = norm1.param('bias');
+  const [gamma, beta] = normWeights(norm1, cin);
   const partNorm = { groups: (s.norm.groups * count) / cin, epsilon: s.norm.epsilon, channels: count };
   /** Σ over the parts of a conv on each (its weight's input-channel slice), the bias added once. */
-  const summed = (conv: Module, inputs: readonly Value[], k: number): Value => {
-    const w = conv.param('weight');
-    const b = conv.param('bias');
+  const summed = (conv: Module, inputs: readonly Value[], k: number, gain?: number): Value => {
+    const [w, b] = convWeights(conv, cin, cout, [k, k], gain);
     const terms = inputs.map((h, p) =>
       sc.conv(h, channelSlice(sc, w, 1, p, count), p === 0 ? b : undefined, { kernelShape: [k, k], pads: Math.floor(k / 2) }),
     );
@@ -342,45 +354,40 @@ export function resnetBlockFromParts(m: Module, parts: readonly Value[], s: Bloc
     const scope = norm1.scope.scope(`part${p}`);
     return scope.silu(scope.groupNorm(x, channelSlice(scope, gamma, 0, p, count), channelSlice(scope, beta, 0, p, count), partNorm));
   });
-  let h = summed(m.child('conv1'), activated, 3);
-  h = s.conv.apply(m.child('conv2'), groupNormSilu(m.child('norm2'), h, s.norm));
+  let h = summed(m.child('conv1'), activated, 3, GAIN_AFTER_SILU);
+  h = s.conv.apply(
+    m.child('conv2'),
+    groupNormSilu(m.child('norm2'), h, cout, s.norm),
+    cout,
+    cout,
+    3,
+    GAIN_AFTER_SILU * GAIN_RESIDUAL_BRANCH_END,
+  );
   return sc.add(summed(m.child('conv_shortcut'), parts, 1), h);
 }
 
-/** UpDecoderBlock2D: `resnets.0…layers` (the first maps cin → cout), then `upsamplers.0` when asked. */
-export function upBlockParams(key: string, cin: number, cout: number, resnets: number, upsample: boolean, conv: ConvFlavour): ParamSpec[] {
-  const specs: ParamSpec[] = [];
-  for (let j = 0; j < resnets; j++) specs.push(...resnetParams(`${key}.resnets.${j}`, j === 0 ? cin : cout, cout, conv));
-  if (upsample) specs.push(...upsamplerParams(`${key}.upsamplers.0`, cout));
-  return specs;
-}
-
-/** `first` skips resnets already applied (a resnet read from channel parts). */
+/**
+ * UpDecoderBlock2D: `resnets.0…` (the first maps cin → cout), then `upsamplers.0` at cout when
+ * asked; `first` skips resnets already applied (a resnet read from channel parts).
+ */
 export function upBlock(
   m: Module,
   x: Value,
+  channels: { cin: number; cout: number },
   resnets: number,
   upsample: boolean,
   s: BlockSettings,
-  upsampler: (m: Module, x: Value) => Value = upsampler2d,
+  upsampler: (m: Module, x: Value, channels: number) => Value = upsampler2d,
   first = 0,
 ): Value {
-  for (let j = first; j < resnets; j++) x = resnetBlock(m.child(`resnets.${j}`), x, s);
-  return upsample ? upsampler(m.child('upsamplers.0'), x) : x;
+  const { cin, cout } = channels;
+  for (let j = first; j < resnets; j++) x = resnetBlock(m.child(`resnets.${j}`), x, j === 0 ? cin : cout, cout, s);
+  return upsample ? upsampler(m.child('upsamplers.0'), x, cout) : x;
 }
 
-/** UNetMidBlock2D with one layer: resnets.0, attentions.0 (optional), resnets.1, all at `channels`. */
-export function midBlockParams(key: string, channels: number, attention: boolean, conv: ConvFlavour): ParamSpec[] {
-  return [
-    ...resnetParams(`${key}.resnets.0`, channels, channels, conv),
-    ...(attention ? attentionParams(`${key}.attentions.0`, channels) : []),
-    ...resnetParams(`${key}.resnets.1`, channels, channels, conv),
-  ];
-}
-
-/** The mid block; `attentionChunks` splits its attention's queries (Scope.attention). */
-export function midBlock(m: Module, x: Value, attention: boolean, s: BlockSettings, attentionChunks = 1): Value {
-  x = resnetBlock(m.child('resnets.0'), x, s);
-  if (attention) x = attentionBlock(m.child('attentions.0'), x, s.norm, undefined, attentionChunks);
-  return resnetBlock(m.child('resnets.1'), x, s);
+/** UNetMidBlock2D with one layer: resnets.0, attentions.0 (optional), resnets.1, all at `channels`; `attentionChunks` splits its attention's queries (Scope.attention). */
+export function midBlock(m: Module, x: Value, channels: number, attention: boolean, s: BlockSettings, attentionChunks = 1): Value {
+  x = resnetBlock(m.child('resnets.0'), x, channels, channels, s);
+  if (attention) x = attentionBlock(m.child('attentions.0'), x, channels, s.norm, undefined, attentionChunks);
+  return resnetBlock(m.child('resnets.1'), x, channels, channels, s);
 }

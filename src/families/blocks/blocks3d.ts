@@ -8,22 +8,13 @@
 // A causal conv wraps the real nn.Conv3d at `.conv`, so its keys are `<key>.conv.weight|bias`.
 
 import type { Scope, Value } from '../../graph/builder.js';
-import type { ParamSpec } from '../../weights/synthetic.js';
-import type { ConvFlavour } from './blocks.js';
-
-function conv3dParams(key: string, cin: number, cout: number, kernel: number, gain = 1): ParamSpec[] {
-  return [
-    { name: `${key}.weight`, dims: [cout, cin, kernel, kernel, kernel], init: 'conv', gain },
-    { name: `${key}.bias`, dims: [cout], init: 'bias' },
-  ];
-}
+import { convWeights, type ConvFlavour } from './blocks.js';
 
 /** nn.Conv3d(cin, cout, k, padding=k//2) with bias: keys `<key>.weight` [cout, cin, k, k, k], `<key>.bias`. */
 export const conv3d: ConvFlavour = {
-  params: conv3dParams,
-  apply(m, x) {
-    const k = m.dims('weight')[2]!;
-    return m.scope.conv(x, m.param('weight'), m.param('bias'), { pads: Math.floor(k / 2) });
+  apply(m, x, cin, cout, kernel, gain = 1) {
+    const [weight, bias] = convWeights(m, cin, cout, [kernel, kernel, kernel], gain);
+    return m.scope.conv(x, weight, bias, { pads: Math.floor(kernel / 2) });
   },
 };
 
@@ -37,14 +28,11 @@ function pads5d(t: [number, number], h: [number, number], w: [number, number]): 
  * (edge copies, not zeros), then a valid Conv3d at `.conv`.
  */
 export const hunyuanCausalConv3d: ConvFlavour = {
-  params: (key, cin, cout, kernel, gain) => conv3dParams(`${key}.conv`, cin, cout, kernel, gain),
-  apply(m, x) {
-    const conv = m.child('conv');
-    const [kt, kh, kw] = conv.dims('weight').slice(2) as [number, number, number];
-    const sh = Math.floor(kh / 2);
-    const sw = Math.floor(kw / 2);
-    const padded = kt > 1 || sh > 0 || sw > 0 ? m.scope.pad(x, pads5d([kt - 1, 0], [sh, sh], [sw, sw]), { mode: 'edge' }) : x;
-    return m.scope.conv(padded, conv.param('weight'), conv.param('bias'));
+  apply(m, x, cin, cout, kernel, gain = 1) {
+    const [weight, bias] = convWeights(m.child('conv'), cin, cout, [kernel, kernel, kernel], gain);
+    const s = Math.floor(kernel / 2);
+    const padded = kernel > 1 ? m.scope.pad(x, pads5d([kernel - 1, 0], [s, s], [s, s]), { mode: 'edge' }) : x;
+    return m.scope.conv(padded, weight, bias);
   },
 };
 
@@ -57,19 +45,17 @@ export type SpatialPadding = 'reflect' | 'zeros';
  */
 export function ltx2Conv3d(options: { causal: boolean; spatialPadding: SpatialPadding }): ConvFlavour {
   return {
-    params: (key, cin, cout, kernel, gain) => conv3dParams(`${key}.conv`, cin, cout, kernel, gain),
-    apply(m, x) {
-      const conv = m.child('conv');
-      const [kt, kh, kw] = conv.dims('weight').slice(2) as [number, number, number];
-      const time: [number, number] = options.causal ? [kt - 1, 0] : [(kt - 1) >> 1, (kt - 1) >> 1];
+    apply(m, x, cin, cout, kernel, gain = 1) {
+      const [weight, bias] = convWeights(m.child('conv'), cin, cout, [kernel, kernel, kernel], gain);
+      const k = kernel;
+      const time: [number, number] = options.causal ? [k - 1, 0] : [(k - 1) >> 1, (k - 1) >> 1];
       let h = time[0] + time[1] > 0 ? m.scope.pad(x, pads5d(time, [0, 0], [0, 0]), { mode: 'edge' }) : x;
-      const sh = Math.floor(kh / 2);
-      const sw = Math.floor(kw / 2);
-      if (options.spatialPadding === 'reflect' && sh + sw > 0) {
-        h = m.scope.pad(h, pads5d([0, 0], [sh, sh], [sw, sw]), { mode: 'reflect' });
-        return m.scope.conv(h, conv.param('weight'), conv.param('bias'));
+      const s = Math.floor(k / 2);
+      if (options.spatialPadding === 'reflect' && s > 0) {
+        h = m.scope.pad(h, pads5d([0, 0], [s, s], [s, s]), { mode: 'reflect' });
+        return m.scope.conv(h, weight, bias);
       }
-      return m.scope.conv(h, conv.param('weight'), conv.param('bias'), { pads: [0, sh, sw, 0, sh, sw] });
+      return m.scope.conv(h, weight, bias, { pads: [0, s, s, 0, s, s] });
     },
   };
 }

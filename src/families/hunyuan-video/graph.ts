@@ -4,7 +4,7 @@
 // only tokens of its own and earlier frames, and up-samplers that repeat frames after the
 // first. One call decodes every frame it is given (a whole latent, a tile or a temporal
 // chunk); the engine's temporal loop decides what a call receives. Also the parameter list
-// under diffusers' keys.
+// under diffusers' keys (what building the graph reads).
 
 import { GraphBuilder, type Scope, type Value } from '../../graph/builder.js';
 import type { Tensor } from '../../tensor.js';
@@ -14,14 +14,13 @@ import {
   DECODER_NORM_EPSILON,
   GAIN_AFTER_SILU,
   groupNormSilu,
-  midBlockParams,
   Module,
-  normParams,
+  recordParams,
   resnetBlock,
-  resnetParams,
   upBlock,
   WeightTable,
   type BlockSettings,
+  type ParamSource,
 } from '../blocks/blocks.js';
 import { conv3d, dropLeadingFrames, hunyuanCausalConv3d, type Factors3 } from '../blocks/blocks3d.js';
 import type { ResolvedConfig } from '../types.js';
@@ -73,25 +72,9 @@ export function hunyuanVideoArchitecture(config: ResolvedConfig): HunyuanVideoAr
   };
 }
 
-/** Every decoder parameter (post_quant_conv.* and decoder.*) with its checkpoint key, shape and synthetic init. */
+/** Every decoder parameter (post_quant_conv.* and decoder.*) with its checkpoint key, shape and synthetic init: what the graph reads. */
 export function hunyuanVideoDecoderParams(config: ResolvedConfig): ParamSpec[] {
-  const a = hunyuanVideoArchitecture(config);
-  const conv = hunyuanCausalConv3d;
-  const top = a.upBlocks[0]!.cin;
-  const specs: ParamSpec[] = [
-    ...conv3d.params('post_quant_conv', a.latentChannels, a.latentChannels, 1),
-    ...conv.params('decoder.conv_in', a.latentChannels, top, 3),
-    ...midBlockParams('decoder.mid_block', top, a.midAttention, conv),
-  ];
-  a.upBlocks.forEach((block, i) => {
-    const key = `decoder.up_blocks.${i}`;
-    for (let j = 0; j < a.resnetsPerBlock; j++)
-      specs.push(...resnetParams(`${key}.resnets.${j}`, j === 0 ? block.cin : block.cout, block.cout, conv));
-    if (block.upsample) specs.push(...conv.params(`${key}.upsamplers.0.conv`, block.cout, block.cout, 3));
-  });
-  specs.push(...normParams('decoder.conv_norm_out', a.blockOut[0]!));
-  specs.push(...conv.params('decoder.conv_out', a.blockOut[0]!, a.outChannels, 3, GAIN_AFTER_SILU));
-  return specs;
+  return recordParams((source) => hunyuanVideoDecoderGraph(config, source));
 }
 
 /** An int64 scalar (0-d) holding the product of the given entries of a shape vector. */
@@ -124,9 +107,9 @@ function frameCausalMask(scope: Scope, x: Value): (scores: Value) => Value {
  * first ft − 1 frames: the resized frames are ft copies of frame 0, then ft of frame 1, …,
  * so what is left is frame 0 once and every later frame ft times — the same tensor.
  */
-function upsampleCausal(m: Module, x: Value, factors: Factors3): Value {
+function upsampleCausal(m: Module, x: Value, channels: number, factors: Factors3): Value {
   const resized = m.scope.resizeNearest(x, [1, 1, ...factors]);
-  return hunyuanCausalConv3d.apply(m.child('conv'), dropLeadingFrames(m.scope, resized, factors[0] - 1));
+  return hunyuanCausalConv3d.apply(m.child('conv'), dropLeadingFrames(m.scope, resized, factors[0] - 1), channels, channels, 3);
 }
 
 /**
@@ -134,28 +117,45 @@ function upsampleCausal(m: Module, x: Value, factors: Factors3): Value {
  * (batch, out_channels, 1 + 4·(frames − 1), height·r, width·r), raw (no clamp).
  */
 export function buildHunyuanVideoDecoderGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): GraphBuilder {
+  const table = new WeightTable(weights);
+  const g = hunyuanVideoDecoderGraph(config, table);
+  table.assertAllTaken(config.className);
+  return g;
+}
+
+function hunyuanVideoDecoderGraph(config: ResolvedConfig, source: ParamSource): GraphBuilder {
   const a = hunyuanVideoArchitecture(config);
   const g = new GraphBuilder(config.className, { docString: `${config.className} decoder built by distvae` });
-  const table = new WeightTable(weights);
-  const root = new Module(g, table);
+  const root = new Module(g, source);
   const s: BlockSettings = { norm: { groups: a.normGroups, epsilon: DECODER_NORM_EPSILON }, conv: hunyuanCausalConv3d };
-  let x: Value = g.input('latent', ['batch', a.latentChannels, 'frames', 'height', 'width']);
-  x = conv3d.apply(root.child('post_quant_conv'), x);
+  const z = a.latentChannels;
+  const top = a.upBlocks[0]!.cin;
+  let x: Value = g.input('latent', ['batch', z, 'frames', 'height', 'width']);
+  x = conv3d.apply(root.child('post_quant_conv'), x, z, z, 1);
   const decoder = root.child('decoder');
-  x = hunyuanCausalConv3d.apply(decoder.child('conv_in'), x);
+  x = hunyuanCausalConv3d.apply(decoder.child('conv_in'), x, z, top, 3);
   const mid = decoder.child('mid_block');
-  x = resnetBlock(mid.child('resnets.0'), x, s);
+  x = resnetBlock(mid.child('resnets.0'), x, top, top, s);
   if (a.midAttention) {
     const attention = mid.child('attentions.0');
-    x = attentionBlock(attention, x, s.norm, frameCausalMask(attention.scope, x));
+    x = attentionBlock(attention, x, top, s.norm, frameCausalMask(attention.scope, x));
   }
-  x = resnetBlock(mid.child('resnets.1'), x, s);
+  x = resnetBlock(mid.child('resnets.1'), x, top, top, s);
   a.upBlocks.forEach((block, i) => {
     const factors = block.upsample;
-    x = upBlock(decoder.child(`up_blocks.${i}`), x, a.resnetsPerBlock, factors !== null, s, (m, h) => upsampleCausal(m, h, factors!));
+    x = upBlock(decoder.child(`up_blocks.${i}`), x, block, a.resnetsPerBlock, factors !== null, s, (m, h, c) =>
+      upsampleCausal(m, h, c, factors!),
+    );
   });
-  x = hunyuanCausalConv3d.apply(decoder.child('conv_out'), groupNormSilu(decoder.child('conv_norm_out'), x, s.norm));
+  const last = a.blockOut[0]!;
+  x = hunyuanCausalConv3d.apply(
+    decoder.child('conv_out'),
+    groupNormSilu(decoder.child('conv_norm_out'), x, last, s.norm),
+    last,
+    a.outChannels,
+    3,
+    GAIN_AFTER_SILU,
+  );
   g.output('sample', x, ['batch', a.outChannels, 'out_frames', 'out_height', 'out_width']);
-  table.assertAllTaken(config.className);
   return g;
 }

@@ -4,13 +4,24 @@
 // 1×1×1 shortcut, depth-to-space up-samplers with an optional residual branch, timestep
 // conditioning when the config asks for it, and the final unpatchify. One call decodes every
 // frame it is given, as a chain of stage graphs (one per block) so that no model nears
-// protobuf's 2 GiB limit. Also the parameter list under diffusers' keys.
+// protobuf's 2 GiB limit. Also the parameter list under diffusers' keys (what building the
+// stages reads).
 
 import { reason, type Reason, refuse } from '../../errors.js';
 import { GraphBuilder, type Scope, type Value } from '../../graph/builder.js';
 import type { Tensor } from '../../tensor.js';
 import type { ParamSpec } from '../../weights/synthetic.js';
-import { GAIN_AFTER_SILU, GAIN_RESIDUAL_BRANCH_END, linearParams, Module, WeightTable, type ConvFlavour } from '../blocks/blocks.js';
+import {
+  GAIN_AFTER_SILU,
+  GAIN_RESIDUAL_BRANCH_END,
+  linearWeights,
+  Module,
+  normWeights,
+  recordParams,
+  WeightTable,
+  type ConvFlavour,
+  type ParamSource,
+} from '../blocks/blocks.js';
 import { channelsToSpace3d, conv3d, dropLeadingFrames, ltx2Conv3d, type Factors3, type SpatialPadding } from '../blocks/blocks3d.js';
 import type { ResolvedConfig } from '../types.js';
 
@@ -163,58 +174,9 @@ function convFlavour(a: Ltx2Architecture): ConvFlavour {
   return ltx2Conv3d({ causal: a.causal, spatialPadding: a.spatialPadding });
 }
 
-/** `…time_embedder.timestep_embedder.linear_{1,2}` of a PixArtAlphaCombinedTimestepSizeEmbeddings(dim, 0). */
-function timeEmbedderParams(key: string, dim: number): ParamSpec[] {
-  return [
-    ...linearParams(`${key}.timestep_embedder.linear_1`, TIMESTEP_PROJECTION, dim),
-    ...linearParams(`${key}.timestep_embedder.linear_2`, dim, dim, GAIN_AFTER_SILU),
-  ];
-}
-
-function resnetParams(key: string, cin: number, cout: number, conv: ConvFlavour, conditioned: boolean): ParamSpec[] {
-  return [
-    ...conv.params(`${key}.conv1`, cin, cout, 3, GAIN_AFTER_SILU),
-    ...conv.params(`${key}.conv2`, cout, cout, 3, GAIN_AFTER_SILU * GAIN_RESIDUAL_BRANCH_END),
-    ...(cin === cout
-      ? []
-      : [
-          { name: `${key}.norm3.weight`, dims: [cin], init: 'norm-weight' as const },
-          { name: `${key}.norm3.bias`, dims: [cin], init: 'norm-bias' as const },
-          ...conv3d.params(`${key}.conv_shortcut`, cin, cout, 1),
-        ]),
-    ...(conditioned ? [{ name: `${key}.scale_shift_table`, dims: [4, cin], init: 'bias' as const }] : []),
-  ];
-}
-
-/** Every decoder parameter (decoder.*) with its checkpoint key, shape and synthetic init. */
+/** Every decoder parameter (decoder.*) with its checkpoint key, shape and synthetic init: what building the stages reads. */
 export function ltx2DecoderParams(config: ResolvedConfig): ParamSpec[] {
-  const a = ltx2Architecture(config);
-  const conv = convFlavour(a);
-  const tc = a.timestepConditioning;
-  const specs: ParamSpec[] = [...conv.params('decoder.conv_in', a.latentChannels, a.top, 3)];
-  if (tc) {
-    specs.push({ name: 'decoder.timestep_scale_multiplier', dims: [], init: 'norm-weight' });
-    specs.push(...timeEmbedderParams('decoder.mid_block.time_embedder', 4 * a.top));
-  }
-  for (let j = 0; j < a.midResnets; j++) specs.push(...resnetParams(`decoder.mid_block.resnets.${j}`, a.top, a.top, conv, tc));
-  a.upBlocks.forEach((block, i) => {
-    const key = `decoder.up_blocks.${i}`;
-    if (tc) specs.push(...timeEmbedderParams(`${key}.time_embedder`, 4 * block.cin));
-    if (block.cin !== block.cout) specs.push(...resnetParams(`${key}.conv_in`, block.cin, block.cout, conv, tc));
-    const up = block.upsampler;
-    if (up)
-      specs.push(
-        ...conv.params(`${key}.upsamplers.0.conv`, block.cout * up.factor, block.cout * up.stride[0] * up.stride[1] * up.stride[2], 3),
-      );
-    for (let j = 0; j < block.resnets; j++) specs.push(...resnetParams(`${key}.resnets.${j}`, block.cout, block.cout, conv, tc));
-  });
-  const last = a.upBlocks[a.upBlocks.length - 1]?.cout ?? a.top;
-  specs.push(...conv.params('decoder.conv_out', last, a.convOutChannels, 3, GAIN_AFTER_SILU));
-  if (tc) {
-    specs.push(...timeEmbedderParams('decoder.time_embedder', 2 * last));
-    specs.push({ name: 'decoder.scale_shift_table', dims: [2, last], init: 'bias' });
-  }
-  return specs;
+  return recordParams((source) => ltx2DecoderStages(config, source));
 }
 
 // ---- graph -----------------------------------------------------------------------------------
@@ -226,31 +188,31 @@ function rmsNorm(scope: Scope, x: Value): Value {
 
 /**
  * diffusers' `get_timestep_embedding(t, 256, flip_sin_to_cos=True, downscale_freq_shift=0)`
- * then TimestepEmbedding (linear_1, SiLU, linear_2): t (B) → (B, dim). The frequencies are
+ * then TimestepEmbedding (linear_1, SiLU, linear_2: `…timestep_embedder.linear_{1,2}` of a
+ * PixArtAlphaCombinedTimestepSizeEmbeddings(dim, 0)): t (B) → (B, dim). The frequencies are
  * computed in float32 as torch does (exponent −ln(10000)·k, divided by 128, then exp).
  */
-function timeEmbedding(m: Module, t: Value): Value {
+function timeEmbedding(m: Module, t: Value, dim: number): Value {
   const sc = m.scope;
   const half = TIMESTEP_PROJECTION / 2;
   const lnPeriod = Math.fround(-Math.log(10000));
   const frequencies = Float32Array.from({ length: half }, (_, k) => Math.exp(Math.fround(Math.fround(lnPeriod * k) / half)));
   const angles = sc.mul(sc.unsqueeze(t, [1]), sc.constant({ dims: [half], data: frequencies }));
   const projection = sc.concat([sc.op('Cos', [angles]), sc.op('Sin', [angles])], 1);
-  const linear = (name: string, x: Value): Value => {
-    const l = m.child(`timestep_embedder.${name}`);
-    return sc.gemm(x, l.param('weight'), l.param('bias'), { transB: true });
+  const linear = (name: string, x: Value, inFeatures: number, gain?: number): Value => {
+    const [weight, bias] = linearWeights(m.child(`timestep_embedder.${name}`), inFeatures, dim, gain);
+    return sc.gemm(x, weight, bias, { transB: true });
   };
-  return linear('linear_2', sc.silu(linear('linear_1', projection)));
+  return linear('linear_2', sc.silu(linear('linear_1', projection, TIMESTEP_PROJECTION)), dim, GAIN_AFTER_SILU);
 }
 
 /**
  * The rows of `table` (k, C) plus the embedding (B, k·C), each as a (B, C, 1, 1, 1) tensor that
  * broadcasts over a video — diffusers' `temb.unflatten(1, (k, -1)) + scale_shift_table`.
  */
-function modulation(m: Module, embedding: Value, rows: number): Value[] {
+function modulation(m: Module, embedding: Value, rows: number, c: number): Value[] {
   const sc = m.scope;
-  const c = m.dims('scale_shift_table')[1]!;
-  const table = sc.reshape(m.param('scale_shift_table'), [1, rows, c, 1, 1, 1]);
+  const table = sc.reshape(m.param('scale_shift_table', [rows, c], 'bias'), [1, rows, c, 1, 1, 1]);
   const sum = sc.add(sc.reshape(embedding, [0, rows, c, 1, 1, 1]), table);
   return sc.split(sum, new Array<number>(rows).fill(1), 1).map((row) => sc.reshape(row, [0, c, 1, 1, 1]));
 }
@@ -260,23 +222,35 @@ function modulate(scope: Scope, x: Value, shift: Value, scale: Value): Value {
   return scope.add(scope.mul(x, scope.add(scale, 1)), shift);
 }
 
-/** LTX2VideoResnetBlock3d; `embedding` (B, 4·C) when the decoder is timestep-conditioned. */
-function resnet(m: Module, x: Value, conv: ConvFlavour, embedding: Value | null, layerNormEpsilon: number): Value {
+/**
+ * LTX2VideoResnetBlock3d (cin → cout): conv1, conv2, and when the width changes a LayerNorm
+ * `norm3` + 1×1×1 `conv_shortcut`; `embedding` (B, 4·C) and the `scale_shift_table` [4, cin]
+ * when the decoder is timestep-conditioned.
+ */
+function resnet(
+  m: Module,
+  x: Value,
+  cin: number,
+  cout: number,
+  conv: ConvFlavour,
+  embedding: Value | null,
+  layerNormEpsilon: number,
+): Value {
   const sc = m.scope;
-  const [shift1, scale1, shift2, scale2] = embedding ? modulation(m, embedding, 4) : [];
+  const [shift1, scale1, shift2, scale2] = embedding ? modulation(m, embedding, 4, cin) : [];
   let h = rmsNorm(sc, x);
   if (embedding) h = modulate(sc, h, shift1!, scale1!);
-  h = conv.apply(m.child('conv1'), sc.silu(h));
+  h = conv.apply(m.child('conv1'), sc.silu(h), cin, cout, 3, GAIN_AFTER_SILU);
   h = rmsNorm(sc, h);
   if (embedding) h = modulate(sc, h, shift2!, scale2!);
-  h = conv.apply(m.child('conv2'), sc.silu(h));
-  const [cout, cin] = m.dims('conv1.conv.weight') as [number, number];
+  h = conv.apply(m.child('conv2'), sc.silu(h), cout, cout, 3, GAIN_AFTER_SILU * GAIN_RESIDUAL_BRANCH_END);
   let shortcut = x;
   if (cin !== cout) {
     const norm = m.child('norm3');
     const channelsLast = sc.transpose(x, [0, 2, 3, 4, 1]);
-    const normed = sc.layerNorm(channelsLast, norm.param('weight'), norm.param('bias'), { epsilon: layerNormEpsilon });
-    shortcut = conv3d.apply(m.child('conv_shortcut'), sc.transpose(normed, [0, 4, 1, 2, 3]));
+    const [weight, bias] = normWeights(norm, cin);
+    const normed = sc.layerNorm(channelsLast, weight, bias, { epsilon: layerNormEpsilon });
+    shortcut = conv3d.apply(m.child('conv_shortcut'), sc.transpose(normed, [0, 4, 1, 2, 3]), cin, cout, 1);
   }
   return sc.add(h, shortcut);
 }
@@ -290,7 +264,8 @@ function upsampler(m: Module, x: Value, cout: number, up: Ltx2Upsampler, conv: C
   const sc = m.scope;
   const product = up.stride[0] * up.stride[1] * up.stride[2];
   const skip = up.stride[0] - 1;
-  const y = dropLeadingFrames(sc, channelsToSpace3d(sc, conv.apply(m.child('conv'), x), cout, up.stride, false), skip);
+  const convolved = conv.apply(m.child('conv'), x, cout * up.factor, cout * product, 3);
+  const y = dropLeadingFrames(sc, channelsToSpace3d(sc, convolved, cout, up.stride, false), skip);
   if (!up.residual) return y;
   const spread = channelsToSpace3d(sc, x, (cout * up.factor) / product, up.stride, false);
   const tiled = sc.op('Tile', [spread, sc.int64Constant([1, product / up.factor, 1, 1, 1])]);
@@ -310,38 +285,43 @@ const embeddingName = (block: string) => `embedding.${block}`;
  * model well under protobuf's 2 GiB (the published decoder has 2.1 GB of float32 weights).
  */
 export function buildLtx2DecoderStages(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): GraphBuilder[] {
+  const table = new WeightTable(weights);
+  const stages = ltx2DecoderStages(config, table);
+  table.assertAllTaken(config.className);
+  return stages;
+}
+
+function ltx2DecoderStages(config: ResolvedConfig, source: ParamSource): GraphBuilder[] {
   const a = ltx2Architecture(config);
   const conv = convFlavour(a);
-  const table = new WeightTable(weights);
   const stages: GraphBuilder[] = [];
   const stage = (part: string): { g: GraphBuilder; decoder: Module } => {
     const g = new GraphBuilder(`${config.className} ${part}`, { docString: `${config.className} decoder (${part}) built by distvae` });
     stages.push(g);
-    return { g, decoder: new Module(g, table).child('decoder') };
+    return { g, decoder: new Module(g, source).child('decoder') };
   };
   const video = (channels: number) => ['batch', channels, 'frames', 'height', 'width'];
 
+  const last = a.upBlocks[a.upBlocks.length - 1]?.cout ?? a.top;
   const first = stage('conv_in, mid_block');
   let g = first.g;
   let x: Value = g.input('latent', video(a.latentChannels));
   let midEmbedding: Value | null = null;
   if (a.timestepConditioning) {
-    const t = g.mul(g.input('timestep', ['batch']), first.decoder.param('timestep_scale_multiplier'));
-    midEmbedding = timeEmbedding(first.decoder.child('mid_block').child('time_embedder'), t);
+    const t = g.mul(g.input('timestep', ['batch']), first.decoder.param('timestep_scale_multiplier', [], 'norm-weight'));
+    midEmbedding = timeEmbedding(first.decoder.child('mid_block').child('time_embedder'), t, 4 * a.top);
     a.upBlocks.forEach((block, i) =>
-      g.output(embeddingName(`up_blocks.${i}`), timeEmbedding(first.decoder.child(`up_blocks.${i}`).child('time_embedder'), t), [
-        'batch',
-        4 * block.cin,
-      ]),
+      g.output(
+        embeddingName(`up_blocks.${i}`),
+        timeEmbedding(first.decoder.child(`up_blocks.${i}`).child('time_embedder'), t, 4 * block.cin),
+        ['batch', 4 * block.cin],
+      ),
     );
-    g.output(embeddingName('out'), timeEmbedding(first.decoder.child('time_embedder'), t), [
-      'batch',
-      2 * (a.upBlocks[a.upBlocks.length - 1]?.cout ?? a.top),
-    ]);
+    g.output(embeddingName('out'), timeEmbedding(first.decoder.child('time_embedder'), t, 2 * last), ['batch', 2 * last]);
   }
-  x = conv.apply(first.decoder.child('conv_in'), x);
+  x = conv.apply(first.decoder.child('conv_in'), x, a.latentChannels, a.top, 3);
   const mid = first.decoder.child('mid_block');
-  for (let j = 0; j < a.midResnets; j++) x = resnet(mid.child(`resnets.${j}`), x, conv, midEmbedding, a.layerNormEpsilon);
+  for (let j = 0; j < a.midResnets; j++) x = resnet(mid.child(`resnets.${j}`), x, a.top, a.top, conv, midEmbedding, a.layerNormEpsilon);
 
   let decoder = first.decoder;
   let channels = a.top;
@@ -352,21 +332,21 @@ export function buildLtx2DecoderStages(config: ResolvedConfig, weights: Readonly
     x = g.input(activationAfter(previous), video(channels));
     previous = `up_blocks.${i}`;
     const up = decoder.child(`up_blocks.${i}`);
-    if (block.cin !== block.cout) x = resnet(up.child('conv_in'), x, conv, null, a.layerNormEpsilon);
+    if (block.cin !== block.cout) x = resnet(up.child('conv_in'), x, block.cin, block.cout, conv, null, a.layerNormEpsilon);
     const embedding = a.timestepConditioning ? g.input(embeddingName(`up_blocks.${i}`), ['batch', 4 * block.cin]) : null;
     if (block.upsampler) x = upsampler(up.child('upsamplers.0'), x, block.cout, block.upsampler, conv);
-    for (let j = 0; j < block.resnets; j++) x = resnet(up.child(`resnets.${j}`), x, conv, embedding, a.layerNormEpsilon);
+    for (let j = 0; j < block.resnets; j++)
+      x = resnet(up.child(`resnets.${j}`), x, block.cout, block.cout, conv, embedding, a.layerNormEpsilon);
     channels = block.cout;
   });
 
   x = rmsNorm(g, x);
   if (a.timestepConditioning) {
-    const [shift, scale] = modulation(decoder, g.input(embeddingName('out'), ['batch', 2 * channels]), 2);
+    const [shift, scale] = modulation(decoder, g.input(embeddingName('out'), ['batch', 2 * channels]), 2, channels);
     x = modulate(g, x, shift!, scale!);
   }
-  x = conv.apply(decoder.child('conv_out'), g.silu(x));
+  x = conv.apply(decoder.child('conv_out'), g.silu(x), channels, a.convOutChannels, 3, GAIN_AFTER_SILU);
   x = channelsToSpace3d(g, x, a.outChannels, [a.patchSizeT, a.patchSize, a.patchSize], true);
   g.output('sample', x, ['batch', a.outChannels, 'out_frames', 'out_height', 'out_width']);
-  table.assertAllTaken(config.className);
   return stages;
 }

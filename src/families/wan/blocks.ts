@@ -1,6 +1,7 @@
 // The layers of diffusers' Wan VAE decoder (AutoencoderKLWan 2.1 / 2.2 and AutoencoderKLQwenImage,
-// which shares the 2.1 layers), each as a `…Params` list beside the graph function that reads
-// the same checkpoint keys, built to decode ONE FRAME per call (docs/design.md §3 'frame-steps').
+// which shares the 2.1 layers), each a graph function that declares the checkpoint keys it reads
+// (shape and synthetic init, as blocks/blocks.ts' Module does), built to decode ONE FRAME per call
+// (docs/design.md §3 'frame-steps').
 //
 // Layout: an activation holds its frames on the batch axis, (frames, C, H, W) — one frame,
 // except for the two a temporal upsampler makes of one. Every per-frame op (RMS norm, the
@@ -18,11 +19,13 @@
 
 import { attr } from '../../graph/attributes.js';
 import type { GraphBuilder, Scope, Value } from '../../graph/builder.js';
-import type { ParamSpec } from '../../weights/synthetic.js';
-import { conv2d, GAIN_AFTER_SILU, GAIN_RESIDUAL_BRANCH_END, type Module } from '../blocks/blocks.js';
+import { convWeights, GAIN_AFTER_SILU, GAIN_RESIDUAL_BRANCH_END, type Module } from '../blocks/blocks.js';
 
 /** A causal conv's temporal kernel: it reads diffusers' CACHE_T = 2 earlier input frames. */
 const TEMPORAL_KERNEL = 3;
+
+/** The upsampler's time conv: temporal only. */
+const TIME_CONV_KERNEL = [TEMPORAL_KERNEL, 1, 1] as const;
 
 /** `F.normalize`'s eps: a floor on the L2 norm, not a term under a square root. */
 const RMS_NORM_EPSILON = 1e-12;
@@ -95,68 +98,22 @@ function conv2dNode(sc: Scope, x: Value, weight: Value, bias: Value, pad: number
   return sc.op('Conv', [x, weight, bias], [attr.ints('pads', [pad, pad, pad, pad])]);
 }
 
-// ---- parameter lists ----------------------------------------------------------------------
-
-/** WanCausalConv3d (an nn.Conv3d): `<key>.weight` [cout, cin, kt, kh, kw] and `<key>.bias`. */
-export function causalConvParams(key: string, cin: number, cout: number, kernel: readonly [number, number, number], gain = 1): ParamSpec[] {
-  return [
-    { name: `${key}.weight`, dims: [cout, cin, ...kernel], init: 'conv', gain },
-    { name: `${key}.bias`, dims: [cout], init: 'bias' },
-  ];
-}
-
-/** WanRMS_norm: only `<key>.gamma`, [C, 1, 1, 1] on 5-D inputs, [C, 1, 1] in the attention (images=True). */
-export function rmsNormParams(key: string, channels: number, form: 'video' | 'image'): ParamSpec[] {
-  return [{ name: `${key}.gamma`, dims: form === 'video' ? [channels, 1, 1, 1] : [channels, 1, 1], init: 'norm-weight' }];
-}
-
-export function residualBlockParams(key: string, cin: number, cout: number): ParamSpec[] {
-  return [
-    ...rmsNormParams(`${key}.norm1`, cin, 'video'),
-    ...causalConvParams(`${key}.conv1`, cin, cout, [3, 3, 3], GAIN_AFTER_SILU),
-    ...rmsNormParams(`${key}.norm2`, cout, 'video'),
-    ...causalConvParams(`${key}.conv2`, cout, cout, [3, 3, 3], GAIN_AFTER_SILU * GAIN_RESIDUAL_BRANCH_END),
-    ...(cin === cout ? [] : causalConvParams(`${key}.conv_shortcut`, cin, cout, [1, 1, 1])),
-  ];
-}
-
-/** WanAttentionBlock: norm (image form), to_qkv and proj, both nn.Conv2d 1×1. */
-export function attentionParams(key: string, channels: number): ParamSpec[] {
-  return [
-    ...rmsNormParams(`${key}.norm`, channels, 'image'),
-    ...conv2d.params(`${key}.to_qkv`, channels, 3 * channels, 1),
-    ...conv2d.params(`${key}.proj`, channels, channels, 1, GAIN_RESIDUAL_BRANCH_END),
-  ];
-}
-
-export function midBlockParams(key: string, channels: number): ParamSpec[] {
-  return [
-    ...residualBlockParams(`${key}.resnets.0`, channels, channels),
-    ...attentionParams(`${key}.attentions.0`, channels),
-    ...residualBlockParams(`${key}.resnets.1`, channels, channels),
-  ];
-}
-
-/** WanResample in an upsample mode: `resample.1` (Conv2d 3×3) and, when temporal, `time_conv` (3,1,1) doubling channels. */
-export function upsamplerParams(key: string, channels: number, outChannels: number, temporal: boolean): ParamSpec[] {
-  return [
-    ...conv2d.params(`${key}.resample.1`, channels, outChannels, 3),
-    ...(temporal ? causalConvParams(`${key}.time_conv`, channels, 2 * channels, [3, 1, 1]) : []),
-  ];
-}
-
 // ---- layers -------------------------------------------------------------------------------
 
-/** WanCausalConv3d with temporal kernel 3 (zero front pad 2 in time, kernel//2 in space) on one frame, threading its history. */
-export function causalConv(m: Module, x: Frames, steps: StepContext): Frames {
+/** A WanCausalConv3d's kernel: (time, height, width). */
+export type CausalKernel = readonly [number, number, number];
+
+/**
+ * WanCausalConv3d (an nn.Conv3d: `weight` [cout, cin, kt, kh, kw], `bias`) with temporal kernel 3
+ * (zero front pad 2 in time, kernel//2 in space) on one frame, threading its history.
+ */
+export function causalConv(m: Module, x: Frames, cin: number, cout: number, kernel: CausalKernel, steps: StepContext, gain = 1): Frames {
   const sc = m.scope;
-  const shape = m.dims('weight') as [number, number, number, number, number];
-  const [cout, cin, kt, kh, kw] = shape;
+  const [kt, kh, kw] = kernel;
   if (kt !== TEMPORAL_KERNEL || kh !== kw || kh % 2 !== 1 || x.count !== 1)
-    throw new Error(`unreachable: ${m.key('weight')} has kernel ${shape.slice(2)}, input of ${x.count} frames`);
+    throw new Error(`unreachable: ${m.key('weight')} has kernel ${kernel}, input of ${x.count} frames`);
   const pad = (kh - 1) / 2;
-  const weight = m.param('weight');
-  const bias = m.param('bias');
+  const [weight, bias] = convWeights(m, cin, cout, kernel, gain);
   const key = sc.path;
   if (steps.emitsHistory) steps.present(key, x.value, cin, x.scale);
   if (steps.startsSequence) {
@@ -171,63 +128,82 @@ export function causalConv(m: Module, x: Frames, steps: StepContext): Frames {
 }
 
 /** A 1×1×1 WanCausalConv3d (conv_shortcut, post_quant_conv): per voxel, never cached. */
-export function pointwiseConv(m: Module, x: Value): Value {
-  const [cout, cin] = m.dims('weight') as [number, number];
-  return conv2dNode(m.scope, x, m.scope.reshape(m.param('weight'), [cout, cin, 1, 1]), m.param('bias'), 0);
+export function pointwiseConv(m: Module, x: Value, cin: number, cout: number): Value {
+  const [weight, bias] = convWeights(m, cin, cout, [1, 1, 1]);
+  return conv2dNode(m.scope, x, m.scope.reshape(weight, [cout, cin, 1, 1]), bias, 0);
 }
 
-/** WanRMS_norm per voxel over channels: x / max(‖x‖₂, 1e-12) · √C · gamma. */
-export function rmsNorm(m: Module, x: Value): Value {
+/**
+ * WanRMS_norm per voxel over channels: x / max(‖x‖₂, 1e-12) · √C · gamma. Its only key, `gamma`,
+ * is [C, 1, 1, 1] on 5-D inputs and [C, 1, 1] in the attention (images=True).
+ */
+export function rmsNorm(m: Module, x: Value, c: number, form: 'video' | 'image'): Value {
   const sc = m.scope;
-  const c = m.dims('gamma')[0]!;
+  const gamma = m.param('gamma', form === 'video' ? [c, 1, 1, 1] : [c, 1, 1], 'norm-weight');
   const norm = sc.op('Max', [sc.op('ReduceL2', [x, sc.int64Constant([1])], [attr.int('keepdims', 1)]), sc.scalar(RMS_NORM_EPSILON)]);
-  const gain = sc.mul(sc.reshape(m.param('gamma'), [c, 1, 1]), Math.sqrt(c));
+  const gain = sc.mul(sc.reshape(gamma, [c, 1, 1]), Math.sqrt(c));
   return sc.mul(sc.div(x, norm), gain);
 }
 
-/** WanResidualBlock: shortcut(x) + conv2(SiLU(RMS(conv1(SiLU(RMS(x)))))); dropout is the identity. */
-export function residualBlock(m: Module, x: Frames, steps: StepContext): Frames {
+/** WanResidualBlock (cin → cout): shortcut(x) + conv2(SiLU(RMS(conv1(SiLU(RMS(x)))))); dropout is the identity. */
+export function residualBlock(m: Module, x: Frames, cin: number, cout: number, steps: StepContext): Frames {
   const sc = m.scope;
-  const cin = m.dims('norm1.gamma')[0];
-  const cout = m.dims('norm2.gamma')[0];
-  const shortcut = cin === cout ? x.value : pointwiseConv(m.child('conv_shortcut'), x.value);
-  let h = causalConv(m.child('conv1'), withValue(x, sc.silu(rmsNorm(m.child('norm1'), x.value))), steps);
-  h = causalConv(m.child('conv2'), withValue(h, sc.silu(rmsNorm(m.child('norm2'), h.value))), steps);
+  const shortcut = cin === cout ? x.value : pointwiseConv(m.child('conv_shortcut'), x.value, cin, cout);
+  let h = causalConv(
+    m.child('conv1'),
+    withValue(x, sc.silu(rmsNorm(m.child('norm1'), x.value, cin, 'video'))),
+    cin,
+    cout,
+    [3, 3, 3],
+    steps,
+    GAIN_AFTER_SILU,
+  );
+  h = causalConv(
+    m.child('conv2'),
+    withValue(h, sc.silu(rmsNorm(m.child('norm2'), h.value, cout, 'video'))),
+    cout,
+    cout,
+    [3, 3, 3],
+    steps,
+    GAIN_AFTER_SILU * GAIN_RESIDUAL_BRANCH_END,
+  );
   return withValue(x, sc.add(h.value, shortcut));
 }
 
 /**
- * WanAttentionBlock: single-head self-attention within each frame (the batch axis here), no mask.
+ * WanAttentionBlock (norm in the image form, to_qkv and proj, both nn.Conv2d 1×1): single-head
+ * self-attention within each frame (the batch axis here), no mask.
  * Channel-major like blocks/blocks.ts: tokens are the columns of (C, N), only q and the probabilities
  * are transposed, and the 1/√C scale is applied to q.
  */
-export function attentionBlock(m: Module, x: Value): Value {
+export function attentionBlock(m: Module, x: Value, c: number): Value {
   const sc = m.scope;
-  const c = m.dims('proj.weight')[0]!;
-  const qkvConv = m.child('to_qkv');
-  const qkv = conv2dNode(sc, rmsNorm(m.child('norm'), x), qkvConv.param('weight'), qkvConv.param('bias'), 0);
+  const normed = rmsNorm(m.child('norm'), x, c, 'image');
+  const qkv = conv2dNode(sc, normed, ...convWeights(m.child('to_qkv'), c, 3 * c, [1, 1]), 0);
   const [q, k, v] = sc.split(sc.reshape(qkv, [0, 3 * c, -1]), [c, c, c], 1) as [Value, Value, Value];
   const probabilities = sc.softmax(sc.matMul(sc.transpose(sc.mul(q, 1 / Math.sqrt(c)), [0, 2, 1]), k), -1);
   const attended = sc.matMul(v, sc.transpose(probabilities, [0, 2, 1]));
-  const proj = m.child('proj');
-  return sc.add(conv2dNode(sc, sc.reshape(attended, sc.shape(x)), proj.param('weight'), proj.param('bias'), 0), x);
+  const proj = convWeights(m.child('proj'), c, c, [1, 1], GAIN_RESIDUAL_BRANCH_END);
+  return sc.add(conv2dNode(sc, sc.reshape(attended, sc.shape(x)), ...proj, 0), x);
 }
 
-/** WanMidBlock: resnets.0, attentions.0, resnets.1. */
-export function midBlock(m: Module, x: Frames, steps: StepContext): Frames {
-  x = residualBlock(m.child('resnets.0'), x, steps);
-  x = withValue(x, attentionBlock(m.child('attentions.0'), x.value));
-  return residualBlock(m.child('resnets.1'), x, steps);
+/** WanMidBlock: resnets.0, attentions.0, resnets.1, all at `c` channels. */
+export function midBlock(m: Module, x: Frames, c: number, steps: StepContext): Frames {
+  x = residualBlock(m.child('resnets.0'), x, c, c, steps);
+  x = withValue(x, attentionBlock(m.child('attentions.0'), x.value, c));
+  return residualBlock(m.child('resnets.1'), x, c, c, steps);
 }
 
 /**
- * WanResample, upsample modes: the temporal part (upsample3d) then, per frame, nearest-exact 2×
- * (equal to nearest for a factor of 2) and `resample.1`.
+ * WanResample, upsample modes: the temporal part (upsample3d, `time_conv` (3, 1, 1) doubling the
+ * channels) then, per frame, nearest-exact 2× (equal to nearest for a factor of 2) and
+ * `resample.1` (Conv2d 3×3, channels → outChannels).
  */
-export function upsampler(m: Module, x: Frames, temporal: boolean, steps: StepContext): Frames {
-  if (temporal) x = timeUpsample(m, x, steps);
-  const resample = m.child('resample.1');
-  const value = conv2dNode(m.scope, m.scope.resizeNearest(x.value, [1, 1, 2, 2]), resample.param('weight'), resample.param('bias'), 1);
+export function upsampler(m: Module, x: Frames, channels: number, outChannels: number, temporal: boolean, steps: StepContext): Frames {
+  // Declared first, as the checkpoint lists them (the time conv's nodes come first).
+  const resample = convWeights(m.child('resample.1'), channels, outChannels, [3, 3]);
+  if (temporal) x = timeUpsample(m, x, channels, steps);
+  const value = conv2dNode(m.scope, m.scope.resizeNearest(x.value, [1, 1, 2, 2]), ...resample, 1);
   return { value, count: x.count, scale: x.scale * 2 };
 }
 
@@ -237,20 +213,20 @@ export function upsampler(m: Module, x: Frames, temporal: boolean, steps: StepCo
  * zeros before frame 1 — so its first history frame is zeros too. Its 2C output channels are two
  * frames (channel block s → frame 2t + s), which on the frames-on-batch layout is a reshape.
  */
-function timeUpsample(m: Module, x: Frames, steps: StepContext): Frames {
+function timeUpsample(m: Module, x: Frames, channels: number, steps: StepContext): Frames {
   const sc = m.scope;
   const timeConv = m.child('time_conv');
-  const channels = timeConv.dims('weight')[1]!;
   if (steps.startsSequence) {
-    m.weights.take(timeConv.key('weight'));
-    m.weights.take(timeConv.key('bias'));
+    // The module's parameters, though this graph never reads them.
+    timeConv.skip('weight', [2 * channels, channels, ...TIME_CONV_KERNEL], 'conv', 1);
+    timeConv.skip('bias', [2 * channels], 'bias');
     if (steps.emitsHistory) {
       const zeros = sc.op('ConstantOfShape', [sc.shape(x.value)]);
       steps.present(timeConv.scope.path, zeros, channels, x.scale);
     }
     return x;
   }
-  const doubled = causalConv(timeConv, x, steps);
+  const doubled = causalConv(timeConv, x, channels, 2 * channels, TIME_CONV_KERNEL, steps);
   return { value: sc.reshape(doubled.value, [2, channels, 0, 0]), count: 2, scale: x.scale };
 }
 

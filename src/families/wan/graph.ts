@@ -1,7 +1,7 @@
 // The Wan VAE decoder (diffusers' WanDecoder3d behind post_quant_conv; Wan 2.1, Wan 2.2 with
 // residual up blocks, and Qwen-Image, whose decoder is Wan 2.1's): its architecture read from a
-// resolved config, its parameter list under the checkpoint's own keys, and its ONNX graphs, each
-// decoding one frame (blocks.ts says how a graph threads time).
+// resolved config, its ONNX graphs, each decoding one frame (blocks.ts says how a graph threads
+// time), and its parameter list under the checkpoint's own keys (what building the graphs reads).
 //
 // A video frame goes through the decoder in segments cut after each temporal upsampler, one
 // frame per call: a temporal upsampler turns one frame into two (after its sequence's first),
@@ -22,23 +22,18 @@
 import { GraphBuilder } from '../../graph/builder.js';
 import type { Tensor } from '../../tensor.js';
 import type { ParamSpec } from '../../weights/synthetic.js';
-import { GAIN_AFTER_SILU, Module, WeightTable } from '../blocks/blocks.js';
+import { GAIN_AFTER_SILU, Module, recordParams, WeightTable, type ParamSource } from '../blocks/blocks.js';
 import type { ResolvedConfig } from '../types.js';
 import {
   causalConv,
-  causalConvParams,
   dupUp3d,
   frameDims,
   midBlock,
-  midBlockParams,
   pointwiseConv,
   residualBlock,
-  residualBlockParams,
   rmsNorm,
-  rmsNormParams,
   StepContext,
   upsampler,
-  upsamplerParams,
   type Frames,
   type WanStep,
 } from './blocks.js';
@@ -102,9 +97,8 @@ const upBlockKey = (i: number): string => `decoder.up_blocks.${i}`;
 /** Wan 2.1 / Qwen-Image: `upsamplers.0` (a ModuleList); Wan 2.2: `upsampler`. */
 const upsamplerName = (a: WanDecoderArchitecture): string => (a.residual ? 'upsampler' : 'upsamplers.0');
 
-/** A piece of the decoder in execution order: the parameters it owns beside its graph function. */
+/** A piece of the decoder in execution order: its graph function, which declares the parameters it reads. */
 interface DecoderPart {
-  params: ParamSpec[];
   apply(root: Module, x: Frames, steps: StepContext): Frames;
   /** Channels and scale (× the latent's size) of its output. */
   out: { channels: number; scale: number };
@@ -117,15 +111,15 @@ function decoderParts(a: WanDecoderArchitecture): DecoderPart[] {
   const z = a.latentChannels;
   const parts: DecoderPart[] = [
     {
-      params: [
-        ...causalConvParams('post_quant_conv', z, z, [1, 1, 1]),
-        ...causalConvParams('decoder.conv_in', z, a.midChannels, [3, 3, 3]),
-        ...midBlockParams('decoder.mid_block', a.midChannels),
-      ],
       apply(root, x, steps) {
         const decoder = root.child('decoder');
-        x = { ...x, value: pointwiseConv(root.child('post_quant_conv'), x.value) };
-        return midBlock(decoder.child('mid_block'), causalConv(decoder.child('conv_in'), x, steps), steps);
+        x = { ...x, value: pointwiseConv(root.child('post_quant_conv'), x.value, z, z) };
+        return midBlock(
+          decoder.child('mid_block'),
+          causalConv(decoder.child('conv_in'), x, z, a.midChannels, [3, 3, 3], steps),
+          a.midChannels,
+          steps,
+        );
       },
       out: { channels: a.midChannels, scale: 1 },
       doublesFrames: false,
@@ -133,13 +127,7 @@ function decoderParts(a: WanDecoderArchitecture): DecoderPart[] {
   ];
   a.upBlocks.forEach((b, i) => {
     const temporal = b.upsample === 'spatio-temporal';
-    const params: ParamSpec[] = [];
-    for (let j = 0; j < a.resnetsPerBlock; j++)
-      params.push(...residualBlockParams(`${upBlockKey(i)}.resnets.${j}`, j === 0 ? b.inChannels : b.outChannels, b.outChannels));
-    if (b.upsample !== 'none')
-      params.push(...upsamplerParams(`${upBlockKey(i)}.${upsamplerName(a)}`, b.outChannels, b.resampleChannels, temporal));
     parts.push({
-      params,
       apply: (root, x, steps) => upBlock(root.child(upBlockKey(i)), x, b, a, steps),
       out: { channels: b.upsample === 'none' ? b.outChannels : b.resampleChannels, scale: 2 ** (i + (b.upsample === 'none' ? 0 : 1)) },
       doublesFrames: temporal,
@@ -147,13 +135,10 @@ function decoderParts(a: WanDecoderArchitecture): DecoderPart[] {
   });
   const last = a.upBlocks[a.upBlocks.length - 1]!.outChannels;
   parts.push({
-    params: [
-      ...rmsNormParams('decoder.norm_out', last, 'video'),
-      ...causalConvParams('decoder.conv_out', last, a.convOutChannels, [3, 3, 3], GAIN_AFTER_SILU),
-    ],
     apply(root, x, steps) {
       const decoder = root.child('decoder');
-      return causalConv(decoder.child('conv_out'), { ...x, value: root.scope.silu(rmsNorm(decoder.child('norm_out'), x.value)) }, steps);
+      const normed = root.scope.silu(rmsNorm(decoder.child('norm_out'), x.value, last, 'video'));
+      return causalConv(decoder.child('conv_out'), { ...x, value: normed }, last, a.convOutChannels, [3, 3, 3], steps, GAIN_AFTER_SILU);
     },
     out: { channels: a.convOutChannels, scale: 2 ** (a.upBlocks.length - 1) },
     doublesFrames: false,
@@ -164,18 +149,25 @@ function decoderParts(a: WanDecoderArchitecture): DecoderPart[] {
 /** WanUpBlock (2.1) or WanResidualUpBlock (2.2): resnets, the upsampler, and for 2.2 the DupUp3D shortcut. */
 function upBlock(m: Module, x: Frames, b: WanUpBlockArchitecture, a: WanDecoderArchitecture, steps: StepContext): Frames {
   const input = x;
-  for (let j = 0; j < a.resnetsPerBlock; j++) x = residualBlock(m.child(`resnets.${j}`), x, steps);
+  for (let j = 0; j < a.resnetsPerBlock; j++)
+    x = residualBlock(m.child(`resnets.${j}`), x, j === 0 ? b.inChannels : b.outChannels, b.outChannels, steps);
   if (b.upsample === 'none') return x;
   const temporal = b.upsample === 'spatio-temporal';
-  x = upsampler(m.child(upsamplerName(a)), x, temporal, steps);
+  x = upsampler(m.child(upsamplerName(a)), x, b.outChannels, b.resampleChannels, temporal, steps);
   if (!a.residual) return x;
   const shortcut = dupUp3d(m.scope, input, b.inChannels, b.outChannels, temporal, steps);
   return { ...x, value: m.scope.add(x.value, shortcut.value) };
 }
 
-/** Every decoder parameter (post_quant_conv.* and decoder.*) with its checkpoint key, shape and synthetic init. */
+/**
+ * Every decoder parameter (post_quant_conv.* and decoder.*) with its checkpoint key, shape and
+ * synthetic init: what the segment graphs of a sequence's first frame read (a `first` graph
+ * declares the time convs it skips).
+ */
 export function wanDecoderParams(config: ResolvedConfig): ParamSpec[] {
-  return decoderParts(wanDecoderArchitecture(config)).flatMap((p) => p.params);
+  return recordParams((source) => {
+    for (let segment = 0; segment < wanSegmentCount(config); segment++) wanSegmentGraph(config, source, segment, 'first');
+  });
 }
 
 /**
@@ -202,6 +194,11 @@ export function wanSegmentCount(config: ResolvedConfig): number {
  * h·s', w·s'): for the first segment `x` is a latent frame, for the last `y` is raw decoder output.
  */
 export function buildWanGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, segment: number, step: WanStep): GraphBuilder {
+  // A segment reads only its own part of the decoder's weights.
+  return wanSegmentGraph(config, new WeightTable(weights), segment, step);
+}
+
+function wanSegmentGraph(config: ResolvedConfig, source: ParamSource, segment: number, step: WanStep): GraphBuilder {
   const a = wanDecoderArchitecture(config);
   const segments = segmentsOf(a);
   const parts = segments[segment]!;
@@ -211,13 +208,10 @@ export function buildWanGraph(config: ResolvedConfig, weights: ReadonlyMap<strin
   const g = new GraphBuilder(name, {
     docString: `${config.className} decoder segment ${segment} of ${segments.length} for the ${step} frame of a sequence, built by distvae`,
   });
-  const own = new Set(parts.flatMap((p) => p.params.map((s) => s.name)));
-  const table = new WeightTable(new Map([...weights].filter(([key]) => own.has(key))));
-  const root = new Module(g, table);
+  const root = new Module(g, source);
   const steps = new StepContext(g, step);
   let x: Frames = { value: g.input(SEGMENT_INPUT, frameDims(1, input.channels, input.scale)), count: 1, scale: input.scale };
   for (const part of parts) x = part.apply(root, x, steps);
   g.output(SEGMENT_OUTPUT, x.value, frameDims(x.count, parts[parts.length - 1]!.out.channels, x.scale));
-  table.assertAllTaken(name);
   return g;
 }
