@@ -23,10 +23,10 @@ const REGISTERED = [autoencoderKlFamily, flux2Family, taeFamily, wanFamily, qwen
 export type FamilyName = (typeof REGISTERED)[number]['spec']['name'];
 
 /** Every VAE family distvae decodes, in the order help and docs list them. */
-export const FAMILIES: readonly FamilySpec<FamilyName>[] = REGISTERED.map((f) => f.spec);
+export const FAMILIES: readonly FamilySpec[] = REGISTERED.map((f) => f.spec);
 
 /** The names of FAMILIES, as `--family` and `createVae` take them. */
-export const FAMILY_NAMES: readonly FamilyName[] = FAMILIES.map((f) => f.name);
+export const FAMILY_NAMES: readonly FamilyName[] = REGISTERED.map((f) => f.spec.name);
 
 /** The names of the families whose runtime has what `has` asks (messages list them from here, so they cannot go stale). */
 export function familyNamesWhere(has: (runtime: FamilyRuntime) => boolean): FamilyName[] {

@@ -28,6 +28,12 @@ export const GAIN_RESIDUAL_BRANCH_END = 0.5;
 /** Where a graph's parameters come from, each asked for by its full spec where the graph reads it. */
 export interface ParamSource {
   take(spec: ParamSpec): Tensor;
+  /**
+   * The graph is built only to list its parameters: pieces whose usual spelling allocates
+   * per-channel constants take a spelling that allocates none (the parameters are the same), so
+   * listing an absurdly wide config costs what its layer count does.
+   */
+  readonly listing?: boolean;
 }
 
 /**
@@ -76,6 +82,7 @@ export function recordParams(build: (source: ParamSource) => unknown): ParamSpec
   const params: ParamSpec[] = [];
   const names = new Set<string>();
   build({
+    listing: true,
     take(spec) {
       if (names.has(spec.name)) throw new DistVaeError('WEIGHTS_MISMATCH', `the decoder graph read ${spec.name} twice`);
       names.add(spec.name);
@@ -161,7 +168,8 @@ export interface NormSettings {
 /** GroupNorm of the module `m` (keys `weight`, `bias`) over `channels`, any rank. */
 export function groupNorm(m: Module, x: Value, channels: number, norm: NormSettings): Value {
   const [weight, bias] = normWeights(m, channels);
-  return m.scope.groupNorm(x, weight, bias, norm);
+  // The native form holds no [C] constants (group-norm.ts).
+  return m.scope.groupNorm(x, weight, bias, m.weights.listing ? { ...norm, form: 'native' } : norm);
 }
 
 /** GroupNorm then SiLU: the pre-activation every resnet conv and the decoder's conv_out see. */

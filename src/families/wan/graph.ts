@@ -154,7 +154,8 @@ function upBlock(m: Module, x: Frames, b: WanUpBlockArchitecture, a: WanDecoderA
   if (b.upsample === 'none') return x;
   const temporal = b.upsample === 'spatio-temporal';
   x = upsampler(m.child(upsamplerName(a)), x, b.outChannels, b.resampleChannels, temporal, steps);
-  if (!a.residual) return x;
+  // DupUp3D owns no parameters, and its gather indices grow with the width: a listing skips it.
+  if (!a.residual || m.weights.listing) return x;
   const shortcut = dupUp3d(m.scope, input, b.inChannels, b.outChannels, temporal, steps);
   return { ...x, value: m.scope.add(x.value, shortcut.value) };
 }
