@@ -16,8 +16,8 @@ import { parseArgs } from 'node:util';
 import { readVaeSource } from '../src/sources/vae-source.js';
 import { readNpy } from '../src/io/npy.js';
 import { createSession } from '../src/runtime/session.js';
-import { buildKlDecoderGraph, klDecoderParams } from '../src/families/autoencoder-kl.graph.js';
-import { attentionChunksFor } from '../src/families/autoencoder-kl.runtime.js';
+import { buildKlDecoderGraph, klDecoderParams } from '../src/families/autoencoder-kl/graph.js';
+import { attentionChunksFor } from '../src/families/autoencoder-kl/runtime.js';
 import { bindWeights } from '../src/weights/bind.js';
 
 const { values } = parseArgs({

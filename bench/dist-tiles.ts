@@ -14,7 +14,7 @@
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { localTiledDecode } from '../src/decode/engine.js';
-import type { TileRunner } from '../src/decode/types.js';
+import type { TileRunner } from '../src/families/runtime-types.js';
 import { loadVae } from '../src/decode/vae.js';
 import type { ProgramGroup } from '../src/ranks/group.js';
 import { localGroup } from '../src/ranks/local/index.js';

@@ -13,8 +13,7 @@ import { closeSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, rmSync, sta
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createVae } from '../src/families/registry.js';
-import { runtimeOf } from '../src/families/runtimes.js';
+import { createVae, runtimeOf } from '../src/families/registry.js';
 import { writeNpy } from '../src/io/npy.js';
 import { elementCount, seededTensor } from '../src/tensor.js';
 import { syntheticWeights } from '../src/weights/synthetic.js';

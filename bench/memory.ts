@@ -111,8 +111,7 @@ export async function prepareSdFolder(dir: string, withDiffusers: boolean): Prom
     );
     return out;
   }
-  const { resolveFamily, resolveFamilyConfig } = await import('../src/families/registry.js');
-  const { runtimeOf } = await import('../src/families/runtimes.js');
+  const { resolveFamily, resolveFamilyConfig, runtimeOf } = await import('../src/families/registry.js');
   const { syntheticWeights } = await import('../src/weights/synthetic.js');
   const { writeSafetensors } = await import('../src/weights/safetensors.js');
   const raw = {

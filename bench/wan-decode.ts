@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadVae } from '../src/decode/vae.js';
 import type { ResolvedConfig } from '../src/families/types.js';
-import { wanDecoderArchitecture, wanDecoderParams } from '../src/families/wan.graph.js';
+import { wanDecoderArchitecture, wanDecoderParams } from '../src/families/wan/graph.js';
 import { tileGrid } from '../src/plan/grid.js';
 import { setTiling } from '../src/plan/planner.js';
 import { elementCount, seededTensor } from '../src/tensor.js';

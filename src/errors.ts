@@ -197,6 +197,11 @@ export function abortedError(signal: AbortSignal, what = 'decode'): DistVaeError
   return new DistVaeError('ABORTED', `${what} aborted${detail}`, { cause });
 }
 
+/** Throws ABORTED when `signal` is aborted (a no-op without one). */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw abortedError(signal);
+}
+
 /**
  * The one error type of the library: a stable `code`, a message, and for a refused request the
  * `reasons` (field, offending value, valid range). `isDistVaeError(e)` tells it apart.

@@ -5,7 +5,7 @@
 // are exported as types only.
 
 // ---- Errors: one typed error, closed vocabularies of codes --------------------------------
-export { DistVaeError, isDistVaeError, isRuntimeFailure, reason, refuse, RUNTIME_FAILURE_CODES } from './errors.js';
+export { DistVaeError, isDistVaeError, isRuntimeFailure, reason, refuse, RUNTIME_FAILURE_CODES, throwIfAborted } from './errors.js';
 export type { ErrorCode, Reason, ReasonCode } from './errors.js';
 
 // ---- Tensors ---------------------------------------------------------------------------------
@@ -25,10 +25,18 @@ export { hubCacheDirs, locateVae, parseRepoId, withVariant, type LocateOptions, 
 export { singleFileConfig, singleFileLayout, singleFileToDiffusers, type SingleFileLayout } from './sources/single-file.js';
 export { readTensors, type TensorEntry, type TensorReader } from './weights/reader.js';
 export { DISTVAE_VERSION } from './version.js';
-export { createVae, FAMILIES, FAMILY_NAMES, familyForClassName, getFamily, resolveFamily } from './families/registry.js';
-export { TAE_KEY_LAYOUTS, TAE_VARIANTS, type TaeKeyLayout, type TaeVariant } from './families/tae.js';
+export {
+  createVae,
+  decoderWeightBytes,
+  FAMILIES,
+  FAMILY_NAMES,
+  familyForClassName,
+  getFamily,
+  resolveFamily,
+  type FamilyName,
+} from './families/registry.js';
+export { TAE_KEY_LAYOUTS, TAE_VARIANTS, type TaeKeyLayout, type TaeVariant } from './families/tae/spec.js';
 export type {
-  FamilyName,
   FamilySpec,
   FrameTiling,
   RawConfig,
@@ -40,7 +48,6 @@ export type {
   VaeSpec,
 } from './families/types.js';
 export { syntheticWeights, type ParamSpec } from './weights/synthetic.js';
-export { decoderWeightBytes } from './families/runtimes.js';
 
 // ---- Planning (pure: no I/O, runs in a browser) ----------------------------------------------
 export { disableTiling, explainTiling, setTiling, type TilingRequest } from './plan/planner.js';
@@ -69,10 +76,11 @@ export { BUCKET_POLICIES, chooseBucket, parseBuckets, type BucketChoice, type Bu
 export { diffusersEquivalent } from './plan/equivalence.js';
 
 // ---- Decoding on this process ----------------------------------------------------------------
-export { checkFiniteOutput, localTiledDecode, throwIfAborted, untilAborted } from './decode/engine.js';
+export { checkFiniteOutput, localTiledDecode, untilAborted } from './decode/engine.js';
 export { decodeToBands, decodeToFrames } from './decode/engine.js';
 export { checkLatents } from './decode/latents.js';
-export type { DecodeOptions, DecodeProgress, RankStats, TiledDecode, TileRunner } from './decode/types.js';
+export type { DecodeOptions, DecodeProgress, RankStats, TiledDecode } from './decode/types.js';
+export type { TileRunner } from './families/runtime-types.js';
 export { decoderGraphOf } from './decode/decoder-graph.js';
 
 // ---- Strategies: how tiles are decoded, and on which ranks -----------------------------------

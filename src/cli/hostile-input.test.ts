@@ -8,8 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { runtimeOf } from '../families/runtimes.js';
-import { createVae, resolveFamily, resolveFamilyConfig } from '../families/registry.js';
+import { createVae, resolveFamily, resolveFamilyConfig, runtimeOf } from '../families/registry.js';
 import { writeNpy } from '../io/npy.js';
 import { seededLatent } from '../ranks/testing/tiny-vae.js';
 import { readVaeSource, DIFFUSERS_WEIGHTS_FILE } from '../sources/vae-source.js';

@@ -4,11 +4,11 @@
 // hashing and caching differ by host and stay in the subclasses.
 
 import { defaultTiling } from '../families/registry.js';
-import type { FamilyRuntime } from '../families/runtime-types.js';
+import type { FamilyRuntime, TileRunner } from '../families/runtime-types.js';
 import type { FamilySpec, ResolvedConfig, TilingState, VaeGeometry } from '../families/types.js';
 import type { Tensor } from '../tensor.js';
 import { localTiledDecode, type DecodingVae } from './engine.js';
-import type { TiledDecode, TileRunner } from './types.js';
+import type { TiledDecode } from './types.js';
 
 /** What Vae (Node) and WebVae (a page) share: the planner's view, the runner, the tiling decode uses; `R` is the host's kind of tile runner. */
 export abstract class BoundVae<R extends TileRunner = TileRunner> implements DecodingVae {

@@ -3,8 +3,7 @@
 // building a session. Node only (it resolves paths); a page builds graphs from its own loader.
 
 import { architectureModel, decoderModelOf } from './decoder-model.js';
-import { resolveFamily } from '../families/registry.js';
-import { runtimeOf } from '../families/runtimes.js';
+import { resolveFamily, runtimeOf } from '../families/registry.js';
 import type { RawConfig, ResolvedConfig } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { readVaeSource } from '../sources/vae-source.js';

@@ -1,9 +1,10 @@
 // The fused decoder graph as a ModelProto — what locality analysis, staging and row sharding
 // read — from a family's own graph builder (FamilyRuntime.decoderGraph), for loaded weights or
 // for an architecture alone (zero weights of the right shapes: the analysis reads shapes, never
-// values). A family that does not expose its graph is refused by name.
+// values). A family that does not expose its graph is refused by name, naming those that do.
 
 import { reason, refuse } from '../errors.js';
+import { familyNamesWhere } from '../families/registry.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
 import type { FamilySpec, ResolvedConfig } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
@@ -22,7 +23,7 @@ export function decoderModelOf(
         'NO_DECODER_GRAPH',
         'family',
         family.name,
-        'a family that exposes its decoder graph (autoencoder-kl, flux2, tae)',
+        `a family that exposes its decoder graph (${familyNamesWhere((r) => r.decoderGraph !== undefined).join(', ')})`,
         `the ${family.name} family does not expose its decoder graph: locality analysis and row sharding need it`,
       ),
     );

@@ -3,8 +3,8 @@
 // `tiledDecode` once per temporal chunk, assembles chunks, and applies the family's
 // post-processing once, after assembly — never per tile.
 
-import { abortedError, DistVaeError } from '../errors.js';
-import type { FamilyRuntime } from '../families/runtime-types.js';
+import { abortedError, DistVaeError, throwIfAborted } from '../errors.js';
+import type { FamilyRuntime, TileRunner } from '../families/runtime-types.js';
 import type { VaeSpec } from '../families/types.js';
 import { tileGrid, type TileGrid } from '../plan/grid.js';
 import { firstNonFinite, type Tensor } from '../tensor.js';
@@ -13,17 +13,12 @@ import { RasterAssembler } from '../tile/assembler.js';
 import { tileLayout } from '../tile/layout.js';
 import { TemporalAssembler } from '../tile/temporal.js';
 import { checkLatents, sliceFrames, sliceLatent } from './latents.js';
-import { ProgressCounter, type DecodeOptions, type TiledDecode, type TileRunner } from './types.js';
+import { ProgressCounter, type DecodeOptions, type TiledDecode } from './types.js';
 
 export interface DecodingVae extends VaeSpec {
   readonly runtime: FamilyRuntime;
   readonly runner: TileRunner;
   tiledDecode: TiledDecode;
-}
-
-/** Throws ABORTED when `signal` is aborted (a no-op without one). */
-export function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw abortedError(signal);
 }
 
 /** `promise`'s outcome, or ABORTED as soon as `signal` fires (what `promise` stands for goes on: its owner ends it). */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Tensor } from '../tensor.js';
 import { LazyTileRunner } from './lazy-runner.js';
-import type { TileRunner } from './types.js';
+import type { TileRunner } from '../families/runtime-types.js';
 
 function countingRunner(log: string[]): TileRunner {
   return {

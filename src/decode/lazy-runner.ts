@@ -4,7 +4,7 @@
 // decoder that is hundreds of MiB of weights copied into onnxruntime per process.
 
 import type { Tensor } from '../tensor.js';
-import type { TileRunner } from './types.js';
+import type { TileRunner } from '../families/runtime-types.js';
 
 export class LazyTileRunner implements TileRunner {
   private runner: Promise<TileRunner> | null = null;

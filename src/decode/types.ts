@@ -1,16 +1,7 @@
-// Contracts between the decode engine, the families' runtimes and the rank groups.
+// Contracts between the decode engine, its strategies and the rank groups (a family's TileRunner
+// is in families/runtime-types.ts).
 
 import type { Tensor } from '../tensor.js';
-
-/** Decodes latent tiles to raw decoder output on one rank (one onnxruntime session set). */
-export interface TileRunner {
-  /**
-   * Raw decoder output of one latent tile (B, C, [F,] h, w) — before unpatchify and clamp —
-   * exactly as the family's decoder produces it for that tile alone.
-   */
-  decode(latentTile: Tensor, signal?: AbortSignal): Promise<Tensor>;
-  dispose(): Promise<void>;
-}
 
 /** One progress report of a decode: tiles done of the total, and the rank that finished the tile. */
 export interface DecodeProgress {

@@ -6,7 +6,7 @@
 // `decode` and a replaceable `tiledDecode`.
 
 import { createHash } from 'node:crypto';
-import type { FamilyRuntime } from '../families/runtime-types.js';
+import type { FamilyRuntime, TileRunner } from '../families/runtime-types.js';
 import type { FamilySpec, ResolvedConfig } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { providerRequest } from '../runtime/providers.js';
@@ -18,7 +18,7 @@ import { decoderModelOf } from './decoder-model.js';
 import { BoundVae } from './bound-vae.js';
 import { decodeLatents } from './engine.js';
 import { LazyTileRunner } from './lazy-runner.js';
-import type { DecodeOptions, TileRunner } from './types.js';
+import type { DecodeOptions } from './types.js';
 
 /** How `loadVae` runs a VAE: execution provider and device, threads, spinning. */
 export interface LoadOptions {

@@ -2,7 +2,7 @@
 // config, and `encode`, which checks the image before the runner sees it. Each loader adds what
 // its host knows (the source read, the page's runtime).
 
-import type { TileRunner } from '../decode/types.js';
+import type { TileRunner } from '../families/runtime-types.js';
 import type { FamilySpec, ResolvedConfig } from '../families/types.js';
 import type { Tensor } from '../tensor.js';
 import { checkImage } from './image-check.js';

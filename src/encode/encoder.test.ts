@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
-import { tae } from '../families/tae.js';
-import { taeRuntime } from '../families/tae.runtime.js';
-import { referenceArch, referenceEncode } from '../families/testing/tae-reference.js';
+import { tae } from '../families/tae/spec.js';
+import { taeRuntime } from '../families/tae/runtime.js';
+import { referenceArch, referenceEncode } from '../families/tae/testing/reference.js';
 import { TAE_SMALL } from '../families/testing/config-files.js';
 import { assertMatchesReference } from '../graph/testing/compare.js';
 import { seededTensor } from '../tensor.js';

@@ -1,8 +1,8 @@
 // A TileRunner over one built graph: one onnxruntime session, one input, one output. Families
 // whose decoder (or encoder) is a single graph run it through this.
 
-import { throwIfAborted } from '../decode/engine.js';
-import type { TileRunner } from '../decode/types.js';
+import { throwIfAborted } from '../errors.js';
+import type { TileRunner } from './runtime-types.js';
 import type { GraphBuilder } from '../graph/builder.js';
 import { createSession } from '../runtime/session.js';
 import type { SessionOptions } from '../runtime/session-types.js';

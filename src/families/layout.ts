@@ -5,7 +5,7 @@
 // each family writes only what differs from the diffusers VAEs it shares the rest with.
 
 import { ConfigReader } from './config-fields.js';
-import type { FamilyName, FamilySpec, FrameTiling, RawConfig, ResolvedConfig, TilingDefaults } from './types.js';
+import type { FamilySpec, FrameTiling, RawConfig, ResolvedConfig, TilingDefaults } from './types.js';
 
 /** The config-independent part of a FamilySpec. */
 export type FamilyLayout = Pick<FamilySpec, 'diffusersTiling' | 'temporal' | 'ignoredKeyPrefixes' | 'minWindowLatent' | 'sampleRange'>;
@@ -24,8 +24,8 @@ export function squareTiling(window: number, overlap: number, frames: FrameTilin
 }
 
 /** A family as each module writes it: its names and the reader of its config. */
-export interface FamilyDeclaration {
-  name: FamilyName;
+export interface FamilyDeclaration<Name extends string> {
+  name: Name;
   /** One line for humans: which models use it. */
   description: string;
   /** diffusers `_class_name` values that select this family. */
@@ -41,7 +41,10 @@ export interface FamilyDeclaration {
  * named for the family and throws every reason the read collected at once (CONFIG_INVALID),
  * so a config with several problems is refused once; the fields read come with the result.
  */
-export function defineFamily(layout: FamilyLayout, { given = (raw) => raw ?? {}, read, ...names }: FamilyDeclaration): FamilySpec {
+export function defineFamily<const Name extends string>(
+  layout: FamilyLayout,
+  { given = (raw) => raw ?? {}, read, ...names }: FamilyDeclaration<Name>,
+): FamilySpec<Name> {
   return {
     ...names,
     ...layout,

@@ -1,22 +1,60 @@
-// The family registry: names, diffusers class names, and `createVae`, which makes a
-// plan-only VAE from a family name and an optional config (decoding adds to it elsewhere).
+// The family registry: the one list that registers a family (its declaration and its runtime),
+// everything derived from it (names, diffusers class names, the runtime of a family, the
+// families a message lists), and `createVae`, which makes a plan-only VAE from a family name and
+// an optional config (decoding adds to it elsewhere).
 
 import { reason, refuse } from '../errors.js';
-import { autoencoderKl } from './autoencoder-kl.js';
+import { weightBytes } from '../weights/synthetic.js';
+import { autoencoderKlFamily } from './autoencoder-kl/family.js';
 import { DECODE_SETTING_FIELDS } from './config-fields.js';
-import { flux2 } from './flux2.js';
-import { hunyuanVideo } from './hunyuan-video.js';
-import { ltx2 } from './ltx2.js';
-import { qwenImage } from './qwen-image.js';
-import { tae } from './tae.js';
-import type { FamilyName, FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeSpec } from './types.js';
-import { wan } from './wan.js';
+import { flux2Family } from './flux2/family.js';
+import { hunyuanVideoFamily } from './hunyuan-video/family.js';
+import { ltx2Family } from './ltx2/family.js';
+import { qwenImageFamily } from './qwen-image/family.js';
+import type { FamilyRuntime } from './runtime-types.js';
+import { taeFamily } from './tae/family.js';
+import type { FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeSpec } from './types.js';
+import { wanFamily } from './wan/family.js';
+
+/** Every registered family, in the order help and docs list them: one element per family folder. */
+const REGISTERED = [autoencoderKlFamily, flux2Family, taeFamily, wanFamily, qwenImageFamily, hunyuanVideoFamily, ltx2Family] as const;
+
+/** The name of a VAE family. */
+export type FamilyName = (typeof REGISTERED)[number]['spec']['name'];
 
 /** Every VAE family distvae decodes, in the order help and docs list them. */
-export const FAMILIES: readonly FamilySpec[] = [autoencoderKl, flux2, tae, wan, qwenImage, hunyuanVideo, ltx2];
+export const FAMILIES: readonly FamilySpec[] = REGISTERED.map((f) => f.spec);
 
 /** The names of FAMILIES, as `--family` and `createVae` take them. */
-export const FAMILY_NAMES: readonly FamilyName[] = FAMILIES.map((f) => f.name);
+export const FAMILY_NAMES: readonly FamilyName[] = REGISTERED.map((f) => f.spec.name);
+
+/** The names of the families whose runtime has what `has` asks (messages list them from here, so they cannot go stale). */
+export function familyNamesWhere(has: (runtime: FamilyRuntime) => boolean): FamilyName[] {
+  return REGISTERED.filter((f) => has(f.runtime)).map((f) => f.spec.name);
+}
+
+/** The runtime (graph builders, tile runner, post-processing) of a registered family. */
+export function runtimeOf(family: FamilySpec): FamilyRuntime {
+  const registered = REGISTERED.find((f) => f.spec.name === family.name);
+  if (!registered) {
+    refuse(
+      'UNSUPPORTED',
+      reason(
+        'NO_DECODER',
+        'family',
+        family.name,
+        `a registered family: ${FAMILY_NAMES.join(', ')}`,
+        `${family.name} is not a registered family, so it has no decoder (registered: ${FAMILY_NAMES.join(', ')}); planning works for any family`,
+      ),
+    );
+  }
+  return registered.runtime;
+}
+
+/** Bytes of one copy of the decoder's float32 weights for a VAE's config (no weights read). */
+export function decoderWeightBytes(vae: VaeSpec): number {
+  return weightBytes(runtimeOf(vae.family).decoderParams(vae.config));
+}
 
 /** The family named `name`; UNKNOWN_FAMILY naming the known ones otherwise. */
 export function getFamily(name: string): FamilySpec {

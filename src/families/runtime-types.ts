@@ -2,14 +2,22 @@
 // bound weights (one onnxruntime session set), and the post-processing diffusers applies after
 // assembly. Engine code calls these; it never branches on a family's name.
 
-import type { TileRunner } from '../decode/types.js';
 import type { GraphBuilder } from '../graph/builder.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import type { SessionOptions } from '../runtime/session-types.js';
 import type { Tensor } from '../tensor.js';
 import type { Shaped } from '../weights/bind.js';
 import type { ParamSpec } from '../weights/synthetic.js';
-import type { RawConfig, ResolvedConfig } from './types.js';
+import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
+
+/**
+ * A family as the registry lists it: what it declares (read by the planner) and how it decodes.
+ * Each family folder exports one; adding a family is that folder and one line of registry.ts.
+ */
+export interface Family<Name extends string = string> {
+  spec: FamilySpec<Name>;
+  runtime: FamilyRuntime;
+}
 
 export interface FamilyRuntime {
   /** Decoder parameters under the checkpoint's own key names, with shapes and synthetic init. */
@@ -63,4 +71,14 @@ export interface FamilyEncoder {
   configFromWeights?(weights: ReadonlyMap<string, Shaped>): RawConfig;
   /** Key prefixes of a full checkpoint that the encoder does not own (e.g. `decoder.`). */
   ignoredKeyPrefixes: readonly string[];
+}
+
+/** Decodes latent tiles to raw decoder output on one rank (one onnxruntime session set). */
+export interface TileRunner {
+  /**
+   * Raw decoder output of one latent tile (B, C, [F,] h, w) — before unpatchify and clamp —
+   * exactly as the family's decoder produces it for that tile alone.
+   */
+  decode(latentTile: Tensor, signal?: AbortSignal): Promise<Tensor>;
+  dispose(): Promise<void>;
 }

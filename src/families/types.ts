@@ -5,9 +5,6 @@
 
 import type { Reason } from '../errors.js';
 
-/** The name of a VAE family. */
-export type FamilyName = 'autoencoder-kl' | 'flux2' | 'tae' | 'wan' | 'qwen-image' | 'hunyuan-video' | 'ltx2';
-
 /** A height and a width (output pixels or latent units, as the field says). */
 export interface Size2 {
   height: number;
@@ -83,8 +80,9 @@ export interface ResolvedConfig {
 }
 
 /** What a VAE family declares: its names, how diffusers tiles it, its config reader and the checks the planner applies (the engine reads these, never a family name). */
-export interface FamilySpec {
-  name: FamilyName;
+export interface FamilySpec<Name extends string = string> {
+  /** The family's name (`--family`, `createVae`); the registry derives `FamilyName` from these. */
+  name: Name;
   /** One line for humans: which models use it. */
   description: string;
   /** diffusers `_class_name` values that select this family. */

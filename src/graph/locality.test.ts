@@ -6,8 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { architectureModel } from '../decode/decoder-model.js';
-import { resolveFamily } from '../families/registry.js';
-import { runtimeOf } from '../families/runtimes.js';
+import { resolveFamily, runtimeOf } from '../families/registry.js';
 import type { RawConfig } from '../families/types.js';
 import type { Tensor } from '../tensor.js';
 import { GraphBuilder, type Value } from './builder.js';

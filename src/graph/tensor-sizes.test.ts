@@ -6,11 +6,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
-import { buildKlDecoderGraph, klDecoderParams } from '../families/autoencoder-kl.graph.js';
+import { buildKlDecoderGraph, klDecoderParams } from '../families/autoencoder-kl/graph.js';
 import { getFamily, resolveFamilyConfig } from '../families/registry.js';
-import { buildDecoderGraph } from '../families/tae.graph.js';
-import { tae, taeArchitecture } from '../families/tae.js';
-import { taeRuntime } from '../families/tae.runtime.js';
+import { buildDecoderGraph } from '../families/tae/graph.js';
+import { tae, taeArchitecture } from '../families/tae/spec.js';
+import { taeRuntime } from '../families/tae/runtime.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { GraphBuilder } from './builder.js';
 import { seededTensor } from '../tensor.js';

@@ -9,7 +9,7 @@
 
 import { decoderModelOf } from '../decode/decoder-model.js';
 import { DistVaeError, reason } from '../errors.js';
-import { runtimeOf } from '../families/runtimes.js';
+import { familyNamesWhere, runtimeOf } from '../families/registry.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
 import type { FrameTiling, Size2, VaeSpec } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
@@ -175,7 +175,7 @@ function architectureOf(vae: VaeSpec): ArchitectureMemory {
       'NO_MEMORY_MODEL',
       'family',
       vae.family.name,
-      'a family that describes its decoder graphs (autoencoder-kl, flux2, tae, wan, qwen-image, hunyuan-video)',
+      `a family that describes its decoder graphs (${familyNamesWhere(describesDecoderGraphs).join(', ')})`,
       `the memory model reads the decoder's graphs, which the ${vae.family.name} family does not describe; its default plan is used`,
     );
     throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
@@ -213,7 +213,7 @@ function graphOf(arch: ArchitectureMemory, vae: VaeSpec): ModelProto {
     'NO_DECODER_GRAPH',
     'family',
     vae.family.name,
-    'a family that exposes its decoder graph (autoencoder-kl, flux2, tae)',
+    `a family that exposes its decoder graph (${familyNamesWhere((r) => r.decoderGraph !== undefined).join(', ')})`,
     `the ${vae.family.name} family does not expose its fused decoder graph: row sharding and halo-exact tiles need it`,
   );
   throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
@@ -248,7 +248,11 @@ export function exactHaloOf(vae: VaeSpec): Halo | null {
 
 /** Whether the memory model can read this VAE's decoder (its family describes its graphs). */
 export function hasMemoryModel(vae: VaeSpec): boolean {
-  const runtime = runtimeOf(vae.family);
+  return describesDecoderGraphs(runtimeOf(vae.family));
+}
+
+/** The memory model reads a runtime's fused decoder graph or the graphs its runner opens. */
+function describesDecoderGraphs(runtime: FamilyRuntime): boolean {
   return runtime.decoderGraph !== undefined || runtime.memoryRuns !== undefined;
 }
 

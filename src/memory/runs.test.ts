@@ -5,8 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createVae } from '../families/registry.js';
-import { runtimeOf } from '../families/runtimes.js';
+import { createVae, runtimeOf } from '../families/registry.js';
 import { HUNYUAN_VIDEO_TINY, LTX2_TINY, WAN21_TINY, WAN22_TINY } from '../families/testing/video-configs.js';
 import { createSession } from '../runtime/session.js';
 import { elementCount, seededTensor, type Tensor } from '../tensor.js';

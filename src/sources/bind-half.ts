@@ -5,7 +5,7 @@
 // the page loader (web/load.ts) share it.
 
 import { reason, refuse } from '../errors.js';
-import { resolveFamilyConfig } from '../families/registry.js';
+import { familyNamesWhere, resolveFamilyConfig } from '../families/registry.js';
 import type { FamilyEncoder, FamilyRuntime } from '../families/runtime-types.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from '../families/types.js';
 import type { FileBytes } from '../bytes/file-bytes.js';
@@ -38,8 +38,8 @@ export function partOf(
         'NO_ENCODER',
         'family',
         family.name,
-        'a family with an encoder (tae)',
-        `the ${family.name} family has no encoder here; encoding is available for tae`,
+        `a family with an encoder (${encoderFamilies().join(', ')})`,
+        `the ${family.name} family has no encoder here; encoding is available for ${encoderFamilies().join(', ')}`,
       ),
     );
   }
@@ -81,4 +81,9 @@ export async function readBoundHalf(
     ...(reading.spill ? { spill: reading.spill } : {}),
   });
   return { config, weights };
+}
+
+/** The families that ship an encoder, from the registry. */
+function encoderFamilies(): string[] {
+  return familyNamesWhere((r) => r.encoder !== undefined);
 }

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, test } from 'node:test';
-import { klDecoderParams } from '../families/autoencoder-kl.graph.js';
+import { klDecoderParams } from '../families/autoencoder-kl/graph.js';
 import { getFamily } from '../families/registry.js';
 import type { RawConfig } from '../families/types.js';
 import { float16BitsToFloat32, float32ToFloat16Bits } from '../weights/halfprecision.js';

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { klDecoderParams } from '../families/autoencoder-kl.graph.js';
+import { klDecoderParams } from '../families/autoencoder-kl/graph.js';
 import { getFamily } from '../families/registry.js';
 import type { Tensor } from '../tensor.js';
 import type { TensorEntry } from '../weights/reader.js';

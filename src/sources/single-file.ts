@@ -7,7 +7,7 @@
 // AutoencoderKLFlux2, as diffusers' scripts/convert_flux2_to_diffusers.py renames them (proved by
 // testing/goldens/flux2-vae-keys.json). Attention 1×1 convs are viewed as linear weights and the
 // architecture is read from the tensor shapes. TAE files are recognised by their keys too (their
-// variant then comes from the shapes, see tae.runtime.ts). Only the header is needed.
+// variant then comes from the shapes, see tae/runtime.ts). Only the header is needed.
 
 import type { RawConfig } from '../families/types.js';
 import type { TensorEntry } from '../weights/reader.js';

@@ -4,9 +4,8 @@
 // read the same VAE.
 
 import { reason, refuse } from '../errors.js';
-import { createVae, refuseFamilyRequired, resolveFamily, resolveFamilyConfig } from '../families/registry.js';
+import { createVae, refuseFamilyRequired, resolveFamily, resolveFamilyConfig, runtimeOf } from '../families/registry.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
-import { runtimeOf } from '../families/runtimes.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, VaeSpec } from '../families/types.js';
 import { firstNonFinite, type Tensor } from '../tensor.js';
 import { checkWeightBytes } from './weight-budget.js';

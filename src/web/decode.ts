@@ -5,7 +5,7 @@
 
 import { decodeLatents, localTiledDecode, type DecodingVae } from '../decode/engine.js';
 import { checkLatents } from '../decode/latents.js';
-import type { TileRunner } from '../decode/types.js';
+import type { TileRunner } from '../families/runtime-types.js';
 import type { Size2 } from '../families/types.js';
 import type { TensorSize } from '../graph/tensor-sizes.js';
 import { tileGrid } from '../plan/grid.js';

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { createVae, resolveFamilyConfig } from '../families/registry.js';
-import { tae } from '../families/tae.js';
-import { taeRuntime } from '../families/tae.runtime.js';
+import { tae } from '../families/tae/spec.js';
+import { taeRuntime } from '../families/tae/runtime.js';
 import { architectureModel } from '../decode/decoder-model.js';
 import { checkPlanFits, installWindow, largestFittingWindow, planTensorBytes, tensorLimitBytes, type BufferLimits } from './limits.js';
 

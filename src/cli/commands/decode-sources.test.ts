@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { klDecoderParams } from '../../families/autoencoder-kl.graph.js';
+import { klDecoderParams } from '../../families/autoencoder-kl/graph.js';
 import { getFamily } from '../../families/registry.js';
 import { seededTensor } from '../../tensor.js';
 import { readNpy, writeNpy } from '../../io/npy.js';

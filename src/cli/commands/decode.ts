@@ -13,6 +13,7 @@ import {
   checkFiniteOutput,
   checkLatents,
   chooseWithinBudget,
+  createVae,
   decodeToBands,
   decodeToFrames,
   DEFAULT_FPS,
@@ -22,6 +23,7 @@ import {
   DistVaeError,
   DISTVAE_VERSION,
   expandLatentsArg,
+  FAMILIES,
   formatBytes,
   hasMemoryModel,
   ISOLATIONS,
@@ -85,6 +87,11 @@ import { FAMILY_OPTIONS, TILING_OPTIONS, applyTilingOptions } from '../tiling-op
 import { REDIS_OPTIONS } from './redis-options.js';
 import { printSourceNotes, RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
 import { MEMORY_OPTIONS, choiceJson, memoryJson, readBudgetOptions, type BudgetOption } from '../memory-options.js';
+
+/** The families the memory policy cannot read (named in the help from the registry, so the list cannot go stale). */
+function familiesWithoutMemoryModel(): string[] {
+  return FAMILIES.filter((f) => !hasMemoryModel(createVae(f.name))).map((f) => f.name);
+}
 
 /** How long an interrupted queue decode may take to remove its jobs from Redis. */
 const QUEUE_SIGNAL_GRACE_MS = 8000;
@@ -193,7 +200,7 @@ export const decodeCommand: CommandSpec = {
     'predicted peak. The chosen decode runs in rank processes with a fallback ladder: an attempt that runs out of memory',
     'is retried with the next plan that fits (exit 3, LADDER_EXHAUSTED, when none is left). Plan options are exact',
     'requests: over an explicit --max-memory they are refused (exit 2), over the default budget they warn. Families',
-    "without a memory model (wan, qwen-image, hunyuan-video, ltx2) keep the family's default plan with tiling on.",
+    `without a memory model (${familiesWithoutMemoryModel().join(', ') || 'none'}) keep the family's default plan with tiling on.`,
     'With --json: memory { budgetBytes, predictedPeakBytes, predictedMaxTensorBytes, measuredPeakBytes, coordinator, ranks },',
     'choice { strategy, window, overlap, frames, ranks, reason } and, after a fallback, attempts [...].',
     'With --json: { shape, tiles, seconds, ranks: [...] } where seconds is the decode time without loading.',

@@ -1,9 +1,9 @@
 // Configs the family, plan and distribution tests share, mostly tiny video families (diffusers' field names).
 
 import type { RawConfig } from '../types.js';
-import type { HunyuanVideoReferenceArchitecture } from './hunyuan-video-reference.js';
-import type { Ltx2ReferenceConfig } from './ltx2-reference.js';
-import type { WanReferenceConfig } from './wan-reference.js';
+import type { HunyuanVideoReferenceArchitecture } from '../hunyuan-video/testing/reference.js';
+import type { Ltx2ReferenceConfig } from '../ltx2/testing/reference.js';
+import type { WanReferenceConfig } from '../wan/testing/reference.js';
 
 /** Wan 2.1 with one temporal upsample: 2 output frames per latent frame after the first. */
 export const WAN21_TINY: RawConfig = {

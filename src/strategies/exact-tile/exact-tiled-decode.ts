@@ -4,7 +4,7 @@
 // their cores, which the coordinator writes into the output. No tile needs
 // another's result (no blending), so ranks never message each other.
 
-import { throwIfAborted } from '../../decode/engine.js';
+import { throwIfAborted } from '../../errors.js';
 import { checkLatents, sliceLatent } from '../../decode/latents.js';
 import type { RankStats, TiledDecode } from '../../decode/types.js';
 import { rankFailed, type ProgramGroup, type RankOutcome } from '../../ranks/group.js';

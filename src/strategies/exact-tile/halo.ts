@@ -6,10 +6,11 @@
 // (clipped), so the plan's tile count is kept and each decode reads stride + 2·halo units.
 // A graph with GroupNorm, attention or any other nonlocal op is refused, naming the ops.
 
-import { asPlanes, throwIfAborted } from '../../decode/engine.js';
+import { asPlanes } from '../../decode/engine.js';
 import { checkLatents, sliceLatent } from '../../decode/latents.js';
-import type { TiledDecode, TileRunner } from '../../decode/types.js';
-import { DistVaeError, reason } from '../../errors.js';
+import type { TileRunner } from '../../families/runtime-types.js';
+import type { TiledDecode } from '../../decode/types.js';
+import { DistVaeError, reason, throwIfAborted } from '../../errors.js';
 import type { VaeSpec } from '../../families/types.js';
 import { analyzeLocality } from '../../graph/locality.js';
 import type { ModelProto } from '../../graph/onnx-proto.js';

@@ -1,7 +1,8 @@
 // The rank program of a halo-exact tile decode: load the VAE (cached by the rank), decode each
 // dealt tile (core + halo) with the rank's own runner, and return only the tiles' cores.
 
-import { asPlanes, throwIfAborted } from '../../decode/engine.js';
+import { throwIfAborted } from '../../errors.js';
+import { asPlanes } from '../../decode/engine.js';
 import type { RankContext, VaeRef } from '../../ranks/program.js';
 import type { Tensor } from '../../tensor.js';
 import { copyBlock, corePlacement, type ExactTile, type PlaneBlock } from './halo.js';

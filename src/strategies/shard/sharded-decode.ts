@@ -7,13 +7,12 @@
 // before any rank starts, so a decoder with nonlocal ops that are not sync regions is refused
 // up front, naming them; so is a latent with fewer rows than ranks.
 
-import { throwIfAborted } from '../../decode/engine.js';
 import { checkLatents, sliceLatent } from '../../decode/latents.js';
 import type { RankStats, TiledDecode } from '../../decode/types.js';
 import { rankFailed, type ProgramGroup, type RankOutcome } from '../../ranks/group.js';
 import { programRef, type CommCounters } from '../../ranks/program.js';
 import type { AnalyzableVae } from '../distributable.js';
-import { DistVaeError, reason, refuse } from '../../errors.js';
+import { DistVaeError, reason, refuse, throwIfAborted } from '../../errors.js';
 import { splitBands, type Band } from './bands.js';
 import { predictCollectives, shardPlan, type ShardPlan } from './plan.js';
 import type { ShardRankInput, ShardRankResult } from './rank-program.js';

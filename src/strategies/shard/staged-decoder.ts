@@ -11,9 +11,8 @@
 // the score matrix stays bounded.
 
 import { collectGarbage } from './collect.js';
-import { throwIfAborted } from '../../decode/engine.js';
 import type { Communicator } from '../../ranks/program.js';
-import { DistVaeError } from '../../errors.js';
+import { DistVaeError, throwIfAborted } from '../../errors.js';
 import type { ModelProto } from '../../graph/onnx-proto.js';
 import { createSession } from '../../runtime/session.js';
 import type { Session, SessionOptions } from '../../runtime/session-types.js';

@@ -8,10 +8,10 @@
 // `streamBands` hands finished bands of rows on instead (both assemblies, tiles arriving in any
 // order), dealing tiles round-robin so rows finish from the top and few are held.
 
-import { checkFiniteOutput, throwIfAborted } from '../../decode/engine.js';
+import { checkFiniteOutput } from '../../decode/engine.js';
 import { checkLatents, sliceLatent } from '../../decode/latents.js';
 import type { DecodeOptions, ProgressCounter, TiledDecode } from '../../decode/types.js';
-import { DistVaeError } from '../../errors.js';
+import { DistVaeError, throwIfAborted } from '../../errors.js';
 import { tileGrid } from '../../plan/grid.js';
 import { scheduleGrid, tileWork } from '../../plan/metrics.js';
 import { scheduleInterleaved } from '../../plan/scheduler.js';

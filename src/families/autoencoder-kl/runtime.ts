@@ -1,0 +1,114 @@
+// The runtime of AutoencoderKL and Flux.2: one onnxruntime session with dynamic batch and
+// spatial axes, reused for every tile (rebuilt only when a tile needs another attention
+// chunking), and a refusal up front of a call whose mid-block attention chunk alone would
+// exceed the machine's memory.
+
+import { hostMemoryBytes } from '../../runtime/host-memory.js';
+import { reason, refuse } from '../../errors.js';
+import { createSession } from '../../runtime/session.js';
+import type { Session, SessionOptions } from '../../runtime/session-types.js';
+import type { Tensor } from '../../tensor.js';
+import { bindWeights } from '../../weights/bind.js';
+import { buildKlDecoderGraph, klDecoderArchitecture, klDecoderParams, renameLegacyAttentionKeys } from './graph.js';
+import type { FamilyRuntime } from '../runtime-types.js';
+import type { ResolvedConfig } from '../types.js';
+
+/**
+ * Bytes the mid-block attention holds at once for a latent (B, C, h, w): the scores and their
+ * softmax of one query chunk (⌈N / chunks⌉ × N, N = h·w), float32, for the batch. Unchunked it
+ * grows with the fourth power of the side (2048² px in SD: 32 GiB).
+ */
+export function attentionBytes(latentDims: readonly number[], queryChunks = 1): number {
+  const [batch, , h, w] = latentDims as [number, number, number, number];
+  const n = h * w;
+  return 2 * batch * Math.ceil(n / queryChunks) * n * 4;
+}
+
+/** Scores + probabilities one attention chunk may hold in the runner's graph (256 MiB). */
+export const ATTENTION_CHUNK_BYTES = 256 * 2 ** 20;
+
+/**
+ * Query chunks that keep one chunk's attention within `budgetBytes`: 1 up to about 600² px in
+ * SD (a tile of the default plan), a power of two above, so few distinct graphs are built.
+ */
+export function attentionChunksFor(latentDims: readonly number[], budgetBytes = ATTENTION_CHUNK_BYTES): number {
+  const [, , h, w] = latentDims as [number, number, number, number];
+  let chunks = 1;
+  while (chunks < h * w && attentionBytes(latentDims, chunks) > budgetBytes) chunks *= 2;
+  return Math.min(chunks, h * w);
+}
+
+/**
+ * Refuses, before any work, a decode whose attention alone exceeds `limitBytes` (the machine's
+ * memory): it could only end in an allocation failure or the kernel killing the process.
+ */
+export function checkAttentionMemory(latentDims: readonly number[], limitBytes: number, queryChunks = 1): void {
+  const bytes = attentionBytes(latentDims, queryChunks);
+  if (bytes <= limitBytes) return;
+  const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
+  const [, , h, w] = latentDims as [number, number, number, number];
+  refuse(
+    'UNSUPPORTED',
+    reason(
+      'ATTENTION_MEMORY',
+      'latents',
+      [...latentDims],
+      `a decoder call whose attention fits in ${gib(limitBytes)}`,
+      `decoding a ${h}×${w} latent in one call needs ${gib(bytes)} for the mid-block attention (${h * w}² scores and probabilities) but this machine has ${gib(limitBytes)}: decode it tiled`,
+    ),
+  );
+}
+
+/** The graph the tile runner runs for an attention chunking (the memory model reads the same one). */
+function runnerGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, chunks: number) {
+  return buildKlDecoderGraph(config, weights, { attentionChunks: chunks, channelParts: true });
+}
+
+/** Runtime shared by autoencoder-kl and flux2: the decoder differs only by config. */
+export const klRuntime: FamilyRuntime = {
+  decoderParams: klDecoderParams,
+  decoderGraph: buildKlDecoderGraph,
+  renameKeys: renameLegacyAttentionKeys,
+  // The graph the runner opens for this tile (its attention chunking depends on the tile's size).
+  memoryRuns: (config, weights, dims) => {
+    const chunks = klDecoderArchitecture(config).midAttention ? attentionChunksFor(dims) : 1;
+    // One session at a time: a tile needing another chunking replaces it (createTileRunner).
+    return { sessions: [{ key: `decoder/${chunks}`, slot: 'decoder', model: runnerGraph(config, weights, chunks).toModel(), runs: 1 }] };
+  },
+  async createTileRunner(config, weights, session: SessionOptions) {
+    const bound = bindWeights(klDecoderParams(config), weights, { source: 'the weights given to the decoder' });
+    const attention = klDecoderArchitecture(config).midAttention;
+    // One session at a time, for the attention chunking a tile needs (1 for the default plan's
+    // tiles): a second session would hold a second copy of the weights in onnxruntime. Channel
+    // parts lower the activation peak (512² SD: 1460 → 1186 MiB); the analysed graph keeps the plain spelling.
+    let current: { chunks: number; session: Promise<Session> } | null = null;
+    const sessionFor = async (chunks: number): Promise<Session> => {
+      if (current?.chunks !== chunks) {
+        const previous = current?.session;
+        current = null;
+        await previous?.then(
+          (s) => s.dispose(),
+          () => undefined,
+        );
+        current = { chunks, session: createSession(runnerGraph(config, bound, chunks).toModel(), session) };
+      }
+      return current.session;
+    };
+    return {
+      async decode(latentTile: Tensor) {
+        const chunks = attention ? attentionChunksFor(latentTile.dims) : 1;
+        if (attention) checkAttentionMemory(latentTile.dims, hostMemoryBytes(), chunks);
+        return (await (await sessionFor(chunks)).run({ latent: latentTile }))['sample']!;
+      },
+      dispose: async () => {
+        const s = current?.session;
+        current = null;
+        await s?.then(
+          (x) => x.dispose(),
+          () => undefined,
+        );
+      },
+    };
+  },
+  postprocess: (raw) => raw,
+};

@@ -1,0 +1,49 @@
+// The runtime of LTX-2: the decoder's stage graphs chained in one staged session, fed the decode
+// timestep (config `decode_timestep`) when the decoder is conditioned.
+
+import { reason, refuse } from '../../errors.js';
+import type { SessionOptions } from '../../runtime/session-types.js';
+import { createStagedSession } from '../../runtime/staged-session.js';
+import type { Tensor } from '../../tensor.js';
+import { bindWeights } from '../../weights/bind.js';
+import { buildLtx2DecoderStages, ltx2Architecture, ltx2DecoderParams } from './graph.js';
+import type { FamilyRuntime } from '../runtime-types.js';
+import type { ResolvedConfig } from '../types.js';
+
+/** The decode timestep a conditioned decoder is fed (config `decode_timestep`, diffusers' pipeline default 0). */
+export function decodeTimestepOf(config: ResolvedConfig): number | null {
+  return config.fields['timestep_conditioning'] ? (config.fields['decode_timestep'] as number) : null;
+}
+
+export const ltx2Runtime: FamilyRuntime = {
+  decoderParams: ltx2DecoderParams,
+  async createTileRunner(config, weights, session: SessionOptions) {
+    const a = ltx2Architecture(config);
+    const bound = bindWeights(ltx2DecoderParams(config), weights, { source: 'the weights given to the decoder' });
+    const s = await createStagedSession(buildLtx2DecoderStages(config, bound), session);
+    const timestep = decodeTimestepOf(config);
+    return {
+      async decode(latentTile: Tensor) {
+        const [batch, , , h, w] = latentTile.dims as number[];
+        if (a.spatialPadding === 'reflect' && (h! < 2 || w! < 2)) {
+          // torch's reflect padding needs two rows and columns; diffusers raises here too.
+          refuse(
+            'TENSOR_INVALID',
+            reason(
+              'TILE_TOO_SMALL',
+              'latent tile',
+              [h, w],
+              'at least 2 x 2 latent units with reflect padding',
+              `a latent tile of ${h} x ${w} cannot be decoded: reflect padding needs at least 2 latent rows and columns (diffusers raises the same)`,
+            ),
+          );
+        }
+        const feeds: Record<string, Tensor> = { latent: latentTile };
+        if (timestep !== null) feeds['timestep'] = { dims: [batch!], data: new Float32Array(batch!).fill(timestep) };
+        return (await s.run(feeds))['sample']!;
+      },
+      dispose: () => s.dispose(),
+    };
+  },
+  postprocess: (raw) => raw,
+};
