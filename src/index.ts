@@ -168,6 +168,13 @@ export { decodeModel, encodeModel, type ModelProto } from './graph/onnx-proto.js
 // ---- Execution providers ---------------------------------------------------------------------
 export { EXECUTION_PROVIDERS, listProviders, type ProviderName, type ProviderStatus } from './runtime/providers.js';
 
+// ---- The decode session: latent files to image / sample / video files, as a user asks ---------
+export { decodeFiles, type DecodedFile, type DecodeFilesHooks } from './session/decode-files.js';
+export { decodeFilesReasons, OUTPUT_FORMATS, type DecodeFilesOptions, type OptionLabels, type OutputFormat } from './session/options.js';
+export { installRequestedTiling } from './session/decision.js';
+export { alternativeJson, choiceJson, memoryJson } from './session/report.js';
+export type { ChoiceReport, DecodeReport, FileProgress, MemoryReport } from './session/report.js';
+
 // ---- Benchmarks (`distvae bench`) ------------------------------------------------------------
 export { ARM_NAMES, runBenchCell, type ArmName, type BenchCell, type BenchCellOptions } from './bench/arms.js';
 export { benchReport, writeBenchReport, type BenchReport } from './bench/report.js';
