@@ -69,7 +69,7 @@ export { BUCKET_POLICIES, chooseBucket, parseBuckets, type BucketChoice, type Bu
 export { diffusersEquivalent } from './plan/equivalence.js';
 
 // ---- Decoding on this process ----------------------------------------------------------------
-export { checkFiniteOutput, localTiledDecode, throwIfAborted, untilAborted } from './decode/engine.js';
+export { localTiledDecode } from './decode/engine.js';
 export { decodeToBands, decodeToFrames } from './decode/engine.js';
 export { checkLatents } from './decode/latents.js';
 export type { DecodeOptions, DecodeProgress, RankStats, TiledDecode, TileRunner } from './decode/types.js';
@@ -131,27 +131,15 @@ export {
 export { applyMemoryPlan, planOfTiling } from './memory/apply.js';
 export { availableMemory, defaultMemoryBudget, formatBytes, parseMemorySize, peakRssBytes, DEFAULT_BUDGET_SHARE } from './memory/budget.js';
 export { CALIBRATIONS, calibrationOf, type RuntimeCalibration } from './memory/calibration.js';
-export { runLadder, ladderRungs, isMemoryFailure, MAX_LADDER_ATTEMPTS, type LadderAttempt } from './memory/ladder.js';
+export type { LadderAttempt } from './memory/ladder.js';
 
 // ---- Reading and writing files ---------------------------------------------------------------
 export { LATENTS_KEY, readLatents } from './io/latents.js';
-export { COMFY_LATENT_KEY, expandLatentsArg, latentScalingOf, latentsStem, unscaleLatents } from './io/latents.js';
+export { COMFY_LATENT_KEY, latentScalingOf, unscaleLatents } from './io/latents.js';
 export { AtomicFile, withAtomicFile, writeFileAtomic } from './io/atomic-file.js';
-export { PngBandWriter, type PngStreamOptions } from './io/png-stream.js';
 export { encodeNpy, npyHeader, parseNpy, readNpy, writeNpy, type NpyDType, type NpyWriteOptions } from './io/npy.js';
-export { NpyBandWriter, type NpyStreamOptions } from './io/npy-stream.js';
 export { decodeImage, READABLE_IMAGE_FORMATS, readImage, sampleToImage, writeSamplePng, type SampleRange } from './io/image.js';
-export {
-  checkFfmpeg,
-  DEFAULT_FPS,
-  isVideoPath,
-  killVideoEncoders,
-  VIDEO_EXTENSIONS,
-  VideoFrameWriter,
-  writeSampleVideo,
-  type VideoOptions,
-  type VideoShape,
-} from './io/video.js';
+export { DEFAULT_FPS, killVideoEncoders, writeSampleVideo, type VideoOptions } from './io/video.js';
 export { encodeSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './weights/safetensors.js';
 export { openPth, parsePth, readPth, type PthContents, type PthReader } from './weights/pth.js';
 

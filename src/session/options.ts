@@ -19,6 +19,7 @@ import { outputPathReasons, outputsOverInputsReasons } from './output-path.js';
 
 /** The output formats of `outDir`, and the extensions `out` may end in. */
 export const OUTPUT_FORMATS = ['png', 'npy', 'mp4', 'webm'] as const;
+/** An output format of `outDir`. */
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 const OUTPUT_EXTENSIONS = ['.npy', '.png', ...VIDEO_EXTENSIONS];
 /** Most local ranks a decode may ask for. */
