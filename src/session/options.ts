@@ -137,6 +137,14 @@ function given(options: DecodeFilesOptions, name: keyof DecodeFilesOptions): boo
   return value !== undefined;
 }
 
+/**
+ * No plan option at all (and no queue): the memory policy's choice (docs/design.md §9). Any plan
+ * option or an explicit strategy is an exact request, decoded as asked.
+ */
+function isPolicyChoice(options: DecodeFilesOptions): boolean {
+  return options.redis === undefined && options.strategy === undefined && !PLAN_OPTIONS.some((name) => given(options, name));
+}
+
 /** The reasons the options cannot be decoded as given, in the order they are reported (empty: they can). */
 export function decodeFilesReasons(options: DecodeFilesOptions, labels: OptionLabels = OWN_NAMES): Reason[] {
   return [...outputReasons(options, labels), ...strategyReasons(options, labels), ...placementReasons(options, labels)];
@@ -148,9 +156,7 @@ export function readDecodeRequest(options: DecodeFilesOptions, labels: OptionLab
   if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   const inputs = expandLatentsArg(options.latents);
   const outputs = outputsOf(options, inputs);
-  // No plan option at all: the memory policy's choice (docs/design.md §9). Any plan option or an
-  // explicit strategy is an exact request, decoded as asked.
-  const auto = options.redis === undefined && options.strategy === undefined && !PLAN_OPTIONS.some((name) => given(options, name));
+  const auto = isPolicyChoice(options);
   // A ladder runs every attempt in rank processes; threads asked for explicitly keep the plain decode.
   const ladder = auto && options.fallback !== false && options.isolation !== 'thread';
   const { decodeTimestep, vae } = options;
@@ -247,15 +253,7 @@ function strategyReasons(options: DecodeFilesOptions, label: OptionLabels): Reas
   const reasons: Reason[] = [];
   const strategy = options.strategy ?? 'tile';
   const refused = (option: keyof DecodeFilesOptions, valid: string, message: string) =>
-    reasons.push(
-      reason(
-        'INVALID_ARGUMENT',
-        label(option),
-        shown(given(options, option) && typeof options[option] === 'boolean' ? true : options[option]),
-        valid,
-        message,
-      ),
-    );
+    reasons.push(reason('INVALID_ARGUMENT', label(option), shown(options[option]), valid, message));
   const refusedWith: readonly (typeof PLAN_OPTIONS)[number][] =
     strategy === 'shard' ? PLAN_OPTIONS : strategy === 'exact-tile' ? ['full'] : [];
   for (const name of refusedWith) {
@@ -282,8 +280,7 @@ function strategyReasons(options: DecodeFilesOptions, label: OptionLabels): Reas
       `either ${label('frameTiling')} or ${label('frameWindow')}/${label('frameOverlap')}`,
       `${label('frameTiling')} cannot be combined with ${label('frameWindow')}/${label('frameOverlap')}`,
     );
-  const auto = options.redis === undefined && options.strategy === undefined && !PLAN_OPTIONS.some((name) => given(options, name));
-  if (!auto && options.fallback === false)
+  if (!isPolicyChoice(options) && options.fallback === false)
     refused(
       'fallback',
       'only without plan options',

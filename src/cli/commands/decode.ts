@@ -186,14 +186,16 @@ function readDecodeOptions(args: Args): DecodeFilesOptions {
   const isolation = args.choice('isolation', ISOLATIONS);
   const queueTimeoutMs = args.int('queue-timeout', { min: 1 });
   const limits = readMemoryLimits(args);
-  const strings = { redis: args.string('redis'), queue: args.string('queue'), configPath: args.string('config') };
+  const redis = args.string('redis');
+  const queue = args.string('queue');
+  const configPath = args.string('config');
   args.done();
   const options: DecodeFilesOptions = {
     vae,
     latents: latents!,
     ...tiling,
     ...limits,
-    ...Object.fromEntries(Object.entries(strings).filter(([, v]) => v !== undefined)),
+    ...(configPath !== undefined ? { configPath } : {}),
     ...(out !== undefined ? { out } : {}),
     ...(outDir !== undefined ? { outDir } : {}),
     ...(outFormat !== undefined ? { outFormat } : {}),
@@ -206,6 +208,8 @@ function readDecodeOptions(args: Args): DecodeFilesOptions {
     ...(load.deviceId !== undefined ? { deviceId: load.deviceId } : {}),
     ...(ranks !== undefined ? { ranks } : {}),
     ...(isolation !== undefined ? { isolation } : {}),
+    ...(redis !== undefined ? { redis } : {}),
+    ...(queue !== undefined ? { queue } : {}),
     ...(queueTimeoutMs !== undefined ? { queueTimeoutMs } : {}),
     ...(args.flag('latents-scaled') ? { latentsScaled: true } : {}),
     ...(args.flag('no-fallback') ? { fallback: false } : {}),
