@@ -76,7 +76,7 @@ export { BUCKET_POLICIES, chooseBucket, parseBuckets, type BucketChoice, type Bu
 export { diffusersEquivalent } from './plan/equivalence.js';
 
 // ---- Decoding on this process ----------------------------------------------------------------
-export { checkFiniteOutput, localTiledDecode, untilAborted } from './decode/engine.js';
+export { localTiledDecode } from './decode/engine.js';
 export { decodeToBands, decodeToFrames } from './decode/engine.js';
 export { checkLatents } from './decode/latents.js';
 export type { DecodeOptions, DecodeProgress, RankStats, TiledDecode } from './decode/types.js';
@@ -139,27 +139,15 @@ export {
 export { applyMemoryPlan, planOfTiling } from './memory/apply.js';
 export { availableMemory, defaultMemoryBudget, formatBytes, parseMemorySize, peakRssBytes, DEFAULT_BUDGET_SHARE } from './runtime/memory-budget.js';
 export { CALIBRATIONS, calibrationOf, type RuntimeCalibration } from './memory/calibration.js';
-export { runLadder, ladderRungs, isMemoryFailure, MAX_LADDER_ATTEMPTS, type LadderAttempt } from './memory/ladder.js';
+export type { LadderAttempt } from './memory/ladder.js';
 
 // ---- Reading and writing files ---------------------------------------------------------------
 export { LATENTS_KEY, readLatents } from './io/latents.js';
-export { COMFY_LATENT_KEY, expandLatentsArg, latentScalingOf, latentsStem, unscaleLatents } from './io/latents.js';
+export { COMFY_LATENT_KEY, latentScalingOf, unscaleLatents } from './io/latents.js';
 export { AtomicFile, withAtomicFile, writeFileAtomic } from './bytes/atomic-file.js';
-export { PngBandWriter, type PngStreamOptions } from './io/png-stream.js';
 export { encodeNpy, npyHeader, parseNpy, readNpy, writeNpy, type NpyDType, type NpyWriteOptions } from './io/npy.js';
-export { NpyBandWriter, type NpyStreamOptions } from './io/npy-stream.js';
 export { decodeImage, READABLE_IMAGE_FORMATS, readImage, sampleToImage, writeSamplePng, type SampleRange } from './io/image.js';
-export {
-  checkFfmpeg,
-  DEFAULT_FPS,
-  isVideoPath,
-  killVideoEncoders,
-  VIDEO_EXTENSIONS,
-  VideoFrameWriter,
-  writeSampleVideo,
-  type VideoOptions,
-  type VideoShape,
-} from './io/video.js';
+export { DEFAULT_FPS, killVideoEncoders, writeSampleVideo, type VideoOptions } from './io/video.js';
 export { encodeSafetensors, parseSafetensors, readSafetensors, writeSafetensors } from './weights/safetensors.js';
 export { openPth, parsePth, readPth, type PthContents, type PthReader } from './weights/pth.js';
 
@@ -176,6 +164,13 @@ export { decodeModel, encodeModel, type ModelProto } from './graph/onnx-proto.js
 // ---- Execution providers ---------------------------------------------------------------------
 export { EXECUTION_PROVIDERS, listProviders, type ProviderStatus } from './runtime/providers.js';
 export type { ProviderName } from './runtime/session-types.js';
+
+// ---- The decode session: latent files to image / sample / video files, as a user asks ---------
+export { decodeFiles, type DecodedFile, type DecodeFilesHooks } from './session/decode-files.js';
+export { decodeFilesReasons, OUTPUT_FORMATS, type DecodeFilesOptions, type OptionLabels, type OutputFormat } from './session/options.js';
+export { installRequestedTiling } from './session/decision.js';
+export { alternativeJson, choiceJson, memoryJson } from './session/report.js';
+export type { ChoiceReport, DecodeReport, FileProgress, MemoryReport } from './session/report.js';
 
 // ---- Benchmarks (`distvae bench`) ------------------------------------------------------------
 export { ARM_NAMES, runBenchCell, type ArmName, type BenchCell, type BenchCellOptions } from './bench/arms.js';

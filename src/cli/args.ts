@@ -145,6 +145,11 @@ export class Args {
     return size;
   }
 
+  /** Records refusals found elsewhere (the library's checks of what the options ask for). */
+  add(...reasons: Reason[]): void {
+    this.reasons.push(...reasons);
+  }
+
   /** Records a cross-option refusal. */
   refuse(field: string, value: unknown, valid: string, message: string): void {
     this.reasons.push(reason('INVALID_ARGUMENT', field, value, valid, message));

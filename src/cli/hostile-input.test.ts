@@ -8,14 +8,13 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { createVae, resolveFamily, resolveFamilyConfig, runtimeOf } from '../families/registry.js';
+import { resolveFamily, resolveFamilyConfig, runtimeOf } from '../families/registry.js';
 import { writeNpy } from '../io/npy.js';
 import { seededLatent } from '../ranks/testing/tiny-vae.js';
 import { readVaeSource, DIFFUSERS_WEIGHTS_FILE } from '../sources/vae-source.js';
 import { writeSafetensors } from '../weights/safetensors.js';
 import { checkWeightBytes, DECODING_WEIGHT_COPIES } from '../sources/weight-budget.js';
 import { defaultMemoryBudget } from '../runtime/memory-budget.js';
-import { checkRankMemory } from './rank-memory.js';
 import { runCliProcess } from './testing/cli-process.js';
 import { cli } from './testing/in-process.js';
 import { KL_SMALL } from '../families/testing/config-files.js';
@@ -285,14 +284,3 @@ for (const c of spawned) {
     assert.equal(existsSync(join(dir, 'o.png')), false);
   });
 }
-
-test('rank counts the machine cannot hold are refused with the per-rank memory and the budget', () => {
-  const vae = createVae('autoencoder-kl', undefined);
-  assert.throws(
-    () => checkRankMemory(vae, 1024, 1024, {}, 2 ** 30),
-    (e: Error & { reasons?: { code: string }[] }) =>
-      e.reasons!.some((r) => r.code === 'RANKS_OVER_BUDGET') &&
-      /--ranks 1024: each of 1024 ranks loads its own VAE \(about \d+ MiB\)/.test(e.message),
-  );
-  assert.doesNotThrow(() => checkRankMemory(vae, 1, 1024, {}, 2 ** 30));
-});

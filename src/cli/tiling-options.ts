@@ -5,10 +5,11 @@
 import {
   createVae,
   FAMILY_NAMES,
+  installRequestedTiling,
   readConfigJson,
   refuse,
   sampleShapeReasons,
-  setTiling,
+  type DecodeFilesOptions,
   type RawConfig,
   type SampleShape,
   type VaeSpec,
@@ -80,12 +81,10 @@ export function readSampleShape(args: Args, vae: VaeSpec): SampleShape {
   return sample;
 }
 
-/**
- * Installs the tile plan the options ask for (`setTiling`, so the CLI refuses exactly what the
- * library refuses, every reason at once). No --window/--overlap: the family's default plan with
- * tiling on (diffusers' own behaviour). --window alone: its default overlap. --overlap: exact.
- */
-export function applyTilingOptions(args: Args, vae: VaeSpec, sample: SampleShape | undefined): void {
+/** The tile plan options, as the decode session takes them; --no-frame-tiling with a frame option is refused. */
+export function readTilingOptions(
+  args: Args,
+): Pick<DecodeFilesOptions, 'window' | 'overlap' | 'frameWindow' | 'frameOverlap' | 'frameTiling' | 'full'> {
   const window = args.size('window');
   const overlap = args.size('overlap', { min: 0 });
   const frameWindow = args.int('frame-window');
@@ -98,17 +97,24 @@ export function applyTilingOptions(args: Args, vae: VaeSpec, sample: SampleShape
       '--no-frame-tiling cannot be combined with --frame-window/--frame-overlap',
     );
   }
-  args.done();
-  const current = vae.tiling.frames;
-  const frames = args.flag('no-frame-tiling')
-    ? null
-    : frameWindow !== undefined || frameOverlap !== undefined
-      ? { window: frameWindow ?? current?.window ?? 0, overlap: frameOverlap ?? current?.overlap ?? 0 }
-      : undefined;
-  setTiling(vae, {
+  return {
     ...(window ? { window } : {}),
     ...(overlap ? { overlap } : {}),
-    ...(frames !== undefined ? { frames } : {}),
-    ...(sample ? { sampleShape: sample } : {}),
-  });
+    ...(frameWindow !== undefined ? { frameWindow } : {}),
+    ...(frameOverlap !== undefined ? { frameOverlap } : {}),
+    ...(args.flag('no-frame-tiling') ? { frameTiling: false } : {}),
+    ...(args.flag('full') ? { full: true } : {}),
+  };
+}
+
+/**
+ * Installs the tile plan the options ask for (the decode session's installRequestedTiling, so the
+ * CLI refuses exactly what the library refuses, every reason at once). No --window/--overlap: the
+ * family's default plan with tiling on (diffusers' own behaviour). --window alone: its default
+ * overlap. --overlap: exact.
+ */
+export function applyTilingOptions(args: Args, vae: VaeSpec, sample: SampleShape | undefined): void {
+  const tiling = readTilingOptions(args);
+  args.done();
+  installRequestedTiling(vae, tiling, sample);
 }

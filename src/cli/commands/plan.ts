@@ -2,12 +2,15 @@
 // search plans (--search) and show the frontier and the coarse / balanced / fine picks.
 
 import {
+  alternativeJson,
   applyMemoryPlan,
   budgetRefusal,
+  choiceJson,
   chooseWithinBudget,
   describePlan,
   formatBytes,
   hasMemoryModel,
+  memoryJson,
   planOfTiling,
   planReport,
   predictMemory,
@@ -15,7 +18,7 @@ import {
 } from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatPlan, formatSearch } from '../format.js';
-import { MEMORY_OPTIONS, alternativeJson, choiceJson, memoryJson, readBudgetOptions } from '../memory-options.js';
+import { MEMORY_OPTIONS, readBudgetOptions } from '../memory-options.js';
 import { FAMILY_OPTIONS, SIZE_OPTIONS, TILING_OPTIONS, applyTilingOptions, readSampleShape, readVaeSpec } from '../tiling-options.js';
 
 export const planCommand: CommandSpec = {

@@ -3,16 +3,11 @@
 // ranks than cores only queue on them.
 
 import { availableParallelism } from 'node:os';
-import {
-  decoderWeightBytes,
-  defaultMemoryBudget,
-  formatBytes,
-  reason,
-  refuse,
-  type LoadOptions,
-  type Reason,
-  type VaeSpec,
-} from '../index.js';
+import { reason, refuse, type Reason } from '../errors.js';
+import type { LoadOptions } from '../decode/vae.js';
+import type { VaeSpec } from '../families/types.js';
+import { decoderWeightBytes } from '../families/registry.js';
+import { defaultMemoryBudget, formatBytes } from '../runtime/memory-budget.js';
 
 /** Resident bytes of a rank before its VAE: node, the rank runtime and onnxruntime (measured: about 60 MiB for a thread, 110 MiB for a process). */
 const RANK_FIXED_BYTES = 64 * 2 ** 20;
@@ -23,7 +18,7 @@ const RANKS_PER_CORE = 8;
 
 /**
  * Throws INVALID_ARGUMENT when `ranks` ranks of `vae` (the `requested` ones, capped at one per
- * tile) exceed this machine's cores or memory budget.
+ * tile) exceed this machine's cores or memory budget; `field` names the ranks option in the reasons.
  */
 export function checkRankMemory(
   vae: VaeSpec,
@@ -31,6 +26,7 @@ export function checkRankMemory(
   requested: number,
   loadOptions: LoadOptions,
   budget = defaultMemoryBudget(),
+  field = 'ranks',
 ): void {
   if (ranks <= 1) return;
   const cores = availableParallelism();
@@ -41,10 +37,10 @@ export function checkRankMemory(
     reasons.push(
       reason(
         'RANKS_TOO_MANY',
-        '--ranks',
+        field,
         requested,
         `at most ${maxByCores} on ${cores} core(s)`,
-        `--ranks ${requested}: ${ranks} ranks${ranks < requested ? ' (one per tile)' : ''} would share ${cores} core(s); at most ${maxByCores} here`,
+        `${field} ${requested}: ${ranks} ranks${ranks < requested ? ' (one per tile)' : ''} would share ${cores} core(s); at most ${maxByCores} here`,
       ),
     );
   }
@@ -53,10 +49,10 @@ export function checkRankMemory(
     reasons.push(
       reason(
         'RANKS_OVER_BUDGET',
-        '--ranks',
+        field,
         requested,
         `at most ${fit} rank(s) of about ${formatBytes(perRank)} each`,
-        `--ranks ${requested}: each of ${ranks} ranks loads its own VAE (about ${formatBytes(perRank)}), ${formatBytes(ranks * perRank)} in all, more than the memory budget of ${formatBytes(budget)}; at most ${fit} rank(s) fit`,
+        `${field} ${requested}: each of ${ranks} ranks loads its own VAE (about ${formatBytes(perRank)}), ${formatBytes(ranks * perRank)} in all, more than the memory budget of ${formatBytes(budget)}; at most ${fit} rank(s) fit`,
       ),
     );
   }

@@ -1,0 +1,121 @@
+// What a decode reports, as data: the object `distvae decode --json` prints for each latent file
+// (shape, tiles, time, what each rank did, the memory predicted and measured, the plan chosen and
+// why, the fallback attempts, the files written), and the `memory` / `choice` parts `distvae plan`
+// reports too.
+
+import type { DecodeProgress, RankStats } from '../decode/types.js';
+import type { LadderAttempt } from '../memory/ladder.js';
+import type { MemoryPlan, MemoryPrediction } from '../memory/model.js';
+import type { MemoryBudget, PlanAlternative } from '../memory/policy.js';
+import type { RankFailure } from '../ranks/group.js';
+import type { CommCounters } from '../ranks/program.js';
+import type { Strategy } from '../strategies/index.js';
+
+/** A plan as the reports show it. */
+export interface ChoiceReport {
+  strategy: MemoryPlan['strategy'];
+  window: MemoryPlan['window'] | null;
+  overlap: MemoryPlan['overlap'] | null;
+  frames: MemoryPlan['frames'] | null;
+  ranks: number;
+  /** Why this plan: the policy's reason, or 'as requested'. */
+  reason: string;
+}
+
+/** Memory of a decode: the budget, the peaks predicted and, after a decode, measured (null where unknown). */
+export interface MemoryReport {
+  budgetBytes: number;
+  maxTensorBytes?: number;
+  predictedPeakBytes: number | null;
+  predictedMaxTensorBytes: number | null;
+  /** The coordinator's peak RSS plus each rank process's (process isolation). */
+  measuredPeakBytes: number | null;
+  coordinator: { predictedPeakBytes: number | null; measuredPeakBytes: number | null };
+  ranks: { rank: number; predictedPeakBytes: number; measuredPeakBytes: number | null }[];
+}
+
+/** What decoding one latent file did: the object `distvae decode --json` prints. */
+export interface DecodeReport {
+  /** Shape of the decoded sample. */
+  shape: readonly number[];
+  /** Tiles decoded over all temporal chunks (0 for row sharding). */
+  tiles: number;
+  /** Decode time in seconds, without loading the VAE. */
+  seconds: number;
+  /** Every rank with its tiles, load and time (and band and collectives when row-sharded). */
+  ranks: RankStats[];
+  /** The strategy that decoded. */
+  strategy: Strategy;
+  /** Row sharding: the bands, and the collectives summed over the ranks. */
+  bands?: number;
+  collectives?: CommCounters;
+  /** Ranks lost during the decode whose tiles the others decoded. */
+  failures?: RankFailure[];
+  /** The ranks asked for, when given (fewer may have started). */
+  ranksRequested?: number;
+  /** Sentences worth telling a user (ranks never started, the raster fallback, the halo used). */
+  note?: string;
+  memory: MemoryReport;
+  /** The plan decoded and why (families with a memory model). */
+  choice?: ChoiceReport;
+  /** The fallback ladder's attempts, when one ran out of memory. */
+  attempts?: LadderAttempt[];
+  /** The files written. */
+  files: string[];
+}
+
+/** Progress of a decodeFiles call: which file, and its tiles. */
+export interface FileProgress extends DecodeProgress {
+  /** Index of the latent file being decoded. */
+  file: number;
+}
+
+/** `choice` of the reports. */
+export function choiceJson(plan: MemoryPlan, reason: string): ChoiceReport {
+  return {
+    strategy: plan.strategy,
+    window: plan.window ?? null,
+    overlap: plan.overlap ?? null,
+    frames: plan.frames ?? null,
+    ranks: plan.ranks,
+    reason,
+  };
+}
+
+/** `memory` of the reports (measured where known). */
+export function memoryJson(
+  budget: MemoryBudget,
+  prediction: MemoryPrediction | null,
+  measured?: { coordinator: number | null; ranks: { rank: number; peakRssBytes?: number }[] },
+): MemoryReport {
+  const rankMeasured = new Map((measured?.ranks ?? []).map((r) => [r.rank, r.peakRssBytes]));
+  const total =
+    measured && measured.coordinator !== null
+      ? measured.coordinator + [...rankMeasured.values()].reduce<number>((s, v) => s + (v ?? 0), 0)
+      : null;
+  return {
+    budgetBytes: budget.bytes,
+    ...(budget.maxTensorBytes !== undefined ? { maxTensorBytes: budget.maxTensorBytes } : {}),
+    predictedPeakBytes: prediction?.peakBytes ?? null,
+    predictedMaxTensorBytes: prediction?.maxTensorBytes ?? null,
+    measuredPeakBytes: total,
+    coordinator: { predictedPeakBytes: prediction?.coordinatorBytes ?? null, measuredPeakBytes: measured?.coordinator ?? null },
+    ranks: (prediction?.ranks ?? []).map((r) => ({
+      rank: r.rank,
+      predictedPeakBytes: r.peakBytes,
+      measuredPeakBytes: rankMeasured.get(r.rank) ?? null,
+    })),
+  };
+}
+
+/** One alternative of the policy's ranked plans, with its prediction. */
+export function alternativeJson(
+  alt: PlanAlternative,
+): ChoiceReport & { predictedPeakBytes: number; predictedMaxTensorBytes: number; fits: boolean } {
+  return {
+    ...choiceJson(alt.plan, alt.reason),
+    predictedPeakBytes: alt.prediction.peakBytes,
+    predictedMaxTensorBytes: alt.prediction.maxTensorBytes,
+    fits: alt.fits,
+  };
+}
