@@ -13,7 +13,7 @@ import { closeSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, rmSync, sta
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createVae, runtimeOf } from '../src/families/registry.js';
+import { planningVae, runtimeOf } from '../src/families/registry.js';
 import { writeNpy } from '../src/io/npy.js';
 import { elementCount, seededTensor } from '../src/tensor.js';
 import { syntheticWeights } from '../src/weights/synthetic.js';
@@ -42,7 +42,7 @@ const CASES: Record<string, { config: Record<string, unknown>; latent: number[];
 };
 const c = CASES[values.config!];
 if (!c) throw new Error(`--config ${values.config}: one of ${Object.keys(CASES).join(', ')}`);
-const vae = createVae(c.family, c.config);
+const vae = planningVae(c.family, c.config);
 const params = runtimeOf(vae.family).decoderParams(vae.config);
 const decoderBytes = params.reduce((s, p) => s + elementCount(p.dims) * 4, 0);
 const padTo = Number(values['pad-to']) * 2 ** 30;

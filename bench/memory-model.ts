@@ -32,7 +32,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createVae } from '../src/families/registry.js';
+import { planningVae } from '../src/families/registry.js';
 import type { VaeSpec } from '../src/families/types.js';
 import { writeNpy } from '../src/io/npy.js';
 import { CALIBRATIONS, type RuntimeCalibration } from '../src/memory/calibration.js';
@@ -189,7 +189,7 @@ function cliArgs(c: Case, latents: string): string[] {
 }
 
 function vaeOf(c: Case): VaeSpec {
-  return createVae(c.family, c.taef2 ? { variant: 'taef2' } : undefined);
+  return planningVae(c.family, c.taef2 ? { variant: 'taef2' } : undefined);
 }
 
 function latentFile(vae: VaeSpec, c: Case): string {

@@ -146,10 +146,10 @@ async function runDistvaeCase(c: MemoryCase, vaeDir: string, latentPath: string,
   let group: { start(): Promise<void>; close(): Promise<void> } | null = null;
   type Stats = { ranks: { peakRssBytes?: number }[]; collectives?: unknown; predicted?: unknown };
   const box: { stats: Stats | null } = { stats: null };
-  const { disableTiling, setTiling } = await import('../src/plan/planner.js');
+  const { setTiling } = await import('../src/plan/planner.js');
   if (c.table === 'tiled')
     setTiling(vae, { window: { height: c.window!, width: c.window! }, overlap: { height: c.overlap!, width: c.overlap! } });
-  else disableTiling(vae);
+  else setTiling(vae, 'off');
   if (c.table === 'shard') {
     const { localGroup } = await import('../src/ranks/local/index.js');
     const { shardedDecodeFor } = await import('../src/strategies/shard/sharded-decode.js');

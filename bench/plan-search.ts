@@ -11,7 +11,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { describeRun } from '../src/bench/machine.js';
-import { createVae, searchPlans, type SampleShape, type SearchCandidate, type SearchResult } from '../src/index.js';
+import type { SearchCandidate } from '../src/entries/plan.js';
+import { planningVae, searchPlans, type SampleShape, type SearchResult } from '../src/index.js';
 
 interface Case {
   family: string;
@@ -51,7 +52,7 @@ const median = (xs: number[]) => {
 const windowText = (c: SearchCandidate | null) => (c ? `${c.window.height}x${c.window.width}` : null);
 
 const results = CASES.map((c) => {
-  const vae = createVae(c.family);
+  const vae = planningVae(c.family);
   let result: SearchResult = searchPlans(vae, c.sample, c.ranks);
   for (let i = 0; i < warmup; i++) result = searchPlans(vae, c.sample, c.ranks);
   const wall: number[] = [];

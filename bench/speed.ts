@@ -17,7 +17,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { describeRun } from '../src/index.js';
+import { describeRun } from '../src/entries/bench.js';
 
 const here = fileURLToPath(import.meta.url);
 const root = dirname(dirname(here));

@@ -18,7 +18,7 @@ import { isDistVaeError } from '../src/errors.js';
 import { seededTensor } from '../src/tensor.js';
 import { tileGrid } from '../src/plan/grid.js';
 import { gridMetrics } from '../src/plan/metrics.js';
-import { disableTiling, setTiling } from '../src/plan/planner.js';
+import { setTiling } from '../src/plan/planner.js';
 import type { Tensor } from '../src/tensor.js';
 import { cpuPressure, roundRobin, summarise } from './timing.js';
 
@@ -47,7 +47,7 @@ const latentFor = (px: number): Tensor => seededTensor([1, 4, px / 8, px / 8], 7
 
 function tiling(vae: Vae, tiled: boolean): void {
   if (tiled) setTiling(vae);
-  else disableTiling(vae);
+  else setTiling(vae, 'off');
 }
 
 interface ChildResult {

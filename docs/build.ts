@@ -12,7 +12,7 @@ import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'no
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { escapeXml } from '../src/bench/plan-figure.js';
-import { readApi, renderApi } from './lib/api-reference.js';
+import { publicEntries, readApi, renderApi } from './lib/api-reference.js';
 import { readBenchReports, renderBenchReports } from './lib/bench-reports.js';
 import { readCliHelp, renderCli } from './lib/cli-reference.js';
 import { expandDirectives, type Generated } from './lib/directives.js';
@@ -112,9 +112,14 @@ export interface BuildResult {
 export async function buildSite(options: { outDir?: string; root?: string } = {}): Promise<BuildResult> {
   const root = options.root ?? ROOT;
   const outDir = resolve(options.outDir ?? join(DOCS_DIR, 'dist'));
-  const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+  const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    name: string;
+    version: string;
+    exports: Record<string, unknown>;
+  };
+  const version = packageJson.version;
   const generated: Generated = {
-    api: renderApi(readApi(join(root, 'src/index.ts'))),
+    api: renderApi(publicEntries(root, packageJson).flatMap(({ entry, file }) => readApi(file, entry))),
     cli: renderCli(await readCliHelp(root)),
     bench: renderBenchReports(readBenchReports(join(root, 'bench/results'))),
   };

@@ -10,6 +10,7 @@ import { dirname, join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import * as plan from '../src/entries/plan.js';
 import * as api from '../src/index.js';
 import { buildSite, PAGES } from './build.js';
 
@@ -198,10 +199,10 @@ test('explorer: redraws on input, matches the planner, and shows the reasons for
   const explorer = page.locator('#explorer');
   const figure = explorer.locator('svg.plan-figure');
   const expected = (window: number, ranks: number) => {
-    const vae = api.createVae('autoencoder-kl');
+    const vae = api.planningVae('autoencoder-kl');
     const sampleShape = { height: 1024, width: 1536 };
-    api.applyTilePlan(vae, api.tileShapePlan(vae, window, 512, { sampleShape })!);
-    api.applyTilePlan(vae, api.tileOverlapPlan(vae, 128, 128, { sampleShape })!);
+    api.setTiling(vae, plan.tileShapePlan(vae, window, 512, { sampleShape })!);
+    api.setTiling(vae, plan.tileOverlapPlan(vae, 128, 128, { sampleShape })!);
     return api.planReport(vae, sampleShape, ranks);
   };
 

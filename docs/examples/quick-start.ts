@@ -1,20 +1,11 @@
 // Quick start: plan a tiled decode of a 1024 × 1536 image over 3 ranks, print what the plan
 // does, then ask the plan search for alternatives. Everything here is pure planning: no model
 // is loaded and nothing is decoded.
-import {
-  DistVaeError,
-  applyTilePlan,
-  createVae,
-  explainTileOverlapPlan,
-  explainTileShapePlan,
-  planReport,
-  searchPlans,
-  tileOverlapPlan,
-  tileShapePlan,
-} from '../../src/index.js';
+import { DistVaeError, planningVae, planReport, searchPlans, setTiling } from 'distvae';
+import { explainTileOverlapPlan, explainTileShapePlan, tileOverlapPlan, tileShapePlan } from 'distvae/plan';
 
 // 1. A VAE for planning: a family name, or a diffusers config.json whose _class_name names it.
-const vae = createVae('autoencoder-kl');
+const vae = planningVae('autoencoder-kl');
 const sampleShape = { height: 1024, width: 1536 };
 
 // 2. The window, in output pixels, exactly as requested: null when refused, never rounded.
@@ -23,7 +14,7 @@ if (!shape) {
   const reasons = explainTileShapePlan(vae, 512, 512, { sampleShape });
   throw new DistVaeError('PLAN_REFUSED', 'window refused', { reasons });
 }
-applyTilePlan(vae, shape);
+setTiling(vae, shape);
 
 // 3. The overlap, validated against the window now installed on the VAE.
 const overlap = tileOverlapPlan(vae, 128, 128, { sampleShape });
@@ -31,7 +22,7 @@ if (!overlap) {
   const reasons = explainTileOverlapPlan(vae, 128, 128, { sampleShape });
   throw new DistVaeError('PLAN_REFUSED', 'overlap refused', { reasons });
 }
-applyTilePlan(vae, overlap);
+setTiling(vae, overlap);
 
 // 4. What the installed plan does on this image over 3 ranks: tiles, metrics, schedule.
 const report = planReport(vae, sampleShape, 3);
@@ -43,7 +34,7 @@ for (const rank of report.ranks) {
 }
 
 // 5. Alternatives from the plan search: coarse, balanced and fine windows (geometry, not speed).
-const { picks } = searchPlans(createVae('autoencoder-kl'), sampleShape, 3);
+const { picks } = searchPlans(planningVae('autoencoder-kl'), sampleShape, 3);
 for (const [name, pick] of Object.entries(picks)) {
   if (!pick) continue;
   const { window: w, overlap: o } = pick;

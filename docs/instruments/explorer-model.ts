@@ -4,11 +4,11 @@
 // figure is drawn from. Grids too large to schedule and draw in a page report their geometry only.
 
 import { isDistVaeError, reason, type Reason } from '../../src/errors.js';
-import { createVae } from '../../src/families/registry.js';
+import { planningVae } from '../../src/families/registry.js';
 import type { VaeSpec } from '../../src/families/types.js';
 import { tileGrid } from '../../src/plan/grid.js';
 import { gridMetrics, type GridMetrics } from '../../src/plan/metrics.js';
-import { applyTilePlan, explainTileOverlapPlan, explainTileShapePlan, tileOverlapPlan, tileShapePlan } from '../../src/plan/planner.js';
+import { explainTileOverlapPlan, explainTileShapePlan, tileOverlapPlan, tileShapePlan, setTiling } from '../../src/plan/planner.js';
 import { planReport, type PlanReport } from '../../src/plan/report.js';
 import { latentShapeOf, type SampleShape } from '../../src/plan/shapes.js';
 
@@ -42,7 +42,7 @@ export function fieldValue(text: string): number | string {
 /** The family's VAE with its default config, or the reasons the library refuses to make one. */
 export function defaultVae(family: string): VaeSpec | Reason[] {
   try {
-    return createVae(family);
+    return planningVae(family);
   } catch (e) {
     if (!isDistVaeError(e)) throw e;
     return e.reasons.length > 0
@@ -61,11 +61,11 @@ export function explore(input: ExplorerInput): ExplorerResult {
       : [reason('RANKS_INVALID', 'ranks', input.ranks, `an integer in [1, ${MAX_RANKS}]`)];
   const shapeReasons = explainTileShapePlan(vae, input.windowHeight as number, input.windowWidth as number, { sampleShape: sample });
   if (shapeReasons.length > 0) return { kind: 'refused', stage: 'window', reasons: [...shapeReasons, ...ranksReasons] };
-  applyTilePlan(vae, tileShapePlan(vae, input.windowHeight as number, input.windowWidth as number, { sampleShape: sample })!);
+  setTiling(vae, tileShapePlan(vae, input.windowHeight as number, input.windowWidth as number, { sampleShape: sample })!);
   const overlapReasons = explainTileOverlapPlan(vae, input.overlapHeight as number, input.overlapWidth as number, { sampleShape: sample });
   if (overlapReasons.length > 0) return { kind: 'refused', stage: 'overlap', reasons: [...overlapReasons, ...ranksReasons] };
   if (ranksReasons.length > 0) return { kind: 'refused', stage: 'ranks', reasons: ranksReasons };
-  applyTilePlan(vae, tileOverlapPlan(vae, input.overlapHeight as number, input.overlapWidth as number, { sampleShape: sample })!);
+  setTiling(vae, tileOverlapPlan(vae, input.overlapHeight as number, input.overlapWidth as number, { sampleShape: sample })!);
   const grid = tileGrid(vae, latentShapeOf(vae.geometry, sample));
   if (grid.tiles.length > MAX_TILES_DRAWN) return { kind: 'too-many-tiles', metrics: gridMetrics(grid) };
   return { kind: 'plan', report: planReport(vae, sample, input.ranks as number) };

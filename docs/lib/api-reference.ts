@@ -1,7 +1,8 @@
-// The API reference, generated from the code: the TypeScript compiler reads `src/index.ts`,
-// follows each export statement in order to the module that declares it, and renders every
-// exported declaration with its signature and JSDoc, grouped by module under the module's own
-// header comment. Nothing here lists the API by hand, so the page cannot drift from the code.
+// The API reference, generated from the code: the TypeScript compiler reads each public entry
+// (`src/index.ts` for `distvae`, then the subpath entries package.json exports), follows each
+// export statement in order to the module that declares it, and renders every exported
+// declaration with its signature and JSDoc, grouped by entry, then by module under the module's
+// own header comment. Nothing here lists the API by hand, so the page cannot drift from the code.
 
 import ts from 'typescript';
 import { relative } from 'node:path';
@@ -17,6 +18,8 @@ export interface ApiEntry {
 }
 
 export interface ApiModule {
+  /** The import specifier of the entry that exports it: `distvae`, `distvae/plan`, … */
+  entry: string;
   /** Path relative to `src/`, e.g. `plan/planner.ts`. */
   path: string;
   /** The module's header comment (what it owns). */
@@ -24,7 +27,17 @@ export interface ApiModule {
   entries: ApiEntry[];
 }
 
-export function readApi(indexFile: string): ApiModule[] {
+/** The public entries in package.json's `exports` (Node's, not the page's), root first, as import specifiers and source files. */
+export function publicEntries(root: string, pkg: { name: string; exports: Record<string, unknown> }): { entry: string; file: string }[] {
+  return Object.entries(pkg.exports)
+    .filter(([key, target]) => key !== './web' && typeof target === 'object' && target !== null)
+    .map(([key, target]) => ({
+      entry: key === '.' ? pkg.name : `${pkg.name}/${key.slice(2)}`,
+      file: `${root}/src/${(target as { default: string }).default.slice('./dist/'.length).replace(/\.js$/, '.ts')}`,
+    }));
+}
+
+export function readApi(indexFile: string, entry = 'distvae'): ApiModule[] {
   const program = ts.createProgram([indexFile], {
     module: ts.ModuleKind.NodeNext,
     moduleResolution: ts.ModuleResolutionKind.NodeNext,
@@ -37,7 +50,7 @@ export function readApi(indexFile: string): ApiModule[] {
   const checker = program.getTypeChecker();
   const index = program.getSourceFile(indexFile);
   if (!index) throw new Error(`cannot read ${indexFile}`);
-  const srcDir = indexFile.replace(/[/\\][^/\\]+$/, '');
+  const srcDir = indexFile.replace(/[/\\](entries[/\\])?[^/\\]+$/, '');
   const modules = new Map<string, { header: string; entries: { entry: ApiEntry; position: number }[] }>();
   const seen = new Set<string>();
 
@@ -67,6 +80,7 @@ export function readApi(indexFile: string): ApiModule[] {
   }
   // Within a module, entries follow the source (the order its author explains things in).
   return [...modules].map(([path, m]) => ({
+    entry,
     path,
     header: m.header,
     entries: m.entries.sort((a, b) => a.position - b.position).map((e) => e.entry),
@@ -158,13 +172,18 @@ export function renderApi(modules: ApiModule[]): string {
             ),
       )
       .join('');
+  const entryHeading = (m: ApiModule, i: number) => (i === 0 || modules[i - 1]!.entry !== m.entry ? m.entry : null);
   const contents = modules
-    .map(
-      (m) =>
-        `<li><a href="#module-${slugOf(m.path)}"><code>${escapeXml(m.path)}</code></a>: ${m.entries.map((e) => `<a href="#api-${e.name}"><code>${e.name}</code></a>`).join(', ')}</li>`,
-    )
+    .map((m, i) => {
+      const heading = entryHeading(m, i);
+      return (
+        (heading ? `${i > 0 ? '</ul></li>' : ''}<li><a href="#entry-${slugOf(heading)}"><code>${escapeXml(heading)}</code></a><ul>` : '') +
+        `<li><a href="#module-${slugOf(m.entry)}-${slugOf(m.path)}"><code>${escapeXml(m.path)}</code></a>: ${m.entries.map((e) => `<a href="#api-${e.name}"><code>${e.name}</code></a>`).join(', ')}</li>`
+      );
+    })
     .join('');
-  const sections = modules.map((m) => {
+  const sections = modules.map((m, i) => {
+    const heading = entryHeading(m, i);
     const entries = m.entries.map(
       (e) =>
         `<section class="api-entry" id="api-${e.name}"><h3><code>${e.name}</code> <span class="api-kind">${e.kind}</span></h3>` +
@@ -172,9 +191,12 @@ export function renderApi(modules: ApiModule[]): string {
         (e.doc ? `<p class="api-doc">${prose(e.doc).replace(/\n/g, '<br>')}</p>` : '') +
         `</section>`,
     );
-    return `<section class="api-module" id="module-${slugOf(m.path)}"><h2><code>${escapeXml(m.path)}</code></h2>${m.header ? `<p>${prose(m.header)}</p>` : ''}${entries.join('')}</section>`;
+    return (
+      (heading ? `<h2 class="api-entry-name" id="entry-${slugOf(heading)}"><code>import … from '${escapeXml(heading)}'</code></h2>` : '') +
+      `<section class="api-module" id="module-${slugOf(m.entry)}-${slugOf(m.path)}"><h2><code>${escapeXml(m.path)}</code></h2>${m.header ? `<p>${prose(m.header)}</p>` : ''}${entries.join('')}</section>`
+    );
   });
-  return `<nav class="api-contents" aria-label="Modules"><ul>${contents}</ul></nav>${sections.join('')}`;
+  return `<nav class="api-contents" aria-label="Modules"><ul>${contents}${modules.length > 0 ? '</ul></li>' : ''}</ul></nav>${sections.join('')}`;
 }
 
 /** Comment text as HTML: escaped, with `backticks` as code. */

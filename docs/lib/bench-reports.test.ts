@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { createVae } from '../../src/families/registry.js';
+import { planningVae } from '../../src/families/registry.js';
 import { setTiling } from '../../src/plan/planner.js';
 import { planReport } from '../../src/plan/report.js';
 import { flatten, parseBenchReport, readBenchReports, renderBenchReports } from './bench-reports.js';
@@ -11,7 +11,7 @@ import { flatten, parseBenchReport, readBenchReports, renderBenchReports } from 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-bench-'));
 after(() => rmSync(dir, { recursive: true }));
 
-const vae = createVae('autoencoder-kl');
+const vae = planningVae('autoencoder-kl');
 setTiling(vae);
 const plan = planReport(vae, { height: 1024, width: 1024 }, 2);
 const report = {

@@ -17,19 +17,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { escapeXml, formatPercent, formatRatio, formatSize, planFigureSvg } from '../../src/bench/plan-figure.js';
-import { FAMILIES, FAMILY_NAMES, createVae } from '../../src/families/registry.js';
+import { FAMILIES, FAMILY_NAMES, planningVae } from '../../src/families/registry.js';
 import type { FamilySpec, Size2, VaeSpec } from '../../src/families/types.js';
 import { isDistVaeError, type Reason } from '../../src/errors.js';
 import { chooseBucket, parseBuckets, BUCKET_POLICIES } from '../../src/plan/buckets.js';
 import { tileArea, tileGrid } from '../../src/plan/grid.js';
-import {
-  applyTilePlan,
-  explainTileOverlapPlan,
-  explainTileShapePlan,
-  explainTiling,
-  setTiling,
-  tileShapePlan,
-} from '../../src/plan/planner.js';
+import { explainTileOverlapPlan, explainTileShapePlan, explainTiling, setTiling, tileShapePlan } from '../../src/plan/planner.js';
 import { planReport, type PlanReport } from '../../src/plan/report.js';
 import { MIN_NARROW_AXIS_LATENT, searchPlans, type SearchCandidate } from '../../src/plan/search.js';
 import { sampleShapeReasons, type SampleShape } from '../../src/plan/shapes.js';
@@ -108,7 +101,7 @@ function reasonsText(reasons: Reason[]): string {
 
 /** A VAE with the plan the arguments describe installed, exactly as a user would install it. */
 function plannedVae(args: Args): { vae: VaeSpec; sample: SampleShape } {
-  const vae = createVae(required(args, 'family'));
+  const vae = planningVae(required(args, 'family'));
   const sample = sampleOf(args);
   const window = size(args, 'window');
   const overlap = size(args, 'overlap');
@@ -177,14 +170,14 @@ function searchHtml(name: string, vae: VaeSpec, sample: SampleShape, ranks: numb
 }
 
 function refusalHtml(args: Args): string {
-  const vae = createVae(required(args, 'family'));
+  const vae = planningVae(required(args, 'family'));
   const sample = sampleOf(args);
   const window = size(args, 'window');
   if (!window) throw new DirectiveError('missing window=');
   let reasons = explainTileShapePlan(vae, window.height, window.width, { sampleShape: sample });
   const overlap = size(args, 'overlap');
   if (reasons.length === 0 && overlap) {
-    applyTilePlan(vae, tileShapePlan(vae, window.height, window.width, { sampleShape: sample })!);
+    setTiling(vae, tileShapePlan(vae, window.height, window.width, { sampleShape: sample })!);
     reasons = explainTileOverlapPlan(vae, overlap.height, overlap.width, { sampleShape: sample });
   }
   if (reasons.length === 0) throw new DirectiveError('the planner accepts this request now; the page claims it is refused');
@@ -214,11 +207,11 @@ function familiesHtml(): string {
   const rows = FAMILIES.map((f) => {
     let vae: VaeSpec;
     try {
-      vae = createVae(f.name);
+      vae = planningVae(f.name);
     } catch (e) {
       // Shown, not hidden: a family whose published defaults the library refuses is a fact users meet too.
       if (!isDistVaeError(e)) throw e;
-      return `<tr><th scope="row"><code>${f.name}</code></th><td>${escapeXml(f.description)}</td><td colspan="5">createVae('${f.name}') without a config is refused: ${escapeXml(e.reasons.map((r) => r.message).join('; ') || e.message)}. Pass the model's config.json.</td></tr>`;
+      return `<tr><th scope="row"><code>${f.name}</code></th><td>${escapeXml(f.description)}</td><td colspan="5">planningVae('${f.name}') without a config is refused: ${escapeXml(e.reasons.map((r) => r.message).join('; ') || e.message)}. Pass the model's config.json.</td></tr>`;
     }
     const g = vae.geometry;
     const t = vae.config.tiling;
@@ -254,7 +247,10 @@ function instrumentHtml(args: Args): string {
 function includeHtml(root: string, path: string): string {
   const source = readFileSync(join(root, path), 'utf8');
   // Examples import the source tree so they typecheck and run in tests; readers import the package.
-  const shown = source.replace(/from '(\.\.\/)+src\/index\.js'/g, "from 'distvae'").trimEnd();
+  const shown = source
+    .replace(/from '(\.\.\/)+src\/index\.js'/g, "from 'distvae'")
+    .replace(/from '(\.\.\/)+src\/entries\/(\w+)\.js'/g, "from 'distvae/$2'")
+    .trimEnd();
   return `<pre><code class="language-ts">${escapeXml(shown)}</code></pre>`;
 }
 
@@ -356,7 +352,7 @@ export function expandDirectives(page: string, markdown: string, root: string, g
           break;
         }
         case 'search': {
-          const vae = createVae(required(args, 'family'));
+          const vae = planningVae(required(args, 'family'));
           const sample = sampleOf(args);
           const ranks = integer(args, 'ranks');
           const refused = sampleShapeReasons(vae.geometry, sample);

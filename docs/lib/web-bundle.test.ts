@@ -28,7 +28,7 @@ test('the distvae/web bundle imports no node: module or Node built-in and holds 
     inputs.filter((f) => f.includes('onnxruntime-node') || /src\/(runtime\/(session|providers|host-memory)|io\/files)\.ts$/.test(f)),
     [],
   );
-  for (const replacement of ['src/runtime/web-session.ts', 'src/io/web-files.ts'])
+  for (const replacement of ['src/runtime/web-session.ts', 'src/bytes/web-files.ts'])
     assert.ok(inputs.includes(replacement), `${replacement} is in the bundle`);
   assert.ok(
     inputs.some((f) => f.includes('onnxruntime-web')),

@@ -4,9 +4,9 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createVae } from '../families/registry.js';
+import { planningVae } from '../families/registry.js';
 import { tileGrid } from '../plan/grid.js';
-import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
+import { tileOverlapPlan, tileShapePlan, setTiling } from '../plan/planner.js';
 import { agreement, seamMask } from './agreement.js';
 
 test('seamMask marks E rows on each side of every crop line inside the axis', () => {
@@ -18,10 +18,10 @@ test('seamMask marks E rows on each side of every crop line inside the axis', ()
 });
 
 test('agreement: whole-image max abs and PSNR on the mapped image; identical is PSNR null; errors on seams stay in the seam band', () => {
-  const vae = createVae('autoencoder-kl', { block_out_channels: [16, 32], norm_num_groups: 8, layers_per_block: 1 });
+  const vae = planningVae('autoencoder-kl', { block_out_channels: [16, 32], norm_num_groups: 8, layers_per_block: 1 });
   const sample = { height: 64, width: 64 };
-  applyTilePlan(vae, tileShapePlan(vae, 32, 64, { sampleShape: sample })!);
-  applyTilePlan(vae, tileOverlapPlan(vae, 8, 0, { sampleShape: sample })!);
+  setTiling(vae, tileShapePlan(vae, 32, 64, { sampleShape: sample })!);
+  setTiling(vae, tileOverlapPlan(vae, 8, 0, { sampleShape: sample })!);
   const grid = tileGrid(vae, { height: 32, width: 32, frames: 1 });
   assert.equal(grid.rows.length > 1, true);
   const [H, W] = [64, 64];

@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createVae } from '../families/registry.js';
-import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
+import { planningVae } from '../families/registry.js';
+import { tileOverlapPlan, tileShapePlan, setTiling } from '../plan/planner.js';
 import { planReport, type PlanReport } from '../plan/report.js';
 import type { SampleShape } from '../plan/shapes.js';
 import { escapeXml, formatPercent, formatRatio, planFigureSvg, planMetricLines, rankColour } from './plan-figure.js';
 
 function report(sample: SampleShape, window: [number, number], overlap: [number, number], ranks: number): PlanReport {
-  const vae = createVae('autoencoder-kl');
-  applyTilePlan(vae, tileShapePlan(vae, window[0], window[1], { sampleShape: sample })!);
-  applyTilePlan(vae, tileOverlapPlan(vae, overlap[0], overlap[1], { sampleShape: sample })!);
+  const vae = planningVae('autoencoder-kl');
+  setTiling(vae, tileShapePlan(vae, window[0], window[1], { sampleShape: sample })!);
+  setTiling(vae, tileOverlapPlan(vae, overlap[0], overlap[1], { sampleShape: sample })!);
   return planReport(vae, sample, ranks);
 }
 

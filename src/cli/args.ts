@@ -3,7 +3,9 @@
 // text (which the documentation's CLI reference is generated from).
 
 import { parseArgs } from 'node:util';
-import { reason, refuse, type Reason, type Size2 } from '../index.js';
+import { type Size2 } from '../entries/families.js';
+import { reason, refuse } from '../errors.js';
+import { type Reason } from '../index.js';
 
 export interface OptionSpec {
   name: string;

@@ -1,6 +1,7 @@
 // Human-readable text for plan reports and search results (the CLI's default output).
 
-import { type PlanReport, type SearchCandidate, type SearchResult } from '../index.js';
+import { type SearchCandidate } from '../entries/plan.js';
+import { type PlanReport, type SearchResult } from '../index.js';
 
 const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
 const x = (s: { height: number; width: number }) => `${s.height}x${s.width}`;

@@ -2,7 +2,8 @@
 // rows of its inputs and outputs, the nonlocal ops, and the two verdicts (halo-exact tiling with
 // its halo, or refused naming the ops; row sharding possible or not).
 
-import { formatRatio, formatScale, type CommCounters, type LocalityReport, type StageLocality } from '../index.js';
+import { formatRatio, formatScale, type LocalityReport, type StageLocality } from '../entries/graph.js';
+import { type CommCounters } from '../entries/ranks.js';
 
 export interface LocalityJson {
   graph: string;

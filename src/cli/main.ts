@@ -5,7 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { DistVaeError, isDistVaeError, killRankProcesses, killVideoEncoders } from '../index.js';
+import { DistVaeError, isDistVaeError, killChildProcesses } from '../index.js';
 import { EXIT, exitCodeOf } from './exit-codes.js';
 import { commandHelp, parseCommandArgs, type CliIO, type CommandSpec } from './args.js';
 import { analyzeCommand } from './commands/analyze.js';
@@ -119,8 +119,7 @@ function runProcess(argv: string[]): void {
   // the grace period the process ends by the signal itself (the shell sees 128 + its number),
   // taking its rank processes and ffmpeg (and its partial file) with it.
   const endBySignal = () => {
-    killRankProcesses();
-    killVideoEncoders();
+    killChildProcesses();
     process.removeAllListeners(received!);
     process.kill(process.pid, received!);
   };

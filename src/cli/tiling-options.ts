@@ -2,18 +2,12 @@
 // the sample shape, and the tile plan (--window / --overlap / frame tiling / --full), turned
 // into planner calls so the CLI refuses exactly what the library refuses.
 
-import {
-  createVae,
-  FAMILY_NAMES,
-  installRequestedTiling,
-  readConfigJson,
-  refuse,
-  sampleShapeReasons,
-  type DecodeFilesOptions,
-  type RawConfig,
-  type SampleShape,
-  type VaeSpec,
-} from '../index.js';
+import { installRequestedTiling } from '../entries/decode.js';
+import { type RawConfig } from '../entries/families.js';
+import { sampleShapeReasons } from '../entries/plan.js';
+import { readConfigJson } from '../entries/sources.js';
+import { refuse } from '../errors.js';
+import { planningVae, FAMILY_NAMES, type DecodeFilesOptions, type SampleShape, type VaeSpec } from '../index.js';
 import type { Args, OptionSpec } from './args.js';
 
 export const FAMILY_OPTIONS: OptionSpec[] = [
@@ -65,7 +59,7 @@ export const TILING_OPTIONS: OptionSpec[] = [
 export function readVaeSpec(args: Args): VaeSpec {
   const configPath = args.string('config');
   const config: RawConfig | undefined = configPath === undefined ? undefined : readConfigJson(configPath);
-  return createVae(args.string('family'), config);
+  return planningVae(args.string('family'), config);
 }
 
 /** Reads --height/--width/--frames and refuses sizes the VAE cannot produce. */

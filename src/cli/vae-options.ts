@@ -1,7 +1,9 @@
 // Options that name a VAE to load and how to run it (--vae / --synthetic / --seed, --threads,
 // --provider, --device), shared by every command that decodes.
 
-import { locateVae, readConfigJson, type LoadOptions, type RawConfig, type VaeSource } from '../index.js';
+import { type RawConfig } from '../entries/families.js';
+import { locateVae, readConfigJson } from '../entries/sources.js';
+import { type LoadOptions, type VaeSource } from '../index.js';
 import type { Args, OptionSpec } from './args.js';
 
 export const VAE_SOURCE_OPTIONS: OptionSpec[] = [

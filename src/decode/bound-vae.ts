@@ -12,7 +12,7 @@ import type { TiledDecode } from './types.js';
 
 /** What Vae (Node) and WebVae (a page) share: the planner's view, the runner, the tiling decode uses; `R` is the host's kind of tile runner. */
 export abstract class BoundVae<R extends TileRunner = TileRunner> implements DecodingVae {
-  /** The tiling decode uses; set it with `setTiling` / `disableTiling`, never by hand. */
+  /** The tiling decode uses; set it with `setTiling`, never by hand. */
   tiling: TilingState;
   /** The spatial tiling operation; replace it with a rank group's `tiledDecodeFor(vae, group)`. */
   tiledDecode: TiledDecode;

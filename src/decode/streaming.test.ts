@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, test } from 'node:test';
-import { applyTilePlan, tileFramePlan, tileShapePlan, tileOverlapPlan } from '../plan/planner.js';
+import { tileFramePlan, tileShapePlan, tileOverlapPlan, setTiling } from '../plan/planner.js';
 import { seededTensor, type Tensor } from '../tensor.js';
 import { VideoFrameWriter } from '../io/video.js';
 import { decodeToFrames } from './engine.js';
@@ -43,8 +43,8 @@ function frames(t: Tensor, t0: number, t1: number): Float32Array {
 test("a temporally chunked decode hands on each chunk's frames in order, bitwise the whole decode's", async () => {
   const vae = await loadVae({ family: 'hunyuan-video', config: HUNYUAN, weights: 'synthetic', seed: 5 }, { threads: 1 });
   try {
-    applyTilePlan(vae, tileShapePlan(vae, 8, 8)!);
-    applyTilePlan(vae, tileOverlapPlan(vae, 4, 4)!);
+    setTiling(vae, tileShapePlan(vae, 8, 8)!);
+    setTiling(vae, tileOverlapPlan(vae, 4, 4)!);
     const z = seededTensor([2, 4, 6, 3, 3], 21);
     const whole = await vae.decode(z);
     const got: [number, Tensor][] = [];
@@ -60,7 +60,7 @@ test("a temporally chunked decode hands on each chunk's frames in order, bitwise
     }
     assert.equal(t, whole.dims[2]);
     // One chunk covering every frame: the whole sample at once.
-    applyTilePlan(vae, tileFramePlan(vae, { window: 24, overlap: 0 })!);
+    setTiling(vae, tileFramePlan(vae, { window: 24, overlap: 0 })!);
     const one: Tensor[] = [];
     const single = await decodeToFrames(vae, z, (_, f) => void one.push(f));
     assert.equal(single.streamed, false);
@@ -76,8 +76,8 @@ test(
   async () => {
     const vae = await loadVae({ family: 'hunyuan-video', config: HUNYUAN, weights: 'synthetic', seed: 5 }, { threads: 1 });
     try {
-      applyTilePlan(vae, tileShapePlan(vae, 8, 8)!);
-      applyTilePlan(vae, tileOverlapPlan(vae, 4, 4)!);
+      setTiling(vae, tileShapePlan(vae, 8, 8)!);
+      setTiling(vae, tileOverlapPlan(vae, 4, 4)!);
       const z = seededTensor([2, 4, 6, 3, 3], 21);
       const writer = new VideoFrameWriter(join(dir, 'clip.mp4'), { batch: 2, channels: 3, frames: 21, height: 12, width: 12 }, 'signed', {
         fps: 8,
@@ -115,13 +115,19 @@ test(
 );
 
 const INDEX = fileURLToPath(new URL('../index.ts', import.meta.url));
+const DECODE_ENTRY = fileURLToPath(new URL('../entries/decode.ts', import.meta.url));
+const PLAN_ENTRY = fileURLToPath(new URL('../entries/plan.ts', import.meta.url));
+const VIDEO = fileURLToPath(new URL('../io/video.ts', import.meta.url));
 
 /** Peak RSS (MiB) of a process streaming a 128 × 128 HunyuanVideo decode of `latentFrames` latent frames into ffmpeg. */
 function videoPeak(latentFrames: number, out: string): number {
   const script = `
-    import { decodeToFrames, loadVae, applyTilePlan, tileShapePlan, seededTensor, VideoFrameWriter } from ${JSON.stringify(INDEX)};
+    import { loadVae, seededTensor, setTiling } from ${JSON.stringify(INDEX)};
+    import { decodeToFrames } from ${JSON.stringify(DECODE_ENTRY)};
+    import { tileShapePlan } from ${JSON.stringify(PLAN_ENTRY)};
+    import { VideoFrameWriter } from ${JSON.stringify(VIDEO)};
     const vae = await loadVae({ family: 'hunyuan-video', config: ${JSON.stringify(HUNYUAN)}, weights: 'synthetic', seed: 1 }, { threads: 1 });
-    applyTilePlan(vae, tileShapePlan(vae, 128, 128));
+    setTiling(vae, tileShapePlan(vae, 128, 128));
     const writer = new VideoFrameWriter(${JSON.stringify(out)}, { batch: 1, channels: 3, frames: ${(latentFrames - 1) * 4 + 1}, height: 128, width: 128 }, 'signed');
     const { streamed } = await decodeToFrames(vae, seededTensor([1, 4, ${latentFrames}, 32, 32], 2), (_, f) => writer.writeFrames(f));
     await writer.finish();

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
-import { FAMILY_NAMES, createVae, familyForClassName, getFamily, resolveFamily } from './registry.js';
+import { FAMILY_NAMES, planningVae, familyForClassName, getFamily, resolveFamily } from './registry.js';
 import type { RawConfig } from './types.js';
 import { WAN22_PUBLISHED, WAN_TINY_SAVED } from './testing/video-configs.js';
 
@@ -277,7 +277,7 @@ const CASES: { name: string; family: string; config?: RawConfig; expect: Expect 
 for (const c of CASES) {
   test(`geometry and tiling defaults: ${c.name}`, () => {
     // With a config, the family is given both ways: explicitly and inferred from _class_name.
-    const vaes = c.config ? [createVae(c.family, c.config), createVae(undefined, c.config)] : [createVae(c.family)];
+    const vaes = c.config ? [planningVae(c.family, c.config), planningVae(undefined, c.config)] : [planningVae(c.family)];
     for (const vae of vaes) {
       assert.equal(vae.family.name, c.family);
       const g = vae.geometry;
@@ -339,7 +339,7 @@ function refusal(fn: () => unknown): DistVaeError {
 }
 
 test('a --family that conflicts with the config _class_name is refused, naming both', () => {
-  const e = refusal(() => createVae('flux2', WAN_TINY));
+  const e = refusal(() => planningVae('flux2', WAN_TINY));
   assert.equal(e.code, 'INVALID_ARGUMENT');
   assert.equal(e.reasons.length, 1);
   assert.equal(e.reasons[0]!.code, 'FAMILY_CONFLICT');
@@ -349,31 +349,31 @@ test('a --family that conflicts with the config _class_name is refused, naming b
   assert.match(e.message, /flux2/);
   assert.match(e.message, /AutoencoderKLWan/);
   // KL and Flux.2 share a decoder but not a family: still a conflict.
-  assert.equal(refusal(() => createVae('autoencoder-kl', FLUX2_TINY)).reasons[0]!.code, 'FAMILY_CONFLICT');
+  assert.equal(refusal(() => planningVae('autoencoder-kl', FLUX2_TINY)).reasons[0]!.code, 'FAMILY_CONFLICT');
 });
 
 test('an unknown family name and an unknown _class_name are refused with the known ones listed', () => {
-  const e = refusal(() => createVae('sdxl'));
+  const e = refusal(() => planningVae('sdxl'));
   assert.equal(e.code, 'UNKNOWN_FAMILY');
   assert.equal(e.reasons[0]!.field, 'family');
   assert.equal(e.reasons[0]!.value, 'sdxl');
   for (const name of FAMILY_NAMES) assert.match(e.reasons[0]!.valid, new RegExp(name));
 
-  const c = refusal(() => createVae(undefined, LTX_090_TINY));
+  const c = refusal(() => planningVae(undefined, LTX_090_TINY));
   assert.equal(c.code, 'UNKNOWN_FAMILY');
   assert.equal(c.reasons[0]!.code, 'UNKNOWN_CLASS_NAME');
   assert.equal(c.reasons[0]!.field, '_class_name');
   assert.equal(c.reasons[0]!.value, 'AutoencoderKLLTXVideo');
   assert.match(c.reasons[0]!.valid, /AutoencoderKLLTX2Video/);
 
-  const none = refusal(() => createVae(undefined, { sample_size: 512 }));
+  const none = refusal(() => planningVae(undefined, { sample_size: 512 }));
   assert.equal(none.reasons[0]!.code, 'FAMILY_REQUIRED');
-  assert.equal(refusal(() => createVae(undefined)).reasons[0]!.code, 'FAMILY_REQUIRED');
+  assert.equal(refusal(() => planningVae(undefined)).reasons[0]!.code, 'FAMILY_REQUIRED');
 });
 
 test('invalid config fields are refused all at once, each reason naming its field and value', () => {
   const e = refusal(() =>
-    createVae('autoencoder-kl', {
+    planningVae('autoencoder-kl', {
       _class_name: 'AutoencoderKL',
       block_out_channels: [16, 'wide'],
       sample_size: -64,
@@ -400,7 +400,7 @@ test('invalid config fields are refused all at once, each reason naming its fiel
 
 test('cross-field inconsistencies are refused with the derived value and the one the decoder implies', () => {
   // Wan: scale_factor_spatial must equal 2^(len(dim_mult)−1)·patch_size (diffusers trusts the config; the decoder does not).
-  const wan = refusal(() => createVae('wan', { ...WAN_TINY, scale_factor_spatial: 4, scale_factor_temporal: 8 }));
+  const wan = refusal(() => planningVae('wan', { ...WAN_TINY, scale_factor_spatial: 4, scale_factor_temporal: 8 }));
   assert.deepEqual(
     wan.reasons.map((r) => [r.code, r.field, r.value]),
     [
@@ -410,19 +410,19 @@ test('cross-field inconsistencies are refused with the derived value and the one
   );
   assert.match(wan.reasons[0]!.valid, /^2 /);
   // KL: every width must be divisible by norm_num_groups.
-  const kl = refusal(() => createVae('autoencoder-kl', { ...KL_TINY, block_out_channels: [16, 36] }));
+  const kl = refusal(() => planningVae('autoencoder-kl', { ...KL_TINY, block_out_channels: [16, 36] }));
   assert.deepEqual(
     kl.reasons.map((r) => r.field),
     ['block_out_channels[1]'],
   );
   // LTX-2: explicit ratios must agree with the decoder's up-sampling (16 here).
-  const ltx = refusal(() => createVae('ltx2', { ...LTX2_TINY, spatial_compression_ratio: 32 }));
+  const ltx = refusal(() => planningVae('ltx2', { ...LTX2_TINY, spatial_compression_ratio: 32 }));
   assert.deepEqual(
     ltx.reasons.map((r) => [r.field, r.value]),
     [['spatial_compression_ratio', 32]],
   );
   // HunyuanVideo's decoder only supports temporal ratio 4.
-  const hv = refusal(() => createVae('hunyuan-video', { ...HUNYUAN_TINY, temporal_compression_ratio: 8 }));
+  const hv = refusal(() => planningVae('hunyuan-video', { ...HUNYUAN_TINY, temporal_compression_ratio: 8 }));
   assert.deepEqual(
     hv.reasons.map((r) => [r.field, r.value]),
     [['temporal_compression_ratio', 8]],
@@ -432,14 +432,14 @@ test('cross-field inconsistencies are refused with the derived value and the one
 test('a config without explicit LTX-2 ratios falls back the way diffusers does (patch · 2^count(spatio_temporal_scaling))', () => {
   // Encoder flags [true, true] → 4·2² = 16 spatial and 1·2² = 4 temporal: consistent with the tiny decoder.
   const { spatial_compression_ratio: _s, temporal_compression_ratio: _t, ...rest } = LTX2_TINY;
-  const vae = createVae('ltx2', rest);
+  const vae = planningVae('ltx2', rest);
   assert.deepEqual([vae.geometry.spatialRatio, vae.geometry.temporalRatio], [16, 4]);
 });
 
 test("Flux.2 patch_size is the pipeline's latent packing and adds no constraint; sample_size may be a list", () => {
-  const vae = createVae('flux2', { ...FLUX2_TINY, patch_size: [4, 4] });
+  const vae = planningVae('flux2', { ...FLUX2_TINY, patch_size: [4, 4] });
   assert.equal(vae.geometry.patchSize, 1);
-  const listed = createVae('autoencoder-kl', { ...KL_TINY, sample_size: [96, 96] });
+  const listed = planningVae('autoencoder-kl', { ...KL_TINY, sample_size: [96, 96] });
   assert.deepEqual(listed.config.tiling.window, { height: 96, width: 96 });
   assert.deepEqual(listed.config.tiling.overlap, { height: 24, width: 24 });
 });

@@ -1,6 +1,6 @@
 // The family registry: the one list that registers a family (its declaration and its runtime),
 // everything derived from it (names, diffusers class names, the runtime of a family, the
-// families a message lists), and `createVae`, which makes a plan-only VAE from a family name and
+// families a message lists), and `planningVae`, which makes a plan-only VAE from a family name and
 // an optional config (decoding adds to it elsewhere).
 
 import { reason, refuse } from '../errors.js';
@@ -25,7 +25,7 @@ export type FamilyName = (typeof REGISTERED)[number]['spec']['name'];
 /** Every VAE family distvae decodes, in the order help and docs list them. */
 export const FAMILIES: readonly FamilySpec[] = REGISTERED.map((f) => f.spec);
 
-/** The names of FAMILIES, as `--family` and `createVae` take them. */
+/** The names of FAMILIES, as `--family` and `planningVae` take them. */
 export const FAMILY_NAMES: readonly FamilyName[] = REGISTERED.map((f) => f.spec.name);
 
 /** The names of the families whose runtime has what `has` asks (messages list them from here, so they cannot go stale). */
@@ -158,8 +158,11 @@ export function defaultTiling(vae: Pick<VaeSpec, 'config'>): TilingState {
   return { enabled: false, window: { ...t.window }, overlap: { ...t.overlap }, frames: t.frames ? { ...t.frames } : null };
 }
 
-/** A plan-only VAE: family + resolved config + tiling state. */
-export function createVae(family: FamilyName | string | undefined, config?: RawConfig): VaeSpec {
+/**
+ * A VAE for planning only: its family, resolved config and tiling state, no weights — enough for
+ * `setTiling`, `planReport`, `searchPlans` and the memory model. To decode, `loadVae`.
+ */
+export function planningVae(family: FamilyName | string | undefined, config?: RawConfig): VaeSpec {
   const spec = resolveFamily(family, config);
   const resolved = resolveFamilyConfig(spec, config);
   return { family: spec, config: resolved, geometry: resolved.geometry, tiling: defaultTiling({ config: resolved }) };

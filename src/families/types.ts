@@ -81,7 +81,7 @@ export interface ResolvedConfig {
 
 /** What a VAE family declares: its names, how diffusers tiles it, its config reader and the checks the planner applies (the engine reads these, never a family name). */
 export interface FamilySpec<Name extends string = string> {
-  /** The family's name (`--family`, `createVae`); the registry derives `FamilyName` from these. */
+  /** The family's name (`--family`, `planningVae`); the registry derives `FamilyName` from these. */
   name: Name;
   /** One line for humans: which models use it. */
   description: string;
@@ -107,7 +107,7 @@ export interface FamilySpec<Name extends string = string> {
   extraWindowReasons?(config: ResolvedConfig, window: Size2): Reason[];
 }
 
-/** The tiling a VAE will use, in output pixels / frames. Written only by the planner (`setTiling`, `disableTiling`, `applyTilePlan`). */
+/** The tiling a VAE will use, in output pixels / frames. Written only by the planner (`setTiling`; `installTiling` for a rank's copy). */
 export interface TilingState {
   /** Whether decode tiles at all (diffusers' `use_tiling`). */
   enabled: boolean;

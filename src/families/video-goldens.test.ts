@@ -16,7 +16,7 @@ import { loadVae } from '../decode/vae.js';
 import { difference } from '../graph/testing/compare.js';
 import { seededTensor } from '../tensor.js';
 import { readNpy } from '../io/npy.js';
-import { applyTilePlan, tileFramePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
+import { tileFramePlan, tileOverlapPlan, tileShapePlan, setTiling } from '../plan/planner.js';
 import type { RawConfig } from './types.js';
 
 const GOLDENS = join(dirname(fileURLToPath(import.meta.url)), 'testing', 'goldens');
@@ -78,9 +78,9 @@ for (const c of CASES) {
     const golden = readNpy(join(GOLDENS, c.file));
     const vae = await loadVae({ family: c.family, config: c.config, weights: 'synthetic', seed: 5 }, { threads: 1 });
     try {
-      applyTilePlan(vae, tileShapePlan(vae, c.window, c.window)!);
-      applyTilePlan(vae, tileOverlapPlan(vae, c.overlap, c.overlap)!);
-      if (c.frames) applyTilePlan(vae, tileFramePlan(vae, c.frames)!);
+      setTiling(vae, tileShapePlan(vae, c.window, c.window)!);
+      setTiling(vae, tileOverlapPlan(vae, c.overlap, c.overlap)!);
+      if (c.frames) setTiling(vae, tileFramePlan(vae, c.frames)!);
       let tiles = 0;
       const out = await vae.decode(seededTensor(c.latent, 21), { onProgress: (e) => (tiles = e.tilesTotal) });
       assert.equal(tiles, c.tiles);

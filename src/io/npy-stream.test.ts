@@ -93,15 +93,19 @@ test('decodeToBands into a streamed .npy writes what writeNpy writes for vae.dec
 });
 
 const INDEX = fileURLToPath(new URL('../index.ts', import.meta.url));
+const DECODE_ENTRY = fileURLToPath(new URL('../entries/decode.ts', import.meta.url));
+const PLAN_ENTRY = fileURLToPath(new URL('../entries/plan.ts', import.meta.url));
 const WRITER = fileURLToPath(new URL('./npy-stream.ts', import.meta.url));
 
 /** Peak RSS (MiB) of a process that decodes a latent of `height` rows to a streamed .npy. */
 function streamedPeak(height: number, out: string): number {
   const script = `
-    import { decodeToBands, loadVae, applyTilePlan, tileShapePlan, seededTensor } from ${JSON.stringify(INDEX)};
+    import { loadVae, seededTensor, setTiling } from ${JSON.stringify(INDEX)};
+    import { decodeToBands } from ${JSON.stringify(DECODE_ENTRY)};
+    import { tileShapePlan } from ${JSON.stringify(PLAN_ENTRY)};
     import { NpyBandWriter } from ${JSON.stringify(WRITER)};
     const vae = await loadVae({ config: { _class_name: 'AutoencoderKL', block_out_channels: [8, 8, 8, 8], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4 }, weights: 'synthetic', seed: 1 }, { threads: 1 });
-    applyTilePlan(vae, tileShapePlan(vae, 256, 256));
+    setTiling(vae, tileShapePlan(vae, 256, 256));
     const z = seededTensor([1, 4, ${height / 8}, 64], 2);
     const whole = ${JSON.stringify(process.env['NPY_STREAM_WHOLE'] === '1')};
     const writer = new NpyBandWriter(${JSON.stringify(out)}, { dims: [1, 3, ${height}, 512] });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { architectureModel } from '../decode/decoder-model.js';
 import { TINY_KL } from '../ranks/testing/tiny-vae.js';
-import { createVae, runtimeOf } from '../families/registry.js';
+import { planningVae, runtimeOf } from '../families/registry.js';
 import { GraphBuilder } from '../graph/builder.js';
 import { decodeModel } from '../graph/onnx-proto.js';
 import { seededTensor } from '../tensor.js';
@@ -44,7 +44,7 @@ for (const [family, config] of [
   ['tae', undefined],
 ] as const) {
   test(`the ${family} decoder's inferred output shape is onnxruntime's for a rectangular latent`, async () => {
-    const vae = createVae(family, config);
+    const vae = planningVae(family, config);
     const model = architectureModel(vae.family, runtimeOf(vae.family), vae.config);
     const input = model.graph!.input![0]!.name!;
     const output = model.graph!.output![0]!.name!;

@@ -17,6 +17,7 @@ import { tileGrid, type TileGrid } from '../plan/grid.js';
 import { scheduleGrid, tileWork } from '../plan/metrics.js';
 import { scheduleInterleaved } from '../plan/scheduler.js';
 import { latentShapeOf, type SampleShape } from '../plan/shapes.js';
+import type { Strategy } from '../strategies/index.js';
 import { splitBands } from '../strategies/shard/bands.js';
 import { exactTilingHalo, exactTiles, type Halo } from '../strategies/exact-tile/halo.js';
 import type { Tensor } from '../tensor.js';
@@ -26,10 +27,8 @@ import type { ValueShape } from '../graph/ops.js';
 import { inferShapes } from './shapes.js';
 import { shardRankHold, shardRelayBytes } from './shard.js';
 
-/** The decodes the memory model predicts: whole, blended tiles, row sharding, halo-exact tiles. */
-export const MEMORY_STRATEGIES = ['whole', 'tile', 'shard', 'exact-tile'] as const;
-/** One of MEMORY_STRATEGIES. */
-export type MemoryStrategy = (typeof MEMORY_STRATEGIES)[number];
+/** The kinds of plan the memory model predicts: the whole decode in one call, or a `useStrategy` strategy. */
+export type MemoryStrategy = 'whole' | Strategy;
 
 /** A decode plan as the memory model reads it. */
 export interface MemoryPlan {

@@ -5,13 +5,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { TINY_KL } from '../ranks/testing/tiny-vae.js';
 import { DistVaeError } from '../errors.js';
-import { createVae } from '../families/registry.js';
+import { planningVae } from '../families/registry.js';
 import { formatBytes, parseMemorySize } from '../runtime/memory-budget.js';
 import { isMemoryFailure, ladderRungs, runLadder } from './ladder.js';
 import { predictMemory } from './model.js';
 import { budgetRefusal, chooseWithinBudget, policyPlans, tileCandidates } from './policy.js';
 
-const kl = () => createVae('autoencoder-kl', TINY_KL);
+const kl = () => planningVae('autoencoder-kl', TINY_KL);
 const SAMPLE = { height: 96, width: 128 }; // latent 48 x 64 at the tiny VAE's 2x ratio
 const HUGE = { bytes: 2 ** 50 };
 
@@ -52,11 +52,11 @@ test('tile candidates come in the order of expected agreement: shorter window si
 });
 
 test('a local decoder (TAESD) tries halo-exact tiles before blended ones; one with GroupNorm (TAEF2) does not', () => {
-  const strategies = (vae: ReturnType<typeof createVae>) => [
+  const strategies = (vae: ReturnType<typeof planningVae>) => [
     ...new Set([...policyPlans(vae, { height: 512, width: 512 })].map((p) => p.plan.strategy)),
   ];
-  assert.deepEqual(strategies(createVae('tae')), ['whole', 'exact-tile', 'tile']);
-  assert.deepEqual(strategies(createVae('tae', { variant: 'taef2' })), ['whole', 'tile']);
+  assert.deepEqual(strategies(planningVae('tae')), ['whole', 'exact-tile', 'tile']);
+  assert.deepEqual(strategies(planningVae('tae', { variant: 'taef2' })), ['whole', 'tile']);
 });
 
 test('a per-tensor limit moves the choice to tiles even when the total fits', () => {

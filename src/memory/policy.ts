@@ -7,10 +7,11 @@
 
 import { DistVaeError, reason } from '../errors.js';
 import type { Size2, VaeSpec } from '../families/types.js';
-import { explainTileOverlapPlan, explainTileShapePlan } from '../plan/planner.js';
+import { explainTileOverlapPlan, explainTileShapePlan, type TilingRequest } from '../plan/planner.js';
 import { axisOptions, type AxisOption } from '../plan/search.js';
 import { latentShapeOf, type SampleShape } from '../plan/shapes.js';
 import { formatBytes } from '../runtime/memory-budget.js';
+import { tilingOfPlan } from './apply.js';
 import { exactHaloOf, predictMemory, type MemoryModelOptions, type MemoryPlan, type MemoryPrediction } from './model.js';
 
 /** A memory budget: total resident bytes of the coordinator and its local ranks, and optionally the largest single tensor. */
@@ -25,6 +26,8 @@ export interface PlanAlternative {
   plan: MemoryPlan;
   prediction: MemoryPrediction;
   fits: boolean;
+  /** The tiling that carries the plan out: `setTiling(vae, alternative.tiling)` installs it. */
+  tiling: TilingRequest | 'off';
   /** Why this plan is where it is in the order (and, once chosen, why it was taken). */
   reason: string;
 }
@@ -162,7 +165,13 @@ export function chooseWithinBudget(vae: VaeSpec, sample: SampleShape, budget: Me
   let more = options.more ?? 0;
   for (const { plan, reason: why } of policyPlans(vae, sample, options)) {
     const prediction = predictMemory(vae, plan, sample, options);
-    const alt: PlanAlternative = { plan, prediction, fits: fitsBudget(prediction, budget), reason: why };
+    const alt: PlanAlternative = {
+      plan,
+      prediction,
+      fits: fitsBudget(prediction, budget),
+      tiling: tilingOfPlan(plan, sample),
+      reason: why,
+    };
     alternatives.push(alt);
     if (choice) {
       if (--more <= 0) break;

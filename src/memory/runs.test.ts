@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createVae, runtimeOf } from '../families/registry.js';
+import { planningVae, runtimeOf } from '../families/registry.js';
 import { HUNYUAN_VIDEO_TINY, LTX2_TINY, WAN21_TINY, WAN22_TINY } from '../families/testing/video-configs.js';
 import { createSession } from '../runtime/session.js';
 import { elementCount, seededTensor, type Tensor } from '../tensor.js';
@@ -97,7 +97,7 @@ for (const [family, config, dims] of [
   ['hunyuan-video', HUNYUAN_VIDEO_TINY, [1, 4, 3, 4, 6]],
 ] as const) {
   test(`${family} ${config === WAN22_TINY ? '2.2 ' : ''}sessions: every output's inferred shape is onnxruntime's`, async () => {
-    const vae = createVae(family, config);
+    const vae = planningVae(family, config);
     const runtime = runtimeOf(vae.family);
     const weights = new Map(runtime.decoderParams(vae.config).map((p) => [p.name, seededTensor([...p.dims], 1)]));
     const description = runtime.memoryRuns!(vae.config, weights, [...dims]);
@@ -115,7 +115,7 @@ for (const [family, config, dims] of [
 }
 
 test('wan: the frame-step sessions run once per frame reaching each segment, and keep a history', () => {
-  const vae = createVae('wan', WAN21_TINY);
+  const vae = planningVae('wan', WAN21_TINY);
   const runtime = runtimeOf(vae.family);
   const weights = new Map(
     runtime.decoderParams(vae.config).map((p) => [p.name, { dims: [...p.dims], data: new Float32Array(elementCount(p.dims)) }]),
@@ -143,12 +143,12 @@ test('wan: the frame-step sessions run once per frame reaching each segment, and
 });
 
 test('video predictions: temporal chunks hold a chunk more than one, more frames hold more', () => {
-  const vae = createVae('hunyuan-video', HUNYUAN_VIDEO_TINY);
+  const vae = planningVae('hunyuan-video', HUNYUAN_VIDEO_TINY);
   const plan = { strategy: 'tile' as const, ranks: 1, window: { height: 32, width: 32 }, overlap: { height: 8, width: 8 } };
   const few = predictMemory(vae, plan, { height: 32, width: 32, frames: 9 });
   const many = predictMemory(vae, plan, { height: 32, width: 32, frames: 41 });
   assert.ok(many.peakBytes > few.peakBytes);
-  const wan = createVae('wan', WAN21_TINY);
+  const wan = planningVae('wan', WAN21_TINY);
   assert.ok(
     predictMemory(wan, { strategy: 'whole', ranks: 1 }, { height: 32, width: 32, frames: 9 }).peakBytes >
       predictMemory(wan, { strategy: 'whole', ranks: 1 }, { height: 32, width: 32, frames: 1 }).peakBytes,
@@ -157,19 +157,19 @@ test('video predictions: temporal chunks hold a chunk more than one, more frames
 
 test('families that describe no decoder graphs are refused by the memory model, naming the family', () => {
   assert.throws(
-    () => predictMemory(createVae('ltx2', LTX2_TINY), { strategy: 'whole', ranks: 1 }, { height: 64, width: 64, frames: 9 }),
+    () => predictMemory(planningVae('ltx2', LTX2_TINY), { strategy: 'whole', ranks: 1 }, { height: 64, width: 64, frames: 9 }),
     /ltx2 family does not describe/,
   );
   // Video families have no fused graph to shard.
   assert.throws(
-    () => predictMemory(createVae('wan', WAN21_TINY), { strategy: 'shard', ranks: 2 }, { height: 64, width: 64, frames: 1 }),
+    () => predictMemory(planningVae('wan', WAN21_TINY), { strategy: 'shard', ranks: 2 }, { height: 64, width: 64, frames: 1 }),
     /does not expose its fused decoder graph/,
   );
 });
 
 test('a row-sharded rank holds less than the whole decode; a middle rank reads a halo on both sides', () => {
   // TAESD: local convolutions only, so every stage reads a halo.
-  const vae = createVae('tae');
+  const vae = planningVae('tae');
   // TAESD's halo is 19 latent rows: bands of ~43 rows, so a middle band reads 81 rows and an edge band 62.
   const sample = { height: 1024, width: 64 };
   const whole = predictMemory(vae, { strategy: 'whole', ranks: 1 }, sample);
@@ -183,7 +183,7 @@ test('a row-sharded rank holds less than the whole decode; a middle rank reads a
 test("a row-sharded rank whose band makes a level's tensors just under glibc's 32 MiB mmap cap holds them on the heap: TAEF2's edge ranks at 1024² on 3 ranks", () => {
   // Bands of 43/42/43 latent rows: the edge ranks run the last stage on 55 rows, whose half-resolution
   // tensors are 27.5 MiB (heap, once the first is freed); the middle rank's 66 rows make 33.5 MiB (mapped).
-  const vae = createVae('tae', { variant: 'taef2' });
+  const vae = planningVae('tae', { variant: 'taef2' });
   const three = predictMemory(vae, { strategy: 'shard', ranks: 3 }, { height: 1024, width: 1024 });
   const [top, middle, bottom] = three.ranks.map((r) => r.terms) as [MemoryTerms, MemoryTerms, MemoryTerms];
   assert.ok(middle.shard > top.shard && middle.shard > bottom.shard);
@@ -193,7 +193,7 @@ test("a row-sharded rank whose band makes a level's tensors just under glibc's 3
 });
 
 test("a row-sharded coordinator's relay is its largest message: one rank's attention keys and values for a peer", () => {
-  const vae = createVae('autoencoder-kl');
+  const vae = planningVae('autoencoder-kl');
   // 1024² on 2 ranks: a rank's 64 of 128 latent rows × 128 columns × 512 channels, keys and values, float32.
   const two = predictMemory(vae, { strategy: 'shard', ranks: 2 }, { height: 1024, width: 1024 });
   assert.equal(two.coordinator.terms.relay, 64 * 128 * 512 * 4 * 2);
@@ -205,7 +205,7 @@ test("a row-sharded coordinator's relay is its largest message: one rank's atten
 test('a streamed decode deals tiles round-robin in raster order: each rank is predicted for the tiles it gets', () => {
   // TAEF2 at 1024² in 512 px tiles (3 x 3, the last row and column clipped) on 4 ranks: round-robin,
   // rank 2 gets tiles 2 and 6, both clipped, and holds less than rank 0 (tiles 0, 4, 8).
-  const vae = createVae('tae', { variant: 'taef2' });
+  const vae = planningVae('tae', { variant: 'taef2' });
   const plan = { strategy: 'tile' as const, ranks: 4, window: { height: 512, width: 512 }, overlap: { height: 128, width: 128 } };
   const streamed = predictMemory(vae, plan, { height: 1024, width: 1024 }, { streamed: true });
   assert.ok(streamed.ranks[2]!.peakBytes < streamed.ranks[0]!.peakBytes);

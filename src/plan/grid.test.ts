@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createVae } from '../families/registry.js';
+import { planningVae } from '../families/registry.js';
 import type { RawConfig, Size2, VaeSpec } from '../families/types.js';
 import { KL_TINY_PLAN, LTX2_TINY_16, WAN22_PUBLISHED } from '../families/testing/video-configs.js';
 import { axisSpans, temporalChunks, tileGrid, type TileGrid } from './grid.js';
@@ -20,7 +20,7 @@ function pyRange(start: number, stop: number, step: number): number[] {
 }
 
 /** The reference harness's tiny KL (r 2) with Smin 32 px and overlap 8 px: latent window 16, stride 12. */
-const harnessKl = () => tiled(createVae('autoencoder-kl', KL_TINY_PLAN), { height: 32, width: 32 }, { height: 8, width: 8 });
+const harnessKl = () => tiled(planningVae('autoencoder-kl', KL_TINY_PLAN), { height: 32, width: 32 }, { height: 8, width: 8 });
 
 /** diffusers' slice z[i : i + n] on an axis of length L: [i, min(i + n, L)). */
 const slice = (i: number, n: number, L: number) => ({ start: i, end: Math.min(i + n, L) });
@@ -130,7 +130,7 @@ test('KL: the harness case (tiny VAE, Smin 32, latent 40x56) gives starts {0,12,
 
 test("KL with f = 0.25 matches diffusers' loop, blend and keep on every latent size up to 3 windows, square windows 8..64 latent", () => {
   const r = 8;
-  const vae = createVae('autoencoder-kl');
+  const vae = planningVae('autoencoder-kl');
   for (const lmin of [1, 2, 4, 8, 12, 16, 64]) {
     const smin = lmin * r;
     const overlap = Math.trunc(smin * 0.25);
@@ -154,7 +154,7 @@ test("KL with f = 0.25 matches diffusers' loop, blend and keep on every latent s
 
 test('an axis with stride < L <= window gets two tiles (as in diffusers) when the other axis exceeds the window', () => {
   // SD 1.x default: window 64 latent, stride 48; sample 512x1024 -> latent 64x128.
-  const vae = tiled(createVae('autoencoder-kl'), { height: 512, width: 512 }, { height: 128, width: 128 });
+  const vae = tiled(planningVae('autoencoder-kl'), { height: 512, width: 512 }, { height: 128, width: 128 });
   const grid = tileGrid(vae, { height: 64, width: 128, frames: 1 });
   assert.deepEqual(grid.rows, spans([0, 64], [48, 64]));
   assert.deepEqual(grid.cols, spans([0, 64], [48, 112], [96, 128]));
@@ -164,7 +164,7 @@ test('an axis with stride < L <= window gets two tiles (as in diffusers) when th
 });
 
 test('tiles only when the latent exceeds the window: equal to the window is one call; one unit more tiles both axes', () => {
-  const vae = tiled(createVae('autoencoder-kl'), { height: 256, width: 512 }, { height: 64, width: 128 });
+  const vae = tiled(planningVae('autoencoder-kl'), { height: 256, width: 512 }, { height: 64, width: 128 });
   const fits = tileGrid(vae, { height: 32, width: 64, frames: 1 });
   assert.equal(fits.tiled, false);
   assert.deepEqual(fits.tiles, [{ index: 0, row: 0, col: 0, y0: 0, y1: 32, x0: 0, x1: 64 }]);
@@ -187,7 +187,7 @@ test('tiles only when the latent exceeds the window: equal to the window is one 
 
 test('strips: a window wider than the image with overlap 0 on that axis gives full-width row strips', () => {
   // 1024x1024 px, r = 8 -> latent 128x128; window 256x4096 px = 32x512 latent; overlap 64x0.
-  const vae = tiled(createVae('autoencoder-kl'), { height: 256, width: 4096 }, { height: 64, width: 0 });
+  const vae = tiled(planningVae('autoencoder-kl'), { height: 256, width: 4096 }, { height: 64, width: 0 });
   const grid = tileGrid(vae, { height: 128, width: 128, frames: 1 });
   assert.deepEqual(
     grid.rows.map((s) => [s.start, s.end]),
@@ -200,7 +200,7 @@ test('strips: a window wider than the image with overlap 0 on that axis gives fu
 });
 
 test('tiny latents: 1x1 and anything smaller than one window decode whole; a 1-unit window tiles a 2x3 latent into 6', () => {
-  const vae = tiled(createVae('autoencoder-kl'), { height: 512, width: 512 }, { height: 128, width: 128 });
+  const vae = tiled(planningVae('autoencoder-kl'), { height: 512, width: 512 }, { height: 128, width: 128 });
   for (const [h, w] of [
     [1, 1],
     [1, 64],
@@ -229,7 +229,7 @@ test('odd sizes: latent 13x21 under a 16-unit window with stride 12 has 1-unit a
   assert.deepEqual(grid.cols, spans([0, 16], [12, 21]));
   assertGridMatches(grid, klReference(2, 32, 0.25, 13, 21));
   // Odd window and overlap in latent units (family B, window 7 latent, stride 5) on a prime-sized latent.
-  const wan = tiled(createVae('wan'), { height: 56, width: 56 }, { height: 16, width: 16 });
+  const wan = tiled(planningVae('wan'), { height: 56, width: 56 }, { height: 16, width: 16 });
   const g2 = tileGrid(wan, { height: 23, width: 17, frames: 1 });
   assertGridMatches(g2, familyBReference(8, 1, { height: 56, width: 56 }, { height: 40, width: 40 }, 23, 17));
   assert.deepEqual(g2.rows.at(-1), { start: 20, end: 23 });
@@ -237,7 +237,7 @@ test('odd sizes: latent 13x21 under a 16-unit window with stride 12 has 1-unit a
 });
 
 test('extreme aspect ratios: 64x8192 px and 8192x64 px under SD 1.x defaults', () => {
-  const vae = tiled(createVae('autoencoder-kl'), { height: 512, width: 512 }, { height: 128, width: 128 });
+  const vae = tiled(planningVae('autoencoder-kl'), { height: 512, width: 512 }, { height: 128, width: 128 });
   const wide = tileGrid(vae, { height: 8, width: 1024, frames: 1 });
   const ref = klReference(8, 512, 0.25, 8, 1024);
   assertGridMatches(wide, ref);
@@ -268,7 +268,7 @@ test("family B grids match diffusers' px window / stride loop for every family a
     },
   ];
   for (const c of cases) {
-    const vae = tiled(createVae(c.family, c.config), c.window, c.overlap);
+    const vae = tiled(planningVae(c.family, c.config), c.window, c.overlap);
     const { spatialRatio: r, patchSize: p } = vae.geometry;
     const stridePx = { height: c.window.height - c.overlap.height, width: c.window.width - c.overlap.width };
     const ref = familyBReference(r, p, c.window, stridePx, c.latent[0], c.latent[1]);
@@ -280,7 +280,7 @@ test("family B grids match diffusers' px window / stride loop for every family a
 
 test('patch size: Wan 2.2 blends and keeps on the raw decoder output, ratio/p px per latent unit (blend = overlap/p)', () => {
   // Published Wan 2.2 (r 16, p 2) at its defaults 256/192: latent tile 16, stride 12, E = 128 − 96 = 32 raw px, keep 96 raw px.
-  const wan22 = createVae('wan', WAN22_PUBLISHED);
+  const wan22 = planningVae('wan', WAN22_PUBLISHED);
   tiled(wan22, { height: 256, width: 256 }, { height: 64, width: 64 });
   const grid = tileGrid(wan22, { height: 44, width: 80, frames: 1 });
   assert.equal(grid.outputPerLatent, 8);
@@ -300,7 +300,7 @@ test('patch size: Wan 2.2 blends and keeps on the raw decoder output, ratio/p px
   );
   assertGridMatches(grid, familyBReference(16, 2, { height: 256, width: 256 }, { height: 192, width: 192 }, 44, 80));
   // Rectangular with unequal overlaps on the tiny 2.2 config (r 8, p 2).
-  const tiny = createVae('wan', {
+  const tiny = planningVae('wan', {
     dim_mult: [1, 2, 2],
     temperal_downsample: [true, false],
     patch_size: 2,
@@ -342,7 +342,7 @@ function chunkReference(F: number, rt: number, tmin: number, tstride: number, on
 }
 
 test('HunyuanVideo temporal chunks: Tmin/rt + 1 latent frames every Tstride/rt, only when F > Tmin/rt (defaults 16/12 frames)', () => {
-  const vae = createVae('hunyuan-video');
+  const vae = planningVae('hunyuan-video');
   for (let F = 1; F <= 30; F++) {
     const got = temporalChunks(vae, F);
     assert.deepEqual(got, chunkReference(F, 4, 16, 12, true), `F=${F}`);
@@ -363,7 +363,7 @@ test('HunyuanVideo temporal chunks: Tmin/rt + 1 latent frames every Tstride/rt, 
 });
 
 test('LTX-2 temporal chunks: off by default; when on (16/8 frames, rt 8) chunks of 3 latent frames every 1, short trailing chunks kept', () => {
-  const vae = createVae('ltx2');
+  const vae = planningVae('ltx2');
   assert.deepEqual(temporalChunks(vae, 7), { chunks: [{ start: 0, end: 7 }], blend: 0, keep: 0 });
   vae.tiling = { ...vae.tiling, frames: { enabled: true, window: 16, overlap: 8 } };
   for (let F = 1; F <= 12; F++) assert.deepEqual(temporalChunks(vae, F), chunkReference(F, 8, 16, 8, true), `F=${F}`);
@@ -375,13 +375,13 @@ test('LTX-2 temporal chunks: off by default; when on (16/8 frames, rt 8) chunks 
     { start: 4, end: 5 },
   ]);
   // Tiny LTX-2 (rt 4) with a 24/8-frame window: Ft 6, St 4.
-  const tiny = createVae('ltx2', LTX2_TINY_16);
+  const tiny = planningVae('ltx2', LTX2_TINY_16);
   tiny.tiling = { ...tiny.tiling, frames: { enabled: true, window: 24, overlap: 8 } };
   for (let F = 1; F <= 20; F++) assert.deepEqual(temporalChunks(tiny, F), chunkReference(F, 4, 24, 16, true), `F=${F}`);
 });
 
 test('frame-stepped and image families never chunk time', () => {
   for (const family of ['wan', 'qwen-image', 'autoencoder-kl']) {
-    assert.deepEqual(temporalChunks(createVae(family), 9), { chunks: [{ start: 0, end: 9 }], blend: 0, keep: 0 });
+    assert.deepEqual(temporalChunks(planningVae(family), 9), { chunks: [{ start: 0, end: 9 }], blend: 0, keep: 0 });
   }
 });

@@ -6,13 +6,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DistVaeError, type Reason } from '../errors.js';
-import { FAMILY_NAMES, createVae } from '../families/registry.js';
+import { FAMILY_NAMES, planningVae } from '../families/registry.js';
 import type { VaeSpec } from '../families/types.js';
 import { KL_TINY_PLAN, LTX2_TINY_16, WAN22_PUBLISHED } from '../families/testing/video-configs.js';
 import { diffusersEquivalent } from './equivalence.js';
 import {
-  applyTilePlan,
-  disableTiling,
   explainTiling,
   setTiling,
   explainTileFramePlan,
@@ -67,7 +65,7 @@ function planRefusal(fn: () => unknown, reasons: [string, string, unknown][]): D
 
 test('whole-latent windows are accepted exactly as asked, for every family; every non-multiple is refused, never rounded', () => {
   for (const family of FAMILY_NAMES) {
-    const vae = createVae(family);
+    const vae = planningVae(family);
     const r = PUBLISHED_RATIO[family]!;
     assert.equal(vae.geometry.spatialRatio, r);
     const min = MIN_WINDOW_LATENT[family]!;
@@ -98,7 +96,7 @@ test('whole-latent windows are accepted exactly as asked, for every family; ever
 });
 
 test('invalid window values (0, negative, fractional, NaN) are refused per axis, both axes at once', () => {
-  const vae = createVae('autoencoder-kl');
+  const vae = planningVae('autoencoder-kl');
   for (const bad of [0, -8, 8.5, Number.NaN, Infinity]) {
     const why = only(explainTileShapePlan(vae, bad, 64));
     assert.deepEqual([why.code, why.field], ['WINDOW_INVALID', 'window.height']);
@@ -116,21 +114,21 @@ test('invalid window values (0, negative, fractional, NaN) are refused per axis,
 });
 
 test("family constraints use the config's ratio: tiny KL r=2, tiny LTX-2 r=16 with a 2-unit minimum, Wan 2.2 r=16", () => {
-  const kl = createVae('autoencoder-kl', KL_TINY_PLAN);
+  const kl = planningVae('autoencoder-kl', KL_TINY_PLAN);
   assert.notEqual(tileShapePlan(kl, 2, 130), null);
   assert.equal(only(explainTileShapePlan(kl, 3, 130)).valid, 'a multiple of 2 px');
-  const ltx = createVae('ltx2', LTX2_TINY_16);
+  const ltx = planningVae('ltx2', LTX2_TINY_16);
   assert.equal(only(explainTileShapePlan(ltx, 16, 64)).code, 'WINDOW_TOO_SMALL');
   assert.equal(only(explainTileShapePlan(ltx, 64, 16)).field, 'window.width');
   assert.notEqual(tileShapePlan(ltx, 32, 32), null);
   assert.equal(only(explainTileShapePlan(ltx, 40, 32)).valid, 'a multiple of 16 px');
-  const wan22 = createVae('wan', WAN22_PUBLISHED);
+  const wan22 = planningVae('wan', WAN22_PUBLISHED);
   assert.equal(only(explainTileShapePlan(wan22, 248, 256)).valid, 'a multiple of 16 px');
   assert.notEqual(tileShapePlan(wan22, 16, 16), null);
 });
 
 test('a shape plan keeps a default overlap of floor(window_lat/4) units on tiled axes and 0 on axes sampleShape leaves untiled', () => {
-  const vae = createVae('autoencoder-kl');
+  const vae = planningVae('autoencoder-kl');
   // No sample shape: both axes get floor(w/4) latent units.
   for (const [h, w] of [
     [512, 512],
@@ -149,20 +147,20 @@ test('a shape plan keeps a default overlap of floor(window_lat/4) units on tiled
   // A sample that fits on both axes: both overlaps 0.
   assert.deepEqual(tileShapePlan(vae, 1024, 1024, { sampleShape: { height: 512, width: 1024 } })!.overlap, { height: 0, width: 0 });
   // Applying it installs window and overlap exactly and turns tiling on.
-  applyTilePlan(vae, plan);
+  setTiling(vae, plan);
   assert.deepEqual(vae.tiling.window, { height: 512, width: 512 });
   assert.deepEqual(vae.tiling.overlap, { height: 0, width: 128 });
   assert.equal(vae.tiling.enabled, true);
 });
 
 test('sampleShape must itself be whole latent units (and whole frame steps for video)', () => {
-  const vae = createVae('autoencoder-kl');
+  const vae = planningVae('autoencoder-kl');
   const why = explainTileShapePlan(vae, 512, 512, { sampleShape: { height: 1004, width: 1024 } });
   assert.deepEqual(only(why).code, 'SIZE_NOT_WHOLE_LATENT');
   assert.equal(why[0]!.field, 'sampleShape.height');
   assert.equal(why[0]!.valid, 'a multiple of 8 px');
   assert.equal(tileShapePlan(vae, 512, 512, { sampleShape: { height: 1004, width: 1024 } }), null);
-  const hv = createVae('hunyuan-video');
+  const hv = planningVae('hunyuan-video');
   assert.deepEqual(
     only(explainTileShapePlan(hv, 256, 256, { sampleShape: { height: 512, width: 512, frames: 32 } })).code,
     'FRAMES_INVALID',
@@ -175,8 +173,8 @@ test('sampleShape must itself be whole latent units (and whole frame steps for v
 });
 
 test('overlap plans are exact: multiples of r below the installed window; the rest refused with code, field, value and valid', () => {
-  const vae = createVae('autoencoder-kl');
-  applyTilePlan(vae, tileShapePlan(vae, 256, 512)!);
+  const vae = planningVae('autoencoder-kl');
+  setTiling(vae, tileShapePlan(vae, 256, 512)!);
   for (let ov = 0; ov <= 520; ov += 4) {
     const reasons = explainTileOverlapPlan(vae, 64, ov);
     const plan = tileOverlapPlan(vae, 64, ov);
@@ -202,15 +200,15 @@ test('overlap plans are exact: multiples of r below the installed window; the re
   assert.equal(only(explainTileOverlapPlan(vae, -8, 0)).code, 'OVERLAP_INVALID');
   assert.equal(only(explainTileOverlapPlan(vae, 0, 1.5)).code, 'OVERLAP_INVALID');
   // Installed exactly.
-  applyTilePlan(vae, tileOverlapPlan(vae, 8, 248)!);
+  setTiling(vae, tileOverlapPlan(vae, 8, 248)!);
   assert.deepEqual(vae.tiling.overlap, { height: 8, width: 248 });
   assert.deepEqual(vae.tiling.window, { height: 256, width: 512 });
 });
 
 test('an axis left untiled by sampleShape must request overlap 0', () => {
-  const vae = createVae('autoencoder-kl');
+  const vae = planningVae('autoencoder-kl');
   const sampleShape = { height: 512, width: 2048 }; // latent 64 x 256 under a 64x64 window: height untiled
-  applyTilePlan(vae, tileShapePlan(vae, 512, 512, { sampleShape })!);
+  setTiling(vae, tileShapePlan(vae, 512, 512, { sampleShape })!);
   const why = only(explainTileOverlapPlan(vae, 128, 128, { sampleShape }));
   assert.deepEqual([why.code, why.field, why.value], ['OVERLAP_ON_UNTILED_AXIS', 'overlap.height', 128]);
   assert.match(why.valid, /^0/);
@@ -227,15 +225,15 @@ test('an axis left untiled by sampleShape must request overlap 0', () => {
 });
 
 test('an overlap plan validates against the installed window and is refused at apply time if the window changed since', () => {
-  const vae = createVae('autoencoder-kl');
+  const vae = planningVae('autoencoder-kl');
   // Before any shape plan: the family default window (512) is installed, so 504 is valid and 512 is not.
   assert.notEqual(tileOverlapPlan(vae, 504, 504), null);
   assert.equal(only(explainTileOverlapPlan(vae, 512, 0)).code, 'OVERLAP_NOT_BELOW_WINDOW');
-  applyTilePlan(vae, tileShapePlan(vae, 256, 256)!);
+  setTiling(vae, tileShapePlan(vae, 256, 256)!);
   const plan = tileOverlapPlan(vae, 128, 128)!;
-  applyTilePlan(vae, tileShapePlan(vae, 384, 256)!);
+  setTiling(vae, tileShapePlan(vae, 384, 256)!);
   assert.throws(
-    () => applyTilePlan(vae, plan),
+    () => setTiling(vae, plan),
     (e: unknown) => {
       assert.ok(e instanceof DistVaeError);
       assert.equal(e.code, 'PLAN_REFUSED');
@@ -255,16 +253,16 @@ test('an overlap plan validates against the installed window and is refused at a
     ],
   );
   // A plan made for another family is refused too.
-  const other = createVae('tae');
-  assert.throws(() => applyTilePlan(vae, tileShapePlan(other, 64, 64)!), { code: 'PLAN_REFUSED' });
+  const other = planningVae('tae');
+  assert.throws(() => setTiling(vae, tileShapePlan(other, 64, 64)!), { code: 'PLAN_REFUSED' });
 });
 
 test('a plan validated on another config of the same family is re-checked when applied (no fractional latent tiles)', () => {
-  const tiny = createVae('autoencoder-kl', KL_TINY_PLAN); // r = 2
-  const published = createVae('autoencoder-kl'); // r = 8
+  const tiny = planningVae('autoencoder-kl', KL_TINY_PLAN); // r = 2
+  const published = planningVae('autoencoder-kl'); // r = 8
   const shape = tileShapePlan(tiny, 130, 130)!;
   planRefusal(
-    () => applyTilePlan(published, shape),
+    () => setTiling(published, shape),
     [
       ['WINDOW_NOT_WHOLE_LATENT', 'window.height', 130],
       ['WINDOW_NOT_WHOLE_LATENT', 'window.width', 130],
@@ -272,25 +270,25 @@ test('a plan validated on another config of the same family is re-checked when a
   );
   assert.deepEqual(published.tiling.window, { height: 512, width: 512 });
   // Same window on both, but an overlap that is whole latent units only at r = 2.
-  applyTilePlan(tiny, tileShapePlan(tiny, 64, 64)!);
-  applyTilePlan(published, tileShapePlan(published, 64, 64)!);
+  setTiling(tiny, tileShapePlan(tiny, 64, 64)!);
+  setTiling(published, tileShapePlan(published, 64, 64)!);
   assert.throws(
-    () => applyTilePlan(published, tileOverlapPlan(tiny, 2, 2)!),
+    () => setTiling(published, tileOverlapPlan(tiny, 2, 2)!),
     (e: unknown) => e instanceof DistVaeError && e.reasons[0]!.code === 'OVERLAP_NOT_WHOLE_LATENT',
   );
   // Frames: 12/4 frames are whole steps of the tiny LTX-2 (rt 4), not of the published one (rt 8).
-  const frames = tileFramePlan(createVae('ltx2', LTX2_TINY_16), { window: 12, overlap: 4 })!;
-  const ltx = createVae('ltx2');
+  const frames = tileFramePlan(planningVae('ltx2', LTX2_TINY_16), { window: 12, overlap: 4 })!;
+  const ltx = planningVae('ltx2');
   assert.throws(
-    () => applyTilePlan(ltx, frames),
+    () => setTiling(ltx, frames),
     (e: unknown) => e instanceof DistVaeError && e.reasons.map((r) => r.code).join() === 'FRAME_WINDOW_INVALID,FRAME_OVERLAP_INVALID',
   );
   assert.deepEqual(ltx.tiling.frames, { enabled: false, window: 16, overlap: 8 });
 });
 
 test('patch size: a Wan 2.2 overlap must be whole latent units (16 px), hence whole patches', () => {
-  const wan22 = createVae('wan', WAN22_PUBLISHED);
-  applyTilePlan(wan22, tileShapePlan(wan22, 256, 256)!);
+  const wan22 = planningVae('wan', WAN22_PUBLISHED);
+  setTiling(wan22, tileShapePlan(wan22, 256, 256)!);
   assert.deepEqual(wan22.tiling.overlap, { height: 64, width: 64 });
   assert.equal(only(explainTileOverlapPlan(wan22, 8, 0)).code, 'OVERLAP_NOT_WHOLE_LATENT');
   assert.equal(only(explainTileOverlapPlan(wan22, 2, 0)).code, 'OVERLAP_NOT_WHOLE_LATENT');
@@ -298,7 +296,7 @@ test('patch size: a Wan 2.2 overlap must be whole latent units (16 px), hence wh
 });
 
 test('frame plans: HunyuanVideo and LTX-2 take multiples of rt with overlap below the window; others have no temporal tiling', () => {
-  const hv = createVae('hunyuan-video');
+  const hv = planningVae('hunyuan-video');
   assert.deepEqual(tileFramePlan(hv, { window: 32, overlap: 8 }), {
     kind: 'frames',
     family: 'hunyuan-video',
@@ -321,17 +319,17 @@ test('frame plans: HunyuanVideo and LTX-2 take multiples of rt with overlap belo
     ['FRAME_WINDOW_INVALID', 'FRAME_OVERLAP_INVALID'],
   );
   assert.equal(tileFramePlan(hv, { window: 16, overlap: 16 }), null);
-  applyTilePlan(hv, tileFramePlan(hv, { window: 32, overlap: 8 })!);
+  setTiling(hv, tileFramePlan(hv, { window: 32, overlap: 8 })!);
   assert.deepEqual(hv.tiling.frames, { enabled: true, window: 32, overlap: 8 });
-  applyTilePlan(hv, tileFramePlan(hv, null)!);
+  setTiling(hv, tileFramePlan(hv, null)!);
   assert.deepEqual(hv.tiling.frames, { enabled: false, window: 32, overlap: 8 });
 
-  const ltx = createVae('ltx2'); // rt 8
+  const ltx = planningVae('ltx2'); // rt 8
   assert.equal(only(explainTileFramePlan(ltx, 12, 0)).code, 'FRAME_WINDOW_INVALID');
   assert.deepEqual(tileFramePlan(ltx, { window: 24, overlap: 8 })?.frames, { window: 24, overlap: 8 });
 
   for (const family of ['wan', 'qwen-image', 'autoencoder-kl', 'flux2', 'tae']) {
-    const vae = createVae(family);
+    const vae = planningVae(family);
     assert.equal(only(explainTileFramePlan(vae, 16, 4)).code, 'NO_TEMPORAL_TILING', family);
     assert.equal(tileFramePlan(vae, { window: 16, overlap: 4 }), null);
     assert.equal(tileFramePlan(vae, null), null);
@@ -339,13 +337,13 @@ test('frame plans: HunyuanVideo and LTX-2 take multiples of rt with overlap belo
 });
 
 function installed(vae: VaeSpec, window: [number, number], overlap: [number, number]): VaeSpec {
-  applyTilePlan(vae, tileShapePlan(vae, window[0], window[1])!);
-  applyTilePlan(vae, tileOverlapPlan(vae, overlap[0], overlap[1])!);
+  setTiling(vae, tileShapePlan(vae, window[0], window[1])!);
+  setTiling(vae, tileOverlapPlan(vae, overlap[0], overlap[1])!);
   return vae;
 }
 
 test('diffusersEquivalent: square windows with equal overlaps that int(Lmin(1−f)) / int(Smin·f) reproduce; rectangular or unequal not; tae never; family B always', () => {
-  const kl = () => createVae('autoencoder-kl');
+  const kl = () => planningVae('autoencoder-kl');
   assert.equal(diffusersEquivalent(installed(kl(), [512, 512], [128, 128])), true);
   assert.equal(diffusersEquivalent(installed(kl(), [384, 384], [96, 96])), true);
   assert.equal(diffusersEquivalent(installed(kl(), [512, 512], [0, 0])), true);
@@ -354,22 +352,22 @@ test('diffusersEquivalent: square windows with equal overlaps that int(Lmin(1−
   assert.equal(diffusersEquivalent(installed(kl(), [512, 512], [128, 64])), false);
   // f = 32/40 = 0.8: diffusers computes int(5·(1 − 0.8)) = int(0.9999999999999998) = 0, not 1.
   assert.equal(diffusersEquivalent(installed(kl(), [40, 40], [32, 32])), false);
-  assert.equal(diffusersEquivalent(installed(createVae('flux2'), [1024, 1024], [256, 256])), true);
-  assert.equal(diffusersEquivalent(installed(createVae('tae'), [512, 512], [128, 128])), false);
+  assert.equal(diffusersEquivalent(installed(planningVae('flux2'), [1024, 1024], [256, 256])), true);
+  assert.equal(diffusersEquivalent(installed(planningVae('tae'), [512, 512], [128, 128])), false);
   for (const family of ['wan', 'qwen-image', 'hunyuan-video', 'ltx2']) {
-    assert.equal(diffusersEquivalent(installed(createVae(family), [256, 512], [64, 128])), true, family);
+    assert.equal(diffusersEquivalent(installed(planningVae(family), [256, 512], [64, 128])), true, family);
   }
 });
 
 test("setTiling(vae) installs diffusers' default plan, and refuses one that does not land on whole latent units", () => {
   for (const family of FAMILY_NAMES) {
-    const vae = createVae(family);
+    const vae = planningVae(family);
     setTiling(vae);
     assert.equal(vae.tiling.enabled, true);
     assert.deepEqual([vae.tiling.window, vae.tiling.overlap], [vae.config.tiling.window, vae.config.tiling.overlap], family);
   }
   // sample_size 100 with r = 8: window 100 px is 12.5 latent units and int(100·0.25) = 25 px is 3.125.
-  const bad = createVae('autoencoder-kl', { sample_size: 100 });
+  const bad = planningVae('autoencoder-kl', { sample_size: 100 });
   const refused = planRefusal(
     () => setTiling(bad),
     [
@@ -382,19 +380,19 @@ test("setTiling(vae) installs diffusers' default plan, and refuses one that does
   assert.match(refused.message, /window 100x100/);
   assert.equal(bad.tiling.enabled, false);
   // sample_size 40: the window (5 units) is whole but int(40·0.25) = 10 px is not.
-  const overlapOnly = createVae('autoencoder-kl', { sample_size: 40 });
+  const overlapOnly = planningVae('autoencoder-kl', { sample_size: 40 });
   assert.throws(
     () => setTiling(overlapOnly),
     (e: unknown) => e instanceof DistVaeError && e.reasons.every((r) => r.field.startsWith('overlap.')),
   );
   // sample_size 96: window 12 units, overlap 24 px = 3 units -> fine.
-  const ok = createVae('autoencoder-kl', { sample_size: 96 });
+  const ok = planningVae('autoencoder-kl', { sample_size: 96 });
   setTiling(ok);
   assert.deepEqual(ok.tiling.overlap, { height: 24, width: 24 });
 });
 
 test('setTiling installs an exact window, overlap and frames in one call, or refuses with every reason and changes nothing', () => {
-  const vae = createVae('autoencoder-kl');
+  const vae = planningVae('autoencoder-kl');
   setTiling(vae, { window: { height: 512, width: 256 }, overlap: { height: 64, width: 32 }, sampleShape: { height: 1024, width: 1024 } });
   assert.deepEqual(vae.tiling, { enabled: true, window: { height: 512, width: 256 }, overlap: { height: 64, width: 32 }, frames: null });
   // A window alone keeps its default overlap (floor(window_lat / 4) latent units), as tileShapePlan.
@@ -414,14 +412,14 @@ test('setTiling installs an exact window, overlap and frames in one call, or ref
       e instanceof DistVaeError && e.code === 'PLAN_REFUSED' && e.reasons.map((r) => [r.code, r.field]).join() === codes.join(),
   );
   assert.deepEqual(vae.tiling, before, 'a refused request leaves the tiling as it was');
-  // Temporal tiling: on with exact frames, off with null; disableTiling turns both axes off.
-  const hv = createVae('hunyuan-video');
+  // Temporal tiling: on with exact frames, off with null; setTiling(vae, 'off') turns both axes off.
+  const hv = planningVae('hunyuan-video');
   setTiling(hv, { frames: { window: 8, overlap: 4 } });
   assert.deepEqual(hv.tiling.frames, { enabled: true, window: 8, overlap: 4 });
   assert.deepEqual([hv.tiling.window, hv.tiling.enabled], [hv.config.tiling.window, true]);
   setTiling(hv, { frames: null });
   assert.equal(hv.tiling.frames!.enabled, false);
   setTiling(hv, { frames: { window: 8, overlap: 4 } });
-  disableTiling(hv);
+  setTiling(hv, 'off');
   assert.deepEqual([hv.tiling.enabled, hv.tiling.frames!.enabled], [false, false]);
 });

@@ -1,14 +1,15 @@
 // The planner contract (docs/design.md §4): validate an exact window / overlap request against a VAE
 // and return a plan or null — never a rounded one — with siblings that say why a request was
-// refused; `applyTilePlan`, which installs a plan on the VAE; and `setTiling` / `disableTiling`,
-// the one-call way to turn tiling on (exact sizes or the family's default, refused with every
-// reason) or off. Nothing outside this module writes `vae.tiling`.
+// refused; and `setTiling`, the one writer of a VAE's tiling: a request (exact sizes or the
+// family's default, refused with every reason), a validated plan, or off. `installTiling` copies
+// a state between two VAEs of one config (a rank's copy). Nothing outside this module writes
+// `vae.tiling`.
 
 import { DistVaeError, reason, type Reason, refuse } from '../errors.js';
 import type { Size2, TilingState, VaeSpec } from '../families/types.js';
 import { isPositiveInteger, latentShapeOf, sampleShapeReasons, type SampleShape } from './shapes.js';
 
-/** A validated window (with its default overlap), to install with `applyTilePlan`. */
+/** A validated window (with its default overlap), to install with `setTiling`. */
 export interface TileShapePlan {
   readonly kind: 'shape';
   readonly family: string;
@@ -18,7 +19,7 @@ export interface TileShapePlan {
   readonly overlap: Size2;
 }
 
-/** A validated overlap for the window it was checked against, to install with `applyTilePlan`. */
+/** A validated overlap for the window it was checked against, to install with `setTiling`. */
 export interface TileOverlapPlan {
   readonly kind: 'overlap';
   readonly family: string;
@@ -27,7 +28,7 @@ export interface TileOverlapPlan {
   readonly overlap: Size2;
 }
 
-/** A validated temporal window and overlap (or temporal tiling off), to install with `applyTilePlan`. */
+/** A validated temporal window and overlap (or temporal tiling off), to install with `setTiling`. */
 export interface TileFramePlan {
   readonly kind: 'frames';
   readonly family: string;
@@ -35,7 +36,7 @@ export interface TileFramePlan {
   readonly frames: { window: number; overlap: number } | null;
 }
 
-/** Any validated plan `applyTilePlan` installs. */
+/** Any validated plan `setTiling` installs. */
 export type TilePlan = TileShapePlan | TileOverlapPlan | TileFramePlan;
 
 /** What a plan is validated for beyond the VAE itself. */
@@ -180,7 +181,7 @@ export function tileFramePlan(vae: VaeSpec, frames: { window: number; overlap: n
 }
 
 /** Installs a plan on the VAE: tiling is enabled and the window / overlap / frames set exactly. */
-export function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
+function applyTilePlan(vae: VaeSpec, plan: TilePlan): void {
   if (plan.family !== vae.family.name) {
     throw new DistVaeError('PLAN_REFUSED', `a ${plan.family} plan cannot be applied to a ${vae.family.name} VAE`, {
       reasons: [reason('PLAN_FAMILY_MISMATCH', 'plan.family', plan.family, vae.family.name)],
@@ -247,22 +248,30 @@ export function explainTiling(vae: VaeSpec, request: TilingRequest = {}): Reason
 }
 
 /**
- * Turns tiling on with exactly the requested window, overlap and frames (docs/design.md §4), or throws
- * PLAN_REFUSED with every reason and leaves the VAE as it was. `setTiling(vae)` is diffusers'
- * `enable_tiling()`: the family's default window and overlap, refused where that default does not
- * land on whole latent units (diffusers' own output would be misshapen there).
+ * The one way to set how a VAE tiles (docs/design.md §4): a request, a plan, or off.
+ *
+ * - a `TilingRequest`: tiling on with exactly the requested window, overlap and frames, or
+ *   PLAN_REFUSED with every reason (the VAE left as it was). `setTiling(vae)` is diffusers'
+ *   `enable_tiling()`: the family's default window and overlap, refused where that default does
+ *   not land on whole latent units (diffusers' own output would be misshapen there);
+ * - a `TilePlan` (from `tileShapePlan`, `tileOverlapPlan`, `tileFramePlan`): installed exactly,
+ *   refused if it was validated for another family or no longer fits;
+ * - `'off'`: one decoder call over the whole latent, spatially and temporally (diffusers'
+ *   `disable_tiling()`).
  *
  * @example
  * setTiling(vae, { window: { height: 512, width: 512 }, overlap: { height: 128, width: 128 }, sampleShape: { height: 1024, width: 1536 } });
+ * setTiling(vae, 'off');
  */
-export function setTiling(vae: VaeSpec, request: TilingRequest = {}): void {
-  const { reasons, tiling } = resolveTiling(vae, request);
-  if (reasons.length > 0) refuse('PLAN_REFUSED', reasons);
-  vae.tiling = tiling;
+export function setTiling(vae: VaeSpec, tiling: TilingRequest | TilePlan | 'off' = {}): void {
+  if (tiling === 'off') return disableTiling(vae);
+  if ('kind' in tiling) return applyTilePlan(vae, tiling);
+  const resolved = resolveTiling(vae, tiling);
+  if (resolved.reasons.length > 0) refuse('PLAN_REFUSED', resolved.reasons);
+  vae.tiling = resolved.tiling;
 }
 
-/** Turns tiling off, spatial and temporal: one decoder call over the whole latent (diffusers' `disable_tiling()`). */
-export function disableTiling(vae: VaeSpec): void {
+function disableTiling(vae: VaeSpec): void {
   vae.tiling = { ...vae.tiling, enabled: false, frames: vae.tiling.frames ? { ...vae.tiling.frames, enabled: false } : null };
 }
 

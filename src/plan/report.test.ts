@@ -5,11 +5,11 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createVae } from '../families/registry.js';
+import { planningVae } from '../families/registry.js';
 import type { VaeSpec } from '../families/types.js';
 import { tileGrid } from './grid.js';
 import { gridMetrics, scheduleGrid, tileWork } from './metrics.js';
-import { applyTilePlan, tileOverlapPlan, tileShapePlan } from './planner.js';
+import { tileOverlapPlan, tileShapePlan, setTiling } from './planner.js';
 import { planReport } from './report.js';
 
 /** Starts of range(0, L, stride) with their clipped extents. */
@@ -20,8 +20,8 @@ function extents(L: number, window: number, stride: number): number[] {
 }
 
 function plan(vae: VaeSpec, window: [number, number], overlap: [number, number]): VaeSpec {
-  applyTilePlan(vae, tileShapePlan(vae, window[0], window[1])!);
-  applyTilePlan(vae, tileOverlapPlan(vae, overlap[0], overlap[1])!);
+  setTiling(vae, tileShapePlan(vae, window[0], window[1])!);
+  setTiling(vae, tileOverlapPlan(vae, overlap[0], overlap[1])!);
   return vae;
 }
 
@@ -35,7 +35,7 @@ const CASES = [
 
 test('decoded-area ratio, activation share, rows x columns and seams match an independent grid', () => {
   for (const c of CASES) {
-    const vae = plan(createVae(c.family), [c.window[0], c.window[1]], [c.overlap[0], c.overlap[1]]);
+    const vae = plan(planningVae(c.family), [c.window[0], c.window[1]], [c.overlap[0], c.overlap[1]]);
     const [h, w] = c.latent;
     const r = vae.geometry.spatialRatio;
     const wl = [c.window[0] / r, c.window[1] / r];
@@ -60,7 +60,7 @@ test('decoded-area ratio, activation share, rows x columns and seams match an in
 });
 
 test('an untiled latent: one tile, ratio 1, share 1, no seams', () => {
-  const vae = createVae('autoencoder-kl');
+  const vae = planningVae('autoencoder-kl');
   vae.tiling.enabled = true;
   assert.deepEqual(gridMetrics(tileGrid(vae, { height: 30, width: 50, frames: 1 })), {
     tiles: 1,
@@ -74,7 +74,7 @@ test('an untiled latent: one tile, ratio 1, share 1, no seams', () => {
 
 test("per-rank loads: each is the sum of its tiles' work, they add up to the total, imbalance = max / mean − 1", () => {
   for (const c of CASES) {
-    const vae = plan(createVae(c.family), [c.window[0], c.window[1]], [c.overlap[0], c.overlap[1]]);
+    const vae = plan(planningVae(c.family), [c.window[0], c.window[1]], [c.overlap[0], c.overlap[1]]);
     const grid = tileGrid(vae, { height: c.latent[0], width: c.latent[1], frames: 1 });
     const areas = grid.tiles.map((t) => (t.y1 - t.y0) * (t.x1 - t.x0));
     assert.deepEqual(tileWork(grid), areas);
@@ -100,7 +100,7 @@ test("per-rank loads: each is the sum of its tiles' work, they add up to the tot
 
 test('video load is latent area x latent frames carried over every temporal chunk', () => {
   // HunyuanVideo, 33 frames = 9 latent frames: chunks [0,5) [3,8) [6,9) -> 5 + 5 + 3 = 13 latent frames per tile.
-  const vae = plan(createVae('hunyuan-video'), [256, 256], [64, 64]);
+  const vae = plan(planningVae('hunyuan-video'), [256, 256], [64, 64]);
   const report = planReport(vae, { height: 320, width: 480, frames: 33 }, 3);
   assert.deepEqual(report.latent, { height: 40, width: 60, frames: 9 });
   const areas = report.tileList.map((t) => (t.y1 - t.y0) * (t.x1 - t.x0));
@@ -112,7 +112,7 @@ test('video load is latent area x latent frames carried over every temporal chun
   assert.deepEqual(report.stride, { height: 24, width: 24, frames: 3 });
   assert.deepEqual(report.frames, { enabled: true, window: 16, overlap: 4, chunks: 3 });
   // Wan steps frames inside each tile: all 9 latent frames once.
-  const wan = plan(createVae('wan'), [256, 256], [64, 64]);
+  const wan = plan(planningVae('wan'), [256, 256], [64, 64]);
   const w = planReport(wan, { height: 320, width: 480, frames: 33 }, 2);
   assert.equal(
     w.ranks.reduce((a, r) => a + r.load, 0),
@@ -123,7 +123,7 @@ test('video load is latent area x latent frames carried over every temporal chun
 });
 
 test('the report carries the CLI JSON contract: field names, units and shapes (docs/design.md §9)', () => {
-  const vae = plan(createVae('autoencoder-kl'), [512, 512], [128, 128]);
+  const vae = plan(planningVae('autoencoder-kl'), [512, 512], [128, 128]);
   const report = JSON.parse(JSON.stringify(planReport(vae, { height: 1024, width: 1536 }, 4)));
   for (const key of [
     'family',
@@ -169,7 +169,7 @@ test('the report carries the CLI JSON contract: field names, units and shapes (d
 });
 
 test('fewer tiles than ranks: all R ranks listed, idle ones with no tiles, and the report says so', () => {
-  const vae = plan(createVae('autoencoder-kl'), [512, 512], [128, 128]);
+  const vae = plan(planningVae('autoencoder-kl'), [512, 512], [128, 128]);
   const report = planReport(vae, { height: 512, width: 1024 }, 8); // 2 x 3 = 6 tiles
   assert.equal(report.tiles, 6);
   assert.equal(report.ranks.length, 8);

@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createVae } from '../families/registry.js';
+import { planningVae } from '../families/registry.js';
 import { explainTileShapePlan } from './planner.js';
 import { scheduleTiles } from './scheduler.js';
 import { paretoFrontier, pickProfiles, searchPlans, type SearchCandidate, type SearchResult } from './search.js';
@@ -96,7 +96,7 @@ const searched = new Map<(typeof CASES)[number], { result: SearchResult; H: numb
 /** Each case is searched once and shared by the tests below (the search is deterministic, tested at the end). */
 function runSearch(c: (typeof CASES)[number]): { result: SearchResult; H: number; W: number; r: number } {
   if (!searched.has(c)) {
-    const vae = createVae(c.family);
+    const vae = planningVae(c.family);
     const r = vae.geometry.spatialRatio;
     const sample = { height: c.height, width: c.width, ...('frames' in c ? { frames: c.frames } : {}) };
     searched.set(c, { result: searchPlans(vae, sample, c.ranks), H: c.height / r, W: c.width / r, r });
@@ -108,7 +108,7 @@ test('every frontier candidate meets the constraints and carries the metrics of 
   for (const c of CASES) {
     const { result, H, W, r } = runSearch(c);
     const R = c.ranks;
-    const vae = createVae(c.family);
+    const vae = planningVae(c.family);
     assert.ok(result.frontier.length > 0, `${c.family} ${c.height}x${c.width}`);
     for (const f of result.frontier) {
       assert.ok(f.tiles >= Math.max(2, R) && f.tiles <= 4 * R, `tiles ${f.tiles}`);
@@ -234,7 +234,7 @@ test('picks: coarse has the largest window area, fine the smallest, balanced min
 });
 
 test('picks that do not exist are null: no candidates for tiny latents or a narrow axis under 16 units; one or two frontier members', () => {
-  const kl = createVae('autoencoder-kl');
+  const kl = planningVae('autoencoder-kl');
   // 64x8192 px: the latent is 8 units high, under the 16-unit narrow-axis floor.
   const strip = searchPlans(kl, { height: 64, width: 8192 }, 2);
   assert.deepEqual(strip, { candidates: 0, frontier: [], picks: { coarse: null, balanced: null, fine: null } });
@@ -294,6 +294,6 @@ test('paretoFrontier and pickProfiles on hand-made candidates: dominance on all 
 });
 
 test('the search is deterministic', () => {
-  const vae = createVae('autoencoder-kl');
+  const vae = planningVae('autoencoder-kl');
   assert.deepEqual(searchPlans(vae, { height: 3072, width: 2048 }, 6), searchPlans(vae, { height: 3072, width: 2048 }, 6));
 });

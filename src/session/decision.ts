@@ -5,12 +5,12 @@
 import { extname } from 'node:path';
 import { DistVaeError, reason } from '../errors.js';
 import type { VaeSpec } from '../families/types.js';
-import { applyMemoryPlan, planOfTiling } from '../memory/apply.js';
+import { planOfTiling } from '../memory/apply.js';
 import { formatBytes } from '../runtime/memory-budget.js';
 import { MAX_LADDER_ATTEMPTS } from '../memory/ladder.js';
 import { hasMemoryModel, predictMemory, type MemoryPlan, type MemoryPrediction } from '../memory/model.js';
 import { budgetRefusal, chooseWithinBudget, describePlan, type MemoryBudget, type PlanAlternative } from '../memory/policy.js';
-import { disableTiling, setTiling } from '../plan/planner.js';
+import { setTiling } from '../plan/planner.js';
 import type { SampleShape } from '../plan/shapes.js';
 import type { Strategy } from '../strategies/index.js';
 import type { DecodeFilesOptions, OptionLabels } from './options.js';
@@ -56,7 +56,7 @@ export function decide(
   }
   const result = chooseWithinBudget(vae, sample, budget, { ...options, more: MAX_LADDER_ATTEMPTS });
   if (!result.choice) throw budgetRefusal(result);
-  applyMemoryPlan(vae, result.choice.plan, sample);
+  setTiling(vae, result.choice.tiling);
   const first = result.alternatives[0]!;
   const why =
     result.choice === first
@@ -82,7 +82,7 @@ export function installRequestedTiling(
   options: Pick<DecodeFilesOptions, 'full' | 'window' | 'overlap' | 'frameWindow' | 'frameOverlap' | 'frameTiling'>,
   sample?: SampleShape,
 ): void {
-  if (options.full === true) return disableTiling(vae);
+  if (options.full === true) return setTiling(vae, 'off');
   const { window, overlap, frameWindow, frameOverlap } = options;
   const current = vae.tiling.frames;
   const frames =

@@ -26,7 +26,7 @@ import { queueGroup } from '../ranks/queue/index.js';
 import { DEFAULT_QUEUE } from '../ranks/queue/protocol.js';
 import { splitBands, type Band } from '../strategies/shard/bands.js';
 import { useStrategy, type Strategy, type StrategyReport } from '../strategies/index.js';
-import { applyMemoryPlan } from '../memory/apply.js';
+import { setTiling } from '../plan/planner.js';
 import { formatBytes, peakRssBytes } from '../runtime/memory-budget.js';
 import { ladderRungs, runLadder, type LadderAttempt } from '../memory/ladder.js';
 import type { MemoryPlan } from '../memory/model.js';
@@ -267,14 +267,14 @@ class DecodeFilesRun {
       ...(hooks.signal ? { signal: hooks.signal } : {}),
     };
     const decoded = this.laddered()
-      ? await this.decodeLaddered(vae, latent, latents, out, options)
+      ? await this.decodeLaddered(vae, latents, out, options)
       : await this.decodeAsPlanned(vae, latents, out, options);
     const seconds = (performance.now() - t0) / 1000;
     return this.report(latentsPath, decoded, grid, seconds);
   }
 
   /** The policy's choice with its fallback ladder: each attempt on its own process ranks. */
-  private async decodeLaddered(vae: Vae, latent: LatentShape, latents: Tensor, out: string, options: DecodeOptions): Promise<Decoded> {
+  private async decodeLaddered(vae: Vae, latents: Tensor, out: string, options: DecodeOptions): Promise<Decoded> {
     const decision = this.decision!;
     const rungs = ladderRungs(decision.alternatives, decision.choice!);
     let stats: StrategyReport | null = null;
@@ -282,7 +282,7 @@ class DecodeFilesRun {
     const outcome = await runLadder(
       rungs,
       async (rung) => {
-        applyMemoryPlan(vae, rung.plan, sampleShapeOf(vae.geometry, latent));
+        setTiling(vae, rung.tiling);
         const local = this.localRanks(Math.max(1, rung.plan.ranks), 'process');
         try {
           await local.start();

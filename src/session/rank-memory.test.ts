@@ -2,11 +2,11 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createVae } from '../families/registry.js';
+import { planningVae } from '../families/registry.js';
 import { checkRankMemory } from './rank-memory.js';
 
 test('rank counts the machine cannot hold are refused with the per-rank memory and the budget', () => {
-  const vae = createVae('autoencoder-kl', undefined);
+  const vae = planningVae('autoencoder-kl', undefined);
   assert.throws(
     () => checkRankMemory(vae, 1024, 1024, {}, 2 ** 30, '--ranks'),
     (e: Error & { reasons?: { code: string }[] }) =>

@@ -10,7 +10,7 @@ import { after, test } from 'node:test';
 import { isDistVaeError } from '../errors.js';
 import { difference } from '../graph/testing/compare.js';
 import { readNpy, writeNpy } from '../io/npy.js';
-import { disableTiling } from '../plan/planner.js';
+import { setTiling } from '../plan/planner.js';
 import { loadTinyVae, seededLatent, TINY_KL } from '../ranks/testing/tiny-vae.js';
 import { decodeFiles } from './decode-files.js';
 import type { DecodeFilesOptions } from './options.js';
@@ -33,7 +33,7 @@ test('a whole decode into .npy equals vae.decode, and reports its plan within th
   assert.equal(report.choice?.reason, 'as requested');
   const vae = await loadTinyVae();
   try {
-    disableTiling(vae);
+    setTiling(vae, 'off');
     const expected = await vae.decode(latents);
     assert.ok(difference(readNpy(out) as never, expected as never).maxAbs < 1e-5);
   } finally {

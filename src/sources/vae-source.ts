@@ -4,7 +4,7 @@
 // read the same VAE.
 
 import { reason, refuse } from '../errors.js';
-import { createVae, refuseFamilyRequired, resolveFamily, resolveFamilyConfig, runtimeOf } from '../families/registry.js';
+import { planningVae, refuseFamilyRequired, resolveFamily, resolveFamilyConfig, runtimeOf } from '../families/registry.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, VaeSpec } from '../families/types.js';
 import { firstNonFinite, type Tensor } from '../tensor.js';
@@ -64,7 +64,7 @@ export function sourceConfig(source: VaeSource): RawConfig | undefined {
 export function vaeSpecOfSource(source: VaeSource): VaeSpec | null {
   const config = sourceConfig(source);
   if (config === undefined) return null;
-  const vae = createVae(source.family, config);
+  const vae = planningVae(source.family, config);
   // The weights the config declares are judged before a plan is made for it.
   checkWeightBytes(runtimeOf(vae.family).decoderParams(vae.config), `the ${vae.family.name} decoder`);
   return vae;

@@ -4,8 +4,8 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createVae } from '../families/registry.js';
-import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
+import { planningVae } from '../families/registry.js';
+import { tileOverlapPlan, tileShapePlan, setTiling } from '../plan/planner.js';
 import { tileGrid, type TileGrid } from '../plan/grid.js';
 import { planes, type Planes } from './blend.js';
 import { CropBandAssembler, RasterAssembler, edgeSources, finalizeTile, tileEdges, writeCrop, type TileEdges } from './assembler.js';
@@ -103,13 +103,13 @@ function gridFor(
   window: [number, number],
   overlap: [number, number],
 ): TileGrid {
-  const vae = createVae(family, config);
+  const vae = planningVae(family, config);
   const shape = tileShapePlan(vae, window[0], window[1]);
   assert.ok(shape, `window ${window} refused`);
-  applyTilePlan(vae, shape);
+  setTiling(vae, shape);
   const ov = tileOverlapPlan(vae, overlap[0], overlap[1]);
   assert.ok(ov, `overlap ${overlap} refused`);
-  applyTilePlan(vae, ov);
+  setTiling(vae, ov);
   return tileGrid(vae, { height: latentH, width: latentW, frames: 1 });
 }
 

@@ -9,7 +9,7 @@ import type { TileRunner } from '../families/runtime-types.js';
 import type { Size2 } from '../families/types.js';
 import type { TensorSize } from '../graph/tensor-sizes.js';
 import { tileGrid } from '../plan/grid.js';
-import { disableTiling } from '../plan/planner.js';
+import { setTiling } from '../plan/planner.js';
 import type { Tensor } from '../tensor.js';
 import { exactTiledDecode, exactTiles, exactTilingHalo } from '../strategies/exact-tile/halo.js';
 import type { WebBackend } from './backend.js';
@@ -92,7 +92,7 @@ export function planWebDecode(
   const u = r / vae.geometry.patchSize;
   const image = { height: h * r, width: w * r };
   if (mode === 'whole') {
-    disableTiling(vae);
+    setTiling(vae, 'off');
     const { largest } = planTensorBytes(vae, model, latentDims, 'whole');
     checkPlanFits(
       largest,

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
-import { createVae, resolveFamilyConfig } from '../families/registry.js';
+import { planningVae, resolveFamilyConfig } from '../families/registry.js';
 import { tae } from '../families/tae/spec.js';
 import { taeRuntime } from '../families/tae/runtime.js';
 import { architectureModel } from '../decode/decoder-model.js';
@@ -19,7 +19,7 @@ const MIB = 2 ** 20;
 const activation = (hPx: number, wPx: number) => 64 * hPx * wPx * 4;
 
 test('the largest tensor of a plan is 64 channels at the largest tile (whole, tiled, halo-exact)', () => {
-  const vae = createVae('tae', { variant: 'taesd' });
+  const vae = planningVae('tae', { variant: 'taesd' });
   assert.equal(planTensorBytes(vae, model, LATENT, 'whole').largest.bytes, activation(192, 256));
   installWindow(vae, { height: 24, width: 32 }, { height: 128, width: 128 }, { height: 32, width: 32 });
   const tiled = planTensorBytes(vae, model, LATENT, 'tiled');
@@ -31,7 +31,7 @@ test('the largest tensor of a plan is 64 channels at the largest tile (whole, ti
 });
 
 test('largestFittingWindow: the biggest side whose tiles fit, and one latent unit more does not', () => {
-  const vae = createVae('tae', { variant: 'taesd' });
+  const vae = planningVae('tae', { variant: 'taesd' });
   const limit = 8 * MIB;
   const window = largestFittingWindow(vae, model, LATENT, limit)!;
   assert.deepEqual(window, { height: 176, width: 176 });
@@ -50,7 +50,7 @@ test('a plan over the limit is refused with its bytes, the limit and where the l
   };
   assert.equal(tensorLimitBytes(limits), 8 * MIB);
   assert.equal(tensorLimitBytes({ ...limits, capBytes: undefined }), 128 * MIB);
-  const vae = createVae('tae', { variant: 'taesd' });
+  const vae = planningVae('tae', { variant: 'taesd' });
   const { largest } = planTensorBytes(vae, model, LATENT, 'whole');
   assert.throws(
     () => checkPlanFits(largest, limits, 'a whole decode of 192x256 px', { height: 176, width: 176 }),

@@ -11,7 +11,7 @@ import type { ModelProto } from '../graph/onnx-proto.js';
 import { graphIO } from '../graph/stages.js';
 import { graphTensorSizes, type TensorSize } from '../graph/tensor-sizes.js';
 import { tileGrid } from '../plan/grid.js';
-import { applyTilePlan, explainTileOverlapPlan, explainTileShapePlan, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
+import { explainTileOverlapPlan, explainTileShapePlan, tileOverlapPlan, tileShapePlan, setTiling } from '../plan/planner.js';
 import type { LatentShape } from '../plan/shapes.js';
 import { exactTiles, exactTilingHalo } from '../strategies/exact-tile/halo.js';
 
@@ -80,7 +80,7 @@ export function installWindow(vae: VaeSpec, latent: Size2, window: Size2, overla
   if (!shape) {
     refuse('PLAN_REFUSED', explainTileShapePlan(vae, window.height, window.width, { sampleShape }));
   }
-  applyTilePlan(vae, shape);
+  setTiling(vae, shape);
   const untiled = { height: latent.height * r <= window.height, width: latent.width * r <= window.width };
   const fallback = vae.config.tiling.overlap;
   const want: Size2 = overlap ?? {
@@ -91,7 +91,7 @@ export function installWindow(vae: VaeSpec, latent: Size2, window: Size2, overla
   if (!plan) {
     refuse('PLAN_REFUSED', explainTileOverlapPlan(vae, want.height, want.width, { sampleShape }));
   }
-  applyTilePlan(vae, plan);
+  setTiling(vae, plan);
 }
 
 /**

@@ -4,7 +4,11 @@
 // collectives each rank would send. Reads a checkpoint (--vae) or an architecture alone
 // (--family / --config: the graph is built with zero weights, as the analysis reads shapes only).
 
-import { analyzeLocality, decoderGraphOf, predictCollectives, readConfigJson, shardPlan, splitBands, type RawConfig } from '../../index.js';
+import { decoderGraphOf } from '../../entries/decode.js';
+import { type RawConfig } from '../../entries/families.js';
+import { analyzeLocality } from '../../entries/graph.js';
+import { predictCollectives, shardPlan, splitBands } from '../../entries/ranks.js';
+import { readConfigJson } from '../../entries/sources.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatLocality, localityJson } from '../locality-format.js';
 import { FAMILY_OPTIONS } from '../tiling-options.js';

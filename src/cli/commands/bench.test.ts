@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { ARM_NAMES } from '../../bench/arms.js';
 import { TINY_KL } from '../../ranks/testing/tiny-vae.js';
-import { createVae } from '../../families/registry.js';
+import { planningVae } from '../../families/registry.js';
 import { writeNpy } from '../../io/npy.js';
 import { searchPlans } from '../../plan/search.js';
 import { runCli } from '../main.js';
@@ -142,7 +142,7 @@ test('bench on a tiny synthetic AutoencoderKL writes a schema-1 report, a Markdo
   assert.ok(arm('shard')['agreement']['maxAbs'] <= 1e-4);
   assert.ok(arm('shard')['collectives']['byKind']['allGather']['calls'] > 0);
   // The searched arms are searchPlans' picks.
-  const picks = searchPlans(createVae('autoencoder-kl', TINY_KL), { height: 64, width: 96 }, 2).picks;
+  const picks = searchPlans(planningVae('autoencoder-kl', TINY_KL), { height: 64, width: 96 }, 2).picks;
   for (const name of ['coarse', 'fine'] as const) {
     const pick = picks[name]!;
     assert.equal(arm(name)['window'], `${pick.window.height}x${pick.window.width}`, name);

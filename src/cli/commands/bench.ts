@@ -8,27 +8,12 @@
 import { existsSync, statSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import {
-  ARM_NAMES,
-  benchReport,
-  checkLatents,
-  describeRun,
-  latentShapeOf,
-  loadVae,
-  localGroup,
-  readLatents,
-  reason,
-  refuse,
-  runBenchCell,
-  seededTensor,
-  vaeSpecOfSource,
-  writeBenchReport,
-  type ArmName,
-  type SampleShape,
-  type Tensor,
-  type Vae,
-  type VaeSpec,
-} from '../../index.js';
+import { ARM_NAMES, benchReport, describeRun, runBenchCell, writeBenchReport, type ArmName } from '../../entries/bench.js';
+import { checkLatents } from '../../entries/decode.js';
+import { latentShapeOf } from '../../entries/plan.js';
+import { vaeSpecOfSource } from '../../entries/sources.js';
+import { reason, refuse } from '../../errors.js';
+import { loadVae, localGroup, readLatents, seededTensor, type SampleShape, type Tensor, type Vae, type VaeSpec } from '../../index.js';
 import type { Args, CommandSpec } from '../args.js';
 import { readBudgetOptions } from '../memory-options.js';
 import { FAMILY_OPTIONS, SIZE_OPTIONS, readSampleShape } from '../tiling-options.js';

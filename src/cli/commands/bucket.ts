@@ -1,6 +1,6 @@
 // `distvae bucket`: map a requested size to a resolution bucket under an explicit policy.
 
-import { BUCKET_POLICIES, chooseBucket, parseBuckets } from '../../index.js';
+import { BUCKET_POLICIES, chooseBucket, parseBuckets } from '../../entries/plan.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 
 export const bucketCommand: CommandSpec = {

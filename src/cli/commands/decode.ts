@@ -4,21 +4,12 @@
 // decode session (decodeFiles: the plan, the ranks, the fallback ladder, the outputs, the
 // report), then prints what it reports: a line or two of text, or one JSON object per file.
 
-import {
-  createVae,
-  DEFAULT_FPS,
-  decodeFiles,
-  decodeFilesReasons,
-  FAMILIES,
-  formatBytes,
-  hasMemoryModel,
-  ISOLATIONS,
-  OUTPUT_FORMATS,
-  STRATEGIES,
-  type DecodedFile,
-  type DecodeFilesOptions,
-  type OptionLabels,
-} from '../../index.js';
+import { decodeFilesReasons, OUTPUT_FORMATS, type OptionLabels } from '../../entries/decode.js';
+import { FAMILIES } from '../../entries/families.js';
+import { DEFAULT_FPS } from '../../entries/io.js';
+import { hasMemoryModel } from '../../entries/memory.js';
+import { ISOLATIONS } from '../../entries/ranks.js';
+import { planningVae, decodeFiles, formatBytes, STRATEGIES, type DecodedFile, type DecodeFilesOptions } from '../../index.js';
 import { JSON_OPTION, type Args, type CliIO, type CommandSpec } from '../args.js';
 import { formatCollectives } from '../locality-format.js';
 import { progressBar } from '../progress.js';
@@ -29,7 +20,7 @@ import { MEMORY_OPTIONS, readMemoryLimits } from '../memory-options.js';
 
 /** The families the memory policy cannot read (named in the help from the registry, so the list cannot go stale). */
 function familiesWithoutMemoryModel(): string[] {
-  return FAMILIES.filter((f) => !hasMemoryModel(createVae(f.name))).map((f) => f.name);
+  return FAMILIES.filter((f) => !hasMemoryModel(planningVae(f.name))).map((f) => f.name);
 }
 
 /** How long an interrupted queue decode may take to remove its jobs from Redis. */

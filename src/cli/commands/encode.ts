@@ -3,16 +3,9 @@
 // from photos. The image is read into [0, 1] and encoded whole; sizes that are not multiples of
 // the spatial ratio are refused with the nearest valid ones, or cut to them with --crop.
 
-import {
-  cropToMultiple,
-  LATENTS_KEY,
-  loadEncoder,
-  readConfigJson,
-  readImage,
-  writeNpy,
-  writeSafetensors,
-  type Tensor,
-} from '../../index.js';
+import { LATENTS_KEY } from '../../entries/io.js';
+import { readConfigJson, writeSafetensors } from '../../entries/sources.js';
+import { cropToMultiple, loadEncoder, readImage, writeNpy, type Tensor } from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { FAMILY_OPTIONS } from '../tiling-options.js';
 

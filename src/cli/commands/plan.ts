@@ -1,21 +1,9 @@
 // `distvae plan`: validate a tile plan for a size and show its grid, metrics and schedule, or
 // search plans (--search) and show the frontier and the coarse / balanced / fine picks.
 
-import {
-  alternativeJson,
-  applyMemoryPlan,
-  budgetRefusal,
-  choiceJson,
-  chooseWithinBudget,
-  describePlan,
-  formatBytes,
-  hasMemoryModel,
-  memoryJson,
-  planOfTiling,
-  planReport,
-  predictMemory,
-  searchPlans,
-} from '../../index.js';
+import { alternativeJson, choiceJson, memoryJson } from '../../entries/decode.js';
+import { describePlan, hasMemoryModel, planOfTiling, tilingOfPlan } from '../../entries/memory.js';
+import { budgetRefusal, chooseWithinBudget, formatBytes, planReport, predictMemory, searchPlans, setTiling } from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatPlan, formatSearch } from '../format.js';
 import { MEMORY_OPTIONS, readBudgetOptions } from '../memory-options.js';
@@ -79,7 +67,7 @@ export const planCommand: CommandSpec = {
     if (byPolicy && hasMemoryModel(vae)) {
       const result = chooseWithinBudget(vae, sample, budget.budget, { ranks, more: 12 });
       if (!result.choice) throw budgetRefusal(result);
-      applyMemoryPlan(vae, result.choice.plan, sample);
+      setTiling(vae, result.choice.tiling);
       // Only blended tiles are dealt to ranks; a row-sharded or whole choice has no tile grid to deal.
       const report = planReport(vae, sample, result.choice.plan.strategy === 'tile' ? ranks : 1);
       const json = {
@@ -121,7 +109,7 @@ export const planCommand: CommandSpec = {
       throw budgetRefusal({
         choice: null,
         alternatives: [],
-        smallest: { plan, prediction, fits: false, reason: 'as requested' },
+        smallest: { plan, prediction, fits: false, tiling: tilingOfPlan(plan, sample), reason: 'as requested' },
         budget: budget.budget,
       });
     return 0;

@@ -2,7 +2,9 @@
 // BullMQ queue in Redis, with its own copy of the VAE, until SIGTERM or SIGINT — then it drains:
 // finishes the tile in hand, hands the rest of its run back to the queue, and exits 0.
 
-import { DEFAULT_QUEUE, formatBytes, hasMemoryModel, loadVae, predictTileRun, redacted, startQueueWorker } from '../../index.js';
+import { hasMemoryModel, predictTileRun } from '../../entries/memory.js';
+import { DEFAULT_QUEUE, redacted } from '../../entries/ranks.js';
+import { formatBytes, loadVae, startQueueWorker } from '../../index.js';
 import type { CommandSpec } from '../args.js';
 import { MEMORY_OPTIONS, readBudgetOptions } from '../memory-options.js';
 import { FAMILY_OPTIONS } from '../tiling-options.js';

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { assertRelativeL2 } from '../../graph/testing/compare.js';
 import type { NumericTensor, RefTensor } from '../../graph/testing/reference-ops.js';
 import * as ref from '../../graph/testing/reference-ops.js';
-import { applyTilePlan, tileFramePlan, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
+import { tileFramePlan, tileOverlapPlan, tileShapePlan, setTiling } from '../../plan/planner.js';
 import { seededTensor, type Tensor } from '../../tensor.js';
 import type { Vae } from '../vae.js';
 
@@ -180,9 +180,9 @@ export async function assertVideoCase(
 ): Promise<void> {
   if (c.spatial) {
     const [window, overlap] = c.spatial;
-    applyTilePlan(vae, tileShapePlan(vae, window, window)!);
-    applyTilePlan(vae, tileOverlapPlan(vae, overlap, overlap)!);
+    setTiling(vae, tileShapePlan(vae, window, window)!);
+    setTiling(vae, tileOverlapPlan(vae, overlap, overlap)!);
   }
-  if (c.frames !== 'default') applyTilePlan(vae, tileFramePlan(vae, c.frames && { window: c.frames[0], overlap: c.frames[1] })!);
+  if (c.frames !== 'default') setTiling(vae, tileFramePlan(vae, c.frames && { window: c.frames[0], overlap: c.frames[1] })!);
   await assertDecodesLikeDiffusersVideo(vae, seededTensor(c.latent, 21), c.calls, decode, { ...c.diffusers, ...family }, c.label);
 }

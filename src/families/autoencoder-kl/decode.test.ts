@@ -10,7 +10,7 @@ import { diffusersTiledDecode, diffusersTiling, type DiffusersTiling } from '../
 import { DistVaeError } from '../../errors.js';
 import { assertRelativeL2 } from '../../graph/testing/compare.js';
 import { seededTensor } from '../../tensor.js';
-import { applyTilePlan, setTiling, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
+import { setTiling, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
 import type { Tensor } from '../../tensor.js';
 import { syntheticWeights } from '../../weights/synthetic.js';
 import { klDecoderParams } from './graph.js';
@@ -104,8 +104,8 @@ for (const c of TILED) {
     const vae = await loadVae({ family: 'autoencoder-kl', config: c.config, weights: 'synthetic', seed: SEED }, { threads: 1 });
     try {
       const options = c.sample ? { sampleShape: { height: c.sample[0], width: c.sample[1] } } : {};
-      applyTilePlan(vae, tileShapePlan(vae, c.window[0], c.window[1], options)!);
-      applyTilePlan(vae, tileOverlapPlan(vae, c.overlap[0], c.overlap[1], options)!);
+      setTiling(vae, tileShapePlan(vae, c.window[0], c.window[1], options)!);
+      setTiling(vae, tileOverlapPlan(vae, c.overlap[0], c.overlap[1], options)!);
       const z = seededTensor(c.latent, 21);
       let tiles = 0;
       const out = await vae.decode(z, { onProgress: (e) => (tiles = e.tilesTotal) });

@@ -14,7 +14,7 @@ import { loadVae } from '../../decode/vae.js';
 import { difference } from '../../graph/testing/compare.js';
 import { seededTensor } from '../../tensor.js';
 import { readNpy } from '../../io/npy.js';
-import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
+import { tileOverlapPlan, tileShapePlan, setTiling } from '../../plan/planner.js';
 import type { RawConfig } from '../types.js';
 
 const TINY = {
@@ -43,8 +43,8 @@ for (const c of CASES) {
     try {
       const z = seededTensor([1, vae.geometry.latentChannels, 16, 24], 9);
       const whole = await vae.decode(z);
-      applyTilePlan(vae, tileShapePlan(vae, 32, 32)!);
-      applyTilePlan(vae, tileOverlapPlan(vae, 8, 8)!);
+      setTiling(vae, tileShapePlan(vae, 32, 32)!);
+      setTiling(vae, tileOverlapPlan(vae, 8, 8)!);
       const tiled = await vae.decode(z);
       for (const [label, out] of [
         ['whole', whole],

@@ -11,7 +11,7 @@ import type { RefTensor } from '../../graph/testing/reference-ops.js';
 import { loadVae } from '../../decode/vae.js';
 import { DistVaeError } from '../../errors.js';
 import { seededTensor } from '../../tensor.js';
-import { applyTilePlan, tileFramePlan } from '../../plan/planner.js';
+import { tileFramePlan, setTiling } from '../../plan/planner.js';
 import type { Tensor } from '../../tensor.js';
 import { syntheticWeights } from '../../weights/synthetic.js';
 import { hunyuanVideoDecoderParams } from './graph.js';
@@ -62,7 +62,7 @@ const tinyWeights = () => syntheticWeights(hunyuanVideoDecoderParams(getFamily('
 
 /** Decodes with frame tiling off (one call over all frames). */
 const decodeWhole = (source: Parameters<typeof loadVae>[0], z: Tensor) =>
-  decodeOnce(source, z, (vae) => applyTilePlan(vae, tileFramePlan(vae, null)!));
+  decodeOnce(source, z, (vae) => setTiling(vae, tileFramePlan(vae, null)!));
 
 test('a full folder (encoder.*, quant_conv.*) and one with legacy attention names load as is and decode like the synthetic weights', async () => {
   const z = seededTensor([1, 4, 2, 3, 3], 2);

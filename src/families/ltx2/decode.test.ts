@@ -12,7 +12,7 @@ import { loadVae } from '../../decode/vae.js';
 import { DistVaeError } from '../../errors.js';
 import { assertRelativeL2 } from '../../graph/testing/compare.js';
 import { seededTensor } from '../../tensor.js';
-import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
+import { tileOverlapPlan, tileShapePlan, setTiling } from '../../plan/planner.js';
 import { syntheticWeights } from '../../weights/synthetic.js';
 import { ltx2DecoderParams } from './graph.js';
 import { getFamily } from '../registry.js';
@@ -78,8 +78,8 @@ for (const c of CASES) {
 test('an edge tile one latent unit wide is refused with reflect padding, as diffusers does', async () => {
   const vae = await loadVae({ family: 'ltx2', config: LTX2_TINY, weights: 'synthetic', seed: SEED }, { threads: 1 });
   try {
-    applyTilePlan(vae, tileShapePlan(vae, 64, 64)!);
-    applyTilePlan(vae, tileOverlapPlan(vae, 16, 16)!);
+    setTiling(vae, tileShapePlan(vae, 64, 64)!);
+    setTiling(vae, tileOverlapPlan(vae, 16, 16)!);
     // Width 7 with stride 3: tiles start at 0, 3, 6 and the last is 1 unit wide.
     await assert.rejects(
       vae.decode(seededTensor([1, 4, 1, 3, 7], 1)),

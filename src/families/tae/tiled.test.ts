@@ -1,5 +1,5 @@
 // Tiled TAE decode through the public path (loadVae with synthetic weights, the planner's
-// tileShapePlan / tileOverlapPlan / applyTilePlan, vae.decode) against a plain, non-streaming
+// tileShapePlan / tileOverlapPlan / setTiling, vae.decode) against a plain, non-streaming
 // float64 version of the docs/design.md §3 loop: tiles at range(0, L, stride) decoded alone by the
 // reference decoder, blended in place in raster order (blend_v before blend_h), cropped to the
 // stride, concatenated and sliced. Tiny configs, with and without the nonlocal pool blocks
@@ -12,7 +12,7 @@ import { assertMatchesReference } from '../../graph/testing/compare.js';
 import { seededTensor } from '../../tensor.js';
 import * as ref from '../../graph/testing/reference-ops.js';
 import type { RefTensor } from '../../graph/testing/reference-ops.js';
-import { applyTilePlan, setTiling, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
+import { setTiling, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
 import { syntheticWeights } from '../../weights/synthetic.js';
 import { tae } from './spec.js';
 import { taeRuntime } from './runtime.js';
@@ -108,10 +108,10 @@ for (const c of CASES) {
       const sampleShape = { height: c.latent[0] * R, width: c.latent[1] * R };
       const shape = tileShapePlan(vae, c.window.height, c.window.width, { sampleShape });
       assert.ok(shape, 'window accepted');
-      applyTilePlan(vae, shape);
+      setTiling(vae, shape);
       const overlap = tileOverlapPlan(vae, c.overlap.height, c.overlap.width, { sampleShape });
       assert.ok(overlap, 'overlap accepted');
-      applyTilePlan(vae, overlap);
+      setTiling(vae, overlap);
       let tiles = 0;
       const z = seededTensor([1, 4, ...c.latent], 17, 2.5);
       const out = await vae.decode(z, { onProgress: (e) => (tiles = e.tilesTotal) });

@@ -14,7 +14,7 @@ import { DistVaeError } from '../../errors.js';
 import { assertClose } from '../../graph/testing/compare.js';
 import { seededTensor } from '../../tensor.js';
 import type { NumericTensor, RefTensor } from '../../graph/testing/reference-ops.js';
-import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
+import { tileOverlapPlan, tileShapePlan, setTiling } from '../../plan/planner.js';
 import type { Tensor } from '../../tensor.js';
 import { syntheticWeights } from '../../weights/synthetic.js';
 import { getFamily } from '../registry.js';
@@ -116,8 +116,8 @@ for (const c of TILED) {
   test(`tiled vae.decode equals diffusers' tile loop over the float64 reference: ${c.label}`, async () => {
     const vae = await loadVae({ family: c.family, config: c.config, weights: 'synthetic', seed: SEED }, { threads: 1 });
     try {
-      applyTilePlan(vae, tileShapePlan(vae, c.window, c.window)!);
-      applyTilePlan(vae, tileOverlapPlan(vae, c.overlap, c.overlap)!);
+      setTiling(vae, tileShapePlan(vae, c.window, c.window)!);
+      setTiling(vae, tileOverlapPlan(vae, c.overlap, c.overlap)!);
       const z = seededTensor(c.latent, 21);
       let tiles = 0;
       const out = await vae.decode(z, { onProgress: (e) => (tiles = e.tilesTotal) });
@@ -145,7 +145,7 @@ for (const c of TILED) {
 test('whole Wan 2.2 vae.decode (tiling on, the latent fits one window): unpatchify then clamp', async () => {
   const vae = await loadVae({ family: 'wan', config: WAN22_TINY, weights: 'synthetic', seed: SEED }, { threads: 1 });
   try {
-    applyTilePlan(vae, tileShapePlan(vae, 32, 32)!);
+    setTiling(vae, tileShapePlan(vae, 32, 32)!);
     const z = seededTensor([1, 8, 3, 3, 4], 4);
     const out = await vae.decode(z);
     const expected = referenceClamp(
@@ -179,8 +179,8 @@ test('a Qwen-Image folder whose decoder overshoots [−1, 1]: the whole decode i
     assert.ok(rawScale > 1.5, 'the test decoder must overshoot');
     // Relative to the raw output's magnitude: clamping to 1 does not shrink float32 rounding.
     assertClose(await vae.decode(z), referenceClamp(raw), 'whole', 1e-5 * rawScale);
-    applyTilePlan(vae, tileShapePlan(vae, 8, 8)!);
-    applyTilePlan(vae, tileOverlapPlan(vae, 2, 2)!);
+    setTiling(vae, tileShapePlan(vae, 8, 8)!);
+    setTiling(vae, tileOverlapPlan(vae, 2, 2)!);
     const tiled = await vae.decode(z);
     assert.ok(
       tiled.data.some((v) => Math.abs(v) > 1.5),

@@ -138,7 +138,9 @@ export class QueueGroup implements TileJobGroup {
     if (owner.some((o) => o < 0 || o >= this.size) || job.schedule.ranks.length > this.size) {
       throw new DistVaeError('INVALID_ARGUMENT', `the schedule must deal each of the ${tileCount} tiles to one of ${this.size} ranks`);
     }
-    const decodeId = randomBytes(8).toString('hex');
+    // A letter first: BullMQ refuses a job id that parses as an integer, which 16 hex digits are
+    // about once in 1850 decodes.
+    const decodeId = `d${randomBytes(8).toString('hex')}`;
     const keys = decodeKeys(this.queueName, decodeId);
     const runIds = job.schedule.ranks.map((_, rank) => `${decodeId}-r${rank}`);
     const ttl = this.options.tileTtlMs ?? 3_600_000;

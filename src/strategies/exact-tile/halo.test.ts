@@ -9,7 +9,7 @@ import { loadVae, type Vae } from '../../decode/vae.js';
 import { DistVaeError } from '../../errors.js';
 import { difference } from '../../graph/testing/compare.js';
 import { seededTensor } from '../../tensor.js';
-import { disableTiling, setTiling } from '../../plan/planner.js';
+import { setTiling } from '../../plan/planner.js';
 import type { RawConfig } from '../../families/types.js';
 import { TAE_SMALL } from '../../families/testing/config-files.js';
 import { exactTiledDecode, exactTilingHalo } from './halo.js';
@@ -25,7 +25,7 @@ test('halo-exact tiles reproduce the whole decode of a local graph; blended tile
   const vae = await loadVae({ family: 'tae', config: LOCAL_TAE, weights: 'synthetic', seed: 1 }, { threads: 1 });
   try {
     const z = seededTensor([1, 4, 21, 18], 4, 2);
-    disableTiling(vae);
+    setTiling(vae, 'off');
     const whole = await vae.decode(z);
     // Window 7 latent units, overlap 2: stride 5, a 5 × 4 grid with clipped last tiles.
     installPlan(vae, 56, 16);

@@ -20,7 +20,7 @@ import type { RawConfig } from '../../families/types.js';
 import { difference } from '../../graph/testing/compare.js';
 import { seededTensor } from '../../tensor.js';
 import { readImage } from '../../io/image.js';
-import { disableTiling } from '../../plan/planner.js';
+import { setTiling } from '../../plan/planner.js';
 import type { Tensor } from '../../tensor.js';
 import { shardedDecodeFor, type ShardStats } from './sharded-decode.js';
 
@@ -43,7 +43,7 @@ after(() => Promise.all([...groups.values()].map((g) => g.close())));
 
 /** The unsharded decode, then the sharded one on 1–4 ranks, compared; returns each run's stats. */
 async function checkSharded(t: TestContext, vae: Vae, z: Tensor, ranks = RANKS): Promise<ShardStats[]> {
-  disableTiling(vae);
+  setTiling(vae, 'off');
   const whole = await vae.runner.decode(z);
   const local = vae.tiledDecode;
   const stats: ShardStats[] = [];

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { decodeToBands } from '../../decode/engine.js';
 import { loadVae } from '../../decode/vae.js';
-import { applyTilePlan, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
+import { tileOverlapPlan, tileShapePlan, setTiling } from '../../plan/planner.js';
 import { localGroup } from '../../ranks/local/index.js';
 import { sharedGroups } from '../../ranks/testing/group-conformance.js';
 import { assertSameBits } from '../../ranks/testing/assertions.js';
@@ -28,8 +28,8 @@ for (const [label, overlap, assembly] of [
   test(`decodeToBands over 2 and 3 thread ranks is bitwise the single-rank decode, in row order: ${label}`, async () => {
     const vae = await loadVae({ config: CONFIG, weights: 'synthetic', seed: 6 }, { threads: 1 });
     try {
-      applyTilePlan(vae, tileShapePlan(vae, 16, 16)!);
-      applyTilePlan(vae, tileOverlapPlan(vae, overlap, overlap)!);
+      setTiling(vae, tileShapePlan(vae, 16, 16)!);
+      setTiling(vae, tileOverlapPlan(vae, overlap, overlap)!);
       const z = seededTensor([1, 4, 40, 12], 8);
       const expected = await vae.decode(z);
       const single = vae.tiledDecode;

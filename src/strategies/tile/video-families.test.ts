@@ -9,7 +9,7 @@ import { loadVae, type Vae } from '../../decode/vae.js';
 import { HUNYUAN_VIDEO_TINY, LTX2_TINY, QWEN_IMAGE_TINY, WAN21_TINY, WAN22_TINY } from '../../families/testing/video-configs.js';
 import type { RawConfig } from '../../families/types.js';
 import { seededTensor } from '../../tensor.js';
-import { applyTilePlan, tileFramePlan, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
+import { tileFramePlan, tileOverlapPlan, tileShapePlan, setTiling } from '../../plan/planner.js';
 import { sharedGroups } from '../../ranks/testing/group-conformance.js';
 import { localGroup } from '../../ranks/local/index.js';
 import { assertSameBits } from '../../ranks/testing/assertions.js';
@@ -51,9 +51,9 @@ const groups = sharedGroups((ranks) => localGroup({ ranks, isolation: 'thread', 
 after(() => groups.closeAll());
 
 function plan(vae: Vae, c: Case): void {
-  applyTilePlan(vae, tileShapePlan(vae, c.window, c.window)!);
-  applyTilePlan(vae, tileOverlapPlan(vae, c.overlap, c.overlap)!);
-  if (c.frames) applyTilePlan(vae, tileFramePlan(vae, c.frames)!);
+  setTiling(vae, tileShapePlan(vae, c.window, c.window)!);
+  setTiling(vae, tileOverlapPlan(vae, c.overlap, c.overlap)!);
+  if (c.frames) setTiling(vae, tileFramePlan(vae, c.frames)!);
 }
 
 for (const c of CASES) {

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { localTiledDecode } from '../../../decode/engine.js';
-import { disableTiling, setTiling } from '../../../plan/planner.js';
+import { setTiling } from '../../../plan/planner.js';
 import { ProgressCounter, type DecodeProgress } from '../../../decode/types.js';
 import type { Vae } from '../../../decode/vae.js';
 import type { Tensor } from '../../../tensor.js';
@@ -51,7 +51,7 @@ export function tileConformance(name: string, shared: (ranks: number) => RankGro
       assert.ok(decode, 'tiling on with the default window distributes on 2 ranks');
       const latents = seededLatent(24, 40);
       assertSameBits(await decode(latents), await localTiledDecode(vae, vae.runner)(latents), 'default tiling on 2 ranks');
-      disableTiling(vae);
+      setTiling(vae, 'off');
     });
 
     for (const c of TILE_CASES) {
