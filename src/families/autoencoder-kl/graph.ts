@@ -12,8 +12,7 @@ import {
   conv2d,
   DECODER_NORM_EPSILON,
   DEFAULT_UPSAMPLER_FORM,
-  GAIN_AFTER_SILU,
-  groupNormSilu,
+  normSiluConv,
   midBlock,
   Module,
   recordParams,
@@ -121,14 +120,7 @@ function klDecoderGraph(config: ResolvedConfig, source: ParamSource, options: Kl
     else x = upsample(m.child('upsamplers.0'), x, widths[i]!);
   }
   const last = a.blockOut[0]!;
-  x = conv2d.apply(
-    decoder.child('conv_out'),
-    groupNormSilu(decoder.child('conv_norm_out'), x, last, s.norm),
-    last,
-    a.outChannels,
-    3,
-    GAIN_AFTER_SILU,
-  );
+  x = normSiluConv(decoder.child('conv_norm_out'), decoder.child('conv_out'), x, last, a.outChannels, s);
   g.output('sample', x, ['batch', a.outChannels, 'out_height', 'out_width']);
   return g;
 }

@@ -184,20 +184,26 @@ export interface BlockSettings {
   conv: ConvFlavour;
 }
 
+/** GroupNorm, SiLU, then a 3×3 conv of the settings' flavour: the unit resnets and decoders' output heads repeat. */
+export function normSiluConv(
+  norm: Module,
+  conv: Module,
+  x: Value,
+  cin: number,
+  cout: number,
+  s: BlockSettings,
+  gain = GAIN_AFTER_SILU,
+): Value {
+  return s.conv.apply(conv, groupNormSilu(norm, x, cin, s.norm), cin, cout, 3, gain);
+}
+
 /**
  * ResnetBlock2D without time embedding (norm1, conv1, norm2, conv2, conv_shortcut 1×1 when
  * cin ≠ cout): out = shortcut(x) + conv2(silu(norm2(conv1(silu(norm1(x)))))); dropout is the identity at inference.
  */
 export function resnetBlock(m: Module, x: Value, cin: number, cout: number, s: BlockSettings): Value {
-  let h = s.conv.apply(m.child('conv1'), groupNormSilu(m.child('norm1'), x, cin, s.norm), cin, cout, 3, GAIN_AFTER_SILU);
-  h = s.conv.apply(
-    m.child('conv2'),
-    groupNormSilu(m.child('norm2'), h, cout, s.norm),
-    cout,
-    cout,
-    3,
-    GAIN_AFTER_SILU * GAIN_RESIDUAL_BRANCH_END,
-  );
+  let h = normSiluConv(m.child('norm1'), m.child('conv1'), x, cin, cout, s);
+  h = normSiluConv(m.child('norm2'), m.child('conv2'), h, cout, cout, s, GAIN_AFTER_SILU * GAIN_RESIDUAL_BRANCH_END);
   // Other conv flavours (causal 3-D) keep their own 1×1 conv and weight names.
   const shortcut =
     cin === cout
@@ -363,14 +369,7 @@ export function resnetBlockFromParts(m: Module, parts: readonly Value[], cin: nu
     return scope.silu(scope.groupNorm(x, channelSlice(scope, gamma, 0, p, count), channelSlice(scope, beta, 0, p, count), partNorm));
   });
   let h = summed(m.child('conv1'), activated, 3, GAIN_AFTER_SILU);
-  h = s.conv.apply(
-    m.child('conv2'),
-    groupNormSilu(m.child('norm2'), h, cout, s.norm),
-    cout,
-    cout,
-    3,
-    GAIN_AFTER_SILU * GAIN_RESIDUAL_BRANCH_END,
-  );
+  h = normSiluConv(m.child('norm2'), m.child('conv2'), h, cout, cout, s, GAIN_AFTER_SILU * GAIN_RESIDUAL_BRANCH_END);
   return sc.add(summed(m.child('conv_shortcut'), parts, 1), h);
 }
 

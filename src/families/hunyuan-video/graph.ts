@@ -12,8 +12,7 @@ import type { ParamSpec } from '../../weights/synthetic.js';
 import {
   attentionBlock,
   DECODER_NORM_EPSILON,
-  GAIN_AFTER_SILU,
-  groupNormSilu,
+  normSiluConv,
   Module,
   recordParams,
   resnetBlock,
@@ -148,14 +147,7 @@ function hunyuanVideoDecoderGraph(config: ResolvedConfig, source: ParamSource): 
     );
   });
   const last = a.blockOut[0]!;
-  x = hunyuanCausalConv3d.apply(
-    decoder.child('conv_out'),
-    groupNormSilu(decoder.child('conv_norm_out'), x, last, s.norm),
-    last,
-    a.outChannels,
-    3,
-    GAIN_AFTER_SILU,
-  );
+  x = normSiluConv(decoder.child('conv_norm_out'), decoder.child('conv_out'), x, last, a.outChannels, s);
   g.output('sample', x, ['batch', a.outChannels, 'out_frames', 'out_height', 'out_width']);
   return g;
 }
