@@ -209,6 +209,12 @@ test('the cache cannot lead outside itself: refs, snapshot links and subfolders 
     refusedAs('FILE_INVALID', 'CACHE_PATH_ESCAPES', /outside its repo's snapshots/),
   );
 
+  // A repo folder that is a link out of the cache.
+  const away = join(root, 'away-repo');
+  intoCache(away, 'org/away', commit, (s) => pipeline(s, { fp16: false }));
+  symlinkSync(join(away, 'models--org--away'), join(cache, 'models--org--away'));
+  assert.throws(() => locateVae('org/away', { env }), refusedAs('FILE_INVALID', 'CACHE_PATH_ESCAPES', /outside the Hugging Face cache/));
+
   // Snapshot files that link outside the repo's blobs/: the weights, the config, the pipeline index, the component folder.
   for (const [i, file] of ['vae/diffusion_pytorch_model.safetensors', 'vae/config.json', 'model_index.json'].entries()) {
     const name = `escape${i}`;

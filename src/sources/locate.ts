@@ -243,6 +243,12 @@ function findSnapshot(repo: RepoId, env: Readonly<Record<string, string | undefi
     const root = join(cache, `models--${repo.org}--${repo.name}`);
     const ref = join(root, 'refs', repo.revision);
     searched.push(ref);
+    if (existsSync(root) && !isWithin(realpathSync(cache), realpathSync(root)))
+      cacheEscape(
+        root,
+        `a folder inside the cache ${cache}`,
+        `the repo folder ${root} resolves to ${realpathSync(root)}, outside the Hugging Face cache ${cache}: refused`,
+      );
     let commit: string | undefined;
     if (existsSync(ref) && statSync(ref).isFile()) {
       if (!isWithin(realpathSync(join(root, 'refs')), realpathSync(ref)))
