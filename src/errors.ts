@@ -52,6 +52,7 @@ export type ReasonCode =
   | 'WEIGHT_UNEXPECTED'
   | 'WEIGHT_NOT_FINITE'
   | 'WEIGHTS_TOO_LARGE'
+  | 'CACHE_PATH_ESCAPES'
   | 'CONFIG_NOT_FOUND'
   | 'NOT_IN_CACHE'
   | 'NO_VAE_COMPONENT'
@@ -156,6 +157,8 @@ export type ErrorCode =
   | 'TENSOR_INVALID'
   | 'PROVIDER_UNAVAILABLE'
   | 'RUNTIME_FAILED'
+  /** A decode or encode produced NaN or ±Infinity (a runtime failure, named by tile / band and position). */
+  | 'NON_FINITE_OUTPUT'
   | 'RANK_FAILED'
   | 'ABORTED'
   | 'TIMEOUT'
@@ -168,13 +171,14 @@ export type ErrorCode =
 
 /**
  * The codes of runtime failures: a run started and something broke (a decoder call, a rank, the
- * transport, a deadline, every fallback of a ladder). ABORTED is neither a failure nor a
+ * transport, a deadline, every fallback of a ladder, output that came out non-finite). ABORTED is neither a failure nor a
  * refusal: the caller stopped the run (the CLI exits 130, or 143 after SIGTERM); a signal that
  * fired because a deadline passed is a TIMEOUT (abortedError). Every other code is a refusal of
  * the request or its inputs, made before work starts.
  */
 export const RUNTIME_FAILURE_CODES: readonly ErrorCode[] = [
   'RUNTIME_FAILED',
+  'NON_FINITE_OUTPUT',
   'RANK_FAILED',
   'TRANSPORT_FAILED',
   'TIMEOUT',

@@ -3,13 +3,14 @@
 // `tiledDecode` once per temporal chunk, assembles chunks, and applies the family's
 // post-processing once, after assembly — never per tile.
 
-import { abortedError, DistVaeError, throwIfAborted } from '../errors.js';
+import { abortedError, throwIfAborted } from '../errors.js';
 import type { FamilyRuntime, TileRunner } from '../families/runtime-types.js';
 import type { VaeSpec } from '../families/types.js';
 import { tileGrid, type TileGrid } from '../plan/grid.js';
-import { firstNonFinite, type Tensor } from '../tensor.js';
+import type { Tensor } from '../tensor.js';
 import { planes, type Planes } from '../tile/blend.js';
 import { RasterAssembler } from '../tile/assembler.js';
+import { checkFiniteOutput } from '../tile/finite.js';
 import { tileLayout } from '../tile/layout.js';
 import { TemporalAssembler } from '../tile/temporal.js';
 import { checkLatents, sliceFrames, sliceLatent } from './latents.js';
@@ -39,7 +40,7 @@ function chunkDecoder(vae: DecodingVae, grid: TileGrid, options: DecodeOptions):
     throwIfAborted(options.signal);
     if (grid.tiled || vae.tiledDecode.decodesUntiled) return vae.tiledDecode(chunkLatents, { ...options, progress });
     const raw = await vae.runner.decode(chunkLatents, options.signal);
-    checkFiniteOutput(raw.data, chunk === undefined ? 'the whole decode' : `temporal chunk ${chunk}`);
+    checkFiniteOutput(raw, chunk === undefined ? 'the whole decode' : `temporal chunk ${chunk}`);
     progress.tileDone(chunk === undefined ? {} : { chunk });
     return raw;
   };
@@ -131,19 +132,6 @@ export async function decodeToFrames(
   return { dims: [...dims.slice(0, 2), assembler.outputDims[2]!, ...dims.slice(3)], streamed: true };
 }
 
-/**
- * RUNTIME_FAILED when a decoded tile holds NaN or ±Infinity: written out it would be a black
- * image that looks like a result. `what` names the tile (or the whole decode).
- */
-export function checkFiniteOutput(data: Float32Array, what: string): void {
-  const at = firstNonFinite(data);
-  if (at >= 0)
-    throw new DistVaeError(
-      'RUNTIME_FAILED',
-      `${what} decoded to non-finite values (${data[at]} at element ${at} of ${data.length}): the weights or the latents drive the decoder out of float32 range`,
-    );
-}
-
 /** Treats a (B, C, [F,] h, w) tensor as B·C·F planes of h × w (same memory, no copy). */
 export function asPlanes(t: Tensor): { planes: number; height: number; width: number; data: Float32Array } {
   const [h, w] = t.dims.slice(-2) as [number, number];
@@ -212,7 +200,7 @@ export function localTiledDecode(vae: VaeSpec, runner: TileRunner): TiledDecode 
         };
         assembler = new RasterAssembler(layout, sink ?? planes(p, layout.outHeight, layout.outWidth));
       }
-      checkFiniteOutput(raw.data, `tile ${tile.index}`);
+      checkFiniteOutput(raw, `tile ${tile.index}`);
       assembler.add(tile.index, asPlanes(raw));
       options.progress?.tileDone();
     }

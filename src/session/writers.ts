@@ -1,13 +1,13 @@
 // The outputs of a decode: a single image to PNG and any image batch to .npy band by band as
 // tile rows finish (memory independent of the height), video to ffmpeg chunk by chunk where the
-// family decodes in temporal chunks, anything else from the whole sample. Every band, chunk and
-// sample is checked for non-finite values first, and nothing is left at the output path when the
-// decode fails.
+// family decodes in temporal chunks, anything else from the whole sample. Nothing is left at the
+// output path when the decode fails; non-finite output fails the decode where each piece is
+// assembled (tile/finite.ts), so the writers do not scan it again.
 
 import { extname } from 'node:path';
 import type { Tensor } from '../tensor.js';
 import { DISTVAE_VERSION } from '../version.js';
-import { checkFiniteOutput, decodeToBands, decodeToFrames } from '../decode/engine.js';
+import { decodeToBands, decodeToFrames } from '../decode/engine.js';
 import { throwIfAborted } from '../errors.js';
 import type { DecodeOptions } from '../decode/types.js';
 import type { Vae } from '../decode/vae.js';
@@ -52,7 +52,6 @@ export async function decodeInto(
 /** Writes a whole sample as the output's extension asks: .npy, a video, or PNGs. */
 export async function writeWhole(vae: Vae, out: string, whole: Tensor, settings: OutputSettings, signal?: AbortSignal): Promise<string[]> {
   throwIfAborted(signal);
-  checkFiniteOutput(whole.data, 'the decode');
   const { fps } = settings;
   if (extname(out).toLowerCase() === '.npy') {
     writeNpy(out, whole);
@@ -125,8 +124,7 @@ async function decodeIntoBands(
     const result = await decodeToBands(
       vae,
       latents,
-      (y0, band) => {
-        checkFiniteOutput(band.data, `the decode's rows from ${y0}`);
+      (_y0, band) => {
         writer ??= open(band, (latentHeight! * band.dims[3]!) / latentWidth!);
         writer.writeBand(band);
       },
@@ -154,9 +152,8 @@ async function writeStreamedVideo(
     const result = await decodeToFrames(
       vae,
       latents,
-      async (t0, frames) => {
+      async (_t0, frames) => {
         const [, channels, , height, width] = frames.dims as number[];
-        checkFiniteOutput(frames.data, `the decode's frames from ${t0}`);
         const shape = {
           batch: batch!,
           channels: channels!,

@@ -167,6 +167,88 @@ test('a repo id resolves through refs/<revision> to its snapshot in the local ca
   );
 });
 
+test('the cache cannot lead outside itself: refs, snapshot links and subfolders must resolve inside the repo; a sane cache loads', () => {
+  const cache = join(root, 'hostile-hub');
+  const commit = 'c'.repeat(40);
+  intoCache(cache, 'org/sane', commit, (s) => pipeline(s, { fp16: false }));
+  const env = { HF_HUB_CACHE: cache };
+  const sane = locateVae('org/sane', { env });
+  assert.equal(sane.weightsPath, join(cache, 'models--org--sane', 'snapshots', commit, 'vae', 'diffusion_pytorch_model.safetensors'));
+  assert.equal(locateVae('org/sane', { env, subfolder: 'vae' }).kind, 'folder');
+
+  // A pipeline outside the cache, which each hostile ref / link below points at.
+  const outside = pipeline(join(root, 'outside-pipe'), { fp16: false });
+  const refusedAs = (code: string, reasonCode: string, path: RegExp) => (e: unknown) => {
+    const err = e as { code?: string; reasons?: { code: string }[]; message?: string };
+    return err.code === code && err.reasons?.[0]?.code === reasonCode && path.test(err.message ?? '');
+  };
+  const repo = (name: string, ref: string) => {
+    const repoRoot = join(cache, `models--org--${name}`);
+    mkdirSync(join(repoRoot, 'refs'), { recursive: true });
+    mkdirSync(join(repoRoot, 'snapshots'), { recursive: true });
+    writeFileSync(join(repoRoot, 'refs', 'main'), ref);
+    return repoRoot;
+  };
+  repo('dotted', relative(join(cache, 'models--org--dotted', 'snapshots'), outside));
+  assert.throws(() => locateVae('org/dotted', { env }), refusedAs('FILE_INVALID', 'CACHE_PATH_ESCAPES', /refs\/main holds "\.\.\//));
+  repo('absolute', outside);
+  assert.throws(
+    () => locateVae('org/absolute', { env }),
+    refusedAs('FILE_INVALID', 'CACHE_PATH_ESCAPES', /refs\/main holds ".*outside-pipe"/),
+  );
+  repo('dangling', 'd'.repeat(40));
+  assert.throws(
+    () => locateVae('org/dangling', { env }),
+    refusedAs('FILE_NOT_FOUND', 'NOT_IN_CACHE', new RegExp(`names the snapshot d{40}, but .*snapshots/d{40} is not a folder`)),
+  );
+  // A snapshot folder that is itself a link out of snapshots/.
+  const linkedSnap = repo('linked-snapshot', 'e'.repeat(40));
+  symlinkSync(outside, join(linkedSnap, 'snapshots', 'e'.repeat(40)));
+  assert.throws(
+    () => locateVae('org/linked-snapshot', { env }),
+    refusedAs('FILE_INVALID', 'CACHE_PATH_ESCAPES', /outside its repo's snapshots/),
+  );
+
+  // A repo folder that is a link out of the cache.
+  const away = join(root, 'away-repo');
+  intoCache(away, 'org/away', commit, (s) => pipeline(s, { fp16: false }));
+  symlinkSync(join(away, 'models--org--away'), join(cache, 'models--org--away'));
+  assert.throws(() => locateVae('org/away', { env }), refusedAs('FILE_INVALID', 'CACHE_PATH_ESCAPES', /outside the Hugging Face cache/));
+
+  // Snapshot files that link outside the repo's blobs/: the weights, the config, the pipeline index, the component folder.
+  for (const [i, file] of ['vae/diffusion_pytorch_model.safetensors', 'vae/config.json', 'model_index.json'].entries()) {
+    const name = `escape${i}`;
+    intoCache(cache, `org/${name}`, commit, (s) => pipeline(s, { fp16: false }));
+    const link = join(cache, `models--org--${name}`, 'snapshots', commit, file);
+    rmSync(link);
+    symlinkSync(join(outside, file), link);
+    assert.throws(
+      () => locateVae(`org/${name}`, { env }),
+      refusedAs(
+        'FILE_INVALID',
+        'CACHE_PATH_ESCAPES',
+        new RegExp(`${file.replace('.', '\\.')} in the Hugging Face cache resolves to .*outside-pipe`),
+      ),
+      file,
+    );
+  }
+  intoCache(cache, 'org/escape-folder', commit, (s) => pipeline(s, { fp16: false }));
+  const vaeLink = join(cache, 'models--org--escape-folder', 'snapshots', commit, 'vae');
+  rmSync(vaeLink, { recursive: true });
+  symlinkSync(join(outside, 'vae'), vaeLink);
+  assert.throws(() => locateVae('org/escape-folder', { env }), refusedAs('FILE_INVALID', 'CACHE_PATH_ESCAPES', /outside its snapshot/));
+
+  // Subfolder and variant names are one folder / one name: no `..`, no separators.
+  for (const subfolder of ['..', '../vae', 'vae/../vae', '/etc', 'a\\b', '.', ''])
+    assert.throws(
+      () => locateVae('org/sane', { env, subfolder }),
+      refusedAs('INVALID_ARGUMENT', 'SUBFOLDER_INVALID', /subfolder/),
+      subfolder,
+    );
+  for (const variant of ['..', '../fp16', 'fp16/x', 'a\\b'])
+    assert.throws(() => locateVae('org/sane', { env, variant }), refusedAs('INVALID_ARGUMENT', 'VARIANT_INVALID', /variant/), variant);
+});
+
 test('the cache folder follows huggingface_hub: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub', () => {
   assert.deepEqual(hubCacheDirs({ HF_HUB_CACHE: '/a', HF_HOME: '/b' }), ['/a']);
   assert.deepEqual(hubCacheDirs({ HF_HOME: '/b' }), ['/b/hub']);

@@ -10,10 +10,16 @@
 // the component's plain weights, as DiffusionPipeline.from_pretrained does
 // (variant_compatible_siblings), and says so in `notes` — as it does when a pipeline resolves to
 // its `vae` component. Callers show the notes (the CLI prints each to stderr).
+//
+// The cache is read as data, never trusted as paths: a ref must name one snapshot folder of its
+// repo, and every file read from a snapshot (model_index.json, config.json, the weights) must
+// resolve, after symlinks, into the repo's blobs/ (huggingface_hub's layout) or be a plain file
+// of the snapshot itself (caches made without symlinks). Anything else is refused
+// (FILE_INVALID, reason CACHE_PATH_ESCAPES) naming the path — nothing outside the cache loads.
 
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join, relative, sep } from 'node:path';
 import { DistVaeError, reason } from '../errors.js';
 
 /** The weights file of a diffusers model folder. */
@@ -80,18 +86,50 @@ export function locateVae(name: string, options: LocateOptions = {}): VaeLocatio
     throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
   }
   const snapshot = findSnapshot(repo, options.env ?? process.env);
-  return locateInFolder(snapshot, options, name);
+  return locateInFolder(snapshot.folder, options, name, snapshot);
 }
 
-function locateInFolder(folder: string, options: LocateOptions, shown: string): VaeLocation {
+/** A snapshot of the Hub cache: its folder and the repo folder holding its blobs/. */
+interface CacheSnapshot {
+  folder: string;
+  repoRoot: string;
+}
+
+/** Whether `path` is `folder` or lies under it (both already resolved). */
+function isWithin(folder: string, path: string): boolean {
+  const rel = relative(folder, path);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+}
+
+function cacheEscape(path: string, valid: string, message: string): never {
+  const r = reason('CACHE_PATH_ESCAPES', 'vae', path, valid, message);
+  throw new DistVaeError('FILE_INVALID', r.message, { reasons: [r] });
+}
+
+/** Refuses a file of a cache snapshot that resolves outside the repo's blobs/ and outside the snapshot itself. */
+function checkSnapshotFile(path: string, snapshot: CacheSnapshot): void {
+  if (!existsSync(path)) return;
+  const real = realpathSync(path);
+  const blobs = join(realpathSync(snapshot.repoRoot), 'blobs');
+  if (isWithin(blobs, real) || isWithin(realpathSync(snapshot.folder), real)) return;
+  cacheEscape(
+    path,
+    `a file of the snapshot or a link into ${blobs}`,
+    `${path} in the Hugging Face cache resolves to ${real}, outside its repo's blobs/ (${blobs}): refused, a cache file may link only into its repo's blobs/`,
+  );
+}
+
+function locateInFolder(folder: string, options: LocateOptions, shown: string, snapshot?: CacheSnapshot): VaeLocation {
+  if (snapshot) checkSnapshotFile(join(folder, PIPELINE_INDEX), snapshot);
   const isPipeline = existsSync(join(folder, PIPELINE_INDEX));
   let vaeFolder = folder;
   if (options.subfolder !== undefined) {
-    if (options.subfolder.split(/[\\/]/).includes('..')) {
-      const r = reason('SUBFOLDER_INVALID', 'subfolder', options.subfolder, 'a folder inside the pipeline (no ..)');
+    const name = options.subfolder;
+    if (name === '' || name === '.' || name === '..' || /[\\/]/.test(name)) {
+      const r = reason('SUBFOLDER_INVALID', 'subfolder', name, 'the name of one folder inside the pipeline (no separators, not . or ..)');
       throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
     }
-    vaeFolder = join(folder, options.subfolder);
+    vaeFolder = join(folder, name);
   } else if (isPipeline) {
     const components = pipelineComponents(join(folder, PIPELINE_INDEX));
     if (!components.includes(DEFAULT_COMPONENT)) {
@@ -106,6 +144,13 @@ function locateInFolder(folder: string, options: LocateOptions, shown: string): 
     }
     vaeFolder = join(folder, DEFAULT_COMPONENT);
   }
+  if (snapshot && existsSync(vaeFolder) && !isWithin(realpathSync(folder), realpathSync(vaeFolder)))
+    cacheEscape(
+      vaeFolder,
+      `a folder inside the snapshot ${folder}`,
+      `${vaeFolder} in the Hugging Face cache resolves to ${realpathSync(vaeFolder)}, outside its snapshot: refused`,
+    );
+  if (snapshot) checkSnapshotFile(join(vaeFolder, 'config.json'), snapshot);
   const notes: string[] = [];
   if (isPipeline && options.subfolder === undefined)
     notes.push(
@@ -148,6 +193,7 @@ function locateInFolder(folder: string, options: LocateOptions, shown: string): 
     );
     throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
   }
+  if (snapshot) checkSnapshotFile(join(vaeFolder, found), snapshot);
   return { kind: 'folder', folder: vaeFolder, weightsPath: join(vaeFolder, found), notes };
 }
 
@@ -186,20 +232,61 @@ export function hubCacheDirs(env: Readonly<Record<string, string | undefined>>):
   return [join(env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'huggingface', 'hub')];
 }
 
-/** The snapshot folder of a repo revision in the local cache, or FILE_NOT_FOUND naming every path tried. */
-function findSnapshot(repo: RepoId, env: Readonly<Record<string, string | undefined>>): string {
+/**
+ * The snapshot folder of a repo revision in the local cache, or FILE_NOT_FOUND naming every path
+ * tried. A ref must name one snapshot folder of the repo (a single path segment that exists under
+ * snapshots/ and resolves there): `../..`, an absolute path or a link out is FILE_INVALID.
+ */
+function findSnapshot(repo: RepoId, env: Readonly<Record<string, string | undefined>>): CacheSnapshot {
   const searched: string[] = [];
   for (const cache of hubCacheDirs(env)) {
     const root = join(cache, `models--${repo.org}--${repo.name}`);
     const ref = join(root, 'refs', repo.revision);
     searched.push(ref);
+    if (existsSync(root) && !isWithin(realpathSync(cache), realpathSync(root)))
+      cacheEscape(
+        root,
+        `a folder inside the cache ${cache}`,
+        `the repo folder ${root} resolves to ${realpathSync(root)}, outside the Hugging Face cache ${cache}: refused`,
+      );
     let commit: string | undefined;
-    if (existsSync(ref) && statSync(ref).isFile()) commit = readFileSync(ref, 'utf8').trim();
-    else if (/^[0-9a-f]{40}$/.test(repo.revision)) commit = repo.revision;
+    if (existsSync(ref) && statSync(ref).isFile()) {
+      if (!isWithin(realpathSync(join(root, 'refs')), realpathSync(ref)))
+        cacheEscape(
+          ref,
+          `a file inside ${join(root, 'refs')}`,
+          `the ref ${ref} resolves to ${realpathSync(ref)}, outside the cache: refused`,
+        );
+      commit = readFileSync(ref, 'utf8').trim();
+      if (commit === '' || commit === '.' || commit === '..' || /[\\/]/.test(commit) || isAbsolute(commit))
+        cacheEscape(
+          ref,
+          `the name of one folder of ${join(root, 'snapshots')} (a commit hash)`,
+          `the ref ${ref} holds ${JSON.stringify(commit)}, not the name of a snapshot folder of ${join(root, 'snapshots')}: refused, a ref may name only a snapshot of its repo`,
+        );
+    } else if (/^[0-9a-f]{40}$/.test(repo.revision)) commit = repo.revision;
     if (commit !== undefined) {
       const snapshot = join(root, 'snapshots', commit);
       searched.push(snapshot);
-      if (existsSync(snapshot) && statSync(snapshot).isDirectory()) return snapshot;
+      if (existsSync(snapshot) && statSync(snapshot).isDirectory()) {
+        if (!isWithin(realpathSync(join(root, 'snapshots')), realpathSync(snapshot)))
+          cacheEscape(
+            snapshot,
+            `a folder inside ${join(root, 'snapshots')}`,
+            `the snapshot ${snapshot} resolves to ${realpathSync(snapshot)}, outside its repo's snapshots/: refused`,
+          );
+        return { folder: snapshot, repoRoot: root };
+      }
+      if (existsSync(ref)) {
+        const r = reason(
+          'NOT_IN_CACHE',
+          'vae',
+          snapshot,
+          `a snapshot folder under ${join(root, 'snapshots')}`,
+          `the ref ${ref} names the snapshot ${commit}, but ${snapshot} is not a folder of the cache (an interrupted download?); nothing is downloaded: fetch it again (e.g. huggingface-cli download ${repo.org}/${repo.name})`,
+        );
+        throw new DistVaeError('FILE_NOT_FOUND', r.message, { reasons: [r] });
+      }
     }
   }
   const id = `${repo.org}/${repo.name}@${repo.revision}`;

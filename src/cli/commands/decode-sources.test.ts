@@ -3,7 +3,7 @@
 // with --latents-scaled — each the same sample as the plain equivalent.
 
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -77,6 +77,24 @@ test('a repo id in the local cache decodes like its snapshot folder; a ComfyUI .
     JSON.parse(miss.stdout).error.message,
     /org\/absent@main is not a local path and not in the local Hugging Face cache \(searched .*models--org--absent/,
   );
+});
+
+test('a ref that leads outside the cache is refused (exit 2, naming the ref); nothing is decoded or written', async () => {
+  // A pipeline outside the cache, and a repo whose refs/main walks up to it.
+  const elsewhere = join(dir, 'elsewhere');
+  cpSync(snapshot, elsewhere, { recursive: true });
+  const repoRoot = join(cache, 'models--org--escape');
+  mkdirSync(join(repoRoot, 'refs'), { recursive: true });
+  mkdirSync(join(repoRoot, 'snapshots'), { recursive: true });
+  writeFileSync(join(repoRoot, 'refs', 'main'), '../../../elsewhere');
+  const out = join(dir, 'escape.npy');
+  const r = await cli('decode', '--vae', 'org/escape', '--latents', Z, '--out', out);
+  assert.equal(r.code, 2, r.stderr);
+  assert.match(
+    r.stderr,
+    /the ref .*models--org--escape\/refs\/main holds "\.\.\/\.\.\/\.\.\/elsewhere", not the name of a snapshot folder/,
+  );
+  assert.ok(!existsSync(out));
 });
 
 test('--latents-scaled divides by scaling_factor and adds shift_factor before decoding', async () => {

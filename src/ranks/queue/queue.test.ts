@@ -210,6 +210,20 @@ else
       }
     });
 
+    test('a tile that comes out non-finite fails the decode as NON_FINITE_OUTPUT naming it, not as a wrong result; nothing left', async () => {
+      const worker = await startQueueWorker({ connection: server.url, queue: 'overflow', vae: refOf(vae) });
+      const group = queueGroup({ connection: server.url, queue: 'overflow', ranks: 2, timeoutMs: 30000, cleanupTimeoutMs: 5000 });
+      try {
+        // Latents near float32's limit (finite, so accepted) drive the decoder to NaN.
+        const huge = { dims: latents.dims, data: new Float32Array(latents.data.length).fill(3e38) };
+        await rejectsWith(tiledDecodeFor(vae, group)!(huge), 'NON_FINITE_OUTPUT', /^tile \d+ \(rank \d\) came out non-finite/);
+        assert.deepEqual(await leftovers(), []);
+      } finally {
+        await group.close();
+        await worker.close();
+      }
+    });
+
     test('a worker holding another VAE refuses the run: RANK_FAILED naming both hashes, nothing left', async () => {
       const otherVae = await loadVae({ family: 'autoencoder-kl', config: TINY_KL, weights: 'synthetic', seed: 1 }, { threads: 1 });
       const worker = await startQueueWorker({ connection: server.url, queue: 'wrong', vae: refOf(otherVae) });

@@ -205,6 +205,8 @@ export class RemoteDecode {
     try {
       this.options.onResult({ index, rank, kind: 'raw', leading: checked.leading, planes: checked.planes });
     } catch (e) {
+      // Output that came out non-finite is the network's doing, not a worker's wrong result.
+      if (e instanceof DistVaeError && e.code === 'NON_FINITE_OUTPUT') throw e;
       throw new DistVaeError('RANK_FAILED', `${from} returned a wrong result for tile ${index}, rejected: ${(e as Error).message}`, {
         cause: e,
       });

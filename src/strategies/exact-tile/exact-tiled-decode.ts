@@ -15,6 +15,7 @@ import { tileGrid } from '../../plan/grid.js';
 import { scheduleTiles } from '../../plan/scheduler.js';
 import { copyBlock, corePlacement, exactTiles, exactTilingHalo, type PlaneBlock } from './halo.js';
 import type { ExactTileRankInput, ExactTileRankResult } from './rank-program.js';
+import { checkFiniteOutput } from '../../tile/finite.js';
 
 export const EXACT_TILE_PROGRAM = programRef(new URL('./rank-program.js', import.meta.url), 'exactTileRank');
 
@@ -79,6 +80,14 @@ export function exactTiledDecodeFor(
           out.data = new Float32Array(c.planes * out.height * out.width);
         }
         const place = corePlacement(tiles[c.index]!, u);
+        checkFiniteOutput({ dims: [...c.leading, c.height, c.width], data: c.data }, `tile ${c.index} (rank ${o.rank})`, {
+          sy: 0,
+          sx: 0,
+          h: place.h,
+          w: place.w,
+          y: place.y,
+          x: place.x,
+        });
         copyBlock(c, 0, 0, place.h, place.w, out, place.y, place.x);
         decodeOptions.progress?.tileDone({ rank: o.rank });
       }

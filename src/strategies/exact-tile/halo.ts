@@ -12,6 +12,7 @@ import type { TileRunner } from '../../families/runtime-types.js';
 import type { TiledDecode } from '../../decode/types.js';
 import { DistVaeError, reason, throwIfAborted } from '../../errors.js';
 import type { VaeSpec } from '../../families/types.js';
+import { checkFiniteOutput } from '../../tile/finite.js';
 import { analyzeLocality } from '../../graph/locality.js';
 import type { ModelProto } from '../../graph/onnx-proto.js';
 import { tileGrid, type Tile, type TileGrid } from '../../plan/grid.js';
@@ -106,7 +107,7 @@ export function exactTiledDecode(vae: VaeSpec, runner: TileRunner, model: ModelP
     const u = grid.outputPerLatent;
     let out: PlaneBlock | null = null;
     let leading: number[] = [];
-    for (const tile of exactTiles(grid, halo)) {
+    for (const [index, tile] of exactTiles(grid, halo).entries()) {
       throwIfAborted(options.signal);
       const raw = await runner.decode(sliceLatent(latents, tile.read), options.signal);
       const planes = asPlanes(raw);
@@ -120,6 +121,8 @@ export function exactTiledDecode(vae: VaeSpec, runner: TileRunner, model: ModelP
         };
       }
       const c = corePlacement(tile, u);
+      // Only the core lands in the output: its halo may be anything.
+      checkFiniteOutput(raw, `tile ${index}`, c);
       copyBlock(planes, c.sy, c.sx, c.h, c.w, out, c.y, c.x);
       options.progress?.tileDone();
     }

@@ -17,6 +17,7 @@ import { splitBands, type Band } from './bands.js';
 import { predictCollectives, shardPlan, type ShardPlan } from './plan.js';
 import type { ShardRankInput, ShardRankResult } from './rank-program.js';
 import { concatAxis } from './rows.js';
+import { checkFiniteOutput } from '../../tile/finite.js';
 
 export const SHARD_RANK_PROGRAM = programRef(new URL('./rank-program.js', import.meta.url), 'shardRank');
 
@@ -117,6 +118,14 @@ export function shardedDecodeFor(vae: AnalyzableVae, group: ProgramGroup, option
     const started = performance.now();
     const outcomes = await runBands(group, inputs, decodeOptions.signal);
     const results = outcomes.map((o) => o.result as ShardRankResult);
+    // Each rank's band of output rows, as it is stacked (positions in output rows).
+    let row = 0;
+    for (const [rank, r] of results.entries()) {
+      const [h, w] = r.output.dims.slice(-2) as [number, number];
+      const b = bands[rank]!;
+      checkFiniteOutput(r.output, `band ${rank} (rank ${rank}, latent rows ${b.start}..${b.end})`, { sy: 0, sx: 0, h, w, y: row, x: 0 });
+      row += h;
+    }
     const output = concatAxis(
       results.map((r) => r.output),
       2,

@@ -86,6 +86,8 @@ export async function runTileJob(group: ProgramGroup, job: TileJob, options: Til
       try {
         options.onResult({ index, rank, kind: edges ? 'crop' : 'raw', leading: m.leading, planes: m.planes });
       } catch (e) {
+        // Output that came out non-finite is the network's doing, not a rank's wrong result.
+        if (e instanceof DistVaeError && e.code === 'NON_FINITE_OUTPUT') return fail(e);
         return fail(
           new DistVaeError('RANK_FAILED', `rank ${rank} returned a wrong result for tile ${index}, rejected: ${(e as Error).message}`, {
             cause: e,

@@ -8,7 +8,6 @@
 // `streamBands` hands finished bands of rows on instead (both assemblies, tiles arriving in any
 // order), dealing tiles round-robin so rows finish from the top and few are held.
 
-import { checkFiniteOutput } from '../../decode/engine.js';
 import { checkLatents, sliceLatent } from '../../decode/latents.js';
 import type { DecodeOptions, ProgressCounter, TiledDecode } from '../../decode/types.js';
 import { DistVaeError, throwIfAborted } from '../../errors.js';
@@ -19,6 +18,7 @@ import { elementCount, type Tensor } from '../../tensor.js';
 import { CropBandAssembler, RasterAssembler, writeCrop } from '../../tile/assembler.js';
 import { planes, type Planes } from '../../tile/blend.js';
 import { tileLayout } from '../../tile/layout.js';
+import { checkFiniteOutput } from '../../tile/finite.js';
 import type { DistributableVae } from '../distributable.js';
 import type { Assembly, RankGroup, TileJob, TileJobOptions, TileJobResult, TileResult } from '../../ranks/group.js';
 import { runTileJob } from './coordinator.js';
@@ -90,13 +90,14 @@ export function tiledDecodeFor(
           `tile ${r.index} arrived as ${p?.planes}x${p?.height}x${p?.width} with ${p?.data?.length} values (not a matching Float32Array)`,
         );
       }
-      checkFiniteOutput(p.data, `tile ${r.index} (rank ${r.rank})`);
       if (!Array.isArray(r.leading) || elementCount(r.leading) !== p.planes || (leading !== null && r.leading.join() !== leading.join())) {
         throw new DistVaeError(
           'TENSOR_INVALID',
           `tile ${r.index} has leading dimensions [${r.leading}] for ${p.planes} planes; expected [${leading ?? `a product of ${p.planes}`}]`,
         );
       }
+      // Raw tiles (raster assembly) or the crops their ranks finalised (edge assembly): what is placed next.
+      checkFiniteOutput({ dims: [...r.leading, p.height, p.width], data: p.data }, `tile ${r.index} (rank ${r.rank})`);
       if (!place) {
         const lead = [...r.leading];
         leading = lead;
