@@ -14,7 +14,7 @@ export const planCommand: CommandSpec = {
   summary: 'validate a tile plan and show its grid, metrics and per-rank schedule; or search plans',
   usage: [
     'distvae plan --family F [--config config.json] --height H --width W [--frames N] [--window HxW] [--overlap HxW] [--ranks R] [--json]',
-    'distvae plan --search --family F [--config config.json] --height H --width W [--frames N] --ranks R [--json]',
+    'distvae plan --search --family F [--config config.json] --height H --width W [--frames N] --ranks R [--max-memory SIZE] [--json]',
     'distvae plan --family F --height H --width W [--ranks R] --max-memory SIZE [--max-tensor SIZE] [--json]   (the plan the memory policy chooses, and the ranked alternatives)',
   ],
   options: [
@@ -39,7 +39,10 @@ export const planCommand: CommandSpec = {
     "model's prediction for the plan; families without a memory model: null) and choice. With --max-memory (and no",
     "window options) the plan is the memory policy's choice — with R > 1 ranks row sharding, then the whole decode; then",
     'halo-exact tiles; then blended tiles, largest window first — and alternatives lists the ranked plans with their',
-    'predicted peaks; a budget nothing fits exits 2, naming the smallest predicted peak and its plan.',
+    'predicted peaks; a budget nothing fits exits 2, naming the smallest predicted peak and its plan. A plan named with',
+    "--window over --max-memory exits 2 naming the policy's plan that fits. --search --max-memory drops the grids",
+    'predicted over the budget before the frontier is taken; each pick carries its prediction (JSON: budget, overBudget,',
+    "picks.*.prediction). A tiled plan's 'diffusers-equivalent: no (...)' says why diffusers would tile it differently.",
   ],
   async run(args, io) {
     const ranks = args.int('ranks', { min: 1, max: 4096 }) ?? 1;
