@@ -104,13 +104,29 @@ ${scripts}
 `;
 }
 
+/** Prints each build step with the seconds since the build started (the CLIs of build.ts and serve.ts). */
+export function progressLine(): (step: string) => void {
+  const started = performance.now();
+  return (step) => console.log(`[${((performance.now() - started) / 1000).toFixed(1)} s] ${step}…`);
+}
+
 export interface BuildResult {
   outDir: string;
   pages: string[];
 }
 
-export async function buildSite(options: { outDir?: string; root?: string } = {}): Promise<BuildResult> {
+/** Options of `buildSite`. */
+export interface BuildOptions {
+  outDir?: string;
+  root?: string;
+  /** Each step as it starts (a build takes tens of seconds: `docs:serve` prints them). */
+  onStep?: (step: string) => void;
+}
+
+export async function buildSite(options: BuildOptions = {}): Promise<BuildResult> {
   const root = options.root ?? ROOT;
+  const step = options.onStep ?? (() => {});
+  step('reading the API and CLI references');
   const outDir = resolve(options.outDir ?? join(DOCS_DIR, 'dist'));
   const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
     name: string;
@@ -124,6 +140,7 @@ export async function buildSite(options: { outDir?: string; root?: string } = {}
     bench: renderBenchReports(readBenchReports(join(root, 'bench/results'))),
   };
 
+  step(`rendering ${PAGES.length} pages`);
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(join(outDir, 'assets'), { recursive: true });
   const { marked, title, reset } = markdownRenderer();
@@ -145,6 +162,7 @@ export async function buildSite(options: { outDir?: string; root?: string } = {}
 
   const entryPoints = Object.fromEntries([...used].map((name) => [name, INSTRUMENT_ENTRIES[name]!]));
   if (Object.keys(entryPoints).length > 0) {
+    step(`bundling ${Object.keys(entryPoints).length} instruments`);
     await esbuild({
       entryPoints,
       outdir: join(outDir, 'assets'),
@@ -163,7 +181,9 @@ export async function buildSite(options: { outDir?: string; root?: string } = {}
     join(outDir, `${DEMO_PAGE.slug}.html`),
     pageHtml(DEMO_PAGE.slug, DEMO_PAGE.title, readFileSync(join(DOCS_DIR, 'demo/demo-body.html'), 'utf8'), [], version),
   );
+  step('bundling the demo page');
   await bundleForPages(join(DOCS_DIR, 'demo/demo.ts'), join(outDir, 'assets/demo.js'));
+  step("copying onnxruntime-web's runtime");
   copyOrtRuntime(join(outDir, 'assets/ort'));
   return { outDir, pages };
 }
@@ -171,7 +191,7 @@ export async function buildSite(options: { outDir?: string; root?: string } = {}
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const outIndex = process.argv.indexOf('--out');
   const outDir = outIndex >= 0 ? process.argv[outIndex + 1] : undefined;
-  buildSite(outDir ? { outDir } : {}).then(
+  buildSite({ ...(outDir ? { outDir } : {}), onStep: progressLine() }).then(
     (r) => console.log(`built ${r.pages.length} pages into ${r.outDir}; open ${join(r.outDir, 'index.html')}`),
     (e: unknown) => {
       console.error(e instanceof Error ? e.message : e);

@@ -10,7 +10,7 @@ import { createReadStream, existsSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { buildSite } from './build.js';
+import { buildSite, progressLine } from './build.js';
 
 const DOCS_DIR = dirname(fileURLToPath(import.meta.url));
 const TAEF2 = resolve(DOCS_DIR, '../../shared/models/taef2');
@@ -103,7 +103,8 @@ if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1]
   const portIndex = process.argv.indexOf('--port');
   const port = portIndex >= 0 ? Number(process.argv[portIndex + 1]) : 8080;
   const outDir = join(DOCS_DIR, 'dist');
-  buildSite({ outDir })
+  console.log(`building the site into ${outDir} first (tens of seconds)`);
+  buildSite({ outDir, onStep: progressLine() })
     .then(() => serveSite(outDir, { port, mounts: defaultMounts() }))
     .then(({ url }) =>
       console.log(

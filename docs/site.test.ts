@@ -33,6 +33,9 @@ const SCREENSHOT_MAX_HEIGHT = 4000;
 let context: BrowserContext;
 let userDataDir: string;
 
+/** The build's steps, as reported. */
+const steps: string[] = [];
+
 before(async () => {
   if (!existsSync(CHROMIUM)) {
     throw new Error(
@@ -40,7 +43,7 @@ before(async () => {
     );
   }
   mkdirSync(OUT, { recursive: true });
-  await buildSite({ outDir: SITE });
+  await buildSite({ outDir: SITE, onStep: (step) => steps.push(step) });
   userDataDir = mkdtempSync(join(tmpdir(), 'distvae-chromium-'));
   context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
@@ -53,6 +56,19 @@ before(async () => {
 after(async () => {
   await context?.close();
   if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+});
+
+test('the build reports its steps as it goes (docs:serve prints them while it builds)', () => {
+  assert.deepEqual(
+    steps.map((s) => s.replace(/\d+/g, 'N')),
+    [
+      'reading the API and CLI references',
+      'rendering N pages',
+      'bundling N instruments',
+      'bundling the demo page',
+      "copying onnxruntime-web's runtime",
+    ],
+  );
 });
 
 const pageUrl = (slug: string) => pathToFileURL(join(SITE, `${slug}.html`)).href;

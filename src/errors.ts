@@ -228,6 +228,37 @@ export class DistVaeError extends Error {
   }
 }
 
+/**
+ * The name among `names` a mistyped `value` most likely meant, as a message suffix
+ * (` (did you mean "tae"?)`), or '' when none is close: a name the value starts with (`taef2`
+ * → `tae`), else the nearest by edit distance within a third of the value's length (at least 2).
+ */
+export function didYouMean(value: string, names: readonly string[]): string {
+  const v = value.toLowerCase();
+  const prefixed = names.filter((n) => n.length >= 2 && v.startsWith(n.toLowerCase())).sort((a, b) => b.length - a.length)[0];
+  let best = prefixed;
+  if (best === undefined) {
+    let bestDistance = Math.max(2, Math.floor(v.length / 3)) + 1;
+    for (const n of names) {
+      const d = editDistance(v, n.toLowerCase());
+      if (d < bestDistance) [best, bestDistance] = [n, d];
+    }
+  }
+  return best === undefined ? '' : ` (did you mean ${JSON.stringify(best)}?)`;
+}
+
+/** Levenshtein distance (insertions, deletions, substitutions). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++)
+      row.push(Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    previous = row;
+  }
+  return previous[b.length]!;
+}
+
 /** A reason; its message defaults to one naming the field, the value and the valid range. */
 export function reason(code: ReasonCode, field: string, value: unknown, valid: string, message?: string): Reason {
   return { code, field, value, valid, message: message ?? `${field} = ${formatValue(value)} is invalid: expected ${valid}` };

@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { test } from 'node:test';
@@ -93,11 +93,11 @@ test('the packed tarball installs into a fresh project offline from the npm cach
     mkdirSync(app);
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true, type: 'module' }));
     writeFileSync(join(app, 'package-lock.json'), JSON.stringify(seededLock('app')));
-    const install = spawnSync(
-      'npm',
-      ['install', '--offline', '--onnxruntime-node-install=skip', '--no-audit', '--no-fund', join(work, packed.filename)],
-      { cwd: app, encoding: 'utf8' },
-    );
+    const install = spawnSync('npm', ['install', '--offline', '--no-audit', '--no-fund', join(work, packed.filename)], {
+      cwd: app,
+      encoding: 'utf8',
+      env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
+    });
     if (install.status !== 0) {
       const missing = /ENOTCACHED[\s\S]*?request to (\S+) failed/.exec(install.stderr);
       if (missing) return t.skip(`the npm cache lacks ${missing[1]}: run npm ci once with network to fill it`);
@@ -117,4 +117,23 @@ test('the packed tarball installs into a fresh project offline from the npm cach
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+});
+
+test('every install script in the lockfile is denied by allowScripts with a reason in docs/design.md, and no .npmrc makes npm warn', () => {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { allowScripts: Record<string, boolean> };
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { hasInstallScript?: boolean }>;
+  };
+  const scripted = Object.entries(lock.packages)
+    .filter(([, p]) => p.hasInstallScript)
+    .map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length));
+  assert.ok(scripted.includes('onnxruntime-node'), 'the lockfile was read');
+  const design = readFileSync(join(ROOT, 'docs', 'design.md'), 'utf8');
+  const section = design.slice(design.indexOf('### 2.4 Install scripts'), design.indexOf('## 3.'));
+  for (const name of new Set([...scripted, ...Object.keys(pkg.allowScripts)])) {
+    assert.equal(pkg.allowScripts[name], false, `allowScripts covers ${name}`);
+    assert.ok(section.includes(`- \`${name}\``), `docs/design.md §2.4 gives the reason for ${name}`);
+  }
+  // npm 11 warns "Unknown project config" on every npx for a key it does not define.
+  assert.equal(existsSync(join(ROOT, '.npmrc')), false);
 });

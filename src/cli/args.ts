@@ -4,7 +4,7 @@
 
 import { parseArgs } from 'node:util';
 import { type Size2 } from '../entries/families.js';
-import { reason, refuse } from '../errors.js';
+import { didYouMean, reason, refuse } from '../errors.js';
 import { type Reason } from '../index.js';
 
 export interface OptionSpec {
@@ -207,6 +207,14 @@ export function parseCommandArgs(spec: CommandSpec, argv: string[]): Args {
     parsed = parseArgs({ args: joinDashValues(spec, argv), options, strict: true, allowPositionals: false, tokens: true });
   } catch (e) {
     const message = (e as Error).message.replace(/\. To specify a positional argument.*$/s, '');
+    const unknown = /^Unknown option '(--[^'=]+)/.exec(message)?.[1];
+    const hint = unknown
+      ? didYouMean(
+          unknown,
+          spec.options.map((o) => `--${o.name}`),
+        )
+      : '';
+    // The options are listed once, in the reason's valid range (stderr prints it under the message).
     return refuse(
       'INVALID_ARGUMENT',
       reason(
@@ -214,7 +222,7 @@ export function parseCommandArgs(spec: CommandSpec, argv: string[]): Args {
         'argv',
         argv.join(' '),
         `options of "distvae ${spec.name}": ${known}`,
-        `${message} (distvae ${spec.name} takes ${known}; see distvae ${spec.name} --help)`,
+        `${message}${hint}; see distvae ${spec.name} --help`,
       ),
     );
   }

@@ -1,7 +1,8 @@
 // Human-readable text for plan reports and search results (the CLI's default output).
 
+import { type BudgetedSearch } from '../entries/memory.js';
 import { type SearchCandidate } from '../entries/plan.js';
-import { type PlanReport, type SearchResult } from '../index.js';
+import { formatBytes, type PlanReport, type SearchResult } from '../index.js';
 
 const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
 const x = (s: { height: number; width: number }) => `${s.height}x${s.width}`;
@@ -12,7 +13,7 @@ export function formatPlan(r: PlanReport): string {
   lines.push(`${r.family} (${r.className}): ${x(r.sample)} px${frames} -> latent ${x(r.latent)}`);
   if (r.tiled) {
     lines.push(
-      `window ${x(r.window)} px, overlap ${x(r.overlap)} px, stride ${r.stride.height}x${r.stride.width} latent units; diffusers-equivalent: ${r.diffusersEquivalent ? 'yes' : 'no'}`,
+      `window ${x(r.window)} px, overlap ${x(r.overlap)} px, stride ${r.stride.height}x${r.stride.width} latent units; diffusers-equivalent: ${r.diffusersEquivalent ? 'yes' : `no (${r.diffusersDifference})`}`,
     );
   } else {
     lines.push('untiled: one decoder call over the whole latent');
@@ -40,13 +41,22 @@ export function formatPlan(r: PlanReport): string {
   return lines.join('\n') + '\n';
 }
 
-function candidateLine(label: string, c: SearchCandidate | null): string {
+type Candidate = SearchCandidate & { prediction?: { peakBytes: number } };
+
+function candidateLine(label: string, c: Candidate | null): string {
   if (!c) return `${label.padEnd(10)}(none)`;
-  return `${label.padEnd(10)}window ${x(c.window)} overlap ${x(c.overlap)}  tiles ${c.rows}x${c.columns}=${c.tiles}  decoded x${c.decodedAreaRatio.toFixed(3)}  activation ${pct(c.activationShare)}  seams ${c.seams}  imbalance ${pct(c.imbalance)}`;
+  const peak = c.prediction ? `  predicted peak ${formatBytes(c.prediction.peakBytes)}` : '';
+  return `${label.padEnd(10)}window ${x(c.window)} overlap ${x(c.overlap)}  tiles ${c.rows}x${c.columns}=${c.tiles}  decoded x${c.decodedAreaRatio.toFixed(3)}  activation ${pct(c.activationShare)}  seams ${c.seams}  imbalance ${pct(c.imbalance)}${peak}`;
 }
 
-export function formatSearch(result: SearchResult): string {
-  const lines = [`${result.candidates} candidate grid(s), ${result.frontier.length} on the Pareto frontier`, ''];
+/** A search's text: with a budget (families with a memory model), what it dropped and each plan's predicted peak. */
+export function formatSearch(result: SearchResult | BudgetedSearch): string {
+  const budget = !('budget' in result)
+    ? ''
+    : result.budget
+      ? `; memory budget ${formatBytes(result.budget.bytes)}: ${result.overBudget} predicted over it, dropped before the frontier`
+      : '; no memory budget given (--max-memory): none dropped';
+  const lines = [`${result.candidates} candidate grid(s)${budget}; ${result.frontier.length} on the Pareto frontier`, ''];
   lines.push(
     candidateLine('coarse', result.picks.coarse),
     candidateLine('balanced', result.picks.balanced),

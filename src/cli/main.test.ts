@@ -133,11 +133,13 @@ test('plan for video: latent frames, temporal chunks and stride.frames; frame ti
   assert.equal(on['frames'].chunks, 6);
 });
 
-test('plan --search --json: { candidates, frontier, picks: { coarse, balanced, fine } }, each entry with its window, overlap and metrics', async () => {
-  const run = await cli('plan', '--search', '--family', 'autoencoder-kl', '--height', '4096', '--width', '4096', '--ranks', '8', '--json');
+test('plan --search --json: { budget, candidates, overBudget, frontier, picks: { coarse, balanced, fine } }, each entry with its window, overlap and metrics, each pick with its predicted peak', async () => {
+  const run = await cli('plan', '--search', '--family', 'autoencoder-kl', '--height', '2048', '--width', '2048', '--ranks', '8', '--json');
   assert.equal(run.code, 0, run.stderr);
   const s = json(run);
-  assert.deepEqual(Object.keys(s).sort(), ['candidates', 'frontier', 'picks']);
+  assert.deepEqual(Object.keys(s).sort(), ['budget', 'candidates', 'frontier', 'overBudget', 'picks']);
+  assert.equal(s['budget'], null);
+  for (const pick of Object.values(s['picks']) as { prediction: { peakBytes: number } }[]) assert.ok(pick.prediction.peakBytes > 0);
   assert.equal(typeof s['candidates'], 'number');
   assert.ok(s['frontier'].length >= 3 && s['frontier'].length <= s['candidates']);
   assert.deepEqual(Object.keys(s['picks']).sort(), ['balanced', 'coarse', 'fine']);
@@ -151,7 +153,7 @@ test('plan --search --json: { candidates, frontier, picks: { coarse, balanced, f
   const none = json(
     await cli('plan', '--search', '--family', 'autoencoder-kl', '--height', '64', '--width', '8192', '--ranks', '2', '--json'),
   );
-  assert.deepEqual(none, { candidates: 0, frontier: [], picks: { coarse: null, balanced: null, fine: null } });
+  assert.deepEqual(none, { budget: null, candidates: 0, overBudget: 0, frontier: [], picks: { coarse: null, balanced: null, fine: null } });
   // The human table runs too.
   const table = await cli('plan', '--search', '--family', 'autoencoder-kl', '--height', '2048', '--width', '2048', '--ranks', '4');
   assert.equal(table.code, 0);

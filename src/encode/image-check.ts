@@ -7,8 +7,12 @@ import type { ResolvedConfig } from '../families/types.js';
 import { nearestMultiples } from '../plan/shapes.js';
 import type { Tensor } from '../tensor.js';
 
-/** Refuses an image the encoder cannot take: rank, channels, sizes (multiples of r), non-finite values. */
-export function checkImage(config: ResolvedConfig, image: Tensor, source = 'image'): void {
+/**
+ * Refuses an image the encoder cannot take: rank, channels, sizes (multiples of r), non-finite
+ * values. A size refusal names the crop that fixes it: `crop`, as the caller spells it (the CLI's
+ * `--crop`), else `cropToMultiple`.
+ */
+export function checkImage(config: ResolvedConfig, image: Tensor, source = 'image', options: { crop?: string } = {}): void {
   const { spatialRatio: r, outChannels } = config.geometry;
   const dims = image.dims;
   const reasons: Reason[] = [];
@@ -42,7 +46,7 @@ export function checkImage(config: ResolvedConfig, image: Tensor, source = 'imag
             `${source}.${axis}`,
             v,
             `a positive multiple of ${r} px`,
-            `${source} ${axis} ${v} px is not a multiple of ${r} (nearest: ${nearestMultiples(v, r)}); crop or resize the image`,
+            `${source} ${axis} ${v} px is not a multiple of ${r} (nearest: ${nearestMultiples(v, r)}); crop it to multiples of ${r} (${options.crop ?? 'cropToMultiple'}) or resize it`,
           ),
         );
       }

@@ -1,6 +1,7 @@
 // `distvae/memory`: the memory model's parts beneath the root's budget calls — plan kinds and
-// terms, per-process predictions, the policy's order, the calibration per provider, the plan a
-// VAE's tiling amounts to and the tiling a plan needs, and the machine's memory.
+// terms, per-process predictions, the policy's order, plan search within a budget, the
+// calibration per provider, the plan a VAE's tiling amounts to and the tiling a plan needs, and
+// the machine's memory.
 
 export {
   hasMemoryModel,
@@ -11,8 +12,9 @@ export {
   type ProcessPrediction,
   type RankPrediction,
 } from '../memory/model.js';
-export { describePlan, policyPlans, type ChooseOptions } from '../memory/policy.js';
+export { describePlan, fitsBudget, policyPlans, type ChooseOptions } from '../memory/policy.js';
 export { planOfTiling, tilingOfPlan } from '../memory/apply.js';
+export { searchWithinBudget, type BudgetedCandidate, type BudgetedSearch } from '../memory/budget-search.js';
 export { CALIBRATIONS, calibrationOf, type RuntimeCalibration } from '../memory/calibration.js';
 export type { LadderAttempt } from '../memory/ladder.js';
 export { availableMemory, DEFAULT_BUDGET_SHARE, peakRssBytes } from '../runtime/memory-budget.js';

@@ -21,6 +21,6 @@ export { tileArea, tileGrid, type Span, type Tile, type TileGrid } from '../plan
 export { gridMetrics, scheduleGrid, tileWork, type GridMetrics } from '../plan/metrics.js';
 export { scheduleTiles, type Schedule } from '../plan/scheduler.js';
 export type { RankReport } from '../plan/report.js';
-export { MIN_NARROW_AXIS_LATENT, type SearchCandidate } from '../plan/search.js';
+export { MIN_NARROW_AXIS_LATENT, type SearchCandidate, type SearchOptions } from '../plan/search.js';
 export { BUCKET_POLICIES, chooseBucket, parseBuckets, type BucketChoice, type BucketPolicy, type Box } from '../plan/buckets.js';
-export { diffusersEquivalent } from '../plan/equivalence.js';
+export { diffusersDifference, diffusersEquivalent } from '../plan/equivalence.js';

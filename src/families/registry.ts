@@ -3,7 +3,7 @@
 // families a message lists), and `planningVae`, which makes a plan-only VAE from a family name and
 // an optional config (decoding adds to it elsewhere).
 
-import { reason, refuse } from '../errors.js';
+import { didYouMean, reason, refuse } from '../errors.js';
 import { weightBytes } from '../weights/synthetic.js';
 import { autoencoderKlFamily } from './autoencoder-kl/family.js';
 import { DECODE_SETTING_FIELDS } from './config-fields.js';
@@ -67,7 +67,7 @@ export function getFamily(name: string): FamilySpec {
         'family',
         name,
         `one of ${FAMILY_NAMES.join(', ')}`,
-        `unknown family ${JSON.stringify(name)}: expected one of ${FAMILY_NAMES.join(', ')}`,
+        `unknown family ${JSON.stringify(name)}${didYouMean(name, FAMILY_NAMES)}: expected one of ${FAMILY_NAMES.join(', ')}`,
       ),
     );
   }

@@ -60,11 +60,17 @@ test('other extensions and missing files are refused', async () => {
   await assert.rejects(() => readLatents(join(dir, 'missing.npy')), { code: 'FILE_NOT_FOUND' });
 });
 
-test('ComfyUI .latent files: latent_tensor as is with the format marker, times 1/0.18215 without it (LoadLatent)', async () => {
+test('ComfyUI .latent files: latent_tensor as is with the format marker, times 1/0.18215 without it (LoadLatent), with a note', async () => {
+  const notes: string[] = [];
+  const onNote = (text: string) => notes.push(text);
   writeSafetensors(join(dir, 'new.latent'), { latent_tensor: z, latent_format_version_0: tensor([0]) });
-  assert.deepEqual((await readLatents(join(dir, 'new.latent'))).data, values);
+  assert.deepEqual((await readLatents(join(dir, 'new.latent'), { onNote })).data, values);
+  assert.deepEqual(notes, []);
   writeSafetensors(join(dir, 'old.latent'), { latent_tensor: z });
-  const old = await readLatents(join(dir, 'old.latent'));
+  const old = await readLatents(join(dir, 'old.latent'), { onNote });
+  // The rescaling is said, never silent.
+  assert.equal(notes.length, 1);
+  assert.match(notes[0]!, /old\.latent has no "latent_format_version_0" tensor, .* rescaled by 1\/0\.18215/);
   assert.deepEqual(
     old.data,
     values.map((v) => v / 0.18215),

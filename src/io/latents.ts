@@ -27,18 +27,24 @@ export const COMFY_FORMAT_MARKER = 'latent_format_version_0';
  */
 const COMFY_LEGACY_SCALE = 0.18215;
 
+/** Options of `readLatents`. */
+export interface ReadLatentsOptions {
+  /** A line worth telling the user about how the file was read (a legacy ComfyUI .latent rescaled). */
+  onNote?: (text: string) => void;
+}
+
 /**
  * Reads latents from `spec`: a path, or `path.safetensors:tensor` to pick a tensor by name.
  * Returns float32 data in the stored layout ((B, C, H, W) or (B, C, F, H, W)).
  */
-export async function readLatents(spec: string): Promise<Tensor> {
+export async function readLatents(spec: string, options: ReadLatentsOptions = {}): Promise<Tensor> {
   const { path, tensor } = splitLatentsSpec(spec);
   const lower = path.toLowerCase();
   let latents: Tensor;
   if (lower.endsWith('.npy') && tensor === undefined) {
     latents = readNpy(path);
   } else if (lower.endsWith('.safetensors') || lower.endsWith('.latent')) {
-    latents = await readSafetensorsLatents(path, tensor, lower.endsWith('.latent'));
+    latents = await readSafetensorsLatents(path, tensor, lower.endsWith('.latent'), options);
   } else {
     refuse(
       'INVALID_ARGUMENT',
@@ -100,7 +106,12 @@ function splitLatentsSpec(spec: string): { path: string; tensor?: string } {
   return { path: m[1]!, tensor: m[2]! };
 }
 
-async function readSafetensorsLatents(path: string, tensor: string | undefined, comfy: boolean): Promise<Tensor> {
+async function readSafetensorsLatents(
+  path: string,
+  tensor: string | undefined,
+  comfy: boolean,
+  options: ReadLatentsOptions,
+): Promise<Tensor> {
   return withFileSource(path, async (source) => {
     const file = await openSafetensors(source);
     const names = [...file.entries.keys()];
@@ -118,6 +129,9 @@ async function readSafetensorsLatents(path: string, tensor: string | undefined, 
         );
       const t = await file.readTensor(COMFY_LATENT_KEY);
       if (file.entries.has(COMFY_FORMAT_MARKER)) return t;
+      options.onNote?.(
+        `note: ${path} has no "${COMFY_FORMAT_MARKER}" tensor, so it is read as an older ComfyUI .latent (SD 1.x latents times 0.18215) and rescaled by 1/${COMFY_LEGACY_SCALE}, as ComfyUI's LoadLatent does`,
+      );
       return { dims: t.dims, data: t.data.map((v) => v / COMFY_LEGACY_SCALE) };
     }
     // A file holding exactly one tensor is unambiguous, whatever its name.

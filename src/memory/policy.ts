@@ -154,7 +154,8 @@ export function* policyPlans(
   }
 }
 
-function fitsBudget(p: MemoryPrediction, budget: MemoryBudget): boolean {
+/** Whether a prediction fits a budget (its peak, and its largest tensor where the budget caps one). */
+export function fitsBudget(p: MemoryPrediction, budget: MemoryBudget): boolean {
   return p.peakBytes <= budget.bytes && (budget.maxTensorBytes === undefined || p.maxTensorBytes <= budget.maxTensorBytes);
 }
 
@@ -192,16 +193,34 @@ export function describePlan(plan: MemoryPlan): string {
   return `${plan.strategy}${geometry}${plan.ranks > 1 ? ` on ${plan.ranks} ranks` : ''}`;
 }
 
-/** The refusal when nothing fits: exit 2, naming the smallest achievable peak and its plan. */
-export function budgetRefusal(result: BudgetChoice): DistVaeError {
+/**
+ * The refusal of a budget (exit 2). Without `over`: nothing in `result` fits, and it names the
+ * smallest achievable peak and its plan. With `over` — a plan someone named or searched that does
+ * not fit, its `reason` saying which ("the requested plan") — it names that plan's peak, then the
+ * policy's choice that fits or, when none does, the smallest plan there is (never only the
+ * smallest of what was named). `result` should then hold every policy plan (`more: Infinity`).
+ */
+export function budgetRefusal(result: BudgetChoice, over?: PlanAlternative): DistVaeError {
   const s = result.smallest;
   const tensor = result.budget.maxTensorBytes !== undefined ? ` and at most ${formatBytes(result.budget.maxTensorBytes)} per tensor` : '';
+  const nothingFits = `no plan fits a memory budget of ${formatBytes(result.budget.bytes)}${tensor}: the smallest predicted peak is ${formatBytes(s.prediction.peakBytes)} (largest tensor ${formatBytes(s.prediction.maxTensorBytes)}) with ${describePlan(s.plan)}`;
+  let message = nothingFits;
+  if (over) {
+    const c = result.choice;
+    const overText = `${over.reason} (${describePlan(over.plan)}) does not fit a memory budget of ${formatBytes(result.budget.bytes)}${tensor}: its predicted peak is ${formatBytes(over.prediction.peakBytes)} (largest tensor ${formatBytes(over.prediction.maxTensorBytes)})`;
+    message = c
+      ? `${overText}; the memory policy's choice fits: ${describePlan(c.plan)}, predicted peak ${formatBytes(c.prediction.peakBytes)} (the policy chooses it when no plan is named)`
+      : `${overText}; ${nothingFits}`;
+  }
+  const target = result.choice ?? s;
   const r = reason(
     'BUDGET_TOO_SMALL',
     'max-memory',
     result.budget.bytes,
-    `at least ${formatBytes(s.prediction.peakBytes)} (the smallest predicted peak: ${describePlan(s.plan)}${s.prediction.maxTensorBytes > (result.budget.maxTensorBytes ?? Infinity) ? `, largest tensor ${formatBytes(s.prediction.maxTensorBytes)}` : ''})`,
-    `no plan fits a memory budget of ${formatBytes(result.budget.bytes)}${tensor}: the smallest predicted peak is ${formatBytes(s.prediction.peakBytes)} (largest tensor ${formatBytes(s.prediction.maxTensorBytes)}) with ${describePlan(s.plan)}`,
+    result.choice
+      ? `a plan that fits, e.g. ${describePlan(target.plan)} (predicted ${formatBytes(target.prediction.peakBytes)})`
+      : `at least ${formatBytes(s.prediction.peakBytes)} (the smallest predicted peak: ${describePlan(s.plan)}${s.prediction.maxTensorBytes > (result.budget.maxTensorBytes ?? Infinity) ? `, largest tensor ${formatBytes(s.prediction.maxTensorBytes)}` : ''})`,
+    message,
   );
   return new DistVaeError('BUDGET_EXCEEDED', r.message, { reasons: [r] });
 }

@@ -10,20 +10,28 @@ import type { VaeSpec } from '../families/types.js';
  * diffusers loop.
  */
 export function diffusersEquivalent(vae: VaeSpec): boolean {
+  return diffusersDifference(vae) === null;
+}
+
+/** Why diffusers cannot run the installed plan identically (see `diffusersEquivalent`), in plain words; null when it can. */
+export function diffusersDifference(vae: VaeSpec): string | null {
   const { window, overlap } = vae.tiling;
   const r = vae.geometry.spatialRatio;
   switch (vae.family.diffusersTiling) {
     case 'none':
-      return false;
+      return `diffusers has no tiled decode for ${vae.family.name}`;
     case 'window-and-stride':
-      return true;
+      return null;
     case 'square-with-overlap-factor': {
-      if (window.height !== window.width || overlap.height !== overlap.width) return false;
+      if (window.height !== window.width)
+        return `diffusers tiles with square windows (tile_sample_min_size); this window is ${window.height}x${window.width}`;
+      if (overlap.height !== overlap.width)
+        return `diffusers has one overlap factor for both axes; this overlap is ${overlap.height}x${overlap.width}`;
       const f = overlap.height / window.height;
-      const windowLatent = window.height / r;
-      return (
-        Math.trunc(windowLatent * (1 - f)) === (window.height - overlap.height) / r && Math.trunc(window.height * f) === overlap.height
-      );
+      const stride = Math.trunc((window.height / r) * (1 - f));
+      const blend = Math.trunc(window.height * f);
+      if (stride === (window.height - overlap.height) / r && blend === overlap.height) return null;
+      return `with tile_overlap_factor ${f} diffusers strides int(${window.height / r}·(1−f)) = ${stride} latent units and blends int(${window.height}·f) = ${blend} px, not ${(window.height - overlap.height) / r} and ${overlap.height}`;
     }
   }
 }

@@ -9,7 +9,7 @@ import { DistVaeError, type Reason } from '../errors.js';
 import { FAMILY_NAMES, planningVae } from '../families/registry.js';
 import type { VaeSpec } from '../families/types.js';
 import { KL_TINY_PLAN, LTX2_TINY_16, WAN22_PUBLISHED } from '../families/testing/video-configs.js';
-import { diffusersEquivalent } from './equivalence.js';
+import { diffusersDifference, diffusersEquivalent } from './equivalence.js';
 import {
   explainTiling,
   setTiling,
@@ -357,6 +357,12 @@ test('diffusersEquivalent: square windows with equal overlaps that int(Lmin(1−
   for (const family of ['wan', 'qwen-image', 'hunyuan-video', 'ltx2']) {
     assert.equal(diffusersEquivalent(installed(planningVae(family), [256, 512], [64, 128])), true, family);
   }
+  // diffusersDifference says why, in the numbers of the plan.
+  assert.equal(diffusersDifference(installed(kl(), [512, 512], [128, 128])), null);
+  assert.match(diffusersDifference(installed(kl(), [512, 384], [128, 128]))!, /square windows .* 512x384/);
+  assert.match(diffusersDifference(installed(kl(), [512, 512], [128, 64]))!, /one overlap factor .* 128x64/);
+  assert.match(diffusersDifference(installed(kl(), [40, 40], [32, 32]))!, /int\(5·\(1−f\)\) = 0 latent units .* not 1 and 32/);
+  assert.match(diffusersDifference(installed(planningVae('tae'), [512, 512], [128, 128]))!, /no tiled decode for tae/);
 });
 
 test("setTiling(vae) installs diffusers' default plan, and refuses one that does not land on whole latent units", () => {

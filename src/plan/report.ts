@@ -6,7 +6,7 @@ import type { Size2, VaeSpec } from '../families/types.js';
 import { tileGrid, type TileGrid } from './grid.js';
 import { gridMetrics, scheduleGrid, type GridMetrics } from './metrics.js';
 import { latentShapeOf, type LatentShape, type SampleShape } from './shapes.js';
-import { diffusersEquivalent } from './equivalence.js';
+import { diffusersDifference } from './equivalence.js';
 
 /** One rank of a plan report: its tiles and their load. */
 export interface RankReport {
@@ -30,6 +30,8 @@ export interface PlanReport extends GridMetrics {
   /** Temporal tiling, for families that have it. */
   frames: { enabled: boolean; window: number; overlap: number; chunks: number } | null;
   diffusersEquivalent: boolean;
+  /** Why diffusers would not run this plan identically; absent when it would. */
+  diffusersDifference?: string;
   imbalance: number;
   idleRanks: number;
   /** Plain words about idle ranks or an untiled decode; absent when there is nothing to say. */
@@ -79,7 +81,7 @@ export function reportOfGrid(vae: VaeSpec, grid: TileGrid, ranks: number): PlanR
       frames && vae.family.temporal.kind === 'temporal-chunks'
         ? { enabled: frames.enabled, window: frames.window, overlap: frames.overlap, chunks: grid.chunks.length }
         : null,
-    diffusersEquivalent: grid.tiled ? diffusersEquivalent(vae) : true,
+    diffusersEquivalent: grid.tiled ? diffusersDifference(vae) === null : true,
     ...metrics,
     imbalance: schedule.imbalance,
     idleRanks: schedule.idleRanks.length,
@@ -88,5 +90,7 @@ export function reportOfGrid(vae: VaeSpec, grid: TileGrid, ranks: number): PlanR
   };
   if (grid.chunks.length > 1) report.stride.frames = (frames!.window - frames!.overlap) / g.temporalRatio;
   if (notes.length > 0) report.note = notes.join('; ');
+  const difference = grid.tiled ? diffusersDifference(vae) : null;
+  if (difference !== null) report.diffusersDifference = difference;
   return report;
 }

@@ -2,7 +2,9 @@
 // the conservative constraints (narrow axis ≥ 16 latent units and ≥ R units, overlap
 // ceil(window/4) on tiled axes, windows the VAE accepts), keep the Pareto frontier over
 // (window area, decoded area, imbalance, tile columns), and pick coarse / balanced / fine.
-// Profile names describe geometry, not speed.
+// Profile names describe geometry, not speed. A caller's `admit` (the memory layer's budget)
+// drops candidates before the frontier is taken, so a smaller plan is never hidden behind one
+// that cannot run.
 
 import type { Size2, VaeSpec } from '../families/types.js';
 import { axisSpans } from './grid.js';
@@ -71,8 +73,17 @@ export function axisOptions(length: number, minWindow: number): AxisOption[] {
   return options;
 }
 
+/** Options of `searchPlans`. */
+export interface SearchOptions {
+  /**
+   * Whether a candidate may run (e.g. fits a memory budget); candidates it refuses are dropped
+   * before the frontier is taken. Asked lazily: a candidate an admitted one dominates is never asked.
+   */
+  admit?: (candidate: SearchCandidate) => boolean;
+}
+
 /** Searches plans for a (valid) sample shape over `ranks`. */
-export function searchPlans(vae: VaeSpec, sample: SampleShape, ranks: number): SearchResult {
+export function searchPlans(vae: VaeSpec, sample: SampleShape, ranks: number, options: SearchOptions = {}): SearchResult {
   const latent = latentShapeOf(vae.geometry, sample);
   const r = vae.geometry.spatialRatio;
   const minTiles = Math.max(2, ranks);
@@ -111,14 +122,16 @@ export function searchPlans(vae: VaeSpec, sample: SampleShape, ranks: number): S
       });
     }
   }
-  // Lazy frontier: candidates in ascending objective order; one is scheduled only when no member
-  // found so far would dominate it even at its imbalance lower bound.
+  // Lazy frontier: candidates in ascending objective order; one is scheduled (and admitted) only
+  // when no member found so far would dominate it even at its imbalance lower bound. The frontier
+  // holds only admitted candidates, so one dominated by a member is dominated among the admitted.
   candidates.sort((a, b) => byObjectives(a.candidate, b.candidate) || a.imbalanceBound - b.imbalanceBound);
   let frontier: SearchCandidate[] = [];
   for (const { candidate: c, areas, imbalanceBound } of candidates) {
     if (frontier.some((f) => dominates(f, { ...c, imbalance: imbalanceBound }))) continue;
     c.imbalance = scheduleTiles(areas, ranks).imbalance;
     if (frontier.some((f) => dominates(f, c))) continue;
+    if (options.admit && !options.admit(c)) continue;
     frontier = frontier.filter((f) => !dominates(c, f));
     frontier.push(c);
   }

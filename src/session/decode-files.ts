@@ -103,7 +103,7 @@ class DecodeFilesRun {
   async execute(): Promise<DecodedFile[]> {
     const { request } = this;
     const { options } = request;
-    const storedAll = await Promise.all(request.inputs.map((p) => readLatents(p)));
+    const storedAll = await Promise.all(request.inputs.map((p) => readLatents(p, { onNote: (text) => this.notice(text) })));
     // A plan-only view checks the latent and the plan before any weights are read, when the
     // architecture is known without them (a bare weights file names its variant only in its keys).
     const spec = vaeSpecOfSource(request.source);

@@ -85,6 +85,26 @@ test('a budget nothing fits exits 2 naming the smallest predicted peak and its p
   assert.equal((JSON.parse(bad.stdout) as DecodeJson).error!.reasons[0]!.field, '--max-memory');
 });
 
+test('plan with a window over --max-memory names the policy plan that fits, not only the plan named; --search drops what does not fit', async () => {
+  const whole = JSON.parse((await cli('plan', '--config', KL, '--height', '192', '--width', '256', '--json')).stdout) as DecodeJson;
+  // A budget under one window over the whole sample, but over smaller tiles.
+  const tight = String(whole.memory.predictedPeakBytes - 1);
+  const r = await cli('plan', '--config', KL, '--height', '192', '--width', '256', '--window', '192x256', '--max-memory', tight, '--json');
+  assert.equal(r.code, 2, r.stderr);
+  const error = (JSON.parse(r.stdout) as DecodeJson).error!;
+  assert.equal(error.code, 'BUDGET_EXCEEDED');
+  assert.match(error.message, /the requested plan \(tile 192x256\) does not fit .* the memory policy's choice fits: tile /);
+  type Search = { budget: { bytes: number } | null; picks: Record<string, { prediction: { peakBytes: number } } | null> };
+  const searchArgs = ['plan', '--search', '--config', KL, '--height', '192', '--width', '256', '--ranks', '2', '--json'];
+  const open = JSON.parse((await cli(...searchArgs)).stdout) as Search;
+  const under = String(open.picks['coarse']!.prediction.peakBytes - 1);
+  const search = await cli(...searchArgs, '--max-memory', under);
+  assert.equal(search.code, 0, search.stderr);
+  const s = JSON.parse(search.stdout) as Search;
+  assert.equal(s.budget!.bytes, Number(under));
+  for (const pick of Object.values(s.picks)) assert.ok(pick && pick.prediction.peakBytes <= Number(under));
+});
+
 test('an exact request over the default budget is decoded as asked, with a warning naming its predicted peak', async () => {
   // The default budget is 80 % of what this machine has; a window request is checked against it too.
   const r = await cli(...syntheticDecode(KL, Z, join(dir, 'w.npy')), '--window', '32x32', '--threads', '1', '--json');

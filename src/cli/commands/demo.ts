@@ -1,14 +1,18 @@
 // `distvae demo` (npm run demo): the main job on a built-in default, end to end and offline —
 // a small AutoencoderKL-architecture decoder with seeded synthetic weights, a smooth seeded
 // latent, a validated tile plan, a tiled decode across 2 local ranks (worker threads), and the
-// image and plan summary written to demo-output/.
+// image and plan summary written to demo-output/. Synthetic weights draw noise, and the demo says
+// so; `--vae` names a trained image decoder (e.g. a TAE .pth with --family tae) to decode instead.
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadVae, localGroup, planReport, setTiling, useStrategy, writeSamplePng, type Tensor } from '../../index.js';
+import { DistVaeError } from '../../errors.js';
 import type { CommandSpec } from '../args.js';
 import { formatPlan } from '../format.js';
 import { progressBar } from '../progress.js';
+import { FAMILY_OPTIONS } from '../tiling-options.js';
+import { readConfigJson } from '../../entries/sources.js';
 
 /** SD-style decoder, narrower (8× spatial, 4 latent channels, attention in the mid block). */
 export const DEMO_CONFIG = {
@@ -39,25 +43,58 @@ export function demoLatent(height: number, width: number, channels = 4): Tensor 
 
 export const demoCommand: CommandSpec = {
   name: 'demo',
-  summary: 'decode a built-in synthetic default (512x768, tiled, 2 ranks) and write demo-output/demo.png and plan.json',
-  usage: ['distvae demo [--out-dir DIR]'],
+  summary:
+    'decode a built-in default (512x768, tiled, 2 ranks; synthetic weights, or a trained model with --vae) and write demo-output/demo.png and plan.json',
+  usage: ['distvae demo [--vae PATH [--family F] [--config config.json]] [--out-dir DIR]'],
   options: [
+    {
+      name: 'vae',
+      kind: 'string',
+      value: 'PATH',
+      description:
+        "a trained image VAE to decode the demo latent with (a diffusers folder, or a weights file with --family, e.g. TAE's .pth)",
+      defaultText: 'a small AutoencoderKL with seeded synthetic weights (its image is noise)',
+    },
+    ...FAMILY_OPTIONS,
     { name: 'out-dir', kind: 'string', value: 'DIR', description: 'where the image and plan summary go', defaultText: 'demo-output' },
   ],
   async run(args, io) {
     const outDir = args.string('out-dir') ?? 'demo-output';
+    const path = args.string('vae');
+    const family = args.string('family');
+    const configPath = args.string('config');
+    if (path === undefined && (family !== undefined || configPath !== undefined))
+      args.refuse('--family', family ?? configPath, 'with --vae', '--family and --config name the model of --vae');
     args.done();
-    const vae = await loadVae({ family: 'autoencoder-kl', config: DEMO_CONFIG, weights: 'synthetic', seed: 0 });
+    const config = configPath === undefined ? undefined : readConfigJson(configPath);
+    const vae = await loadVae(
+      path === undefined
+        ? { family: 'autoencoder-kl', config: DEMO_CONFIG, weights: 'synthetic', seed: 0 }
+        : { path, ...(family !== undefined ? { family } : {}), ...(config !== undefined ? { config } : {}) },
+    );
+    if (vae.geometry.fiveDimLatents) {
+      await vae.dispose();
+      throw new DistVaeError(
+        'UNSUPPORTED',
+        `the demo decodes images; ${vae.family.name} is a video family: decode its latents with distvae decode`,
+      );
+    }
+    io.stdout(
+      path === undefined
+        ? 'synthetic weights: a small AutoencoderKL with seeded random weights, so the image is structured noise, not a picture; pass --vae with a trained model (e.g. --vae taef2_decoder.pth --family tae) to see one\n\n'
+        : `trained weights: ${path} (${vae.family.name}); the latent is a smooth synthetic pattern, not an encoded photo\n\n`,
+    );
     const group = localGroup({ ranks: DEMO_RANKS });
     try {
       const sampleShape = DEMO_SAMPLE;
-      setTiling(vae, { window: { height: 256, width: 256 }, overlap: { height: 64, width: 64 }, sampleShape });
+      // The synthetic default shows a 2x3 grid of tiles; a trained model keeps its family's default plan.
+      if (path === undefined) setTiling(vae, { window: { height: 256, width: 256 }, overlap: { height: 64, width: 64 }, sampleShape });
       const report = planReport(vae, sampleShape, DEMO_RANKS);
       io.stdout(formatPlan(report));
       const strategy = useStrategy(vae, 'tile', group);
 
       const r = vae.geometry.spatialRatio;
-      const latents = demoLatent(sampleShape.height / r, sampleShape.width / r);
+      const latents = demoLatent(sampleShape.height / r, sampleShape.width / r, vae.geometry.latentChannels);
       const bar = progressBar(io, 'decode');
       const started = performance.now();
       const sample = await vae.decode(latents, { onProgress: bar.update });

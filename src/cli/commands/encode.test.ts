@@ -62,7 +62,7 @@ test('encode refuses sizes off the ratio (naming the nearest), or crops them wit
   const out = join(dir, 'odd.npy');
   const refused = await cli(['--vae', encoderPath, '--family', 'tae', '--image', image, '--out', out, '--threads', '1']);
   assert.equal(refused.code, 2);
-  assert.match(refused.stderr, /height 20 px is not a multiple of 8 \(nearest: 16 or 24\)/);
+  assert.match(refused.stderr, /height 20 px is not a multiple of 8 \(nearest: 16 or 24\); crop it to multiples of 8 \(--crop\)/);
   assert.equal(existsSync(out), false);
 
   const cropped = await cli([

@@ -5,6 +5,7 @@
 
 import { LATENTS_KEY } from '../../entries/io.js';
 import { readConfigJson, writeSafetensors } from '../../entries/sources.js';
+import { checkImage } from '../../entries/io.js';
 import { cropToMultiple, loadEncoder, readImage, writeNpy, type Tensor } from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { FAMILY_OPTIONS } from '../tiling-options.js';
@@ -74,6 +75,8 @@ export const encodeCommand: CommandSpec = {
       threads !== undefined ? { threads } : {},
     );
     try {
+      // Checked here first so a size refusal names --crop, the option that fixes it.
+      if (!args.flag('crop')) checkImage(encoder.config, image, imagePath!, { crop: '--crop' });
       const input = args.flag('crop') ? cropToMultiple(image, encoder.config.geometry.spatialRatio) : image;
       const start = performance.now();
       const latents = await encoder.encode(input);

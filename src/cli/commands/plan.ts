@@ -2,7 +2,7 @@
 // search plans (--search) and show the frontier and the coarse / balanced / fine picks.
 
 import { alternativeJson, choiceJson, memoryJson } from '../../entries/decode.js';
-import { describePlan, hasMemoryModel, planOfTiling, tilingOfPlan } from '../../entries/memory.js';
+import { describePlan, fitsBudget, hasMemoryModel, planOfTiling, searchWithinBudget, tilingOfPlan } from '../../entries/memory.js';
 import { budgetRefusal, chooseWithinBudget, formatBytes, planReport, predictMemory, searchPlans, setTiling } from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatPlan, formatSearch } from '../format.js';
@@ -14,7 +14,7 @@ export const planCommand: CommandSpec = {
   summary: 'validate a tile plan and show its grid, metrics and per-rank schedule; or search plans',
   usage: [
     'distvae plan --family F [--config config.json] --height H --width W [--frames N] [--window HxW] [--overlap HxW] [--ranks R] [--json]',
-    'distvae plan --search --family F [--config config.json] --height H --width W [--frames N] --ranks R [--json]',
+    'distvae plan --search --family F [--config config.json] --height H --width W [--frames N] --ranks R [--max-memory SIZE] [--json]',
     'distvae plan --family F --height H --width W [--ranks R] --max-memory SIZE [--max-tensor SIZE] [--json]   (the plan the memory policy chooses, and the ranked alternatives)',
   ],
   options: [
@@ -27,7 +27,7 @@ export const planCommand: CommandSpec = {
       name: 'search',
       kind: 'boolean',
       description:
-        'search plans: Pareto frontier over (window area, decoded area, imbalance, tile columns) and coarse / balanced / fine picks',
+        'search plans: Pareto frontier over (window area, decoded area, imbalance, tile columns) and coarse / balanced / fine picks; with --max-memory only plans predicted to fit (nothing fits: exit 2)',
     },
     JSON_OPTION,
   ],
@@ -39,7 +39,10 @@ export const planCommand: CommandSpec = {
     "model's prediction for the plan; families without a memory model: null) and choice. With --max-memory (and no",
     "window options) the plan is the memory policy's choice — with R > 1 ranks row sharding, then the whole decode; then",
     'halo-exact tiles; then blended tiles, largest window first — and alternatives lists the ranked plans with their',
-    'predicted peaks; a budget nothing fits exits 2, naming the smallest predicted peak and its plan.',
+    'predicted peaks; a budget nothing fits exits 2, naming the smallest predicted peak and its plan. A plan named with',
+    "--window over --max-memory exits 2 naming the policy's plan that fits. --search --max-memory drops the grids",
+    'predicted over the budget before the frontier is taken; each pick carries its prediction (JSON: budget, overBudget,',
+    "picks.*.prediction). A tiled plan's 'diffusers-equivalent: no (...)' says why diffusers would tile it differently.",
   ],
   async run(args, io) {
     const ranks = args.int('ranks', { min: 1, max: 4096 }) ?? 1;
@@ -56,8 +59,12 @@ export const planCommand: CommandSpec = {
             `--${name} cannot be combined with --search (the search chooses windows)`,
           );
       }
+      const budget = readBudgetOptions(args);
       args.done();
-      const result = searchPlans(vae, sample, ranks);
+      // Only a budget the user gave filters: the memory model costs seconds per window at megapixel sizes.
+      const result = hasMemoryModel(vae)
+        ? searchWithinBudget(vae, sample, ranks, budget.explicit ? budget.budget : null)
+        : searchPlans(vae, sample, ranks);
       io.stdout(args.flag('json') ? JSON.stringify(result) + '\n' : formatSearch(result));
       return 0;
     }
@@ -96,6 +103,15 @@ export const planCommand: CommandSpec = {
     const report = planReport(vae, sample, ranks);
     const prediction = hasMemoryModel(vae) ? predictMemory(vae, planOfTiling(vae, 'tile', ranks), sample) : null;
     const plan = planOfTiling(vae, 'tile', ranks);
+    // Refused before anything is printed: --json prints exactly one object.
+    if (prediction && budget.explicit && !fitsBudget(prediction, budget.budget))
+      throw budgetRefusal(chooseWithinBudget(vae, sample, budget.budget, { ranks, more: Infinity }), {
+        plan,
+        prediction,
+        fits: false,
+        tiling: tilingOfPlan(plan, sample),
+        reason: 'the requested plan',
+      });
     const json = { ...report, memory: memoryJson(budget.budget, prediction), choice: choiceJson(plan, 'as requested') };
     io.stdout(
       args.flag('json')
@@ -105,13 +121,6 @@ export const planCommand: CommandSpec = {
               ? `\npredicted peak ${formatBytes(prediction.peakBytes)} (largest tensor ${formatBytes(prediction.maxTensorBytes)}) of a ${formatBytes(budget.budget.bytes)} budget\n`
               : ''),
     );
-    if (prediction && budget.explicit && prediction.peakBytes > budget.budget.bytes)
-      throw budgetRefusal({
-        choice: null,
-        alternatives: [],
-        smallest: { plan, prediction, fits: false, tiling: tilingOfPlan(plan, sample), reason: 'as requested' },
-        budget: budget.budget,
-      });
     return 0;
   },
 };
