@@ -1,7 +1,8 @@
 // Options that name a VAE to load and how to run it (--vae / --synthetic / --seed, --threads,
-// --provider, --device), shared by every command that decodes.
+// --provider, --device, --verbose), shared by every command that decodes.
 
 import { type RawConfig } from '../entries/families.js';
+import { showNativeOutput } from '../entries/decode.js';
 import { locateVae, readConfigJson } from '../entries/sources.js';
 import { type LoadOptions, type VaeSource } from '../index.js';
 import type { Args, OptionSpec } from './args.js';
@@ -35,6 +36,11 @@ export const RUNTIME_OPTIONS: OptionSpec[] = [
     defaultText: 'cpu',
   },
   { name: 'device', kind: 'string', value: 'ID', description: 'device id for the execution provider' },
+  {
+    name: 'verbose',
+    kind: 'boolean',
+    description: "also show the GPU drivers' own stderr lines (Dawn's warnings, the Vulkan loader's and Mesa's), hidden by default",
+  },
 ];
 
 /**
@@ -79,6 +85,8 @@ export function readLoadOptions(args: Args): LoadOptions {
   const threads = args.int('threads', { min: 1, max: 1024 });
   const provider = args.string('provider');
   const deviceId = args.int('device', { min: 0 });
+  // Before any rank or probe process starts: they inherit the setting.
+  showNativeOutput(args.flag('verbose'));
   args.done();
   return {
     ...(threads !== undefined ? { threads } : {}),

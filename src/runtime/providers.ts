@@ -17,6 +17,7 @@ import { pathToFileURL } from 'node:url';
 import ort from 'onnxruntime-node';
 import { invalidArgument, reason, refuse } from '../errors.js';
 import { GraphBuilder } from '../graph/builder.js';
+import { nativeOutputShown } from './native-output.js';
 import { providerNameOf, type DeviceProviderName, type ProviderName, type ProviderRequest } from './session-types.js';
 
 interface ProviderSpec {
@@ -109,6 +110,8 @@ function probeInChild(config: ProviderRequest): Promise<string | null> {
       ['--input-type=module', '-e', PROBE_SCRIPT],
       { env, timeout: PROBE_TIMEOUT_MS, windowsHide: true },
       (error, stdout, stderr) => {
+        // The provider's own lines stay in the probe unless they are asked for (runtime/native-output.ts).
+        if (nativeOutputShown() && stderr) process.stderr.write(stderr);
         if (!error) return resolve(null);
         const said =
           stdout.trim().split('\n')[0] ||

@@ -339,6 +339,7 @@ class DecodeFilesRun {
       seconds,
       ranks,
       strategy: this.strategyNow(),
+      ...(options.redis === undefined ? { provider: request.loadOptions.provider ?? 'cpu' } : {}),
       ...(shard ? { bands: shard.bands.length, collectives: shard.collectives } : {}),
       ...(stats?.failures().length ? { failures: stats.failures() } : {}),
       ...(options.redis === undefined && options.ranks !== undefined ? { ranksRequested: request.ranks } : {}),

@@ -70,7 +70,11 @@ export interface DecodeFilesOptions {
   frameTiling?: boolean;
   /** Ranks the tiles or bands are dealt to, in [1, 1024] (default 1); with `redis`, the runs (>= 2) a decode is dealt into. */
   ranks?: number;
-  /** Local ranks as worker threads or child processes (default thread); needs `ranks` unless row sharding. */
+  /**
+   * Local ranks as worker threads or child processes (default thread; process for a provider other
+   * than cpu, whose native layers' own stderr lines only a child process lets distvae filter);
+   * needs `ranks` unless row sharding.
+   */
   isolation?: Isolation;
   /** Intra-op threads per rank (default all cores). */
   threads?: number;
@@ -178,7 +182,7 @@ export function readDecodeRequest(options: DecodeFilesOptions, labels: OptionLab
     },
     strategy: options.strategy ?? 'tile',
     ranks: options.ranks ?? 1,
-    isolation: options.isolation ?? 'thread',
+    isolation: options.isolation ?? ((options.provider ?? 'cpu') === 'cpu' ? 'thread' : 'process'),
     budget: {
       bytes: options.maxMemory ?? defaultMemoryBudget(),
       ...(options.maxTensor !== undefined ? { maxTensorBytes: options.maxTensor } : {}),

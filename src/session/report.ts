@@ -46,6 +46,11 @@ export interface DecodeReport {
   ranks: RankStats[];
   /** The strategy that decoded. */
   strategy: Strategy;
+  /**
+   * The execution provider the local ranks decoded on (cpu, webgpu, …); absent for a queue decode,
+   * whose workers choose their own. Which adapter a GPU provider used is not readable from Node.
+   */
+  provider?: string;
   /** Row sharding: the bands, and the collectives summed over the ranks. */
   bands?: number;
   collectives?: CommCounters;

@@ -131,7 +131,9 @@ export const decodeCommand: CommandSpec = {
     `without a memory model (${familiesWithoutMemoryModel().join(', ') || 'none'}) keep the family's default plan with tiling on.`,
     'With --json: memory { budgetBytes, predictedPeakBytes, predictedMaxTensorBytes, measuredPeakBytes, coordinator, ranks },',
     'choice { strategy, window, overlap, frames, ranks, reason } and, after a fallback, attempts [...].',
-    'With --json: { shape, tiles, seconds, ranks: [...] } where seconds is the decode time without loading.',
+    'With --json: { shape, tiles, seconds, provider, ranks: [...] } where seconds is the decode time without loading.',
+    "A GPU provider decodes on rank processes (unless --isolation thread), whose stderr is filtered: the drivers' own",
+    'lines (Dawn, the Vulkan loader, Mesa) show only with --verbose.',
     "With --ranks R > 1 the tiles are decoded on R local ranks (each loads the VAE once) and ranks[] gives each rank's",
     'tiles, load (latent area), seconds and, with --isolation process, peak RSS. At most one rank per tile is started',
     '(ranksRequested and a note say so when fewer than R ran); more ranks than the cores or the memory can hold are refused.',
@@ -247,10 +249,11 @@ function describeDecoded({ report, placement, plan, bands, notes }: DecodedFile)
   const { shape, seconds, ranks, files } = report;
   const lines: string[] = [];
   const where = placement.kind === 'queue' ? `queue "${placement.queue}"` : placement.kind;
+  const on = report.provider !== undefined ? ` on ${report.provider}` : '';
   if (bands && report.collectives) {
     const rows = bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
     lines.push(
-      `decoded [${shape.join(', ')}] in ${seconds.toFixed(2)} s (row-sharded over ${placement.ranks} ${where} rank(s): ${rows}) -> ${files.join(', ')}`,
+      `decoded [${shape.join(', ')}] in ${seconds.toFixed(2)} s${on} (row-sharded over ${placement.ranks} ${where} rank(s): ${rows}) -> ${files.join(', ')}`,
       `collectives (calls / bytes sent, all ranks): ${formatCollectives(report.collectives)}`,
     );
   } else {
@@ -259,7 +262,9 @@ function describeDecoded({ report, placement, plan, bands, notes }: DecodedFile)
         ? ` over ${placement.ranks} ${where} ranks: ${ranks.map((r) => `rank ${r.rank} ${r.tiles.length} tile(s)`).join(', ')}`
         : '';
     const exact = report.strategy === 'exact-tile' ? ' halo-exact' : '';
-    lines.push(`decoded [${shape.join(', ')}] in ${seconds.toFixed(2)} s (${report.tiles}${exact} tile(s)${over}) -> ${files.join(', ')}`);
+    lines.push(
+      `decoded [${shape.join(', ')}] in ${seconds.toFixed(2)} s${on} (${report.tiles}${exact} tile(s)${over}) -> ${files.join(', ')}`,
+    );
     for (const f of report.failures ?? []) lines.push(`rank ${f.rank} was lost (${f.cause}); its tiles were decoded by the others`);
     lines.push(...notes);
   }

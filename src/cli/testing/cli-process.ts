@@ -39,6 +39,8 @@ export interface CliProcessOptions {
   when?: (seen: { stdout: string; stderr: string; elapsedMs: number; ranks: () => number[] }) => boolean;
   /** Kills the child (SIGKILL) past this long; the test then fails on its result. */
   timeoutMs?: number;
+  /** Variables added to the child's environment (e.g. VK_ICD_FILENAMES to hide the Vulkan driver). */
+  env?: Record<string, string>;
 }
 
 /** Pids of the rank processes under `pid` (their command names the rank entry; tsx's esbuild service is not one). */
@@ -108,7 +110,7 @@ export async function runCliProcess(argv: string[], options: CliProcessOptions =
   const hwm = join(dir, 'hwm');
   const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), '--import', HWM_HOOK, CLI, ...argv], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, DISTVAE_TEST_HWM: hwm },
+    env: { ...process.env, ...options.env, DISTVAE_TEST_HWM: hwm },
   });
   let stdout = '';
   let stderr = '';

@@ -6,6 +6,7 @@
 
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { forwardFilteredStderr } from '../../../runtime/native-output.js';
 import { rankEntry, startRank, type StartRank } from '../host.js';
 
 const entry = rankEntry(import.meta.url, 'process-entry');
@@ -37,8 +38,11 @@ export const startProcessRank: StartRank = (init, events, signal) =>
         execArgv: entry.tsx ? ['--import', import.meta.resolve('tsx')] : [],
         serialization: 'advanced',
         env: { ...process.env, [RANK_INIT_ENV]: JSON.stringify(init), [RANK_PARENT_ENV]: String(process.pid) },
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        // stderr through a filter: a GPU provider's native layers (Dawn, the Vulkan loader, Mesa)
+        // print their own lines there, shown only on request (runtime/native-output.ts).
+        stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
       });
+      if (child.stderr) forwardFilteredStderr(child.stderr, (text) => process.stderr.write(text));
       let exited = false;
       let spawnError: Error | null = null;
       liveRanks.add(child);
@@ -70,12 +74,16 @@ export const startProcessRank: StartRank = (init, events, signal) =>
           if (!exited && child.connected) child.send(message, undefined, {}, () => undefined);
         },
         hold: (busy) => {
+          // The stderr pipe holds the event loop like the channel does.
+          const pipe = child.stderr as (NodeJS.ReadableStream & { ref?: () => void; unref?: () => void }) | null;
           if (busy) {
             child.ref();
             child.channel?.ref();
+            pipe?.ref?.();
           } else {
             child.unref();
             child.channel?.unref();
+            pipe?.unref?.();
           }
         },
         close: async (graceMs) => {
