@@ -37,6 +37,9 @@ const heavy = join(dir, 'heavy.json');
 writeFileSync(heavy, JSON.stringify(HEAVY));
 const latents = join(dir, 'z.npy');
 writeNpy(latents, seededLatent(128, 128));
+/** For process ranks: a decode of ~17 s on two ranks here, so a signal 4 s into the tiles cannot come after the file is written (128² took 4.3 s, and CI once wrote it first). */
+const largeLatents = join(dir, 'z-large.npy');
+writeNpy(largeLatents, seededLatent(256, 256));
 
 /** A bound on the exit after the signal that only a hang exceeds (the target is 2 s). */
 const HANG_MS = 10_000;
@@ -72,7 +75,7 @@ const processRanks = (out: string) => [
   '--config',
   heavy,
   '--latents',
-  latents,
+  largeLatents,
   '--out',
   out,
   '--window',
