@@ -19,7 +19,7 @@ import { loadEncoder } from '../src/encode/encoder.js';
 import { readImage } from '../src/io/image.js';
 import { encodeNpy } from '../src/io/npy.js';
 import type { Tensor } from '../src/tensor.js';
-import { installWindow } from '../src/web/limits.js';
+import { installWindow } from '../src/memory/device-limits.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const FLAGS = [

@@ -28,7 +28,7 @@ import { encodePng, readImage } from '../src/io/image.js';
 import { encodeNpy } from '../src/io/npy.js';
 import { maxAbsDiff } from '../src/io/quality.js';
 import type { Tensor } from '../src/tensor.js';
-import { installWindow } from '../src/web/limits.js';
+import { installWindow } from '../src/memory/device-limits.js';
 import { encodeSafetensors } from '../src/weights/safetensors.js';
 import { syntheticWeights } from '../src/weights/synthetic.js';
 import { buildSite } from './build.js';

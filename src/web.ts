@@ -17,7 +17,7 @@ export { checkImage, cropToMultiple } from './encode/image-check.js';
 export { graphTensorSizes, type GraphTensorSizes, type TensorSize } from './graph/tensor-sizes.js';
 export { blobSource, bytesSource, httpRangeSource, type ByteSource } from './bytes/byte-source.js';
 export { readBytes, type BlobLike, type ByteInput } from './web/bytes.js';
-export { startWebRuntime, WEBGPU_DEFAULT_LIMITS, type WebBackend, type WebRuntime, type WebRuntimeOptions } from './web/backend.js';
+export { startWebRuntime, type WebBackend, type WebRuntime, type WebRuntimeOptions } from './web/backend.js';
 export {
   checkPlanFits,
   describeLimits,
@@ -27,7 +27,8 @@ export {
   tensorLimitBytes,
   type BufferLimits,
   type DecodeMode,
-} from './web/limits.js';
+  WEBGPU_DEFAULT_LIMITS,
+} from './memory/device-limits.js';
 export { loadWebEncoder, loadWebVae, WebVae, type WebEncoder, type WebLoadOptions, type WebVaeSource } from './web/load.js';
 export {
   decodeInPage,

@@ -2,6 +2,7 @@
 // into a MemoryBudget, with whether it was given (a hard cap) or is the default (80 % of what this
 // process tree may use: a warning only, for exact requests).
 
+import { providerLimits, tensorLimitBytes } from '../entries/memory.js';
 import { defaultMemoryBudget, parseMemorySize, type MemoryBudget } from '../index.js';
 import type { Args, OptionSpec } from './args.js';
 
@@ -18,7 +19,9 @@ export const MEMORY_OPTIONS: OptionSpec[] = [
     name: 'max-tensor',
     kind: 'string',
     value: 'SIZE',
-    description: "largest single tensor a plan may allocate (WebGPU buffer limits, onnxruntime's 2 GiB tensors)",
+    description:
+      "largest single tensor a plan may allocate (onnxruntime's 2 GiB tensors); on webgpu it replaces the buffer limits plans fit (a real GPU's larger ones)",
+    defaultText: "none on cpu; on webgpu WebGPU's default limits, 128 MiB per tensor (onnxruntime-node cannot read the adapter's)",
   },
 ];
 
@@ -26,6 +29,8 @@ export interface BudgetOption {
   budget: MemoryBudget;
   /** True when --max-memory was given: the budget is a hard cap. */
   explicit: boolean;
+  /** The per-buffer limits plans must fit (--provider webgpu, or --max-tensor); null: none. */
+  limits: ReturnType<typeof providerLimits>;
 }
 
 /** --max-memory / --max-tensor in bytes, where given (the decode session's maxMemory / maxTensor). */
@@ -39,10 +44,13 @@ export function readMemoryLimits(args: Args): { maxMemory?: number; maxTensor?: 
   };
 }
 
-export function readBudgetOptions(args: Args): BudgetOption {
+/** The budget of a command; `provider` (a decode's --provider) adds its buffer limits as the per-tensor cap. */
+export function readBudgetOptions(args: Args, provider = 'cpu'): BudgetOption {
   const { maxMemory, maxTensor } = readMemoryLimits(args);
+  const limits = providerLimits(provider, maxTensor);
   return {
-    budget: { bytes: maxMemory ?? defaultMemoryBudget(), ...(maxTensor !== undefined ? { maxTensorBytes: maxTensor } : {}) },
+    budget: { bytes: maxMemory ?? defaultMemoryBudget(), ...(limits ? { maxTensorBytes: tensorLimitBytes(limits) } : {}) },
     explicit: maxMemory !== undefined || maxTensor !== undefined,
+    limits,
   };
 }

@@ -14,6 +14,7 @@ export {
 } from '../memory/model.js';
 export { describePlan, fitsBudget, policyPlans, type ChooseOptions } from '../memory/policy.js';
 export { planOfTiling, tilingOfPlan } from '../memory/apply.js';
+export { checkRequestFits, providerLimits, tensorLimitBytes } from '../memory/device-limits.js';
 export { searchWithinBudget, type BudgetedCandidate, type BudgetedSearch } from '../memory/budget-search.js';
 export { CALIBRATIONS, calibrationOf, type RuntimeCalibration } from '../memory/calibration.js';
 export type { LadderAttempt } from '../memory/ladder.js';

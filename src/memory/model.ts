@@ -245,6 +245,11 @@ export function exactHaloOf(vae: VaeSpec): Halo | null {
   return arch.halo;
 }
 
+/** The fused decoder graph the model reads for this VAE (zero weights: shapes only), or null where its family describes none. */
+export function analysisModelOf(vae: VaeSpec): ModelProto | null {
+  return architectureOf(vae).model;
+}
+
 /** Whether the memory model can read this VAE's decoder (its family describes its graphs). */
 export function hasMemoryModel(vae: VaeSpec): boolean {
   return describesDecoderGraphs(runtimeOf(vae.family));

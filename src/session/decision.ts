@@ -8,6 +8,7 @@ import type { VaeSpec } from '../families/types.js';
 import { planOfTiling } from '../memory/apply.js';
 import { formatBytes } from '../runtime/memory-budget.js';
 import { MAX_LADDER_ATTEMPTS } from '../memory/ladder.js';
+import { checkRequestFits, type BufferLimits } from '../memory/device-limits.js';
 import { hasMemoryModel, predictMemory, type MemoryPlan, type MemoryPrediction } from '../memory/model.js';
 import { budgetRefusal, chooseWithinBudget, describePlan, type MemoryBudget, type PlanAlternative } from '../memory/policy.js';
 import { setTiling } from '../plan/planner.js';
@@ -99,11 +100,15 @@ export function installRequestedTiling(
   });
 }
 
-/** An exact request's plan and prediction: over a budget the caller gave refused (BUDGET_EXCEEDED), over the default one a warning. */
+/**
+ * An exact request's plan and prediction: over a budget the caller gave refused (BUDGET_EXCEEDED),
+ * over the default one a warning; a largest tensor over the device's buffer limits (or
+ * --max-tensor) is always refused, naming the tensor where the plan has one tile graph.
+ */
 export function exactRequest(
   vae: VaeSpec,
   sample: SampleShape,
-  budget: { budget: MemoryBudget; explicit: boolean; labels: OptionLabels },
+  budget: { budget: MemoryBudget; explicit: boolean; labels: OptionLabels; limits?: BufferLimits | null },
   plan: { strategy: Strategy; ranks: number; batch: number; streamed: boolean },
   warn: (text: string) => void,
 ): Decision | null {
@@ -113,7 +118,8 @@ export function exactRequest(
   const prediction = predictMemory(vae, requested, sample, { batch: plan.batch, streamed: plan.streamed });
   const over = prediction.peakBytes > budget.budget.bytes;
   const tensorOver = budget.budget.maxTensorBytes !== undefined && prediction.maxTensorBytes > budget.budget.maxTensorBytes;
-  if ((over || tensorOver) && budget.explicit) {
+  if (tensorOver && budget.limits) checkRequestFits(vae, sample, plan.strategy, budget.limits);
+  if ((over && budget.explicit) || tensorOver) {
     const what = tensorOver
       ? `its largest tensor is predicted at ${formatBytes(prediction.maxTensorBytes)}, over ${labels('maxTensor')} ${formatBytes(budget.budget.maxTensorBytes!)}`
       : `its predicted peak is ${formatBytes(prediction.peakBytes)}, over ${labels('maxMemory')} ${formatBytes(budget.budget.bytes)}`;

@@ -183,7 +183,7 @@ class DecodeFilesRun {
         : exactRequest(
             vae,
             sample,
-            { budget: request.budget, explicit: request.budgetExplicit, labels },
+            { budget: request.budget, explicit: request.budgetExplicit, labels, limits: request.limits },
             {
               strategy: request.strategy,
               ranks: this.ranksFor(vae, latent),

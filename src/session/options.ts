@@ -4,6 +4,7 @@
 // offending option and its valid values; `labels` names options as the caller spells them (the
 // CLI's `--out-dir` for `outDir`), so one set of rules serves the library and the command line.
 
+import { providerLimits, tensorLimitBytes, type BufferLimits } from '../memory/device-limits.js';
 import { extname, join } from 'node:path';
 import { refuse, reason, type Reason } from '../errors.js';
 import type { Size2 } from '../families/types.js';
@@ -90,7 +91,10 @@ export interface DecodeFilesOptions {
   queueTimeoutMs?: number;
   /** Memory budget of this process and its local ranks, in bytes: a hard cap (default 80 % of what this process tree may use, a soft one). */
   maxMemory?: number;
-  /** Largest single tensor a plan may allocate, in bytes (a hard cap). */
+  /**
+   * Largest single tensor a plan may allocate, in bytes (a hard cap). On webgpu it replaces the
+   * buffer limits plans are checked against (default: WebGPU's, 128 MiB per storage binding).
+   */
   maxTensor?: number;
   /** false: the memory policy's choice runs as chosen, without the fallback ladder (only without plan options). */
   fallback?: boolean;
@@ -119,6 +123,8 @@ export interface DecodeRequest {
   budget: MemoryBudget;
   /** True when the budget was given: a hard cap. */
   budgetExplicit: boolean;
+  /** The per-buffer limits plans must fit (webgpu, or --max-tensor): a hard cap, its tensor named in refusals. */
+  limits: BufferLimits | null;
   /** No plan option at all: the memory policy's choice. */
   auto: boolean;
   /** The policy's choice runs with a fallback ladder of rank processes. */
@@ -166,6 +172,7 @@ export function readDecodeRequest(options: DecodeFilesOptions, labels: OptionLab
   const { decodeTimestep, vae } = options;
   const source = decodeTimestep === undefined ? vae : { ...vae, config: { ...(vae.config ?? {}), decode_timestep: decodeTimestep } };
   const explicit = options.maxMemory !== undefined || options.maxTensor !== undefined;
+  const limits = providerLimits(options.provider ?? 'cpu', options.maxTensor);
   return {
     options,
     labels,
@@ -185,9 +192,10 @@ export function readDecodeRequest(options: DecodeFilesOptions, labels: OptionLab
     isolation: options.isolation ?? ((options.provider ?? 'cpu') === 'cpu' ? 'thread' : 'process'),
     budget: {
       bytes: options.maxMemory ?? defaultMemoryBudget(),
-      ...(options.maxTensor !== undefined ? { maxTensorBytes: options.maxTensor } : {}),
+      ...(limits ? { maxTensorBytes: tensorLimitBytes(limits) } : {}),
     },
     budgetExplicit: explicit,
+    limits,
     auto,
     ladder,
   };

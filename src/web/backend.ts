@@ -7,12 +7,9 @@
 import { DistVaeError, reason, refuse } from '../errors.js';
 import { configureWebRuntime, wasmThreads } from '../runtime/web-session.js';
 import type { WebProvider } from '../runtime/session-types.js';
-import type { BufferLimits } from './limits.js';
+import type { BufferLimits } from '../memory/device-limits.js';
 
 export type WebBackend = WebProvider;
-
-/** WebGPU's default limits (what a device gets without asking for more). */
-export const WEBGPU_DEFAULT_LIMITS = { maxBufferSize: 256 * 2 ** 20, maxStorageBufferBindingSize: 128 * 2 ** 20 } as const;
 /** The largest single tensor the WASM backend takes: half a 32-bit WebAssembly memory. */
 export const WASM_TENSOR_LIMIT = 2 ** 31;
 

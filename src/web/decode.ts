@@ -13,8 +13,8 @@ import { setTiling } from '../plan/planner.js';
 import type { Tensor } from '../tensor.js';
 import { exactTiledDecode, exactTiles, exactTilingHalo } from '../strategies/exact-tile/halo.js';
 import type { WebBackend } from './backend.js';
-import { checkPlanFits, installWindow, largestFittingWindow, planTensorBytes, tensorLimitBytes } from './limits.js';
-import type { BufferLimits, DecodeMode } from './limits.js';
+import { checkPlanFits, installWindow, largestFittingWindow, planTensorBytes, tensorLimitBytes } from '../memory/device-limits.js';
+import type { BufferLimits, DecodeMode } from '../memory/device-limits.js';
 import type { WebVae } from './load.js';
 
 export interface WebDecodeOptions {

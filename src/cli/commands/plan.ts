@@ -2,7 +2,15 @@
 // search plans (--search) and show the frontier and the coarse / balanced / fine picks.
 
 import { alternativeJson, choiceJson, memoryJson } from '../../entries/decode.js';
-import { describePlan, fitsBudget, hasMemoryModel, planOfTiling, searchWithinBudget, tilingOfPlan } from '../../entries/memory.js';
+import {
+  checkRequestFits,
+  describePlan,
+  fitsBudget,
+  hasMemoryModel,
+  planOfTiling,
+  searchWithinBudget,
+  tilingOfPlan,
+} from '../../entries/memory.js';
 import { budgetRefusal, chooseWithinBudget, formatBytes, planReport, predictMemory, searchPlans, setTiling } from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatPlan, formatSearch } from '../format.js';
@@ -16,12 +24,20 @@ export const planCommand: CommandSpec = {
     'distvae plan --family F [--config config.json] --height H --width W [--frames N] [--window HxW] [--overlap HxW] [--ranks R] [--json]',
     'distvae plan --search --family F [--config config.json] --height H --width W [--frames N] --ranks R [--max-memory SIZE] [--json]',
     'distvae plan --family F --height H --width W [--ranks R] --max-memory SIZE [--max-tensor SIZE] [--json]   (the plan the memory policy chooses, and the ranked alternatives)',
+    'distvae plan --provider webgpu --family F --height H --width W [--ranks R] [--max-tensor SIZE] [--json]   (the plan that fits the GPU buffer limits and the budget)',
   ],
   options: [
     ...FAMILY_OPTIONS,
     ...SIZE_OPTIONS,
     ...TILING_OPTIONS,
     { name: 'ranks', kind: 'string', value: 'R', description: 'ranks the tiles are dealt to (by work, not count)', defaultText: '1' },
+    {
+      name: 'provider',
+      kind: 'string',
+      value: 'NAME',
+      description: "the execution provider the plan is for: on webgpu every plan's largest tensor must fit the buffer limits",
+      defaultText: 'cpu',
+    },
     ...MEMORY_OPTIONS,
     {
       name: 'search',
@@ -43,9 +59,13 @@ export const planCommand: CommandSpec = {
     "--window over --max-memory exits 2 naming the policy's plan that fits. --search --max-memory drops the grids",
     'predicted over the budget before the frontier is taken; each pick carries its prediction (JSON: budget, overBudget,',
     "picks.*.prediction). A tiled plan's 'diffusers-equivalent: no (...)' says why diffusers would tile it differently.",
+    "--provider webgpu plans within WebGPU's buffer limits (128 MiB per tensor, or --max-tensor): without window options",
+    "the policy's plan whose largest tensor fits; a window whose largest tensor does not fit exits 2 naming the tensor,",
+    'its size and the limit.',
   ],
   async run(args, io) {
     const ranks = args.int('ranks', { min: 1, max: 4096 }) ?? 1;
+    const provider = args.string('provider') ?? 'cpu';
     args.done();
     const vae = readVaeSpec(args);
     const sample = readSampleShape(args, vae);
@@ -68,9 +88,10 @@ export const planCommand: CommandSpec = {
       io.stdout(args.flag('json') ? JSON.stringify(result) + '\n' : formatSearch(result));
       return 0;
     }
-    const budget = readBudgetOptions(args);
+    const budget = readBudgetOptions(args, provider);
     const byPolicy =
-      budget.explicit && !['window', 'overlap', 'frame-window', 'frame-overlap', 'no-frame-tiling'].some((name) => args.has(name));
+      (budget.explicit || budget.limits !== null) &&
+      !['window', 'overlap', 'frame-window', 'frame-overlap', 'no-frame-tiling'].some((name) => args.has(name));
     if (byPolicy && hasMemoryModel(vae)) {
       const result = chooseWithinBudget(vae, sample, budget.budget, { ranks, more: 12 });
       if (!result.choice) throw budgetRefusal(result);
@@ -86,7 +107,7 @@ export const planCommand: CommandSpec = {
       if (args.flag('json')) io.stdout(JSON.stringify(json) + '\n');
       else {
         io.stdout(
-          `memory budget ${formatBytes(budget.budget.bytes)}: ${describePlan(result.choice.plan)} (${result.choice.reason}), predicted peak ${formatBytes(result.choice.prediction.peakBytes)}\n\n`,
+          `memory budget ${formatBytes(budget.budget.bytes)}${budget.limits ? `, at most ${formatBytes(budget.budget.maxTensorBytes!)} per tensor (${budget.limits.source})` : ''}: ${describePlan(result.choice.plan)} (${result.choice.reason}), predicted peak ${formatBytes(result.choice.prediction.peakBytes)}\n\n`,
         );
         if (result.choice.plan.strategy === 'shard')
           io.stdout(`row sharding: each of the ${ranks} ranks decodes a band of the latent's rows, exactly (no tile grid)\n`);
@@ -104,6 +125,8 @@ export const planCommand: CommandSpec = {
     const prediction = hasMemoryModel(vae) ? predictMemory(vae, planOfTiling(vae, 'tile', ranks), sample) : null;
     const plan = planOfTiling(vae, 'tile', ranks);
     // Refused before anything is printed: --json prints exactly one object.
+    if (prediction && budget.limits && !fitsBudget(prediction, { bytes: Infinity, maxTensorBytes: budget.budget.maxTensorBytes! }))
+      checkRequestFits(vae, sample, 'tile', budget.limits);
     if (prediction && budget.explicit && !fitsBudget(prediction, budget.budget))
       throw budgetRefusal(chooseWithinBudget(vae, sample, budget.budget, { ranks, more: Infinity }), {
         plan,

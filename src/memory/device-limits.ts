@@ -1,9 +1,12 @@
-// Tile plans against a device's buffer limits. On WebGPU every tensor of a run lives in one
-// GPUBuffer, so a tile's graph fits the device when its largest tensor is within both
-// maxBufferSize and maxStorageBufferBindingSize (or a smaller cap the caller sets). The largest
-// tensor is computed from the decoder graph's own shapes (graph/tensor-sizes.ts) for the
-// largest latent tile a plan reads: the whole latent, the first tile of a tiled grid, or the
-// halo-extended read of an exact tile. Pure: runs in Node and in a page alike.
+// Tile plans against a device's buffer limits, in a page and in Node alike (pure). On WebGPU
+// every tensor of a run lives in one GPUBuffer, so a tile's graph fits the device when its
+// largest tensor is within both maxBufferSize and maxStorageBufferBindingSize (or a smaller cap
+// the caller sets). The largest tensor is computed from the decoder graph's own shapes
+// (graph/tensor-sizes.ts) for the largest latent tile a plan reads: the whole latent, the first
+// tile of a tiled grid, or the halo-extended read of an exact tile. A page reads its adapter's
+// limits (web/backend.ts); Node cannot (docs/design.md §13 "GPU devices"), so a Node decode on
+// WebGPU plans against WebGPU's default limits unless --max-tensor replaces them
+// (`providerLimits`).
 
 import { reason, refuse } from '../errors.js';
 import type { Size2, VaeSpec } from '../families/types.js';
@@ -12,8 +15,9 @@ import { graphIO } from '../graph/stages.js';
 import { graphTensorSizes, type TensorSize } from '../graph/tensor-sizes.js';
 import { tileGrid } from '../plan/grid.js';
 import { explainTileOverlapPlan, explainTileShapePlan, tileOverlapPlan, tileShapePlan, setTiling } from '../plan/planner.js';
-import type { LatentShape } from '../plan/shapes.js';
+import { latentShapeOf, type LatentShape, type SampleShape } from '../plan/shapes.js';
 import { exactTiles, exactTilingHalo } from '../strategies/exact-tile/halo.js';
+import { analysisModelOf } from './model.js';
 
 /** How a decode covers the latent: one call, blended tiles, or halo-exact tiles. */
 export type DecodeMode = 'whole' | 'tiled' | 'exact';
@@ -26,6 +30,26 @@ export interface BufferLimits {
   capBytes?: number;
   /** Where the limits come from, for messages (e.g. "WebGPU device (SwiftShader)"). */
   source: string;
+}
+
+/** WebGPU's default limits (what a device gets without asking for more); lavapipe's storage binding limit equals the 128 MiB. */
+export const WEBGPU_DEFAULT_LIMITS = { maxBufferSize: 256 * 2 ** 20, maxStorageBufferBindingSize: 128 * 2 ** 20 } as const;
+
+/** Providers whose tensors live in buffers with per-buffer limits (WebGPU's). */
+const CAPPED_PROVIDERS = new Set(['webgpu']);
+
+/**
+ * The buffer limits a Node decode on `provider` plans against: null where the provider's buffers
+ * carry no per-buffer limit we know of (cpu, cuda, ...) and no `maxTensor` is given; on WebGPU
+ * WebGPU's default limits — onnxruntime-node asks Dawn for the adapter's maxima but reports
+ * neither them nor the adapter, so the defaults are the limits every adapter is known to meet —
+ * and `maxTensor` (--max-tensor) replaces them, e.g. with a real GPU's larger limits.
+ */
+export function providerLimits(provider: string, maxTensor?: number): BufferLimits | null {
+  if (maxTensor !== undefined)
+    return { maxBufferSize: maxTensor, maxStorageBufferBindingSize: maxTensor, source: 'the --max-tensor / maxTensor cap' };
+  if (!CAPPED_PROVIDERS.has(provider)) return null;
+  return { ...WEBGPU_DEFAULT_LIMITS, source: "WebGPU's default limits (the adapter's own are not readable from onnxruntime-node)" };
 }
 
 /** The bytes one tensor may take under these limits. */
@@ -148,4 +172,24 @@ export function checkPlanFits(largest: TensorSize, limits: BufferLimits, what: s
       `${what} needs a ${largest.bytes}-byte (${mib(largest.bytes)}) tensor ${largest.name} [${largest.dims.join(', ')}], over the ${limit}-byte (${mib(limit)}) limit of the ${describeLimits(limits)}${hint}`,
     ),
   );
+}
+
+/**
+ * Refuses a tiled or whole request whose largest tensor is over the device's buffer limits with
+ * the tensor's name, shape and size and the limit (PLAN_REFUSED, TENSOR_EXCEEDS_DEVICE_LIMIT),
+ * sized from the decoder graph's shapes as a page sizes it. Row sharding has no single tile
+ * graph, and video latents no 4-D one: their refusal stays the memory model's.
+ */
+export function checkRequestFits(vae: VaeSpec, sample: SampleShape, strategy: string, limits: BufferLimits): void {
+  const model = analysisModelOf(vae);
+  if (!model || strategy === 'shard' || vae.geometry.fiveDimLatents) return;
+  const latent = latentShapeOf(vae.geometry, sample);
+  const dims = [1, vae.geometry.latentChannels, latent.height, latent.width];
+  const mode = strategy === 'exact-tile' ? 'exact' : vae.tiling.enabled ? 'tiled' : 'whole';
+  const { largest } = planTensorBytes(vae, model, dims, mode);
+  const what =
+    mode === 'whole'
+      ? `a whole decode of ${sample.height}x${sample.width} px`
+      : `a ${mode} decode with a ${vae.tiling.window.height}x${vae.tiling.window.width} px window`;
+  checkPlanFits(largest, limits, what);
 }
