@@ -13,6 +13,7 @@ import { benchCommand } from './commands/bench.js';
 import { bucketCommand } from './commands/bucket.js';
 import { decodeCommand } from './commands/decode.js';
 import { demoCommand } from './commands/demo.js';
+import { devicesCommand } from './commands/devices.js';
 import { encodeCommand } from './commands/encode.js';
 import { planCommand } from './commands/plan.js';
 import { workerCommand } from './commands/worker-command.js';
@@ -25,6 +26,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   bucketCommand,
   benchCommand,
   workerCommand,
+  devicesCommand,
   demoCommand,
 ];
 

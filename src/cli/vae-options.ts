@@ -35,7 +35,13 @@ export const RUNTIME_OPTIONS: OptionSpec[] = [
     description: 'onnxruntime execution provider (cpu, cuda, webgpu, ...); a missing one is an error',
     defaultText: 'cpu',
   },
-  { name: 'device', kind: 'string', value: 'ID', description: 'device id for the execution provider' },
+  {
+    name: 'device',
+    kind: 'string',
+    value: 'ID[,ID...]',
+    description:
+      'device id for the execution provider (webgpu: an adapter of `distvae devices`); decode takes a list mapping ranks to devices round-robin (0,1: ranks 0, 2, … on 0, ranks 1, 3, … on 1)',
+  },
   {
     name: 'verbose',
     kind: 'boolean',
@@ -81,10 +87,19 @@ export function readVaeSourceOptions(args: Args, options: { syntheticWithoutVae?
   return synthetic ? { ...named, weights: 'synthetic', seed } : { path: path!, ...named, ...files };
 }
 
-export function readLoadOptions(args: Args): LoadOptions {
+/** The load options of a command; `devices` where --device is a list (only where `options.list` allows one). */
+export function readLoadOptions(args: Args, options: { list?: boolean } = {}): LoadOptions & { devices?: number[] } {
   const threads = args.int('threads', { min: 1, max: 1024 });
   const provider = args.string('provider');
-  const deviceId = args.int('device', { min: 0 });
+  const device = args.string('device');
+  let deviceId: number | undefined;
+  let devices: number[] | undefined;
+  if (device !== undefined) {
+    const valid = options.list ? 'a device id or a comma-separated list of them (0 or 0,1)' : 'a device id (0, 1, ...)';
+    if (/^\d+$/.test(device)) deviceId = Number(device);
+    else if (options.list && /^\d+(,\d+)+$/.test(device)) devices = device.split(',').map(Number);
+    else args.refuse('--device', device, valid, `--device ${device}: expected ${valid}`);
+  }
   // Before any rank or probe process starts: they inherit the setting.
   showNativeOutput(args.flag('verbose'));
   args.done();
@@ -92,6 +107,7 @@ export function readLoadOptions(args: Args): LoadOptions {
     ...(threads !== undefined ? { threads } : {}),
     ...(provider !== undefined ? { provider } : {}),
     ...(deviceId !== undefined ? { deviceId } : {}),
+    ...(devices !== undefined ? { devices } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 // `distvae/ranks`: rank groups in detail — isolations, the queue's connection and defaults, what a
-// rank reports and sends, the shard plan's bands and collectives, halo-exact tiling's halo.
+// rank reports and sends, the shard plan's bands and collectives, halo-exact tiling's halo, and the
+// WebGPU adapters ranks are mapped to.
 
 export { ISOLATIONS } from '../ranks/local/index.js';
 export type { Isolation, LocalGroup } from '../ranks/local/local-group.js';
@@ -13,3 +14,4 @@ export type { ShardRankSummary, UseStrategyOptions } from '../strategies/index.j
 export { splitBands, type Band } from '../strategies/shard/bands.js';
 export { predictCollectives, shardPlan, type ShardPlan } from '../strategies/shard/plan.js';
 export { exactTilingHalo, type Halo } from '../strategies/exact-tile/halo.js';
+export { listAdapters, type AdapterListing, type GpuAdapter } from '../runtime/devices.js';

@@ -23,7 +23,7 @@ import { providerNameOf, type DeviceProviderName, type ProviderName, type Provid
 interface ProviderSpec {
   /** What the provider runs on, for messages. */
   readonly description: string;
-  /** Whether ORT's node binding passes a `deviceId` to this provider. */
+  /** Whether a device id selects a device: ORT's node binding passes `deviceId` (cuda, tensorrt, dml); webgpu's is an adapter this process is pinned to (runtime/devices.ts). */
   readonly takesDeviceId: boolean;
 }
 
@@ -32,7 +32,7 @@ export const EXECUTION_PROVIDERS = {
   cpu: { description: 'CPU (MLAS kernels)', takesDeviceId: false },
   cuda: { description: 'NVIDIA GPU via CUDA 12', takesDeviceId: true },
   tensorrt: { description: 'NVIDIA GPU via TensorRT', takesDeviceId: true },
-  webgpu: { description: 'GPU via WebGPU (Dawn)', takesDeviceId: false },
+  webgpu: { description: 'GPU via WebGPU (Dawn)', takesDeviceId: true },
   dml: { description: 'GPU via DirectML (Windows)', takesDeviceId: true },
   coreml: { description: 'Apple Neural Engine / GPU via CoreML', takesDeviceId: false },
 } as const satisfies Readonly<Record<ProviderName, ProviderSpec>>;
@@ -95,24 +95,34 @@ try {
 /** How long a provider's probe may take (driver start-up included). */
 const PROBE_TIMEOUT_MS = 60_000;
 
-function probeInChild(config: ProviderRequest): Promise<string | null> {
+/** What a probe process said: null when the session opened, else why not; and its stderr (the drivers' lines). */
+export interface ProbeResult {
+  failure: string | null;
+  stderr: string;
+}
+
+/**
+ * Opens a one-node session on `config` in a child process with `env` laid over this process's
+ * environment (an undefined value removes a variable; runtime/devices.ts lists adapters through
+ * it), and reports how it went.
+ */
+export function runProbeProcess(config: ProviderRequest, env: Readonly<Record<string, string | undefined>> = {}): Promise<ProbeResult> {
   const g = new GraphBuilder('provider_probe');
   g.output('y', g.identity(g.input('x', [1])), [1]);
-  const env = {
+  const childEnv = {
     ...process.env,
+    ...env,
     DISTVAE_PROBE_ORT: pathToFileURL(createRequire(import.meta.url).resolve('onnxruntime-node')).href,
     DISTVAE_PROBE_MODEL: Buffer.from(g.toModelBytes()).toString('base64'),
-    DISTVAE_PROBE_EP: JSON.stringify(config),
+    DISTVAE_PROBE_EP: JSON.stringify(ortProviderEntry(config)),
   };
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       ['--input-type=module', '-e', PROBE_SCRIPT],
-      { env, timeout: PROBE_TIMEOUT_MS, windowsHide: true },
+      { env: childEnv, timeout: PROBE_TIMEOUT_MS, windowsHide: true },
       (error, stdout, stderr) => {
-        // The provider's own lines stay in the probe unless they are asked for (runtime/native-output.ts).
-        if (nativeOutputShown() && stderr) process.stderr.write(stderr);
-        if (!error) return resolve(null);
+        if (!error) return resolve({ failure: null, stderr });
         const said =
           stdout.trim().split('\n')[0] ||
           stderr
@@ -120,14 +130,22 @@ function probeInChild(config: ProviderRequest): Promise<string | null> {
             .split('\n')
             .filter((l) => !/^\s+at /.test(l))[0] ||
           '';
-        resolve(
-          error.killed
+        resolve({
+          failure: error.killed
             ? `no answer within ${PROBE_TIMEOUT_MS / 1000} s`
             : said || `the probe process ended with ${error.signal ?? `code ${String(error.code)}`}`,
-        );
+          stderr,
+        });
       },
     );
   });
+}
+
+async function probeInChild(config: ProviderRequest): Promise<string | null> {
+  const { failure, stderr } = await runProbeProcess(config);
+  // The provider's own lines stay in the probe unless they are asked for (runtime/native-output.ts).
+  if (nativeOutputShown() && stderr) process.stderr.write(stderr);
+  return failure;
 }
 
 /**
@@ -168,8 +186,20 @@ function isProviderName(name: string): name is ProviderName {
   return Object.hasOwn(EXECUTION_PROVIDERS, name);
 }
 
-function takesDeviceId(name: ProviderName): name is DeviceProviderName {
+function takesDeviceId(name: ProviderName): name is DeviceProviderName | 'webgpu' {
   return EXECUTION_PROVIDERS[name].takesDeviceId;
+}
+
+/** The `executionProviders` entry onnxruntime-node takes for a request: without the webgpu adapter, which it does not know. */
+export function ortProviderEntry(request: ProviderRequest): ProviderRequest {
+  if (typeof request === 'string' || request.name !== 'webgpu' || request.adapter === undefined) return request;
+  const { adapter: _adapter, ...entry } = request;
+  return entry;
+}
+
+/** The webgpu adapter a request names, if any. */
+export function adapterOf(request: ProviderRequest): number | undefined {
+  return typeof request !== 'string' && request.name === 'webgpu' ? request.adapter : undefined;
 }
 
 /** PROVIDER_UNAVAILABLE for a name distvae does not know how to request on Node. */
@@ -198,12 +228,12 @@ export function providerRequest(name: string, deviceId?: number): ProviderReques
     invalidArgument('deviceId', deviceId, `no device id for provider '${name}' (only ${takers.join(', ')} take one)`);
   }
   checkDeviceId(deviceId);
-  return { name, deviceId };
+  return name === 'webgpu' ? { name, adapter: deviceId } : { name, deviceId };
 }
 
 /**
  * The onnxruntime `executionProviders` entry for a request — the request itself, whose shape is
- * onnxruntime's — after checking this build and machine can serve it (PROVIDER_UNAVAILABLE
+ * onnxruntime's, less a webgpu adapter (`ortProviderEntry`) — after checking this build and machine can serve it (PROVIDER_UNAVAILABLE
  * otherwise, naming what is available).
  */
 export function providerConfig(request: ProviderRequest): ProviderRequest {
@@ -214,5 +244,7 @@ export function providerConfig(request: ProviderRequest): ProviderRequest {
     providerUnavailable(name, `this onnxruntime-node build (${process.platform}/${process.arch}) does not include it`);
   if (!status.available) providerUnavailable(name, status.detail ?? 'not installed');
   if (typeof request !== 'string' && 'deviceId' in request && request.deviceId !== undefined) checkDeviceId(request.deviceId);
-  return request;
+  const adapter = adapterOf(request);
+  if (adapter !== undefined) checkDeviceId(adapter);
+  return ortProviderEntry(request);
 }

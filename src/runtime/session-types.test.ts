@@ -1,6 +1,6 @@
 // The session contract, checked by the compiler: the Node and page session modules (swapped by
 // package.json's `browser` map, which tsc cannot follow) both implement SessionModule, and the
-// providers the typed requests give a device id are the ones EXECUTION_PROVIDERS says take one.
+// providers the typed requests give a device id (webgpu: an adapter) are the ones EXECUTION_PROVIDERS says take one.
 // A drift in either fails type-checking (`npm test` runs tsc first); the tests below only check
 // that the requests users' strings become are the typed ones.
 
@@ -17,7 +17,7 @@ type TakesDeviceId = { [K in ProviderName]: (typeof EXECUTION_PROVIDERS)[K]['tak
 export type SessionModulesChecked = [
   Implements<typeof import('./session.js')>,
   Implements<typeof import('./web-session.js')>,
-  Holds<Same<TakesDeviceId, DeviceProviderName>>,
+  Holds<Same<TakesDeviceId, DeviceProviderName | 'webgpu'>>,
 ];
 
 test('a user provider name and device id become the typed request onnxruntime takes', () => {
@@ -29,8 +29,10 @@ test('a user provider name and device id become the typed request onnxruntime ta
   // @ts-expect-error preferredLayout is a WebGPU setting
   const cudaWithLayout: ProviderRequest = { name: 'cuda', preferredLayout: 'NHWC' };
   assert.ok(cpuWithDevice && cudaWithLayout);
+  // A webgpu device id is an adapter this process is pinned to (runtime/devices.ts), never passed to onnxruntime.
+  assert.deepEqual(providerRequest('webgpu', 1), { name: 'webgpu', adapter: 1 } satisfies ProviderRequest);
   assert.throws(
-    () => providerRequest('webgpu', 0),
-    (e: Error & { code?: string }) => e.code === 'INVALID_ARGUMENT' && /only cuda, tensorrt, dml take one/.test(e.message),
+    () => providerRequest('coreml', 0),
+    (e: Error & { code?: string }) => e.code === 'INVALID_ARGUMENT' && /only cuda, tensorrt, webgpu, dml take one/.test(e.message),
   );
 });

@@ -36,7 +36,18 @@ export interface WebGpuSettings {
  * { provider: { name: 'webgpu', preferredLayout: 'NHWC' } }
  */
 export type ProviderRequest =
-  ProviderName | WebProvider | { name: DeviceProviderName; deviceId?: number } | ({ name: 'webgpu' } & WebGpuSettings);
+  | ProviderName
+  | WebProvider
+  | { name: DeviceProviderName; deviceId?: number }
+  | ({
+      name: 'webgpu';
+      /**
+       * The adapter (an id of runtime/devices.ts' listing) in Node: onnxruntime-node cannot pick one,
+       * so the process is pinned to it through the Vulkan device-select layer before its first
+       * WebGPU session; never passed to onnxruntime. One adapter per process.
+       */
+      adapter?: number;
+    } & WebGpuSettings);
 
 /** The provider a request names. */
 export function providerNameOf(request: ProviderRequest): ProviderName | WebProvider {

@@ -26,7 +26,8 @@ import { externalBytesOf } from '../graph/tensor-proto.js';
 import { readExternalBytes } from '../bytes/external-bytes.js';
 import type { Tensor } from '../tensor.js';
 import { checkFeeds } from './feeds.js';
-import { probeProvider, providerConfig } from './providers.js';
+import { pinAdapter } from './devices.js';
+import { adapterOf, probeProvider, providerConfig } from './providers.js';
 import { providerNameOf, type ProviderRequest, type Session, type SessionOptions } from './session-types.js';
 
 function checkThreads(field: string, value: number): number {
@@ -64,6 +65,9 @@ export function ortOptions(
 export async function checkProvider(options: SessionOptions = {}): Promise<void> {
   const request = options.provider ?? 'cpu';
   const provider = providerNameOf(request);
+  // A webgpu adapter is chosen through the environment, before Dawn starts here or in the probe.
+  const adapter = adapterOf(request);
+  if (adapter !== undefined) await pinAdapter(adapter);
   if (provider !== 'cpu') await probeProvider(provider, providerConfig(request));
 }
 

@@ -16,6 +16,7 @@ import { throwIfAborted } from '../errors.js';
 import { checkLatents } from '../decode/latents.js';
 import type { DecodeOptions } from '../decode/types.js';
 import { loadVae, type Vae } from '../decode/vae.js';
+import { checkAdapters } from '../runtime/devices.js';
 import { latentScalingOf, readLatents, unscaleLatents } from '../io/latents.js';
 import { checkFfmpeg } from '../io/video.js';
 import { vaeSpecOfSource } from '../sources/vae-source.js';
@@ -103,6 +104,9 @@ class DecodeFilesRun {
   async execute(): Promise<DecodedFile[]> {
     const { request } = this;
     const { options } = request;
+    // WebGPU adapters are checked against this machine's before anything is read or started.
+    if ((options.provider ?? 'cpu') === 'webgpu')
+      await checkAdapters(options.devices ?? [options.deviceId], options.devices ? request.labels('devices') : request.labels('deviceId'));
     const storedAll = await Promise.all(request.inputs.map((p) => readLatents(p, { onNote: (text) => this.notice(text) })));
     // A plan-only view checks the latent and the plan before any weights are read, when the
     // architecture is known without them (a bare weights file names its variant only in its keys).
@@ -234,7 +238,10 @@ class DecodeFilesRun {
 
   private localRanks(ranks: number, isolation: Isolation): LocalGroup {
     const threads = this.request.loadOptions.threads;
-    return localGroup({ ranks, isolation, ...(threads !== undefined ? { threadsPerRank: threads } : {}) });
+    const listed = this.request.options.devices;
+    // Rank r runs on devices[r % length]: fewer devices than ranks share them round-robin.
+    const devices = listed ? Array.from({ length: ranks }, (_, r) => listed[r % listed.length]!) : undefined;
+    return localGroup({ ranks, isolation, ...(threads !== undefined ? { threadsPerRank: threads } : {}), ...(devices ? { devices } : {}) });
   }
 
   /** Reaches Redis before any weights are read (an unreachable one is reported first). */

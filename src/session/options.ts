@@ -81,8 +81,14 @@ export interface DecodeFilesOptions {
   threads?: number;
   /** onnxruntime execution provider (default cpu). */
   provider?: string;
-  /** Device id of the execution provider. */
+  /** Device id of the execution provider (webgpu: an adapter id of `distvae devices`), for every rank. */
   deviceId?: number;
+  /**
+   * Devices of the local ranks, rank r on `devices[r % devices.length]` (several ranks may share
+   * one): webgpu adapter ids of `distvae devices`, or cuda / dml device ids. Unknown adapters are
+   * refused before any work. Several GPUs are untested (CI and the GPU machine have one each).
+   */
+  devices?: number[];
   /** Redis URL of a queue whose `distvae worker`s decode the tiles (blended tiles only). */
   redis?: string;
   /** Queue name with `redis` (default distvae). */
@@ -306,8 +312,34 @@ function placementReasons(options: DecodeFilesOptions, label: OptionLabels): Rea
   const reasons: Reason[] = [];
   const refused = (option: keyof DecodeFilesOptions, valid: string, message: string) =>
     reasons.push(reason('INVALID_ARGUMENT', label(option), options[option], valid, message));
-  const { ranks, isolation, redis } = options;
+  const { ranks, isolation, redis, devices } = options;
   const strategy = options.strategy ?? 'tile';
+  if (devices !== undefined) {
+    if (!Array.isArray(devices) || devices.length === 0 || !devices.every((d) => Number.isSafeInteger(d) && d >= 0))
+      reasons.push(reason('DEVICES_INVALID', label('devices'), devices, 'a non-empty list of non-negative integer device ids'));
+    if (options.deviceId !== undefined)
+      refused(
+        'deviceId',
+        `absent with ${label('devices')}`,
+        `${label('deviceId')} and ${label('devices')} both say where ranks run: give one`,
+      );
+    if ((options.provider ?? 'cpu') === 'cpu')
+      reasons.push(
+        reason(
+          'DEVICES_INVALID',
+          label('devices'),
+          devices,
+          'a provider with devices (webgpu, cuda, dml)',
+          `${label('devices')} needs a GPU provider: cpu has no device ids`,
+        ),
+      );
+    if (isolation === 'thread' && (options.provider ?? 'cpu') === 'webgpu' && new Set(devices).size > 1)
+      refused(
+        'isolation',
+        `process with several webgpu ${label('devices')}`,
+        `webgpu ranks on different adapters must be processes: a process has one adapter`,
+      );
+  }
   if (ranks !== undefined && !(Number.isSafeInteger(ranks) && ranks >= 1 && ranks <= MAX_RANKS))
     reasons.push(
       reason(

@@ -163,6 +163,7 @@ const CLI_LABELS: OptionLabels = (option) =>
     frameTiling: '--no-frame-tiling',
     fallback: '--no-fallback',
     deviceId: '--device',
+    devices: '--device',
     queueTimeoutMs: '--queue-timeout',
     configPath: '--config',
   })[option as string] ?? `--${option.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -182,7 +183,7 @@ function readDecodeOptions(args: Args): DecodeFilesOptions {
   const decodeTimestep = args.number('decode-timestep');
   const tiling = readTilingOptions(args);
   const vae = readVaeSourceOptions(args);
-  const load = readLoadOptions(args);
+  const load = readLoadOptions(args, { list: true });
   const ranks = args.int('ranks', { min: 1, max: 1024 });
   const isolation = args.choice('isolation', ISOLATIONS);
   const queueTimeoutMs = args.int('queue-timeout', { min: 1 });
@@ -207,6 +208,7 @@ function readDecodeOptions(args: Args): DecodeFilesOptions {
     ...(load.threads !== undefined ? { threads: load.threads } : {}),
     ...(load.provider !== undefined ? { provider: load.provider } : {}),
     ...(load.deviceId !== undefined ? { deviceId: load.deviceId } : {}),
+    ...(load.devices !== undefined ? { devices: load.devices } : {}),
     ...(ranks !== undefined ? { ranks } : {}),
     ...(isolation !== undefined ? { isolation } : {}),
     ...(redis !== undefined ? { redis } : {}),
