@@ -14,4 +14,4 @@ export type { ShardRankSummary, UseStrategyOptions } from '../strategies/index.j
 export { splitBands, type Band } from '../strategies/shard/bands.js';
 export { predictCollectives, shardPlan, type ShardPlan } from '../strategies/shard/plan.js';
 export { exactTilingHalo, type Halo } from '../strategies/exact-tile/halo.js';
-export { listAdapters, type AdapterListing, type GpuAdapter } from '../runtime/devices.js';
+export { checkAdapters, listAdapters, type AdapterListing, type GpuAdapter } from '../runtime/devices.js';

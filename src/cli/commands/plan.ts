@@ -12,6 +12,7 @@ import {
   tilingOfPlan,
 } from '../../entries/memory.js';
 import { budgetRefusal, chooseWithinBudget, formatBytes, planReport, predictMemory, searchPlans, setTiling } from '../../index.js';
+import { checkAdapters } from '../../entries/ranks.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { formatPlan, formatSearch } from '../format.js';
 import { MEMORY_OPTIONS, readBudgetOptions } from '../memory-options.js';
@@ -37,6 +38,12 @@ export const planCommand: CommandSpec = {
       value: 'NAME',
       description: "the execution provider the plan is for: on webgpu every plan's largest tensor must fit the buffer limits",
       defaultText: 'cpu',
+    },
+    {
+      name: 'device',
+      kind: 'string',
+      value: 'ID[,ID...]',
+      description: 'webgpu adapters of `distvae devices` the ranks run on: checked, and their limits planned against',
     },
     ...MEMORY_OPTIONS,
     {
@@ -66,7 +73,12 @@ export const planCommand: CommandSpec = {
   async run(args, io) {
     const ranks = args.int('ranks', { min: 1, max: 4096 }) ?? 1;
     const provider = args.string('provider') ?? 'cpu';
+    const device = args.string('device');
+    if (device !== undefined && !/^\d+(,\d+)*$/.test(device))
+      args.refuse('--device', device, 'a device id or a comma-separated list of them', `--device ${device}: expected 0 or 0,1`);
     args.done();
+    // Every adapter gets the same limits (Node cannot read an adapter's own): the ids are checked, not planned apart.
+    if (device !== undefined && provider === 'webgpu') await checkAdapters(device.split(',').map(Number), '--device');
     const vae = readVaeSpec(args);
     const sample = readSampleShape(args, vae);
     if (args.flag('search')) {
