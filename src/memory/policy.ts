@@ -12,6 +12,7 @@ import { axisOptions, type AxisOption } from '../plan/search.js';
 import { latentShapeOf, type SampleShape } from '../plan/shapes.js';
 import { formatBytes } from '../runtime/memory-budget.js';
 import { tilingOfPlan } from './apply.js';
+import { predictDeviceMemory } from './device-memory.js';
 import { exactHaloOf, predictMemory, type MemoryModelOptions, type MemoryPlan, type MemoryPrediction } from './model.js';
 
 /** A memory budget: total resident bytes of the coordinator and its local ranks, and optionally the largest single tensor. */
@@ -19,6 +20,8 @@ export interface MemoryBudget {
   bytes: number;
   /** Largest single allocation allowed (WebGPU buffer limits, onnxruntime's 2 GiB tensors). */
   maxTensorBytes?: number;
+  /** Device memory each GPU rank may use (device-memory.ts' prediction), where capped. */
+  deviceBytes?: number;
 }
 
 /** One plan of the policy with its predicted memory and whether it fits. */
@@ -154,9 +157,13 @@ export function* policyPlans(
   }
 }
 
-/** Whether a prediction fits a budget (its peak, and its largest tensor where the budget caps one). */
+/** Whether a prediction fits a budget (its peak, its largest tensor and each GPU rank's device memory where the budget caps them). */
 export function fitsBudget(p: MemoryPrediction, budget: MemoryBudget): boolean {
-  return p.peakBytes <= budget.bytes && (budget.maxTensorBytes === undefined || p.maxTensorBytes <= budget.maxTensorBytes);
+  return (
+    p.peakBytes <= budget.bytes &&
+    (budget.maxTensorBytes === undefined || p.maxTensorBytes <= budget.maxTensorBytes) &&
+    (budget.deviceBytes === undefined || predictDeviceMemory(p).peakBytes <= budget.deviceBytes)
+  );
 }
 
 /** Evaluates the policy's plans against `budget` and returns the first that fits (and what was evaluated). */

@@ -9,6 +9,7 @@ import { planOfTiling } from '../memory/apply.js';
 import { formatBytes } from '../runtime/memory-budget.js';
 import { MAX_LADDER_ATTEMPTS } from '../memory/ladder.js';
 import { checkRequestFits, type BufferLimits } from '../memory/device-limits.js';
+import { predictDeviceMemory } from '../memory/device-memory.js';
 import { hasMemoryModel, predictMemory, type MemoryPlan, type MemoryPrediction } from '../memory/model.js';
 import { budgetRefusal, chooseWithinBudget, describePlan, type MemoryBudget, type PlanAlternative } from '../memory/policy.js';
 import { setTiling } from '../plan/planner.js';
@@ -119,6 +120,17 @@ export function exactRequest(
   const over = prediction.peakBytes > budget.budget.bytes;
   const tensorOver = budget.budget.maxTensorBytes !== undefined && prediction.maxTensorBytes > budget.budget.maxTensorBytes;
   if (tensorOver && budget.limits) checkRequestFits(vae, sample, plan.strategy, budget.limits);
+  const device = predictDeviceMemory(prediction);
+  if (budget.budget.deviceBytes !== undefined && device.peakBytes > budget.budget.deviceBytes) {
+    const r = reason(
+      'BUDGET_EXCEEDED',
+      labels('maxDeviceMemory'),
+      budget.budget.deviceBytes,
+      `at least ${formatBytes(device.peakBytes)} per GPU rank for ${describePlan(requested)}`,
+      `the requested plan (${describePlan(requested)}) does not fit: a GPU rank's device memory is predicted at ${formatBytes(device.peakBytes)}, over ${labels('maxDeviceMemory')} ${formatBytes(budget.budget.deviceBytes)}; drop the plan options to let the memory policy choose one that fits`,
+    );
+    throw new DistVaeError('BUDGET_EXCEEDED', r.message, { reasons: [r] });
+  }
   if ((over && budget.explicit) || tensorOver) {
     const what = tensorOver
       ? `its largest tensor is predicted at ${formatBytes(prediction.maxTensorBytes)}, over ${labels('maxTensor')} ${formatBytes(budget.budget.maxTensorBytes!)}`

@@ -17,6 +17,7 @@ import { checkLatents } from '../decode/latents.js';
 import type { DecodeOptions } from '../decode/types.js';
 import { loadVae, type Vae } from '../decode/vae.js';
 import { checkAdapters } from '../runtime/devices.js';
+import { predictDeviceMemory } from '../memory/device-memory.js';
 import { latentScalingOf, readLatents, unscaleLatents } from '../io/latents.js';
 import { checkFfmpeg } from '../io/video.js';
 import { vaeSpecOfSource } from '../sources/vae-source.js';
@@ -236,6 +237,12 @@ class DecodeFilesRun {
     this.started = started;
   }
 
+  /** The device rank `rank` runs on: `devices` round-robin, else `deviceId`, else the default 0. */
+  private deviceOfRank(rank: number): number {
+    const { devices, deviceId } = this.request.options;
+    return devices ? devices[rank % devices.length]! : (deviceId ?? 0);
+  }
+
   private localRanks(ranks: number, isolation: Isolation): LocalGroup {
     const threads = this.request.loadOptions.threads;
     const listed = this.request.options.devices;
@@ -347,6 +354,21 @@ class DecodeFilesRun {
       ranks,
       strategy: this.strategyNow(),
       ...(options.redis === undefined ? { provider: request.loadOptions.provider ?? 'cpu' } : {}),
+      ...(options.redis === undefined && (options.provider ?? 'cpu') !== 'cpu'
+        ? { devices: ranks.map((r) => this.deviceOfRank(r.rank)) }
+        : {}),
+      ...(options.redis === undefined && (options.provider ?? 'cpu') !== 'cpu' && final?.prediction
+        ? {
+            deviceMemory: {
+              limitBytes: request.budget.deviceBytes ?? null,
+              ranks: predictDeviceMemory(final.prediction).ranks.map((r) => ({
+                rank: r.rank,
+                device: this.deviceOfRank(r.rank),
+                predictedBytes: r.deviceBytes,
+              })),
+            },
+          }
+        : {}),
       ...(shard ? { bands: shard.bands.length, collectives: shard.collectives } : {}),
       ...(stats?.failures().length ? { failures: stats.failures() } : {}),
       ...(options.redis === undefined && options.ranks !== undefined ? { ranksRequested: request.ranks } : {}),

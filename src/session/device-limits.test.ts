@@ -15,7 +15,8 @@ import { DistVaeError } from '../errors.js';
 import { KL_SMALL } from '../families/testing/config-files.js';
 import { difference } from '../graph/testing/compare.js';
 import { readNpy, writeNpy } from '../io/npy.js';
-import { analysisModelOf } from '../memory/model.js';
+import { analysisModelOf, predictMemory } from '../memory/model.js';
+import { predictDeviceMemory } from '../memory/device-memory.js';
 import { planTensorBytes, WEBGPU_DEFAULT_LIMITS } from '../memory/device-limits.js';
 import { setTiling } from '../plan/planner.js';
 import { needsWebgpu } from '../runtime/testing/webgpu-adapter.js';
@@ -39,6 +40,29 @@ async function wholeLargest(): Promise<number> {
     await vae.dispose();
   }
 }
+
+test('maxDeviceMemory needs a GPU provider; on one an exact request predicted over it is refused', async () => {
+  const out = join(dir, 'device.npy');
+  assert.throws(
+    () => readDecodeRequest({ vae: VAE, latents: Z, out, maxDeviceMemory: 2 ** 30 }),
+    (e: unknown) =>
+      e instanceof DistVaeError && e.reasons.some((r) => r.field === 'maxDeviceMemory' && /cpu provider has none/.test(r.message)),
+  );
+  const vae = await loadVae(VAE, { threads: 1 });
+  try {
+    setTiling(vae, 'off');
+    const prediction = predictMemory(vae, { strategy: 'whole', ranks: 1 }, { height: 32, width: 32 });
+    const device = predictDeviceMemory(prediction);
+    // Weights and the live activations, never more than the host prediction that adds the CPU provider's own terms.
+    assert.ok(device.peakBytes >= prediction.weightBytes && device.peakBytes < prediction.peakBytes, JSON.stringify(device));
+  } finally {
+    await vae.dispose();
+  }
+  await assert.rejects(
+    decodeFiles({ vae: VAE, latents: Z, out, full: true, provider: 'webgpu', maxDeviceMemory: 1024, threads: 1 }),
+    (e: unknown) => e instanceof DistVaeError && e.code === 'BUDGET_EXCEEDED' && /device memory is predicted at/.test(e.message),
+  );
+});
 
 test("webgpu caps each tensor at WebGPU's default limits; maxTensor replaces them; cpu has no cap", () => {
   const base = { vae: VAE, latents: Z, out: join(dir, 'x.npy') };
@@ -84,10 +108,15 @@ test('with no plan options the policy picks tiles within a lowered limit; on web
       out: gpuOut,
       provider: 'webgpu',
       maxTensor: limit,
+      maxDeviceMemory: 2 ** 30,
       threads: 1,
       fallback: false,
     });
     assert.deepEqual(gpuFile!.report.choice, choice);
+    // Each decoding rank's predicted device peak, with the adapter it ran on, within the cap.
+    const device = gpuFile!.report.deviceMemory!;
+    assert.equal(device.limitBytes, 2 ** 30);
+    assert.ok(device.ranks.length >= 1 && device.ranks.every((r) => r.device === 0 && r.predictedBytes > 0 && r.predictedBytes <= 2 ** 30));
     const largest = expected.data.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
     const { maxAbs } = difference(readNpy(gpuOut) as never, expected as never);
     t.diagnostic(

@@ -102,6 +102,12 @@ export interface DecodeFilesOptions {
    * buffer limits plans are checked against (default: WebGPU's, 128 MiB per storage binding).
    */
   maxTensor?: number;
+  /**
+   * Device memory each GPU rank may use, in bytes (a hard cap; memory/device-memory.ts predicts
+   * it from the graphs' live buffers): the policy picks a plan within it, an exact request over it
+   * is refused. Only with a GPU provider.
+   */
+  maxDeviceMemory?: number;
   /** false: the memory policy's choice runs as chosen, without the fallback ladder (only without plan options). */
   fallback?: boolean;
 }
@@ -199,6 +205,7 @@ export function readDecodeRequest(options: DecodeFilesOptions, labels: OptionLab
     budget: {
       bytes: options.maxMemory ?? defaultMemoryBudget(),
       ...(limits ? { maxTensorBytes: tensorLimitBytes(limits) } : {}),
+      ...(options.maxDeviceMemory !== undefined ? { deviceBytes: options.maxDeviceMemory } : {}),
     },
     budgetExplicit: explicit,
     limits,
@@ -314,6 +321,25 @@ function placementReasons(options: DecodeFilesOptions, label: OptionLabels): Rea
     reasons.push(reason('INVALID_ARGUMENT', label(option), options[option], valid, message));
   const { ranks, isolation, redis, devices } = options;
   const strategy = options.strategy ?? 'tile';
+  if (options.maxDeviceMemory !== undefined) {
+    const m = options.maxDeviceMemory;
+    if (!(Number.isSafeInteger(m) && m > 0))
+      reasons.push(
+        reason(
+          'INVALID_NUMBER',
+          label('maxDeviceMemory'),
+          m,
+          'a positive number of bytes',
+          `${label('maxDeviceMemory')} ${m} is not a positive number of bytes`,
+        ),
+      );
+    if ((options.provider ?? 'cpu') === 'cpu')
+      refused(
+        'maxDeviceMemory',
+        'a GPU provider (webgpu, cuda, dml)',
+        `${label('maxDeviceMemory')} bounds a GPU rank's device memory: the cpu provider has none`,
+      );
+  }
   if (devices !== undefined) {
     if (!Array.isArray(devices) || devices.length === 0 || !devices.every((d) => Number.isSafeInteger(d) && d >= 0))
       reasons.push(reason('DEVICES_INVALID', label('devices'), devices, 'a non-empty list of non-negative integer device ids'));

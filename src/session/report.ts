@@ -48,9 +48,19 @@ export interface DecodeReport {
   strategy: Strategy;
   /**
    * The execution provider the local ranks decoded on (cpu, webgpu, …); absent for a queue decode,
-   * whose workers choose their own. Which adapter a GPU provider used is not readable from Node.
+   * whose workers choose their own.
    */
   provider?: string;
+  /**
+   * A GPU provider's device of each entry of `ranks`, in order (webgpu: the adapter id of
+   * `distvae devices` the rank process was pinned to; 0 is the default adapter).
+   */
+  devices?: number[];
+  /**
+   * A GPU provider's device memory: each decoding rank's predicted device peak (memory/device-memory.ts)
+   * with the device it ran on, and the cap (`maxDeviceMemory`) where given.
+   */
+  deviceMemory?: { limitBytes: number | null; ranks: { rank: number; device: number; predictedBytes: number }[] };
   /** Row sharding: the bands, and the collectives summed over the ranks. */
   bands?: number;
   collectives?: CommCounters;

@@ -1,6 +1,7 @@
 // `distvae decode --provider webgpu` as a process: the terminal shows distvae's own lines only —
 // the GPU drivers' (Dawn's "Warning: … artificially reduced", the Vulkan loader's, Mesa's) stay
-// off it unless --verbose — and the summary and the JSON say which provider decoded.
+// off it unless --verbose — and the summary and the JSON say which provider and adapters decoded;
+// `distvae devices` lists the adapters, and an adapter this machine lacks is refused up front.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -45,9 +46,13 @@ test('decode --provider webgpu: no driver lines on the terminal, the provider in
   assert.deepEqual(nativeLines(quiet.stderr), []);
   assert.match(quiet.stdout, /^decoded \[1, 3, 16, 16\] in [\d.]+ s on webgpu \(4 tile\(s\) over 2 process ranks/);
 
-  const verbose = await runCliProcess([...DECODE, '--out', join(dir, 'b.npy'), '--verbose', '--json']);
+  // Both ranks pinned to adapter 0 (the only one CI has), reported per rank.
+  const verbose = await runCliProcess([...DECODE, '--out', join(dir, 'b.npy'), '--verbose', '--json', '--device', '0,0']);
   assert.equal(verbose.code, 0, verbose.stderr);
-  assert.equal((JSON.parse(verbose.stdout) as { provider: string }).provider, 'webgpu');
+  const json = JSON.parse(verbose.stdout) as { provider: string; devices: number[]; ranks: unknown[] };
+  assert.equal(json.provider, 'webgpu');
+  assert.deepEqual(json.devices, [0, 0]);
+  assert.equal(json.ranks.length, 2);
   const shown = nativeLines(verbose.stderr);
   t.diagnostic(`--verbose: ${shown.length} driver line(s): ${shown[0] ?? 'none'}`);
   // lavapipe (CI's adapter) always has Dawn reduce its dynamic buffer limits; another adapter may print nothing.
@@ -56,6 +61,18 @@ test('decode --provider webgpu: no driver lines on the terminal, the provider in
       shown.some((l) => /artificially reduced/.test(l)),
       verbose.stderr,
     );
+});
+
+test('devices --json lists adapter 0 here; decode --device with an adapter this machine lacks exits 2 before any work', async (t) => {
+  const refused = await runCliProcess([...DECODE, '--out', join(dir, 'd.npy'), '--device', '0,9']);
+  assert.equal(refused.code, 2, refused.stderr);
+  assert.match(refused.stderr, /--device\[1\] 9: no such WebGPU adapter here/);
+  if (!(await needsWebgpu(t))) return;
+  const listed = await runCliProcess(['devices', '--json']);
+  assert.equal(listed.code, 0, listed.stderr);
+  const listing = JSON.parse(listed.stdout) as { adapters: { id: number; name: string }[]; notes: string[] };
+  assert.equal(listing.adapters[0]!.id, 0);
+  assert.ok(listing.notes.some((n) => /several GPUs are untested/.test(n)));
 });
 
 test('decode --provider cpu reports its provider too', async () => {
