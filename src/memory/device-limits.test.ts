@@ -10,7 +10,14 @@ import { planningVae, resolveFamilyConfig } from '../families/registry.js';
 import { tae } from '../families/tae/spec.js';
 import { taeRuntime } from '../families/tae/runtime.js';
 import { architectureModel } from '../decode/decoder-model.js';
-import { checkPlanFits, installWindow, largestFittingWindow, planTensorBytes, tensorLimitBytes, type BufferLimits } from './device-limits.js';
+import {
+  checkPlanFits,
+  installWindow,
+  largestFittingWindow,
+  planTensorBytes,
+  tensorLimitBytes,
+  type BufferLimits,
+} from './device-limits.js';
 
 const config = resolveFamilyConfig(tae, { variant: 'taesd' });
 const model = architectureModel(tae, taeRuntime, config);
