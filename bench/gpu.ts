@@ -148,7 +148,7 @@ interface ChildEnd {
 }
 
 /** Runs `argv` in its own process group; at `limitS` the whole group (CLI and rank processes) is killed. */
-function runLimited(argv: string[], limitS: number, env: NodeJS.ProcessEnv = process.env): Promise<ChildEnd> {
+export function runLimited(argv: string[], limitS: number, env: NodeJS.ProcessEnv = process.env): Promise<ChildEnd> {
   return new Promise((done) => {
     const t0 = performance.now();
     const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env });
@@ -454,7 +454,8 @@ export interface GpuReport {
   cells: CellResult[];
 }
 
-function uptime(): string {
+/** `uptime`'s line (the load the numbers were taken under), else the load averages. */
+export function uptime(): string {
   try {
     return execFileSync('uptime', { encoding: 'utf8' }).trim();
   } catch {
@@ -465,7 +466,7 @@ function uptime(): string {
 }
 
 /** The GPU the run is on, as nvidia-smi names it, else what the provider is. */
-function deviceDescription(provider: string, device: string | null): string {
+export function deviceDescription(provider: string, device: string | null): string {
   try {
     const q = execFileSync('nvidia-smi', ['--query-gpu=name,memory.total,driver_version', '--format=csv,noheader', '-i', device ?? '0'], {
       encoding: 'utf8',
@@ -577,4 +578,5 @@ async function main(): Promise<void> {
   if (!v['work-dir']) rmSync(workDir, { recursive: true, force: true });
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();
+// Run as a script (gpu.ts under tsx, gpu.mjs compiled for the GPU machine), not when gpu-arms.ts imports it.
+if (/[/\\]gpu\.(ts|mjs)$/.test(process.argv[1] ?? '')) await main();
