@@ -61,6 +61,9 @@ export const SD_CONFIG = {
 /** The same layout (four up blocks of two resnets, mid attention, GroupNorm) at widths a software GPU decodes in seconds. */
 export const SD_SMALL_CONFIG = { ...SD_CONFIG, block_out_channels: [8, 16, 16, 16], norm_num_groups: 4 };
 
+/** The synthetic models by name. */
+export const SYNTHETIC_CONFIGS: Readonly<Record<string, object>> = { sd: SD_CONFIG, 'sd-small': SD_SMALL_CONFIG };
+
 function syntheticModel(name: string, config: object): ModelSpec {
   return {
     name,
@@ -77,8 +80,8 @@ function syntheticModel(name: string, config: object): ModelSpec {
 function models(modelsDir: string): Record<string, ModelSpec> {
   const taef2 = join(modelsDir, 'taef2', 'taef2_decoder.pth');
   return {
-    sd: syntheticModel('sd', SD_CONFIG),
-    'sd-small': syntheticModel('sd-small', SD_SMALL_CONFIG),
+    sd: syntheticModel('sd', SYNTHETIC_CONFIGS['sd']!),
+    'sd-small': syntheticModel('sd-small', SYNTHETIC_CONFIGS['sd-small']!),
     taef2: {
       name: 'taef2',
       args: () => ['--vae', taef2, '--family', 'tae'],
@@ -513,8 +516,16 @@ async function main(): Promise<void> {
       commit: { type: 'string' },
       'models-dir': { type: 'string' },
       'work-dir': { type: 'string' },
+      'print-config': { type: 'string' },
     },
   });
+  // The config.json of a synthetic model, for the PyTorch arm's weights (bench/gpu-machine/run.sh).
+  if (v['print-config']) {
+    const config = SYNTHETIC_CONFIGS[v['print-config']];
+    if (!config) throw new Error(`--print-config ${v['print-config']}: one of ${Object.keys(SYNTHETIC_CONFIGS).join(', ')}`);
+    console.log(JSON.stringify(config));
+    return;
+  }
   const preset = PRESETS[v.preset!];
   if (!preset) throw new Error(`--preset ${v.preset}: one of ${Object.keys(PRESETS).join(', ')}`);
   const pick = (k: string): string => (v as unknown as Record<string, string | undefined>)[k] ?? preset[k]!;
