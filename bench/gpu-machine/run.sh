@@ -27,6 +27,7 @@ BUDGET=420
 CELL=150
 TINY=0
 TORCH_DEVICE=cuda
+PYTHON="${PYTHON:-python3}"  # the python that holds torch (python3 on the GPU machine)
 while [ $# -gt 0 ]; do
   case "$1" in
     --budget) BUDGET="$2"; shift 2 ;;
@@ -70,7 +71,7 @@ log "1. the machine"
   echo "diffusers: $(cat "$P/DIFFUSERS_COMMIT" 2>/dev/null)"
   uname -a; uptime; nproc; free -g 2>/dev/null
   nvidia-smi 2>&1 || echo "no nvidia-smi"
-  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")' 2>&1
+  "$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")' 2>&1
   echo "webgpu probe:"; "$D/bin/distvae" decode --help >/dev/null 2>&1 && echo "distvae runs"
 } > "$W/results/machine.txt" 2>&1
 save
@@ -86,8 +87,8 @@ torch_step() { # size, dtypes
   for dt in ${dtypes//,/ }; do
     if left; then
       log "PyTorch $size² $dt on $TORCH_DEVICE"
-      timeout -k 5 "$CELL" python3 "$HERE/torch_decode.py" --vae "$W/sd-folder" --latents "$W/z-$size.npy" --diffusers-src "$DIFFUSERS_SRC" \
-        --device "$TORCH_DEVICE" --dtypes "$dt" --compare "$W/bench/ref-$MODEL-$size-whole.npy" --results "$W/results/torch.jsonl" --label "$size" 2>&1 | tail -n 3 | tee -a "$LOG"
+      timeout -k 5 "$CELL" "$PYTHON" "$HERE/torch_decode.py" --vae "$W/sd-folder" --latents "$W/z-$size.npy" --diffusers-src "$DIFFUSERS_SRC" \
+        --device "$TORCH_DEVICE" --dtypes "$dt" --compare "$W/bench/ref-$MODEL-$size-whole.npy" --fp32-out "$W/torch-fp32-$size.npy" --results "$W/results/torch.jsonl" --label "$size" 2>&1 | tail -n 3 | tee -a "$LOG"
       [ "${PIPESTATUS[0]}" = 124 ] && echo "{\"arm\":\"pytorch-diffusers\",\"label\":\"$size\",\"dtype\":\"$dt\",\"status\":\"timed-out\",\"limitSeconds\":$CELL}" >> "$W/results/torch.jsonl"
       save
     else log "skipped PyTorch $size² $dt: budget spent"; fi

@@ -14,6 +14,7 @@ recorded as it ends).
 
   python3 torch_decode.py --vae DIR --latents z.npy --diffusers-src DIR [--device cuda|cpu]
                           [--dtypes fp32,fp16,bf16] [--repeat 3] [--compare distvae.npy] [--results F.jsonl]
+                          [--fp32-out torch-fp32.npy]
 """
 import argparse
 import json
@@ -51,6 +52,7 @@ def main():
     ap.add_argument("--dtypes", default="fp32,fp16,bf16")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--compare", help="a distvae decode (.npy) of the same latent to compare the fp32 decode with")
+    ap.add_argument("--fp32-out", help="the fp32 decode is saved here (.npy); a later run's other dtypes compare with it")
     ap.add_argument("--results", help="JSON lines file each dtype's result is appended to as it ends")
     ap.add_argument("--label", default="")
     args = ap.parse_args()
@@ -74,6 +76,8 @@ def main():
     device = torch.device(args.device)
     cuda = device.type == "cuda"
     reference = None
+    if args.fp32_out and os.path.exists(args.fp32_out):  # an earlier run's fp32 decode: cells run one dtype per process
+        reference = torch.from_numpy(np.load(args.fp32_out).astype(np.float32))
     for name in args.dtypes.split(","):
         dtype = getattr(torch, DTYPES[name])
         result = {
@@ -120,6 +124,8 @@ def main():
             )
             if name == "fp32":
                 reference = sample
+                if args.fp32_out:
+                    np.save(args.fp32_out, sample.numpy())
             if reference is not None:
                 result["maxAbsVsFp32"] = float((sample - reference).abs().max())
             if args.compare and name == "fp32" and os.path.exists(args.compare):
