@@ -5,7 +5,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'docs/dist/', 'node_modules/', 'demo-output/', 'test-output/'] },
+  { ignores: ['dist/', 'docs/dist/', 'node_modules/', 'demo-output/', 'test-output/', 'bench/gpu-machine/.prepared/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

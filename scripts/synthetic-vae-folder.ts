@@ -3,10 +3,14 @@
 // weights a test regenerates from (family, config, seed) — no weight file needs committing.
 // The other tensors of the source folder (encoder.*, quant_conv.*, bn.*) are copied unchanged,
 // because diffusers loads a folder strictly. Optionally writes a seeded latent too.
+// With --config FILE instead of --from, it writes the decoder's tensors alone (and the config) —
+// what bench/gpu-machine/torch_decode.py loads into diffusers' AutoencoderKL with strict=False,
+// where no source folder travels.
 //
 //   npx tsx scripts/synthetic-vae-folder.ts --from DIR --out DIR --seed N [--latent B,C,H,W --latent-seed S --latent-out z.npy]
+//   npx tsx scripts/synthetic-vae-folder.ts --config config.json --out DIR --seed N [--latent ...]
 
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DIFFUSERS_WEIGHTS_FILE } from '../src/sources/vae-source.js';
@@ -15,12 +19,14 @@ import { resolveFamily, runtimeOf } from '../src/families/registry.js';
 import { seededTensor } from '../src/tensor.js';
 import { writeNpy } from '../src/io/npy.js';
 import type { Tensor } from '../src/tensor.js';
+import type { RawConfig } from '../src/families/types.js';
 import { readSafetensors, writeSafetensors } from '../src/weights/safetensors.js';
 import { syntheticWeights } from '../src/weights/synthetic.js';
 
 const { values: args } = parseArgs({
   options: {
     from: { type: 'string' },
+    config: { type: 'string' },
     out: { type: 'string' },
     seed: { type: 'string', default: '0' },
     latent: { type: 'string' },
@@ -28,24 +34,27 @@ const { values: args } = parseArgs({
     'latent-out': { type: 'string' },
   },
 });
-if (!args.from || !args.out) {
+if ((!args.from && !args.config) || !args.out) {
   console.error(
-    'usage: npx tsx scripts/synthetic-vae-folder.ts --from DIR --out DIR --seed N [--latent B,C,H,W --latent-seed S --latent-out z.npy]',
+    'usage: npx tsx scripts/synthetic-vae-folder.ts (--from DIR | --config FILE) --out DIR --seed N [--latent B,C,H,W --latent-seed S --latent-out z.npy]',
   );
   process.exit(2);
 }
 
-const raw = readConfigJson(args.from);
+const raw = args.from ? readConfigJson(args.from) : (JSON.parse(readFileSync(args.config!, 'utf8')) as RawConfig);
 const family = resolveFamily(undefined, raw);
 const config = family.resolveConfig(raw);
 const decoder = syntheticWeights(runtimeOf(family).decoderParams(config), Number(args.seed));
 const tensors = new Map<string, Tensor>();
-for (const [name, t] of (await readSafetensors(join(args.from, DIFFUSERS_WEIGHTS_FILE))).tensors) {
-  if (!decoder.has(name)) tensors.set(name, t);
+if (args.from) {
+  for (const [name, t] of (await readSafetensors(join(args.from, DIFFUSERS_WEIGHTS_FILE))).tensors) {
+    if (!decoder.has(name)) tensors.set(name, t);
+  }
 }
 for (const [name, t] of decoder) tensors.set(name, t);
 mkdirSync(args.out, { recursive: true });
-copyFileSync(join(args.from, 'config.json'), join(args.out, 'config.json'));
+if (args.from) copyFileSync(join(args.from, 'config.json'), join(args.out, 'config.json'));
+else writeFileSync(join(args.out, 'config.json'), JSON.stringify(raw, null, 2) + '\n');
 writeSafetensors(join(args.out, DIFFUSERS_WEIGHTS_FILE), tensors);
 console.log(JSON.stringify({ family: family.name, decoderTensors: decoder.size, copied: tensors.size - decoder.size, out: args.out }));
 if (args.latent && args['latent-out']) {

@@ -22,6 +22,12 @@ export interface WebGpuSettings {
   preferredLayout?: 'NCHW' | 'NHWC';
   /** WebGPU validation (onnxruntime's default: 'basic'); 'disabled' may crash a Node process on a WebGPU error. */
   validationMode?: 'disabled' | 'wgpuOnly' | 'basic' | 'full';
+  /**
+   * How released storage buffers are kept for reuse (onnxruntime's default: 'bucket', size
+   * buckets; 'simple' reuses exact sizes only; 'lazyRelease' frees at the end of a run;
+   * 'disabled' frees at once). An arm of bench/gpu-arms.ts.
+   */
+  storageBufferCacheMode?: 'disabled' | 'lazyRelease' | 'simple' | 'bucket';
 }
 
 /**
