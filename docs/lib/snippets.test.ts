@@ -102,21 +102,26 @@ test('every ts block of the README and the docs type-checks against the public e
   assert.deepEqual(diagnostics, []);
 });
 
-// A tiny AutoencoderKL (ratio 8) with seeded weights, and a latent it decodes in a moment.
-const PRELUDE = `import { loadVae as __loadVae, seededTensor as __seededTensor } from 'distvae';
-const vae = await __loadVae(
-  { config: { _class_name: 'AutoencoderKL', block_out_channels: [8, 8, 8, 8], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4 }, weights: 'synthetic', seed: 0 },
-  { threads: 1 },
-);
-const latents = __seededTensor([1, 4, 32, 32], 1);
-void vae; void latents;
-`;
+// What stands in for the context a block uses: a tiny AutoencoderKL (ratio 8) with seeded
+// weights, and a latent it decodes in a moment.
+function prelude(code: string): string {
+  const used = contextNames(code);
+  return [
+    "import { loadVae as __loadVae, seededTensor as __seededTensor } from 'distvae';",
+    used.includes('vae')
+      ? "const vae = await __loadVae({ config: { _class_name: 'AutoencoderKL', block_out_channels: [8, 8, 8, 8], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4 }, weights: 'synthetic', seed: 0 }, { threads: 1 });"
+      : '',
+    used.includes('latents') ? 'const latents = __seededTensor([1, 4, 32, 32], 1);' : '',
+    'void __loadVae; void __seededTensor;',
+    '',
+  ].join('\n');
+}
 
 for (const s of tsSnippets.filter((s) => runsHere(s.code))) {
   test(`the ts block at ${where(s)} runs`, () => {
     mkdirSync(OUT, { recursive: true });
     const path = join(OUT, `run-${stem(s)}.ts`);
-    writeFileSync(path, `${PRELUDE}${s.code}\n`);
+    writeFileSync(path, `${prelude(s.code)}${s.code}\n`);
     const run = spawnSync(process.execPath, ['--import', 'tsx', path], { cwd: ROOT, encoding: 'utf8', timeout: 300_000 });
     assert.equal(run.status, 0, `${where(s)} exited with ${run.status ?? run.signal}:\n${run.stderr.slice(-2000)}`);
   });
