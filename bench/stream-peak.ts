@@ -4,6 +4,9 @@
 // own process under /usr/bin/time; synthetic weights of a small AutoencoderKL (ratio 8) keep it
 // quick. Usage: npx tsx bench/stream-peak.ts [--heights 2048,16384,32768] [--width 1024]
 //   [--window 512x512] [--overlap 64x64] [--config tiny|sd] [--threads 1] [--ranks N [--isolation thread|process]]
+//   [--vae FILE --family F --channels C] [--ext png|npy]
+// --vae decodes trained weights (e.g. ../shared/models/taef2/taef2_decoder.pth --family tae --channels 32)
+// instead of the synthetic --config; --ext picks the streamed output format.
 // With --ranks the tiles come from several ranks (the bands stream all the same).
 // Each size's line is printed as soon as it finishes (a long SD run can be read as it goes).
 
@@ -25,6 +28,10 @@ const { values } = parseArgs({
     threads: { type: 'string', default: '1' },
     ranks: { type: 'string' },
     isolation: { type: 'string', default: 'thread' },
+    vae: { type: 'string' },
+    family: { type: 'string' },
+    channels: { type: 'string', default: '4' },
+    ext: { type: 'string', default: 'png' },
   },
 });
 const CONFIGS: Record<string, object> = {
@@ -46,7 +53,7 @@ try {
   const rows: { height: number; width: number; peakMiB: number; seconds: number }[] = [];
   for (const height of values.heights!.split(',').map(Number)) {
     const z = join(dir, `z-${height}.npy`);
-    writeNpy(z, seededTensor([1, 4, height / 8, width / 8], 1));
+    writeNpy(z, seededTensor([1, Number(values.channels), height / 8, width / 8], 1));
     const t0 = performance.now();
     const run = spawnSync(
       '/usr/bin/time',
@@ -58,13 +65,12 @@ try {
         'tsx',
         'src/cli/main.ts',
         'decode',
-        '--synthetic',
-        '--config',
-        config,
+        ...(values.vae ? ['--vae', values.vae] : ['--synthetic', '--config', config]),
+        ...(values.family ? ['--family', values.family] : []),
         '--latents',
         z,
         '--out',
-        join(dir, `x-${height}.png`),
+        join(dir, `x-${height}.${values.ext!}`),
         '--window',
         values.window!,
         '--overlap',
@@ -86,7 +92,8 @@ try {
   }
   console.log(
     JSON.stringify({
-      config: values.config,
+      ...(values.vae ? { vae: values.vae, family: values.family } : { config: values.config }),
+      ext: values.ext,
       window: values.window,
       overlap: values.overlap,
       ...(values.ranks ? { ranks: Number(values.ranks), isolation: values.isolation } : {}),

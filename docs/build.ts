@@ -28,6 +28,7 @@ export const PAGES: readonly { slug: string; nav: string }[] = [
   { slug: 'decode-paths', nav: 'Decode paths' },
   { slug: 'tile-window', nav: 'Tile window' },
   { slug: 'bucketing', nav: 'Bucketing and tiling' },
+  { slug: 'from-diffusers', nav: 'From diffusers / ComfyUI' },
   { slug: 'api', nav: 'API' },
   { slug: 'cli', nav: 'CLI' },
   { slug: 'benchmarks', nav: 'Benchmarks' },

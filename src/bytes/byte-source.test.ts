@@ -48,34 +48,86 @@ test('devices are refused before any byte is read: /dev/zero and /dev/urandom ha
   }
 });
 
-function serve(honourRange: boolean): Promise<Server> {
+/** A server for `bytes` (or `body`, what its GET answers hold); `gets` counts the GETs it answered. */
+function serve(
+  honourRange: boolean,
+  options: { body?: Uint8Array; hold?: Promise<void> } = {},
+): Promise<{ server: Server; url: string; gets: () => number }> {
+  let gets = 0;
+  const body = options.body ?? bytes;
   const server = createServer((req, res) => {
     const range = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
     if (req.method === 'HEAD') {
       res.writeHead(200, { 'content-length': bytes.length });
       res.end();
-    } else if (range && honourRange) {
+      return;
+    }
+    gets++;
+    if (range && honourRange) {
       const [from, to] = [Number(range[1]), Number(range[2])];
       res.writeHead(206, { 'content-range': `bytes ${from}-${to}/${bytes.length}` });
       res.end(bytes.subarray(from, to + 1));
     } else {
-      res.writeHead(200);
-      res.end(bytes);
+      // As a plain static server does: 200 and the whole file, here in two pieces, the second
+      // held back until `hold` settles.
+      res.writeHead(200, { 'content-length': body.length });
+      res.write(body.subarray(0, 100));
+      void (options.hold ?? Promise.resolve()).then(() => res.end(body.subarray(100)));
     }
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/w.safetensors`, gets: () => gets }),
+    ),
+  );
 }
 
-test('an HTTP server with Range support serves ranges; one without is refused', async () => {
-  for (const honour of [true, false]) {
-    const server = await serve(honour);
-    try {
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/w.safetensors`;
-      const source = await httpRangeSource(url);
-      if (honour) await checkSource(source);
-      else await assert.rejects(source.read(0, 4), { code: 'FILE_INVALID', message: /answered HTTP 200, expected 206/ });
-    } finally {
-      server.close();
-    }
+test('an HTTP server with Range support serves each read by a range request', async () => {
+  const { server, url, gets } = await serve(true);
+  try {
+    await checkSource(await httpRangeSource(url));
+    assert.equal(gets(), 3);
+  } finally {
+    server.close();
+  }
+});
+
+test('a server that ignores Range (200, the whole file) is read once, from its body as it streams', async () => {
+  let release!: () => void;
+  const { server, url, gets } = await serve(false, { hold: new Promise<void>((r) => (release = r)) });
+  try {
+    const source = await httpRangeSource(url);
+    // The first bytes are served while the rest of the body is still held back by the server.
+    assert.deepEqual(await source.read(3, 5), bytes.subarray(3, 8));
+    let late = false;
+    const tail = source.read(900, 50).then((b) => ((late = true), b));
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(late, false, 'a read past what has arrived waits for the body');
+    release();
+    assert.deepEqual(await tail, bytes.subarray(900, 950));
+    await checkSource(source);
+    assert.equal(gets(), 1, 'one GET for every read');
+  } finally {
+    server.close();
+  }
+});
+
+test('a server without Range whose body disagrees with HEAD, or a file over the limit, is refused naming the sizes', async () => {
+  const short = await serve(false, { body: bytes.subarray(0, 600) });
+  try {
+    const source = await httpRangeSource(short.url);
+    await assert.rejects(source.read(0, 4), { code: 'FILE_INVALID', message: /200 answer is 600 bytes, but HEAD said 1000/ });
+  } finally {
+    short.server.close();
+  }
+  const { server, url } = await serve(false);
+  try {
+    const source = await httpRangeSource(url, { maxWholeBytes: 999 });
+    await assert.rejects(source.read(0, 4), {
+      code: 'INVALID_ARGUMENT',
+      message: /is 1000 bytes and its server ignores Range requests .* at most 999 bytes whole/,
+    });
+  } finally {
+    server.close();
   }
 });

@@ -29,9 +29,12 @@ export type Assembly = 'edges' | 'raster';
 export interface TileJob {
   vae: VaeRef;
   layout: TileLayout;
-  /** Latent slice of every tile, raster order. */
-  latents: readonly Tensor[];
-  /** Work of every tile (the scheduler's units: latent area × frames). */
+  /**
+   * Latent slice of tile `index` (raster order), cut when asked: the tile program asks as it hands
+   * a tile to a rank, so the job never holds every tile's slice at once (that grows with the image).
+   */
+  latentOf(index: number): Tensor;
+  /** Work of every tile (the scheduler's units: latent area × frames); its length is the tile count. */
   work: readonly number[];
   /** The dealing to follow (tile indices per rank), from the scheduler. */
   schedule: Schedule;

@@ -132,7 +132,7 @@ export class QueueGroup implements TileJobGroup {
         'INVALID_ARGUMENT',
         `the queue transport returns raw tiles: the job must use 'raster' assembly, not ${JSON.stringify(job.assembly)}`,
       );
-    const tileCount = job.latents.length;
+    const tileCount = job.work.length;
     const owner = new Array<number>(tileCount).fill(-1);
     job.schedule.ranks.forEach((tiles, rank) => tiles.forEach((t) => (owner[t] = rank)));
     if (owner.some((o) => o < 0 || o >= this.size) || job.schedule.ranks.length > this.size) {
@@ -195,7 +195,8 @@ export class QueueGroup implements TileJobGroup {
   /** Writes every tile's latent slice to its key (with the decode's alive key); returns the tiles as run jobs name them. */
   private async writeInputs(c: Connected, job: TileJob, keys: DecodeKeys, ttl: number): Promise<RunTile[]> {
     const write = c.redis.multi().set(keys.alive, '1', 'PX', ttl);
-    const tiles = job.latents.map((latent, index) => {
+    const tiles = job.work.map((_, index) => {
+      const latent = job.latentOf(index);
       const bytes = bytesOf(latent.data);
       write.set(keys.input(index), bytes, 'PX', ttl);
       this.traffic.latentBytes += bytes.byteLength;

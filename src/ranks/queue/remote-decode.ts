@@ -132,7 +132,7 @@ export class RemoteDecode {
   }
 
   private finishIfDone(): void {
-    if (this.next === this.job.latents.length && this.runsWithTiles.every((r) => this.completed.has(r))) this.finish(null);
+    if (this.next === this.job.work.length && this.runsWithTiles.every((r) => this.completed.has(r))) this.finish(null);
   }
 
   /**
@@ -160,7 +160,7 @@ export class RemoteDecode {
     this.finish(
       new DistVaeError(
         'TIMEOUT',
-        `no worker on queue "${ctx.queueName}" at ${ctx.server} took or finished a tile for ${ctx.timeoutMs} ms (${this.next} of ${this.job.latents.length} tile(s) assembled): start workers with \`distvae worker --redis URL --queue ${ctx.queueName}\` and the same VAE`,
+        `no worker on queue "${ctx.queueName}" at ${ctx.server} took or finished a tile for ${ctx.timeoutMs} ms (${this.next} of ${this.job.work.length} tile(s) assembled): start workers with \`distvae worker --redis URL --queue ${ctx.queueName}\` and the same VAE`,
       ),
     );
   }

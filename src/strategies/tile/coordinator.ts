@@ -8,6 +8,13 @@
 // ranks holding the edges a re-dealt tile reads are told to send them to its new owner. Decodes
 // are deterministic, so the image is the same. A rank whose program throws, or whose result is
 // rejected, fails the job (RANK_FAILED) — the same input would fail again elsewhere.
+//
+// Bounded memory (a streamed decode must not grow with the image's height): each rank holds at
+// most AHEAD dealt tiles it has not delivered, its next ones in raster order, and gets the next
+// as it delivers one, never more than ranks × AHEAD tiles past the lowest undelivered — so
+// neither side holds every tile's latent slice, nor a rank every raw tile that waits for a
+// neighbour's edges, nor the coordinator the rows below a stalled rank's tile. When every reader of a tile's raw edges has been delivered,
+// the ranks holding them are told to drop them.
 
 import { abortedError, DistVaeError } from '../../errors.js';
 import { scheduleTiles } from '../../plan/scheduler.js';
@@ -20,10 +27,16 @@ import { edgeSources } from '../../tile/assembler.js';
 
 export const TILE_RANK_PROGRAM = programRef(new URL('./rank-program.js', import.meta.url), 'tileRank');
 
+/**
+ * Undelivered tiles a rank holds at most: the one it decodes and two more, so a rank whose
+ * neighbour is late with its edges goes on decoding instead of idling.
+ */
+export const AHEAD = 3;
+
 /** Decodes every tile of `job` on `group`'s ranks with the tile program, with the `TileJobGroup.decodeTiles` contract. */
 export async function runTileJob(group: ProgramGroup, job: TileJob, options: TileJobOptions): Promise<TileJobResult> {
   const { layout } = job;
-  const tileCount = job.latents.length;
+  const tileCount = job.work.length;
   const edges = job.assembly === 'edges';
   const owner = new Array<number>(tileCount).fill(-1);
   job.schedule.ranks.forEach((tiles, rank) => tiles.forEach((t) => (owner[t] = rank)));
@@ -52,15 +65,53 @@ export async function runTileJob(group: ProgramGroup, job: TileJob, options: Til
     }
     return [...byRank.values()];
   };
-  const work = (t: number, edgesOnly: boolean): TileWork => ({ index: t, latent: job.latents[t]!, edgesOnly });
+  const work = (t: number, edgesOnly: boolean): TileWork => ({ index: t, latent: job.latentOf(t), edgesOnly });
+  // Dealt but not yet handed over, ascending: a rank decodes in raster order, and a tile only
+  // reads edges of tiles before it, so the lowest undelivered tile is always held by its rank.
+  const pending = Array.from({ length: group.size }, (_, r) => [...(job.schedule.ranks[r] ?? [])].sort((a, b) => a - b));
+  const held = new Array<number>(group.size).fill(0);
+  const highestHanded = new Array<number>(group.size).fill(-1);
+  const hand = (rank: number, t: number) => {
+    held[rank]!++;
+    highestHanded[rank] = Math.max(highestHanded[rank]!, t);
+    return work(t, false);
+  };
+  // No tile is handed more than ranks × AHEAD past the lowest undelivered one: a stalled rank
+  // cannot make the others run ahead while the coordinator holds the rows below its tile.
+  let lowest = 0;
+  const span = group.size * AHEAD;
+  const nextWork = (rank: number): TileWork[] => {
+    const out: TileWork[] = [];
+    while (held[rank]! < AHEAD && pending[rank]!.length > 0 && pending[rank]![0]! < lowest + span)
+      out.push(hand(rank, pending[rank]!.shift()!));
+    return out;
+  };
   const input = (rank: number): TileRankInput => {
     const mine = job.schedule.ranks[rank] ?? [];
-    return { vae: job.vae, layout, assembly: job.assembly, work: mine.map((t) => work(t, false)), routes: mine.flatMap(routesOf) };
+    return { vae: job.vae, layout, assembly: job.assembly, work: nextWork(rank), routes: mine.flatMap(routesOf) };
   };
+  const released = new Array<boolean>(tileCount).fill(false);
 
   return new Promise<TileJobResult>((resolve, reject) => {
     let run: RankRun | null = null;
     let failed = false;
+    const pump = (rank: number) => {
+      if (!run?.running(rank)) return;
+      const next = nextWork(rank);
+      if (next.length > 0) run.post(rank, { kind: 'work', work: next, routes: [] } satisfies ToTileRank);
+    };
+    /** Tells the ranks holding tile s's raw edges to drop them once every tile that reads them is in. */
+    const release = (delivered: number) => {
+      const src = edgeSources(layout, delivered);
+      for (const s of [src.above, src.left, src.corner]) {
+        if (s === null || released[s]) continue;
+        const readers = edgeReaders(layout, s);
+        if (!readers.every((r) => finished[r.tile])) continue;
+        released[s] = true;
+        for (const rank of new Set([owner[s]!, ...readers.map((r) => owner[r.tile]!)]))
+          if (run?.running(rank)) run.post(rank, { kind: 'release', tiles: [s] } satisfies ToTileRank);
+      }
+    };
     const fail = (e: DistVaeError) => {
       if (failed) return;
       failed = true;
@@ -96,7 +147,13 @@ export async function runTileJob(group: ProgramGroup, job: TileJob, options: Til
       }
       finished[index] = true;
       deliveredBy[rank]!.push(index);
+      held[rank]!--;
       if (--remaining === 0) for (let r = 0; r < group.size; r++) run?.post(r, { kind: 'finish' } satisfies ToTileRank);
+      else {
+        if (edges) release(index);
+        while (finished[lowest]) lowest++;
+        for (let r = 0; r < group.size; r++) pump(r);
+      }
     };
 
     const recover = (lost: number) => {
@@ -106,6 +163,8 @@ export async function runTileJob(group: ProgramGroup, job: TileJob, options: Til
         ? owner.flatMap((o, t) => (o === lost && finished[t] && edgeReaders(layout, t).some((r) => !finished[r.tile]) ? [t] : []))
         : [];
       const tiles = [...unfinished, ...forEdges].sort((a, b) => a - b);
+      pending[lost] = [];
+      held[lost] = 0;
       if (tiles.length === 0) return;
       if (survivors.length === 0) {
         return fail(
@@ -125,8 +184,13 @@ export async function runTileJob(group: ProgramGroup, job: TileJob, options: Til
       const messages = new Map<number, { work: TileWork[]; routes: EdgeRoute[] }>(survivors.map((r) => [r, { work: [], routes: [] }]));
       const moved = new Set(tiles);
       for (const t of tiles) {
-        const m = messages.get(owner[t]!)!;
-        m.work.push(work(t, finished[t]!));
+        const to = owner[t]!;
+        const m = messages.get(to)!;
+        // A tile below one the survivor already holds is handed now (that one may wait on its
+        // edges); a later one joins the survivor's pending tiles, in order.
+        if (finished[t]) m.work.push(work(t, true));
+        else if (t < highestHanded[to]!) m.work.push(hand(to, t));
+        else pending[to]!.splice(sortedIndex(pending[to]!, t), 0, t);
         m.routes.push(...routesOf(t));
       }
       // Edges a re-dealt tile reads from tiles that stayed where they were.
@@ -142,8 +206,10 @@ export async function runTileJob(group: ProgramGroup, job: TileJob, options: Til
           messages.get(owner[k]!)!.routes.push({ tile: k, to: owner[t]!, rows: part === 'rows', cols: part === 'cols' });
         }
       }
-      for (const [rank, m] of messages)
+      for (const [rank, m] of messages) {
+        m.work.push(...nextWork(rank));
         if (m.work.length > 0 || m.routes.length > 0) run!.post(rank, { kind: 'work', ...m } satisfies ToTileRank);
+      }
     };
 
     const reports = new Array<(TileRankReport & { peakRssBytes?: number }) | null>(group.size).fill(null);
@@ -194,4 +260,11 @@ export async function runTileJob(group: ProgramGroup, job: TileJob, options: Til
         },
       );
   });
+}
+
+/** Where `t` goes in the ascending `list`. */
+function sortedIndex(list: readonly number[], t: number): number {
+  let i = 0;
+  while (i < list.length && list[i]! < t) i++;
+  return i;
 }

@@ -30,7 +30,12 @@ export interface TileRankInput {
   routes: EdgeRoute[];
 }
 
-export type ToTileRank = { kind: 'work'; work: TileWork[]; routes: EdgeRoute[] } | { kind: 'finish' };
+/**
+ * From the coordinator: more tiles (and edge routes), drop the raw edges of tiles every reader of
+ * which is in (`release`), or end.
+ */
+export type ToTileRank =
+  { kind: 'work'; work: TileWork[]; routes: EdgeRoute[] } | { kind: 'release'; tiles: number[] } | { kind: 'finish' };
 
 /** A finished crop ('edges') or a raw tile ('raster'). */
 export interface TileMessage {

@@ -3,7 +3,9 @@
 // tiles read them (routes from the coordinator, also ones added later when tiles are
 // re-dealt), and finalises a tile's crop as soon as the edges of its above, left and
 // above-left neighbours are in — then only the crop goes to the coordinator. With 'raster'
-// assembly it sends raw tiles. It ends when the coordinator says every tile is in.
+// assembly it sends raw tiles. It ends when the coordinator says every tile is in. The coordinator
+// hands it a few tiles at a time and says when edges are no longer read (`release`), so what it
+// holds does not grow with the image.
 
 import { asPlanes } from '../../decode/engine.js';
 import { abortedError, DistVaeError } from '../../errors.js';
@@ -11,7 +13,7 @@ import type { Vae } from '../../decode/vae.js';
 import type { Planes } from '../../tile/blend.js';
 import { edgeSources, finalizeTile, tileEdges, type TileEdges } from '../../tile/assembler.js';
 import type { RankContext } from '../../ranks/program.js';
-import { EDGES_TAG } from './messages.js';
+import { EDGES_TAG, edgeReaders } from './messages.js';
 import type { EdgeMessage, EdgeRoute, TileMessage, TileRankInput, TileRankReport, TileWork, ToTileRank } from './messages.js';
 
 export async function tileRank(ctx: RankContext, input: TileRankInput): Promise<TileRankReport> {
@@ -101,7 +103,8 @@ export async function tileRank(ctx: RankContext, input: TileRankInput): Promise<
     const leading = out.dims.slice(0, -2) as number[];
     if (assembly === 'raster') return deliver({ kind: 'tile', index: work.index, leading, planes });
     const edges = tileEdges(layout, planes);
-    own.set(work.index, edges);
+    // A tile no blend reads (the last row and column) keeps no edges.
+    if (edgeReaders(layout, work.index).length > 0) own.set(work.index, edges);
     for (const route of routes.get(work.index) ?? []) sendEdges(route, edges);
     if (!work.edgesOnly) waiting.set(work.index, { leading, planes });
     lastActive = performance.now();
@@ -110,6 +113,12 @@ export async function tileRank(ctx: RankContext, input: TileRankInput): Promise<
   ctx.onMessage((data) => {
     const message = data as ToTileRank;
     if (message.kind === 'work') addWork(message.work, message.routes);
+    else if (message.kind === 'release')
+      for (const t of message.tiles) {
+        own.delete(t);
+        received.delete(t);
+        routes.delete(t);
+      }
     else finished = true;
     notify();
   });

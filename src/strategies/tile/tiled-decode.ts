@@ -121,7 +121,7 @@ export function tiledDecodeFor(
     const job: TileJob = {
       vae: { source: vae.source, loadOptions: vae.loadOptions, hash: vae.contentHash() },
       layout,
-      latents: grid.tiles.map((t) => sliceLatent(latents, t)),
+      latentOf: (index) => sliceLatent(latents, grid.tiles[index]!),
       work: tileWork(grid),
       schedule,
       assembly,
