@@ -14,7 +14,7 @@
 //   bitwise, no key of any decode may stay in Redis, and no worker process may outlive the run
 //   (found by an environment marker each one inherits).
 //
-// Writes bench/results/soak.json (+ .md): the per-step RSS series, the 5th and last figures and
+// Writes bench/results/soak.json and .md: the per-step RSS series, the 5th and last figures and
 // their ratio, Redis keys and memory, `uptime` before and after. Not a test: it measures
 // (src/ranks/queue/soak.test.ts and src/session/soak.test.ts are the suite's short versions).
 //
@@ -270,7 +270,47 @@ try {
 
 (report['ran'] as Record<string, unknown>)['uptimeAfter'] = uptime();
 writeFileSync(`${args.out}.json`, JSON.stringify(report, null, 2) + '\n');
-log(`wrote ${args.out}.json; ${uptime()}`);
+writeFileSync(`${args.out}.md`, markdown());
+log(`wrote ${args.out}.json and .md; ${uptime()}`);
+
+/** The figures as a table, with what ran them. */
+function markdown(): string {
+  const ran = report['ran'] as Record<string, unknown>;
+  const lines = [
+    '# Soak: long runs that do not grow',
+    '',
+    `\`npx tsx bench/soak.ts ${process.argv.slice(2).join(' ')}\` at ${String(ran['commit'])}, ${String(ran['date'])}, ${String(ran['machine'])}, ${String(ran['cpu'])} (${String(ran['cores'])} cores), Node ${String(ran['node'])}; ${String(report['vae'])}.`,
+    '',
+    `uptime before: \`${String(ran['uptimeBefore'])}\`; after: \`${String(ran['uptimeAfter'])}\` (other jobs shared the machine: RSS is load-independent, times are not).`,
+    '',
+    '| case | steps | RSS after the 5th | RSS after the last | last / 5th | within 10 % |',
+    '| --- | --- | --- | --- | --- | --- |',
+  ];
+  for (const name of ['worker', 'out-dir'] as const) {
+    const c = results[name] as ReturnType<typeof growth> | undefined;
+    if (c)
+      lines.push(
+        `| ${name} | ${c.steps} | ${c.after5thMiB} MiB | ${c.afterLastMiB} MiB | ${c.ratio} | ${c.withinTenPercent ? 'yes' : 'no'} |`,
+      );
+  }
+  const churn = results['churn'] as
+    | {
+        decodes: number;
+        killed: number;
+        allIdentical: boolean;
+        leftoverKeys: string[];
+        processesLeft: number[];
+        steps: { failures: number }[];
+      }
+    | undefined;
+  if (churn)
+    lines.push(
+      '',
+      `churn: ${churn.decodes} queue decodes, ${churn.killed} workers SIGKILLed and restarted; every image bitwise equal to the local decode: ${churn.allIdentical ? 'yes' : 'no'}; decode keys left: ${churn.leftoverKeys.length}; worker processes left: ${churn.processesLeft.length}; runs that went back to the queue (a killed worker, or a lock not renewed in time under load): ${churn.steps.reduce((n, s) => n + s.failures, 0)}.`,
+    );
+  for (const [name, c] of Object.entries(results)) lines.push('', `${name}: \`${(c as { command: string }).command}\``);
+  return lines.join('\n') + '\n';
+}
 
 function sameBits(a: Tensor, b: Tensor): boolean {
   return (
