@@ -108,12 +108,17 @@ class DecodeFilesRun {
     // WebGPU adapters are checked against this machine's before anything is read or started.
     if ((options.provider ?? 'cpu') === 'webgpu')
       await checkAdapters(options.devices ?? [options.deviceId], options.devices ? request.labels('devices') : request.labels('deviceId'));
-    const storedAll = await Promise.all(request.inputs.map((p) => readLatents(p, { onNote: (text) => this.notice(text) })));
-    // A plan-only view checks the latent and the plan before any weights are read, when the
-    // architecture is known without them (a bare weights file names its variant only in its keys).
+    // Every latent file is read and checked before any weights, but only the first is kept: the
+    // others are read again when their turn comes, so a long --out-dir run holds one latent at a
+    // time, not all of them. A plan-only view checks each latent and the plan too, when the
+    // architecture is known without the weights (a bare weights file names its variant only in its keys).
     const spec = vaeSpecOfSource(request.source);
-    storedAll.slice(1).forEach((stored, i) => spec && this.configure(spec, stored, request.inputs[i + 1]!, request.outputs[i + 1]!));
-    const planned = spec ? this.ranksFor(spec, this.configure(spec, storedAll[0]!, request.inputs[0]!, request.outputs[0]!)) : null;
+    let held: Tensor | null = await this.readInput(0);
+    for (let i = 1; i < request.inputs.length; i++) {
+      const stored = await this.readInput(i);
+      if (spec) this.configure(spec, stored, request.inputs[i]!, request.outputs[i]!);
+    }
+    const planned = spec ? this.ranksFor(spec, this.configure(spec, held, request.inputs[0]!, request.outputs[0]!)) : null;
     if (planned !== null && options.redis === undefined && !this.laddered()) this.checkRanks(spec!, planned);
     if (request.video) checkFfmpeg();
     // Ranks start (or Redis is reached) while the coordinator loads the VAE; the timed decode
@@ -125,7 +130,7 @@ class DecodeFilesRun {
       vae = await loadVae(request.source, request.loadOptions);
       // A signal that came during the (synchronous) load is acted on now: no rank is started after it.
       throwIfAborted(this.hooks.signal);
-      const first = this.configure(vae, storedAll[0]!, request.inputs[0]!, request.outputs[0]!);
+      const first = this.configure(vae, held, request.inputs[0]!, request.outputs[0]!);
       if (options.redis === undefined && this.group === null && !this.laddered()) {
         const n = this.ranksFor(vae, first);
         this.checkRanks(vae, n);
@@ -134,7 +139,10 @@ class DecodeFilesRun {
       // Ranks still starting when a signal comes are ended by the group's close.
       await untilAborted(this.started ?? Promise.resolve(), this.hooks.signal);
       const files: DecodedFile[] = [];
-      for (const [i, stored] of storedAll.entries()) {
+      for (let i = 0; i < request.inputs.length; i++) {
+        // A file that changed since it was checked is checked again (decodeOne) before it is decoded.
+        const stored = held ?? (await this.readInput(i));
+        held = null;
         const file = await this.decodeOne(vae, stored, i);
         files.push(file);
         this.hooks.onFile?.(file);
@@ -144,6 +152,11 @@ class DecodeFilesRun {
       await this.group?.close();
       await vae?.dispose();
     }
+  }
+
+  /** Reads latent file `index` (its notes told once). */
+  private readInput(index: number): Promise<Tensor> {
+    return readLatents(this.request.inputs[index]!, { onNote: (text) => this.notice(text) });
   }
 
   /** Tells the caller a line once (the plan-only view and the loaded VAE both decide). */

@@ -21,7 +21,7 @@ import { queueGroup } from './index.js';
 import { tileConformance } from '../../strategies/tile/testing/tile-conformance.js';
 import { tiledDecodeFor } from '../../strategies/tile/tiled-decode.js';
 import { assertSameBits, rejectsWith } from '../testing/assertions.js';
-import { freePort, redisServerPath, startRedisServer, type RedisServer } from '../testing/redis-server.js';
+import { decodeLeftovers, freePort, redisServerPath, startRedisServer, type RedisServer } from '../testing/redis-server.js';
 import { startCorruptingWorker, startWorkerProcess, tinyWorkerArgs, type WorkerProcess } from '../testing/queue-workers.js';
 import { TINY_KL, installPlan, loadTinyVae, seededLatent } from '../testing/tiny-vae.js';
 import { redisOptionsOf } from './connection.js';
@@ -91,9 +91,7 @@ else
     const shared = sharedGroups((ranks) =>
       queueGroup({ connection: server.url, queue: 'conformance', ranks, timeoutMs: 30000, cleanupTimeoutMs: 10000 }),
     );
-    /** Keys that are not BullMQ's queue-level bookkeeping: a decode left them behind. */
-    const leftovers = async () =>
-      (await server.client.keys('*')).filter((k) => !/^bull:[\w.-]+:(meta|events|id|stalled-check|marker)$/.test(k)).sort();
+    const leftovers = () => decodeLeftovers(server.client);
 
     before(async () => {
       dir = mkdtempSync(join(tmpdir(), 'distvae-queue-'));

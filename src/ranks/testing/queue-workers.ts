@@ -49,10 +49,18 @@ export function tinyWorkerArgs(dir: string, klConfig: Record<string, unknown> = 
   ];
 }
 
-/** A `distvae worker` process on `queue` with `workerArgs` (VAE and runtime options); resolves once it serves. */
-export async function startWorkerProcess(redisUrl: string, queue: string, workerArgs: string[]): Promise<WorkerProcess> {
+/**
+ * A `distvae worker` process on `queue` with `workerArgs` (VAE and runtime options); resolves once
+ * it serves. `env` is added to its environment (a marker finds it, and whatever it started, later).
+ */
+export async function startWorkerProcess(
+  redisUrl: string,
+  queue: string,
+  workerArgs: string[],
+  env: Record<string, string> = {},
+): Promise<WorkerProcess> {
   const args = ['--import', import.meta.resolve('tsx'), CLI, 'worker', '--redis', redisUrl, '--queue', queue, ...workerArgs];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const lines = createInterface({ input: child.stdout! });

@@ -1,6 +1,7 @@
 // A redis-server the queue tests own: started on a free loopback port with no persistence,
 // stopped (and waited for) afterwards. `redisServerPath()` is null when redis-server is not
-// installed, so a test file can skip with a clear message (.ci/run installs it).
+// installed, so a test file can skip with a clear message (.ci/run installs it). `decodeLeftovers`
+// lists the keys a decode left behind.
 
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -71,4 +72,12 @@ export async function startRedisServer(options: { password?: string } = {}): Pro
       }
     },
   };
+}
+
+/** BullMQ's queue-level bookkeeping, which outlives every decode by design (its events stream is capped). */
+const QUEUE_BOOKKEEPING = /^bull:[\w.-]+:(meta|events|id|stalled-check|marker)$/;
+
+/** Keys in Redis that are not BullMQ's queue-level bookkeeping: a decode (or its jobs) left them behind. */
+export async function decodeLeftovers(client: Redis): Promise<string[]> {
+  return (await client.keys('*')).filter((k) => !QUEUE_BOOKKEEPING.test(k)).sort();
 }

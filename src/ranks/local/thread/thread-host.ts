@@ -9,6 +9,14 @@ import { rankEntry, startRank, type StartRank } from '../host.js';
 const entry = rankEntry(import.meta.url, 'thread-entry');
 
 /**
+ * V8's young generation of a rank thread (MiB; 3 semi-spaces of 1 MiB). A rank's JS allocates
+ * little besides tile buffers, which live outside the heap; left to V8 the young generation grew
+ * towards its 48 MiB default over the first dozens of files of a `decode --out-dir`, which read
+ * as +35 MiB of RSS between the 5th file and the 50th (bench/results/soak.json).
+ */
+const RANK_YOUNG_GENERATION_MB = 3;
+
+/**
  * A worker cannot take tsx's --import flag, so under tsx a tiny bootstrap registers tsx's
  * loader inside the thread before importing the TypeScript entry.
  */
@@ -26,7 +34,11 @@ export const startThreadRank: StartRank = (init, events, signal) =>
     'worker thread',
     events,
     (ends) => {
-      const worker = new Worker(bootstrap(), { eval: true, workerData: init });
+      const worker = new Worker(bootstrap(), {
+        eval: true,
+        workerData: init,
+        resourceLimits: { maxYoungGenerationSizeMb: RANK_YOUNG_GENERATION_MB },
+      });
       let exited = false;
       let lastError: Error | null = null;
       const gone = new Promise<void>((done) => worker.once('exit', () => done()));
