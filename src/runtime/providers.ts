@@ -84,7 +84,12 @@ const PROBE_SCRIPT = `
 const ort = (await import(process.env.DISTVAE_PROBE_ORT)).default;
 const model = Buffer.from(process.env.DISTVAE_PROBE_MODEL, 'base64');
 try {
-  const session = await ort.InferenceSession.create(model, { executionProviders: [JSON.parse(process.env.DISTVAE_PROBE_EP)], logSeverityLevel: 4 });
+  const extra = { session: JSON.parse(process.env.DISTVAE_PROBE_SESSION || '{}') };
+  const session = await ort.InferenceSession.create(model, { executionProviders: [JSON.parse(process.env.DISTVAE_PROBE_EP)], logSeverityLevel: 4, extra });
+  if (process.env.DISTVAE_PROBE_EXPECT) {
+    const { y } = await session.run({ x: new ort.Tensor('float32', Float32Array.of(1.5), [1]) });
+    if (y.data[0] !== Number(process.env.DISTVAE_PROBE_EXPECT)) throw new Error('the probe graph computed ' + y.data[0] + ' for ' + process.env.DISTVAE_PROBE_EXPECT);
+  }
   await session.release();
   process.exit(0);
 } catch (e) {
@@ -95,14 +100,24 @@ try {
 /** How long a provider's probe may take (driver start-up included). */
 const PROBE_TIMEOUT_MS = 60_000;
 
-function probeInChild(config: ProviderRequest): Promise<string | null> {
+/** What a probe opens besides the default one-node model: its own graph (input x [1], output y), session config, and y for x = 1.5. */
+export interface ProbeGraph {
+  model: Uint8Array;
+  sessionConfig?: Readonly<Record<string, string>>;
+  expect?: number;
+}
+
+/** Opens `graph` (default: one Identity node) on `config` in a child process; null when it worked, else what failed. */
+export function probeInChild(config: ProviderRequest, graph?: ProbeGraph): Promise<string | null> {
   const g = new GraphBuilder('provider_probe');
   g.output('y', g.identity(g.input('x', [1])), [1]);
   const env = {
     ...process.env,
     DISTVAE_PROBE_ORT: pathToFileURL(createRequire(import.meta.url).resolve('onnxruntime-node')).href,
-    DISTVAE_PROBE_MODEL: Buffer.from(g.toModelBytes()).toString('base64'),
+    DISTVAE_PROBE_MODEL: Buffer.from(graph?.model ?? g.toModelBytes()).toString('base64'),
     DISTVAE_PROBE_EP: JSON.stringify(config),
+    DISTVAE_PROBE_SESSION: JSON.stringify(graph?.sessionConfig ?? {}),
+    DISTVAE_PROBE_EXPECT: graph?.expect === undefined ? '' : String(graph.expect),
   };
   return new Promise((resolve) => {
     execFile(
