@@ -94,13 +94,15 @@ function outputType(node: NodeProto, inputTypes: readonly (number | undefined)[]
 /**
  * `model` (a built float32 graph) rewritten to compute in float16, keeping GroupNorm statistics,
  * attention, softmax, normalisations and reductions in float32 (see the header); inputs and
- * outputs stay float32. `fp32` returns the model as it is.
+ * outputs stay float32. `fp32` returns the model as it is. `keepFloat32: false` drops the float32
+ * islands (every float op in float16): for measuring what they prevent, never for decoding.
  */
-export function modelInPrecision(model: ModelProto, precision: Precision): ModelProto {
+export function modelInPrecision(model: ModelProto, precision: Precision, options: { keepFloat32?: boolean } = {}): ModelProto {
   if (precision === 'fp32') return model;
   const graph = model.graph ?? {};
   const original = graph.node ?? [];
-  const fp32 = float32Nodes(model, original);
+  // keepFloat32 false (measurements only: bench/fp16.ts) computes everything in float16, to show what the float32 islands prevent.
+  const fp32 = options.keepFloat32 === false ? new Set<number>() : float32Nodes(model, original);
   const types = new Map<string, number | undefined>();
   for (const t of graph.initializer ?? []) types.set(t.name ?? '', t.data_type ?? DataType.FLOAT);
   for (const v of graph.input ?? []) types.set(v.name ?? '', v.type?.tensor_type?.elem_type ?? DataType.FLOAT);

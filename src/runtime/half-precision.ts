@@ -10,26 +10,13 @@
 // Without shader-f16 the WebGPU provider registers no float16 kernels and the probe fails:
 // PROVIDER_UNAVAILABLE, before any decode work.
 
-import { invalidArgument, reason, refuse } from '../errors.js';
+import { reason, refuse } from '../errors.js';
 import { GraphBuilder } from '../graph/builder.js';
 import { encodeModel } from '../graph/onnx-proto.js';
-import { modelInPrecision, type Precision } from '../graph/precision.js';
+import { modelInPrecision } from '../graph/precision.js';
+import { checkPrecision } from './precision-check.js';
 import { probeInChild } from './providers.js';
 import { providerNameOf, type ProviderRequest } from './session-types.js';
-
-/** Providers that cannot compute in float16 at all (a page's 'wasm' is the CPU's twin). */
-const FLOAT32_ONLY: readonly string[] = ['cpu', 'wasm'];
-
-/** Refuses (INVALID_ARGUMENT) a float16 request on a provider that has no float16 path. */
-export function checkPrecision(provider: string, precision: Precision): void {
-  if (precision !== 'fp16' || !FLOAT32_ONLY.includes(provider)) return;
-  invalidArgument(
-    'precision',
-    precision,
-    "'fp32' on the CPU",
-    `precision 'fp16' runs on a GPU provider whose adapter has shader-f16 (e.g. --provider webgpu); provider '${provider}' computes in float32 only`,
-  );
-}
 
 /** The probe graph: y = Conv(x·1, w=2)·0.5 + 1.5 through float16, resized and gated like a decoder, for x = 1.5 → 3. */
 function probeModel(): Uint8Array {

@@ -27,7 +27,8 @@ import { externalBytesOf } from '../graph/tensor-proto.js';
 import { readExternalBytes } from '../bytes/external-bytes.js';
 import type { Tensor } from '../tensor.js';
 import { checkFeeds } from './feeds.js';
-import { checkPrecision, probeHalfPrecision } from './half-precision.js';
+import { probeHalfPrecision } from './half-precision.js';
+import { checkPrecision } from './precision-check.js';
 import { probeProvider, providerConfig } from './providers.js';
 import { providerNameOf, type ProviderRequest, type Session, type SessionOptions } from './session-types.js';
 

@@ -163,6 +163,8 @@ const CLI_LABELS: OptionLabels = (option) =>
     frameTiling: '--no-frame-tiling',
     fallback: '--no-fallback',
     deviceId: '--device',
+    precision: '--precision',
+    forceFp16: '--force-fp16',
     queueTimeoutMs: '--queue-timeout',
     configPath: '--config',
   })[option as string] ?? `--${option.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -207,6 +209,8 @@ function readDecodeOptions(args: Args): DecodeFilesOptions {
     ...(load.threads !== undefined ? { threads: load.threads } : {}),
     ...(load.provider !== undefined ? { provider: load.provider } : {}),
     ...(load.deviceId !== undefined ? { deviceId: load.deviceId } : {}),
+    ...(load.precision !== undefined ? { precision: load.precision } : {}),
+    ...(load.forceFp16 !== undefined ? { forceFp16: load.forceFp16 } : {}),
     ...(ranks !== undefined ? { ranks } : {}),
     ...(isolation !== undefined ? { isolation } : {}),
     ...(redis !== undefined ? { redis } : {}),
@@ -249,7 +253,7 @@ function describeDecoded({ report, placement, plan, bands, notes }: DecodedFile)
   const { shape, seconds, ranks, files } = report;
   const lines: string[] = [];
   const where = placement.kind === 'queue' ? `queue "${placement.queue}"` : placement.kind;
-  const on = report.provider !== undefined ? ` on ${report.provider}` : '';
+  const on = report.provider !== undefined ? ` on ${report.provider}${report.precision === 'fp16' ? ' in fp16' : ''}` : '';
   if (bands && report.collectives) {
     const rows = bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
     lines.push(
