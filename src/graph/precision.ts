@@ -8,7 +8,9 @@
 // - ops the table marks `precision: 'float32'` (the normalisations, softmax, reductions, Range);
 // - cheap position-wise ops all of whose float consumers run in float32 (the x·x of an RMS norm
 //   spelt as Mul → ReduceMean): their float16 result would overflow (|x| > 256) before the
-//   float32 op sees it. Convolutions and matrix products are never pulled in: they are the cost.
+//   float32 op sees it. Convolutions and matrix products are never pulled in: they are the cost;
+// - cheap ops of statistics alone (a reduction's output with constants: the + ε and √ after a
+//   mean of squares), whose values are squares of activations.
 // Everything else (convolutions, resamples, activations, residual adds) runs in float16.
 //
 // Casts are inserted where a value's type differs from what its consumer computes in, once per
@@ -53,19 +55,37 @@ function float32Nodes(model: ModelProto, nodes: readonly NodeProto[]): Set<numbe
   nodes.forEach((n, i) => {
     if (opRule(n.op_type)?.precision === 'float32') fp32.add(i);
   });
-  // Consumers of each value, and the graph outputs (float32 by contract).
+  // Forwards: cheap ops of statistics alone (a reduction's output, constants, weights) stay
+  // float32 — the ε-add and square root after a mean of squares, which float16 would overflow.
+  const statistics = new Set<string>();
+  const constant = new Set<string>([
+    ...(model.graph?.initializer ?? []).map((t) => t.name ?? ''),
+    ...nodes.filter((n) => n.op_type === 'Constant').map((n) => n.output?.[0] ?? ''),
+  ]);
+  nodes.forEach((n, i) => {
+    const rule = opRule(n.op_type);
+    const inputs = (n.input ?? []).filter((name) => name !== '');
+    const ofStatistics =
+      CHEAP.has(rule?.locality ?? 'unmodelled') &&
+      inputs.some((name) => statistics.has(name)) &&
+      inputs.every((name) => statistics.has(name) || constant.has(name));
+    if (rule?.locality === 'reduction' || ofStatistics) {
+      fp32.add(i);
+      for (const o of n.output ?? []) statistics.add(o);
+    }
+  });
+  // Consumers of each value. Graph outputs are not float32 consumers: pulling a decoder's last
+  // ops into float32 would hold a float32 copy of a full-resolution tensor for one Cast saved.
   const consumers = new Map<string, number[]>();
   nodes.forEach((n, i) => {
     for (const input of n.input ?? []) if (input !== '') consumers.set(input, [...(consumers.get(input) ?? []), i]);
   });
-  const outputs = new Set((model.graph?.output ?? []).map((o) => o.name ?? ''));
   // Backwards, so a chain of cheap ops feeding a float32 op is pulled in whole.
   for (let i = nodes.length - 1; i >= 0; i--) {
     const n = nodes[i]!;
     if (fp32.has(i) || n.op_type === 'Constant' || !CHEAP.has(opRule(n.op_type)?.locality ?? 'unmodelled')) continue;
     const uses = (n.output ?? []).flatMap((o) => consumers.get(o) ?? []);
-    const toOutput = (n.output ?? []).some((o) => outputs.has(o));
-    if ((uses.length > 0 || toOutput) && uses.every((u) => fp32.has(u))) fp32.add(i);
+    if (uses.length > 0 && uses.every((u) => fp32.has(u))) fp32.add(i);
   }
   return fp32;
 }
