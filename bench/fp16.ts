@@ -23,6 +23,7 @@ import { sliceLatent } from '../src/decode/latents.js';
 import { loadVae } from '../src/decode/vae.js';
 import { loadEncoder } from '../src/encode/encoder.js';
 import type { ModelProto, TensorProto } from '../src/graph/onnx-proto.js';
+import { GraphBuilder } from '../src/graph/builder.js';
 import { modelInPrecision } from '../src/graph/precision.js';
 import { externalBytesOf } from '../src/graph/tensor-proto.js';
 import { readExternalBytes } from '../src/bytes/external-bytes.js';
@@ -66,15 +67,19 @@ function stats(t: Tensor): { maxAbs: number; nonFinite: number } {
   return { maxAbs, nonFinite };
 }
 
-function compare(half: Tensor, full: Tensor): { maxAbs: number; relative: number } {
-  let maxAbs = 0;
-  for (let i = 0; i < full.data.length; i++) maxAbs = Math.max(maxAbs, Math.abs(half.data[i]! - full.data[i]!));
-  return { maxAbs, relative: maxAbs / stats(full).maxAbs };
+function compare(half: Tensor, full: Tensor): { maxAbsDiff: number; relativeDiff: number } {
+  let maxAbsDiff = 0;
+  for (let i = 0; i < full.data.length; i++) maxAbsDiff = Math.max(maxAbsDiff, Math.abs(half.data[i]! - full.data[i]!));
+  return { maxAbsDiff, relativeDiff: maxAbsDiff / stats(full).maxAbs };
 }
 
 const webgpu = (precision: 'fp32' | 'fp16'): SessionOptions => ({ provider: 'webgpu', precision, intraOpThreads: 2 });
 
-async function runModel(model: ModelProto, input: Tensor, options: SessionOptions): Promise<{ out: Record<string, Tensor>; seconds: number }> {
+async function runModel(
+  model: ModelProto,
+  input: Tensor,
+  options: SessionOptions,
+): Promise<{ out: Record<string, Tensor>; seconds: number }> {
   const t0 = performance.now();
   const session = await createSession(model, options);
   try {
@@ -107,7 +112,7 @@ async function taef2(): Promise<void> {
     await vae.dispose();
   }
   cell['psnrFp16VsFp32'] = psnr(images['fp16']!, images['fp32']!);
-  cell['maxAbsFp16VsFp32'] = compare(images['fp16']!, images['fp32']!).maxAbs;
+  cell['maxAbsFp16VsFp32'] = compare(images['fp16']!, images['fp32']!).maxAbsDiff;
   results['taef2'] = cell;
   save();
   console.log('taef2', cell);
@@ -143,12 +148,18 @@ function withNormInputs(model: ModelProto): { model: ModelProto; names: string[]
   return { model: { ...model, graph: { ...model.graph, output } }, names };
 }
 
-/** Largest |x| and largest mean of x² per (sample, group) over the GroupNorm inputs. */
-function normMagnitudes(out: Record<string, Tensor>, names: string[], groups: number): { maxAbs: number; maxMeanSquare: number } {
+/** Largest |x| and largest mean of x² per (sample, group) over the GroupNorm inputs, and the input holding the largest |x|. */
+function normMagnitudes(
+  out: Record<string, Tensor>,
+  names: string[],
+  groups: number,
+): { maxAbs: number; maxMeanSquare: number; largest: Tensor } {
   let maxAbs = 0;
   let maxMeanSquare = 0;
+  let largest = out[names[0]!]!;
   for (const name of names) {
     const t = out[name]!;
+    if (stats(t).maxAbs > maxAbs) largest = t;
     const perGroup = t.data.length / t.dims[0]! / groups;
     for (let g = 0; g < t.data.length / perGroup; g++) {
       let sum = 0;
@@ -160,7 +171,36 @@ function normMagnitudes(out: Record<string, Tensor>, names: string[], groups: nu
       maxMeanSquare = Math.max(maxMeanSquare, sum / perGroup);
     }
   }
-  return { maxAbs, maxMeanSquare };
+  return { maxAbs, maxMeanSquare, largest };
+}
+
+/**
+ * One GroupNorm spelt with explicit statistics ('reduce-mean': ReduceMean, x − mean, its square,
+ * ReduceMean) on the decoder's largest GroupNorm input, run in fp32, distvae's fp16 and all-float16:
+ * the float16 square of x − mean overflows to Inf without the float32 islands. (onnxruntime's WebGPU
+ * InstanceNormalization, the decoder's default spelling, sums in float32 internally either way.)
+ */
+async function explicitStatistics(x: Tensor, groups: number): Promise<Record<string, unknown>> {
+  const g = new GraphBuilder('group_norm');
+  const c = x.dims[1]!;
+  const scope = g.scope('norm');
+  const y = scope.groupNorm(
+    g.input('x', x.dims),
+    scope.param('weight', { dims: [c], data: new Float32Array(c).fill(1) }),
+    scope.param('bias', { dims: [c], data: new Float32Array(c) }),
+    { groups, epsilon: 1e-6, form: 'reduce-mean' },
+  );
+  g.output('y', y, x.dims);
+  const model = g.toModel();
+  const full = Object.values((await runModel(model, x, webgpu('fp32'))).out)[0]!;
+  const half = Object.values((await runModel(model, x, webgpu('fp16'))).out)[0]!;
+  const naive = Object.values((await runModel(modelInPrecision(model, 'fp16', { keepFloat32: false }), x, webgpu('fp32'))).out)[0]!;
+  return {
+    input: { dims: x.dims, largest: stats(x).maxAbs },
+    fp32: stats(full),
+    fp16: { ...stats(half), ...compare(half, full) },
+    allFp16: { ...stats(naive) },
+  };
 }
 
 async function sdLayout(): Promise<void> {
@@ -180,6 +220,9 @@ async function sdLayout(): Promise<void> {
     console.log(`scale ${scale}: largest GroupNorm input ${m.maxAbs.toFixed(0)}, largest mean square ${m.maxMeanSquare.toExponential(2)}`);
     if (m.maxAbs >= 2048 || args.scale !== undefined || scale >= 1024) {
       Object.assign(cell, { scale, cpuFp32: { largestNormInput: m.maxAbs, largestNormMeanSquare: m.maxMeanSquare, float16Max: 65504 } });
+      cell['explicitStatistics'] = await explicitStatistics(m.largest, SD_LAYOUT.norm_num_groups);
+      console.log('explicit statistics', cell['explicitStatistics']);
+      save();
       break;
     }
     scale *= 2;

@@ -14,6 +14,7 @@ import { checkProvider } from '../runtime/session.js';
 import type { SessionOptions } from '../runtime/session-types.js';
 import { invalidArgument } from '../errors.js';
 import { PRECISIONS, type Precision } from '../graph/precision.js';
+import { checkPrecision } from '../runtime/precision-check.js';
 import { readVaeSource, vaeSourceOf, type VaeSource } from '../sources/vae-source.js';
 import type { Tensor } from '../tensor.js';
 import { decoderModelOf } from './decoder-model.js';
@@ -44,11 +45,19 @@ export interface LoadOptions {
   forceFp16?: boolean;
 }
 
-/** The precision a VAE decodes in for `options`, and a note when it is not the one asked for. */
-export function resolvePrecision(config: ResolvedConfig, options: LoadOptions): { precision: Precision; note?: string } {
+/** Refuses a precision request that cannot be served whatever the config (before any source is read). */
+function checkPrecisionOptions(options: LoadOptions): Precision {
   const asked = options.precision ?? 'fp32';
   if (!PRECISIONS.includes(asked)) invalidArgument('precision', asked, `one of ${PRECISIONS.join(', ')}`);
   if (options.forceFp16 === true && asked !== 'fp16') invalidArgument('forceFp16', true, "only with precision 'fp16'");
+  // fp16 on the CPU is refused whatever force_upcast says.
+  checkPrecision(options.provider ?? 'cpu', asked);
+  return asked;
+}
+
+/** The precision a VAE decodes in for `options`, and a note when it is not the one asked for. */
+export function resolvePrecision(config: ResolvedConfig, options: LoadOptions): { precision: Precision; note?: string } {
+  const asked = checkPrecisionOptions(options);
   if (asked === 'fp16' && config.fields['force_upcast'] === true && options.forceFp16 !== true) {
     return {
       precision: 'fp32',
@@ -138,6 +147,7 @@ export function sessionOptionsOf(options: LoadOptions, precision: Precision = op
  * of them is kept), so the file must stay in place, unchanged, while the VAE is in use.
  */
 export async function loadVae(source: string | VaeSource, options: LoadOptions & { family?: string } = {}): Promise<Vae> {
+  checkPrecisionOptions(options);
   const resolved = vaeSourceOf(source, options.family);
   const { family, config, runtime, weights, release } = await readVaeSource(resolved);
   const { precision } = resolvePrecision(config, options);

@@ -34,7 +34,8 @@ function tinyGraph(): GraphBuilder {
 }
 
 const lines = (dump: string) => dump.split('\n');
-const nodeLine = (dump: string, name: string) => lines(dump).find((l) => l.startsWith(`node   ${name} = `)) ?? assert.fail(`no node ${name}`);
+const nodeLine = (dump: string, name: string) =>
+  lines(dump).find((l) => l.startsWith(`node   ${name} = `)) ?? assert.fail(`no node ${name}`);
 
 test('fp32 leaves the model as it is', () => {
   const model = tinyGraph().toModel();

@@ -1,9 +1,10 @@
 // Half precision on onnxruntime's WebGPU provider (lavapipe in CI: it has shader-f16): tiny
 // configs decoded in fp16 — whole, tiled, and row-sharded on 2 process ranks (whose GroupNorm
-// statistics merges stay float32) — equal the fp32 WebGPU decode of the same plan within 1e-2 of
-// the output's largest value. The bound: float16 keeps 11 significant bits (a relative rounding
-// of 4.9e-4 per op), and these random-weight decoders chain ~20 convolutions and norms; the
-// measured gaps are 2–5e-3. Trained weights are measured in bench/fp16.ts (TAEF2 ≥ 40 dB PSNR).
+// statistics merges stay float32) — equal the fp32 WebGPU decode of the same plan within 1.5e-2
+// of the output's largest value. The bound: float16 keeps 11 significant bits (a relative
+// rounding of 4.9e-4 per op), and these random-weight decoders chain ~20 convolutions and norms;
+// the gaps measured on lavapipe are 4e-3 (tae) to 7e-3 (shard) — a wrong Cast or an overflow
+// is off by O(1). Trained weights are measured in bench/fp16.ts (TAEF2 ≥ 40 dB PSNR).
 // Without an adapter the tests skip and say so; under CI=true they fail (testing/webgpu-adapter.ts).
 
 import assert from 'node:assert/strict';
@@ -21,7 +22,7 @@ import { seededTensor, type Tensor } from '../tensor.js';
 import { needsWebgpu } from './testing/webgpu-adapter.js';
 
 /** Agreement asked of an fp16 decode, relative to the largest value of the fp32 decode of the same plan (see the header). */
-const FP16_TOLERANCE = 1e-2;
+const FP16_TOLERANCE = 1.5e-2;
 
 const px = (n: number) => ({ height: n, width: n });
 
