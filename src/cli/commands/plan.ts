@@ -1,7 +1,8 @@
 // `distvae plan`: validate a tile plan for a size and show its grid, metrics and schedule, or
 // search plans (--search) and show the frontier and the coarse / balanced / fine picks.
 
-import { alternativeJson, choiceJson, memoryJson } from '../../entries/decode.js';
+import { alternativeJson, choiceJson, memoryJson, resolvePrecision } from '../../entries/decode.js';
+import { PRECISIONS } from '../../entries/graph.js';
 import { describePlan, fitsBudget, hasMemoryModel, planOfTiling, searchWithinBudget, tilingOfPlan } from '../../entries/memory.js';
 import { budgetRefusal, chooseWithinBudget, formatBytes, planReport, predictMemory, searchPlans, setTiling } from '../../index.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
@@ -23,6 +24,15 @@ export const planCommand: CommandSpec = {
     ...TILING_OPTIONS,
     { name: 'ranks', kind: 'string', value: 'R', description: 'ranks the tiles are dealt to (by work, not count)', defaultText: '1' },
     ...MEMORY_OPTIONS,
+    {
+      name: 'precision',
+      kind: 'string',
+      value: 'P',
+      description:
+        "the decode's precision the memory model predicts (fp16: a GPU decode's 2-byte tensors; a config with force_upcast stays fp32)",
+      defaultText: 'fp32',
+    },
+    { name: 'force-fp16', kind: 'boolean', description: 'with --precision fp16: predict fp16 even where the config sets force_upcast' },
     {
       name: 'search',
       kind: 'boolean',
@@ -46,8 +56,18 @@ export const planCommand: CommandSpec = {
   ],
   async run(args, io) {
     const ranks = args.int('ranks', { min: 1, max: 4096 }) ?? 1;
+    const precision = args.choice('precision', PRECISIONS);
+    const forceFp16 = args.flag('force-fp16');
     args.done();
-    const vae = readVaeSpec(args);
+    const spec = readVaeSpec(args);
+    // fp16 is a GPU decode's: the precision as a webgpu decode would resolve it (force_upcast honoured).
+    const vae =
+      precision === undefined && !forceFp16
+        ? spec
+        : {
+            ...spec,
+            precision: resolvePrecision(spec.config, { provider: 'webgpu', ...(precision ? { precision } : {}), forceFp16 }).precision,
+          };
     const sample = readSampleShape(args, vae);
     if (args.flag('search')) {
       for (const name of ['window', 'overlap']) {
