@@ -10,7 +10,12 @@
 import assert from 'node:assert/strict';
 import { after, test, type TestContext } from 'node:test';
 import { loadVae, type LoadOptions, type Vae } from '../decode/vae.js';
-import { KL_SMALL, TAE_SMALL } from '../families/testing/config-files.js';
+import { configFile, KL_SMALL, TAE_SMALL } from '../families/testing/config-files.js';
+import { cli } from '../cli/testing/in-process.js';
+import { writeNpy } from '../io/npy.js';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { RawConfig } from '../families/types.js';
 import { difference } from '../graph/testing/compare.js';
 import { setTiling, type TilingRequest } from '../plan/planner.js';
@@ -62,7 +67,7 @@ for (const c of CASES) {
   });
 }
 
-test('webgpu fp16: a force_upcast config asked for fp16 decodes in fp32 and says why', async (t) => {
+test('webgpu fp16: a force_upcast config asked for fp16 decodes in fp32 and says why (API and CLI warning, JSON precision)', async (t) => {
   if (!(await needsWebgpu(t))) return;
   const vae = await load('autoencoder-kl', KL_SMALL, { precision: 'fp16' });
   try {
@@ -71,6 +76,17 @@ test('webgpu fp16: a force_upcast config asked for fp16 decodes in fp32 and says
   } finally {
     await vae.dispose();
   }
+  const dir = mkdtempSync(join(tmpdir(), 'distvae-fp16-'));
+  const latents = join(dir, 'z.npy');
+  writeNpy(latents, seededTensor([1, 4, 4, 4], 1));
+  const base = ['decode', '--synthetic', '--latents', latents, '--provider', 'webgpu', '--precision', 'fp16', '--json'];
+  const upcast = await cli(...base, '--config', configFile(dir, 'kl.json', KL_SMALL), '--out', join(dir, 'kl.png'));
+  assert.equal(upcast.code, 0, upcast.stderr);
+  assert.match(upcast.stderr, /^warning: the AutoencoderKL config sets force_upcast/m);
+  assert.equal((JSON.parse(upcast.stdout) as { precision: string }).precision, 'fp32');
+  const half = await cli(...base, '--config', configFile(dir, 'tae.json', TAE_SMALL), '--out', join(dir, 'tae.png'));
+  assert.equal(half.code, 0, half.stderr);
+  assert.equal((JSON.parse(half.stdout) as { precision: string }).precision, 'fp16');
 });
 
 let group: LocalGroup | null = null;
