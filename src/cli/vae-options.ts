@@ -5,6 +5,7 @@ import { type RawConfig } from '../entries/families.js';
 import { showNativeOutput } from '../entries/decode.js';
 import { locateVae, readConfigJson } from '../entries/sources.js';
 import { type LoadOptions, type VaeSource } from '../index.js';
+import { PRECISIONS } from '../entries/graph.js';
 import type { Args, OptionSpec } from './args.js';
 
 export const VAE_SOURCE_OPTIONS: OptionSpec[] = [
@@ -41,6 +42,19 @@ export const RUNTIME_OPTIONS: OptionSpec[] = [
     value: 'ID[,ID...]',
     description:
       'device id for the execution provider (webgpu: an adapter of `distvae devices`); decode takes a list mapping ranks to devices round-robin (0,1: ranks 0, 2, … on 0, ranks 1, 3, … on 1)',
+  },
+  {
+    name: 'precision',
+    kind: 'string',
+    value: 'P',
+    description:
+      'fp32, or fp16 on a GPU provider whose adapter has shader-f16 (GroupNorm statistics, softmax and reductions stay float32); a config with force_upcast keeps fp32',
+    defaultText: 'fp32',
+  },
+  {
+    name: 'force-fp16',
+    kind: 'boolean',
+    description: 'with --precision fp16: decode in float16 even where the config sets force_upcast (it may overflow)',
   },
   {
     name: 'verbose',
@@ -100,6 +114,15 @@ export function readLoadOptions(args: Args, options: { list?: boolean } = {}): L
     else if (options.list && /^\d+(,\d+)+$/.test(device)) devices = device.split(',').map(Number);
     else args.refuse('--device', device, valid, `--device ${device}: expected ${valid}`);
   }
+  const precision = args.choice('precision', PRECISIONS);
+  const forceFp16 = args.flag('force-fp16');
+  if (forceFp16 && precision !== 'fp16')
+    args.refuse(
+      '--force-fp16',
+      true,
+      'only with --precision fp16',
+      '--force-fp16 forces float16 over force_upcast; give it with --precision fp16',
+    );
   // Before any rank or probe process starts: they inherit the setting.
   showNativeOutput(args.flag('verbose'));
   args.done();
@@ -108,6 +131,8 @@ export function readLoadOptions(args: Args, options: { list?: boolean } = {}): L
     ...(provider !== undefined ? { provider } : {}),
     ...(deviceId !== undefined ? { deviceId } : {}),
     ...(devices !== undefined ? { devices } : {}),
+    ...(precision !== undefined ? { precision } : {}),
+    ...(forceFp16 ? { forceFp16 } : {}),
   };
 }
 

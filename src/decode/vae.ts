@@ -12,6 +12,9 @@ import type { ModelProto } from '../graph/onnx-proto.js';
 import { providerRequest } from '../runtime/providers.js';
 import { checkProvider } from '../runtime/session.js';
 import type { SessionOptions } from '../runtime/session-types.js';
+import { invalidArgument } from '../errors.js';
+import { PRECISIONS, type Precision } from '../graph/precision.js';
+import { checkPrecision } from '../runtime/precision-check.js';
 import { readVaeSource, vaeSourceOf, type VaeSource } from '../sources/vae-source.js';
 import type { Tensor } from '../tensor.js';
 import { decoderModelOf } from './decoder-model.js';
@@ -30,6 +33,38 @@ export interface LoadOptions {
   threads?: number;
   /** Whether idle intra-op threads spin (default true); off suits cores shared with other work. */
   allowSpinning?: boolean;
+  /**
+   * The precision the decoder computes in (default 'fp32'). 'fp16' runs it in float16 with
+   * GroupNorm statistics, softmax and reductions in float32, on a GPU provider whose adapter has
+   * shader-f16 (refused on 'cpu'). A config with `force_upcast` (diffusers' flag for VAEs that
+   * overflow in float16, true by default for AutoencoderKL) decodes in float32 anyway, as
+   * diffusers does, unless `forceFp16`; `Vae.precision` says which ran and `Vae.precisionNote` why.
+   */
+  precision?: Precision;
+  /** Decode in float16 even where the config asks for float32 (`force_upcast`). */
+  forceFp16?: boolean;
+}
+
+/** Refuses a precision request that cannot be served whatever the config (before any source is read). */
+function checkPrecisionOptions(options: LoadOptions): Precision {
+  const asked = options.precision ?? 'fp32';
+  if (!PRECISIONS.includes(asked)) invalidArgument('precision', asked, `one of ${PRECISIONS.join(', ')}`);
+  if (options.forceFp16 === true && asked !== 'fp16') invalidArgument('forceFp16', true, "only with precision 'fp16'");
+  // fp16 on the CPU is refused whatever force_upcast says.
+  checkPrecision(options.provider ?? 'cpu', asked);
+  return asked;
+}
+
+/** The precision a VAE decodes in for `options`, and a note when it is not the one asked for. */
+export function resolvePrecision(config: ResolvedConfig, options: LoadOptions): { precision: Precision; note?: string } {
+  const asked = checkPrecisionOptions(options);
+  if (asked === 'fp16' && config.fields['force_upcast'] === true && options.forceFp16 !== true) {
+    return {
+      precision: 'fp32',
+      note: `the ${config.className} config sets force_upcast, so it decodes in float32 as diffusers does (the VAE may overflow float16); force float16 with --force-fp16 (forceFp16)`,
+    };
+  }
+  return { precision: asked };
 }
 
 /**
@@ -40,6 +75,10 @@ export interface LoadOptions {
  */
 export class Vae extends BoundVae {
   private hash: string | null = null;
+  /** The precision the decoder computes in: the one asked for, unless the config's force_upcast kept float32. */
+  readonly precision: Precision;
+  /** Why `precision` is not the one asked for (force_upcast), to show the user as a warning. */
+  readonly precisionNote: string | undefined;
 
   constructor(
     family: FamilySpec,
@@ -53,6 +92,9 @@ export class Vae extends BoundVae {
     private readonly release: () => void = () => undefined,
   ) {
     super(family, config, runtime, runner, weights);
+    const { precision, note } = resolvePrecision(config, loadOptions);
+    this.precision = precision;
+    this.precisionNote = note;
   }
 
   /** `decode(z).sample` as diffusers returns it, including the family's post-processing. */
@@ -87,9 +129,10 @@ export class Vae extends BoundVae {
 }
 
 /** The onnxruntime session settings that load options ask for: the provider name and device id checked into a typed request. */
-export function sessionOptionsOf(options: LoadOptions): SessionOptions {
+export function sessionOptionsOf(options: LoadOptions, precision: Precision = options.precision ?? 'fp32'): SessionOptions {
   return {
     provider: providerRequest(options.provider ?? 'cpu', options.deviceId),
+    ...(precision !== 'fp32' ? { precision } : {}),
     ...(options.threads !== undefined ? { intraOpThreads: options.threads } : {}),
     ...(options.allowSpinning !== undefined ? { allowSpinning: options.allowSpinning } : {}),
   };
@@ -104,10 +147,12 @@ export function sessionOptionsOf(options: LoadOptions): SessionOptions {
  * of them is kept), so the file must stay in place, unchanged, while the VAE is in use.
  */
 export async function loadVae(source: string | VaeSource, options: LoadOptions & { family?: string } = {}): Promise<Vae> {
+  checkPrecisionOptions(options);
   const resolved = vaeSourceOf(source, options.family);
   const { family, config, runtime, weights, release } = await readVaeSource(resolved);
-  const sessionOptions = sessionOptionsOf(options);
-  // The provider is checked now; the decoder's sessions are built by the first decode.
+  const { precision } = resolvePrecision(config, options);
+  const sessionOptions = sessionOptionsOf(options, precision);
+  // The provider (and its float16 support) is checked now; the decoder's sessions are built by the first decode.
   await checkProvider(sessionOptions);
   const runner = new LazyTileRunner(() => runtime.createTileRunner(config, weights, sessionOptions));
   const loadOptions: LoadOptions = {
@@ -115,6 +160,8 @@ export async function loadVae(source: string | VaeSource, options: LoadOptions &
     ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
     ...(options.allowSpinning !== undefined ? { allowSpinning: options.allowSpinning } : {}),
+    ...(options.precision !== undefined ? { precision: options.precision } : {}),
+    ...(options.forceFp16 !== undefined ? { forceFp16: options.forceFp16 } : {}),
   };
   return new Vae(family, config, runtime, runner, resolved, loadOptions, weights, release);
 }

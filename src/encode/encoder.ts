@@ -9,7 +9,7 @@
 // (the CLI's --crop cuts to a valid size instead; `cropToMultiple` does it here).
 
 import { boundEncoder, type BoundEncoder } from './bound-encoder.js';
-import { sessionOptionsOf, type LoadOptions } from '../decode/vae.js';
+import { resolvePrecision, sessionOptionsOf, type LoadOptions } from '../decode/vae.js';
 import { readVaeSource, vaeSourceOf, type VaeSource } from '../sources/vae-source.js';
 
 export { checkImage, cropToMultiple } from './image-check.js';
@@ -26,6 +26,10 @@ export interface Encoder extends BoundEncoder {
 export async function loadEncoder(source: string | VaeSource, options: LoadOptions & { family?: string } = {}): Promise<Encoder> {
   const resolved = vaeSourceOf(source, options.family);
   const { family, config, runtime, weights } = await readVaeSource(resolved, 'encoder');
-  const runner = await runtime.encoder!.createRunner(config, weights, sessionOptionsOf(options));
+  const runner = await runtime.encoder!.createRunner(
+    config,
+    weights,
+    sessionOptionsOf(options, resolvePrecision(config, options).precision),
+  );
   return { ...boundEncoder(family, config, runner), source: resolved };
 }

@@ -12,3 +12,4 @@ export { decodeFilesReasons, OUTPUT_FORMATS, type OptionLabels, type OutputForma
 export { installRequestedTiling } from '../session/decision.js';
 export { alternativeJson, choiceJson, memoryJson, type ChoiceReport, type FileProgress, type MemoryReport } from '../session/report.js';
 export { showNativeOutput } from '../runtime/native-output.js';
+export { resolvePrecision } from '../decode/vae.js';

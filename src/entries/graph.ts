@@ -4,4 +4,5 @@
 export { analyzeLocality, formatScale, type LocalityReport, type StageLocality } from '../graph/locality.js';
 export { formatRatio } from '../graph/ratio.js';
 export { dumpModel } from '../graph/dump.js';
+export { modelInPrecision, PRECISIONS, type Precision } from '../graph/precision.js';
 export { decodeModel, encodeModel, type ModelProto } from '../graph/onnx-proto.js';

@@ -122,4 +122,6 @@ export interface VaeSpec {
   readonly config: ResolvedConfig;
   readonly geometry: VaeGeometry;
   tiling: TilingState;
+  /** The precision the decoder computes in (a loaded Vae's; absent: fp32): the memory model sizes float16 tensors at 2 bytes. */
+  readonly precision?: 'fp32' | 'fp16';
 }

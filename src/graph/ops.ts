@@ -63,9 +63,21 @@ export type LocalityRule =
   | 'unsqueeze'
   | 'unmodelled';
 
+/**
+ * How an op runs in a float16 graph (precision.ts): `follow` (the default) computes in the
+ * graph's precision; `float32` computes in float32 between Casts even in a float16 graph — the
+ * normalisations, softmax and reductions, whose sums and squares overflow float16's 65504 at the
+ * activations a real VAE decoder reaches.
+ */
+export type OpPrecision = 'follow' | 'float32';
+
 export interface OpRule {
   shape: ShapeRule;
   locality: LocalityRule;
+  /** How the op runs in a float16 graph; absent: `follow`. */
+  precision?: OpPrecision;
+  /** Float inputs whose type is fixed by the op rather than tied to its data type T (Resize's roi and scales): never cast. */
+  fixedInputs?: readonly number[];
 }
 
 export const ITEM_BYTES: Readonly<Record<number, number>> = {
@@ -223,14 +235,14 @@ export const OPS = {
   Max: { locality: 'elementwise', shape: broadcasting(firstItemBytes) },
   Greater: { locality: 'elementwise', shape: broadcasting(() => 1) },
   Where: { locality: 'elementwise', shape: broadcasting((c) => c.need(1).itemBytes) },
-  Softmax: { locality: 'softmax', shape: sameShape() },
-  LayerNormalization: { locality: 'layer-norm', shape: sameShape() },
-  InstanceNormalization: { locality: 'statistics', shape: sameShape() },
-  GroupNormalization: { locality: 'statistics', shape: sameShape() },
+  Softmax: { locality: 'softmax', shape: sameShape(), precision: 'float32' },
+  LayerNormalization: { locality: 'layer-norm', shape: sameShape(), precision: 'float32' },
+  InstanceNormalization: { locality: 'statistics', shape: sameShape(), precision: 'float32' },
+  GroupNormalization: { locality: 'statistics', shape: sameShape(), precision: 'float32' },
   BatchNormalization: { locality: 'batch-norm', shape: sameShape() },
-  ReduceMean: { locality: 'reduction', shape: reduction },
-  ReduceL2: { locality: 'reduction', shape: reduction },
-  ReduceSumSquare: { locality: 'reduction', shape: reduction },
+  ReduceMean: { locality: 'reduction', shape: reduction, precision: 'float32' },
+  ReduceL2: { locality: 'reduction', shape: reduction, precision: 'float32' },
+  ReduceSumSquare: { locality: 'reduction', shape: reduction, precision: 'float32' },
   ReduceProd: { locality: 'reduction', shape: reduction },
   Shape: {
     locality: 'shape',
@@ -369,6 +381,7 @@ export const OPS = {
   },
   Range: {
     locality: 'unmodelled',
+    precision: 'float32',
     shape: (c) => {
       const [start, limit, delta] = [c.need(0).values?.[0], c.need(1).values?.[0], c.need(2).values?.[0]];
       if (start === undefined || limit === undefined || delta === undefined) return c.refuse('its bounds are not constant');
@@ -409,6 +422,7 @@ export const OPS = {
   },
   Resize: {
     locality: 'resize',
+    fixedInputs: [1, 2],
     shape: (c) => {
       const s = c.need(0);
       const sizes = c.inputs[3]?.values;

@@ -53,6 +53,8 @@ function topologyOf(model: ModelProto): Topology {
   const bufferOf = new Map<string, string>();
   const lastUse = new Map<string, number>();
   const allocates: string[][] = nodes.map(() => []);
+  // A Cast of a weight is folded by onnxruntime into a weight of the new type (graph/precision.ts): counted with the weights.
+  const initializers = new Set((graph.initializer ?? []).map((t) => t.name!));
   nodes.forEach((node, i) => {
     for (const name of node.input ?? []) {
       const b = bufferOf.get(name);
@@ -66,7 +68,8 @@ function topologyOf(model: ModelProto): Topology {
         return;
       }
       bufferOf.set(name, name);
-      if (node.op_type !== 'Constant') allocates[i]!.push(name);
+      const folded = node.op_type === 'Constant' || (node.op_type === 'Cast' && initializers.has(node.input?.[0] ?? ''));
+      if (!folded) allocates[i]!.push(name);
       lastUse.set(name, i);
     });
   });

@@ -8,6 +8,7 @@
 // buffers from the plan's grid. Families that describe no decoder graphs are refused by name.
 
 import { decoderModelOf } from '../decode/decoder-model.js';
+import { modelInPrecision, type Precision } from '../graph/precision.js';
 import { DistVaeError, reason } from '../errors.js';
 import { familyNamesWhere, runtimeOf } from '../families/registry.js';
 import type { FamilyRuntime } from '../families/runtime-types.js';
@@ -145,6 +146,7 @@ export interface MemoryModelOptions {
 interface ArchitectureMemory {
   runtime: FamilyRuntime;
   config: VaeSpec['config'];
+  precision: Precision;
   /** Every weight a view of one shared zero buffer (shapes only). */
   weights: Map<string, Tensor>;
   /** The fused decoder graph, for families that expose it (shard, exact-tile, halos). */
@@ -160,7 +162,7 @@ interface ArchitectureMemory {
 const architectures = new Map<string, ArchitectureMemory>();
 
 function architectureKey(vae: VaeSpec): string {
-  return `${vae.family.name}:${JSON.stringify(vae.config.fields)}`;
+  return `${vae.family.name}:${vae.precision ?? 'fp32'}:${JSON.stringify(vae.config.fields)}`;
 }
 
 /** What the memory model reads of an architecture: its graphs with zero weights (shapes only). */
@@ -180,12 +182,14 @@ function architectureOf(vae: VaeSpec): ArchitectureMemory {
     throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
   }
   const params = runtime.decoderParams(vae.config);
+  const precision = vae.precision ?? 'fp32';
   let largest = 0;
   let weightBytes = 0;
   for (const p of params) {
     const n = p.dims.reduce((a, b) => a * b, 1);
     largest = Math.max(largest, n);
-    weightBytes += 4 * n;
+    // In float16 the sessions hold each weight folded to float16 (graph/precision.ts).
+    weightBytes += (precision === 'fp16' ? 2 : 4) * n;
   }
   const zeros = new Float32Array(largest);
   const weights = new Map<string, Tensor>(
@@ -200,8 +204,19 @@ function architectureOf(vae: VaeSpec): ArchitectureMemory {
       },
     ]),
   );
-  const model = runtime.decoderGraph ? decoderModelOf(vae.family, runtime, vae.config, weights) : null;
-  const entry: ArchitectureMemory = { runtime, config: vae.config, weights, model, weightBytes, runs: new Map(), shapes: new Map() };
+  // The graphs as the sessions run them: in float16 with their Casts, so tensors are sized by their element type.
+  const fused = runtime.decoderGraph ? decoderModelOf(vae.family, runtime, vae.config, weights) : null;
+  const model = fused && modelInPrecision(fused, precision);
+  const entry: ArchitectureMemory = {
+    runtime,
+    config: vae.config,
+    precision,
+    weights,
+    model,
+    weightBytes,
+    runs: new Map(),
+    shapes: new Map(),
+  };
   architectures.set(key, entry);
   return entry;
 }
@@ -223,9 +238,10 @@ function runsFor(arch: ArchitectureMemory, dims: readonly number[]): SessionRun[
   const key = dims.join('x');
   let runs = arch.runs.get(key);
   if (!runs) {
-    const description = arch.runtime.memoryRuns?.(arch.config, arch.weights, dims) ?? {
-      sessions: [{ key: 'decoder', model: arch.model!, runs: 1 }],
-    };
+    const own = arch.runtime.memoryRuns?.(arch.config, arch.weights, dims);
+    const description = own
+      ? { ...own, sessions: own.sessions.map((s) => ({ ...s, model: modelInPrecision(s.model, arch.precision) })) }
+      : { sessions: [{ key: 'decoder', model: arch.model!, runs: 1 }] };
     runs = sessionRuns(description, dims);
     arch.runs.set(key, runs);
   }

@@ -84,7 +84,12 @@ const PROBE_SCRIPT = `
 const ort = (await import(process.env.DISTVAE_PROBE_ORT)).default;
 const model = Buffer.from(process.env.DISTVAE_PROBE_MODEL, 'base64');
 try {
-  const session = await ort.InferenceSession.create(model, { executionProviders: [JSON.parse(process.env.DISTVAE_PROBE_EP)], logSeverityLevel: 4 });
+  const extra = { session: JSON.parse(process.env.DISTVAE_PROBE_SESSION || '{}') };
+  const session = await ort.InferenceSession.create(model, { executionProviders: [JSON.parse(process.env.DISTVAE_PROBE_EP)], logSeverityLevel: 4, extra });
+  if (process.env.DISTVAE_PROBE_EXPECT) {
+    const { y } = await session.run({ x: new ort.Tensor('float32', Float32Array.of(1.5), [1]) });
+    if (y.data[0] !== Number(process.env.DISTVAE_PROBE_EXPECT)) throw new Error('the probe graph computed ' + y.data[0] + ' for ' + process.env.DISTVAE_PROBE_EXPECT);
+  }
   await session.release();
   process.exit(0);
 } catch (e) {
@@ -95,6 +100,13 @@ try {
 /** How long a provider's probe may take (driver start-up included). */
 const PROBE_TIMEOUT_MS = 60_000;
 
+/** What a probe opens besides the default one-node model: its own graph (input x [1], output y), session config, and y for x = 1.5. */
+export interface ProbeGraph {
+  model: Uint8Array;
+  sessionConfig?: Readonly<Record<string, string>>;
+  expect?: number;
+}
+
 /** What a probe process said: null when the session opened, else why not; and its stderr (the drivers' lines). */
 export interface ProbeResult {
   failure: string | null;
@@ -102,19 +114,25 @@ export interface ProbeResult {
 }
 
 /**
- * Opens a one-node session on `config` in a child process with `env` laid over this process's
- * environment (an undefined value removes a variable; runtime/devices.ts lists adapters through
- * it), and reports how it went.
+ * Opens `graph` (default: one Identity node) on `config` in a child process with `env` laid over
+ * this process's environment (an undefined value removes a variable; runtime/devices.ts lists
+ * adapters through it), and reports how it went.
  */
-export function runProbeProcess(config: ProviderRequest, env: Readonly<Record<string, string | undefined>> = {}): Promise<ProbeResult> {
+export function runProbeProcess(
+  config: ProviderRequest,
+  env: Readonly<Record<string, string | undefined>> = {},
+  graph?: ProbeGraph,
+): Promise<ProbeResult> {
   const g = new GraphBuilder('provider_probe');
   g.output('y', g.identity(g.input('x', [1])), [1]);
   const childEnv = {
     ...process.env,
     ...env,
     DISTVAE_PROBE_ORT: pathToFileURL(createRequire(import.meta.url).resolve('onnxruntime-node')).href,
-    DISTVAE_PROBE_MODEL: Buffer.from(g.toModelBytes()).toString('base64'),
+    DISTVAE_PROBE_MODEL: Buffer.from(graph?.model ?? g.toModelBytes()).toString('base64'),
     DISTVAE_PROBE_EP: JSON.stringify(ortProviderEntry(config)),
+    DISTVAE_PROBE_SESSION: JSON.stringify(graph?.sessionConfig ?? {}),
+    DISTVAE_PROBE_EXPECT: graph?.expect === undefined ? '' : String(graph.expect),
   };
   return new Promise((resolve) => {
     execFile(
@@ -141,8 +159,9 @@ export function runProbeProcess(config: ProviderRequest, env: Readonly<Record<st
   });
 }
 
-async function probeInChild(config: ProviderRequest): Promise<string | null> {
-  const { failure, stderr } = await runProbeProcess(config);
+/** Opens `graph` (default: one Identity node) on `config` in a child process; null when it worked, else what failed. */
+export async function probeInChild(config: ProviderRequest, graph?: ProbeGraph): Promise<string | null> {
+  const { failure, stderr } = await runProbeProcess(config, {}, graph);
   // The provider's own lines stay in the probe unless they are asked for (runtime/native-output.ts).
   if (nativeOutputShown() && stderr) process.stderr.write(stderr);
   return failure;

@@ -5,6 +5,7 @@
 // are checked against SessionModule instead (session-types.test.ts). No onnxruntime import here.
 
 import type { ModelProto } from '../graph/onnx-proto.js';
+import type { Precision } from '../graph/precision.js';
 import type { Tensor } from '../tensor.js';
 
 /** An execution provider distvae knows how to request on Node (EXECUTION_PROVIDERS describes each). */
@@ -65,6 +66,12 @@ export type GraphOptimizationLevel = 'disabled' | 'basic' | 'extended' | 'all';
 export interface SessionOptions {
   /** Execution provider and its settings; 'cpu' by default. Never silently replaced by another. */
   provider?: ProviderRequest;
+  /**
+   * The precision the graphs compute in (default 'fp32'). 'fp16' rewrites each model before its
+   * session opens (graph/precision.ts: float16 activations and weights, statistics, softmax and
+   * reductions in float32, inputs and outputs float32); refused on the CPU provider.
+   */
+  precision?: Precision;
   /** Threads one operator may use; default: all logical CPUs of this machine. */
   intraOpThreads?: number;
   /** Threads for running independent nodes concurrently (only with executionMode 'parallel'); default 1. */

@@ -21,12 +21,15 @@ import { availableParallelism } from 'node:os';
 import { basename, dirname } from 'node:path';
 import ort from 'onnxruntime-node';
 import { DistVaeError, invalidArgument } from '../errors.js';
-import { encodeModel, type ModelProto, type TensorProto } from '../graph/onnx-proto.js';
+import { decodeModel, encodeModel, type ModelProto, type TensorProto } from '../graph/onnx-proto.js';
+import { modelInPrecision } from '../graph/precision.js';
 import { externalBytesOf } from '../graph/tensor-proto.js';
 import { readExternalBytes } from '../bytes/external-bytes.js';
 import type { Tensor } from '../tensor.js';
 import { checkFeeds } from './feeds.js';
 import { pinAdapter } from './devices.js';
+import { probeHalfPrecision } from './half-precision.js';
+import { checkPrecision } from './precision-check.js';
 import { adapterOf, probeProvider, providerConfig } from './providers.js';
 import { providerNameOf, type ProviderRequest, type Session, type SessionOptions } from './session-types.js';
 
@@ -65,10 +68,12 @@ export function ortOptions(
 export async function checkProvider(options: SessionOptions = {}): Promise<void> {
   const request = options.provider ?? 'cpu';
   const provider = providerNameOf(request);
+  checkPrecision(provider, options.precision ?? 'fp32');
   // A webgpu adapter is chosen through the environment, before Dawn starts here or in the probe.
   const adapter = adapterOf(request);
   if (adapter !== undefined) await pinAdapter(adapter);
   if (provider !== 'cpu') await probeProvider(provider, providerConfig(request));
+  if (options.precision === 'fp16') await probeHalfPrecision(providerConfig(request));
 }
 
 /**
@@ -105,8 +110,11 @@ export function sessionModelBytes(model: ModelProto): { bytes: Uint8Array; exter
 export async function createSession(model: Uint8Array | ModelProto, options: SessionOptions = {}): Promise<Session> {
   const config = providerConfig(options.provider ?? 'cpu');
   const provider = providerNameOf(config);
+  const precision = options.precision ?? 'fp32';
+  checkPrecision(provider, precision);
+  const graph = precision === 'fp32' ? model : modelInPrecision(model instanceof Uint8Array ? decodeModel(model) : model, precision);
   const { bytes: modelBytes, externalFolder } =
-    model instanceof Uint8Array ? { bytes: model, externalFolder: undefined } : sessionModelBytes(model);
+    graph instanceof Uint8Array ? { bytes: graph, externalFolder: undefined } : sessionModelBytes(graph);
   const settings = ortOptions(options, config, externalFolder);
   await checkProvider(options);
   let session: ort.InferenceSession;

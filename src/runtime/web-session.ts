@@ -11,7 +11,9 @@
 
 import * as ort from 'onnxruntime-web/webgpu';
 import { DistVaeError, reason, refuse } from '../errors.js';
-import { encodeModel, type ModelProto } from '../graph/onnx-proto.js';
+import { decodeModel, encodeModel, type ModelProto } from '../graph/onnx-proto.js';
+import { modelInPrecision } from '../graph/precision.js';
+import { checkPrecision } from './precision-check.js';
 import type { Tensor } from '../tensor.js';
 import { checkFeeds } from './feeds.js';
 import { providerNameOf, type ProviderRequest, type Session, type SessionOptions, type WebProvider } from './session-types.js';
@@ -69,9 +71,24 @@ function webProvider(request: ProviderRequest | undefined): WebProvider {
 
 /** Fails, naming what is available, when the provider cannot be served in this page. */
 export async function checkProvider(options: SessionOptions = {}): Promise<void> {
+  checkPrecision(webProvider(options.provider), options.precision ?? 'fp32');
   if (webProvider(options.provider) !== 'webgpu') return;
-  const gpu = (globalThis as { navigator?: { gpu?: { requestAdapter(): Promise<unknown> } } }).navigator?.gpu;
+  const gpu = (globalThis as { navigator?: { gpu?: { requestAdapter(): Promise<{ features?: ReadonlySet<string> } | null> } } }).navigator
+    ?.gpu;
   const adapter = gpu ? await gpu.requestAdapter() : null;
+  // A page can read the adapter's features: float16 needs shader-f16.
+  if (adapter && options.precision === 'fp16' && adapter.features?.has('shader-f16') !== true) {
+    refuse(
+      'PROVIDER_UNAVAILABLE',
+      reason(
+        'PROVIDER_UNAVAILABLE',
+        'precision',
+        'fp16',
+        "'fp32' on this adapter",
+        "precision 'fp16' needs a WebGPU adapter with shader-f16, and this page's adapter lacks it",
+      ),
+    );
+  }
   if (!adapter) {
     const r = reason(
       'PROVIDER_UNAVAILABLE',
@@ -89,7 +106,10 @@ export async function createSession(model: Uint8Array | ModelProto, options: Ses
   const provider = webProvider(options.provider);
   // The WebGPU provider's settings travel as onnxruntime's own entry; otherwise the name is the entry.
   const config = provider === 'webgpu' && typeof options.provider === 'object' ? options.provider : provider;
-  const modelBytes = model instanceof Uint8Array ? model : encodeModel(model);
+  checkPrecision(provider, options.precision ?? 'fp32');
+  const precision = options.precision ?? 'fp32';
+  const graph = precision === 'fp32' ? model : modelInPrecision(model instanceof Uint8Array ? decodeModel(model) : model, precision);
+  const modelBytes = graph instanceof Uint8Array ? graph : encodeModel(graph);
   configured = true;
   let session: ort.InferenceSession;
   try {

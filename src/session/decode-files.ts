@@ -6,6 +6,7 @@
 // architecture is known without them.
 
 import { refuse, reason } from '../errors.js';
+import type { Precision } from '../graph/precision.js';
 import type { Tensor } from '../tensor.js';
 import type { VaeSpec } from '../families/types.js';
 import { sampleShapeOf, type LatentShape } from '../plan/shapes.js';
@@ -128,6 +129,7 @@ class DecodeFilesRun {
     let vae: Vae | null = null;
     try {
       vae = await loadVae(request.source, request.loadOptions);
+      if (vae.precisionNote !== undefined) this.notice(`warning: ${vae.precisionNote}`);
       // A signal that came during the (synchronous) load is acted on now: no rank is started after it.
       throwIfAborted(this.hooks.signal);
       const first = this.configure(vae, held, request.inputs[0]!, request.outputs[0]!);
@@ -297,7 +299,7 @@ class DecodeFilesRun {
       ? await this.decodeLaddered(vae, latents, out, options)
       : await this.decodeAsPlanned(vae, latents, out, options);
     const seconds = (performance.now() - t0) / 1000;
-    return this.report(latentsPath, decoded, grid, seconds);
+    return this.report(latentsPath, decoded, grid, seconds, vae.precision);
   }
 
   /** The policy's choice with its fallback ladder: each attempt on its own process ranks. */
@@ -344,7 +346,7 @@ class DecodeFilesRun {
   }
 
   /** What a decode did: the report, where it ran and the plan in words. */
-  private report(latentsPath: string, decoded: Decoded, grid: TileGrid, seconds: number): DecodedFile {
+  private report(latentsPath: string, decoded: Decoded, grid: TileGrid, seconds: number, precision: Precision): DecodedFile {
     const { request } = this;
     const { options } = request;
     const { sample, files, stats, used, attempts } = decoded;
@@ -366,7 +368,7 @@ class DecodeFilesRun {
       seconds,
       ranks,
       strategy: this.strategyNow(),
-      ...(options.redis === undefined ? { provider: request.loadOptions.provider ?? 'cpu' } : {}),
+      ...(options.redis === undefined ? { provider: request.loadOptions.provider ?? 'cpu', precision } : {}),
       ...(options.redis === undefined && (options.provider ?? 'cpu') !== 'cpu'
         ? { devices: ranks.map((r) => this.deviceOfRank(r.rank)) }
         : {}),

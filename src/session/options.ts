@@ -10,6 +10,7 @@ import { refuse, reason, type Reason } from '../errors.js';
 import type { Size2 } from '../families/types.js';
 import type { VaeSource } from '../sources/vae-source.js';
 import type { LoadOptions } from '../decode/vae.js';
+import type { Precision } from '../graph/precision.js';
 import { expandLatentsArg, latentsStem } from '../io/latents.js';
 import { isVideoPath, VIDEO_EXTENSIONS } from '../io/video.js';
 import type { Isolation } from '../ranks/local/local-group.js';
@@ -89,6 +90,10 @@ export interface DecodeFilesOptions {
    * refused before any work. Several GPUs are untested (CI and the GPU machine have one each).
    */
   devices?: number[];
+  /** 'fp16': decode in float16 on a GPU provider with shader-f16 (LoadOptions.precision); default 'fp32'. */
+  precision?: Precision;
+  /** Decode in float16 even where the config sets force_upcast (LoadOptions.forceFp16). */
+  forceFp16?: boolean;
   /** Redis URL of a queue whose `distvae worker`s decode the tiles (blended tiles only). */
   redis?: string;
   /** Queue name with `redis` (default distvae). */
@@ -198,6 +203,8 @@ export function readDecodeRequest(options: DecodeFilesOptions, labels: OptionLab
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
       ...(options.provider !== undefined ? { provider: options.provider } : {}),
       ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
+      ...(options.precision !== undefined ? { precision: options.precision } : {}),
+      ...(options.forceFp16 !== undefined ? { forceFp16: options.forceFp16 } : {}),
     },
     strategy: options.strategy ?? 'tile',
     ranks: options.ranks ?? 1,
@@ -400,7 +407,7 @@ function placementReasons(options: DecodeFilesOptions, label: OptionLabels): Rea
         `${label('isolation')} applies to local ranks; with ${label('redis')} the tiles are decoded by \`distvae worker\` processes`,
       );
     // The coordinator of a queue decode never runs the decoder: these would do nothing.
-    for (const name of ['threads', 'deviceId', 'provider'] as const) {
+    for (const name of ['threads', 'deviceId', 'provider', 'precision', 'forceFp16'] as const) {
       if (options[name] !== undefined)
         refused(
           name,

@@ -10,6 +10,7 @@ import type { MemoryBudget, PlanAlternative } from '../memory/policy.js';
 import type { RankFailure } from '../ranks/group.js';
 import type { CommCounters } from '../ranks/program.js';
 import type { Strategy } from '../strategies/index.js';
+import type { Precision } from '../graph/precision.js';
 
 /** A plan as the reports show it. */
 export interface ChoiceReport {
@@ -61,6 +62,8 @@ export interface DecodeReport {
    * with the device it ran on, and the cap (`maxDeviceMemory`) where given.
    */
   deviceMemory?: { limitBytes: number | null; ranks: { rank: number; device: number; predictedBytes: number }[] };
+  /** The precision the local ranks decoded in (fp16 only where asked and the config's force_upcast allowed it); absent with provider. */
+  precision?: Precision;
   /** Row sharding: the bands, and the collectives summed over the ranks. */
   bands?: number;
   collectives?: CommCounters;

@@ -164,6 +164,8 @@ const CLI_LABELS: OptionLabels = (option) =>
     fallback: '--no-fallback',
     deviceId: '--device',
     devices: '--device',
+    precision: '--precision',
+    forceFp16: '--force-fp16',
     queueTimeoutMs: '--queue-timeout',
     configPath: '--config',
   })[option as string] ?? `--${option.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -209,6 +211,8 @@ function readDecodeOptions(args: Args): DecodeFilesOptions {
     ...(load.provider !== undefined ? { provider: load.provider } : {}),
     ...(load.deviceId !== undefined ? { deviceId: load.deviceId } : {}),
     ...(load.devices !== undefined ? { devices: load.devices } : {}),
+    ...(load.precision !== undefined ? { precision: load.precision } : {}),
+    ...(load.forceFp16 !== undefined ? { forceFp16: load.forceFp16 } : {}),
     ...(ranks !== undefined ? { ranks } : {}),
     ...(isolation !== undefined ? { isolation } : {}),
     ...(redis !== undefined ? { redis } : {}),
@@ -251,7 +255,7 @@ function describeDecoded({ report, placement, plan, bands, notes }: DecodedFile)
   const { shape, seconds, ranks, files } = report;
   const lines: string[] = [];
   const where = placement.kind === 'queue' ? `queue "${placement.queue}"` : placement.kind;
-  const on = report.provider !== undefined ? ` on ${report.provider}` : '';
+  const on = report.provider !== undefined ? ` on ${report.provider}${report.precision === 'fp16' ? ' in fp16' : ''}` : '';
   if (bands && report.collectives) {
     const rows = bands.map((b) => `rank ${b.rank} latent rows [${b.start}, ${b.end})`).join(', ');
     lines.push(

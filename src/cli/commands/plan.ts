@@ -1,7 +1,8 @@
 // `distvae plan`: validate a tile plan for a size and show its grid, metrics and schedule, or
 // search plans (--search) and show the frontier and the coarse / balanced / fine picks.
 
-import { alternativeJson, choiceJson, memoryJson } from '../../entries/decode.js';
+import { alternativeJson, choiceJson, memoryJson, resolvePrecision } from '../../entries/decode.js';
+import { PRECISIONS } from '../../entries/graph.js';
 import {
   checkRequestFits,
   describePlan,
@@ -47,6 +48,15 @@ export const planCommand: CommandSpec = {
     },
     ...MEMORY_OPTIONS,
     {
+      name: 'precision',
+      kind: 'string',
+      value: 'P',
+      description:
+        "the decode's precision the memory model predicts (fp16: a GPU decode's 2-byte tensors; a config with force_upcast stays fp32)",
+      defaultText: 'fp32',
+    },
+    { name: 'force-fp16', kind: 'boolean', description: 'with --precision fp16: predict fp16 even where the config sets force_upcast' },
+    {
       name: 'search',
       kind: 'boolean',
       description:
@@ -76,10 +86,20 @@ export const planCommand: CommandSpec = {
     const device = args.string('device');
     if (device !== undefined && !/^\d+(,\d+)*$/.test(device))
       args.refuse('--device', device, 'a device id or a comma-separated list of them', `--device ${device}: expected 0 or 0,1`);
+    const precision = args.choice('precision', PRECISIONS);
+    const forceFp16 = args.flag('force-fp16');
     args.done();
     // Every adapter gets the same limits (Node cannot read an adapter's own): the ids are checked, not planned apart.
     if (device !== undefined && provider === 'webgpu') await checkAdapters(device.split(',').map(Number), '--device');
-    const vae = readVaeSpec(args);
+    const spec = readVaeSpec(args);
+    // fp16 is a GPU decode's: the precision as a webgpu decode would resolve it (force_upcast honoured).
+    const vae =
+      precision === undefined && !forceFp16
+        ? spec
+        : {
+            ...spec,
+            precision: resolvePrecision(spec.config, { provider: 'webgpu', ...(precision ? { precision } : {}), forceFp16 }).precision,
+          };
     const sample = readSampleShape(args, vae);
     if (args.flag('search')) {
       for (const name of ['window', 'overlap']) {

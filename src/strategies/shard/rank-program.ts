@@ -4,7 +4,7 @@
 
 import type { Vae } from '../../decode/vae.js';
 import type { CommCounters, RankContext, VaeRef } from '../../ranks/program.js';
-import { providerRequest } from '../../runtime/providers.js';
+import { sessionOptionsOf } from '../../decode/vae.js';
 import type { Tensor } from '../../tensor.js';
 import { StagedDecoder, type ShardGeometry } from './staged-decoder.js';
 
@@ -34,8 +34,8 @@ async function stagedDecoderOf(vae: Vae, threads: number, deviceId: number | und
       (d) => d.dispose(),
       () => undefined,
     );
-    const provider = providerRequest(vae.loadOptions.provider ?? 'cpu', deviceId);
-    return StagedDecoder.create(vae.decoderModel(), { intraOpThreads: threads, provider }, { halos });
+    const session = sessionOptionsOf({ ...vae.loadOptions, ...(deviceId !== undefined ? { deviceId } : {}) }, vae.precision);
+    return StagedDecoder.create(vae.decoderModel(), { ...session, intraOpThreads: threads }, { halos });
   })();
   cached = { vae, halos, decoder };
   decoder.catch(() => {
