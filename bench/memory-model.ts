@@ -51,7 +51,7 @@ const BIG_BYTES = 3 * 2 ** 30;
 
 interface Case {
   name: string;
-  family: 'autoencoder-kl' | 'flux2' | 'tae' | 'wan' | 'hunyuan-video';
+  family: 'autoencoder-kl' | 'flux2' | 'tae' | 'wan' | 'hunyuan-video' | 'hunyuan-image';
   /** Trained TAEF2 weights instead of synthetic ones. */
   taef2?: boolean;
   height: number;
@@ -128,6 +128,8 @@ const CASES: Case[] = [
   { name: 'wan-tile128-256x5-r2', family: 'wan', height: 256, width: 256, frames: 5, plan: tile(2, 128, 32) },
   { name: 'hunyuan-whole-128x9', family: 'hunyuan-video', height: 128, width: 128, frames: 9, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'hunyuan-chunks-128x21', family: 'hunyuan-video', height: 128, width: 128, frames: 21, plan: tile(1, 128, 32) },
+  // HunyuanImage 2.1's published 32× decoder (1 GiB of float32 weights) at the class's own 384 px tiles.
+  { name: 'hunyuan-image-tile384-512', family: 'hunyuan-image', height: 512, width: 512, plan: tile(1, 384, 96) },
 ];
 
 interface ProcessResult {

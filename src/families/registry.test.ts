@@ -310,7 +310,16 @@ for (const c of CASES) {
 }
 
 test('every family name resolves and each diffusers class name selects its family (docs/design.md §9)', () => {
-  assert.deepEqual([...FAMILY_NAMES].sort(), ['autoencoder-kl', 'flux2', 'hunyuan-video', 'ltx2', 'qwen-image', 'tae', 'wan']);
+  assert.deepEqual([...FAMILY_NAMES].sort(), [
+    'autoencoder-kl',
+    'flux2',
+    'hunyuan-image',
+    'hunyuan-video',
+    'ltx2',
+    'qwen-image',
+    'tae',
+    'wan',
+  ]);
   const byClass: Record<string, string> = {
     AutoencoderKL: 'autoencoder-kl',
     AutoencoderKLFlux2: 'flux2',
@@ -318,6 +327,7 @@ test('every family name resolves and each diffusers class name selects its famil
     AutoencoderKLQwenImage: 'qwen-image',
     AutoencoderKLHunyuanVideo: 'hunyuan-video',
     AutoencoderKLLTX2Video: 'ltx2',
+    AutoencoderKLHunyuanImage: 'hunyuan-image',
   };
   for (const [cls, name] of Object.entries(byClass)) {
     assert.equal(familyForClassName(cls)?.name, name, cls);

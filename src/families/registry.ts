@@ -8,6 +8,7 @@ import { weightBytes } from '../weights/synthetic.js';
 import { autoencoderKlFamily } from './autoencoder-kl/family.js';
 import { DECODE_SETTING_FIELDS } from './config-fields.js';
 import { flux2Family } from './flux2/family.js';
+import { hunyuanImageFamily } from './hunyuan-image/family.js';
 import { hunyuanVideoFamily } from './hunyuan-video/family.js';
 import { ltx2Family } from './ltx2/family.js';
 import { qwenImageFamily } from './qwen-image/family.js';
@@ -17,7 +18,16 @@ import type { FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeSpec } from
 import { wanFamily } from './wan/family.js';
 
 /** Every registered family, in the order help and docs list them: one element per family folder. */
-const REGISTERED = [autoencoderKlFamily, flux2Family, taeFamily, wanFamily, qwenImageFamily, hunyuanVideoFamily, ltx2Family] as const;
+const REGISTERED = [
+  autoencoderKlFamily,
+  flux2Family,
+  taeFamily,
+  wanFamily,
+  qwenImageFamily,
+  hunyuanVideoFamily,
+  ltx2Family,
+  hunyuanImageFamily,
+] as const;
 
 /** The name of a VAE family. */
 export type FamilyName = (typeof REGISTERED)[number]['spec']['name'];

@@ -456,14 +456,18 @@ class Interpreter {
     // With whole factors, 'asymmetric'+'floor' and 'half_pixel'+'round_prefer_*' both read source row ⌊i/f⌋.
     const floorMapping =
       (transform === 'asymmetric' && nearest === 'floor') || (transform === 'half_pixel' && nearest.startsWith('round_prefer'));
-    if (mode !== 'nearest' || !floorMapping || sb !== 1 || sc !== 1 || !Number.isInteger(fy) || !Number.isInteger(fx) || fy < 1 || fx < 1) {
+    const whole = (f: number) => Number.isInteger(f) && f >= 1;
+    if (mode !== 'nearest' || !floorMapping || sb !== 1 || !whole(sc) || !whole(fy) || !whole(fx)) {
       return this.flag(
         node,
         'unanalysed',
         `Resize mode=${mode} coordinate_transformation_mode=${transform} nearest_mode=${nearest} scales [${scales.join(',')}]: only whole-factor nearest upsampling is modelled`,
       );
     }
-    return this.upsampled(node, x, ratio(fy), ratio(fx), x.dims[1]!);
+    // A whole factor on the channel axis repeats each channel in place (PyTorch's repeat_interleave): positions are untouched.
+    const channels = x.dims[1] == null ? null : x.dims[1] * sc;
+    if (fy === 1 && fx === 1) return { ...x, dims: [x.dims[0]!, channels, null, null] };
+    return this.upsampled(node, x, ratio(fy), ratio(fx), channels);
   }
 
   private depthToSpace(node: NodeProto, x: SpatialFact): Fact {

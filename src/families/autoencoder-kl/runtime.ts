@@ -1,5 +1,6 @@
-// The runtime of AutoencoderKL and Flux.2: one onnxruntime session with dynamic batch and
-// spatial axes, reused for every tile (rebuilt only when a tile needs another attention
+// The runtime of decoders that are one graph with a chunkable single-head mid-block attention
+// (AutoencoderKL and Flux.2 here; HunyuanImage reuses it): one onnxruntime session with dynamic
+// batch and spatial axes, reused for every tile (rebuilt only when a tile needs another attention
 // chunking), and a refusal up front of a call whose mid-block attention chunk alone would
 // exceed the machine's memory.
 
@@ -10,6 +11,8 @@ import type { Session, SessionOptions } from '../../runtime/session-types.js';
 import type { Tensor } from '../../tensor.js';
 import { bindWeights } from '../../weights/bind.js';
 import { buildKlDecoderGraph, klDecoderArchitecture, klDecoderParams, renameLegacyAttentionKeys } from './graph.js';
+import type { GraphBuilder } from '../../graph/builder.js';
+import type { ParamSpec } from '../../weights/synthetic.js';
 import type { FamilyRuntime } from '../runtime-types.js';
 import type { ResolvedConfig } from '../types.js';
 
@@ -59,56 +62,82 @@ export function checkAttentionMemory(latentDims: readonly number[], limitBytes: 
   );
 }
 
-/** The graph the tile runner runs for an attention chunking (the memory model reads the same one). */
-function runnerGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, chunks: number) {
-  return buildKlDecoderGraph(config, weights, { attentionChunks: chunks, channelParts: true });
+/** What a decoder with one chunkable mid-block attention gives `chunkedAttentionRuntime`. */
+export interface ChunkedAttentionDecoder {
+  params(config: ResolvedConfig): ParamSpec[];
+  /** The fused graph; the runner asks for `attentionChunks` query chunks and channel parts where the decoder has them. */
+  graph(
+    config: ResolvedConfig,
+    weights: ReadonlyMap<string, Tensor>,
+    options?: { attentionChunks?: number; channelParts?: boolean },
+  ): GraphBuilder;
+  hasAttention(config: ResolvedConfig): boolean;
+}
+
+/**
+ * The runtime of a decoder that is one graph over the whole tile with a single-head mid-block
+ * attention (AutoencoderKL, Flux.2, HunyuanImage): one onnxruntime session with dynamic batch and
+ * spatial axes, reused for every tile and rebuilt only when a tile needs another attention
+ * chunking, and a refusal up front of a call whose attention chunk alone exceeds the machine's memory.
+ */
+export function chunkedAttentionRuntime(d: ChunkedAttentionDecoder): FamilyRuntime {
+  // The graph the runner opens for a chunking (the memory model reads the same one).
+  const runnerGraph = (config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, chunks: number) =>
+    d.graph(config, weights, { attentionChunks: chunks, channelParts: true });
+  return {
+    decoderParams: d.params,
+    decoderGraph: (config, weights) => d.graph(config, weights),
+    // The graph the runner opens for this tile (its attention chunking depends on the tile's size).
+    memoryRuns: (config, weights, dims) => {
+      const chunks = d.hasAttention(config) ? attentionChunksFor(dims) : 1;
+      // One session at a time: a tile needing another chunking replaces it (createTileRunner).
+      return { sessions: [{ key: `decoder/${chunks}`, slot: 'decoder', model: runnerGraph(config, weights, chunks).toModel(), runs: 1 }] };
+    },
+    async createTileRunner(config, weights, session: SessionOptions) {
+      const bound = bindWeights(d.params(config), weights, { source: 'the weights given to the decoder' });
+      const attention = d.hasAttention(config);
+      // One session at a time, for the attention chunking a tile needs (1 for the default plan's
+      // tiles): a second session would hold a second copy of the weights in onnxruntime. Channel
+      // parts lower the activation peak (512² SD: 1460 → 1186 MiB); the analysed graph keeps the plain spelling.
+      let current: { chunks: number; session: Promise<Session> } | null = null;
+      const sessionFor = async (chunks: number): Promise<Session> => {
+        if (current?.chunks !== chunks) {
+          const previous = current?.session;
+          current = null;
+          await previous?.then(
+            (s) => s.dispose(),
+            () => undefined,
+          );
+          current = { chunks, session: createSession(runnerGraph(config, bound, chunks).toModel(), session) };
+        }
+        return current.session;
+      };
+      return {
+        async decode(latentTile: Tensor) {
+          const chunks = attention ? attentionChunksFor(latentTile.dims) : 1;
+          if (attention) checkAttentionMemory(latentTile.dims, hostMemoryBytes(), chunks);
+          return (await (await sessionFor(chunks)).run({ latent: latentTile }))['sample']!;
+        },
+        dispose: async () => {
+          const s = current?.session;
+          current = null;
+          await s?.then(
+            (x) => x.dispose(),
+            () => undefined,
+          );
+        },
+      };
+    },
+    postprocess: (raw) => raw,
+  };
 }
 
 /** Runtime shared by autoencoder-kl and flux2: the decoder differs only by config. */
 export const klRuntime: FamilyRuntime = {
-  decoderParams: klDecoderParams,
-  decoderGraph: buildKlDecoderGraph,
+  ...chunkedAttentionRuntime({
+    params: klDecoderParams,
+    graph: buildKlDecoderGraph,
+    hasAttention: (config) => klDecoderArchitecture(config).midAttention,
+  }),
   renameKeys: renameLegacyAttentionKeys,
-  // The graph the runner opens for this tile (its attention chunking depends on the tile's size).
-  memoryRuns: (config, weights, dims) => {
-    const chunks = klDecoderArchitecture(config).midAttention ? attentionChunksFor(dims) : 1;
-    // One session at a time: a tile needing another chunking replaces it (createTileRunner).
-    return { sessions: [{ key: `decoder/${chunks}`, slot: 'decoder', model: runnerGraph(config, weights, chunks).toModel(), runs: 1 }] };
-  },
-  async createTileRunner(config, weights, session: SessionOptions) {
-    const bound = bindWeights(klDecoderParams(config), weights, { source: 'the weights given to the decoder' });
-    const attention = klDecoderArchitecture(config).midAttention;
-    // One session at a time, for the attention chunking a tile needs (1 for the default plan's
-    // tiles): a second session would hold a second copy of the weights in onnxruntime. Channel
-    // parts lower the activation peak (512² SD: 1460 → 1186 MiB); the analysed graph keeps the plain spelling.
-    let current: { chunks: number; session: Promise<Session> } | null = null;
-    const sessionFor = async (chunks: number): Promise<Session> => {
-      if (current?.chunks !== chunks) {
-        const previous = current?.session;
-        current = null;
-        await previous?.then(
-          (s) => s.dispose(),
-          () => undefined,
-        );
-        current = { chunks, session: createSession(runnerGraph(config, bound, chunks).toModel(), session) };
-      }
-      return current.session;
-    };
-    return {
-      async decode(latentTile: Tensor) {
-        const chunks = attention ? attentionChunksFor(latentTile.dims) : 1;
-        if (attention) checkAttentionMemory(latentTile.dims, hostMemoryBytes(), chunks);
-        return (await (await sessionFor(chunks)).run({ latent: latentTile }))['sample']!;
-      },
-      dispose: async () => {
-        const s = current?.session;
-        current = null;
-        await s?.then(
-          (x) => x.dispose(),
-          () => undefined,
-        );
-      },
-    };
-  },
-  postprocess: (raw) => raw,
 };

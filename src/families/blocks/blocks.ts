@@ -236,7 +236,8 @@ function pointwise(m: Module, x: Value, like: Value, cin: number, cout: number):
  * decode they are the largest tensor of the graph): q and k are projected channel-major
  * (W·t on t = (B, C, N)), and only N × C tensors change layout. The 1/√C scale is applied to
  * q rather than to the N × N scores. `maskScores`, when given, rewrites the (B, N query,
- * N key) scores before the softmax (HunyuanVideo's frame-causal mask).
+ * N key) scores before the softmax (HunyuanVideo's frame-causal mask). `keys` says how the
+ * checkpoint names its modules and shapes its projections (diffusers' Attention by default).
  */
 export function attentionBlock(
   m: Module,
@@ -245,19 +246,43 @@ export function attentionBlock(
   norm: NormSettings,
   maskScores?: (scores: Value) => Value,
   queryChunks = 1,
+  keys: AttentionKeys = DIFFUSERS_ATTENTION_KEYS,
 ): Value {
   const sc = m.scope;
-  const t = sc.reshape(groupNorm(m.child('group_norm'), x, c, norm), [0, c, -1]);
+  const t = sc.reshape(groupNorm(m.child(keys.norm), x, c, norm), [0, c, -1]);
   const project = (name: string, input: Value, gain?: number): Value => {
-    const [weight, bias] = linearWeights(m.child(name), c, c, gain);
-    return sc.add(sc.matMul(weight, input), sc.reshape(bias, [c, 1]));
+    const p = m.child(name);
+    // A 1×1 conv's [C, C, 1, 1] kernel is the same matrix as a Linear's [C, C] (onnxruntime folds the reshape).
+    const [weight, bias] = keys.projections === 'linear' ? linearWeights(p, c, c, gain) : convWeights(p, c, c, [1, 1], gain);
+    const matrix = keys.projections === 'linear' ? weight : sc.reshape(weight, [c, c]);
+    return sc.add(sc.matMul(matrix, input), sc.reshape(bias, [c, 1]));
   };
-  const q = sc.transpose(sc.mul(project('to_q', t), 1 / Math.sqrt(c)), [0, 2, 1]);
-  const k = project('to_k', t);
-  const v = project('to_v', t);
-  const out = project('to_out.0', sc.attention(q, k, v, maskScores, queryChunks), GAIN_RESIDUAL_BRANCH_END);
+  const q = sc.transpose(sc.mul(project(keys.q, t), 1 / Math.sqrt(c)), [0, 2, 1]);
+  const k = project(keys.k, t);
+  const v = project(keys.v, t);
+  const out = project(keys.out, sc.attention(q, k, v, maskScores, queryChunks), GAIN_RESIDUAL_BRANCH_END);
   return sc.add(sc.reshape(out, sc.shape(x)), x);
 }
+
+/** How a checkpoint names a single-head mid-block attention's modules, and whether its projections are Linears or 1×1 convs. */
+export interface AttentionKeys {
+  norm: string;
+  q: string;
+  k: string;
+  v: string;
+  out: string;
+  projections: 'linear' | 'conv1x1';
+}
+
+/** diffusers' `Attention` (AutoencoderKL, HunyuanVideo): `group_norm`, Linear `to_q`/`to_k`/`to_v`/`to_out.0`. */
+export const DIFFUSERS_ATTENTION_KEYS: AttentionKeys = {
+  norm: 'group_norm',
+  q: 'to_q',
+  k: 'to_k',
+  v: 'to_v',
+  out: 'to_out.0',
+  projections: 'linear',
+};
 
 // ---- up block and mid block ----------------------------------------------------------------
 
