@@ -31,10 +31,10 @@ import { formatBytes, peakRssBytes } from '../runtime/memory-budget.js';
 import { ladderRungs, runLadder, type LadderAttempt } from '../memory/ladder.js';
 import type { MemoryPlan } from '../memory/model.js';
 import { describePlan } from '../memory/policy.js';
-import { decide, exactRequest, installRequestedTiling, strategyOf, streamsBands, type Decision } from './decision.js';
+import { decide, exactRequest, installRequestedTiling, strategyOf, streamsBands, type Decision, type RankSetting } from './decision.js';
 import { readDecodeRequest, type DecodeFilesOptions, type DecodeRequest, type OptionLabels } from './options.js';
 import { checkRankMemory } from './rank-memory.js';
-import { choiceJson, memoryJson, type DecodeReport, type FileProgress } from './report.js';
+import { alternativeJson, choiceJson, memoryJson, type DecodeReport, type FileProgress } from './report.js';
 import { decodeInto, writeWhole, type Written } from './writers.js';
 
 /** How a caller follows and stops a decodeFiles call. */
@@ -171,7 +171,7 @@ class DecodeFilesRun {
     const sample = sampleShapeOf(vae.geometry, latent);
     const batch = stored.dims[0] ?? 1;
     if (request.auto) {
-      this.decision = decide(vae, sample, request.budget, { ranks: request.ranks, batch, isolated: request.ladder });
+      this.decision = decide(vae, sample, request.budget, { ranks: request.ranks, batch, isolated: request.ladder, ...this.rankSetting() });
       return latent;
     }
     if (request.strategy === 'shard') splitBands(latent.height, request.ranks, vae.geometry.spatialRatio);
@@ -189,10 +189,24 @@ class DecodeFilesRun {
               ranks: this.ranksFor(vae, latent),
               batch,
               streamed: streamsBands(vae, request.outputs[0]!, batch),
+              ...this.rankSetting(),
             },
             (text) => this.notice(text),
           );
     return latent;
+  }
+
+  /**
+   * How this decode's ranks run, for the time model: local ranks share this machine's cores (CPU
+   * ranks; GPU ranks, which all take the one --device), queue workers are separate machines.
+   */
+  private rankSetting(): RankSetting {
+    const { loadOptions, options } = this.request;
+    return {
+      ...(loadOptions.threads !== undefined ? { threads: loadOptions.threads } : {}),
+      ...(loadOptions.provider !== undefined ? { provider: loadOptions.provider } : {}),
+      devices: options.redis !== undefined ? 'separate' : 'shared',
+    };
   }
 
   // The policy's choice decides the strategy and ranks of a decode without plan options; with a
@@ -225,15 +239,16 @@ class DecodeFilesRun {
    */
   private startLocal(ranks: number): void {
     throwIfAborted(this.hooks.signal);
-    const local = this.localRanks(ranks, this.request.isolation);
+    const local = this.localRanks(ranks, this.request.isolation, this.chosenPlan()?.threads);
     const started = local.start();
     started.catch(() => undefined);
     this.group = local;
     this.started = started;
   }
 
-  private localRanks(ranks: number, isolation: Isolation): LocalGroup {
-    const threads = this.request.loadOptions.threads;
+  /** Local ranks with the plan's threads per rank (the whole decode for R ranks takes their threads), else the decode's own. */
+  private localRanks(ranks: number, isolation: Isolation, planThreads?: number): LocalGroup {
+    const threads = planThreads ?? this.request.loadOptions.threads;
     return localGroup({ ranks, isolation, ...(threads !== undefined ? { threadsPerRank: threads } : {}) });
   }
 
@@ -283,7 +298,7 @@ class DecodeFilesRun {
       rungs,
       async (rung) => {
         setTiling(vae, rung.tiling);
-        const local = this.localRanks(Math.max(1, rung.plan.ranks), 'process');
+        const local = this.localRanks(Math.max(1, rung.plan.ranks), 'process', rung.plan.threads);
         try {
           await local.start();
           stats = useStrategy(vae, strategyOf(rung.plan), local, { offThread: true });
@@ -305,7 +320,15 @@ class DecodeFilesRun {
       outcome.attempts.length > 1
         ? `${outcome.rung.reason}: attempt ${outcome.attempts.length}, after the plans above it ran out of memory`
         : outcome.rung.reason;
-    this.decision = { ...decision, plan: outcome.rung.plan, reason: fellBack, choice: outcome.rung, prediction: outcome.rung.prediction };
+    this.decision = {
+      ...decision,
+      plan: outcome.rung.plan,
+      reason: fellBack,
+      choice: outcome.rung,
+      prediction: outcome.rung.prediction,
+      time: outcome.rung.time,
+      toneDrift: outcome.rung.class === 'blended' ? decision.toneDrift : null,
+    };
     return { sample: outcome.result, files, stats, used, attempts: outcome.attempts.length > 1 ? outcome.attempts : null };
   }
 
@@ -331,6 +354,7 @@ class DecodeFilesRun {
           ]
         : []),
       ...(stats?.notes() ?? []),
+      ...(final?.toneDrift ? [final.toneDrift.message] : []),
     ];
     const ranks = stats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }];
     const report: DecodeReport = {
@@ -348,7 +372,9 @@ class DecodeFilesRun {
         coordinator: peakRssBytes(),
         ranks: stats && used && used.transport !== 'queue' ? ranks : [],
       }),
-      ...(final?.plan ? { choice: choiceJson(final.plan, final.reason) } : {}),
+      ...(final?.plan ? { choice: choiceJson(final.plan, final.reason, final.time?.seconds ?? null) } : {}),
+      ...(final?.alternatives.length ? { alternatives: final.alternatives.map(alternativeJson) } : {}),
+      ...(final?.toneDrift ? { toneDrift: final.toneDrift } : {}),
       ...(attempts ? { attempts } : {}),
       files,
     };
