@@ -3,7 +3,7 @@
 // predicted seconds with the decode's measured `seconds` (the median of --repeat runs).
 //
 //   [DISTVAE_CLI=/frozen/checkout/bin/distvae.js] npx tsx bench/time-model.ts [--cells all|NAME,NAME] [--repeat 3] [--out bench/results/time-model.json]
-//   npx tsx bench/time-model.ts calibrate [--from bench/results/time-model.json] [--write]
+//   npx tsx bench/time-model.ts calibrate [--from bench/results/time-model.json] [--terms fixedSeconds,secondsPerGmac,…] [--write]
 //   npx tsx bench/time-model.ts report [--from bench/results/time-model.json]
 //
 // The first runs the matrix: repetition 1 of every cell, then repetition 2, … (so a change in
@@ -289,25 +289,28 @@ function nnls(A: number[][], b: number[]): number[] {
   return x;
 }
 
-function fit(cells: CellResult[], base: TimeCalibration): TimeCalibration {
+/**
+ * The fit: `terms` are fitted (non-negative), the other linear terms keep their value in `base`
+ * (a matrix measured under load cannot tell every term apart: the default fits the fixed cost,
+ * the arithmetic, the weights loaded and the shard steps, and keeps the priors of the bytes
+ * written, the runs and the exchange). The thread efficiency is searched on a 0.05 grid.
+ */
+function fit(cells: CellResult[], base: TimeCalibration, terms: readonly (keyof TimeCalibration)[]): TimeCalibration {
   const measured = cells.filter((c) => c.measuredSeconds);
+  const termsOfCell = (c: CellResult) => termsOf(CELLS.find((x) => x.name === c.name)!);
   let best: { cal: TimeCalibration; worst: number } | null = null;
   for (let eff = 0.3; eff <= 1.0001; eff += 0.05) {
     const probe = { ...base, threadEfficiency: eff };
-    // Each cell's row: the seconds each linear term adds at factor 1, over the measured seconds
-    // (a relative error, so short cells weigh as much as long ones).
-    const rows = measured.map((c) =>
-      LINEAR.map((k) => secondsOfTerms(termsOf(CELLS.find((x) => x.name === c.name)!), { ...zero(probe), [k]: 1 }) / c.measuredSeconds!),
-    );
-    const x = nnls(
-      rows,
-      measured.map(() => 1),
-    );
-    const cal: TimeCalibration = { ...probe };
-    LINEAR.forEach((k, i) => ((cal as unknown as Record<string, number>)[k] = x[i]!));
-    const worst = Math.max(
-      ...measured.map((c) => Math.abs(secondsOfTerms(termsOf(CELLS.find((x) => x.name === c.name)!), cal) / c.measuredSeconds! - 1)),
-    );
+    const kept = { ...probe } as unknown as Record<string, number>;
+    for (const k of terms) kept[k] = 0;
+    // Each cell's row: the seconds each fitted term adds at factor 1, over the measured seconds
+    // (a relative error, so short cells weigh as much as long ones); the kept terms are subtracted.
+    const rows = measured.map((c) => terms.map((k) => secondsOfTerms(termsOfCell(c), { ...zero(probe), [k]: 1 }) / c.measuredSeconds!));
+    const target = measured.map((c) => 1 - (secondsOfTerms(termsOfCell(c), kept as unknown as TimeCalibration) - 0) / c.measuredSeconds!);
+    const x = nnls(rows, target);
+    const cal = { ...kept } as unknown as TimeCalibration;
+    terms.forEach((k, i) => ((cal as unknown as Record<string, number>)[k] = x[i]!));
+    const worst = Math.max(...measured.map((c) => Math.abs(secondsOfTerms(termsOfCell(c), cal) / c.measuredSeconds! - 1)));
     if (!best || worst < best.worst) best = { cal, worst };
   }
   return best!.cal;
@@ -349,7 +352,11 @@ if (mode === 'calibrate' || mode === 'report') {
     calibration: TimeCalibration;
     cells: CellResult[];
   };
-  const cal = mode === 'calibrate' ? fit(report.cells, TIME_CALIBRATIONS['cpu']!) : TIME_CALIBRATIONS['cpu']!;
+  const terms = (flags['terms'] || 'fixedSeconds,secondsPerGmac,secondsPerLoadedGbyte,secondsPerStage').split(
+    ',',
+  ) as (keyof TimeCalibration)[];
+  for (const t of terms) if (!LINEAR.includes(t)) throw new Error(`--terms: ${t} is not one of ${LINEAR.join(', ')}`);
+  const cal = mode === 'calibrate' ? fit(report.cells, TIME_CALIBRATIONS['cpu']!, terms) : TIME_CALIBRATIONS['cpu']!;
   const cells = report.cells.map((c) => withPrediction(c, cal));
   for (const c of cells)
     process.stderr.write(

@@ -348,7 +348,8 @@ class DecodeFilesRun {
     const single = scheduleGrid(grid, 1);
     const shard = stats?.shard() ?? null;
     const notes = [
-      ...(options.redis === undefined && used !== null && used.size < request.ranks
+      // A whole decode that took the ranks' threads says so in its reason, not as ranks left idle.
+      ...(options.redis === undefined && used !== null && used.size < request.ranks && final?.plan?.threads === undefined
         ? [
             `${request.labels('ranks')} ${request.ranks} for ${grid.tiles.length} tile(s): ${used.size} rank(s) started (a rank without a tile is never started)`,
           ]
