@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { didYouMean } from '../errors.js';
 import { FAMILIES, FAMILY_NAMES, planningVae } from '../families/registry.js';
 import { hasMemoryModel } from '../memory/model.js';
+import { policyPlans, type PlanClass } from '../memory/policy.js';
 import { commandHelp } from './args.js';
 import { COMMANDS } from './main.js';
 import { cli } from './testing/in-process.js';
@@ -54,4 +55,24 @@ test('an unknown option names the option it resembles and lists the options once
   const family = await cli(...base, '--family', 'taef2');
   assert.equal(family.code, 2);
   assert.match(family.stderr, /unknown family "taef2" \(did you mean "tae"\?\)/);
+});
+
+test("decode and plan --help state the policy's order as the policy takes it: exact, halo-exact, blended, fastest within a class; tone drift", () => {
+  const order: PlanClass[] = ['exact', 'halo-exact', 'blended'];
+  // The policy: classes never go back (TAESD is local, so it has all three), and within a class times never fall.
+  const plans = [...policyPlans(planningVae('tae'), { height: 512, width: 512 }, { ranks: 2, threads: 1, cores: 2 })];
+  assert.deepEqual([...new Set(plans.map((p) => p.class))], order);
+  for (let i = 1; i < plans.length; i++)
+    if (plans[i]!.class === plans[i - 1]!.class) assert.ok(plans[i]!.time.seconds >= plans[i - 1]!.time.seconds);
+  assert.equal(plans.find((p) => p.plan.strategy === 'whole')!.plan.threads, 2);
+  for (const name of ['decode', 'plan']) {
+    const help = commandHelp(COMMANDS.find((c) => c.name === name)!).replace(/\s+/g, ' ');
+    assert.match(
+      help,
+      /the whole decode or row sharding( on the R ranks)?, then halo-exact tiles, then blended tiles .* within a class the fastest by the time model/,
+      name,
+    );
+    assert.match(help, /whole decode runs on one rank with (R x --threads|their threads)/, name);
+    assert.match(help, /tiles may shift tone at their seams/, name);
+  }
 });

@@ -6,8 +6,7 @@ import type { VaeSpec } from '../families/types.js';
 import { searchPlans, type SearchCandidate, type SearchResult } from '../plan/search.js';
 import type { SampleShape } from '../plan/shapes.js';
 import { predictMemory, type MemoryModelOptions, type MemoryPlan, type MemoryPrediction } from './model.js';
-import { tilingOfPlan } from './apply.js';
-import { budgetRefusal, chooseWithinBudget, fitsBudget, type MemoryBudget, type PlanAlternative } from './policy.js';
+import { budgetRefusal, chooseWithinBudget, fitsBudget, namedAlternative, type MemoryBudget } from './policy.js';
 
 /** A search candidate with the memory model's prediction for it (blended tiles on the search's ranks). */
 export interface BudgetedCandidate extends SearchCandidate {
@@ -63,13 +62,7 @@ export function searchWithinBudget(
   };
   const result: SearchResult = searchPlans(vae, sample, ranks, budget ? { admit } : {});
   if (budget && smallest && result.frontier.length === 0) {
-    const over: PlanAlternative = {
-      plan: smallest.plan,
-      prediction: smallest.prediction,
-      fits: false,
-      tiling: tilingOfPlan(smallest.plan, sample),
-      reason: 'the smallest searched grid',
-    };
+    const over = namedAlternative(vae, smallest.plan, sample, smallest.prediction, budget, 'the smallest searched grid', options);
     throw budgetRefusal(chooseWithinBudget(vae, sample, budget, { ...options, ranks, more: Infinity }), over);
   }
   const budgeted = (c: SearchCandidate | null): BudgetedCandidate | null => {

@@ -43,6 +43,12 @@ export interface MemoryPlan {
   frames?: FrameTiling | null;
   /** The decode runs in rank processes even with one rank (a fallback ladder's attempt), so the coordinator only holds the VAE. */
   isolated?: boolean;
+  /**
+   * Intra-op threads of each rank, where the plan sets them: the memory policy's whole decode
+   * for R ranks of one machine takes R × the threads per rank (docs/design.md §13). Absent: the
+   * decode's own `threads` (or the cores / its ranks).
+   */
+  threads?: number;
 }
 
 /**
@@ -506,4 +512,26 @@ export function predictTileRun(vae: VaeSpec, tiles: readonly (readonly number[])
     buffers: hold.outputBytes + hold.kept,
   };
   return { peakBytes: peakOfTerms(terms, cal), terms };
+}
+
+/**
+ * The graphs one tile decode on latent tile dims runs, with how often each runs (the family's
+ * `memoryRuns`, else one run of its fused decoder): what the time model counts arithmetic over.
+ */
+export function tileGraphs(vae: VaeSpec, dims: readonly number[]): { model: ModelProto; runs: number }[] {
+  const arch = architectureOf(vae);
+  const description = arch.runtime.memoryRuns?.(arch.config, arch.weights, dims) ?? {
+    sessions: [{ key: 'decoder', model: graphOf(arch, vae), runs: 1 }],
+  };
+  return description.sessions.map((s) => ({ model: s.model, runs: s.runs }));
+}
+
+/** The fused decoder graph of a VAE (row sharding's and the locality analysis' view); UNSUPPORTED for a family that exposes none. */
+export function decoderGraphOf(vae: VaeSpec): ModelProto {
+  return graphOf(architectureOf(vae), vae);
+}
+
+/** Bytes of a VAE's decoder weights (float32), from its parameter list. */
+export function decoderWeightBytes(vae: VaeSpec): number {
+  return architectureOf(vae).weightBytes;
 }

@@ -9,20 +9,34 @@ import { planningVae } from '../families/registry.js';
 import { formatBytes, parseMemorySize } from '../runtime/memory-budget.js';
 import { isMemoryFailure, ladderRungs, runLadder } from './ladder.js';
 import { predictMemory } from './model.js';
-import { budgetRefusal, chooseWithinBudget, policyPlans, tileCandidates } from './policy.js';
+import { budgetRefusal, chooseWithinBudget, policyPlans, tileCandidates, toneDrift } from './policy.js';
 
 const kl = () => planningVae('autoencoder-kl', TINY_KL);
 const SAMPLE = { height: 96, width: 128 }; // latent 48 x 64 at the tiny VAE's 2x ratio
 const HUGE = { bytes: 2 ** 50 };
 
-test('with one rank an ample budget gets the whole decode; with R > 1 ranks row sharding on the R ranks', () => {
+test('with one rank an ample budget gets the whole decode; with R > 1 ranks the faster exact plan, the whole one taking their threads on shared cores', () => {
   assert.equal(chooseWithinBudget(kl(), SAMPLE, HUGE).choice?.plan.strategy, 'whole');
-  const r3 = chooseWithinBudget(kl(), SAMPLE, HUGE, { ranks: 3 }).choice!;
-  assert.deepEqual([r3.plan.strategy, r3.plan.ranks], ['shard', 3]);
-  assert.match(r3.reason, /exact: row sharding on 3 ranks/);
+  // Three ranks of one thread on a 3-core machine: the whole decode on one rank with 3 threads
+  // against row sharding on the 3 ranks — the exact class, fastest first.
+  const shared = chooseWithinBudget(kl(), SAMPLE, HUGE, { ranks: 3, threads: 1, cores: 3, more: 1 });
+  const exact = shared.alternatives.filter((a) => a.class === 'exact');
+  assert.deepEqual(exact.map((a) => a.plan.strategy).sort(), ['shard', 'whole']);
+  const choice = shared.choice!;
+  assert.ok(exact.every((a) => choice.time.seconds <= a.time.seconds));
+  assert.deepEqual([choice.plan.strategy, choice.plan.ranks, choice.plan.threads], ['whole', 1, 3]);
+  assert.match(choice.reason, /whole decode on one rank with 3 x 1 intra-op threads/);
+  // A budget the whole decode does not fit but the shards do: row sharding on the 3 ranks.
+  const wholePeak = shared.alternatives.find((a) => a.plan.strategy === 'whole')!.prediction.peakBytes;
+  const shardPeak = shared.alternatives.find((a) => a.plan.strategy === 'shard')!.prediction.peakBytes;
+  if (shardPeak < wholePeak) {
+    const r3 = chooseWithinBudget(kl(), SAMPLE, { bytes: shardPeak }, { ranks: 3, threads: 1, cores: 3 }).choice!;
+    assert.deepEqual([r3.plan.strategy, r3.plan.ranks], ['shard', 3]);
+    assert.match(r3.reason, /exact: row sharding on 3 ranks/);
+  }
 });
 
-test('a budget between the whole decode and the smallest tiles gets the tiled plan with the largest window that fits', () => {
+test('a budget between the whole decode and the smallest tiles gets the fastest tiled plan that fits', () => {
   const vae = kl();
   const whole = predictMemory(vae, { strategy: 'whole', ranks: 1 }, SAMPLE).peakBytes;
   const budget = { bytes: whole - 1 };
@@ -34,9 +48,8 @@ test('a budget between the whole decode and the smallest tiles gets the tiled pl
   const ahead = result.alternatives.slice(0, result.alternatives.indexOf(choice));
   assert.ok(ahead.length >= 1 && ahead.every((a) => !a.fits));
   assert.equal(ahead[0]!.plan.strategy, 'whole');
-  // Largest window first: no later tiled plan that fits has a longer shorter side.
-  const side = (a: typeof choice) => Math.min(a.plan.window!.height, a.plan.window!.width);
-  for (const a of result.alternatives.filter((x) => x.fits && x.plan.strategy === 'tile')) assert.ok(side(a) <= side(choice));
+  // Within the class the fastest first: no tiled plan that fits is predicted faster.
+  for (const a of result.alternatives.filter((x) => x.fits && x.plan.strategy === 'tile')) assert.ok(a.time.seconds >= choice.time.seconds);
 });
 
 test('tile candidates come in the order of expected agreement: shorter window side, then area, then seams, then work', () => {
@@ -162,4 +175,29 @@ test('an exhausted ladder fails with LADDER_EXHAUSTED naming the plans; other fa
   assert.equal(calls, 1);
   assert.equal(isMemoryFailure(new Error('ENOENT: no such file')), false);
   assert.equal(isMemoryFailure(new Error('outer', { cause: new RangeError('Array buffer allocation failed') })), true);
+});
+
+test('blended tiles on a decoder with GroupNorm and attention announce tone drift and name the fastest exact plan that fits', () => {
+  const vae = kl();
+  const drift = toneDrift(vae, SAMPLE, HUGE, { ranks: 2, threads: 1, cores: 2 })!;
+  // The tiny KL decoder: GroupNorm in every resnet and one mid-block attention (its locality analysis).
+  assert.ok((drift.ops['GroupNorm'] ?? 0) > 0 && drift.ops['Attention'] === 1, JSON.stringify(drift.ops));
+  const alt = drift.alternative!;
+  assert.ok(['whole', 'shard'].includes(alt.plan.strategy));
+  assert.equal(alt.predictedPeakBytes, predictMemory(vae, alt.plan, SAMPLE).peakBytes);
+  assert.match(drift.message, /may shift tone at their seams/);
+  assert.ok(drift.message.includes(alt.options), drift.message);
+  assert.match(alt.options, alt.plan.strategy === 'shard' ? /^--strategy shard --ranks \d$/ : /^--full/);
+  // Under a budget only the shards fit, the note names row sharding; under one no exact plan fits, it says so.
+  const wholePeak = predictMemory(vae, { strategy: 'whole', ranks: 1 }, SAMPLE).peakBytes;
+  const shard4 = predictMemory(vae, { strategy: 'shard', ranks: 4 }, SAMPLE).peakBytes;
+  const exactPeaks = [wholePeak, ...[2, 3, 4].map((r) => predictMemory(vae, { strategy: 'shard', ranks: r }, SAMPLE).peakBytes)];
+  const none = toneDrift(vae, SAMPLE, { bytes: Math.min(...exactPeaks) - 1 }, { ranks: 2 })!;
+  assert.equal(none.alternative, null);
+  assert.match(none.message, /no exact plan .* fits a budget of/);
+  if (shard4 < wholePeak) assert.equal(toneDrift(vae, SAMPLE, { bytes: wholePeak - 1 }, { ranks: 2 })!.alternative?.plan.strategy, 'shard');
+});
+
+test('a local decoder (TAESD) has no tone-drift note: its blended tiles differ only by the blend', () => {
+  assert.equal(toneDrift(planningVae('tae'), { height: 512, width: 512 }, HUGE), null);
 });

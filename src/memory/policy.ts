@@ -1,9 +1,12 @@
 // The memory policy: the plans a decode may take, in the order of preference, each with its
-// predicted peak, and the first one that fits a budget. Exact plans come first — with R > 1
-// ranks row sharding on the R ranks, then the whole decode; with one rank the whole decode —
-// then halo-exact tiles (local decoders), then blended tiles with the best expected agreement:
-// largest window (shorter side, then area), then fewest seams, ties to the least decoded area. The same order is the
-// fallback ladder when an attempt runs out of memory anyway.
+// predicted peak and seconds, and the first one that fits a budget. Plans come in classes of
+// exactness — exact (the whole decode, or row sharding on R ranks), then halo-exact tiles (local
+// decoders), then blended tiles — and within a class the fastest first by the time model
+// (time-model.ts); ties keep the expected agreement (the largest window by its shorter side, then
+// area, then fewest seams, then least decoded area). With R ranks sharing one machine's cores, the
+// whole decode is one rank with R × the threads per rank, so it competes with row sharding on
+// time (docs/design.md §13). The same order is the fallback ladder when an attempt runs out of
+// memory anyway.
 
 import { DistVaeError, reason } from '../errors.js';
 import type { Size2, VaeSpec } from '../families/types.js';
@@ -13,7 +16,19 @@ import { latentShapeOf, type SampleShape } from '../plan/shapes.js';
 import { formatBytes } from '../runtime/memory-budget.js';
 import { tilingOfPlan } from './apply.js';
 import { predictDeviceMemory } from './device-memory.js';
-import { exactHaloOf, predictMemory, type MemoryModelOptions, type MemoryPlan, type MemoryPrediction } from './model.js';
+import { analyzeLocality } from '../graph/locality.js';
+import type { ModelProto } from '../graph/onnx-proto.js';
+import {
+  decoderGraphOf,
+  exactHaloOf,
+  hasMemoryModel,
+  predictMemory,
+  type MemoryModelOptions,
+  type MemoryPlan,
+  type MemoryPrediction,
+} from './model.js';
+import { formatSeconds, predictTime, type TimeModelOptions, type TimePrediction } from './time-model.js';
+import { hostCores } from '../runtime/host-memory.js';
 
 /** A memory budget: total resident bytes of the coordinator and its local ranks, and optionally the largest single tensor. */
 export interface MemoryBudget {
@@ -24,10 +39,17 @@ export interface MemoryBudget {
   deviceBytes?: number;
 }
 
-/** One plan of the policy with its predicted memory and whether it fits. */
+/** How exact a plan is: the policy's classes, in order. */
+export type PlanClass = 'exact' | 'halo-exact' | 'blended';
+
+/** One plan of the policy with its predicted memory and time and whether it fits. */
 export interface PlanAlternative {
   plan: MemoryPlan;
   prediction: MemoryPrediction;
+  /** Predicted seconds of the decode (time-model.ts). */
+  time: TimePrediction;
+  /** Its class of exactness. */
+  class: PlanClass;
   fits: boolean;
   /** The tiling that carries the plan out: `setTiling(vae, alternative.tiling)` installs it. */
   tiling: TilingRequest | 'off';
@@ -47,7 +69,7 @@ export interface BudgetChoice {
 }
 
 /** Options of `chooseWithinBudget`. */
-export interface ChooseOptions extends MemoryModelOptions {
+export interface ChooseOptions extends MemoryModelOptions, Omit<TimeModelOptions, 'provider' | 'batch'> {
   /** Local ranks available (default 1). */
   ranks?: number;
   batch?: number;
@@ -129,32 +151,95 @@ export function tileCandidates(vae: VaeSpec, sample: SampleShape, options: { ove
   return out.sort((a, b) => b.side - a.side || b.area - a.area || a.seams - b.seams || a.decoded - b.decoded);
 }
 
-/** The policy's plans in order, lazily (predictions are made only for what is read). */
-export function* policyPlans(
-  vae: VaeSpec,
-  sample: SampleShape,
-  options: ChooseOptions = {},
-): Generator<{ plan: MemoryPlan; reason: string }> {
+/** A plan of the policy before its memory is predicted: its class, predicted time and why it is there. */
+export interface PolicyPlan {
+  plan: MemoryPlan;
+  class: PlanClass;
+  time: TimePrediction;
+  reason: string;
+}
+
+/**
+ * The policy's plans in order: by class (exact, halo-exact, blended), within a class the fastest
+ * first (ties in the order given: expected agreement). Times are cheap (an area fit per
+ * architecture); memory is predicted only for what `chooseWithinBudget` reads.
+ */
+export function* policyPlans(vae: VaeSpec, sample: SampleShape, options: ChooseOptions = {}): Generator<PolicyPlan> {
   const ranks = options.ranks ?? 1;
   const isolated = options.isolated === true;
+  const cores = options.cores ?? hostCores();
+  const timeOptions: TimeModelOptions = { ...options, cores, ...(options.batch !== undefined ? { batch: options.batch } : {}) };
+  const iso = isolated ? { isolated } : {};
+  const timed = (plan: MemoryPlan, cls: PlanClass, reason: string): PolicyPlan => ({
+    plan,
+    class: cls,
+    time: predictTime(vae, plan, sample, timeOptions),
+    reason,
+  });
+  // Fastest first; a sort is stable, so equal times keep the order of expected agreement.
+  const fastest = (plans: PolicyPlan[]) => plans.sort((a, b) => a.time.seconds - b.time.seconds);
+  const exact: PolicyPlan[] = [];
   if (ranks > 1 && canShard(vae, sample, ranks))
-    yield { plan: { strategy: 'shard', ranks }, reason: `exact: row sharding on ${ranks} ranks` };
-  yield { plan: { strategy: 'whole', ranks: 1, ...(isolated ? { isolated } : {}) }, reason: 'exact: the whole decode' };
-  const tileRanks = ranks;
+    exact.push(timed({ strategy: 'shard', ranks }, 'exact', `exact: row sharding on ${ranks} ranks`));
+  // Ranks that share this machine's cores: the whole decode is one rank with all their threads.
+  const perRank = options.threads ?? Math.max(1, Math.floor(cores / ranks));
+  const pooled = ranks > 1 && options.devices !== 'separate';
+  exact.push(
+    timed(
+      { strategy: 'whole', ranks: 1, ...(pooled ? { threads: ranks * perRank } : {}), ...iso },
+      'exact',
+      pooled
+        ? `exact: the whole decode on one rank with ${ranks} x ${perRank} intra-op threads (the ${ranks} ranks share this machine's cores)`
+        : 'exact: the whole decode',
+    ),
+  );
+  yield* fastest(exact);
   if (!vae.geometry.fiveDimLatents && exactHaloOf(vae)) {
-    for (const c of tileCandidates(vae, sample, { overlap: false })) {
-      yield {
-        plan: { strategy: 'exact-tile', ranks: tileRanks, window: c.window, overlap: c.overlap, ...(isolated ? { isolated } : {}) },
-        reason: `exact: halo-exact tiles of ${c.window.height}x${c.window.width} (${c.tiles} tiles)`,
-      };
-    }
+    yield* fastest(
+      tileCandidates(vae, sample, { overlap: false }).map((c) =>
+        timed(
+          { strategy: 'exact-tile', ranks, window: c.window, overlap: c.overlap, ...iso },
+          'halo-exact',
+          `exact: halo-exact tiles of ${c.window.height}x${c.window.width} (${c.tiles} tiles)`,
+        ),
+      ),
+    );
   }
-  for (const c of tileCandidates(vae, sample)) {
-    yield {
-      plan: { strategy: 'tile', ranks: tileRanks, window: c.window, overlap: c.overlap, ...(isolated ? { isolated } : {}) },
-      reason: `blended tiles of ${c.window.height}x${c.window.width}, overlap ${c.overlap.height}x${c.overlap.width} (${c.tiles} tiles, ${c.seams} seams)`,
-    };
-  }
+  yield* fastest(
+    tileCandidates(vae, sample).map((c) =>
+      timed(
+        { strategy: 'tile', ranks, window: c.window, overlap: c.overlap, ...iso },
+        'blended',
+        `blended tiles of ${c.window.height}x${c.window.width}, overlap ${c.overlap.height}x${c.overlap.width} (${c.tiles} tiles, ${c.seams} seams)`,
+      ),
+    ),
+  );
+}
+
+/** The class of exactness of a plan. */
+export function classOf(plan: MemoryPlan): PlanClass {
+  return plan.strategy === 'tile' ? 'blended' : plan.strategy === 'exact-tile' ? 'halo-exact' : 'exact';
+}
+
+/** A plan someone named (a request, a searched grid) as an alternative of the policy's kind: its predictions, its fit and its tiling. */
+export function namedAlternative(
+  vae: VaeSpec,
+  plan: MemoryPlan,
+  sample: SampleShape,
+  prediction: MemoryPrediction,
+  budget: MemoryBudget,
+  reason: string,
+  options: TimeModelOptions = {},
+): PlanAlternative {
+  return {
+    plan,
+    prediction,
+    time: predictTime(vae, plan, sample, options),
+    class: classOf(plan),
+    fits: fitsBudget(prediction, budget),
+    tiling: tilingOfPlan(plan, sample),
+    reason,
+  };
 }
 
 /** Whether a prediction fits a budget (its peak, its largest tensor and each GPU rank's device memory where the budget caps them). */
@@ -171,11 +256,13 @@ export function chooseWithinBudget(vae: VaeSpec, sample: SampleShape, budget: Me
   const alternatives: PlanAlternative[] = [];
   let choice: PlanAlternative | null = null;
   let more = options.more ?? 0;
-  for (const { plan, reason: why } of policyPlans(vae, sample, options)) {
+  for (const { plan, reason: why, time, class: cls } of policyPlans(vae, sample, options)) {
     const prediction = predictMemory(vae, plan, sample, options);
     const alt: PlanAlternative = {
       plan,
       prediction,
+      time,
+      class: cls,
       fits: fitsBudget(prediction, budget),
       tiling: tilingOfPlan(plan, sample),
       reason: why,
@@ -192,12 +279,18 @@ export function chooseWithinBudget(vae: VaeSpec, sample: SampleShape, budget: Me
   return { choice, alternatives, smallest, budget };
 }
 
-/** A short description of a plan: `tile 512x512/128x128 on 2 ranks`. */
+/** A short description of a plan: `tile 512x512 overlap 128x128 on 2 ranks`, `whole with 4 threads`. */
 export function describePlan(plan: MemoryPlan): string {
   const geometry = plan.window
     ? ` ${plan.window.height}x${plan.window.width}${plan.overlap && (plan.overlap.height || plan.overlap.width) ? ` overlap ${plan.overlap.height}x${plan.overlap.width}` : ''}`
     : '';
-  return `${plan.strategy}${geometry}${plan.ranks > 1 ? ` on ${plan.ranks} ranks` : ''}`;
+  const threads = plan.threads !== undefined ? ` with ${plan.threads} thread${plan.threads === 1 ? '' : 's'}` : '';
+  return `${plan.strategy}${geometry}${plan.ranks > 1 ? ` on ${plan.ranks} ranks` : ''}${threads}`;
+}
+
+/** `predicted 1.2 GiB, 8.4 s` — an alternative's memory and time as the summaries print them. */
+export function describePrediction(alt: Pick<PlanAlternative, 'prediction' | 'time'>): string {
+  return `predicted ${formatBytes(alt.prediction.peakBytes)}, ${formatSeconds(alt.time.seconds)}${alt.time.calibrated ? '' : ' (CPU-calibrated)'}`;
 }
 
 /**
@@ -230,4 +323,87 @@ export function budgetRefusal(result: BudgetChoice, over?: PlanAlternative): Dis
     message,
   );
   return new DistVaeError('BUDGET_EXCEEDED', r.message, { reasons: [r] });
+}
+
+/** Tiles may shift tone: what the decoder reads over every position, and the exact plan that fits instead. */
+export interface ToneDrift {
+  /** The ops the locality analysis finds reading every position, counted by kind: `{ GroupNorm: 30, Attention: 1 }`. */
+  ops: Record<string, number>;
+  /** The fastest exact plan (whole, or row sharding) that fits the budget, with its predictions; null when none fits. */
+  alternative: {
+    plan: MemoryPlan;
+    /** The decode options that ask for it: `--strategy shard --ranks 2`, `--full`. */
+    options: string;
+    predictedPeakBytes: number;
+    predictedSeconds: number;
+  } | null;
+  /** The sentence the summary prints. */
+  message: string;
+}
+
+const nonlocalOps = new WeakMap<ModelProto, Record<string, number>>();
+
+/** The ops of a VAE's decoder that read every position (GroupNorm statistics, attention), by kind; empty when it has none or exposes no graph. */
+export function positionReadingOps(vae: VaeSpec): Record<string, number> {
+  if (!hasMemoryModel(vae)) return {};
+  let model: ModelProto;
+  try {
+    model = decoderGraphOf(vae);
+  } catch {
+    return {};
+  }
+  let ops = nonlocalOps.get(model);
+  if (!ops) {
+    ops = {};
+    for (const n of analyzeLocality(model).nonlocal) ops[n.op] = (ops[n.op] ?? 0) + 1;
+    nonlocalOps.set(model, ops);
+  }
+  return ops;
+}
+
+/** Most ranks the tone-drift note tries row sharding on when the decode asked for fewer. */
+const TONE_SHARD_RANKS = 4;
+
+/**
+ * Blended tiles on a decoder whose locality analysis finds GroupNorm or attention: each tile
+ * normalises over (and attends within) only its own window, so tiles may shift tone at their
+ * seams. Returns the note naming the fastest exact plan that fits `budget` — the whole decode, or
+ * row sharding on the decode's ranks or up to 4 — with its predicted peak and time; null for a
+ * decoder whose ops are all local (its blended tiles differ only by the blend).
+ */
+export function toneDrift(vae: VaeSpec, sample: SampleShape, budget: MemoryBudget, options: ChooseOptions = {}): ToneDrift | null {
+  const ops = positionReadingOps(vae);
+  const kinds = Object.entries(ops);
+  if (kinds.length === 0) return null;
+  const ranks = options.ranks ?? 1;
+  const cores = options.cores ?? hostCores();
+  const timeOptions: TimeModelOptions = { ...options, cores };
+  const perRank = options.threads ?? Math.max(1, Math.floor(cores / ranks));
+  const pooled = ranks > 1 && options.devices !== 'separate';
+  const candidates: { plan: MemoryPlan; options: string }[] = [
+    {
+      plan: { strategy: 'whole', ranks: 1, ...(pooled ? { threads: ranks * perRank } : {}) },
+      options: pooled && options.threads !== undefined ? `--full --threads ${ranks * perRank}` : '--full',
+    },
+  ];
+  for (const r of [...new Set([ranks, 2, 3, TONE_SHARD_RANKS])].sort((a, b) => a - b))
+    if (r > 1 && canShard(vae, sample, r))
+      candidates.push({ plan: { strategy: 'shard', ranks: r }, options: `--strategy shard --ranks ${r}` });
+  let best: ToneDrift['alternative'] = null;
+  for (const c of candidates) {
+    const prediction = predictMemory(vae, c.plan, sample, options);
+    if (!fitsBudget(prediction, budget)) continue;
+    const seconds = predictTime(vae, c.plan, sample, timeOptions).seconds;
+    if (!best || seconds < best.predictedSeconds)
+      best = { plan: c.plan, options: c.options, predictedPeakBytes: prediction.peakBytes, predictedSeconds: seconds };
+  }
+  const what = kinds.map(([op, n]) => `${op === 'Attention' ? 'attention' : op} (${n})`).join(' and ');
+  const instead = best
+    ? `the exact alternative that fits: ${best.options} (${describePlan(best.plan)}, predicted ${formatBytes(best.predictedPeakBytes)}, ${formatSeconds(best.predictedSeconds)})`
+    : `no exact plan (the whole decode, row sharding on up to ${Math.max(ranks, TONE_SHARD_RANKS)} ranks) fits a budget of ${formatBytes(budget.bytes)}`;
+  return {
+    ops,
+    alternative: best,
+    message: `blended tiles may shift tone at their seams: the decoder's ${what} read every position, which each tile sees only in part; ${instead}`,
+  };
 }

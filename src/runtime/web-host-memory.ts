@@ -9,3 +9,9 @@ export function hostMemoryBytes(): number {
   const gib = (globalThis as { navigator?: { deviceMemory?: number } }).navigator?.deviceMemory;
   return typeof gib === 'number' && gib > 0 ? Math.min(WASM32_MEMORY_BYTES, gib * 2 ** 30) : WASM32_MEMORY_BYTES;
 }
+
+/** Cores the page may use (navigator.hardwareConcurrency; 1 where the browser does not say). */
+export function hostCores(): number {
+  const n = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency;
+  return typeof n === 'number' && n > 0 ? n : 1;
+}

@@ -1,6 +1,7 @@
-// The plan a decode runs: the memory policy's choice within the budget (docs/design.md §9), or an
-// exact request installed as asked — refused over a budget the caller gave, warned about over the
-// default one. Families without a memory model keep their default plan.
+// The plan a decode runs: the memory policy's choice within the budget (docs/design.md §9, §13), or
+// an exact request installed as asked — refused over a budget the caller gave, warned about over
+// the default one — each with its predicted time, and the tone-drift note when blended tiles run
+// on a decoder with GroupNorm or attention. Families without a memory model keep their default plan.
 
 import { extname } from 'node:path';
 import { DistVaeError, reason } from '../errors.js';
@@ -11,8 +12,21 @@ import { MAX_LADDER_ATTEMPTS } from '../memory/ladder.js';
 import { checkRequestFits, type BufferLimits } from '../memory/device-limits.js';
 import { predictDeviceMemory } from '../memory/device-memory.js';
 import { hasMemoryModel, predictMemory, type MemoryPlan, type MemoryPrediction } from '../memory/model.js';
-import { budgetRefusal, chooseWithinBudget, describePlan, type MemoryBudget, type PlanAlternative } from '../memory/policy.js';
+import {
+  budgetRefusal,
+  chooseWithinBudget,
+  describePlan,
+  describePrediction,
+  toneDrift,
+  type ChooseOptions,
+  type MemoryBudget,
+  type PlanAlternative,
+  type ToneDrift,
+} from '../memory/policy.js';
+import { predictTime, type TimePrediction } from '../memory/time-model.js';
+import { tileGrid } from '../plan/grid.js';
 import { setTiling } from '../plan/planner.js';
+import { latentShapeOf } from '../plan/shapes.js';
 import type { SampleShape } from '../plan/shapes.js';
 import type { Strategy } from '../strategies/index.js';
 import type { DecodeFilesOptions, OptionLabels } from './options.js';
@@ -23,10 +37,17 @@ export interface Decision {
   plan: MemoryPlan | null;
   reason: string;
   prediction: MemoryPrediction | null;
+  /** The plan's predicted seconds (null without a memory model). */
+  time: TimePrediction | null;
   /** The policy's choice (auto only). */
   choice: PlanAlternative | null;
   alternatives: PlanAlternative[];
+  /** Blended tiles on a decoder with GroupNorm or attention: the note and the exact plan that fits. */
+  toneDrift: ToneDrift | null;
 }
+
+/** How the decode's ranks run, for the time model: threads per rank, and whether ranks are separate devices. */
+export type RankSetting = Pick<ChooseOptions, 'threads' | 'devices' | 'provider'>;
 
 /** The strategy that decodes a memory plan (a whole decode is one blended tile). */
 export function strategyOf(plan: MemoryPlan): Strategy {
@@ -44,7 +65,7 @@ export function decide(
   vae: VaeSpec,
   sample: SampleShape,
   budget: MemoryBudget,
-  options: { ranks: number; batch: number; isolated: boolean },
+  options: { ranks: number; batch: number; isolated: boolean } & RankSetting,
 ): Decision {
   if (!hasMemoryModel(vae)) {
     setTiling(vae);
@@ -52,25 +73,34 @@ export function decide(
       plan: null,
       reason: `the ${vae.family.name} family has no memory model yet: its default plan`,
       prediction: null,
+      time: null,
       choice: null,
       alternatives: [],
+      toneDrift: null,
     };
   }
   const result = chooseWithinBudget(vae, sample, budget, { ...options, more: MAX_LADDER_ATTEMPTS });
   if (!result.choice) throw budgetRefusal(result);
   setTiling(vae, result.choice.tiling);
+  const chosen = result.choice;
   const first = result.alternatives[0]!;
+  // Plans ahead of the choice are over the budget (within a class the faster come first); the
+  // next plan of its class that fits is slower, and saying so tells a user why --ranks did not shard.
+  const later = result.alternatives.slice(result.alternatives.indexOf(chosen) + 1).filter((a) => a.fits && a.class === chosen.class);
+  const faster = later.length ? `; faster than ${describePlan(later[0]!.plan)} (${describePrediction(later[0]!)})` : '';
   const why =
-    result.choice === first
-      ? `${result.choice.reason} fits the budget`
-      : `${result.choice.reason}: the first plan that fits (${describePlan(first.plan)} is predicted at ${formatBytes(first.prediction.peakBytes)})`;
-  const choice = { ...result.choice, reason: why };
+    chosen === first
+      ? `${chosen.reason} fits the budget, ${describePrediction(chosen)}${faster}`
+      : `${chosen.reason}, ${describePrediction(chosen)}: the first plan that fits in the policy's order (${describePlan(first.plan)} is predicted at ${formatBytes(first.prediction.peakBytes)})${faster}`;
+  const choice = { ...chosen, reason: why };
   return {
     plan: choice.plan,
     reason: why,
     prediction: choice.prediction,
+    time: choice.time,
     choice,
-    alternatives: result.alternatives.map((a) => (a === result.choice ? choice : a)),
+    alternatives: result.alternatives.map((a) => (a === chosen ? choice : a)),
+    toneDrift: choice.class === 'blended' ? toneDrift(vae, sample, budget, options) : null,
   };
 }
 
@@ -110,7 +140,7 @@ export function exactRequest(
   vae: VaeSpec,
   sample: SampleShape,
   budget: { budget: MemoryBudget; explicit: boolean; labels: OptionLabels; limits?: BufferLimits | null },
-  plan: { strategy: Strategy; ranks: number; batch: number; streamed: boolean },
+  plan: { strategy: Strategy; ranks: number; batch: number; streamed: boolean } & RankSetting,
   warn: (text: string) => void,
 ): Decision | null {
   if (!hasMemoryModel(vae)) return null;
@@ -148,5 +178,9 @@ export function exactRequest(
     warn(
       `warning: the requested plan (${describePlan(requested)}) is predicted to peak at ${formatBytes(prediction.peakBytes)}, over the default memory budget of ${formatBytes(budget.budget.bytes)}; decoding as asked`,
     );
-  return { plan: requested, reason: 'as requested', prediction, choice: null, alternatives: [] };
+  const time = predictTime(vae, requested, sample, plan);
+  // Tiles the user asked for on a decoder with GroupNorm or attention: the same note as the policy's.
+  const tiled = requested.strategy === 'tile' && tileGrid(vae, latentShapeOf(vae.geometry, sample), { spatialOnly: true }).tiles.length > 1;
+  const drift = tiled ? toneDrift(vae, sample, budget.budget, plan) : null;
+  return { plan: requested, reason: 'as requested', prediction, time, choice: null, alternatives: [], toneDrift: drift };
 }

@@ -34,10 +34,10 @@ import { formatBytes, peakRssBytes } from '../runtime/memory-budget.js';
 import { ladderRungs, runLadder, type LadderAttempt } from '../memory/ladder.js';
 import type { MemoryPlan } from '../memory/model.js';
 import { describePlan } from '../memory/policy.js';
-import { decide, exactRequest, installRequestedTiling, strategyOf, streamsBands, type Decision } from './decision.js';
+import { decide, exactRequest, installRequestedTiling, strategyOf, streamsBands, type Decision, type RankSetting } from './decision.js';
 import { readDecodeRequest, type DecodeFilesOptions, type DecodeRequest, type OptionLabels } from './options.js';
 import { checkRankMemory } from './rank-memory.js';
-import { choiceJson, memoryJson, type DecodeReport, type FileProgress } from './report.js';
+import { alternativeJson, choiceJson, memoryJson, type DecodeReport, type FileProgress } from './report.js';
 import { decodeInto, writeWhole, type Written } from './writers.js';
 
 /** How a caller follows and stops a decodeFiles call. */
@@ -191,7 +191,7 @@ class DecodeFilesRun {
     const sample = sampleShapeOf(vae.geometry, latent);
     const batch = stored.dims[0] ?? 1;
     if (request.auto) {
-      this.decision = decide(vae, sample, request.budget, { ranks: request.ranks, batch, isolated: request.ladder });
+      this.decision = decide(vae, sample, request.budget, { ranks: request.ranks, batch, isolated: request.ladder, ...this.rankSetting() });
       return latent;
     }
     if (request.strategy === 'shard') splitBands(latent.height, request.ranks, vae.geometry.spatialRatio);
@@ -209,10 +209,26 @@ class DecodeFilesRun {
               ranks: this.ranksFor(vae, latent),
               batch,
               streamed: streamsBands(vae, request.outputs[0]!, batch),
+              ...this.rankSetting(),
             },
             (text) => this.notice(text),
           );
     return latent;
+  }
+
+  /**
+   * How this decode's ranks run, for the time model: local CPU ranks share this machine's cores,
+   * as do GPU ranks on one adapter; GPU ranks dealt over distinct adapters (`devices`) and queue
+   * workers are separate devices.
+   */
+  private rankSetting(): RankSetting {
+    const { loadOptions, options } = this.request;
+    const gpusApart = (loadOptions.provider ?? 'cpu') !== 'cpu' && new Set(options.devices ?? []).size > 1;
+    return {
+      ...(loadOptions.threads !== undefined ? { threads: loadOptions.threads } : {}),
+      ...(loadOptions.provider !== undefined ? { provider: loadOptions.provider } : {}),
+      devices: options.redis !== undefined || gpusApart ? 'separate' : 'shared',
+    };
   }
 
   // The policy's choice decides the strategy and ranks of a decode without plan options; with a
@@ -245,7 +261,7 @@ class DecodeFilesRun {
    */
   private startLocal(ranks: number): void {
     throwIfAborted(this.hooks.signal);
-    const local = this.localRanks(ranks, this.request.isolation);
+    const local = this.localRanks(ranks, this.request.isolation, this.chosenPlan()?.threads);
     const started = local.start();
     started.catch(() => undefined);
     this.group = local;
@@ -258,8 +274,9 @@ class DecodeFilesRun {
     return devices ? devices[rank % devices.length]! : (deviceId ?? 0);
   }
 
-  private localRanks(ranks: number, isolation: Isolation): LocalGroup {
-    const threads = this.request.loadOptions.threads;
+  /** Local ranks with the plan's threads per rank (the whole decode for R ranks takes their threads), else the decode's own. */
+  private localRanks(ranks: number, isolation: Isolation, planThreads?: number): LocalGroup {
+    const threads = planThreads ?? this.request.loadOptions.threads;
     const listed = this.request.options.devices;
     // Rank r runs on devices[r % length]: fewer devices than ranks share them round-robin.
     const devices = listed ? Array.from({ length: ranks }, (_, r) => listed[r % listed.length]!) : undefined;
@@ -312,7 +329,7 @@ class DecodeFilesRun {
       rungs,
       async (rung) => {
         setTiling(vae, rung.tiling);
-        const local = this.localRanks(Math.max(1, rung.plan.ranks), 'process');
+        const local = this.localRanks(Math.max(1, rung.plan.ranks), 'process', rung.plan.threads);
         try {
           await local.start();
           stats = useStrategy(vae, strategyOf(rung.plan), local, { offThread: true });
@@ -334,7 +351,15 @@ class DecodeFilesRun {
       outcome.attempts.length > 1
         ? `${outcome.rung.reason}: attempt ${outcome.attempts.length}, after the plans above it ran out of memory`
         : outcome.rung.reason;
-    this.decision = { ...decision, plan: outcome.rung.plan, reason: fellBack, choice: outcome.rung, prediction: outcome.rung.prediction };
+    this.decision = {
+      ...decision,
+      plan: outcome.rung.plan,
+      reason: fellBack,
+      choice: outcome.rung,
+      prediction: outcome.rung.prediction,
+      time: outcome.rung.time,
+      toneDrift: outcome.rung.class === 'blended' ? decision.toneDrift : null,
+    };
     return { sample: outcome.result, files, stats, used, attempts: outcome.attempts.length > 1 ? outcome.attempts : null };
   }
 
@@ -354,12 +379,14 @@ class DecodeFilesRun {
     const single = scheduleGrid(grid, 1);
     const shard = stats?.shard() ?? null;
     const notes = [
-      ...(options.redis === undefined && used !== null && used.size < request.ranks
+      // A whole decode that took the ranks' threads says so in its reason, not as ranks left idle.
+      ...(options.redis === undefined && used !== null && used.size < request.ranks && final?.plan?.threads === undefined
         ? [
             `${request.labels('ranks')} ${request.ranks} for ${grid.tiles.length} tile(s): ${used.size} rank(s) started (a rank without a tile is never started)`,
           ]
         : []),
       ...(stats?.notes() ?? []),
+      ...(final?.toneDrift ? [final.toneDrift.message] : []),
     ];
     const ranks = stats?.ranks() ?? [{ rank: 0, tiles: single.ranks[0]!, load: single.loads[0]!, seconds }];
     const report: DecodeReport = {
@@ -392,7 +419,9 @@ class DecodeFilesRun {
         coordinator: peakRssBytes(),
         ranks: stats && used && used.transport !== 'queue' ? ranks : [],
       }),
-      ...(final?.plan ? { choice: choiceJson(final.plan, final.reason) } : {}),
+      ...(final?.plan ? { choice: choiceJson(final.plan, final.reason, final.time?.seconds ?? null) } : {}),
+      ...(final?.alternatives.length ? { alternatives: final.alternatives.map(alternativeJson) } : {}),
+      ...(final?.toneDrift ? { toneDrift: final.toneDrift } : {}),
       ...(attempts ? { attempts } : {}),
       files,
     };

@@ -6,7 +6,7 @@
 import type { DecodeProgress, RankStats } from '../decode/types.js';
 import type { LadderAttempt } from '../memory/ladder.js';
 import type { MemoryPlan, MemoryPrediction } from '../memory/model.js';
-import type { MemoryBudget, PlanAlternative } from '../memory/policy.js';
+import type { MemoryBudget, PlanAlternative, PlanClass, ToneDrift } from '../memory/policy.js';
 import type { RankFailure } from '../ranks/group.js';
 import type { CommCounters } from '../ranks/program.js';
 import type { Strategy } from '../strategies/index.js';
@@ -19,8 +19,12 @@ export interface ChoiceReport {
   overlap: MemoryPlan['overlap'] | null;
   frames: MemoryPlan['frames'] | null;
   ranks: number;
+  /** Intra-op threads per rank the plan sets (the whole decode for R ranks of one machine: R × --threads); null: the decode's own. */
+  threads: number | null;
   /** Why this plan: the policy's reason, or 'as requested'. */
   reason: string;
+  /** The time model's predicted seconds (time-model.ts); null where the family has no memory model. */
+  predictedSeconds: number | null;
 }
 
 /** Memory of a decode: the budget, the peaks predicted and, after a decode, measured (null where unknown). */
@@ -76,6 +80,10 @@ export interface DecodeReport {
   memory: MemoryReport;
   /** The plan decoded and why (families with a memory model). */
   choice?: ChoiceReport;
+  /** The policy's plans it weighed, in its order, each with its predicted peak and seconds (the policy's choice only). */
+  alternatives?: AlternativeReport[];
+  /** Blended tiles on a decoder with GroupNorm or attention: tone may shift at the seams; the exact plan that fits instead. */
+  toneDrift?: ToneDrift;
   /** The fallback ladder's attempts, when one ran out of memory. */
   attempts?: LadderAttempt[];
   /** The files written. */
@@ -89,15 +97,26 @@ export interface FileProgress extends DecodeProgress {
 }
 
 /** `choice` of the reports. */
-export function choiceJson(plan: MemoryPlan, reason: string): ChoiceReport {
+export function choiceJson(plan: MemoryPlan, reason: string, predictedSeconds: number | null = null): ChoiceReport {
   return {
     strategy: plan.strategy,
     window: plan.window ?? null,
     overlap: plan.overlap ?? null,
     frames: plan.frames ?? null,
     ranks: plan.ranks,
+    threads: plan.threads ?? null,
     reason,
+    predictedSeconds,
   };
+}
+
+/** One of the policy's plans as the reports list it. */
+export interface AlternativeReport extends ChoiceReport {
+  class: PlanClass;
+  predictedPeakBytes: number;
+  predictedMaxTensorBytes: number;
+  predictedSeconds: number;
+  fits: boolean;
 }
 
 /** `memory` of the reports (measured where known). */
@@ -126,12 +145,12 @@ export function memoryJson(
   };
 }
 
-/** One alternative of the policy's ranked plans, with its prediction. */
-export function alternativeJson(
-  alt: PlanAlternative,
-): ChoiceReport & { predictedPeakBytes: number; predictedMaxTensorBytes: number; fits: boolean } {
+/** One alternative of the policy's ranked plans, with its predictions. */
+export function alternativeJson(alt: PlanAlternative): AlternativeReport {
   return {
     ...choiceJson(alt.plan, alt.reason),
+    class: alt.class,
+    predictedSeconds: alt.time.seconds,
     predictedPeakBytes: alt.prediction.peakBytes,
     predictedMaxTensorBytes: alt.prediction.maxTensorBytes,
     fits: alt.fits,

@@ -30,7 +30,22 @@ interface DecodeJson {
     measuredPeakBytes: number | null;
     ranks: { rank: number; predictedPeakBytes: number; measuredPeakBytes: number | null }[];
   };
-  choice: { strategy: string; ranks: number; reason: string; window: unknown };
+  choice: { strategy: string; ranks: number; reason: string; window: unknown; threads: number | null; predictedSeconds: number | null };
+  alternatives?: {
+    strategy: string;
+    class: string;
+    ranks: number;
+    threads: number | null;
+    predictedPeakBytes: number;
+    predictedSeconds: number;
+    fits: boolean;
+  }[];
+  toneDrift?: {
+    ops: Record<string, number>;
+    alternative: { options: string; predictedPeakBytes: number; predictedSeconds: number } | null;
+    message: string;
+  };
+  ranks: { rank: number }[];
   error?: { code: string; message: string; reasons: { field: string; valid: string }[] };
 }
 
@@ -63,6 +78,13 @@ test('a budget below the whole decode gets tiles; the same budget refuses an exa
   assert.ok(json.memory.predictedPeakBytes <= whole - 1);
   assert.deepEqual([json.alternatives[0]!.strategy, json.alternatives[0]!.fits], ['whole', false]);
   assert.ok(json.alternatives.some((a) => a.fits));
+  // Time beside memory for the choice and every alternative; the chosen blended tiles on a
+  // decoder with GroupNorm and attention announce tone drift.
+  assert.ok(json.choice.predictedSeconds! > 0 && json.alternatives.every((a) => a.predictedSeconds > 0 && a.class));
+  assert.match(json.toneDrift!.message, /blended tiles may shift tone at their seams: the decoder's GroupNorm \(\d+\) and attention \(1\)/);
+  const text = await cli('plan', '--config', KL, '--height', '48', '--width', '64', '--max-memory', tight);
+  assert.match(text.stdout, /predicted time [\d.]+ m?s/);
+  assert.match(text.stdout, /may shift tone at their seams/);
 
   const refused = await cli(...syntheticDecode(KL, Z, join(dir, 'x.npy')), '--full', '--max-memory', tight, '--json');
   assert.equal(refused.code, 2);
@@ -114,6 +136,28 @@ test('an exact request over the default budget is decoded as asked, with a warni
   assert.equal(json.choice.reason, 'as requested');
   assert.ok(json.memory.predictedPeakBytes < json.memory.budgetBytes);
   assert.doesNotMatch(r.stderr, /warning/);
+  // Tiles asked for on a decoder with GroupNorm: the note names the exact plan that fits (the whole decode fits the default budget).
+  assert.ok(json.toneDrift && json.toneDrift.alternative, JSON.stringify(json.toneDrift));
+  assert.match(
+    json.toneDrift.message,
+    /may shift tone at their seams.*the exact alternative that fits: (--full|--strategy shard --ranks \d)/,
+  );
+  assert.ok(json.choice.predictedSeconds! > 0);
+});
+
+test('--ranks 2 on one machine takes the faster exact plan: the whole decode on one rank with 2 x --threads, or row sharding, as predicted', async () => {
+  const r = await cli(...syntheticDecode(KL, Z, join(dir, 'r2.npy')), '--ranks', '2', '--threads', '1', '--no-fallback', '--json');
+  assert.equal(r.code, 0, r.stderr);
+  const json = JSON.parse(r.stdout) as DecodeJson;
+  const exact = json.alternatives!.filter((a) => a.class === 'exact');
+  assert.deepEqual(exact.map((a) => a.strategy).sort(), ['shard', 'whole']);
+  const fastest = exact.reduce((a, b) => (b.predictedSeconds < a.predictedSeconds ? b : a));
+  assert.equal(json.choice.strategy, fastest.strategy);
+  if (json.choice.strategy === 'whole') {
+    // One rank started, with both ranks' threads; the reason says why it did not shard.
+    assert.deepEqual([json.choice.ranks, json.choice.threads, json.ranks.length], [1, 2, 1]);
+    assert.match(json.choice.reason, /whole decode on one rank with 2 x 1 intra-op threads .*faster than shard on 2 ranks/);
+  } else assert.equal(json.ranks.length, 2);
 });
 
 /** Process ids of this process's children (every thread's), where /proc has them. */

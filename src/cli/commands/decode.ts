@@ -7,7 +7,7 @@
 import { decodeFilesReasons, OUTPUT_FORMATS, type OptionLabels } from '../../entries/decode.js';
 import { FAMILIES } from '../../entries/families.js';
 import { DEFAULT_FPS } from '../../entries/io.js';
-import { hasMemoryModel } from '../../entries/memory.js';
+import { formatSeconds, hasMemoryModel } from '../../entries/memory.js';
 import { ISOLATIONS } from '../../entries/ranks.js';
 import { planningVae, decodeFiles, formatBytes, STRATEGIES, type DecodedFile, type DecodeFilesOptions } from '../../index.js';
 import { JSON_OPTION, type Args, type CliIO, type CommandSpec } from '../args.js';
@@ -122,15 +122,21 @@ export const decodeCommand: CommandSpec = {
   ],
   details: [
     "Without any plan option (--window, --overlap, --frame-*, --full, --strategy) the decode takes the memory policy's",
-    'choice: the best plan whose predicted peak fits the budget (--max-memory, else 80% of the memory this process tree',
-    'may use) — with --ranks R > 1 row sharding on the R ranks, then the whole decode; with one rank the whole decode;',
-    'then halo-exact tiles; then the blended tiles with the largest window. Nothing fits: exit 2, naming the smallest',
+    'choice among the plans whose predicted peak fits the budget (--max-memory, else 80% of the memory this process tree',
+    'may use): the most exact class first — the whole decode or row sharding on the R ranks, then halo-exact tiles, then',
+    "blended tiles — and within a class the fastest by the time model. Local ranks share this machine's cores, so with",
+    '--ranks R the whole decode runs on one rank with R x --threads intra-op threads when it fits and is predicted faster',
+    'than row sharding (the plan line says so); ranks row-shard where the whole decode does not fit, or tile. Blended tiles',
+    'on a decoder with GroupNorm or attention print (and --json gives toneDrift) that tiles may shift tone at their seams',
+    'and the exact plan that fits instead, whether they were asked for or chosen. Nothing fits: exit 2, naming the smallest',
     'predicted peak. The chosen decode runs in rank processes with a fallback ladder: an attempt that runs out of memory',
     'is retried with the next plan that fits (exit 3, LADDER_EXHAUSTED, when none is left). Plan options are exact',
     'requests: over an explicit --max-memory they are refused (exit 2), over the default budget they warn. Families',
     `without a memory model (${familiesWithoutMemoryModel().join(', ') || 'none'}) keep the family's default plan with tiling on.`,
     'With --json: memory { budgetBytes, predictedPeakBytes, predictedMaxTensorBytes, measuredPeakBytes, coordinator, ranks },',
-    'choice { strategy, window, overlap, frames, ranks, reason } and, after a fallback, attempts [...].',
+    'choice { strategy, window, overlap, frames, ranks, threads, reason, predictedSeconds }, alternatives [...] (the',
+    "policy's plans with class, predicted peak and seconds), toneDrift { ops, alternative, message } and, after a fallback,",
+    'attempts [...].',
     'With --json: { shape, tiles, seconds, provider, ranks: [...] } where seconds is the decode time without loading.',
     "A GPU provider decodes on rank processes (unless --isolation thread), whose stderr is filtered: the drivers' own",
     'lines (Dawn, the Vulkan loader, Mesa) show only with --verbose.',
@@ -277,7 +283,7 @@ function describeDecoded({ report, placement, plan, bands, notes }: DecodedFile)
   if (plan && report.choice) {
     const peak = report.memory.predictedPeakBytes;
     lines.push(
-      `plan: ${plan} (${report.choice.reason}); predicted peak ${peak !== null ? formatBytes(peak) : 'unknown'} of a ${formatBytes(report.memory.budgetBytes)} budget`,
+      `plan: ${plan} (${report.choice.reason}); predicted peak ${peak !== null ? formatBytes(peak) : 'unknown'} of a ${formatBytes(report.memory.budgetBytes)} budget${report.choice.predictedSeconds !== null ? `, predicted time ${formatSeconds(report.choice.predictedSeconds)}` : ''}`,
     );
   }
   return lines.map((line) => `${line}\n`).join('');

@@ -7,10 +7,13 @@ import {
   checkRequestFits,
   describePlan,
   fitsBudget,
+  formatSeconds,
   hasMemoryModel,
+  namedAlternative,
   planOfTiling,
+  predictTime,
   searchWithinBudget,
-  tilingOfPlan,
+  toneDrift,
 } from '../../entries/memory.js';
 import { budgetRefusal, chooseWithinBudget, formatBytes, planReport, predictMemory, searchPlans, setTiling } from '../../index.js';
 import { checkAdapters } from '../../entries/ranks.js';
@@ -69,10 +72,14 @@ export const planCommand: CommandSpec = {
     'latent units is refused with the reasons (exit code 2), never rounded. With fewer tiles than ranks, each tile gets',
     'its own rank and the other ranks stay idle (work is never duplicated).',
     'The JSON adds memory { budgetBytes, predictedPeakBytes, predictedMaxTensorBytes, coordinator, ranks } (the memory',
-    "model's prediction for the plan; families without a memory model: null) and choice. With --max-memory (and no",
-    "window options) the plan is the memory policy's choice — with R > 1 ranks row sharding, then the whole decode; then",
-    'halo-exact tiles; then blended tiles, largest window first — and alternatives lists the ranked plans with their',
-    'predicted peaks; a budget nothing fits exits 2, naming the smallest predicted peak and its plan. A plan named with',
+    "model's prediction for the plan; families without a memory model: null) and choice (with predictedSeconds, the time",
+    "model's). With --max-memory (and no window options) the plan is the memory policy's choice: among the plans whose",
+    'predicted peak fits, the most exact class first — the whole decode or row sharding, then halo-exact tiles, then',
+    'blended tiles — and within a class the fastest by the time model (on one CPU machine, R ranks share its cores, so',
+    'the whole decode runs on one rank with their threads unless row sharding is predicted faster or the whole decode',
+    'does not fit); alternatives lists the ranked plans with class, predicted peak and predicted seconds, and blended',
+    'tiles on a decoder with GroupNorm or attention add toneDrift (tiles may shift tone at their seams; the exact plan',
+    'that fits instead, with its predictions). A budget nothing fits exits 2, naming the smallest predicted peak and its plan. A plan named with',
     "--window over --max-memory exits 2 naming the policy's plan that fits. --search --max-memory drops the grids",
     'predicted over the budget before the frontier is taken; each pick carries its prediction (JSON: budget, overBudget,',
     "picks.*.prediction). A tiled plan's 'diffusers-equivalent: no (...)' says why diffusers would tile it differently.",
@@ -130,24 +137,27 @@ export const planCommand: CommandSpec = {
       setTiling(vae, result.choice.tiling);
       // Only blended tiles are dealt to ranks; a row-sharded or whole choice has no tile grid to deal.
       const report = planReport(vae, sample, result.choice.plan.strategy === 'tile' ? ranks : 1);
+      const drift = result.choice.class === 'blended' ? toneDrift(vae, sample, budget.budget, { ranks }) : null;
       const json = {
         ...report,
         memory: memoryJson(budget.budget, result.choice.prediction),
-        choice: choiceJson(result.choice.plan, result.choice.reason),
+        choice: choiceJson(result.choice.plan, result.choice.reason, result.choice.time.seconds),
         alternatives: result.alternatives.map(alternativeJson),
+        ...(drift ? { toneDrift: drift } : {}),
       };
       if (args.flag('json')) io.stdout(JSON.stringify(json) + '\n');
       else {
         io.stdout(
-          `memory budget ${formatBytes(budget.budget.bytes)}${budget.limits ? `, at most ${formatBytes(budget.budget.maxTensorBytes!)} per tensor (${budget.limits.source})` : ''}: ${describePlan(result.choice.plan)} (${result.choice.reason}), predicted peak ${formatBytes(result.choice.prediction.peakBytes)}\n\n`,
+          `memory budget ${formatBytes(budget.budget.bytes)}${budget.limits ? `, at most ${formatBytes(budget.budget.maxTensorBytes!)} per tensor (${budget.limits.source})` : ''}: ${describePlan(result.choice.plan)} (${result.choice.reason}), predicted peak ${formatBytes(result.choice.prediction.peakBytes)}, predicted time ${formatSeconds(result.choice.time.seconds)}\n\n`,
         );
+        if (drift) io.stdout(`${drift.message}\n\n`);
         if (result.choice.plan.strategy === 'shard')
           io.stdout(`row sharding: each of the ${ranks} ranks decodes a band of the latent's rows, exactly (no tile grid)\n`);
         else io.stdout(formatPlan(report));
-        io.stdout('\nalternatives in policy order (predicted peak, largest tensor):\n');
+        io.stdout('\nalternatives in policy order (predicted peak, largest tensor, predicted time):\n');
         for (const a of result.alternatives)
           io.stdout(
-            `  ${a === result.choice ? '*' : a.fits ? ' ' : 'x'} ${describePlan(a.plan).padEnd(44)} ${formatBytes(a.prediction.peakBytes).padStart(10)}  ${formatBytes(a.prediction.maxTensorBytes).padStart(10)}  ${a.reason}\n`,
+            `  ${a === result.choice ? '*' : a.fits ? ' ' : 'x'} ${describePlan(a.plan).padEnd(44)} ${formatBytes(a.prediction.peakBytes).padStart(10)}  ${formatBytes(a.prediction.maxTensorBytes).padStart(10)}  ${formatSeconds(a.time.seconds).padStart(7)}  ${a.reason}\n`,
           );
       }
       return 0;
@@ -160,20 +170,22 @@ export const planCommand: CommandSpec = {
     if (prediction && budget.limits && !fitsBudget(prediction, { bytes: Infinity, maxTensorBytes: budget.budget.maxTensorBytes! }))
       checkRequestFits(vae, sample, 'tile', budget.limits);
     if (prediction && budget.explicit && !fitsBudget(prediction, budget.budget))
-      throw budgetRefusal(chooseWithinBudget(vae, sample, budget.budget, { ranks, more: Infinity }), {
-        plan,
-        prediction,
-        fits: false,
-        tiling: tilingOfPlan(plan, sample),
-        reason: 'the requested plan',
-      });
-    const json = { ...report, memory: memoryJson(budget.budget, prediction), choice: choiceJson(plan, 'as requested') };
+      throw budgetRefusal(
+        chooseWithinBudget(vae, sample, budget.budget, { ranks, more: Infinity }),
+        namedAlternative(vae, plan, sample, prediction, budget.budget, 'the requested plan'),
+      );
+    const time = prediction ? predictTime(vae, plan, sample) : null;
+    const json = {
+      ...report,
+      memory: memoryJson(budget.budget, prediction),
+      choice: choiceJson(plan, 'as requested', time?.seconds ?? null),
+    };
     io.stdout(
       args.flag('json')
         ? JSON.stringify(json) + '\n'
         : formatPlan(report) +
             (prediction
-              ? `\npredicted peak ${formatBytes(prediction.peakBytes)} (largest tensor ${formatBytes(prediction.maxTensorBytes)}) of a ${formatBytes(budget.budget.bytes)} budget\n`
+              ? `\npredicted peak ${formatBytes(prediction.peakBytes)} (largest tensor ${formatBytes(prediction.maxTensorBytes)}) of a ${formatBytes(budget.budget.bytes)} budget; predicted time ${formatSeconds(time!.seconds)}\n`
               : ''),
     );
     return 0;
