@@ -9,7 +9,7 @@ import { planOfTiling } from '../memory/apply.js';
 import { formatBytes } from '../runtime/memory-budget.js';
 import { MAX_LADDER_ATTEMPTS } from '../memory/ladder.js';
 import { hasMemoryModel, predictMemory, type MemoryPlan, type MemoryPrediction } from '../memory/model.js';
-import { budgetRefusal, chooseWithinBudget, describePlan, type MemoryBudget, type PlanAlternative } from '../memory/policy.js';
+import { budgetRefusal, chooseWithinBudget, describePlan, peakText, type MemoryBudget, type PlanAlternative } from '../memory/policy.js';
 import { setTiling } from '../plan/planner.js';
 import type { SampleShape } from '../plan/shapes.js';
 import type { Strategy } from '../strategies/index.js';
@@ -61,7 +61,7 @@ export function decide(
   const why =
     result.choice === first
       ? `${result.choice.reason} fits the budget`
-      : `${result.choice.reason}: the first plan that fits (${describePlan(first.plan)} is predicted at ${formatBytes(first.prediction.peakBytes)})`;
+      : `${result.choice.reason}: the first plan that fits (${describePlan(first.plan)} is predicted at ${peakText(first.prediction)})`;
   const choice = { ...result.choice, reason: why };
   return {
     plan: choice.plan,
@@ -111,24 +111,25 @@ export function exactRequest(
   const { labels } = budget;
   const requested = planOfTiling(vae, plan.strategy, plan.ranks);
   const prediction = predictMemory(vae, requested, sample, { batch: plan.batch, streamed: plan.streamed });
-  const over = prediction.peakBytes > budget.budget.bytes;
+  // The bound, not the median: a budget is a cap on what the decode measures.
+  const over = prediction.boundBytes > budget.budget.bytes;
   const tensorOver = budget.budget.maxTensorBytes !== undefined && prediction.maxTensorBytes > budget.budget.maxTensorBytes;
   if ((over || tensorOver) && budget.explicit) {
     const what = tensorOver
       ? `its largest tensor is predicted at ${formatBytes(prediction.maxTensorBytes)}, over ${labels('maxTensor')} ${formatBytes(budget.budget.maxTensorBytes!)}`
-      : `its predicted peak is ${formatBytes(prediction.peakBytes)}, over ${labels('maxMemory')} ${formatBytes(budget.budget.bytes)}`;
+      : `its predicted peak is ${peakText(prediction)}, over ${labels('maxMemory')} ${formatBytes(budget.budget.bytes)}`;
     const r = reason(
       'BUDGET_EXCEEDED',
       labels('maxMemory'),
       budget.budget.bytes,
-      `at least ${formatBytes(prediction.peakBytes)} for ${describePlan(requested)}`,
+      `at least ${formatBytes(prediction.boundBytes)} for ${describePlan(requested)}`,
       `the requested plan (${describePlan(requested)}) does not fit: ${what}; drop the plan options to let the memory policy choose one that fits`,
     );
     throw new DistVaeError('BUDGET_EXCEEDED', r.message, { reasons: [r] });
   }
   if (over)
     warn(
-      `warning: the requested plan (${describePlan(requested)}) is predicted to peak at ${formatBytes(prediction.peakBytes)}, over the default memory budget of ${formatBytes(budget.budget.bytes)}; decoding as asked`,
+      `warning: the requested plan (${describePlan(requested)}) is predicted to peak at ${peakText(prediction)}, over the default memory budget of ${formatBytes(budget.budget.bytes)}; decoding as asked`,
     );
   return { plan: requested, reason: 'as requested', prediction, choice: null, alternatives: [] };
 }

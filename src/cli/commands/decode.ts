@@ -122,14 +122,14 @@ export const decodeCommand: CommandSpec = {
   ],
   details: [
     "Without any plan option (--window, --overlap, --frame-*, --full, --strategy) the decode takes the memory policy's",
-    'choice: the best plan whose predicted peak fits the budget (--max-memory, else 80% of the memory this process tree',
+    'choice: the best plan whose predicted peak, at its bound, fits the budget (--max-memory, else 80% of the memory this process tree',
     'may use) — with --ranks R > 1 row sharding on the R ranks, then the whole decode; with one rank the whole decode;',
     'then halo-exact tiles; then the blended tiles with the largest window. Nothing fits: exit 2, naming the smallest',
     'predicted peak. The chosen decode runs in rank processes with a fallback ladder: an attempt that runs out of memory',
     'is retried with the next plan that fits (exit 3, LADDER_EXHAUSTED, when none is left). Plan options are exact',
     'requests: over an explicit --max-memory they are refused (exit 2), over the default budget they warn. Families',
     `without a memory model (${familiesWithoutMemoryModel().join(', ') || 'none'}) keep the family's default plan with tiling on.`,
-    'With --json: memory { budgetBytes, predictedPeakBytes, predictedMaxTensorBytes, measuredPeakBytes, coordinator, ranks },',
+    'With --json: memory { budgetBytes, predictedPeakBytes, predictedBoundBytes, predictedMaxTensorBytes, measuredPeakBytes, coordinator, ranks, warning? },',
     'choice { strategy, window, overlap, frames, ranks, reason } and, after a fallback, attempts [...].',
     'With --json: { shape, tiles, seconds, provider, ranks: [...] } where seconds is the decode time without loading.',
     "A GPU provider decodes on rank processes (unless --isolation thread), whose stderr is filtered: the drivers' own",
@@ -270,9 +270,12 @@ function describeDecoded({ report, placement, plan, bands, notes }: DecodedFile)
   }
   if (plan && report.choice) {
     const peak = report.memory.predictedPeakBytes;
+    const bound = report.memory.predictedBoundBytes;
     lines.push(
-      `plan: ${plan} (${report.choice.reason}); predicted peak ${peak !== null ? formatBytes(peak) : 'unknown'} of a ${formatBytes(report.memory.budgetBytes)} budget`,
+      `plan: ${plan} (${report.choice.reason}); predicted peak ${peak !== null ? formatBytes(peak) : 'unknown'}${bound !== null ? ` (at most ${formatBytes(bound)})` : ''} of a ${formatBytes(report.memory.budgetBytes)} budget`,
     );
   }
+  // A measured peak over the budget is said whatever the plan (never silently).
+  if (report.memory.warning) lines.push(report.memory.warning.message);
   return lines.map((line) => `${line}\n`).join('');
 }

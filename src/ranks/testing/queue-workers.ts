@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { withAllocatorDefaults } from '../local/process/allocator-env.js';
 import { redisOptionsOf } from '../queue/connection.js';
 import { bytesOf, decodeKeys, float32Of, sha256, type RunJobData, type RunProgress } from '../queue/protocol.js';
 import { TINY_KL } from './tiny-vae.js';
@@ -52,7 +53,7 @@ export function tinyWorkerArgs(dir: string, klConfig: Record<string, unknown> = 
 /** A `distvae worker` process on `queue` with `workerArgs` (VAE and runtime options); resolves once it serves. */
 export async function startWorkerProcess(redisUrl: string, queue: string, workerArgs: string[]): Promise<WorkerProcess> {
   const args = ['--import', import.meta.resolve('tsx'), CLI, 'worker', '--redis', redisUrl, '--queue', queue, ...workerArgs];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: withAllocatorDefaults(process.env) });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const lines = createInterface({ input: child.stdout! });
