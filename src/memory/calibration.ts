@@ -71,9 +71,12 @@ export interface RuntimeCalibration {
  * of a decode's measured peak (its processes' peaks in one run, summed) to its predicted peak over
  * every run of the matrix — sd-whole-768's second run, 2664 / 2391 MiB = 1.114, rounded up — so
  * every decode of the matrix measured within predicted × 1.12. The matrix was measured before rank
- * processes got their allocator settings (ranks/local/process/allocator-env.ts); under them a
- * row-sharded rank's peak is lower and repeats (bench/results/rank-allocator.md), so these factors
- * overstate such ranks until the matrix is run again and refitted.
+ * processes got their allocator settings (ranks/local/process/allocator-env.ts); under them an
+ * SD 512² row-sharded rank measured 778 MiB in two runs against 898–1051 under glibc's defaults
+ * (bench/results/rank-allocator.md), so these factors overstate such ranks until the matrix is
+ * run again and refitted. The matrix decodes with one intra-op thread only: a TAEF2 tile rank
+ * with two (bench/results/budget-cap.md) measured 29 % over its prediction, which the bound
+ * covers only just.
  */
 export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
   cpu: {
