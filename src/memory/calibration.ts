@@ -74,9 +74,9 @@ export interface RuntimeCalibration {
  * processes got their allocator settings (ranks/local/process/allocator-env.ts); under them an
  * SD 512² row-sharded rank measured 778 MiB in two runs against 898–1051 under glibc's defaults
  * (bench/results/rank-allocator.md), so these factors overstate such ranks until the matrix is
- * run again and refitted. The matrix decodes with one intra-op thread only: a TAEF2 tile rank
- * with two (bench/results/budget-cap.md) measured 29 % over its prediction, which the bound
- * covers only just.
+ * run again and refitted. The matrix decodes with one intra-op thread only: TAEF2 tile ranks
+ * with two measured 24–30 % over their prediction, which the bound does not cover (2 of 4
+ * held-out decodes in bench/results/budget-cap.md went over their budget, and said so).
  */
 export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
   cpu: {
