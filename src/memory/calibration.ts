@@ -72,7 +72,7 @@ export interface RuntimeCalibration {
  * every run of the matrix — sd-whole-768's second run, 2664 / 2391 MiB = 1.114, rounded up — so
  * every decode of the matrix measured within predicted × 1.12. The matrix was measured before rank
  * processes got their allocator settings (ranks/local/process/allocator-env.ts); under them an
- * SD 512² row-sharded rank measured 778 MiB in two runs against 898–1051 under glibc's defaults
+ * SD 512² row-sharded rank measured 777–782 MiB in five runs against 969–1115 under glibc’s defaults
  * (bench/results/rank-allocator.md), so these factors overstate such ranks until the matrix is
  * run again and refitted. The matrix decodes with one intra-op thread only: TAEF2 tile ranks
  * with two measured 24–30 % over their prediction, which the bound does not cover (2 of 4
