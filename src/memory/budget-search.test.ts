@@ -28,14 +28,14 @@ test('without a budget the search is unchanged and its picks carry their predict
 test('a budget drops candidates before the frontier: the frontier is the undominated set of those that fit', () => {
   const vae = kl();
   const all = searchWithinBudget(vae, SAMPLE, RANKS, null);
-  // A budget just under the coarse pick's peak: it and every candidate at least as large drop out.
-  const budget = { bytes: all.picks.coarse!.prediction.peakBytes - 1 };
+  // A budget just under the coarse pick's bound (what a budget is compared with): it and every candidate at least as large drop out.
+  const budget = { bytes: all.picks.coarse!.prediction.boundBytes - 1 };
   const fitted = searchWithinBudget(vae, SAMPLE, RANKS, budget);
   assert.ok(fitted.overBudget > 0);
   const frontier = fitted.frontier as BudgetedCandidate[];
   assert.ok(frontier.length > 0);
-  for (const c of frontier) assert.ok(c.prediction.peakBytes <= budget.bytes, key(c));
-  for (const pick of Object.values(fitted.picks)) if (pick) assert.ok(pick.prediction.peakBytes <= budget.bytes);
+  for (const c of frontier) assert.ok(c.prediction.boundBytes <= budget.bytes, key(c));
+  for (const pick of Object.values(fitted.picks)) if (pick) assert.ok(pick.prediction.boundBytes <= budget.bytes);
   assert.notEqual(key(fitted.picks.coarse!), key(all.picks.coarse!));
   // Reference: every candidate (an admission refusing all is asked about each), those whose
   // prediction fits, and their Pareto frontier.
@@ -53,11 +53,11 @@ test('a budget drops candidates before the frontier: the frontier is the undomin
 test('nothing fitting refuses, naming the smallest searched grid and the policy plan that fits (or the smallest there is)', () => {
   const vae = kl();
   const all = searchWithinBudget(vae, SAMPLE, RANKS, null);
-  const peaks = (all.frontier as BudgetedCandidate[]).map((c) => c.prediction?.peakBytes ?? Infinity);
-  const smallestPick = Math.min(...Object.values(all.picks).map((p) => p!.prediction.peakBytes), ...peaks);
+  const peaks = (all.frontier as BudgetedCandidate[]).map((c) => c.prediction?.boundBytes ?? Infinity);
+  const smallestPick = Math.min(...Object.values(all.picks).map((p) => p!.prediction.boundBytes), ...peaks);
   const policy = chooseWithinBudget(vae, SAMPLE, { bytes: 1 }, { ranks: RANKS, more: Infinity });
   // A budget under every searched grid but over the policy's smallest plan (more tiles than 4·R).
-  const between = { bytes: policy.smallest.prediction.peakBytes };
+  const between = { bytes: policy.smallest.prediction.boundBytes };
   assert.ok(between.bytes < smallestPick);
   assert.throws(
     () => searchWithinBudget(vae, SAMPLE, RANKS, between),

@@ -102,8 +102,10 @@ export interface RankPrediction extends ProcessPrediction {
 
 /** Predicted memory of a plan: per process and in total (the budget covers the total). */
 export interface MemoryPrediction {
-  /** Coordinator plus every local rank. */
+  /** Coordinator plus every local rank: the median a decode of this plan measures. */
   peakBytes: number;
+  /** The upper bound of the measured peak (peakBytes × the calibration's boundFactor): what a budget is compared with. */
+  boundBytes: number;
   coordinatorBytes: number;
   coordinator: ProcessPrediction;
   /** Local rank processes (empty when the coordinator decodes itself). */
@@ -476,8 +478,10 @@ function finish(
 ): MemoryPrediction {
   const c = { peakBytes: peakOfTerms(coordinator, cal), terms: coordinator };
   const r = ranks.map((x) => ({ rank: x.rank, peakBytes: peakOfTerms(x.terms, cal), terms: x.terms }));
+  const peakBytes = c.peakBytes + r.reduce((s, x) => s + x.peakBytes, 0);
   return {
-    peakBytes: c.peakBytes + r.reduce((s, x) => s + x.peakBytes, 0),
+    peakBytes,
+    boundBytes: Math.ceil(peakBytes * cal.boundFactor),
     coordinatorBytes: c.peakBytes,
     coordinator: c,
     ranks: r,

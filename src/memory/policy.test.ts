@@ -201,3 +201,29 @@ test('blended tiles on a decoder with GroupNorm and attention announce tone drif
 test('a local decoder (TAESD) has no tone-drift note: its blended tiles differ only by the blend', () => {
   assert.equal(toneDrift(planningVae('tae'), { height: 512, width: 512 }, HUGE), null);
 });
+
+test('the bound a budget is compared with is at least the predicted median, for every plan of the policy', () => {
+  const vae = kl();
+  let plans = 0;
+  for (const { plan } of policyPlans(vae, SAMPLE, { ranks: 2 })) {
+    const p = predictMemory(vae, plan, SAMPLE);
+    assert.ok(p.boundBytes >= p.peakBytes, `${JSON.stringify(plan)}: bound ${p.boundBytes} < median ${p.peakBytes}`);
+    if (++plans >= 12) break;
+  }
+  assert.ok(plans >= 3);
+});
+
+test('the policy picks against the bound: a budget between the median and the bound of the whole decode gets tiles', () => {
+  const vae = kl();
+  const whole = predictMemory(vae, { strategy: 'whole', ranks: 1 }, SAMPLE);
+  assert.ok(whole.boundBytes > whole.peakBytes);
+  // The median fits this budget, the bound does not: a median policy would take the whole decode.
+  const budget = { bytes: Math.floor((whole.peakBytes + whole.boundBytes) / 2) };
+  const result = chooseWithinBudget(vae, SAMPLE, budget);
+  assert.equal(result.alternatives[0]!.plan.strategy, 'whole');
+  assert.equal(result.alternatives[0]!.fits, false);
+  assert.notEqual(result.choice!.plan.strategy, 'whole');
+  assert.ok(result.choice!.prediction.boundBytes <= budget.bytes);
+  // At the bound itself the whole decode fits.
+  assert.equal(chooseWithinBudget(vae, SAMPLE, { bytes: whole.boundBytes }).choice!.plan.strategy, 'whole');
+});

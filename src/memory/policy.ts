@@ -242,10 +242,13 @@ export function namedAlternative(
   };
 }
 
-/** Whether a prediction fits a budget (its peak, its largest tensor and each GPU rank's device memory where the budget caps them). */
+/**
+ * Whether a prediction fits a budget: the bound of its peak (not the median the model predicts:
+ * a budget is a cap), its largest tensor and each GPU rank's device memory where the budget caps them.
+ */
 export function fitsBudget(p: MemoryPrediction, budget: MemoryBudget): boolean {
   return (
-    p.peakBytes <= budget.bytes &&
+    p.boundBytes <= budget.bytes &&
     (budget.maxTensorBytes === undefined || p.maxTensorBytes <= budget.maxTensorBytes) &&
     (budget.deviceBytes === undefined || predictDeviceMemory(p).peakBytes <= budget.deviceBytes)
   );
@@ -275,8 +278,13 @@ export function chooseWithinBudget(vae: VaeSpec, sample: SampleShape, budget: Me
       if (more <= 0) break;
     }
   }
-  const smallest = alternatives.reduce((a, b) => (b.prediction.peakBytes < a.prediction.peakBytes ? b : a));
+  const smallest = alternatives.reduce((a, b) => (b.prediction.boundBytes < a.prediction.boundBytes ? b : a));
   return { choice, alternatives, smallest, budget };
+}
+
+/** A prediction's peak as the messages give it: the median and the bound a budget is compared with, `700 MiB (at most 780 MiB)`. */
+export function peakText(p: MemoryPrediction): string {
+  return `${formatBytes(p.peakBytes)} (at most ${formatBytes(p.boundBytes)})`;
 }
 
 /** A short description of a plan: `tile 512x512 overlap 128x128 on 2 ranks`, `whole with 4 threads`. */
@@ -290,7 +298,7 @@ export function describePlan(plan: MemoryPlan): string {
 
 /** `predicted 1.2 GiB, 8.4 s` — an alternative's memory and time as the summaries print them. */
 export function describePrediction(alt: Pick<PlanAlternative, 'prediction' | 'time'>): string {
-  return `predicted ${formatBytes(alt.prediction.peakBytes)}, ${formatSeconds(alt.time.seconds)}${alt.time.calibrated ? '' : ' (CPU-calibrated)'}`;
+  return `predicted ${peakText(alt.prediction)}, ${formatSeconds(alt.time.seconds)}${alt.time.calibrated ? '' : ' (CPU-calibrated)'}`;
 }
 
 /**
@@ -303,13 +311,13 @@ export function describePrediction(alt: Pick<PlanAlternative, 'prediction' | 'ti
 export function budgetRefusal(result: BudgetChoice, over?: PlanAlternative): DistVaeError {
   const s = result.smallest;
   const tensor = result.budget.maxTensorBytes !== undefined ? ` and at most ${formatBytes(result.budget.maxTensorBytes)} per tensor` : '';
-  const nothingFits = `no plan fits a memory budget of ${formatBytes(result.budget.bytes)}${tensor}: the smallest predicted peak is ${formatBytes(s.prediction.peakBytes)} (largest tensor ${formatBytes(s.prediction.maxTensorBytes)}) with ${describePlan(s.plan)}`;
+  const nothingFits = `no plan fits a memory budget of ${formatBytes(result.budget.bytes)}${tensor}: the smallest predicted peak is ${peakText(s.prediction)} (largest tensor ${formatBytes(s.prediction.maxTensorBytes)}) with ${describePlan(s.plan)}`;
   let message = nothingFits;
   if (over) {
     const c = result.choice;
-    const overText = `${over.reason} (${describePlan(over.plan)}) does not fit a memory budget of ${formatBytes(result.budget.bytes)}${tensor}: its predicted peak is ${formatBytes(over.prediction.peakBytes)} (largest tensor ${formatBytes(over.prediction.maxTensorBytes)})`;
+    const overText = `${over.reason} (${describePlan(over.plan)}) does not fit a memory budget of ${formatBytes(result.budget.bytes)}${tensor}: its predicted peak is ${peakText(over.prediction)} (largest tensor ${formatBytes(over.prediction.maxTensorBytes)})`;
     message = c
-      ? `${overText}; the memory policy's choice fits: ${describePlan(c.plan)}, predicted peak ${formatBytes(c.prediction.peakBytes)} (the policy chooses it when no plan is named)`
+      ? `${overText}; the memory policy's choice fits: ${describePlan(c.plan)}, predicted peak ${peakText(c.prediction)} (the policy chooses it when no plan is named)`
       : `${overText}; ${nothingFits}`;
   }
   const target = result.choice ?? s;
@@ -318,8 +326,8 @@ export function budgetRefusal(result: BudgetChoice, over?: PlanAlternative): Dis
     'max-memory',
     result.budget.bytes,
     result.choice
-      ? `a plan that fits, e.g. ${describePlan(target.plan)} (predicted ${formatBytes(target.prediction.peakBytes)})`
-      : `at least ${formatBytes(s.prediction.peakBytes)} (the smallest predicted peak: ${describePlan(s.plan)}${s.prediction.maxTensorBytes > (result.budget.maxTensorBytes ?? Infinity) ? `, largest tensor ${formatBytes(s.prediction.maxTensorBytes)}` : ''})`,
+      ? `a plan that fits, e.g. ${describePlan(target.plan)} (predicted ${peakText(target.prediction)})`
+      : `at least ${formatBytes(s.prediction.boundBytes)} (the smallest bound of a predicted peak: ${describePlan(s.plan)}${s.prediction.maxTensorBytes > (result.budget.maxTensorBytes ?? Infinity) ? `, largest tensor ${formatBytes(s.prediction.maxTensorBytes)}` : ''})`,
     message,
   );
   return new DistVaeError('BUDGET_EXCEEDED', r.message, { reasons: [r] });

@@ -17,6 +17,7 @@ import {
   chooseWithinBudget,
   describePlan,
   describePrediction,
+  peakText,
   toneDrift,
   type ChooseOptions,
   type MemoryBudget,
@@ -91,7 +92,7 @@ export function decide(
   const why =
     chosen === first
       ? `${chosen.reason} fits the budget, ${describePrediction(chosen)}${faster}`
-      : `${chosen.reason}, ${describePrediction(chosen)}: the first plan that fits in the policy's order (${describePlan(first.plan)} is predicted at ${formatBytes(first.prediction.peakBytes)})${faster}`;
+      : `${chosen.reason}, ${describePrediction(chosen)}: the first plan that fits in the policy's order (${describePlan(first.plan)} is predicted at ${peakText(first.prediction)})${faster}`;
   const choice = { ...chosen, reason: why };
   return {
     plan: choice.plan,
@@ -147,7 +148,8 @@ export function exactRequest(
   const { labels } = budget;
   const requested = planOfTiling(vae, plan.strategy, plan.ranks);
   const prediction = predictMemory(vae, requested, sample, { batch: plan.batch, streamed: plan.streamed });
-  const over = prediction.peakBytes > budget.budget.bytes;
+  // The bound, not the median: a budget is a cap on what the decode measures.
+  const over = prediction.boundBytes > budget.budget.bytes;
   const tensorOver = budget.budget.maxTensorBytes !== undefined && prediction.maxTensorBytes > budget.budget.maxTensorBytes;
   if (tensorOver && budget.limits) checkRequestFits(vae, sample, plan.strategy, budget.limits);
   const device = predictDeviceMemory(prediction);
@@ -164,19 +166,19 @@ export function exactRequest(
   if ((over && budget.explicit) || tensorOver) {
     const what = tensorOver
       ? `its largest tensor is predicted at ${formatBytes(prediction.maxTensorBytes)}, over ${labels('maxTensor')} ${formatBytes(budget.budget.maxTensorBytes!)}`
-      : `its predicted peak is ${formatBytes(prediction.peakBytes)}, over ${labels('maxMemory')} ${formatBytes(budget.budget.bytes)}`;
+      : `its predicted peak is ${peakText(prediction)}, over ${labels('maxMemory')} ${formatBytes(budget.budget.bytes)}`;
     const r = reason(
       'BUDGET_EXCEEDED',
       labels('maxMemory'),
       budget.budget.bytes,
-      `at least ${formatBytes(prediction.peakBytes)} for ${describePlan(requested)}`,
+      `at least ${formatBytes(prediction.boundBytes)} for ${describePlan(requested)}`,
       `the requested plan (${describePlan(requested)}) does not fit: ${what}; drop the plan options to let the memory policy choose one that fits`,
     );
     throw new DistVaeError('BUDGET_EXCEEDED', r.message, { reasons: [r] });
   }
   if (over)
     warn(
-      `warning: the requested plan (${describePlan(requested)}) is predicted to peak at ${formatBytes(prediction.peakBytes)}, over the default memory budget of ${formatBytes(budget.budget.bytes)}; decoding as asked`,
+      `warning: the requested plan (${describePlan(requested)}) is predicted to peak at ${peakText(prediction)}, over the default memory budget of ${formatBytes(budget.budget.bytes)}; decoding as asked`,
     );
   const time = predictTime(vae, requested, sample, plan);
   // Tiles the user asked for on a decoder with GroupNorm or attention: the same note as the policy's.

@@ -9,6 +9,7 @@ import type { MemoryPlan, MemoryPrediction } from '../memory/model.js';
 import type { MemoryBudget, PlanAlternative, PlanClass, ToneDrift } from '../memory/policy.js';
 import type { RankFailure } from '../ranks/group.js';
 import type { CommCounters } from '../ranks/program.js';
+import { formatBytes } from '../runtime/memory-budget.js';
 import type { Strategy } from '../strategies/index.js';
 import type { Precision } from '../graph/precision.js';
 
@@ -32,11 +33,35 @@ export interface MemoryReport {
   budgetBytes: number;
   maxTensorBytes?: number;
   predictedPeakBytes: number | null;
+  /** The bound of the measured peak the budget was compared with (predictedPeakBytes × the calibration's boundFactor). */
+  predictedBoundBytes: number | null;
   predictedMaxTensorBytes: number | null;
   /** The coordinator's peak RSS plus each rank process's (process isolation). */
   measuredPeakBytes: number | null;
   coordinator: { predictedPeakBytes: number | null; measuredPeakBytes: number | null };
   ranks: { rank: number; predictedPeakBytes: number; measuredPeakBytes: number | null }[];
+  /** Present when the measured peak exceeded the budget anyway: said, never silent. */
+  warning?: OverBudgetWarning;
+}
+
+/** A decode whose measured peak went over its budget (the bound did not hold for it). */
+export interface OverBudgetWarning {
+  code: 'MEASURED_OVER_BUDGET';
+  budgetBytes: number;
+  measuredPeakBytes: number;
+  message: string;
+}
+
+/** The warning for a measured peak over the budget, or null when it stayed within (or was not measured). */
+export function overBudgetWarning(budgetBytes: number, measuredPeakBytes: number | null): OverBudgetWarning | null {
+  if (measuredPeakBytes === null || measuredPeakBytes <= budgetBytes) return null;
+  const over = (100 * (measuredPeakBytes - budgetBytes)) / budgetBytes;
+  return {
+    code: 'MEASURED_OVER_BUDGET',
+    budgetBytes,
+    measuredPeakBytes,
+    message: `warning: the decode's measured peak ${formatBytes(measuredPeakBytes)} exceeded the memory budget of ${formatBytes(budgetBytes)} by ${over.toFixed(1)} % (the memory model's bound did not hold for this decode)`,
+  };
 }
 
 /** What decoding one latent file did: the object `distvae decode --json` prints. */
@@ -130,10 +155,12 @@ export function memoryJson(
     measured && measured.coordinator !== null
       ? measured.coordinator + [...rankMeasured.values()].reduce<number>((s, v) => s + (v ?? 0), 0)
       : null;
+  const warning = overBudgetWarning(budget.bytes, total);
   return {
     budgetBytes: budget.bytes,
     ...(budget.maxTensorBytes !== undefined ? { maxTensorBytes: budget.maxTensorBytes } : {}),
     predictedPeakBytes: prediction?.peakBytes ?? null,
+    predictedBoundBytes: prediction?.boundBytes ?? null,
     predictedMaxTensorBytes: prediction?.maxTensorBytes ?? null,
     measuredPeakBytes: total,
     coordinator: { predictedPeakBytes: prediction?.coordinatorBytes ?? null, measuredPeakBytes: measured?.coordinator ?? null },
@@ -142,6 +169,7 @@ export function memoryJson(
       predictedPeakBytes: r.peakBytes,
       measuredPeakBytes: rankMeasured.get(r.rank) ?? null,
     })),
+    ...(warning ? { warning } : {}),
   };
 }
 

@@ -122,7 +122,7 @@ export const decodeCommand: CommandSpec = {
   ],
   details: [
     "Without any plan option (--window, --overlap, --frame-*, --full, --strategy) the decode takes the memory policy's",
-    'choice among the plans whose predicted peak fits the budget (--max-memory, else 80% of the memory this process tree',
+    'choice among the plans whose predicted peak, at its bound, fits the budget (--max-memory, else 80% of the memory this process tree',
     'may use): the most exact class first — the whole decode or row sharding on the R ranks, then halo-exact tiles, then',
     "blended tiles — and within a class the fastest by the time model. Local ranks share this machine's cores, so with",
     '--ranks R the whole decode runs on one rank with R x --threads intra-op threads when it fits and is predicted faster',
@@ -133,7 +133,7 @@ export const decodeCommand: CommandSpec = {
     'is retried with the next plan that fits (exit 3, LADDER_EXHAUSTED, when none is left). Plan options are exact',
     'requests: over an explicit --max-memory they are refused (exit 2), over the default budget they warn. Families',
     `without a memory model (${familiesWithoutMemoryModel().join(', ') || 'none'}) keep the family's default plan with tiling on.`,
-    'With --json: memory { budgetBytes, predictedPeakBytes, predictedMaxTensorBytes, measuredPeakBytes, coordinator, ranks },',
+    'With --json: memory { budgetBytes, predictedPeakBytes, predictedBoundBytes, predictedMaxTensorBytes, measuredPeakBytes, coordinator, ranks, warning? },',
     'choice { strategy, window, overlap, frames, ranks, threads, reason, predictedSeconds }, alternatives [...] (the',
     "policy's plans with class, predicted peak and seconds), toneDrift { ops, alternative, message } and, after a fallback,",
     'attempts [...].',
@@ -282,9 +282,12 @@ function describeDecoded({ report, placement, plan, bands, notes }: DecodedFile)
   }
   if (plan && report.choice) {
     const peak = report.memory.predictedPeakBytes;
+    const bound = report.memory.predictedBoundBytes;
     lines.push(
-      `plan: ${plan} (${report.choice.reason}); predicted peak ${peak !== null ? formatBytes(peak) : 'unknown'} of a ${formatBytes(report.memory.budgetBytes)} budget${report.choice.predictedSeconds !== null ? `, predicted time ${formatSeconds(report.choice.predictedSeconds)}` : ''}`,
+      `plan: ${plan} (${report.choice.reason}); predicted peak ${peak !== null ? formatBytes(peak) : 'unknown'}${bound !== null ? ` (at most ${formatBytes(bound)})` : ''} of a ${formatBytes(report.memory.budgetBytes)} budget${report.choice.predictedSeconds !== null ? `, predicted time ${formatSeconds(report.choice.predictedSeconds)}` : ''}`,
     );
   }
+  // A measured peak over the budget is said whatever the plan (never silently).
+  if (report.memory.warning) lines.push(report.memory.warning.message);
   return lines.map((line) => `${line}\n`).join('');
 }

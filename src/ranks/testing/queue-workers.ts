@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { withAllocatorDefaults } from '../local/process/allocator-env.js';
 import { redisOptionsOf } from '../queue/connection.js';
 import { bytesOf, decodeKeys, float32Of, sha256, type RunJobData, type RunProgress } from '../queue/protocol.js';
 import { TINY_KL } from './tiny-vae.js';
@@ -60,7 +61,10 @@ export async function startWorkerProcess(
   env: Record<string, string> = {},
 ): Promise<WorkerProcess> {
   const args = ['--import', import.meta.resolve('tsx'), CLI, 'worker', '--redis', redisUrl, '--queue', queue, ...workerArgs];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: withAllocatorDefaults({ ...process.env, ...env }),
+  });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const lines = createInterface({ input: child.stdout! });

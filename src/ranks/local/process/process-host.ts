@@ -8,6 +8,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { forwardFilteredStderr } from '../../../runtime/native-output.js';
 import { rankEntry, startRank, type StartRank } from '../host.js';
+import { withAllocatorDefaults } from './allocator-env.js';
 
 const entry = rankEntry(import.meta.url, 'process-entry');
 
@@ -37,7 +38,8 @@ export const startProcessRank: StartRank = (init, events, signal) =>
       const child = fork(fileURLToPath(entry.url), [], {
         execArgv: entry.tsx ? ['--import', import.meta.resolve('tsx')] : [],
         serialization: 'advanced',
-        env: { ...process.env, [RANK_INIT_ENV]: JSON.stringify(init), [RANK_PARENT_ENV]: String(process.pid) },
+        // The allocator settings that make a rank's peak repeat (allocator-env.ts).
+        env: { ...withAllocatorDefaults(process.env), [RANK_INIT_ENV]: JSON.stringify(init), [RANK_PARENT_ENV]: String(process.pid) },
         // stderr through a filter: a GPU provider's native layers (Dawn, the Vulkan loader, Mesa)
         // print their own lines there, shown only on request (runtime/native-output.ts).
         stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
