@@ -142,7 +142,20 @@ function runProcess(argv: string[]): void {
     signal: controller.signal,
     setSignalGrace: (ms) => (graceMs = ms),
   };
+  let settled = false;
+  // Node ends a process whose event loop has nothing left to wait for, with code 0, even while a
+  // command's promise is pending (a rank released while the coordinator still awaited it): a
+  // decode must never end silently "successful" without its output.
+  process.once('beforeExit', () => {
+    if (settled) return;
+    process.stderr.write(
+      `distvae${command ? ` ${command.name}` : ''}: internal error: the command was still running when nothing was left to wait for (no rank, file or timer pending); nothing was written\n`,
+    );
+    killChildProcesses();
+    process.exit(EXIT.internal);
+  });
   runCli(argv, io).then((code) => {
+    settled = true;
     if (received === null) process.exitCode = code;
     else if (command?.drainsOnSignal) process.exit(code);
     else exitAfterSignal();
