@@ -49,12 +49,17 @@ const results: Record<string, unknown> = {
 // A run of one part (--only) keeps the other part's last results.
 const previous = join(RESULTS, 'fp16.json');
 if (args.only !== undefined && existsSync(previous)) {
-  const old = JSON.parse(readFileSync(previous, 'utf8')) as Record<string, unknown>;
-  for (const key of ['taef2', 'sdLayout']) if (old[key] !== undefined) results[key] = { ...(old[key] as object), ranAt: old['commit'] };
+  const old = JSON.parse(readFileSync(previous, 'utf8')) as { ran: Record<string, unknown>; cells: { part: string }[] };
+  for (const { part, ...cell } of old.cells) results[part] = { ...cell, ranAt: old.ran['commit'] };
 }
+// Written in the docs site's bench report schema (docs/lib/bench-reports.ts): the run in `ran`, each part a cell.
 const save = () => {
   mkdirSync(RESULTS, { recursive: true });
-  writeFileSync(join(RESULTS, 'fp16.json'), JSON.stringify(results, null, 2) + '\n');
+  const { taef2, sdLayout, ...ran } = results;
+  const cells = Object.entries({ taef2, sdLayout })
+    .filter(([, cell]) => cell !== undefined)
+    .map(([part, cell]) => ({ part, ...(cell as object) }));
+  writeFileSync(join(RESULTS, 'fp16.json'), JSON.stringify({ schema: 1, ran, cells }, null, 2) + '\n');
 };
 
 function stats(t: Tensor): { maxAbs: number; nonFinite: number } {

@@ -446,6 +446,8 @@ export function markdown(report: GpuReport): string {
 }
 
 export interface GpuReport {
+  /** The docs site's bench report schema (docs/lib/bench-reports.ts). */
+  schema: 1;
   name: string;
   command: string;
   ran: RunDescription;
@@ -554,6 +556,7 @@ async function main(): Promise<void> {
   const ran = describeRun(process.argv.slice(2), null, root);
   if (v.commit) ran.commit = v.commit;
   const report: GpuReport = {
+    schema: 1,
     name,
     command: `bench/gpu.ts ${process.argv.slice(2).join(' ')}`,
     ran,

@@ -186,6 +186,8 @@ try {
 } catch {
   commit = 'unknown';
 }
+const caseText = `autoencoder-kl (SD architecture), synthetic weights, ${size}x${size}, shard on ${ranks} process ranks, 1 thread each`;
+// The docs site's bench report schema (docs/lib/bench-reports.ts): the run in `ran`, the case a cell with its arms.
 const report = {
   schema: 1,
   benchmark: 'rank-allocator',
@@ -196,8 +198,7 @@ const report = {
     uptimeBefore: before,
     uptimeAfter: after,
   },
-  case: `autoencoder-kl (SD architecture), synthetic weights, ${size}x${size}, shard on ${ranks} process ranks, 1 thread each`,
-  arms: summary,
+  cells: [{ case: caseText, arms: summary }],
 };
 mkdirSync(dirname(args.out), { recursive: true });
 writeFileSync(args.out, JSON.stringify(report, null, 2) + '\n');
@@ -205,7 +206,7 @@ const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
 const md = [
   '# Rank memory under allocator settings',
   '',
-  `\`${report.ran.command}\` at commit ${commit}, ${started}. ${report.case}; ${repeat} decodes per arm, arms interleaved, ${args.jobs} at a time.`,
+  `\`${report.ran.command}\` at commit ${commit}, ${started}. ${caseText}; ${repeat} decodes per arm, arms interleaved, ${args.jobs} at a time.`,
   '',
   `uptime before: \`${before}\`; after: \`${after}\` (seconds are noisy: other jobs share the 2 cores; peaks are not).`,
   '',
