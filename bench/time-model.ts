@@ -327,7 +327,7 @@ function calibrationSource(cal: TimeCalibration, from: string, notes: string): s
   const template = readFileSync(join(ROOT, 'src', 'memory', 'time-calibration.ts'), 'utf8');
   const start = template.indexOf('// <generated>');
   const end = template.indexOf('// </generated>');
-  const body = `// <generated> by \`npx tsx bench/time-model.ts calibrate --write\` from ${from}; do not edit by hand.\nexport const TIME_CALIBRATIONS: Readonly<Record<string, TimeCalibration>> = ${JSON.stringify({ cpu: { ...cal, measured: notes } }, null, 2)};\n`;
+  const body = `// <generated> by \`npx tsx bench/time-model.ts calibrate --write\` from ${from}; do not edit by hand.\n/** The seconds per unit of each provider's time terms, fitted to its measured matrix. */\nexport const TIME_CALIBRATIONS: Readonly<Record<string, TimeCalibration>> = ${JSON.stringify({ cpu: { ...cal, measured: notes } }, null, 2)};\n`;
   return template.slice(0, start) + body + template.slice(end);
 }
 

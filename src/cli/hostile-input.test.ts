@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { resolveFamily, resolveFamilyConfig, runtimeOf } from '../families/registry.js';
@@ -133,7 +133,7 @@ test('--version prints the package version; help decode prints the decode help',
   assert.equal(help.stdout, (await cli('decode', '--help')).stdout);
 });
 
-test('--ranks 16 on a one-tile latent starts one rank, and the JSON says so', async () => {
+test("--ranks 16 on a one-tile latent starts one rank with the cores' threads, and the JSON says so", async () => {
   const out = join(dir, 'one-tile.png');
   const r = await cli('decode', ...SYNTHETIC, '--out', out, '--ranks', '16', '--json');
   assert.equal(r.code, 0, r.stderr);
@@ -141,7 +141,10 @@ test('--ranks 16 on a one-tile latent starts one rank, and the JSON says so', as
   assert.equal(body.tiles, 1);
   assert.equal(body.ranks.length, 1);
   assert.equal(body.ranksRequested, 16);
-  assert.match(body.note, /1 rank\(s\) started/);
+  // The whole decode fits: it runs on one rank that takes this machine's cores, and says so.
+  assert.equal(body.choice.strategy, 'whole');
+  assert.equal(body.choice.threads, availableParallelism());
+  assert.match(body.choice.reason, /whole decode on one rank with this machine's \d+ intra-op threads \(the 16 ranks share its cores\)/);
   rmSync(out);
 });
 

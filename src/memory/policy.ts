@@ -15,6 +15,7 @@ import { axisOptions, type AxisOption } from '../plan/search.js';
 import { latentShapeOf, type SampleShape } from '../plan/shapes.js';
 import { formatBytes } from '../runtime/memory-budget.js';
 import { tilingOfPlan } from './apply.js';
+import { CALIBRATIONS } from './calibration.js';
 import { predictDeviceMemory } from './device-memory.js';
 import { analyzeLocality } from '../graph/locality.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
@@ -66,6 +67,17 @@ export interface BudgetChoice {
   /** The alternative with the smallest predicted peak among those evaluated. */
   smallest: PlanAlternative;
   budget: MemoryBudget;
+}
+
+/**
+ * The memory model's options of a choice: a GPU provider's host memory has no calibration of its
+ * own yet, so its host peak is the CPU's prediction (the device side is device-memory.ts'); the
+ * provider still prices the time model.
+ */
+function hostMemoryOptions(options: ChooseOptions): ChooseOptions {
+  if (options.provider === undefined || Object.hasOwn(CALIBRATIONS, options.provider)) return options;
+  const { provider: _provider, ...rest } = options;
+  return rest;
 }
 
 /** Options of `chooseWithinBudget`. */
@@ -182,14 +194,15 @@ export function* policyPlans(vae: VaeSpec, sample: SampleShape, options: ChooseO
   if (ranks > 1 && canShard(vae, sample, ranks))
     exact.push(timed({ strategy: 'shard', ranks }, 'exact', `exact: row sharding on ${ranks} ranks`));
   // Ranks that share this machine's cores: the whole decode is one rank with all their threads.
-  const perRank = options.threads ?? Math.max(1, Math.floor(cores / ranks));
+  // Without --threads, ranks beyond the cores would only oversubscribe them: the one rank takes the cores.
+  const pooledThreads = options.threads !== undefined ? ranks * options.threads : cores;
   const pooled = ranks > 1 && options.devices !== 'separate';
   exact.push(
     timed(
-      { strategy: 'whole', ranks: 1, ...(pooled ? { threads: ranks * perRank } : {}), ...iso },
+      { strategy: 'whole', ranks: 1, ...(pooled ? { threads: pooledThreads } : {}), ...iso },
       'exact',
       pooled
-        ? `exact: the whole decode on one rank with ${ranks} x ${perRank} intra-op threads (the ${ranks} ranks share this machine's cores)`
+        ? `exact: the whole decode on one rank with ${options.threads !== undefined ? `${ranks} x ${options.threads}` : `this machine's ${cores}`} intra-op threads (the ${ranks} ranks share its cores)`
         : 'exact: the whole decode',
     ),
   );
@@ -260,7 +273,7 @@ export function chooseWithinBudget(vae: VaeSpec, sample: SampleShape, budget: Me
   let choice: PlanAlternative | null = null;
   let more = options.more ?? 0;
   for (const { plan, reason: why, time, class: cls } of policyPlans(vae, sample, options)) {
-    const prediction = predictMemory(vae, plan, sample, options);
+    const prediction = predictMemory(vae, plan, sample, hostMemoryOptions(options));
     const alt: PlanAlternative = {
       plan,
       prediction,
@@ -399,7 +412,7 @@ export function toneDrift(vae: VaeSpec, sample: SampleShape, budget: MemoryBudge
       candidates.push({ plan: { strategy: 'shard', ranks: r }, options: `--strategy shard --ranks ${r}` });
   let best: ToneDrift['alternative'] = null;
   for (const c of candidates) {
-    const prediction = predictMemory(vae, c.plan, sample, options);
+    const prediction = predictMemory(vae, c.plan, sample, hostMemoryOptions(options));
     if (!fitsBudget(prediction, budget)) continue;
     const seconds = predictTime(vae, c.plan, sample, timeOptions).seconds;
     if (!best || seconds < best.predictedSeconds)

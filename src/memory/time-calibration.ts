@@ -27,6 +27,7 @@ export interface TimeCalibration {
 }
 
 // <generated> by `npx tsx bench/time-model.ts calibrate --write` from bench/results/time-model.json; do not edit by hand.
+/** The seconds per unit of each provider's time terms, fitted to its measured matrix. */
 export const TIME_CALIBRATIONS: Readonly<Record<string, TimeCalibration>> = {
   cpu: {
     provider: 'cpu',

@@ -125,7 +125,7 @@ export const decodeCommand: CommandSpec = {
     'choice among the plans whose predicted peak, at its bound, fits the budget (--max-memory, else 80% of the memory this process tree',
     'may use): the most exact class first — the whole decode or row sharding on the R ranks, then halo-exact tiles, then',
     "blended tiles — and within a class the fastest by the time model. Local ranks share this machine's cores, so with",
-    '--ranks R the whole decode runs on one rank with R x --threads intra-op threads when it fits and is predicted faster',
+    '--ranks R the whole decode runs on one rank with R x --threads intra-op threads (all cores without --threads) when it fits and is predicted faster',
     'than row sharding (the plan line says so); ranks row-shard where the whole decode does not fit, or tile. Blended tiles',
     'on a decoder with GroupNorm or attention print (and --json gives toneDrift) that tiles may shift tone at their seams',
     'and the exact plan that fits instead, whether they were asked for or chosen. Nothing fits: exit 2, naming the smallest',
