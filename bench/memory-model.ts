@@ -34,7 +34,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { planningVae } from '../src/families/registry.js';
 import type { VaeSpec } from '../src/families/types.js';
-import { writeNpy } from '../src/io/npy.js';
+import { calibrationLatentFile } from './latent-file.js';
 import { CALIBRATIONS, type RuntimeCalibration } from '../src/memory/calibration.js';
 import { peakOfTerms, predictMemory, type MemoryPlan, type MemoryTerms } from '../src/memory/model.js';
 import { describePlan } from '../src/memory/policy.js';
@@ -200,17 +200,7 @@ function latentFile(vae: VaeSpec, c: Case): string {
   const dims = vae.geometry.fiveDimLatents
     ? [1, channels, latent.frames, latent.height, latent.width]
     : [1, channels, latent.height, latent.width];
-  const path = join(TMP, `z-${c.family}-${dims.join('x')}.npy`);
-  if (!existsSync(path)) {
-    const data = new Float32Array(dims.reduce((a, b) => a * b, 1));
-    let s = 12345;
-    for (let i = 0; i < data.length; i++) {
-      s = (s * 1103515245 + 12345) >>> 0;
-      data[i] = (s / 2 ** 32) * 2 - 1;
-    }
-    writeNpy(path, { dims, data });
-  }
-  return path;
+  return calibrationLatentFile(TMP, c.family, dims);
 }
 
 const sampleOf = (c: Case) => ({ height: c.height, width: c.width, ...(c.frames ? { frames: c.frames } : {}) });

@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { planningVae } from '../src/families/registry.js';
 import type { VaeSpec } from '../src/families/types.js';
-import { writeNpy } from '../src/io/npy.js';
+import { calibrationLatentFile } from './latent-file.js';
 import type { MemoryPlan } from '../src/memory/model.js';
 import { describePlan } from '../src/memory/policy.js';
 import { TIME_CALIBRATIONS, type TimeCalibration } from '../src/memory/time-calibration.js';
@@ -102,17 +102,7 @@ function vaeOf(c: Cell): VaeSpec {
 function latentFile(vae: VaeSpec, c: Cell): string {
   const latent = latentShapeOf(vae.geometry, { height: c.height, width: c.width });
   const dims = [1, vae.geometry.latentChannels, latent.height, latent.width];
-  const path = join(TMP, `z-${c.family}-${dims.join('x')}.npy`);
-  if (!existsSync(path)) {
-    const data = new Float32Array(dims.reduce((a, b) => a * b, 1));
-    let s = 12345;
-    for (let i = 0; i < data.length; i++) {
-      s = (s * 1103515245 + 12345) >>> 0;
-      data[i] = (s / 2 ** 32) * 2 - 1;
-    }
-    writeNpy(path, { dims, data });
-  }
-  return path;
+  return calibrationLatentFile(TMP, c.family, dims);
 }
 
 function cliArgs(c: Cell, latents: string): string[] {
