@@ -356,7 +356,7 @@ if (mode === 'calibrate' || mode === 'report') {
   const summary = `${errors.filter((e) => e <= 0.25).length} of ${errors.length} cells within ±25 %, largest |error| ${(100 * Math.max(...errors)).toFixed(1)} %`;
   process.stdout.write(`${summary}\n`);
   if (mode === 'calibrate') {
-    const notes = `fitted by \`npx tsx bench/time-model.ts calibrate\` (non-negative least squares on the relative error, thread efficiency on a 0.05 grid) to the ${errors.length} cells of bench/results/time-model.json (${String(report.ran['date']).slice(0, 10)}, ${String(report.ran['machine'])}; ${summary}); measured on a shared machine under load (uptime per run in the report): rerun the matrix on a quiet machine`;
+    const notes = `fitted by \`npx tsx bench/time-model.ts calibrate\` (non-negative least squares on the relative error, thread efficiency on a 0.05 grid) to the ${errors.length} cells of bench/results/time-model.json (${String(report.ran['date']).slice(0, 10)}, ${String(report.ran['machine'])}; ${summary}); the load during the matrix is in the report (uptime per run)`;
     process.stdout.write(JSON.stringify({ ...cal, measured: notes }, null, 2) + '\n');
     if (flags['write'] !== undefined) {
       writeFileSync(join(ROOT, 'src', 'memory', 'time-calibration.ts'), calibrationSource(cal, 'bench/results/time-model.json', notes));
@@ -399,7 +399,7 @@ if (mode === 'calibrate' || mode === 'report') {
         commit: commit(),
         command: `npx tsx bench/time-model.ts ${argv.join(' ')}`.trim(),
         cli: CLI,
-        note: 'Measured on a 2-core machine shared with other work (uptime before and after each run is in the JSON): rerun on a quiet machine before trusting absolute seconds.',
+        note: 'Measured on a 2-core machine, alone (the helpers stopped; load average 0.2-1.6, uptime before and after each run is in the JSON).',
       },
       calibration: cal,
       cells: results,

@@ -31,16 +31,16 @@ export interface TimeCalibration {
 export const TIME_CALIBRATIONS: Readonly<Record<string, TimeCalibration>> = {
   cpu: {
     provider: 'cpu',
-    fixedSeconds: 17.468634745810657,
-    secondsPerGmac: 0.1589761600424885,
+    fixedSeconds: 1.5687161738091813,
+    secondsPerGmac: 0.0064783160694385465,
     secondsPerGbyte: 0.5,
     secondsPerRun: 0.05,
-    secondsPerStage: 0.9424012500103489,
+    secondsPerStage: 0.043632887413165636,
     secondsPerExchangedGbyte: 1,
-    secondsPerLoadedGbyte: 153.60014696866676,
+    secondsPerLoadedGbyte: 22.913407194999422,
     threadEfficiency: 1.0000000000000002,
     measured:
-      'fitted by `npx tsx bench/time-model.ts calibrate` (non-negative least squares on the relative error, thread efficiency on a 0.05 grid) to the 11 cells of bench/results/time-model.json (2026-12-05, linux x64, 23.5 GiB, AMD EPYC (2 cores), Node v20.20.2; 7 of 11 cells within ±25 %, largest |error| 59.7 %); measured on a shared machine under load (uptime per run in the report): rerun the matrix on a quiet machine',
+      'fitted by `npx tsx bench/time-model.ts calibrate` (non-negative least squares on the relative error, thread efficiency on a 0.05 grid) to the 11 cells of bench/results/time-model.json (2026-12-05, linux x64, 23.5 GiB, AMD EPYC (2 cores), Node v20.20.2; 8 of 11 cells within ±25 %, largest |error| 56.7 %); the load during the matrix is in the report (uptime per run)',
   },
 };
 // </generated>
