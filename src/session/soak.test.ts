@@ -65,16 +65,19 @@ test('a decode over 10 latent files does not grow: handles, abort listeners and 
   assert.deepEqual(after.resources, before.resources, 'a handle outlived the run (its ranks are closed)');
 });
 
-test('latent files are read one at a time: a run over 8 files holds what a run over 2 does', async (t) => {
+test('latent files are read one at a time: a run over 8 files holds what a run over 2 does (the floor over its files)', async (t) => {
   // 64 KiB a latent, so the 6 more files held by a run that kept them all would show as 384 KiB.
   const latentBytes = 4 * 64 * 64 * 4;
   const signal = new AbortController().signal;
   const two = await decodeFolder(latentFolder('two', 2, 64, 64), signal);
   const eight = await decodeFolder(latentFolder('eight', 8, 64, 64), signal);
-  const extra = eight[0]!.arrayBufferBytes - two[0]!.arrayBufferBytes;
-  t.diagnostic(`buffers after the first file: ${two[0]!.arrayBufferBytes} (2 files), ${eight[0]!.arrayBufferBytes} (8 files)`);
+  // The floor over each run's snapshots: a run that kept every latent holds them at every file, while
+  // a transient buffer in flight at one snapshot (CI once saw 2.7 MiB after a first file) does not set it.
+  const floor = (snapshots: Retained[]) => Math.min(...snapshots.map((x) => x.arrayBufferBytes));
+  const extra = floor(eight) - floor(two);
+  t.diagnostic(`floor of the buffers over the files: ${floor(two)} (2 files), ${floor(eight)} (8 files)`);
   assert.ok(
     extra < 2 * latentBytes,
-    `after the first file, a run over 8 files holds ${(extra / 1024).toFixed(0)} KiB of buffers more than a run over 2 (a latent is ${latentBytes / 1024} KiB)`,
+    `a run over 8 files holds ${(extra / 1024).toFixed(0)} KiB of buffers more than a run over 2 at every file (a latent is ${latentBytes / 1024} KiB)`,
   );
 });
