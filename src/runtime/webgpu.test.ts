@@ -7,6 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, test, type TestContext } from 'node:test';
 import { loadVae, type Vae } from '../decode/vae.js';
+import { buildKlDecoderGraph, klDecoderParams } from '../families/autoencoder-kl/graph.js';
+import { getFamily } from '../families/registry.js';
 import { KL_SMALL, TAE_SMALL } from '../families/testing/config-files.js';
 import { HUNYUAN_VIDEO_TINY, LTX2_TINY, QWEN_IMAGE_TINY, WAN21_TINY } from '../families/testing/video-configs.js';
 import type { RawConfig } from '../families/types.js';
@@ -18,6 +20,7 @@ import type { LocalGroup } from '../ranks/local/local-group.js';
 import { TINY_KL } from '../ranks/testing/tiny-vae.js';
 import { useStrategy, type Strategy } from '../strategies/index.js';
 import { seededTensor, type Tensor } from '../tensor.js';
+import { syntheticWeights } from '../weights/synthetic.js';
 import { createSession } from './session.js';
 import { needsWebgpu } from './testing/webgpu-adapter.js';
 
@@ -84,6 +87,26 @@ for (const c of FAMILY_CASES) {
     }
   });
 }
+
+// A whole decode of a 256² latent cuts the KL mid-block attention into 128 query chunks; one
+// Split of 128 outputs bound 129 storage buffers in one shader, over lavapipe's 16 ("Too many
+// storage buffers in shader"). The runner's graph at 32 chunks on an 8×8 latent (2 queries each)
+// reproduces that cheaply: it must run and equal the CPU.
+test('webgpu: the KL runner graph with 32 attention query chunks runs and equals the CPU', async (t) => {
+  if (!(await needsWebgpu(t))) return;
+  const config = getFamily('autoencoder-kl').resolveConfig(KL_SMALL);
+  const model = buildKlDecoderGraph(config, syntheticWeights(klDecoderParams(config), 3), {
+    attentionChunks: 32,
+    channelParts: true,
+  }).toModelBytes();
+  const feeds = { latent: seededTensor([1, 4, 8, 8], 7) };
+  const [cpu, gpu] = [await createSession(model, { intraOpThreads: 1 }), await createSession(model, { provider: 'webgpu' })];
+  try {
+    assertAgrees(t, (await gpu.run(feeds)).sample!, (await cpu.run(feeds)).sample!, '32 query chunks');
+  } finally {
+    await Promise.all([cpu.dispose(), gpu.dispose()]);
+  }
+});
 
 interface StrategyCase {
   strategy: Strategy;
