@@ -330,9 +330,9 @@ export class Scope {
    * (B, C, Nk) → (B, C, Nq) = v · softmax(q·k)ᵀ; `maskScores` may rewrite the (B, Nq, Nk)
    * scores before the softmax. Recorded as a sync region: every query reads every key, so a
    * sharded run gathers k and v from all bands. With `queryChunks` > 1 (no mask) the queries are
-   * split into that many row chunks (Split-18 `num_outputs`: the last may be shorter), each a
-   * chain of its own, so only one chunk's scores and probabilities are live at a time: the
-   * N × N matrices of a whole large image would not fit (2048² px in SD: 32 GiB).
+   * cut into that many row chunks (`queryRowChunks`), each a chain of its own, so only one
+   * chunk's scores and probabilities are live at a time: the N × N matrices of a whole large
+   * image would not fit (2048² px in SD: 32 GiB).
    */
   attention(q: Value, k: Value, v: Value, maskScores?: (scores: Value) => Value, queryChunks = 1): Value {
     checkInts('queryChunks', [queryChunks], 1);
@@ -346,10 +346,7 @@ export class Scope {
       return this.matMul(probabilities, vt);
     };
     // (probabilities · vᵀ)ᵀ: only the N × C product changes layout, never the N × N matrix.
-    const product =
-      queryChunks === 1
-        ? core(q)
-        : this.concat(this.node('Split', [q], [attr.int('axis', 1), attr.int('num_outputs', queryChunks)], queryChunks).map(core), 1);
+    const product = queryChunks === 1 ? core(q) : this.concat(this.queryRowChunks(q, queryChunks).map(core), 1);
     const out = this.transpose(product, [0, 2, 1]);
     this.recordRegion<AttentionRegion>(first, 'attention', {
       kind: 'attention',
@@ -359,6 +356,27 @@ export class Scope {
       output: out.name,
     });
     return out;
+  }
+
+  /**
+   * The rows (axis 1) of q (B, N, C) as `chunks` Slices, chunk i holding rows ⌊i·N/chunks⌋ up to
+   * ⌊(i+1)·N/chunks⌋, with N read from q's shape when the graph runs (the runner's axes are
+   * dynamic): every chunk non-empty for N ≥ chunks, at most ⌈N/chunks⌉ rows. Not one Split with
+   * `num_outputs`: onnxruntime's WebGPU Split binds every output in one shader, over WebGPU's
+   * per-shader storage-buffer count past 15 chunks ("Too many storage buffers in shader" on
+   * lavapipe's 16), and Split-18 sizes chunks ⌈N/k⌉ and fails where fewer rows than that are left
+   * for a later chunk (N ≤ k·(k−1), e.g. 15 chunks of 64 rows). A Slice binds one input and one
+   * output; the Concat that joins the chunks is batched by onnxruntime itself (docs/design.md §13).
+   */
+  private queryRowChunks(q: Value, chunks: number): Value[] {
+    const rows = this.op('Shape', [q], [attr.int('start', 1), attr.int('end', 2)]);
+    // One small node pair per bound, not one vector of them: the shape inference folds only small tensors (FOLD_LIMIT).
+    const divisor = this.int64Constant([chunks]);
+    const bound = Array.from({ length: chunks + 1 }, (_, i) =>
+      i === 0 ? this.int64Constant([0]) : i === chunks ? rows : this.op('Div', [this.op('Mul', [rows, this.int64Constant([i])]), divisor]),
+    );
+    const axis = this.int64Constant([1]);
+    return Array.from({ length: chunks }, (_, i) => this.op('Slice', [q, bound[i]!, bound[i + 1]!, axis]));
   }
 
   // ---- shape manipulation ------------------------------------------------------------------

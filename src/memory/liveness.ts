@@ -93,11 +93,20 @@ function topologyOf(model: ModelProto): Topology {
   return topology;
 }
 
-export function peakOf(model: ModelProto, shapes: ReadonlyMap<string, ValueShape>): ActivationPeak {
+/**
+ * The activation peak of one run with these shapes. `bufferBytes` maps a tensor's bytes to the
+ * buffer a provider allocates for it (memory/device-memory.ts: onnxruntime WebGPU's buckets);
+ * by default a tensor takes its own bytes.
+ */
+export function peakOf(
+  model: ModelProto,
+  shapes: ReadonlyMap<string, ValueShape>,
+  bufferBytes: (bytes: number) => number = (bytes) => bytes,
+): ActivationPeak {
   const t = topologyOf(model);
   const size = (name: string) => {
     const s = shapes.get(name);
-    return s ? bytesOf(s) : 0;
+    return s ? bufferBytes(bytesOf(s)) : 0;
   };
   let live = 0;
   let peak = 0;

@@ -67,6 +67,8 @@ export interface MemoryTerms {
   holdingWeights: number;
   /** Sum over its sessions of their largest run's activation peak (graph liveness): what each arena keeps. */
   activation: number;
+  /** `activation` with every buffer as onnxruntime's WebGPU provider sizes it (its buckets): a GPU rank's device term (device-memory.ts); not a host term. */
+  deviceActivation: number;
   /** The memory pattern's block of the largest shape each session runs at least twice (runs.ts). */
   pattern: number;
   /** Activation peaks of sessions run again within a tile on the history they keep (Wan's frame steps, runs.ts). */
@@ -322,6 +324,7 @@ const NO_TERMS: MemoryTerms = {
   packedWeights: 0,
   holdingWeights: 0,
   activation: 0,
+  deviceActivation: 0,
   pattern: 0,
   recurrent: 0,
   growth: 0,
@@ -389,6 +392,7 @@ export function predictMemory(
       sessionWeights: hold.weightBytes,
       packedWeights: hold.packedWeightBytes,
       activation: hold.activation,
+      deviceActivation: hold.deviceActivation,
       pattern: hold.pattern,
       recurrent: hold.recurrent,
       growth: hold.growth,
@@ -509,6 +513,7 @@ export function predictTileRun(vae: VaeSpec, tiles: readonly (readonly number[])
     sessionWeights: hold.weightBytes,
     packedWeights: hold.packedWeightBytes,
     activation: hold.activation,
+    deviceActivation: hold.deviceActivation,
     pattern: hold.pattern,
     recurrent: hold.recurrent,
     growth: hold.growth,

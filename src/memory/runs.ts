@@ -14,6 +14,7 @@
 
 import type { TileMemoryRuns } from '../families/runtime-types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
+import { webgpuBufferBytes } from './device-memory.js';
 import { peakOf, type ActivationPeak } from './liveness.js';
 import { bytesOf } from '../graph/ops.js';
 import { inferShapes } from './shapes.js';
@@ -24,6 +25,8 @@ export interface SessionRun {
   /** Sessions of one slot replace each other in the runner (never held at once); default: the key. */
   slot?: string;
   peak: ActivationPeak;
+  /** The activation peak with every buffer as onnxruntime's WebGPU provider sizes it (device-memory.ts `webgpuBufferBytes`); default: `peak`'s. */
+  devicePeakBytes?: number;
   /** Runs per tile. */
   runs: number;
   /** Bytes of the session's initializers (its weights). */
@@ -112,6 +115,7 @@ export function sessionRuns(description: TileMemoryRuns, tileDims: readonly numb
     const dims = inputDimsOf(s.model, tileDims);
     const shapes = inferShapes(s.model, dims);
     const peak = peakOf(s.model, shapes);
+    const devicePeakBytes = peakOf(s.model, shapes, webgpuBufferBytes).peakBytes;
     const kept = new Map<string, number>();
     let outputBytes = 0;
     for (const o of s.model.graph?.output ?? []) {
@@ -123,6 +127,7 @@ export function sessionRuns(description: TileMemoryRuns, tileDims: readonly numb
       key: s.key,
       ...(s.slot !== undefined ? { slot: s.slot } : {}),
       peak,
+      devicePeakBytes,
       runs: s.runs,
       weightBytes: initializerBytes(s.model),
       packedBytes: conv2dWeightBytes(s.model),
@@ -140,6 +145,8 @@ export interface DecodingHold {
   packedWeightBytes: number;
   /** Sum over sessions of their largest run's activation peak. */
   activation: number;
+  /** The same with buffers as onnxruntime's WebGPU provider sizes them (SessionRun.devicePeakBytes). */
+  deviceActivation: number;
   /** With memory patterns on: sum over sessions of the largest activation peak among shapes run at least twice (the pattern's block); else 0. */
   pattern: number;
   /** Per session, the peaks of runs larger than every earlier one, but the last (regions added on the way). */
@@ -163,6 +170,8 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
     shapes: Map<number, number>;
     /** Largest peak of a run repeated within a tile on kept history. */
     recurrent: number;
+    /** Largest device peak of its runs. */
+    device: number;
   }
   const sessions = new Map<string, Arena>();
   let kept = 0;
@@ -179,10 +188,12 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
         packedBytes: r.packedBytes,
         shapes: new Map(),
         recurrent: 0,
+        device: 0,
       };
       sessions.set(r.key, s);
       const peak = r.peak.peakBytes;
       if (peak > (s.records.at(-1) ?? 0)) s.records.push(peak);
+      s.device = Math.max(s.device, r.devicePeakBytes ?? peak);
       if (r.runs > 1 && r.kept.size > 0) s.recurrent = Math.max(s.recurrent, peak);
       // Shapes are told apart by their peak: two shapes with one peak share one pattern size.
       s.shapes.set(peak, (s.shapes.get(peak) ?? 0) + r.runs);
@@ -197,7 +208,15 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
   }
   // A slot holds one session at a time (the runner disposes one before it opens the next, and
   // its arena goes with it): each term is the most any of its sessions holds.
-  type Hold = { weightBytes: number; packedWeightBytes: number; activation: number; pattern: number; growth: number; recurrent: number };
+  type Hold = {
+    weightBytes: number;
+    packedWeightBytes: number;
+    activation: number;
+    deviceActivation: number;
+    pattern: number;
+    growth: number;
+    recurrent: number;
+  };
   const slots = new Map<string, Hold>();
   for (const s of sessions.values()) {
     const largest = s.records.at(-1) ?? 0;
@@ -205,6 +224,7 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
       weightBytes: s.weightBytes,
       packedWeightBytes: s.packedBytes,
       activation: largest,
+      deviceActivation: s.device,
       growth: s.records.reduce((a, b) => a + b, 0) - largest,
       recurrent: s.recurrent,
       pattern: options.memoryPattern ? Math.max(0, ...[...s.shapes].filter(([, runs]) => runs > 1).map(([peak]) => peak)) : 0,
@@ -216,6 +236,7 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
   let weightBytes = 0;
   let packedWeightBytes = 0;
   let activation = 0;
+  let deviceActivation = 0;
   let pattern = 0;
   let growth = 0;
   let recurrent = 0;
@@ -224,8 +245,9 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
     weightBytes += s.weightBytes;
     packedWeightBytes += s.packedWeightBytes;
     activation += s.activation;
+    deviceActivation += s.deviceActivation;
     growth += s.growth;
     pattern += s.pattern;
   }
-  return { weightBytes, packedWeightBytes, activation, pattern, growth, recurrent, kept, maxTensorBytes, outputBytes };
+  return { weightBytes, packedWeightBytes, activation, deviceActivation, pattern, growth, recurrent, kept, maxTensorBytes, outputBytes };
 }

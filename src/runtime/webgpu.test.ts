@@ -7,6 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, test, type TestContext } from 'node:test';
 import { loadVae, type Vae } from '../decode/vae.js';
+import { buildKlDecoderGraph, klDecoderParams } from '../families/autoencoder-kl/graph.js';
+import { getFamily } from '../families/registry.js';
 import { KL_SMALL, TAE_SMALL } from '../families/testing/config-files.js';
 import { HUNYUAN_VIDEO_TINY, LTX2_TINY, QWEN_IMAGE_TINY, WAN21_TINY } from '../families/testing/video-configs.js';
 import type { RawConfig } from '../families/types.js';
@@ -18,13 +20,15 @@ import type { LocalGroup } from '../ranks/local/local-group.js';
 import { TINY_KL } from '../ranks/testing/tiny-vae.js';
 import { useStrategy, type Strategy } from '../strategies/index.js';
 import { seededTensor, type Tensor } from '../tensor.js';
+import { syntheticWeights } from '../weights/synthetic.js';
 import { createSession } from './session.js';
 import { needsWebgpu } from './testing/webgpu-adapter.js';
 
 /** Agreement asked of a WebGPU decode, relative to the largest value of the CPU decode of the same plan. */
 const RELATIVE_TOLERANCE = 1e-4;
 
-// Tiles are never 2×2 latent units: onnxruntime's WebGPU Conv miscomputes there (see the todo below).
+// A 2×2 latent tile meets onnxruntime's WebGPU 2×2-Conv bug (the todo below); the KL runner's
+// workaround has its own test.
 interface FamilyCase {
   family: string;
   config: RawConfig;
@@ -85,6 +89,42 @@ for (const c of FAMILY_CASES) {
   });
 }
 
+// A whole decode of a 256² latent cuts the KL mid-block attention into 128 query chunks; one
+// Split of 128 outputs bound 129 storage buffers in one shader, over lavapipe's 16 ("Too many
+// storage buffers in shader"). The runner's graph at 32 chunks on an 8×8 latent (2 queries each)
+// reproduces that cheaply: it must run and equal the CPU.
+test('webgpu: the KL runner graph with 32 attention query chunks runs and equals the CPU', async (t) => {
+  if (!(await needsWebgpu(t))) return;
+  const config = getFamily('autoencoder-kl').resolveConfig(KL_SMALL);
+  const model = buildKlDecoderGraph(config, syntheticWeights(klDecoderParams(config), 3), {
+    attentionChunks: 32,
+    channelParts: true,
+  }).toModelBytes();
+  const feeds = { latent: seededTensor([1, 4, 8, 8], 7) };
+  const [cpu, gpu] = [await createSession(model, { intraOpThreads: 1 }), await createSession(model, { provider: 'webgpu' })];
+  try {
+    assertAgrees(t, (await gpu.run(feeds)).sample!, (await cpu.run(feeds)).sample!, '32 query chunks');
+  } finally {
+    await Promise.all([cpu.dispose(), gpu.dispose()]);
+  }
+});
+
+// onnxruntime's WebGPU 2×2-kernel Conv on a 2×2 input miscomputes (the todo below): the KL
+// upsampler's phase convolutions on a latent tile of 2×2 hit it, so the runner spells that tile's
+// upsamplers as Resize + 3×3 Conv on webgpu (autoencoder-kl/runtime.ts). Without that this decode
+// is off by units.
+test('webgpu: an AutoencoderKL decode of a 2×2 latent equals the CPU (the 2×2 Conv workaround)', async (t) => {
+  if (!(await needsWebgpu(t))) return;
+  const z = seededTensor([1, 4, 2, 2], 7);
+  const [cpu, gpu] = [await load('autoencoder-kl', KL_SMALL, 'cpu'), await load('autoencoder-kl', KL_SMALL, 'webgpu')];
+  try {
+    for (const vae of [cpu, gpu]) setTiling(vae, 'off');
+    assertAgrees(t, await gpu.decode(z), await cpu.decode(z), '2x2 latent');
+  } finally {
+    await Promise.all([cpu.dispose(), gpu.dispose()]);
+  }
+});
+
 interface StrategyCase {
   strategy: Strategy;
   family: string;
@@ -131,8 +171,9 @@ for (const c of STRATEGY_CASES) {
 
 // onnxruntime-node 1.30's WebGPU Conv with a 2×2 kernel and padding on a 2×2 input (for 16, 48,
 // 128, 256 and 512 channels; not 12, 20, 24, 32, 64) differs from the CPU by units — the
-// AutoencoderKL upsampler's phase convolutions on a 2×2 latent tile. Runs as a todo so that the
-// day onnxruntime fixes it shows as a passing todo.
+// AutoencoderKL upsampler's phase convolutions on a 2×2 latent tile, which the KL runner therefore
+// spells as Resize + 3×3 Conv on webgpu (runtime/session-types.ts convMiscomputesOn2x2). Runs as
+// a todo so that the day onnxruntime fixes it shows as a passing todo (then drop the workaround).
 test(
   'webgpu: a 2×2-kernel Conv on a 2×2 input equals the CPU (onnxruntime bug)',
   { todo: 'onnxruntime-node 1.30 WebGPU Conv, 2x2 input and kernel' },

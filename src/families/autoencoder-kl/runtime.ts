@@ -1,19 +1,20 @@
 // The runtime of decoders that are one graph with a chunkable single-head mid-block attention
 // (AutoencoderKL and Flux.2 here; HunyuanImage reuses it): one onnxruntime session with dynamic
 // batch and spatial axes, reused for every tile (rebuilt only when a tile needs another attention
-// chunking), and a refusal up front of a call whose mid-block attention chunk alone would
+// chunking, or its upsamplers spelled another way: a 2×2 latent tile on WebGPU), and a refusal up front of a call whose mid-block attention chunk alone would
 // exceed the machine's memory.
 
 import { hostMemoryBytes } from '../../runtime/host-memory.js';
 import { reason, refuse } from '../../errors.js';
 import { createSession } from '../../runtime/session.js';
-import type { Session, SessionOptions } from '../../runtime/session-types.js';
+import { convMiscomputesOn2x2, type Session, type SessionOptions } from '../../runtime/session-types.js';
 import type { Tensor } from '../../tensor.js';
 import { bindWeights } from '../../weights/bind.js';
 import { buildKlDecoderGraph, klDecoderArchitecture, klDecoderParams, renameLegacyAttentionKeys } from './graph.js';
 import type { GraphBuilder } from '../../graph/builder.js';
 import type { ParamSpec } from '../../weights/synthetic.js';
 import type { FamilyRuntime } from '../runtime-types.js';
+import type { UpsamplerForm } from '../blocks/blocks.js';
 import type { ResolvedConfig } from '../types.js';
 
 /**
@@ -69,7 +70,7 @@ export interface ChunkedAttentionDecoder {
   graph(
     config: ResolvedConfig,
     weights: ReadonlyMap<string, Tensor>,
-    options?: { attentionChunks?: number; channelParts?: boolean },
+    options?: { attentionChunks?: number; channelParts?: boolean; upsampler?: UpsamplerForm },
   ): GraphBuilder;
   hasAttention(config: ResolvedConfig): boolean;
 }
@@ -81,9 +82,9 @@ export interface ChunkedAttentionDecoder {
  * chunking, and a refusal up front of a call whose attention chunk alone exceeds the machine's memory.
  */
 export function chunkedAttentionRuntime(d: ChunkedAttentionDecoder): FamilyRuntime {
-  // The graph the runner opens for a chunking (the memory model reads the same one).
-  const runnerGraph = (config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, chunks: number) =>
-    d.graph(config, weights, { attentionChunks: chunks, channelParts: true });
+  // The graph the runner opens for a chunking (the memory model reads the same one, with the default upsamplers).
+  const runnerGraph = (config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, chunks: number, upsampler?: UpsamplerForm) =>
+    d.graph(config, weights, { attentionChunks: chunks, channelParts: true, ...(upsampler ? { upsampler } : {}) });
   return {
     decoderParams: d.params,
     decoderGraph: (config, weights) => d.graph(config, weights),
@@ -99,24 +100,31 @@ export function chunkedAttentionRuntime(d: ChunkedAttentionDecoder): FamilyRunti
       // One session at a time, for the attention chunking a tile needs (1 for the default plan's
       // tiles): a second session would hold a second copy of the weights in onnxruntime. Channel
       // parts lower the activation peak (512² SD: 1460 → 1186 MiB); the analysed graph keeps the plain spelling.
-      let current: { chunks: number; session: Promise<Session> } | null = null;
-      const sessionFor = async (chunks: number): Promise<Session> => {
-        if (current?.chunks !== chunks) {
+      let current: { key: string; session: Promise<Session> } | null = null;
+      const sessionFor = async (chunks: number, upsampler: UpsamplerForm | undefined): Promise<Session> => {
+        const key = `${chunks}/${upsampler ?? 'default'}`;
+        if (current?.key !== key) {
           const previous = current?.session;
           current = null;
           await previous?.then(
             (s) => s.dispose(),
             () => undefined,
           );
-          current = { chunks, session: createSession(runnerGraph(config, bound, chunks).toModel(), session) };
+          current = { key, session: createSession(runnerGraph(config, bound, chunks, upsampler).toModel(), session) };
         }
         return current.session;
       };
+      // A latent tile of at most 2×2 feeds the first upsampler's 2×2 phase convolutions a 2×2
+      // input, which a provider may miscompute (convMiscomputesOn2x2): there they are spelled
+      // as Resize + 3×3 Conv, the same function.
+      const tinyConvWrong = convMiscomputesOn2x2(session.provider);
       return {
         async decode(latentTile: Tensor) {
           const chunks = attention ? attentionChunksFor(latentTile.dims) : 1;
           if (attention) checkAttentionMemory(latentTile.dims, hostMemoryBytes(), chunks);
-          return (await (await sessionFor(chunks)).run({ latent: latentTile }))['sample']!;
+          const [h, w] = latentTile.dims.slice(-2) as [number, number];
+          const upsampler = tinyConvWrong && h <= 2 && w <= 2 ? 'resize-conv' : undefined;
+          return (await (await sessionFor(chunks, upsampler)).run({ latent: latentTile }))['sample']!;
         },
         dispose: async () => {
           const s = current?.session;
