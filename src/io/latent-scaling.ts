@@ -39,7 +39,8 @@ function configInvalid(code: string, field: string, value: unknown, valid: strin
   throw new DistVaeError('CONFIG_INVALID', r.message, { reasons: [r] });
 }
 
-const isNumberList = (v: unknown): v is number[] => Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'number' && Number.isFinite(x));
+const isNumberList = (v: unknown): v is number[] =>
+  Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'number' && Number.isFinite(x));
 
 /**
  * The scaling a VAE config declares (see the header). Flux.2's statistics live in the checkpoint,
@@ -66,7 +67,12 @@ export function latentScalingOf(
     }
     const { mean, variance } = stats.batchNorm;
     const channels = mean.length;
-    if (channels === 0 || variance.length !== channels || !mean.every(Number.isFinite) || !variance.every((v) => Number.isFinite(v) && v >= 0)) {
+    if (
+      channels === 0 ||
+      variance.length !== channels ||
+      !mean.every(Number.isFinite) ||
+      !variance.every((v) => Number.isFinite(v) && v >= 0)
+    ) {
       configInvalid(
         'LATENT_STATISTICS_INVALID',
         'bn.running_var',
@@ -105,7 +111,12 @@ export function latentScalingOf(
 function checkScaling(scaling: LatentScaling): void {
   const { scalingFactor, shiftFactor = 0 } = scaling;
   if (scalingFactor !== undefined && (!Number.isFinite(scalingFactor) || scalingFactor === 0 || !Number.isFinite(shiftFactor))) {
-    configInvalid('SCALING_INVALID', 'scaling_factor', scalingFactor, 'a finite non-zero scaling_factor and a finite shift_factor in the VAE config');
+    configInvalid(
+      'SCALING_INVALID',
+      'scaling_factor',
+      scalingFactor,
+      'a finite non-zero scaling_factor and a finite shift_factor in the VAE config',
+    );
   }
 }
 
