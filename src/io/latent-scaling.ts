@@ -10,7 +10,7 @@
 // Every operation is one float32 operation, rounded, in the order torch evaluates the pipeline's
 // expression, so our values equal the pipeline's bit for bit where torch rounds the same way.
 
-import { DistVaeError, reason } from '../errors.js';
+import { DistVaeError, reason, type ReasonCode } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 
 /** Flux.2's latent batch-norm statistics over the patchified channels (4C values each). */
@@ -34,7 +34,7 @@ export interface LatentScaling {
 
 const f = Math.fround;
 
-function configInvalid(code: string, field: string, value: unknown, valid: string, message?: string): never {
+function configInvalid(code: ReasonCode, field: string, value: unknown, valid: string, message?: string): never {
   const r = reason(code, field, value, valid, message);
   throw new DistVaeError('CONFIG_INVALID', r.message, { reasons: [r] });
 }
