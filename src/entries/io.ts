@@ -1,5 +1,6 @@
 // `distvae/io`: files in and out beyond the root's readers and writers — latent formats and
-// their scaling, the .npy codec, image and video details, atomic writes, quality figures.
+// their scaling and sampling, the .npy codec, image inputs read band by band, image and video
+// details, atomic writes, quality figures.
 
 export { COMFY_LATENT_KEY, LATENTS_KEY, type ReadLatentsOptions } from '../io/latents.js';
 export {
@@ -14,4 +15,9 @@ export { decodeImage, READABLE_IMAGE_FORMATS, sampleToImage } from '../io/image.
 export { DEFAULT_FPS, type VideoOptions } from '../io/video.js';
 export { AtomicFile, withAtomicFile, writeFileAtomic } from '../bytes/atomic-file.js';
 export { checkImage } from '../encode/encoder.js';
+export { inputValue, openImageRows, readAllRows, tensorRows, type RowSource } from '../io/row-source.js';
+export { PngRowReader, type PngHeader } from '../io/png-rows.js';
+export { LATENT_OUTPUT_EXTENSIONS, latentsOutputReasons, writeLatentsFile, type LatentsOutputOptions } from '../io/latents-out.js';
+export { latentMean, normalStream, refuseSamplingWithout, sampleLatents } from '../io/latent-sample.js';
+export { outputPathReasons } from '../session/output-path.js';
 export type { BoundEncoder } from '../encode/bound-encoder.js';
