@@ -17,7 +17,7 @@ export { AtomicFile, withAtomicFile, writeFileAtomic } from '../bytes/atomic-fil
 export { checkImage } from '../encode/encoder.js';
 export { inputValue, openImageRows, readAllRows, tensorRows, type RowSource } from '../io/row-source.js';
 export { PngRowReader, type PngHeader } from '../io/png-rows.js';
-export { MAX_CHUNK_FRAMES, openVideoInput, type VideoInput, type VideoInputOptions } from '../io/video-input.js';
+export { MAX_CHUNK_BYTES, MAX_CHUNK_FRAMES, openVideoInput, type VideoInput, type VideoInputOptions } from '../io/video-input.js';
 export { LATENT_OUTPUT_EXTENSIONS, latentsOutputReasons, writeLatentsFile, type LatentsOutputOptions } from '../io/latents-out.js';
 export { latentMean, normalStream, refuseSamplingWithout, sampleLatents } from '../io/latent-sample.js';
 export { outputPathReasons } from '../session/output-path.js';

@@ -14,7 +14,8 @@ import { DistVaeError } from '../errors.js';
 import { MAX_IMAGE_PIXELS } from './image.js';
 
 const SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
-const PIECE = 64 * 1024;
+/** File bytes read (and inflated) at once: deflate expands at most ~1032×, so one piece inflates to ≤ 17 MiB. */
+const PIECE = 16 * 1024;
 /** Channels per colour type: grey, -, RGB, palette, grey+alpha, -, RGBA. */
 const CHANNELS: Readonly<Record<number, number>> = { 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 };
 const DEPTHS: Readonly<Record<number, readonly number[]>> = {

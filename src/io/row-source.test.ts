@@ -223,3 +223,50 @@ test('an Adam7-interlaced PNG and a JPEG are read whole; hostile headers are ref
   assert.throws(() => readAllRows(cut), { code: 'FILE_INVALID', message: /truncated|past the end/ });
   cut.close();
 });
+
+test('hostile PNG data is refused in our words: a filter type past 4, a palette index past PLTE, image data inflating past its scanlines', () => {
+  const write = (name: string, bytes: Uint8Array) => {
+    const path = join(dir, name);
+    writeFileSync(path, bytes);
+    return path;
+  };
+  const readAll = (path: string) => {
+    const source = openImageRows(path, 'unit');
+    try {
+      return readAllRows(source);
+    } finally {
+      source.close();
+    }
+  };
+  const good = pngBytes({
+    width: 2,
+    height: 2,
+    bitDepth: 8,
+    colorType: 0,
+    samples: [
+      [1, 2],
+      [3, 4],
+    ],
+  });
+  assert.equal(readAll(write('good.png', good)).dims[2], 2);
+  // The header of `good` with image data made here: raw scanlines (filter byte first), then `extra` zero bytes.
+  const rebuilt = (raw: number[], extra = 0) => {
+    const data = deflateSync(Uint8Array.from([...raw, ...new Array<number>(extra).fill(0)]));
+    const chunk = (type: string, d: Uint8Array) => {
+      const head = Buffer.alloc(8);
+      head.writeUInt32BE(d.length, 0);
+      head.write(type, 4, 'latin1');
+      const crc = Buffer.alloc(4);
+      crc.writeUInt32BE(crc32(d, crc32(head.subarray(4))));
+      return Buffer.concat([head, d, crc]);
+    };
+    return Buffer.concat([good.subarray(0, 33), chunk('IDAT', data), chunk('IEND', new Uint8Array(0))]);
+  };
+  assert.throws(() => readAll(write('filter.png', rebuilt([7, 1, 2, 0, 3, 4]))), { code: 'FILE_INVALID', message: /filter type 7/ });
+  assert.throws(() => readAll(write('bomb.png', rebuilt([0, 1, 2, 0, 3, 4], 1 << 20))), {
+    code: 'FILE_INVALID',
+    message: /inflates past the 6 bytes of 2 scanlines/,
+  });
+  const palette = pngBytes({ width: 2, height: 1, bitDepth: 8, colorType: 3, samples: [[0, 5]], palette: [0, 0, 0, 255, 255, 255] });
+  assert.throws(() => readAll(write('palette.png', palette)), { code: 'FILE_INVALID', message: /palette entry 5 of 2/ });
+});

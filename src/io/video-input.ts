@@ -4,7 +4,7 @@
 // is read only as fast as chunks are taken (async iteration pauses the stream), so memory holds
 // one chunk and the pipe's buffer, never the video. mp4 and webm (any container ffmpeg reads);
 // ffmpeg missing is refused with the install hint (io/video.ts). Bounded: a frame of at most
-// MAX_IMAGE_PIXELS, a chunk of at most MAX_CHUNK_FRAMES frames.
+// MAX_IMAGE_PIXELS, a chunk of at most MAX_CHUNK_FRAMES frames and MAX_CHUNK_BYTES float32 bytes.
 
 import { spawn, spawnSync } from 'node:child_process';
 import { DistVaeError, reason, refuse } from '../errors.js';
@@ -14,8 +14,9 @@ import { inputValue } from './row-source.js';
 import type { SampleRange } from './sample-range.js';
 import { checkFfmpeg } from './video.js';
 
-/** The most frames one chunk may hold. */
+/** The most frames one chunk may hold, and the most float32 bytes. */
 export const MAX_CHUNK_FRAMES = 1024;
+export const MAX_CHUNK_BYTES = 2 ** 31;
 
 /** A video read chunk by chunk (see the header). */
 export interface VideoInput {
@@ -69,8 +70,17 @@ export function openVideoInput(path: string, range: SampleRange, options: VideoI
       return peak;
     },
     async *chunks(frames: number) {
-      if (!Number.isInteger(frames) || frames < 1 || frames > MAX_CHUNK_FRAMES) {
-        refuse('INVALID_ARGUMENT', reason('FRAMES_INVALID', 'frames', frames, `an integer in [1, ${MAX_CHUNK_FRAMES}]`));
+      const most = Math.max(1, Math.min(MAX_CHUNK_FRAMES, Math.floor(MAX_CHUNK_BYTES / (3 * 4 * width * height))));
+      if (!Number.isInteger(frames) || frames < 1 || frames > most) {
+        refuse(
+          'INVALID_ARGUMENT',
+          reason(
+            'FRAMES_INVALID',
+            'frames',
+            frames,
+            `an integer in [1, ${most}] (a chunk of ${width} x ${height} frames holds at most ${MAX_CHUNK_BYTES / 2 ** 30} GiB)`,
+          ),
+        );
       }
       const child = spawn(
         ffmpeg,
