@@ -3,13 +3,7 @@
 // details, atomic writes, quality figures.
 
 export { COMFY_LATENT_KEY, LATENTS_KEY, type ReadLatentsOptions } from '../io/latents.js';
-export {
-  latentScalingOf,
-  scaleLatents,
-  unscaleLatents,
-  type LatentBatchNorm,
-  type LatentScaling,
-} from '../io/latent-scaling.js';
+export { latentScalingOf, scaleLatents, unscaleLatents, type LatentBatchNorm, type LatentScaling } from '../io/latent-scaling.js';
 export { encodeNpy, npyHeader, parseNpy, type NpyDType, type NpyWriteOptions } from '../io/npy.js';
 export { decodeImage, READABLE_IMAGE_FORMATS, sampleToImage } from '../io/image.js';
 export { DEFAULT_FPS, type VideoOptions } from '../io/video.js';
