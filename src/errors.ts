@@ -61,6 +61,9 @@ export type ReasonCode =
   | 'VARIANT_INVALID'
   | 'NO_SCALING_FACTOR'
   | 'SCALING_INVALID'
+  | 'NO_LATENT_STATISTICS'
+  | 'LATENT_STATISTICS_INVALID'
+  | 'NO_LATENT_DISTRIBUTION'
   // Plans, tiling and buckets
   | 'BUCKETS_EMPTY'
   | 'BUCKET_INVALID'

@@ -4,6 +4,7 @@
 
 export { DIFFUSERS_WEIGHTS_FILE, readVaeSource, vaeSpecOfSource, type VaePart } from '../sources/vae-source.js';
 export { readConfigJson } from '../sources/config-file.js';
+export { readLatentBatchNorm } from '../sources/latent-statistics.js';
 export { openWeights, readBoundWeights, readWeights } from '../sources/weights-file.js';
 export { hubCacheDirs, locateVae, parseRepoId, withVariant, type LocateOptions, type VaeLocation } from '../sources/locate.js';
 export { singleFileConfig, singleFileLayout, singleFileToDiffusers, type SingleFileLayout } from '../sources/single-file.js';

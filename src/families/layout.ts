@@ -8,7 +8,10 @@ import { ConfigReader } from './config-fields.js';
 import type { FamilySpec, FrameTiling, RawConfig, ResolvedConfig, TilingDefaults } from './types.js';
 
 /** The config-independent part of a FamilySpec. */
-export type FamilyLayout = Pick<FamilySpec, 'diffusersTiling' | 'temporal' | 'ignoredKeyPrefixes' | 'minWindowLatent' | 'sampleRange'>;
+export type FamilyLayout = Pick<
+  FamilySpec,
+  'diffusersTiling' | 'temporal' | 'ignoredKeyPrefixes' | 'minWindowLatent' | 'sampleRange' | 'latentDistribution'
+>;
 
 /**
  * A diffusers VAE whose checkpoints carry the encoder (and quant_conv) beside the decoder, that

@@ -98,6 +98,12 @@ export interface FamilySpec<Name extends string = string> {
    * (TAE) takes x as is; both then clamp to [0, 1].
    */
   sampleRange: 'signed' | 'unit';
+  /**
+   * What the encoder's output is: 'diagonal-gaussian' (absent: the diffusers KL classes) — mean and
+   * log-variance, of which `encode` returns the mean and `--sample` draws — or 'none' (TAE, DC-AE),
+   * the latents themselves, with nothing to sample from.
+   */
+  latentDistribution?: 'diagonal-gaussian' | 'none';
   /** Reads a raw config (absent → published defaults); throws CONFIG_INVALID with reasons. */
   resolveConfig(raw: RawConfig | undefined): ResolvedConfig;
   /**

@@ -6,7 +6,7 @@ import { after, test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { tensor } from '../tensor.js';
 import { writeSafetensors } from '../weights/safetensors.js';
-import { readLatents, unscaleLatents } from './latents.js';
+import { readLatents } from './latents.js';
 import { writeNpy } from './npy.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-latents-'));
@@ -90,14 +90,4 @@ test("file.safetensors:name picks a tensor; a missing name lists the file's tens
     message: /no tensor named "c" \(tensors in the file: "a", "b"\)/,
   });
   await assert.rejects(readLatents(join(dir, 'many.safetensors')), { message: /pick one with .*many\.safetensors:<name>/ });
-});
-
-test('pipeline latents: divided by scaling_factor, shift_factor added, as pipelines do before vae.decode', () => {
-  const scaled = tensor([1, 2], Float32Array.from([0.3611, -1.5]));
-  const out = unscaleLatents(scaled, { scalingFactor: 0.3611, shiftFactor: 0.1159 });
-  // torch: float32 tensor / python float, then + python float, each a float32 operation.
-  const f = Math.fround;
-  assert.deepEqual([...out.data], [f(f(f(0.3611) / f(0.3611)) + f(0.1159)), f(f(-1.5 / f(0.3611)) + f(0.1159))]);
-  assert.deepEqual([...unscaleLatents(scaled, { scalingFactor: 0.5 }).data], [f(f(0.3611) / 0.5), -3]);
-  assert.throws(() => unscaleLatents(scaled, { scalingFactor: 0 }), { code: 'CONFIG_INVALID' });
 });

@@ -2,7 +2,7 @@
 // only tensor, or the one named by `file.safetensors:name`); or a ComfyUI `.latent` file (a
 // safetensors file holding `latent_tensor`). Empty tensors and non-finite values are refused
 // before any work starts. Rank and channel checks against a family happen where the family is
-// known; `unscaleLatents` turns a pipeline's (scaled) latents into what `vae.decode` takes.
+// known; a pipeline's scaling is io/latent-scaling.ts.
 
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -144,50 +144,4 @@ async function readSafetensorsLatents(
     }
     return file.readTensor(name);
   });
-}
-
-/** The config fields a pipeline's latent scaling reads. */
-export interface LatentScaling {
-  readonly scalingFactor: number;
-  readonly shiftFactor?: number;
-}
-
-/** The scaling a VAE config declares (`scaling_factor`, optional `shift_factor`); refused when it has none. */
-export function latentScalingOf(fields: Readonly<Record<string, unknown>>, family: string): LatentScaling {
-  const scalingFactor = fields['scaling_factor'];
-  const shiftFactor = fields['shift_factor'];
-  if (typeof scalingFactor !== 'number') {
-    const r = reason(
-      'NO_SCALING_FACTOR',
-      'scaling_factor',
-      scalingFactor,
-      'a number in the VAE config',
-      `the ${family} VAE config has no scaling_factor to unscale the latents with; drop --latents-scaled or add scaling_factor to config.json`,
-    );
-    throw new DistVaeError('CONFIG_INVALID', r.message, { reasons: [r] });
-  }
-  return { scalingFactor, ...(typeof shiftFactor === 'number' ? { shiftFactor } : {}) };
-}
-
-/**
- * What the pipelines do before `vae.decode`: `latents / scaling_factor + shift_factor`, for
- * latents saved from the denoiser's side (`output_type="latent"`), in float32 as torch does it
- * (two float32 operations, each rounded). A new tensor. Flux.2's pipeline also unpacks its
- * (B, seq, C·4) token latents and undoes its batch-norm statistics before decoding; such
- * latents must be saved after that step, as (B, C, H, W).
- */
-export function unscaleLatents(latents: Tensor, scaling: LatentScaling): Tensor {
-  const { scalingFactor, shiftFactor = 0 } = scaling;
-  if (!Number.isFinite(scalingFactor) || scalingFactor === 0 || !Number.isFinite(shiftFactor)) {
-    const r = reason(
-      'SCALING_INVALID',
-      'scaling_factor',
-      scalingFactor,
-      'a finite non-zero scaling_factor and a finite shift_factor in the VAE config',
-    );
-    throw new DistVaeError('CONFIG_INVALID', r.message, { reasons: [r] });
-  }
-  const scale = Math.fround(scalingFactor);
-  const shift = Math.fround(shiftFactor);
-  return { dims: [...latents.dims], data: latents.data.map((v) => Math.fround(v / scale) + shift) };
 }

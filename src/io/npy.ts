@@ -38,6 +38,23 @@ export function readNpy(path: string): StoredTensor {
 
 /** Parses .npy bytes; `source` names the file in error messages. */
 export function parseNpy(bytes: Uint8Array, source = '<buffer>'): StoredTensor {
+  const { dims, dtype, dataStart, descr } = parseNpyHeader(bytes, source);
+  const expected = elementCount(dims) * DTYPE_BYTES[dtype];
+  const actual = bytes.length - dataStart;
+  if (actual !== expected) {
+    throw new DistVaeError(
+      'FILE_INVALID',
+      `${source}: shape (${dims.join(', ')}) of ${descr} needs ${expected} data bytes, the file has ${actual}${actual < expected ? ' (truncated?)' : ''}`,
+    );
+  }
+  return { dims, dtype, data: decodeToFloat32(bytes.subarray(dataStart), dtype) };
+}
+
+/**
+ * The header of .npy bytes (`bytes` may stop after it: a reader that streams the data reads the
+ * header alone): shape, dtype, the data's start, the stored descr.
+ */
+export function parseNpyHeader(bytes: Uint8Array, source = '<buffer>'): { dims: number[]; dtype: DType; dataStart: number; descr: string } {
   const fail: (message: string) => never = (message) => {
     throw new DistVaeError('FILE_INVALID', `${source}: ${message}`);
   };
@@ -68,15 +85,7 @@ export function parseNpy(bytes: Uint8Array, source = '<buffer>'): StoredTensor {
   if (fortranOrder !== false)
     fail(`fortran_order is ${String(fortranOrder)}; only C-order arrays are supported (save np.ascontiguousarray(arr))`);
   if (!Array.isArray(shape)) fail(`header 'shape' is ${JSON.stringify(shape)}, expected a tuple of integers`);
-  const dims = shape as number[];
-  const expected = elementCount(dims) * DTYPE_BYTES[dtype!];
-  const actual = bytes.length - dataStart;
-  if (actual !== expected) {
-    fail(
-      `shape (${dims.join(', ')}) of ${descr} needs ${expected} data bytes, the file has ${actual}${actual < expected ? ' (truncated?)' : ''}`,
-    );
-  }
-  return { dims, dtype: dtype!, data: decodeToFloat32(bytes.subarray(dataStart), dtype!) };
+  return { dims: shape as number[], dtype: dtype!, dataStart, descr: descr as string };
 }
 
 /**

@@ -19,9 +19,11 @@ import type { DecodeOptions } from '../decode/types.js';
 import { loadVae, type Vae } from '../decode/vae.js';
 import { checkAdapters } from '../runtime/devices.js';
 import { predictDeviceMemory } from '../memory/device-memory.js';
-import { latentScalingOf, readLatents, unscaleLatents } from '../io/latents.js';
+import { readLatents } from '../io/latents.js';
+import { latentScalingOf, unscaleLatents } from '../io/latent-scaling.js';
 import { checkFfmpeg } from '../io/video.js';
 import { vaeSpecOfSource } from '../sources/vae-source.js';
+import { readLatentBatchNorm } from '../sources/latent-statistics.js';
 import type { RankGroup } from '../ranks/group.js';
 import { localGroup } from '../ranks/local/index.js';
 import type { Isolation, LocalGroup } from '../ranks/local/local-group.js';
@@ -95,6 +97,7 @@ interface Decoded extends Written {
 class DecodeFilesRun {
   private readonly noticed = new Set<string>();
   private decision: Decision | null = null;
+  private batchNorm: Promise<{ mean: Float32Array; variance: Float32Array } | undefined> | undefined;
   private group: RankGroup | null = null;
   private started: Promise<void> | undefined;
 
@@ -117,9 +120,11 @@ class DecodeFilesRun {
     let held: Tensor | null = await this.readInput(0);
     for (let i = 1; i < request.inputs.length; i++) {
       const stored = await this.readInput(i);
-      if (spec) this.configure(spec, stored, request.inputs[i]!, request.outputs[i]!);
+      if (spec) this.configure(spec, await this.decoderLatents(spec, stored), request.inputs[i]!, request.outputs[i]!);
     }
-    const planned = spec ? this.ranksFor(spec, this.configure(spec, held, request.inputs[0]!, request.outputs[0]!)) : null;
+    const planned = spec
+      ? this.ranksFor(spec, this.configure(spec, await this.decoderLatents(spec, held), request.inputs[0]!, request.outputs[0]!))
+      : null;
     if (planned !== null && options.redis === undefined && !this.laddered()) this.checkRanks(spec!, planned);
     if (request.video) checkFfmpeg();
     // Ranks start (or Redis is reached) while the coordinator loads the VAE; the timed decode
@@ -132,7 +137,7 @@ class DecodeFilesRun {
       if (vae.precisionNote !== undefined) this.notice(`warning: ${vae.precisionNote}`);
       // A signal that came during the (synchronous) load is acted on now: no rank is started after it.
       throwIfAborted(this.hooks.signal);
-      const first = this.configure(vae, held, request.inputs[0]!, request.outputs[0]!);
+      const first = this.configure(vae, await this.decoderLatents(vae, held), request.inputs[0]!, request.outputs[0]!);
       if (options.redis === undefined && this.group === null && !this.laddered()) {
         const n = this.ranksFor(vae, first);
         this.checkRanks(vae, n);
@@ -159,6 +164,18 @@ class DecodeFilesRun {
   /** Reads latent file `index` (its notes told once). */
   private readInput(index: number): Promise<Tensor> {
     return readLatents(this.request.inputs[index]!, { onNote: (text) => this.notice(text) });
+  }
+
+  /**
+   * The latents `vae.decode` takes: a file's own, or with --latents-scaled the pipeline's scaling
+   * undone (io/latent-scaling.ts; Flux.2's statistics read once from the checkpoint).
+   */
+  private async decoderLatents(vae: VaeSpec, stored: Tensor): Promise<Tensor> {
+    if (!this.request.options.latentsScaled) return stored;
+    const fields = vae.config.fields;
+    this.batchNorm ??= typeof fields['batch_norm_eps'] === 'number' ? readLatentBatchNorm(this.request.source) : Promise.resolve(undefined);
+    const batchNorm = await this.batchNorm;
+    return unscaleLatents(stored, latentScalingOf(fields, vae.family.name, batchNorm ? { batchNorm } : {}));
   }
 
   /** Tells the caller a line once (the plan-only view and the loaded VAE both decide). */
@@ -303,8 +320,8 @@ class DecodeFilesRun {
   private async decodeOne(vae: Vae, stored: Tensor, index: number): Promise<DecodedFile> {
     const { request, hooks } = this;
     const [latentsPath, out] = [request.inputs[index]!, request.outputs[index]!];
-    const latent = this.configure(vae, stored, latentsPath, out);
-    const latents = request.options.latentsScaled ? unscaleLatents(stored, latentScalingOf(vae.config.fields, vae.family.name)) : stored;
+    const latents = await this.decoderLatents(vae, stored);
+    const latent = this.configure(vae, latents, latentsPath, out);
     const grid = tileGrid(vae, latent);
     const t0 = performance.now();
     const onProgress = hooks.onProgress;

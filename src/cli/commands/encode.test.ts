@@ -88,7 +88,7 @@ test('encode refuses sizes off the ratio (naming the nearest), or crops them wit
 test('encode refuses a bad --out before reading anything, and a missing --image', async () => {
   const bad = await cli(['--vae', join(dir, 'absent.pth'), '--image', join(dir, 'absent.png'), '--out', join(dir, 'z.png'), '--json']);
   assert.equal(bad.code, 2);
-  assert.match(bad.stderr, /--out .* must end in \.npy or \.safetensors/);
+  assert.match(bad.stderr, /--out .* must end in \.npy, \.safetensors, \.latent/);
   assert.equal(JSON.parse(bad.stdout).error.code, 'INVALID_ARGUMENT');
   const missing = await cli(['--vae', encoderPath, '--family', 'tae', '--out', join(dir, 'z.npy')]);
   assert.equal(missing.code, 2);

@@ -90,6 +90,8 @@ const TAE_LAYOUT: FamilyLayout = {
   ignoredKeyPrefixes: ['encoder.'],
   minWindowLatent: 1,
   sampleRange: 'unit',
+  // The encoder returns the latents directly: no distribution to sample.
+  latentDistribution: 'none',
 };
 
 export const tae = defineFamily(TAE_LAYOUT, {
