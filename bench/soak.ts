@@ -62,14 +62,22 @@ const cases = args.cases.split(',');
  * in the user's environment (DISTVAE_RANK_ALLOCATOR=inherit: no glibc settings, which distvae
  * gives only the processes it starts): `default` as a user runs distvae; `semi-1` with V8's young
  * generation capped from the start (NODE_OPTIONS=--max-semi-space-size=1); `allocator` with the
- * rank processes' glibc settings (ranks/local/process/allocator-env.ts) in the CLI's environment.
+ * rank processes' glibc settings (ranks/local/process/allocator-env.ts) in the CLI's environment;
+ * `fixed-young` with the young generation fixed at V8's maximum (node --min-semi-space-size=16
+ * --max-semi-space-size=16 on the command line).
  */
 const userNodeOptions = process.env['NODE_OPTIONS'] ?? '';
 const ARMS = {
   default: { DISTVAE_RANK_ALLOCATOR: 'inherit', NODE_OPTIONS: userNodeOptions },
   'semi-1': { DISTVAE_RANK_ALLOCATOR: 'inherit', NODE_OPTIONS: `${userNodeOptions} --max-semi-space-size=1`.trim() },
   allocator: { ...(withAllocatorDefaults({}) as Record<string, string>), NODE_OPTIONS: userNodeOptions },
+  'fixed-young': { DISTVAE_RANK_ALLOCATOR: 'inherit', NODE_OPTIONS: userNodeOptions },
 } as const satisfies Record<string, Record<string, string>>;
+/** Node flags an arm puts on the command line (those NODE_OPTIONS does not take). */
+const ARM_NODE_ARGS: Partial<Record<keyof typeof ARMS, string[]>> = {
+  // The young generation at V8's maximum from the start, never grown or shrunk.
+  'fixed-young': ['--min-semi-space-size=16', '--max-semi-space-size=16'],
+};
 type Arm = keyof typeof ARMS;
 const arms = args.arms.split(',').map((a) => {
   if (!(a in ARMS)) throw new Error(`--arms: unknown arm ${JSON.stringify(a)}: expected ${Object.keys(ARMS).join(', ')}`);
@@ -82,9 +90,9 @@ const armCommand = (arm: Arm) =>
   arm === 'default'
     ? ''
     : Object.entries(ARMS[arm])
-        .filter(([name]) => name !== 'DISTVAE_RANK_ALLOCATOR')
+        .filter(([name, value]) => name !== 'DISTVAE_RANK_ALLOCATOR' && value !== '')
         .map(([name, value]) => `${name}=${value} `)
-        .join('');
+        .join('') + (ARM_NODE_ARGS[arm] ? `node ${ARM_NODE_ARGS[arm].join(' ')} bin/` : '');
 const deadline = Date.now() + Number(args['max-minutes']) * 60_000;
 // The CLI as a user runs it: the bin (which runs dist/ when built, else the sources through tsx).
 const BIN = fileURLToPath(new URL('../bin/distvae.js', import.meta.url));
@@ -341,7 +349,7 @@ async function workerCase(server: RedisServer, arm: Arm): Promise<void> {
       ...ARMS[arm],
       NODE_OPTIONS: `${ARMS[arm]['NODE_OPTIONS'] ?? ''} --import=${probeHook(probes, 'SIGUSR2')}`.trim(),
     },
-    'bin',
+    { entry: 'bin', nodeArgs: ARM_NODE_ARGS[arm] ?? [] },
   );
   /** The worker's probe line now (SIGUSR2; its handler appends one). */
   const probeWorker = async (): Promise<Probe> => {
@@ -417,7 +425,7 @@ async function outDirCase(arm: Arm): Promise<void> {
     '1',
     '--json',
   ];
-  const child = spawn(process.execPath, ['--import', hook, BIN, ...argv], {
+  const child = spawn(process.execPath, [...(ARM_NODE_ARGS[arm] ?? []), '--import', hook, BIN, ...argv], {
     stdio: ['ignore', 'pipe', 'pipe'],
     // The user's environment, as a decode he starts has it (no allocator settings: those are for the processes distvae starts).
     env: { ...process.env, ...ARMS[arm] },
@@ -454,7 +462,7 @@ function markdown(): string {
     '',
     `uptime before: \`${String(ran['uptimeBefore'])}\`; after: \`${String(ran['uptimeAfter'])}\` (other jobs shared the machine: RSS is load-independent, times are not).`,
     '',
-    '| case | steps | RSS after the 5th | RSS after the last | last / 5th | within 10 % | last / 50th | grew 5th → last (MiB): V8 heap, brk heap, other malloc arenas, other anonymous |',
+    '| case | steps | RSS after the 5th | RSS after the last | last / 5th | within 10 % | last / 50th | grew 5th → last (MiB): V8 heap committed; resident brk heap, other malloc arenas, other anonymous (V8 pages among them) |',
     '| --- | --- | --- | --- | --- | --- | --- | --- |',
   ];
   for (const [name, result] of Object.entries(results)) {

@@ -56,17 +56,17 @@ export function tinyWorkerArgs(dir: string, klConfig: Record<string, unknown> = 
  * A `distvae worker` process on `queue` with `workerArgs` (VAE and runtime options); resolves once
  * it serves. `env` is added to its environment (a marker finds it, and whatever it started, later).
  * `entry` 'bin' starts it through bin/distvae.js, as a user does (the benchmark's soak), else the
- * CLI's source module through tsx.
+ * CLI's source module through tsx; `nodeArgs` go to node before it.
  */
 export async function startWorkerProcess(
   redisUrl: string,
   queue: string,
   workerArgs: string[],
   env: Record<string, string> = {},
-  entry: 'bin' | 'source' = 'source',
+  { entry = 'source', nodeArgs = [] }: { entry?: 'bin' | 'source'; nodeArgs?: string[] } = {},
 ): Promise<WorkerProcess> {
   const cli = entry === 'bin' ? [BIN] : ['--import', import.meta.resolve('tsx'), CLI];
-  const args = [...cli, 'worker', '--redis', redisUrl, '--queue', queue, ...workerArgs];
+  const args = [...nodeArgs, ...cli, 'worker', '--redis', redisUrl, '--queue', queue, ...workerArgs];
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: withAllocatorDefaults({ ...process.env, ...env }),
