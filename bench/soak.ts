@@ -2,27 +2,30 @@
 // synthetic AutoencoderKL, each bounded in count and in time, on a redis-server this script
 // starts on loopback (no persistence):
 //
-// - worker: one `distvae worker` process serves --jobs run jobs (one decode of --tiles-per-job
-//   tiles each, from an in-process coordinator); its RSS (/proc VmRSS) is read after every job.
+// - worker: one `distvae worker` process, started through bin/distvae.js as a user starts it,
+//   serves --jobs run jobs (one decode of 20 tiles each, from an in-process coordinator); a hook
+//   preloaded into it (SIGUSR2) records its RSS and what V8 can name of it after every job.
 //   Target: after the last job within 10 % of after the 5th.
-// - out-dir: one `distvae decode --latents DIR --out-dir OUT` over --files latents (one VAE
-//   load); a preloaded hook records the CLI's VmRSS as it prints each file's report line.
+// - out-dir: one `distvae decode --latents DIR --out-dir OUT` (through the bin) over --files
+//   latents (one VAE load); a preloaded hook records the same as it prints each file's report line.
 //   Target: after the last file within 10 % of after the 5th.
+//   Both run in each of --arms (default: as a user runs distvae; see ARMS for the settings tried).
 // - churn: two `distvae worker` processes, --decodes queue decodes; before each decode after the
 //   first one worker is SIGKILLed and a new one started in its place (every third kill lands
 //   mid-run instead, after the decode's first tile). Every image must equal the local decode
 //   bitwise, no key of any decode may stay in Redis, and no worker process may outlive the run
 //   (found by an environment marker each one inherits).
 //
-// Writes bench/results/soak.json and .md: the per-step RSS series, the 5th and last figures and
-// their ratio, Redis keys and memory, `uptime` before and after. Not a test: it measures
-// (src/ranks/queue/soak.test.ts and src/session/soak.test.ts are the suite's short versions).
+// Writes bench/results/soak.json and .md: the per-step RSS series (and per step: RSS, young
+// generation, old space, heap used, external, outside V8), the 5th and last figures, their ratio
+// and what grew between them, Redis keys and memory, `uptime` before and after. Not a test: it
+// measures (src/ranks/queue/soak.test.ts and src/session/soak.test.ts are the suite's short versions).
 //
-//   npx tsx bench/soak.ts [--cases worker,out-dir,churn] [--jobs 50] [--files 50] [--decodes 12] [--max-minutes 20]
+//   npx tsx bench/soak.ts [--cases worker,out-dir,churn] [--arms default,semi-1,allocator] [--jobs 50] [--files 50] [--decodes 12] [--max-minutes 20]
 
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -34,6 +37,7 @@ import { localTiledDecode } from '../src/decode/engine.js';
 import { ProgressCounter } from '../src/decode/types.js';
 import { writeNpy } from '../src/io/npy.js';
 import { queueGroup } from '../src/ranks/queue/index.js';
+import { withAllocatorDefaults } from '../src/ranks/local/process/allocator-env.js';
 import { startWorkerProcess, tinyWorkerArgs, type WorkerProcess } from '../src/ranks/testing/queue-workers.js';
 import { decodeLeftovers, startRedisServer, type RedisServer } from '../src/ranks/testing/redis-server.js';
 import { installPlan, loadTinyVae, seededLatent } from '../src/ranks/testing/tiny-vae.js';
@@ -47,33 +51,174 @@ const { values: args } = parseArgs({
     files: { type: 'string', default: '50' },
     decodes: { type: 'string', default: '12' },
     'max-minutes': { type: 'string', default: '20' },
+    arms: { type: 'string', default: 'default' },
     out: { type: 'string', default: 'bench/results/soak' },
   },
 });
 const cases = args.cases.split(',');
+
+/**
+ * The worker and out-dir cases run in each arm, one after the other under the same load, always
+ * in the user's environment (DISTVAE_RANK_ALLOCATOR=inherit: no glibc settings, which distvae
+ * gives only the processes it starts): `default` as a user runs distvae; `semi-1` with V8's young
+ * generation capped from the start (NODE_OPTIONS=--max-semi-space-size=1); `allocator` with the
+ * rank processes' glibc settings (ranks/local/process/allocator-env.ts) in the CLI's environment;
+ * `fixed-young` with the young generation fixed at V8's maximum (node --min-semi-space-size=16
+ * --max-semi-space-size=16 on the command line).
+ */
+const userNodeOptions = process.env['NODE_OPTIONS'] ?? '';
+const ARMS = {
+  default: { DISTVAE_RANK_ALLOCATOR: 'inherit', NODE_OPTIONS: userNodeOptions },
+  'semi-1': { DISTVAE_RANK_ALLOCATOR: 'inherit', NODE_OPTIONS: `${userNodeOptions} --max-semi-space-size=1`.trim() },
+  allocator: { ...(withAllocatorDefaults({}) as Record<string, string>), NODE_OPTIONS: userNodeOptions },
+  'fixed-young': { DISTVAE_RANK_ALLOCATOR: 'inherit', NODE_OPTIONS: userNodeOptions },
+} as const satisfies Record<string, Record<string, string>>;
+/** Node flags an arm puts on the command line (those NODE_OPTIONS does not take). */
+const ARM_NODE_ARGS: Partial<Record<keyof typeof ARMS, string[]>> = {
+  // The young generation at V8's maximum from the start, never grown or shrunk.
+  'fixed-young': ['--min-semi-space-size=16', '--max-semi-space-size=16'],
+};
+type Arm = keyof typeof ARMS;
+const arms = args.arms.split(',').map((a) => {
+  if (!(a in ARMS)) throw new Error(`--arms: unknown arm ${JSON.stringify(a)}: expected ${Object.keys(ARMS).join(', ')}`);
+  return a as Arm;
+});
+/** A case's name in the results: the arm after the case, but for distvae as it is. */
+const caseName = (name: string, arm: Arm) => (arm === 'default' ? name : `${name} (${arm})`);
+/** The arm's environment, as a command prefix. */
+const armCommand = (arm: Arm) =>
+  arm === 'default'
+    ? ''
+    : Object.entries(ARMS[arm])
+        .filter(([name, value]) => name !== 'DISTVAE_RANK_ALLOCATOR' && value !== '')
+        .map(([name, value]) => `${name}=${value} `)
+        .join('') + (ARM_NODE_ARGS[arm] ? `node ${ARM_NODE_ARGS[arm].join(' ')} bin/` : '');
 const deadline = Date.now() + Number(args['max-minutes']) * 60_000;
-const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
+// The CLI as a user runs it: the bin (which runs dist/ when built, else the sources through tsx).
+const BIN = fileURLToPath(new URL('../bin/distvae.js', import.meta.url));
 const MiB = 2 ** 20;
 const log = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
 const uptime = () => execFileSync('uptime', { encoding: 'utf8' }).trim();
 
-/** Resident set of a process now (bytes), from /proc. */
-function rssOf(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!m) throw new Error(`no VmRSS for ${pid}`);
-  return Number(m[1]) * 1024;
+/**
+ * A module preloaded into a process under test (written next to `file`, for --import): `probe()` appends one
+ * JSON line to `file` with what the process holds now — VmRSS, V8's heap (each space's size, the
+ * young generation's among them), external memory and array buffers — so a growing RSS can be
+ * told apart (a young generation growing, old-space objects retained, buffers, or native memory
+ * outside V8). `trigger` installs it: on each stdout write (a CLI's report line), or on SIGUSR2.
+ */
+function probeHook(file: string, trigger: 'stdout' | 'SIGUSR2'): string {
+  const install =
+    trigger === 'stdout'
+      ? `const write = process.stdout.write.bind(process.stdout);\nprocess.stdout.write = (chunk, ...rest) => { probe(); return write(chunk, ...rest); };`
+      : `process.on('SIGUSR2', probe);`;
+  const hook = `${file}.mjs`;
+  writeFileSync(
+    hook,
+    `import { appendFileSync, readFileSync } from 'node:fs';
+import { getHeapSpaceStatistics } from 'node:v8';
+const probe = () => {
+  const m = process.memoryUsage();
+  const spaces = Object.fromEntries(getHeapSpaceStatistics().map((s) => [s.space_name, s.space_size]));
+  const rss = Number(/VmRSS:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
+  // Resident memory by kind of mapping: the brk heap (glibc's main arena), other malloc arenas
+  // (64 MiB-aligned heaps, reserved whole), file-backed (code, libraries), and other anonymous
+  // memory (V8's pages, mmapped allocations, stacks).
+  const maps = { brk: 0, arenas: 0, file: 0, anon: 0 };
+  let kind = 'anon';
+  for (const l of readFileSync('/proc/self/smaps', 'utf8').split('\\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) \\S+ \\S+ \\S+ (\\d+)\\s*(.*)$/.exec(l);
+    if (head) {
+      const [start, end] = [parseInt(head[1], 16), parseInt(head[2], 16)];
+      const name = head[4];
+      kind = name === '[heap]' ? 'brk' : name.startsWith('/') ? 'file' : start % 2 ** 26 === 0 && end - start <= 2 ** 26 && name === '' ? 'arenas' : 'anon';
+      continue;
+    }
+    const rssLine = /^Rss:\\s+(\\d+) kB/.exec(l);
+    if (rssLine) maps[kind] += Number(rssLine[1]) * 1024;
+  }
+  const line = { rss, heapTotal: m.heapTotal, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers, spaces, maps };
+  appendFileSync(${JSON.stringify(file)}, JSON.stringify(line) + '\\n');
+};
+${install}
+`,
+  );
+  return hook;
 }
 
-/** The figures of one growth case: RSS after each step, and after the 5th against after the last. */
-function growth(series: number[]): { after5thMiB: number; afterLastMiB: number; steps: number; ratio: number; withinTenPercent: boolean } {
-  const fifth = series[4] ?? NaN;
-  const last = series[series.length - 1] ?? NaN;
+/** One probe line (probeHook). */
+interface Probe {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+  spaces: Record<string, number>;
+  maps: { brk: number; arenas: number; file: number; anon: number };
+}
+
+/** The probe lines written so far: complete lines only (one may be half written as it is read). */
+const readProbes = (file: string): Probe[] =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .slice(0, -1)
+    .map((line) => JSON.parse(line) as Probe);
+
+/** What grew between two probes (MiB): RSS, and the parts of it that V8 can name. */
+function breakdown(a: Probe, b: Probe): Record<string, number> {
+  const d = (x: number, y: number) => +((y - x) / MiB).toFixed(1);
   return {
-    after5thMiB: +(fifth / MiB).toFixed(1),
-    afterLastMiB: +(last / MiB).toFixed(1),
+    rss: d(a.rss, b.rss),
+    heapTotal: d(a.heapTotal, b.heapTotal),
+    youngGeneration: d(a.spaces['new_space'] ?? 0, b.spaces['new_space'] ?? 0),
+    oldSpace: d(a.spaces['old_space'] ?? 0, b.spaces['old_space'] ?? 0),
+    codeSpace: d(a.spaces['code_space'] ?? 0, b.spaces['code_space'] ?? 0),
+    heapUsed: d(a.heapUsed, b.heapUsed),
+    external: d(a.external, b.external),
+    arrayBuffers: d(a.arrayBuffers, b.arrayBuffers),
+    brk: d(a.maps.brk, b.maps.brk),
+    arenas: d(a.maps.arenas, b.maps.arenas),
+    file: d(a.maps.file, b.maps.file),
+    anon: d(a.maps.anon, b.maps.anon),
+    // What V8 does not account for: native allocations (malloc arenas, onnxruntime), stacks, code.
+    outsideV8: d(a.rss - a.heapTotal - a.external, b.rss - b.heapTotal - b.external),
+  };
+}
+
+/**
+ * The figures of one growth case: RSS after each step, after the 5th against after the last, and
+ * what grew between the two (breakdown).
+ */
+function growth(series: Probe[]): {
+  after5thMiB: number;
+  afterLastMiB: number;
+  steps: number;
+  ratio: number;
+  withinTenPercent: boolean;
+  grewMiB: Record<string, number>;
+  stepsMiB: number[][];
+  after50thMiB?: number;
+  lastOver50th?: number;
+} {
+  const fifth = series[4];
+  const last = series[series.length - 1];
+  return {
+    after5thMiB: +((fifth?.rss ?? NaN) / MiB).toFixed(1),
+    afterLastMiB: +((last?.rss ?? NaN) / MiB).toFixed(1),
     steps: series.length,
-    ratio: +(last / fifth).toFixed(4),
-    withinTenPercent: last <= fifth * 1.1,
+    ratio: +((last?.rss ?? NaN) / (fifth?.rss ?? NaN)).toFixed(4),
+    withinTenPercent: fifth !== undefined && last !== undefined && last.rss <= fifth.rss * 1.1,
+    grewMiB: fifth && last ? breakdown(fifth, last) : {},
+    // Past 50 steps: after the last against after the 50th, whether the growth has levelled off.
+    ...(series.length > 50
+      ? { after50thMiB: +(series[49]!.rss / MiB).toFixed(1), lastOver50th: +(last!.rss / series[49]!.rss).toFixed(4) }
+      : {}),
+    // Per step (MiB): RSS, the young generation, old space, heap used, external, outside V8.
+    stepsMiB: series.map((p) =>
+      [p.rss, p.spaces['new_space'] ?? 0, p.spaces['old_space'] ?? 0, p.heapUsed, p.external, p.rss - p.heapTotal - p.external].map(
+        (b) => +(b / MiB).toFixed(1),
+      ),
+    ),
   };
 }
 
@@ -95,96 +240,9 @@ const latentOf = (seed: number): Tensor => seededLatent(40, 56, seed);
 try {
   server = await startRedisServer();
 
-  if (cases.includes('worker')) {
-    const jobs = Number(args.jobs);
-    const worker = await startWorkerProcess(server.url, 'soak-worker', workerArgs);
-    // One rank: every decode is exactly one run job, taken by the one worker.
-    const group = queueGroup({ connection: server.url, queue: 'soak-worker', ranks: 1, timeoutMs: 60_000 });
-    const decode = tiledDecodeFor(vae, group, { offThread: true })!;
-    const series: number[] = [];
-    const redisKeys: number[] = [];
-    let tiles = 0;
-    let identical = true;
-    try {
-      for (let job = 1; job <= jobs && Date.now() < deadline; job++) {
-        const latents = latentOf(job);
-        const out = await decode(latents);
-        tiles += decode.lastStats!.tiles;
-        if (job <= 5 || job % 10 === 0) identical &&= sameBits(out, await localTiledDecode(vae, vae.runner)(latents));
-        series.push(rssOf(worker.child.pid!));
-        redisKeys.push((await server.client.dbsize()) - 0);
-        if (job === 5 || job % 10 === 0) log(`worker: job ${job}, RSS ${(series.at(-1)! / MiB).toFixed(1)} MiB`);
-      }
-    } finally {
-      await group.close();
-      await worker.stop();
-    }
-    results['worker'] = {
-      command: `distvae worker ${workerArgs.join(' ').replace(dir, '$DIR')}; ${jobs} decodes of 40x56 latents, window 32 overlap 8 (output px), ranks 1: one run job of ${tiles / series.length} tiles each`,
-      ...growth(series),
-      tiles,
-      identicalToLocal: identical,
-      redisKeysAfterEachJob: { first: redisKeys[0], last: redisKeys.at(-1) },
-      leftovers: await decodeLeftovers(server.client),
-      rssMiB: series.map((b) => +(b / MiB).toFixed(1)),
-    };
-    log(`worker: ${JSON.stringify({ ...(results['worker'] as object), rssMiB: undefined })}`);
-  }
-
-  if (cases.includes('out-dir') && Date.now() < deadline) {
-    const files = Number(args.files);
-    const latentsDir = join(dir, 'latents');
-    const outDir = join(dir, 'out');
-    mkdirSync(latentsDir);
-    mkdirSync(outDir);
-    for (let i = 1; i <= files; i++) writeNpy(join(latentsDir, `z${String(i).padStart(3, '0')}.npy`), latentOf(i));
-    const rssFile = join(dir, 'rss');
-    // Preloaded into the CLI: each line it prints (one report per file) appends its VmRSS at that moment.
-    const hook = `data:text/javascript,${encodeURIComponent(
-      `import { appendFileSync, readFileSync } from 'node:fs'; const write = process.stdout.write.bind(process.stdout); process.stdout.write = (chunk, ...rest) => { const m = /VmRSS:\\s+(\\d+)/.exec(readFileSync('/proc/self/status', 'utf8')); appendFileSync(${JSON.stringify(rssFile)}, String(Number(m[1]) * 1024) + '\\n'); return write(chunk, ...rest); };`,
-    )}`;
-    const argv = [
-      'decode',
-      '--synthetic',
-      '--family',
-      'autoencoder-kl',
-      '--config',
-      join(dir, 'tiny-kl.json'),
-      '--latents',
-      latentsDir,
-      '--out-dir',
-      outDir,
-      '--window',
-      '32x32',
-      '--overlap',
-      '8x8',
-      '--threads',
-      '1',
-      '--json',
-    ];
-    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), '--import', hook, CLI, ...argv], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    let reported = 0;
-    createInterface({ input: child.stdout! }).on('line', () => {
-      reported++;
-      if (reported === 5 || reported % 10 === 0) log(`out-dir: file ${reported}`);
-    });
-    const remaining = Math.max(1000, deadline - Date.now());
-    const killer = setTimeout(() => child.kill('SIGKILL'), remaining);
-    const [code] = (await once(child, 'exit')) as [number | null];
-    clearTimeout(killer);
-    if (code !== 0) throw new Error(`decode --out-dir exited ${code}: ${stderr}`);
-    const series = readFileSync(rssFile, 'utf8').trim().split('\n').map(Number);
-    results['out-dir'] = {
-      command: `distvae ${argv.join(' ').replaceAll(dir, '$DIR')} (${files} latents 40x56)`,
-      ...growth(series),
-      outputs: readdirSync(outDir).length,
-      rssMiB: series.map((b) => +(b / MiB).toFixed(1)),
-    };
-    log(`out-dir: ${JSON.stringify({ ...(results['out-dir'] as object), rssMiB: undefined })}`);
+  for (const arm of arms) {
+    if (cases.includes('worker') && Date.now() < deadline) await workerCase(server, arm);
+    if (cases.includes('out-dir') && Date.now() < deadline) await outDirCase(arm);
   }
 
   if (cases.includes('churn') && Date.now() < deadline) {
@@ -276,6 +334,124 @@ writeFileSync(`${args.out}.json`, JSON.stringify({ ...run, cells }, null, 2) + '
 writeFileSync(`${args.out}.md`, markdown());
 log(`wrote ${args.out}.json and .md; ${uptime()}`);
 
+/**
+ * One `distvae worker` (started through the bin, as a user starts it, in the user's environment)
+ * serving --jobs run jobs; its probe after each.
+ */
+async function workerCase(server: RedisServer, arm: Arm): Promise<void> {
+  const jobs = Number(args.jobs);
+  const probes = join(dir, `worker-${arm}-probes`);
+  const worker = await startWorkerProcess(
+    server.url,
+    `soak-worker-${arm}`,
+    workerArgs,
+    {
+      ...ARMS[arm],
+      NODE_OPTIONS: `${ARMS[arm]['NODE_OPTIONS'] ?? ''} --import=${probeHook(probes, 'SIGUSR2')}`.trim(),
+    },
+    { entry: 'bin', nodeArgs: ARM_NODE_ARGS[arm] ?? [] },
+  );
+  /** The worker's probe line now (SIGUSR2; its handler appends one). */
+  const probeWorker = async (): Promise<Probe> => {
+    const before = existsSync(probes) ? readProbes(probes).length : 0;
+    worker.child.kill('SIGUSR2');
+    for (let waited = 0; waited < 10_000; waited += 20) {
+      const lines = existsSync(probes) ? readProbes(probes) : [];
+      if (lines.length > before) return lines.at(-1)!;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error('the worker did not answer its probe');
+  };
+  // One rank: every decode is exactly one run job, taken by the one worker.
+  const group = queueGroup({ connection: server.url, queue: `soak-worker-${arm}`, ranks: 1, timeoutMs: 60_000 });
+  const decode = tiledDecodeFor(vae, group, { offThread: true })!;
+  const series: Probe[] = [];
+  const redisKeys: number[] = [];
+  let tiles = 0;
+  let identical = true;
+  try {
+    for (let job = 1; job <= jobs && Date.now() < deadline; job++) {
+      const latents = latentOf(job);
+      const out = await decode(latents);
+      tiles += decode.lastStats!.tiles;
+      if (job <= 5 || job % 10 === 0) identical &&= sameBits(out, await localTiledDecode(vae, vae.runner)(latents));
+      series.push(await probeWorker());
+      redisKeys.push((await server.client.dbsize()) - 0);
+      if (job === 5 || job % 10 === 0) log(`worker ${arm}: job ${job}, RSS ${(series.at(-1)!.rss / MiB).toFixed(1)} MiB`);
+    }
+  } finally {
+    await group.close();
+    await worker.stop();
+  }
+  results[caseName('worker', arm)] = {
+    command: `${armCommand(arm)}distvae worker ${workerArgs.join(' ').replace(dir, '$DIR')}; ${jobs} decodes of 40x56 latents, window 32 overlap 8 (output px), ranks 1: one run job of ${tiles / series.length} tiles each`,
+    ...growth(series),
+    tiles,
+    identicalToLocal: identical,
+    redisKeysAfterEachJob: { first: redisKeys[0], last: redisKeys.at(-1) },
+    leftovers: await decodeLeftovers(server.client),
+    rssMiB: series.map((p) => +(p.rss / MiB).toFixed(1)),
+  };
+  log(`worker ${arm}: ${JSON.stringify({ ...(results[caseName('worker', arm)] as object), rssMiB: undefined })}`);
+}
+
+/** One `distvae decode --out-dir` (through the bin, in the user's environment) over --files latents; its probe at each report. */
+async function outDirCase(arm: Arm): Promise<void> {
+  const files = Number(args.files);
+  const latentsDir = join(dir, `latents-${arm}`);
+  const outDir = join(dir, `out-${arm}`);
+  mkdirSync(latentsDir);
+  mkdirSync(outDir);
+  for (let i = 1; i <= files; i++) writeNpy(join(latentsDir, `z${String(i).padStart(3, '0')}.npy`), latentOf(i));
+  const probes = join(dir, `out-dir-${arm}-probes`);
+  // Preloaded into the CLI: each line it prints (one report per file) probes it at that moment.
+  const hook = probeHook(probes, 'stdout');
+  const argv = [
+    'decode',
+    '--synthetic',
+    '--family',
+    'autoencoder-kl',
+    '--config',
+    join(dir, 'tiny-kl.json'),
+    '--latents',
+    latentsDir,
+    '--out-dir',
+    outDir,
+    '--window',
+    '32x32',
+    '--overlap',
+    '8x8',
+    '--threads',
+    '1',
+    '--json',
+  ];
+  const child = spawn(process.execPath, [...(ARM_NODE_ARGS[arm] ?? []), '--import', hook, BIN, ...argv], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // The user's environment, as a decode he starts has it (no allocator settings: those are for the processes distvae starts).
+    env: { ...process.env, ...ARMS[arm] },
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  let reported = 0;
+  createInterface({ input: child.stdout! }).on('line', () => {
+    reported++;
+    if (reported === 5 || reported % 10 === 0) log(`out-dir ${arm}: file ${reported}`);
+  });
+  const remaining = Math.max(1000, deadline - Date.now());
+  const killer = setTimeout(() => child.kill('SIGKILL'), remaining);
+  const [code] = (await once(child, 'exit')) as [number | null];
+  clearTimeout(killer);
+  if (code !== 0) throw new Error(`decode --out-dir exited ${code}: ${stderr}`);
+  const series = readProbes(probes);
+  results[caseName('out-dir', arm)] = {
+    command: `${armCommand(arm)}distvae ${argv.join(' ').replaceAll(dir, '$DIR')} (${files} latents 40x56)`,
+    ...growth(series),
+    outputs: readdirSync(outDir).length,
+    rssMiB: series.map((p) => +(p.rss / MiB).toFixed(1)),
+  };
+  log(`out-dir ${arm}: ${JSON.stringify({ ...(results[caseName('out-dir', arm)] as object), rssMiB: undefined })}`);
+}
+
 /** The figures as a table, with what ran them. */
 function markdown(): string {
   const ran = report['ran'] as Record<string, unknown>;
@@ -286,14 +462,14 @@ function markdown(): string {
     '',
     `uptime before: \`${String(ran['uptimeBefore'])}\`; after: \`${String(ran['uptimeAfter'])}\` (other jobs shared the machine: RSS is load-independent, times are not).`,
     '',
-    '| case | steps | RSS after the 5th | RSS after the last | last / 5th | within 10 % |',
-    '| --- | --- | --- | --- | --- | --- |',
+    '| case | steps | RSS after the 5th | RSS after the last | last / 5th | within 10 % | last / 50th | grew 5th → last (MiB): V8 heap committed; resident brk heap, other malloc arenas, other anonymous (V8 pages among them) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
   ];
-  for (const name of ['worker', 'out-dir'] as const) {
-    const c = results[name] as ReturnType<typeof growth> | undefined;
-    if (c)
+  for (const [name, result] of Object.entries(results)) {
+    const c = result as ReturnType<typeof growth>;
+    if (name !== 'churn')
       lines.push(
-        `| ${name} | ${c.steps} | ${c.after5thMiB} MiB | ${c.afterLastMiB} MiB | ${c.ratio} | ${c.withinTenPercent ? 'yes' : 'no'} |`,
+        `| ${name} | ${c.steps} | ${c.after5thMiB} MiB | ${c.afterLastMiB} MiB | ${c.ratio} | ${c.withinTenPercent ? 'yes' : 'no'} | ${c.lastOver50th ?? '—'} | ${c.grewMiB['heapTotal']}, ${c.grewMiB['brk']}, ${c.grewMiB['arenas']}, ${c.grewMiB['anon']} |`,
       );
   }
   const churn = results['churn'] as

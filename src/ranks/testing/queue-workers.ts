@@ -16,6 +16,8 @@ import { bytesOf, decodeKeys, float32Of, sha256, type RunJobData, type RunProgre
 import { TINY_KL } from './tiny-vae.js';
 
 const CLI = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
+/** The package's bin, as a user runs it (it registers tsx itself in a checkout without dist/). */
+const BIN = fileURLToPath(new URL('../../../bin/distvae.js', import.meta.url));
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -53,14 +55,18 @@ export function tinyWorkerArgs(dir: string, klConfig: Record<string, unknown> = 
 /**
  * A `distvae worker` process on `queue` with `workerArgs` (VAE and runtime options); resolves once
  * it serves. `env` is added to its environment (a marker finds it, and whatever it started, later).
+ * `entry` 'bin' starts it through bin/distvae.js, as a user does (the benchmark's soak), else the
+ * CLI's source module through tsx; `nodeArgs` go to node before it.
  */
 export async function startWorkerProcess(
   redisUrl: string,
   queue: string,
   workerArgs: string[],
   env: Record<string, string> = {},
+  { entry = 'source', nodeArgs = [] }: { entry?: 'bin' | 'source'; nodeArgs?: string[] } = {},
 ): Promise<WorkerProcess> {
-  const args = ['--import', import.meta.resolve('tsx'), CLI, 'worker', '--redis', redisUrl, '--queue', queue, ...workerArgs];
+  const cli = entry === 'bin' ? [BIN] : ['--import', import.meta.resolve('tsx'), CLI];
+  const args = [...nodeArgs, ...cli, 'worker', '--redis', redisUrl, '--queue', queue, ...workerArgs];
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: withAllocatorDefaults({ ...process.env, ...env }),
