@@ -361,6 +361,35 @@ export class Scope {
     return out;
   }
 
+  /**
+   * ReLU linear attention core (SANA's multi-scale linear attention, one head per batch entry),
+   * channel-major like `attention`: q (B, Nq, d) and k (B, d, Nk), both already through ReLU,
+   * v (B, d, Nk) → (B, d, Nq) with out[:, n] = Σₘ v[:, m]·(k[:, m]·q[n]) / (Σₘ k[:, m]·q[n] + ε).
+   * As diffusers does, v gets a row of ones so one product k·[v; 1]ᵀ (d × (d + 1)) carries both
+   * the numerator's K·Vᵀ and the denominator's key sums; the result is linear in the keys, so no
+   * N × N matrix exists. diffusers' softmax-free "quadratic" form for H·W ≤ d is the same function
+   * (only the order of the float32 sums differs), so this one core serves both. Recorded as an
+   * attention sync region: every query reads every key, so a sharded run gathers k and v.
+   */
+  linearAttention(q: Value, k: Value, v: Value, epsilon: number): Value {
+    if (!(epsilon > 0 && epsilon < 1)) invalidArgument('epsilon', epsilon, 'a number in (0, 1)');
+    const first = this.state.nodes.length;
+    const padded = this.pad(v, [0, 0, 0, 0, 1, 0], { value: 1 });
+    const product = this.matMul(q, this.matMul(k, this.transpose(padded, [0, 2, 1])));
+    const numerator = this.slice(product, { starts: [0], ends: [-1], axes: [2] });
+    const denominator = this.slice(product, { starts: [-1], ends: [2 ** 31 - 1], axes: [2] });
+    const out = this.transpose(this.div(numerator, this.add(denominator, epsilon)), [0, 2, 1]);
+    this.recordRegion<AttentionRegion>(first, 'attention', {
+      kind: 'attention',
+      form: 'relu-linear',
+      query: q.name,
+      key: k.name,
+      value: v.name,
+      output: out.name,
+    });
+    return out;
+  }
+
   // ---- shape manipulation ------------------------------------------------------------------
 
   transpose(x: Value, perm: readonly number[]): Value {
