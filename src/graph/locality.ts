@@ -575,7 +575,9 @@ class Interpreter {
     const axis = normaliseAxis(intAttribute(node, 'axis', 0), x.rank);
     if (isSpatialAxis(x, axis)) return this.flag(node, 'unanalysed', 'Split along positions');
     const dims = [...x.dims];
-    dims[axis] = null;
+    // Every output shares one fact: its size is known when the literal sizes are all equal.
+    const sizes = this.literal(node.input?.[1]);
+    dims[axis] = sizes && sizes.length > 0 && sizes.every((n) => n === sizes[0]) ? sizes[0]! : null;
     return { ...x, dims };
   }
 

@@ -11,6 +11,7 @@
 // `pixel_shuffle` DepthToSpace in CRD order, and `F.interpolate(nearest, 2×)` a nearest Resize.
 
 import { GraphBuilder, type Value } from '../../graph/builder.js';
+import type { FileBytes } from '../../bytes/file-bytes.js';
 import type { Tensor } from '../../tensor.js';
 import type { ParamSpec } from '../../weights/synthetic.js';
 import {
@@ -70,6 +71,27 @@ function convNoBias(m: Module, x: Value, cin: number, cout: number, kernel: numb
   return m.scope.conv(x, weight, undefined, { pads: Math.floor(kernel / 2), group });
 }
 
+/**
+ * A Linear without bias (checkpoint weight [cout, cin]) applied to the channels of each pixel, as
+ * a 1×1 conv whose kernel is the same initializer viewed as [cout, cin, 1, 1] (its bytes — in the
+ * checkpoint file, when bound from one — are not copied): an initializer kernel is what the
+ * locality analysis reads a conv's reach from.
+ */
+function linearConv(m: Module, x: Value, cin: number, cout: number): Value {
+  const t: Tensor & { readonly file?: FileBytes } = m.weights.take(m.spec('weight', [cout, cin], 'linear'));
+  const dims = [cout, cin, 1, 1];
+  const kernel = t.file
+    ? {
+        dims,
+        file: t.file,
+        get data() {
+          return t.data;
+        },
+      }
+    : { dims, data: t.data };
+  return m.scope.conv(x, m.scope.param('weight', kernel), undefined);
+}
+
 /** x repeated `times` times along channels, each channel in place (PyTorch's `repeat_interleave(times, dim=1)`). */
 function repeatChannels(m: Module, x: Value, times: number): Value {
   return times === 1 ? x : m.scope.resizeNearest(x, [1, times, 1, 1]);
@@ -107,9 +129,10 @@ function linearAttention(m: Module, x: Value, c: number, headDim: number, scales
   const sc = m.scope;
   const heads = Math.floor(c / headDim);
   const inner = heads * headDim;
-  const project = (name: string) => m.child(name).param('weight', [inner, c], 'linear');
-  const wqkv = sc.reshape(sc.concat([project('to_q'), project('to_k'), project('to_v')], 0), [3 * inner, c, 1, 1]);
-  const qkv = sc.conv(x, wqkv, undefined, { kernelShape: [1, 1] });
+  const qkv = sc.concat(
+    ['to_q', 'to_k', 'to_v'].map((name) => linearConv(m.child(name), x, c, inner)),
+    1,
+  );
   const multi = [qkv];
   scales.forEach((k, s) => {
     const block = m.child(`to_qkv_multiscale.${s}`);
@@ -118,12 +141,16 @@ function linearAttention(m: Module, x: Value, c: number, headDim: number, scales
   });
   const groups = heads * (1 + scales.length);
   const all = multi.length === 1 ? qkv : sc.concat(multi, 1);
-  const perGroup = sc.reshape(sc.reshape(all, [0, groups * 3 * headDim, -1]), [-1, 3 * headDim, 0]);
-  const part = (i: number) => sc.slice(perGroup, { starts: [i * headDim], ends: [(i + 1) * headDim], axes: [1] });
-  const q = sc.transpose(sc.relu(part(0)), [0, 2, 1]);
-  const core = sc.linearAttention(q, sc.relu(part(1)), part(2), ATTENTION_EPSILON);
-  const merged = sc.reshape(core, [-1, groups * headDim, 0]);
-  const out = sc.matMul(m.child('to_out').param('weight', [c, groups * headDim], 'linear'), merged);
+  // diffusers' reshape (B, G, 3d, N) then chunk(3): group g's q, k, v are channels g·3d + [0, d), [d, 2d), [2d, 3d).
+  const parts = sc.split(sc.reshape(all, [0, groups * 3 * headDim, -1]), new Array<number>(3 * groups).fill(headDim), 1);
+  const gather = (which: number) =>
+    sc.concat(
+      parts.filter((_, i) => i % 3 === which),
+      1,
+    );
+  const q = sc.transpose(sc.relu(gather(0)), [0, 2, 1]);
+  const core = sc.linearAttention(q, sc.relu(gather(1)), gather(2), { heads: groups, headDim, epsilon: ATTENTION_EPSILON });
+  const out = sc.matMul(m.child('to_out').param('weight', [c, groups * headDim], 'linear'), core);
   return sc.add(rmsNorm(m.child('norm_out'), sc.reshape(out, sc.shape(x)), c), x);
 }
 
