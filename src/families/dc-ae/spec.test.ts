@@ -4,6 +4,10 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { cli } from '../../cli/testing/in-process.js';
 import { DistVaeError } from '../../errors.js';
 import { planningVae } from '../registry.js';
 import { dcaeDecoderParams } from './graph.js';
@@ -58,4 +62,48 @@ test('configs the decoder cannot build are refused, naming each field', () => {
   assert.deepEqual(refusedFields({ latent_channels: 24 }), ['latent_channels']);
   assert.deepEqual(refusedFields({ decoder_layers_per_block: [0, 1, 1] }), ['decoder_layers_per_block[0]']);
   assert.deepEqual(refusedFields({ attention_head_dim: 64 }), ['attention_head_dim', 'attention_head_dim']);
+});
+
+test('`distvae plan` with the published config.json (_class_name picks dc-ae): 4096² in 10 × 10 diffusers tiles', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'distvae-dc-ae-plan-'));
+  try {
+    // dc-ae-f32c32-sana-1.0's config.json as diffusers saves it (encoder fields included).
+    const published = {
+      _class_name: 'AutoencoderDC',
+      attention_head_dim: 32,
+      decoder_act_fns: 'silu',
+      decoder_block_out_channels: [128, 256, 512, 512, 1024, 1024],
+      decoder_block_types: ['ResBlock', 'ResBlock', 'ResBlock', 'EfficientViTBlock', 'EfficientViTBlock', 'EfficientViTBlock'],
+      decoder_conv_act_fn: 'relu',
+      decoder_in_shortcut: true,
+      decoder_layers_per_block: [3, 3, 3, 3, 3, 3],
+      decoder_norm_types: 'rms_norm',
+      decoder_qkv_multiscales: [[], [], [], [5], [5], [5]],
+      downsample_block_type: 'conv',
+      encoder_block_out_channels: [128, 256, 512, 512, 1024, 1024],
+      encoder_block_types: ['ResBlock', 'ResBlock', 'ResBlock', 'EfficientViTBlock', 'EfficientViTBlock', 'EfficientViTBlock'],
+      encoder_layers_per_block: [2, 2, 2, 3, 3, 3],
+      encoder_out_shortcut: true,
+      encoder_qkv_multiscales: [[], [], [], [5], [5], [5]],
+      in_channels: 3,
+      latent_channels: 32,
+      scaling_factor: 0.41407,
+      upsample_block_type: 'interpolate',
+    };
+    const config = join(dir, 'config.json');
+    writeFileSync(config, JSON.stringify(published));
+    const run = await cli('plan', '--config', config, '--height', '4096', '--width', '4096', '--json');
+    assert.equal(run.code, 0, run.stderr);
+    const plan = JSON.parse(run.stdout) as Record<string, unknown>;
+    assert.equal(plan['family'], 'dc-ae');
+    assert.deepEqual(plan['latent'], { height: 128, width: 128, frames: 1 });
+    assert.deepEqual(plan['window'], { height: 512, width: 512 });
+    assert.deepEqual(plan['stride'], { height: 14, width: 14 });
+    assert.equal(plan['tiles'], 100);
+    assert.equal(plan['diffusersEquivalent'], true);
+    // The same as planning from the family name alone: its defaults are the published config.
+    assert.deepEqual(planningVae('dc-ae', published).config.fields, planningVae('dc-ae').config.fields);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
