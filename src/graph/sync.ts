@@ -41,6 +41,12 @@ export interface AttentionRegion extends RegionBase {
    * Both read every key for every query, so a sharded run gathers keys and values alike.
    */
   form?: 'relu-linear';
+  /**
+   * A core that reads the keys and values only through a sum over positions (linear attention:
+   * per head K·[V; 1]ᵀ, `heads` × `headDim` × (`headDim` + 1) per sample): `value` names that sum,
+   * so a sharded run computes it per band and all-reduces it instead of gathering keys and values.
+   */
+  summary?: { value: string; heads: number; headDim: number };
   query: string;
   key: string;
   value: string;
