@@ -51,7 +51,7 @@ const BIG_BYTES = 3 * 2 ** 30;
 
 interface Case {
   name: string;
-  family: 'autoencoder-kl' | 'flux2' | 'tae' | 'wan' | 'hunyuan-video' | 'hunyuan-image';
+  family: 'autoencoder-kl' | 'flux2' | 'tae' | 'wan' | 'hunyuan-video' | 'hunyuan-image' | 'dc-ae';
   /** Trained TAEF2 weights instead of synthetic ones. */
   taef2?: boolean;
   height: number;
@@ -130,6 +130,9 @@ const CASES: Case[] = [
   { name: 'hunyuan-chunks-128x21', family: 'hunyuan-video', height: 128, width: 128, frames: 21, plan: tile(1, 128, 32) },
   // HunyuanImage 2.1's published 32× decoder (1 GiB of float32 weights) at the class's own 384 px tiles.
   { name: 'hunyuan-image-tile384-512', family: 'hunyuan-image', height: 512, width: 512, plan: tile(1, 384, 96) },
+  // SANA's published DC-AE decoder (32×, RMSNorm, linear attention): whole at 256², and the class's own 512/448 px tiles at 768².
+  { name: 'dc-ae-whole-256', family: 'dc-ae', height: 256, width: 256, plan: { strategy: 'whole', ranks: 1 } },
+  { name: 'dc-ae-tile512-768', family: 'dc-ae', height: 768, width: 768, plan: tile(1, 512, 64) },
 ];
 
 interface ProcessResult {

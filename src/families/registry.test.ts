@@ -312,6 +312,7 @@ for (const c of CASES) {
 test('every family name resolves and each diffusers class name selects its family (docs/design.md §9)', () => {
   assert.deepEqual([...FAMILY_NAMES].sort(), [
     'autoencoder-kl',
+    'dc-ae',
     'flux2',
     'hunyuan-image',
     'hunyuan-video',
@@ -328,6 +329,7 @@ test('every family name resolves and each diffusers class name selects its famil
     AutoencoderKLHunyuanVideo: 'hunyuan-video',
     AutoencoderKLLTX2Video: 'ltx2',
     AutoencoderKLHunyuanImage: 'hunyuan-image',
+    AutoencoderDC: 'dc-ae',
   };
   for (const [cls, name] of Object.entries(byClass)) {
     assert.equal(familyForClassName(cls)?.name, name, cls);

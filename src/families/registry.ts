@@ -7,6 +7,7 @@ import { didYouMean, reason, refuse } from '../errors.js';
 import { weightBytes } from '../weights/synthetic.js';
 import { autoencoderKlFamily } from './autoencoder-kl/family.js';
 import { DECODE_SETTING_FIELDS } from './config-fields.js';
+import { dcaeFamily } from './dc-ae/family.js';
 import { flux2Family } from './flux2/family.js';
 import { hunyuanImageFamily } from './hunyuan-image/family.js';
 import { hunyuanVideoFamily } from './hunyuan-video/family.js';
@@ -27,6 +28,7 @@ const REGISTERED = [
   hunyuanVideoFamily,
   ltx2Family,
   hunyuanImageFamily,
+  dcaeFamily,
 ] as const;
 
 /** The name of a VAE family. */

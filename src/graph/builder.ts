@@ -379,6 +379,45 @@ export class Scope {
     return Array.from({ length: chunks }, (_, i) => this.op('Slice', [q, bound[i]!, bound[i + 1]!, axis]));
   }
 
+  /**
+   * ReLU linear attention core (SANA's multi-scale linear attention), channel-major like
+   * `attention`: q (B, Nq, H·d) and k (B, H·d, Nk), both already through ReLU, v (B, H·d, Nk) →
+   * (B, H·d, Nq), head h reading channels [h·d, (h+1)·d) of each, with
+   * out[:, n] = Σₘ v[:, m]·(k[:, m]·q[n]) / (Σₘ k[:, m]·q[n] + ε) per head. The heads are batched
+   * inside the region ((B·H, d, N)), so every value outside it keeps the batch on axis 0. As
+   * diffusers does, v gets a row of ones so one product k·[v; 1]ᵀ (d × (d + 1) per head) carries
+   * both the numerator's K·Vᵀ and the denominator's key sums: no N × N matrix exists. diffusers'
+   * softmax-free "quadratic" form for H·W ≤ d is the same function (only the order of the float32
+   * sums differs), so this one core serves both. Recorded as an attention sync region whose
+   * `summary` is that d × (d + 1) sum: a sharded run computes it per band and all-reduces it.
+   */
+  linearAttention(q: Value, k: Value, v: Value, options: { heads: number; headDim: number; epsilon: number }): Value {
+    const { heads, headDim, epsilon } = options;
+    checkInts('heads', [heads, headDim], 1);
+    if (!(epsilon > 0 && epsilon < 1)) invalidArgument('epsilon', epsilon, 'a number in (0, 1)');
+    const first = this.state.nodes.length;
+    const perHead = (x: Value) => this.reshape(x, [-1, headDim, 0]);
+    // The keys and values enter only through this sum over positions (a shard all-reduces it).
+    const padded = this.pad(perHead(v), [0, 0, 0, 0, 1, 0], { value: 1 });
+    const summary = this.matMul(perHead(k), this.transpose(padded, [0, 2, 1]));
+    const qh = this.transpose(perHead(this.transpose(q, [0, 2, 1])), [0, 2, 1]);
+    const product = this.matMul(qh, summary);
+    const numerator = this.slice(product, { starts: [0], ends: [-1], axes: [2] });
+    const denominator = this.slice(product, { starts: [-1], ends: [2 ** 31 - 1], axes: [2] });
+    const perHeadOut = this.transpose(this.div(numerator, this.add(denominator, epsilon)), [0, 2, 1]);
+    const out = this.reshape(perHeadOut, [-1, heads * headDim, 0]);
+    this.recordRegion<AttentionRegion>(first, 'attention', {
+      kind: 'attention',
+      form: 'relu-linear',
+      summary: { value: summary.name, heads, headDim },
+      query: q.name,
+      key: k.name,
+      value: v.name,
+      output: out.name,
+    });
+    return out;
+  }
+
   // ---- shape manipulation ------------------------------------------------------------------
 
   transpose(x: Value, perm: readonly number[]): Value {

@@ -512,6 +512,19 @@ class Interpreter {
     ) {
       return { ...x, rank: 3, colAxis: null, dims: [x.dims[0]!, c, null] };
     }
+    // (B, C, N) tokens ↔ (B·G, C/G, N) heads (target [-1, k, 0]): batch and channels regroup, the token axis is untouched.
+    if (
+      target &&
+      target.length === 3 &&
+      target[0] === -1 &&
+      target[1]! > 0 &&
+      target[2] === 0 &&
+      x.rank === 3 &&
+      x.rowAxis === 2 &&
+      x.colAxis === null
+    ) {
+      return { ...x, dims: [null, target[1]!, null] };
+    }
     return this.flag(node, 'unanalysed', `Reshape${target ? ` to [${target.join(',')}]` : ''} merges positions with other axes`);
   }
 
@@ -562,7 +575,9 @@ class Interpreter {
     const axis = normaliseAxis(intAttribute(node, 'axis', 0), x.rank);
     if (isSpatialAxis(x, axis)) return this.flag(node, 'unanalysed', 'Split along positions');
     const dims = [...x.dims];
-    dims[axis] = null;
+    // Every output shares one fact: its size is known when the literal sizes are all equal.
+    const sizes = this.literal(node.input?.[1]);
+    dims[axis] = sizes && sizes.length > 0 && sizes.every((n) => n === sizes[0]) ? sizes[0]! : null;
     return { ...x, dims };
   }
 

@@ -25,8 +25,12 @@ export interface Subgraph {
 export type StagedStep =
   | { kind: 'stage'; index: number; graph: Subgraph }
   | { kind: 'group-norm'; region: GroupNormRegion }
-  /** `core` computes the region's output from query, key and value (run on gathered keys and values). */
-  | { kind: 'attention'; region: AttentionRegion; core: Subgraph };
+  /**
+   * `core` computes the region's output from query, key and value (run on gathered keys and
+   * values). With a `summary` (sync.ts), `partial` computes it from a band's keys and values and
+   * `apply` the output from the queries and the summed summary, the core's two halves.
+   */
+  | { kind: 'attention'; region: AttentionRegion; core: Subgraph; split?: { partial: Subgraph; apply: Subgraph } };
 
 export interface StagedGraph {
   /** The fused graph's single input and output. */
@@ -161,7 +165,27 @@ export function stageGraph(model: ModelProto, regions: readonly SyncRegion[] = s
     if (s.kind === 'region') {
       const r = s.region;
       if (r.kind === 'group-norm') return { kind: 'group-norm', region: r };
-      return { kind: 'attention', region: r, core: extractSubgraph(model, s.nodes, [r.output], `${g.name ?? 'graph'}_${r.name}_core`) };
+      const core = extractSubgraph(model, s.nodes, [r.output], `${g.name ?? 'graph'}_${r.name}_core`);
+      if (!r.summary) return { kind: 'attention', region: r, core };
+      // The summary's own nodes (traced back from it inside the region), then the rest.
+      const producer = new Map<string, NodeProto>();
+      for (const n of s.nodes) for (const o of n.output ?? []) producer.set(o, n);
+      const own = new Set<NodeProto>();
+      const trace = (name: string) => {
+        const n = producer.get(name);
+        if (!n || own.has(n)) return;
+        own.add(n);
+        for (const i of n.input ?? []) if (i) trace(i);
+      };
+      trace(r.summary.value);
+      const partial = extractSubgraph(model, [...own], [r.summary.value], `${g.name ?? 'graph'}_${r.name}_partial`);
+      const apply = extractSubgraph(
+        model,
+        s.nodes.filter((n) => !own.has(n)),
+        [r.output],
+        `${g.name ?? 'graph'}_${r.name}_apply`,
+      );
+      return { kind: 'attention', region: r, core, split: { partial, apply } };
     }
     const outputs: string[] = [];
     for (const n of s.nodes) {

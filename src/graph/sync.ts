@@ -35,6 +35,18 @@ export interface GroupNormRegion extends RegionBase {
  */
 export interface AttentionRegion extends RegionBase {
   kind: 'attention';
+  /**
+   * The core between the operands: softmax (absent, the default) or ReLU linear attention
+   * (`relu-linear`: output = value · (keyᵀ·queryᵀ) normalised by the key sums, Scope.linearAttention).
+   * Both read every key for every query, so a sharded run gathers keys and values alike.
+   */
+  form?: 'relu-linear';
+  /**
+   * A core that reads the keys and values only through a sum over positions (linear attention:
+   * per head K·[V; 1]ᵀ, `heads` × `headDim` × (`headDim` + 1) per sample): `value` names that sum,
+   * so a sharded run computes it per band and all-reduces it instead of gathering keys and values.
+   */
+  summary?: { value: string; heads: number; headDim: number };
   query: string;
   key: string;
   value: string;
@@ -52,7 +64,10 @@ export function regionInputs(region: SyncRegion): string[] {
 
 /** What the op computes, in words (for reports). */
 export function describeRegion(region: SyncRegion): string {
-  return region.kind === 'group-norm' ? `${region.groups} groups, statistics over every position` : 'every query attends to every position';
+  if (region.kind === 'group-norm') return `${region.groups} groups, statistics over every position`;
+  return region.form === 'relu-linear'
+    ? 'every query reads every position (ReLU linear attention)'
+    : 'every query attends to every position';
 }
 
 export function syncRegionsEntry(regions: readonly SyncRegion[]): { key: string; value: string } {

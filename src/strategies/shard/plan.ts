@@ -193,7 +193,8 @@ function emptyCounters(): CommCounters {
 /**
  * What each rank will send in a run (calls and payload bytes by kind, counted as the rank
  * group's communicator counts them): halo rows point to point before each stage with a halo,
- * one all-gather of band statistics per GroupNorm, one of keys and values per attention.
+ * one all-gather of band statistics per GroupNorm, one of keys and values per attention (one
+ * all-reduce of its summary instead, for a linear attention).
  */
 export function predictCollectives(
   plan: ShardPlan,
@@ -222,6 +223,13 @@ export function predictCollectives(
       for (const c of counters) {
         c.allGather.calls++;
         c.allGather.bytes += 3 * batch * step.region.groups * FLOAT64 * peers;
+      }
+    } else if (step.split && step.region.summary) {
+      // One float64 all-reduce of the summary: heads × d × (d + 1) per sample.
+      const { heads, headDim } = step.region.summary;
+      for (const c of counters) {
+        c.allReduce.calls++;
+        c.allReduce.bytes += batch * heads * headDim * (headDim + 1) * FLOAT64 * peers;
       }
     } else {
       bands.forEach((band, rank) => {

@@ -115,8 +115,10 @@ function identityStatistics(length: number): { zero: Tensor; one: Tensor } {
 export class StagedDecoder {
   private constructor(
     readonly plan: ShardPlan,
-    /** A session per stage step and per attention step, by step index. */
+    /** A session per stage step and per attention step (its `apply` half when it has one), by step index. */
     private readonly sessions: Map<number, Session>,
+    /** The `partial` half of an attention step with a summary (graph/stages.ts), by step index. */
+    private readonly partials: Map<number, Session>,
   ) {}
 
   /**
@@ -131,16 +133,19 @@ export class StagedDecoder {
   static async create(model: ModelProto, session: SessionOptions = {}, options: ShardPlanOptions = {}): Promise<StagedDecoder> {
     const plan = shardPlan(model, options);
     const sessions = new Map<number, Session>();
+    const partials = new Map<number, Session>();
+    const open = (graph: ModelProto) => createSession(graph, { enableCpuMemArena: false, enableMemPattern: false, ...session });
     try {
       for (const [i, step] of plan.steps.entries()) {
-        const graph = step.kind === 'stage' ? step.band.model : step.kind === 'attention' ? step.core.model : null;
-        if (graph) sessions.set(i, await createSession(graph, { enableCpuMemArena: false, enableMemPattern: false, ...session }));
+        const graph = step.kind === 'stage' ? step.band.model : step.kind === 'attention' ? (step.split?.apply ?? step.core).model : null;
+        if (graph) sessions.set(i, await open(graph));
+        if (step.kind === 'attention' && step.split) partials.set(i, await open(step.split.partial.model));
       }
     } catch (e) {
-      await Promise.all([...sessions.values()].map((s) => s.dispose()));
+      await Promise.all([...sessions.values(), ...partials.values()].map((s) => s.dispose()));
       throw e;
     }
-    return new StagedDecoder(plan, sessions);
+    return new StagedDecoder(plan, sessions, partials);
   }
 
   /** Decodes this rank's band `latent` (B, C, band rows, W) into its band of the output. */
@@ -178,7 +183,7 @@ export class StagedDecoder {
   }
 
   async dispose(): Promise<void> {
-    await Promise.all([...this.sessions.values()].map((s) => s.dispose()));
+    await Promise.all([...this.sessions.values(), ...this.partials.values()].map((s) => s.dispose()));
   }
 
   private async runStep(
@@ -335,7 +340,12 @@ export class StagedDecoder {
     });
   }
 
-  /** Keys and values of every band, then the core over this band's queries, chunk by chunk. */
+  /**
+   * Keys and values of every band, then the core over this band's queries, chunk by chunk; or,
+   * for a core with a summary (linear attention), this band's summary of its keys and values,
+   * summed over the bands by one all-reduce (float64, rank order: the same bits on every rank),
+   * then the core's second half over this band's queries.
+   */
   private async attention(
     i: number,
     step: Extract<ShardStep, { kind: 'attention' }>,
@@ -344,6 +354,24 @@ export class StagedDecoder {
     geometry: ShardGeometry,
   ): Promise<Tensor> {
     const { region, core } = step;
+    if (step.split && region.summary) {
+      const { partial, apply } = step.split;
+      const name = region.summary.value;
+      const feeds: Record<string, Tensor> = { [region.key]: read(region.key), [region.value]: read(region.value) };
+      for (const input of partial.inputs)
+        if (!(input in feeds))
+          throw new DistVaeError('INVALID_ARGUMENT', `attention summary ${region.name} reads ${input}, which is not its key or value`);
+      const own = (await this.partials.get(i)!.run(feeds))[name]!;
+      const summed = await comm.allReduce(Float64Array.from(own.data), 'sum');
+      const applyFeeds: Record<string, Tensor> = {
+        [region.query]: read(region.query),
+        [name]: { dims: own.dims, data: Float32Array.from(summed) },
+      };
+      for (const input of apply.inputs)
+        if (!(input in applyFeeds))
+          throw new DistVaeError('INVALID_ARGUMENT', `attention core ${region.name} reads ${input}, which is not its query or summary`);
+      return (await this.sessions.get(i)!.run(applyFeeds))[region.output]!;
+    }
     const q = read(region.query);
     const k = read(region.key);
     const v = read(region.value);

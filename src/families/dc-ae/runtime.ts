@@ -1,0 +1,15 @@
+// The runtime of AutoencoderDC: one graph per tile, run as AutoencoderKL's is
+// (autoencoder-kl/runtime.ts `chunkedAttentionRuntime`: one session with dynamic axes, reused
+// for every tile). Its linear attention holds no N × N matrix, so nothing is chunked or refused
+// for attention memory; diffusers applies no post-processing to the decoded sample.
+
+import { chunkedAttentionRuntime } from '../autoencoder-kl/runtime.js';
+import type { FamilyRuntime } from '../runtime-types.js';
+import { buildDcaeDecoderGraph, dcaeDecoderParams } from './graph.js';
+
+export const dcaeRuntime: FamilyRuntime = chunkedAttentionRuntime({
+  params: dcaeDecoderParams,
+  graph: (config, weights) => buildDcaeDecoderGraph(config, weights),
+  // No softmax attention to chunk: the linear attention's largest tensor is d × (d + 1) per head.
+  hasAttention: () => false,
+});

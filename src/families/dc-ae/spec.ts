@@ -1,0 +1,222 @@
+// AutoencoderDC (SANA's DC-AE, `dc-ae-f32c32-sana-1.0`: 32×, 32 latent channels): config
+// reading, the decoder's structure as diffusers builds it from the config (levels of ResBlocks
+// or EfficientViT blocks, each level but the last entered through a 2× up block), and
+// diffusers' tiling defaults (tile_sample_min 512 px, tile_sample_stride 448 px: the Family B
+// window-and-stride loop, blend 64 px).
+
+import { ConfigReader, MAX_WIDTH } from '../config-fields.js';
+import { defineFamily, diffusersLayout, squareTiling, type FamilyLayout } from '../layout.js';
+import type { ResolvedConfig } from '../types.js';
+
+/** diffusers' AutoencoderDC tiling attributes (set in `__init__`, output pixels). */
+export const DCAE_TILE_SAMPLE_MIN = 512;
+export const DCAE_TILE_SAMPLE_STRIDE = 448;
+
+/** Block kinds a decoder level may have. */
+export const DCAE_BLOCK_TYPES = ['ResBlock', 'EfficientViTBlock'] as const;
+export type DcaeBlockType = (typeof DCAE_BLOCK_TYPES)[number];
+
+/** Activations `get_activation` names that the graph spells (GELU and Mish are not). */
+export const DCAE_ACTIVATIONS = ['silu', 'swish', 'relu'] as const;
+export type DcaeActivation = (typeof DCAE_ACTIVATIONS)[number];
+
+/**
+ * The published SANA DC-AE (diffusers' scripts/convert_dcae_to_diffusers.py, `dc-ae-f32c32-sana-1.0`):
+ * the defaults of a config field that is absent, so `planningVae('dc-ae')` is that model. (The
+ * class's own `__init__` defaults differ — ResBlocks everywhere, pixel-shuffle up blocks — but
+ * every saved config.json spells each field out.)
+ */
+export const DCAE_PUBLISHED = {
+  in_channels: 3,
+  latent_channels: 32,
+  attention_head_dim: 32,
+  decoder_block_types: ['ResBlock', 'ResBlock', 'ResBlock', 'EfficientViTBlock', 'EfficientViTBlock', 'EfficientViTBlock'],
+  encoder_block_out_channels: [128, 256, 512, 512, 1024, 1024],
+  decoder_block_out_channels: [128, 256, 512, 512, 1024, 1024],
+  decoder_layers_per_block: [3, 3, 3, 3, 3, 3],
+  decoder_qkv_multiscales: [[], [], [], [5], [5], [5]],
+  upsample_block_type: 'interpolate',
+  decoder_norm_types: 'rms_norm',
+  decoder_act_fns: 'silu',
+  decoder_in_shortcut: true,
+  decoder_conv_act_fn: 'relu',
+  scaling_factor: 0.41407,
+} as const;
+
+/** One decoder level as the graph builds it (`decoder.up_blocks.<index>`). */
+export interface DcaeLevel {
+  index: number;
+  channels: number;
+  block: DcaeBlockType;
+  layers: number;
+  act: DcaeActivation;
+  /** Kernel sizes of the EfficientViT attention's extra q/k/v scales. */
+  scales: number[];
+  /** Width of the level above it, entered through a DCUpBlock2d (module 0 of the level); null for the top level. */
+  upsampleFrom: number | null;
+}
+
+/** The decoder's fields, normalised once by the reader (per-level lists), for the graph. */
+export interface DcaeFields {
+  levels: DcaeLevel[];
+  headDim: number;
+  interpolate: boolean;
+  inShortcut: boolean;
+  convAct: DcaeActivation;
+}
+
+export function dcaeFields(fields: Readonly<Record<string, unknown>>): DcaeFields {
+  const widths = fields['decoder_block_out_channels'] as number[];
+  const types = fields['decoder_block_types'] as DcaeBlockType[];
+  const layers = fields['decoder_layers_per_block'] as number[];
+  const acts = fields['decoder_act_fns'] as DcaeActivation[];
+  const scales = fields['decoder_qkv_multiscales'] as number[][];
+  return {
+    levels: widths.map((channels, index) => ({
+      index,
+      channels,
+      block: types[index]!,
+      layers: layers[index]!,
+      act: acts[index]!,
+      scales: scales[index]!,
+      upsampleFrom: index < widths.length - 1 ? widths[index + 1]! : null,
+    })),
+    headDim: fields['attention_head_dim'] as number,
+    interpolate: fields['upsample_block_type'] === 'interpolate',
+    inShortcut: fields['decoder_in_shortcut'] as boolean,
+    convAct: fields['decoder_conv_act_fn'] as DcaeActivation,
+  };
+}
+
+/** A field diffusers takes as one string or one per level: stored as the per-level list. */
+function perLevel<T extends string>(
+  r: ConfigReader,
+  key: string,
+  fallback: string | readonly string[],
+  n: number,
+  allowed: readonly T[],
+): T[] {
+  const value = r.passthrough(key, fallback);
+  const list = typeof value === 'string' ? new Array<string>(n).fill(value) : value;
+  const ok =
+    Array.isArray(list) && list.length === n && list.every((v) => typeof v === 'string' && (allowed as readonly string[]).includes(v));
+  r.check(
+    ok,
+    key,
+    value,
+    `one of ${allowed.join(', ')}, or a list of ${n} of them (one per decoder level)`,
+    `${key} = ${JSON.stringify(value)}: AutoencoderDC's decoder here takes one of ${allowed.join(', ')} or a list of ${n} of them (one per level)`,
+  );
+  const normalised = ok ? (list as T[]) : new Array<T>(n).fill(allowed[0]!);
+  r.fields[key] = normalised;
+  return normalised;
+}
+
+/** Kernel sizes per level (`decoder_qkv_multiscales`): odd integers, one list per level. */
+function multiscales(r: ConfigReader, n: number): number[][] {
+  const value = r.passthrough('decoder_qkv_multiscales', DCAE_PUBLISHED.decoder_qkv_multiscales);
+  const ok =
+    Array.isArray(value) &&
+    value.length === n &&
+    value.every((l) => Array.isArray(l) && l.length <= 8 && l.every((k) => Number.isInteger(k) && k >= 1 && k <= 63 && k % 2 === 1));
+  r.check(
+    ok,
+    'decoder_qkv_multiscales',
+    value,
+    `a list of ${n} lists (one per level) of odd kernel sizes in [1, 63]`,
+    `decoder_qkv_multiscales = ${JSON.stringify(value)}: expected one list of odd kernel sizes per decoder level (${n})`,
+  );
+  const normalised = ok ? (value as number[][]).map((l) => [...l]) : Array.from({ length: n }, () => []);
+  r.fields['decoder_qkv_multiscales'] = normalised;
+  return normalised;
+}
+
+function read(r: ConfigReader): Omit<ResolvedConfig, 'fields'> {
+  const P = DCAE_PUBLISHED;
+  const inChannels = r.int('in_channels', P.in_channels);
+  const latentChannels = r.int('latent_channels', P.latent_channels, 1, MAX_WIDTH);
+  const headDim = r.int('attention_head_dim', P.attention_head_dim, 1, MAX_WIDTH);
+  const encoderWidths = r.intList('encoder_block_out_channels', P.encoder_block_out_channels, { max: MAX_WIDTH });
+  const widths = r.intList('decoder_block_out_channels', P.decoder_block_out_channels, { max: MAX_WIDTH });
+  const n = widths.length;
+  const layers = r.intOrIntList('decoder_layers_per_block', P.decoder_layers_per_block, n, 0);
+  r.blocks(
+    layers.reduce((a, b) => a + b, 0),
+    'decoder_layers_per_block',
+    layers,
+  );
+  const types = perLevel(r, 'decoder_block_types', P.decoder_block_types, n, DCAE_BLOCK_TYPES);
+  perLevel(r, 'decoder_norm_types', P.decoder_norm_types, n, ['rms_norm'] as const);
+  perLevel(r, 'decoder_act_fns', P.decoder_act_fns, n, DCAE_ACTIVATIONS);
+  multiscales(r, n);
+  r.string('upsample_block_type', P.upsample_block_type, ['interpolate', 'pixel_shuffle']);
+  const inShortcut = r.bool('decoder_in_shortcut', P.decoder_in_shortcut);
+  r.string('decoder_conv_act_fn', P.decoder_conv_act_fn, DCAE_ACTIVATIONS);
+  r.passthrough('scaling_factor', P.scaling_factor);
+
+  // diffusers' spatial_compression_ratio counts the *encoder's* levels; the decoder's up blocks must build the same.
+  const spatialRatio = 2 ** (encoderWidths.length - 1);
+  r.checkRatio(
+    'decoder_block_out_channels',
+    spatialRatio,
+    2 ** (n - 1),
+    `2^(len(encoder_block_out_channels) − 1), one 2× up block per decoder level but the last`,
+    `the ${n - 1} up blocks of the decoder (2^${n - 1})`,
+  );
+  for (const [i, l] of layers.entries())
+    r.check(
+      l > 0,
+      `decoder_layers_per_block[${i}]`,
+      l,
+      'at least 1',
+      `decoder_layers_per_block[${i}] = 0: a level without blocks drops its up block in diffusers (level 0 then ends in an up-sampling conv_out); distvae decodes only decoders whose every level has blocks`,
+    );
+  const top = widths[n - 1]!;
+  if (inShortcut)
+    r.check(
+      top % latentChannels === 0,
+      'latent_channels',
+      latentChannels,
+      `a divisor of decoder_block_out_channels[-1] (${top})`,
+      `latent_channels = ${latentChannels} does not divide decoder_block_out_channels[-1] = ${top}: the decoder's in-shortcut repeats the latent block_out_channels[-1] / latent_channels times`,
+    );
+  for (let i = 0; i < n - 1; i++) {
+    const [cin, cout] = [widths[i + 1]!, widths[i]!];
+    r.check(
+      (4 * cout) % cin === 0,
+      'decoder_block_out_channels',
+      widths,
+      'up blocks whose 4 × output width is a multiple of their input width',
+      `the up block from width ${cin} to ${cout} repeats its input 4·${cout}/${cin} times for its shortcut, not a whole number`,
+    );
+  }
+  for (const [i, t] of types.entries())
+    if (t === 'EfficientViTBlock')
+      r.check(
+        widths[i]! >= headDim,
+        'attention_head_dim',
+        headDim,
+        `at most decoder_block_out_channels[${i}] (${widths[i]})`,
+        `decoder level ${i} (width ${widths[i]}) has ⌊${widths[i]}/${headDim}⌋ = 0 attention heads`,
+      );
+  return {
+    className: 'AutoencoderDC',
+    geometry: { spatialRatio, temporalRatio: 1, patchSize: 1, latentChannels, outChannels: inChannels, fiveDimLatents: false },
+    tiling: squareTiling(DCAE_TILE_SAMPLE_MIN, DCAE_TILE_SAMPLE_MIN - DCAE_TILE_SAMPLE_STRIDE),
+  };
+}
+
+/** diffusers' window-and-stride tiling in pixels; checkpoints carry the encoder (no quant convs); the sample is in [-1, 1]. */
+const DCAE_LAYOUT: FamilyLayout = {
+  ...diffusersLayout('window-and-stride', { kind: 'none' }),
+  ignoredKeyPrefixes: ['encoder.'],
+  // AutoencoderDC's encoder returns its latent directly: no distribution to sample.
+  latentDistribution: 'none',
+};
+
+export const dcae = defineFamily(DCAE_LAYOUT, {
+  name: 'dc-ae',
+  description: "AutoencoderDC: SANA's DC-AE (32×, 32 latent channels, linear attention)",
+  classNames: ['AutoencoderDC'],
+  read,
+});
