@@ -62,6 +62,16 @@ interface Case {
   /** Decoded by the policy's default path (no plan options: one process rank, a ladder). */
   auto?: boolean;
   quick?: boolean;
+  /** Intra-op threads of each decoding process (default 1; an auto case without it: the CLI's default, every core). */
+  threads?: number;
+  /** Written as a PNG (the coordinator encodes it band by band) instead of .npy. */
+  png?: boolean;
+  /** At most this many decodes of the case, whatever --repeat says (the slowest cases). */
+  maxRepeat?: number;
+  /** Queued after the other cases (slow): a matrix cut short loses these first. */
+  late?: boolean;
+  /** Queued before the other cases (kinds the fit lacked): a matrix cut short keeps these. */
+  first?: boolean;
 }
 
 const tile = (ranks: number, w: number, o: number): Pick<MemoryPlan, 'strategy' | 'ranks' | 'window' | 'overlap'> => ({
@@ -101,16 +111,40 @@ const CASES: Case[] = [
   { name: 'sd-whole-256', family: 'autoencoder-kl', height: 256, width: 256, plan: { strategy: 'whole', ranks: 1 }, quick: true },
   { name: 'sd-whole-512', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'sd-whole-768', family: 'autoencoder-kl', height: 768, width: 768, plan: { strategy: 'whole', ranks: 1 } },
-  { name: 'sd-whole-1024', family: 'autoencoder-kl', height: 1024, width: 1024, plan: { strategy: 'whole', ranks: 1 } },
+  {
+    name: 'sd-whole-1024',
+    family: 'autoencoder-kl',
+    height: 1024,
+    width: 1024,
+    plan: { strategy: 'whole', ranks: 1 },
+    maxRepeat: 2,
+    late: true,
+  },
   { name: 'sd-tile256-512-r1', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(1, 256, 64) },
   // 688 px tiles of 1024²: full tiles chunk their attention in two, clipped ones not, so the runner replaces its session.
   { name: 'sd-tile688-1024-r1', family: 'autoencoder-kl', height: 1024, width: 1024, plan: tile(1, 688, 176) },
   { name: 'sd-tile256-768-r2', family: 'autoencoder-kl', height: 768, width: 768, plan: tile(2, 256, 64) },
   { name: 'sd-tile256-512-r4', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(4, 256, 64) },
   { name: 'sd-shard-512-r2', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'shard', ranks: 2 } },
-  { name: 'sd-shard-768-r3', family: 'autoencoder-kl', height: 768, width: 768, plan: { strategy: 'shard', ranks: 3 } },
+  {
+    name: 'sd-shard-768-r3',
+    family: 'autoencoder-kl',
+    height: 768,
+    width: 768,
+    plan: { strategy: 'shard', ranks: 3 },
+    maxRepeat: 2,
+    late: true,
+  },
   // The README's worked choice under --ranks 2 --max-memory 6GiB.
-  { name: 'sd-shard-1024-r2', family: 'autoencoder-kl', height: 1024, width: 1024, plan: { strategy: 'shard', ranks: 2 } },
+  {
+    name: 'sd-shard-1024-r2',
+    family: 'autoencoder-kl',
+    height: 1024,
+    width: 1024,
+    plan: { strategy: 'shard', ranks: 2 },
+    maxRepeat: 1,
+    late: true,
+  },
   {
     name: 'sd-default-512',
     family: 'autoencoder-kl',
@@ -129,7 +163,82 @@ const CASES: Case[] = [
   { name: 'hunyuan-whole-128x9', family: 'hunyuan-video', height: 128, width: 128, frames: 9, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'hunyuan-chunks-128x21', family: 'hunyuan-video', height: 128, width: 128, frames: 21, plan: tile(1, 128, 32) },
   // HunyuanImage 2.1's published 32× decoder (1 GiB of float32 weights) at the class's own 384 px tiles.
-  { name: 'hunyuan-image-tile384-512', family: 'hunyuan-image', height: 512, width: 512, plan: tile(1, 384, 96) },
+  { name: 'hunyuan-image-tile384-512', family: 'hunyuan-image', height: 512, width: 512, plan: tile(1, 384, 96), maxRepeat: 1, late: true },
+  // The same decoder on a 2x2 latent: the weights alone (what its sessions and prepacked kernels hold).
+  { name: 'hunyuan-image-whole-64', family: 'hunyuan-image', height: 64, width: 64, plan: { strategy: 'whole', ranks: 1 }, first: true },
+  // Two intra-op threads (the CLI's default on this machine) and PNG output: what the budget's
+  // held-out decodes ran (bench/results/budget-cap.md) and the 1-thread .npy matrix never measured.
+  {
+    name: 'taef2-tile512-1024-r2-t2',
+    family: 'tae',
+    taef2: true,
+    height: 1024,
+    width: 1024,
+    plan: { ...tile(2, 512, 128), threads: 2 },
+    threads: 2,
+    first: true,
+  },
+  {
+    name: 'taef2-tile384-1536x1024-r2-t2-png',
+    family: 'tae',
+    taef2: true,
+    height: 1536,
+    width: 1024,
+    plan: { ...tile(2, 384, 96), threads: 2 },
+    threads: 2,
+    png: true,
+    first: true,
+  },
+  {
+    name: 'taef2-default-1024x1536-t2-png',
+    family: 'tae',
+    taef2: true,
+    height: 1024,
+    width: 1536,
+    plan: { strategy: 'whole', ranks: 1, isolated: true, threads: 2 },
+    auto: true,
+    threads: 2,
+    png: true,
+    first: true,
+  },
+  {
+    name: 'taef2-whole-1024-t2',
+    family: 'tae',
+    taef2: true,
+    height: 1024,
+    width: 1024,
+    plan: { strategy: 'whole', ranks: 1, threads: 2 },
+    threads: 2,
+    first: true,
+  },
+  {
+    name: 'taef2-shard-1024-r2-t2',
+    family: 'tae',
+    taef2: true,
+    height: 1024,
+    width: 1024,
+    plan: { strategy: 'shard', ranks: 2, threads: 2 },
+    threads: 2,
+    first: true,
+  },
+  {
+    name: 'sd-whole-512-t2',
+    family: 'autoencoder-kl',
+    height: 512,
+    width: 512,
+    plan: { strategy: 'whole', ranks: 1, threads: 2 },
+    threads: 2,
+    first: true,
+  },
+  {
+    name: 'sd-tile256-512-r2-t2',
+    family: 'autoencoder-kl',
+    height: 512,
+    width: 512,
+    plan: { ...tile(2, 256, 64), threads: 2 },
+    threads: 2,
+    first: true,
+  },
 ];
 
 interface ProcessResult {
@@ -179,11 +288,11 @@ function cliArgs(c: Case, latents: string): string[] {
     latents,
     '--out',
     // Each case its own output: with --jobs N two decodes write at once.
-    join(TMP, `out-${c.name}.npy`),
+    join(TMP, `out-${c.name}.${c.png ? 'png' : 'npy'}`),
     ...planArgs,
     ...ranks,
     '--threads',
-    '1',
+    String(c.threads ?? 1),
     '--max-memory',
     '64GiB',
     '--json',
@@ -227,7 +336,7 @@ async function runCase(c: Case, repeat: number): Promise<CaseResult> {
   const big = largest > BIG_BYTES || total > 2 * BIG_BYTES;
   const [file, ...args] = big && existsSync(dirname(BIG_LOCK)) ? ['flock', BIG_LOCK, ...command] : command;
   const runs = new Map<string, (number | null)[]>(predicted.map((p) => [p.process, []]));
-  for (let run = 0; run < repeat; run++) {
+  for (let run = 0; run < Math.min(repeat, c.maxRepeat ?? repeat); run++) {
     let json: {
       memory: { coordinator: { measuredPeakBytes: number | null }; ranks: { rank: number; measuredPeakBytes: number | null }[] };
     };
@@ -586,7 +695,7 @@ if (mode === 'predict') {
   // shard rank's peak varies by up to a third from run to run.
   const repeat = Math.max(1, Number(flags['repeat'] ?? 1));
   const results: CaseResult[] = [];
-  const queue = [...cases];
+  const queue = [...cases.filter((c) => c.first), ...cases.filter((c) => !c.first && !c.late), ...cases.filter((c) => c.late)];
   // A selection of cases replaces those cases in an existing report (its other cases are kept and
   // re-predicted under the current model); the report is written after every case, so a matrix cut
   // short keeps what it measured (rerun the rest with --cases).
