@@ -686,7 +686,16 @@ if (mode === 'predict') {
   mkdirSync(TMP, { recursive: true });
   const which = flags['cases'] ?? 'all';
   const cases =
-    which === 'all' ? CASES : which === 'quick' ? CASES.filter((c) => c.quick) : CASES.filter((c) => which.split(',').includes(c.name));
+    which === 'all'
+      ? CASES
+      : which === 'quick'
+        ? CASES.filter((c) => c.quick)
+        : // A named selection runs in the order named (the most wanted first, so a run cut short keeps them).
+          which.split(',').map((name) => {
+            const c = CASES.find((x) => x.name === name);
+            if (!c) throw new Error(`--cases: no case ${name} (cases: ${CASES.map((x) => x.name).join(', ')})`);
+            return c;
+          });
   // `--jobs N` decodes N cases at once (peaks are per process, so they do not disturb each other;
   // cases over 3 GiB still take the big-memory lock one at a time).
   const jobs = Math.max(1, Number(flags['jobs'] ?? 1));
@@ -695,7 +704,10 @@ if (mode === 'predict') {
   // shard rank's peak varies by up to a third from run to run.
   const repeat = Math.max(1, Number(flags['repeat'] ?? 1));
   const results: CaseResult[] = [];
-  const queue = [...cases.filter((c) => c.first), ...cases.filter((c) => !c.first && !c.late), ...cases.filter((c) => c.late)];
+  const queue =
+    which === 'all' || which === 'quick'
+      ? [...cases.filter((c) => c.first), ...cases.filter((c) => !c.first && !c.late), ...cases.filter((c) => c.late)]
+      : [...cases];
   // A selection of cases replaces those cases in an existing report (its other cases are kept and
   // re-predicted under the current model); the report is written after every case, so a matrix cut
   // short keeps what it measured (rerun the rest with --cases).
