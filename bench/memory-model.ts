@@ -48,6 +48,8 @@ const TAEF2 = join(process.env['DISTVAE_SHARED'] ?? join(ROOT, '..', 'shared'), 
 const TMP = join(tmpdir(), `distvae-memory-model-${process.pid}`);
 const BIG_LOCK = '/work/meas/bigmem.lock';
 const BIG_BYTES = 3 * 2 ** 30;
+// How the rank processes this run starts set up their allocator (ranks/local/process/allocator-env.ts).
+const RANK_ALLOCATOR: 'default' | 'inherit' = process.env['DISTVAE_RANK_ALLOCATOR'] === 'inherit' ? 'inherit' : 'default';
 
 interface Case {
   name: string;
@@ -262,6 +264,12 @@ interface CaseResult {
   processes: ProcessResult[];
   worstError: number | null;
   failed?: string;
+  /**
+   * How its rank processes started their allocator (MemoryModelOptions.rankAllocator): cells
+   * without it were measured before distvae gave rank processes their allocator settings
+   * (2026-12-03), under glibc's own, and are predicted so.
+   */
+  allocator?: 'default' | 'inherit';
 }
 
 function cliArgs(c: Case, latents: string): string[] {
@@ -315,9 +323,12 @@ function latentFile(vae: VaeSpec, c: Case): string {
 const sampleOf = (c: Case) => ({ height: c.height, width: c.width, ...(c.frames ? { frames: c.frames } : {}) });
 
 /** The model's prediction for a case's processes: the coordinator, then each rank. */
-function predict(c: Case): { process: string; predictedBytes: number; terms: MemoryTerms }[] {
+function predict(
+  c: Case,
+  rankAllocator: 'default' | 'inherit' = RANK_ALLOCATOR,
+): { process: string; predictedBytes: number; terms: MemoryTerms }[] {
   // Image cases write .npy band by band (tiles dealt round-robin); the auto cases decode on a ladder, whole.
-  const prediction = predictMemory(vaeOf(c), c.plan, sampleOf(c), { streamed: !c.auto && !c.frames });
+  const prediction = predictMemory(vaeOf(c), c.plan, sampleOf(c), { streamed: !c.auto && !c.frames, rankAllocator });
   return [
     { process: 'coordinator', predictedBytes: prediction.coordinatorBytes, terms: prediction.coordinator.terms },
     ...prediction.ranks.map((r) => ({ process: `rank ${r.rank}`, predictedBytes: r.peakBytes, terms: r.terms })),
@@ -355,6 +366,7 @@ async function runCase(c: Case, repeat: number): Promise<CaseResult> {
   }
   return withErrors({
     ...base,
+    allocator: RANK_ALLOCATOR,
     processes: predicted.map((p) => {
       const measured = runs.get(p.process)!;
       return { ...p, measuredBytes: median(measured), runs: measured, error: null, activationShare: 0 };
@@ -468,6 +480,11 @@ const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, st
   ['decodingWeightCopies', 'decodingWeights', 'weight bytes of the VAE a decoding process loads'],
   ['sessionWeightCopies', 'sessionWeights', 'weight bytes of the sessions it opens (each holds its own)'],
   ['packedWeightCopies', 'packedWeights', "the sessions' 2-D convolution weights (onnxruntime's CPU EP keeps them prepacked too)"],
+  [
+    'heapWeightCopies',
+    'heapWeights',
+    "the sessions' weights in initializers under the process's mmap threshold (what onnxruntime reads and frees opening them stays in glibc's heap)",
+  ],
   ['holdingWeightCopies', 'holdingWeights', 'weight bytes of the loaded VAE a coordinator holds'],
   ['activationFactor', 'activation', "each session's largest run's liveness peak (the arena's first-run regions)"],
   ['patternFactor', 'pattern', 'the liveness peak of the largest shape a session runs twice (its memory-pattern block)'],
@@ -608,7 +625,7 @@ function boundFactorOf(cases: CaseResult[], cal: RuntimeCalibration): { factor: 
 function repredict(c: CaseResult): CaseResult {
   const spec = CASES.find((x) => x.name === c.name);
   if (!spec || c.failed) return c;
-  const predicted = new Map(predict(spec).map((p) => [p.process, p]));
+  const predicted = new Map(predict(spec, c.allocator ?? 'inherit').map((p) => [p.process, p]));
   return withErrors({ ...c, ...baseOf(spec), processes: c.processes.map((p) => ({ ...p, ...predicted.get(p.process)! })) });
 }
 

@@ -18,6 +18,7 @@ const run = (key: string, peakBytes: number, kept: [string, number][] = []): Ses
   peak: { peakBytes, maxTensorBytes: peakBytes / 2, outputBytes: 8, inputBytes: 4, peakNode: 'n' },
   runs: 1,
   weightBytes: 100,
+  weightSizes: [100],
   packedBytes: 60,
   kept: new Map(kept),
   outputBytes: 8,

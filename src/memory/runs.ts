@@ -14,7 +14,7 @@
 
 import type { TileMemoryRuns } from '../families/runtime-types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
-import { peakOf, type ActivationPeak } from './liveness.js';
+import { MMAP_THRESHOLD_MAX, peakOf, type ActivationPeak } from './liveness.js';
 import { bytesOf } from '../graph/ops.js';
 import { inferShapes } from './shapes.js';
 
@@ -30,6 +30,8 @@ export interface SessionRun {
   weightBytes: number;
   /** Of those, the 2-D convolutions' weights, which onnxruntime's CPU EP also keeps prepacked (conv2dWeightBytes). */
   packedBytes: number;
+  /** Bytes of each initializer (what the cache test of heapWeightBytes reads). */
+  weightSizes: readonly number[];
   /** Bytes of each output the runner keeps across runs (one copy), by name. */
   kept: Map<string, number>;
   /** Bytes of the outputs it hands back (those it does not keep). */
@@ -68,6 +70,26 @@ export function inputDimsOf(model: ModelProto, tileDims: readonly number[]): Rec
 }
 
 const weightBytesOf = new WeakMap<ModelProto, number>();
+const weightSizesOf = new WeakMap<ModelProto, number[]>();
+
+/** Bytes of each of a graph's initializers (memoised per graph). */
+export function initializerSizes(model: ModelProto): number[] {
+  let sizes = weightSizesOf.get(model);
+  if (!sizes) {
+    sizes = (model.graph?.initializer ?? []).map((t) => 4 * (t.dims ?? []).reduce((a: number, b) => a * Number(b), 1));
+    weightSizesOf.set(model, sizes);
+  }
+  return sizes;
+}
+
+/**
+ * Bytes of the initializers smaller than `mmapThreshold`: glibc serves those from its heap, so
+ * the copies onnxruntime reads and frees while it opens the session (the external data read in,
+ * the originals of what it prepacks) stay resident; larger ones are mmapped and returned.
+ */
+export function heapWeightBytes(sizes: readonly number[], mmapThreshold: number): number {
+  return sizes.reduce((a, b) => a + (b < mmapThreshold ? b : 0), 0);
+}
 
 function initializerBytes(model: ModelProto): number {
   let bytes = weightBytesOf.get(model);
@@ -126,6 +148,7 @@ export function sessionRuns(description: TileMemoryRuns, tileDims: readonly numb
       runs: s.runs,
       weightBytes: initializerBytes(s.model),
       packedBytes: conv2dWeightBytes(s.model),
+      weightSizes: initializerSizes(s.model),
       kept,
       outputBytes,
     };
@@ -138,6 +161,8 @@ export interface DecodingHold {
   weightBytes: number;
   /** Of those, the 2-D convolution weights (prepacked too). */
   packedWeightBytes: number;
+  /** Of the weights, those in initializers under the process's mmap threshold (heapWeightBytes). */
+  heapWeightBytes: number;
   /** Sum over sessions of their largest run's activation peak. */
   activation: number;
   /** With memory patterns on: sum over sessions of the largest activation peak among shapes run at least twice (the pattern's block); else 0. */
@@ -153,12 +178,17 @@ export interface DecodingHold {
   outputBytes: number;
 }
 
-export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPattern?: boolean } = {}): DecodingHold {
+export function decodingHold(
+  tiles: readonly SessionRun[][],
+  options: { memoryPattern?: boolean; mmapThreshold?: number } = {},
+): DecodingHold {
+  const mmapThreshold = options.mmapThreshold ?? MMAP_THRESHOLD_MAX;
   interface Arena {
     slot: string;
     records: number[];
     weightBytes: number;
     packedBytes: number;
+    heapWeightBytes: number;
     /** Runs per shape (by peak). */
     shapes: Map<number, number>;
     /** Largest peak of a run repeated within a tile on kept history. */
@@ -177,6 +207,7 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
         records: [],
         weightBytes: r.weightBytes,
         packedBytes: r.packedBytes,
+        heapWeightBytes: heapWeightBytes(r.weightSizes, mmapThreshold),
         shapes: new Map(),
         recurrent: 0,
       };
@@ -197,13 +228,22 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
   }
   // A slot holds one session at a time (the runner disposes one before it opens the next, and
   // its arena goes with it): each term is the most any of its sessions holds.
-  type Hold = { weightBytes: number; packedWeightBytes: number; activation: number; pattern: number; growth: number; recurrent: number };
+  type Hold = {
+    weightBytes: number;
+    packedWeightBytes: number;
+    heapWeightBytes: number;
+    activation: number;
+    pattern: number;
+    growth: number;
+    recurrent: number;
+  };
   const slots = new Map<string, Hold>();
   for (const s of sessions.values()) {
     const largest = s.records.at(-1) ?? 0;
     const own: Hold = {
       weightBytes: s.weightBytes,
       packedWeightBytes: s.packedBytes,
+      heapWeightBytes: s.heapWeightBytes,
       activation: largest,
       growth: s.records.reduce((a, b) => a + b, 0) - largest,
       recurrent: s.recurrent,
@@ -215,6 +255,7 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
   }
   let weightBytes = 0;
   let packedWeightBytes = 0;
+  let heapWeights = 0;
   let activation = 0;
   let pattern = 0;
   let growth = 0;
@@ -223,9 +264,21 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
     recurrent += s.recurrent;
     weightBytes += s.weightBytes;
     packedWeightBytes += s.packedWeightBytes;
+    heapWeights += s.heapWeightBytes;
     activation += s.activation;
     growth += s.growth;
     pattern += s.pattern;
   }
-  return { weightBytes, packedWeightBytes, activation, pattern, growth, recurrent, kept, maxTensorBytes, outputBytes };
+  return {
+    weightBytes,
+    packedWeightBytes,
+    heapWeightBytes: heapWeights,
+    activation,
+    pattern,
+    growth,
+    recurrent,
+    kept,
+    maxTensorBytes,
+    outputBytes,
+  };
 }
