@@ -39,20 +39,20 @@ export interface TimeCalibration {
 export const TIME_CALIBRATIONS: Readonly<Record<string, TimeCalibration>> = {
   cpu: {
     provider: 'cpu',
-    fixedSeconds: 0.6831892899897294,
+    fixedSeconds: 0.6686676103399115,
     secondsPerGmac: 0,
     secondsPerGbyte: 0,
-    secondsPerConvGbyte: 1.967312261107022,
-    secondsPerSpilledGmac: 0.017608587287924065,
-    secondsPerUnpooledGbyte: 2.0950296833694364,
+    secondsPerConvGbyte: 1.4698678478500693,
+    secondsPerSpilledGmac: 0.021505671550268012,
+    secondsPerUnpooledGbyte: 2.102062375591704,
     cacheBytes: 33554432,
-    secondsPerRun: 0,
+    secondsPerRun: 0.05,
     secondsPerStage: 0,
     secondsPerExchangedGbyte: 1,
-    secondsPerLoadedGbyte: 30.489173820195727,
-    threadEfficiency: 0.7000000000000001,
+    secondsPerLoadedGbyte: 31.188466278778833,
+    threadEfficiency: 1.0000000000000002,
     measured:
-      'fitted by `npx tsx bench/time-model.ts calibrate --zero secondsPerGbyte,secondsPerRun,secondsPerStage` (non-negative least squares on the relative error, thread efficiency on a 0.05 grid, cache size on 16/24/32/48/64/96/128 MiB) to the 11 cells of bench/results/time-model.json (2026-12-05, linux x64, 23.5 GiB, AMD EPYC (2 cores), Node v20.20.2; 11 of 11 cells within ±25 %, largest |error| 5.4 %; left out of the fit one at a time: 11 of 11 within ±25 %, largest 22.8 %); the load during the matrix is in the report (uptime per run)',
+      'fitted by `npx tsx bench/time-model.ts calibrate --zero secondsPerGbyte,secondsPerStage` (non-negative least squares on the relative error, thread efficiency on a 0.05 grid, cache size on 16/24/32/48/64/96/128 MiB) to the 11 cells of bench/results/time-model.json (2026-12-05, linux x64, 23.5 GiB, AMD EPYC (2 cores), Node v20.20.2; 11 of 11 cells within ±25 %, largest |error| 7.5 %; left out of the fit one at a time: 11 of 11 within ±25 %, largest 21.2 %); the load during the matrix is in the report (uptime per run)',
   },
 };
 // </generated>
