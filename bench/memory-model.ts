@@ -48,6 +48,8 @@ const TAEF2 = join(process.env['DISTVAE_SHARED'] ?? join(ROOT, '..', 'shared'), 
 const TMP = join(tmpdir(), `distvae-memory-model-${process.pid}`);
 const BIG_LOCK = '/work/meas/bigmem.lock';
 const BIG_BYTES = 3 * 2 ** 30;
+// How the rank processes this run starts set up their allocator (ranks/local/process/allocator-env.ts).
+const RANK_ALLOCATOR: 'default' | 'inherit' = process.env['DISTVAE_RANK_ALLOCATOR'] === 'inherit' ? 'inherit' : 'default';
 
 interface Case {
   name: string;
@@ -62,6 +64,16 @@ interface Case {
   /** Decoded by the policy's default path (no plan options: one process rank, a ladder). */
   auto?: boolean;
   quick?: boolean;
+  /** Intra-op threads of each decoding process (default 1; an auto case without it: the CLI's default, every core). */
+  threads?: number;
+  /** Written as a PNG (the coordinator encodes it band by band) instead of .npy. */
+  png?: boolean;
+  /** At most this many decodes of the case, whatever --repeat says (the slowest cases). */
+  maxRepeat?: number;
+  /** Queued after the other cases (slow): a matrix cut short loses these first. */
+  late?: boolean;
+  /** Queued before the other cases (kinds the fit lacked): a matrix cut short keeps these. */
+  first?: boolean;
 }
 
 const tile = (ranks: number, w: number, o: number): Pick<MemoryPlan, 'strategy' | 'ranks' | 'window' | 'overlap'> => ({
@@ -101,16 +113,40 @@ const CASES: Case[] = [
   { name: 'sd-whole-256', family: 'autoencoder-kl', height: 256, width: 256, plan: { strategy: 'whole', ranks: 1 }, quick: true },
   { name: 'sd-whole-512', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'sd-whole-768', family: 'autoencoder-kl', height: 768, width: 768, plan: { strategy: 'whole', ranks: 1 } },
-  { name: 'sd-whole-1024', family: 'autoencoder-kl', height: 1024, width: 1024, plan: { strategy: 'whole', ranks: 1 } },
+  {
+    name: 'sd-whole-1024',
+    family: 'autoencoder-kl',
+    height: 1024,
+    width: 1024,
+    plan: { strategy: 'whole', ranks: 1 },
+    maxRepeat: 2,
+    late: true,
+  },
   { name: 'sd-tile256-512-r1', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(1, 256, 64) },
   // 688 px tiles of 1024²: full tiles chunk their attention in two, clipped ones not, so the runner replaces its session.
   { name: 'sd-tile688-1024-r1', family: 'autoencoder-kl', height: 1024, width: 1024, plan: tile(1, 688, 176) },
   { name: 'sd-tile256-768-r2', family: 'autoencoder-kl', height: 768, width: 768, plan: tile(2, 256, 64) },
   { name: 'sd-tile256-512-r4', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(4, 256, 64) },
   { name: 'sd-shard-512-r2', family: 'autoencoder-kl', height: 512, width: 512, plan: { strategy: 'shard', ranks: 2 } },
-  { name: 'sd-shard-768-r3', family: 'autoencoder-kl', height: 768, width: 768, plan: { strategy: 'shard', ranks: 3 } },
+  {
+    name: 'sd-shard-768-r3',
+    family: 'autoencoder-kl',
+    height: 768,
+    width: 768,
+    plan: { strategy: 'shard', ranks: 3 },
+    maxRepeat: 2,
+    late: true,
+  },
   // The README's worked choice under --ranks 2 --max-memory 6GiB.
-  { name: 'sd-shard-1024-r2', family: 'autoencoder-kl', height: 1024, width: 1024, plan: { strategy: 'shard', ranks: 2 } },
+  {
+    name: 'sd-shard-1024-r2',
+    family: 'autoencoder-kl',
+    height: 1024,
+    width: 1024,
+    plan: { strategy: 'shard', ranks: 2 },
+    maxRepeat: 1,
+    late: true,
+  },
   {
     name: 'sd-default-512',
     family: 'autoencoder-kl',
@@ -129,7 +165,82 @@ const CASES: Case[] = [
   { name: 'hunyuan-whole-128x9', family: 'hunyuan-video', height: 128, width: 128, frames: 9, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'hunyuan-chunks-128x21', family: 'hunyuan-video', height: 128, width: 128, frames: 21, plan: tile(1, 128, 32) },
   // HunyuanImage 2.1's published 32× decoder (1 GiB of float32 weights) at the class's own 384 px tiles.
-  { name: 'hunyuan-image-tile384-512', family: 'hunyuan-image', height: 512, width: 512, plan: tile(1, 384, 96) },
+  { name: 'hunyuan-image-tile384-512', family: 'hunyuan-image', height: 512, width: 512, plan: tile(1, 384, 96), maxRepeat: 1, late: true },
+  // The same decoder on a 2x2 latent: the weights alone (what its sessions and prepacked kernels hold).
+  { name: 'hunyuan-image-whole-64', family: 'hunyuan-image', height: 64, width: 64, plan: { strategy: 'whole', ranks: 1 }, first: true },
+  // Two intra-op threads (the CLI's default on this machine) and PNG output: what the budget's
+  // held-out decodes ran (bench/results/budget-cap.md) and the 1-thread .npy matrix never measured.
+  {
+    name: 'taef2-tile512-1024-r2-t2',
+    family: 'tae',
+    taef2: true,
+    height: 1024,
+    width: 1024,
+    plan: { ...tile(2, 512, 128), threads: 2 },
+    threads: 2,
+    first: true,
+  },
+  {
+    name: 'taef2-tile384-1536x1024-r2-t2-png',
+    family: 'tae',
+    taef2: true,
+    height: 1536,
+    width: 1024,
+    plan: { ...tile(2, 384, 96), threads: 2 },
+    threads: 2,
+    png: true,
+    first: true,
+  },
+  {
+    name: 'taef2-default-1024x1536-t2-png',
+    family: 'tae',
+    taef2: true,
+    height: 1024,
+    width: 1536,
+    plan: { strategy: 'whole', ranks: 1, isolated: true, threads: 2 },
+    auto: true,
+    threads: 2,
+    png: true,
+    first: true,
+  },
+  {
+    name: 'taef2-whole-1024-t2',
+    family: 'tae',
+    taef2: true,
+    height: 1024,
+    width: 1024,
+    plan: { strategy: 'whole', ranks: 1, threads: 2 },
+    threads: 2,
+    first: true,
+  },
+  {
+    name: 'taef2-shard-1024-r2-t2',
+    family: 'tae',
+    taef2: true,
+    height: 1024,
+    width: 1024,
+    plan: { strategy: 'shard', ranks: 2, threads: 2 },
+    threads: 2,
+    first: true,
+  },
+  {
+    name: 'sd-whole-512-t2',
+    family: 'autoencoder-kl',
+    height: 512,
+    width: 512,
+    plan: { strategy: 'whole', ranks: 1, threads: 2 },
+    threads: 2,
+    first: true,
+  },
+  {
+    name: 'sd-tile256-512-r2-t2',
+    family: 'autoencoder-kl',
+    height: 512,
+    width: 512,
+    plan: { ...tile(2, 256, 64), threads: 2 },
+    threads: 2,
+    first: true,
+  },
   // SANA's published DC-AE decoder (32×, RMSNorm, linear attention): whole at 256², and the class's own 512/448 px tiles at 768².
   { name: 'dc-ae-whole-256', family: 'dc-ae', height: 256, width: 256, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'dc-ae-tile512-768', family: 'dc-ae', height: 768, width: 768, plan: tile(1, 512, 64) },
@@ -156,6 +267,12 @@ interface CaseResult {
   processes: ProcessResult[];
   worstError: number | null;
   failed?: string;
+  /**
+   * How its rank processes started their allocator (MemoryModelOptions.rankAllocator): cells
+   * without it were measured before distvae gave rank processes their allocator settings
+   * (2026-12-03), under glibc's own, and are predicted so.
+   */
+  allocator?: 'default' | 'inherit';
 }
 
 function cliArgs(c: Case, latents: string): string[] {
@@ -182,11 +299,11 @@ function cliArgs(c: Case, latents: string): string[] {
     latents,
     '--out',
     // Each case its own output: with --jobs N two decodes write at once.
-    join(TMP, `out-${c.name}.npy`),
+    join(TMP, `out-${c.name}.${c.png ? 'png' : 'npy'}`),
     ...planArgs,
     ...ranks,
     '--threads',
-    '1',
+    String(c.threads ?? 1),
     '--max-memory',
     '64GiB',
     '--json',
@@ -209,9 +326,12 @@ function latentFile(vae: VaeSpec, c: Case): string {
 const sampleOf = (c: Case) => ({ height: c.height, width: c.width, ...(c.frames ? { frames: c.frames } : {}) });
 
 /** The model's prediction for a case's processes: the coordinator, then each rank. */
-function predict(c: Case): { process: string; predictedBytes: number; terms: MemoryTerms }[] {
+function predict(
+  c: Case,
+  rankAllocator: 'default' | 'inherit' = RANK_ALLOCATOR,
+): { process: string; predictedBytes: number; terms: MemoryTerms }[] {
   // Image cases write .npy band by band (tiles dealt round-robin); the auto cases decode on a ladder, whole.
-  const prediction = predictMemory(vaeOf(c), c.plan, sampleOf(c), { streamed: !c.auto && !c.frames });
+  const prediction = predictMemory(vaeOf(c), c.plan, sampleOf(c), { streamed: !c.auto && !c.frames, rankAllocator });
   return [
     { process: 'coordinator', predictedBytes: prediction.coordinatorBytes, terms: prediction.coordinator.terms },
     ...prediction.ranks.map((r) => ({ process: `rank ${r.rank}`, predictedBytes: r.peakBytes, terms: r.terms })),
@@ -230,7 +350,7 @@ async function runCase(c: Case, repeat: number): Promise<CaseResult> {
   const big = largest > BIG_BYTES || total > 2 * BIG_BYTES;
   const [file, ...args] = big && existsSync(dirname(BIG_LOCK)) ? ['flock', BIG_LOCK, ...command] : command;
   const runs = new Map<string, (number | null)[]>(predicted.map((p) => [p.process, []]));
-  for (let run = 0; run < repeat; run++) {
+  for (let run = 0; run < Math.min(repeat, c.maxRepeat ?? repeat); run++) {
     let json: {
       memory: { coordinator: { measuredPeakBytes: number | null }; ranks: { rank: number; measuredPeakBytes: number | null }[] };
     };
@@ -249,6 +369,7 @@ async function runCase(c: Case, repeat: number): Promise<CaseResult> {
   }
   return withErrors({
     ...base,
+    allocator: RANK_ALLOCATOR,
     processes: predicted.map((p) => {
       const measured = runs.get(p.process)!;
       return { ...p, measuredBytes: median(measured), runs: measured, error: null, activationShare: 0 };
@@ -362,6 +483,11 @@ const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, st
   ['decodingWeightCopies', 'decodingWeights', 'weight bytes of the VAE a decoding process loads'],
   ['sessionWeightCopies', 'sessionWeights', 'weight bytes of the sessions it opens (each holds its own)'],
   ['packedWeightCopies', 'packedWeights', "the sessions' 2-D convolution weights (onnxruntime's CPU EP keeps them prepacked too)"],
+  [
+    'heapWeightCopies',
+    'heapWeights',
+    "the sessions' weights in initializers under the process's mmap threshold (what onnxruntime reads and frees opening them stays in glibc's heap)",
+  ],
   ['holdingWeightCopies', 'holdingWeights', 'weight bytes of the loaded VAE a coordinator holds'],
   ['activationFactor', 'activation', "each session's largest run's liveness peak (the arena's first-run regions)"],
   ['patternFactor', 'pattern', 'the liveness peak of the largest shape a session runs twice (its memory-pattern block)'],
@@ -502,7 +628,7 @@ function boundFactorOf(cases: CaseResult[], cal: RuntimeCalibration): { factor: 
 function repredict(c: CaseResult): CaseResult {
   const spec = CASES.find((x) => x.name === c.name);
   if (!spec || c.failed) return c;
-  const predicted = new Map(predict(spec).map((p) => [p.process, p]));
+  const predicted = new Map(predict(spec, c.allocator ?? 'inherit').map((p) => [p.process, p]));
   return withErrors({ ...c, ...baseOf(spec), processes: c.processes.map((p) => ({ ...p, ...predicted.get(p.process)! })) });
 }
 
@@ -580,7 +706,16 @@ if (mode === 'predict') {
   mkdirSync(TMP, { recursive: true });
   const which = flags['cases'] ?? 'all';
   const cases =
-    which === 'all' ? CASES : which === 'quick' ? CASES.filter((c) => c.quick) : CASES.filter((c) => which.split(',').includes(c.name));
+    which === 'all'
+      ? CASES
+      : which === 'quick'
+        ? CASES.filter((c) => c.quick)
+        : // A named selection runs in the order named (the most wanted first, so a run cut short keeps them).
+          which.split(',').map((name) => {
+            const c = CASES.find((x) => x.name === name);
+            if (!c) throw new Error(`--cases: no case ${name} (cases: ${CASES.map((x) => x.name).join(', ')})`);
+            return c;
+          });
   // `--jobs N` decodes N cases at once (peaks are per process, so they do not disturb each other;
   // cases over 3 GiB still take the big-memory lock one at a time).
   const jobs = Math.max(1, Number(flags['jobs'] ?? 1));
@@ -589,7 +724,10 @@ if (mode === 'predict') {
   // shard rank's peak varies by up to a third from run to run.
   const repeat = Math.max(1, Number(flags['repeat'] ?? 1));
   const results: CaseResult[] = [];
-  const queue = [...cases];
+  const queue =
+    which === 'all' || which === 'quick'
+      ? [...cases.filter((c) => c.first), ...cases.filter((c) => !c.first && !c.late), ...cases.filter((c) => c.late)]
+      : [...cases];
   // A selection of cases replaces those cases in an existing report (its other cases are kept and
   // re-predicted under the current model); the report is written after every case, so a matrix cut
   // short keeps what it measured (rerun the rest with --cases).

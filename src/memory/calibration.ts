@@ -16,6 +16,8 @@ export interface RuntimeCalibration {
   sessionWeightCopies: number;
   /** Copies of the sessions' 2-D convolution weights that onnxruntime's CPU EP adds by prepacking them. */
   packedWeightCopies: number;
+  /** Copies of the sessions' weights in initializers under the process's mmap threshold that stay in glibc's heap (what onnxruntime read and freed opening the session). */
+  heapWeightCopies: number;
   /** Copies resident in a process that only holds the loaded VAE (a coordinator whose ranks decode, an idle rank). */
   holdingWeightCopies: number;
   /** Resident bytes per byte of the sessions' activation peaks (each arena keeps its largest run's plan). */
@@ -49,56 +51,55 @@ export interface RuntimeCalibration {
 }
 
 /**
+/**
  * Per-provider calibration. `cpu`: fitted to the accuracy matrix of bench/results/memory-model.json
- * (32 cases, 71 processes: process ranks, the median VmHWM of 3 runs (5 for row sharding) of each rank and of the coordinator,
- * onnxruntime-node 1.30 CPU EP — tile sessions with the arena and memory patterns off, shard stage
- * sessions without the arena — Node 20, glibc, linux x64); see that report for each case's error.
- * Pinned at 0 by the fit (a share no case tells apart from the session's weights): the JS copy of
- * the weights (safetensors and synthetic weights are read by onnxruntime from the file, no JS copy
- * is kept). rankThreadBytes is net: a rank thread's own realm measured 50–55 MiB (thread start
- * and its module graph, TAEF2 at 1024² under tsx), but a decode on that thread allocates from a
- * glibc thread arena, which keeps less of what it frees than the main arena of a rank process
- * (SD tiles of 256 px: +423 MiB on the thread against +533 in a rank process, equal with
- * MALLOC_MMAP_THRESHOLD_ fixed), and the model has no term for that retention outside row
- * sharding. patternFactor has no case now (memory patterns are off with the arena): it keeps the
- * 2026-12-01 value, measured when they were on. sessionWeightCopies (0.66) and recurrentFactor
- * (1.58) are told apart only by the Wan cases (two sessions per segment, the frame steps run again
- * on their history): together they fit Wan's four processes within 1.3 % and two held-out Wan
- * decodes within 2 %, but neither is a per-byte count on its own. A row-sharded rank counts its
- * largest tensor as a tile decode does (onnxruntime's layout copies of the widest convolution's
- * operands); the step's other bytes then take a shardFactor of 0.2 — the two are collinear in
- * the shard cases, so only their sum per rank is measured. boundFactor (1.12) is the largest ratio
- * of a decode's measured peak (its processes' peaks in one run, summed) to its predicted peak over
- * every run of the matrix — sd-whole-768's second run, 2664 / 2391 MiB = 1.114, rounded up — so
- * every decode of the matrix measured within predicted × 1.12. The matrix was measured before rank
- * processes got their allocator settings (ranks/local/process/allocator-env.ts); under them an
- * SD 512² row-sharded rank measured 777–782 MiB in five runs against 969–1115 under glibc’s defaults
- * (bench/results/rank-allocator.md), so these factors overstate such ranks until the matrix is
- * run again and refitted. The matrix decodes with one intra-op thread only: TAEF2 tile ranks
- * with two measured 24–30 % over their prediction, which the bound does not cover (2 of 4
- * held-out decodes in bench/results/budget-cap.md went over their budget, and said so).
+ * (38 cases, 83 processes: process ranks, the median VmHWM of 3 runs (5 for row sharding) of each
+ * rank and of the coordinator, onnxruntime-node 1.30 CPU EP, Node 20, glibc, linux x64); see that
+ * report for each case's error and which cells were measured under which rank allocator. The
+ * weights: a session holds a prepacked copy of its 2-D convolution weights (packedWeightCopies
+ * ≈ 1) plus, for initializers under the process's mmap threshold, what onnxruntime read and freed
+ * opening it, still in glibc's heap (heapWeightCopies ≈ 0.8). That threshold is glibc's dynamic one
+ * (up to 32 MiB) in the coordinator and in ranks started with DISTVAE_RANK_ALLOCATOR=inherit, and
+ * 256 KiB in rank processes under distvae's allocator settings — so SD's ranks no longer keep a
+ * second copy of their weights (measured 546 MiB per SD tile rank against 693 under the old
+ * model) and HunyuanImage 2.1, whose convolution kernels are mostly 144 MiB, keeps one only for
+ * its 150 MiB of smaller kernels (whole at 64²: 1449 predicted / 1347 measured, was 2315).
+ * Pinned at 0 by the fit: the JS copy of the weights (read by onnxruntime from the file), a
+ * session's other weights (sessionWeightCopies: no case tells them apart from the packed and heap
+ * terms once both exist) and growthFactor. patternFactor has no case now (memory patterns are off
+ * with the arena): it keeps the 2026-12-01 value. rankThreadBytes is net (a rank thread's realm,
+ * less what a glibc thread arena keeps below a rank process's main arena). A row-sharded rank
+ * counts its largest tensor as a tile decode does; shardFactor and largestTensorCopies are
+ * collinear in the shard cases, so only their sum per rank is measured. boundFactor (1.12) is the
+ * largest ratio of a decode's measured peak (its processes' peaks in one run, summed) to its
+ * predicted peak over every run of the matrix — taef2-tile512-1024-r1's second run, 555 / 499 MiB
+ * = 1.112, rounded up — so every decode of the matrix measured within predicted × 1.12. The 2- and
+ * 1-thread cases of the same plan measured alike (TAEF2 tile ranks 433 MiB at 2 threads, within
+ * 4 % of the model): the held-out budget overruns of bench/results/budget-cap.md came from the
+ * weights term and the PNG writer's coordinator, not from threads.
  */
 export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
   cpu: {
     provider: 'cpu',
-    fixedBytes: 161630417,
+    fixedBytes: 170032581,
     decodingWeightCopies: 0,
-    sessionWeightCopies: 0.66,
-    packedWeightCopies: 1.325,
-    holdingWeightCopies: 0.15,
-    activationFactor: 0.683,
+    sessionWeightCopies: 0,
+    packedWeightCopies: 1.012,
+    heapWeightCopies: 0.799,
+    holdingWeightCopies: 0.106,
+    activationFactor: 0.762,
     patternFactor: 0.864,
-    recurrentFactor: 1.583,
-    growthFactor: 0.063,
-    shardFactor: 0.203,
-    heapFactor: 0.547,
-    relayCopies: 3.83,
-    outputCopies: 1.045,
-    largestTensorCopies: 2.224,
-    rankThreadBytes: 48474451,
+    recurrentFactor: 1.178,
+    growthFactor: 0,
+    shardFactor: 0.268,
+    heapFactor: 0.561,
+    relayCopies: 3.409,
+    outputCopies: 0.821,
+    largestTensorCopies: 1.934,
+    rankThreadBytes: 47435894,
     boundFactor: 1.12,
     measured:
-      'fitted by `npx tsx bench/memory-model.ts calibrate` (non-negative least squares, Lawson–Hanson) to 71 processes of bench/results/memory-model.json (2026-12-03, linux x64, 23.5 GiB, 2 cores, Node 20.20.2, onnxruntime-node 1.30 CPU EP, glibc malloc; main at f951a9c: tile sessions with the arena and memory patterns off, row-sharded stage sessions without arena or pattern; every case decoded 3 times, the row-sharded ones 5 times, each process its median peak; a row-sharded rank with its largest tensor, its coordinator with its largest relayed message)',
+      'fitted by `npx tsx bench/memory-model.ts calibrate` (non-negative least squares, Lawson–Hanson) to 83 processes of bench/results/memory-model.json (2026-12-05, linux x64, 23.5 GiB, 2 cores, Node 20.20.2, onnxruntime-node 1.30 CPU EP, glibc malloc): the 2026-12-03 cells (main at f951a9c, rank processes under glibc defaults, predicted so) and the cells remeasured on 2026-12-05 with the rank allocator settings (2 intra-op threads, PNG output, HunyuanImage 2.1 weights, SD tile ranks, SD row-sharded ranks)',
   },
 };
 

@@ -145,6 +145,8 @@ export function peakOf(
  */
 export interface MallocThreshold {
   bytes: number;
+  /** Set in the environment (MALLOC_MMAP_THRESHOLD_): frees do not raise it. */
+  fixed?: boolean;
 }
 
 /** glibc's initial mmap threshold (M_MMAP_THRESHOLD) and its dynamic cap (DEFAULT_MMAP_THRESHOLD_MAX, 64-bit). */
@@ -180,7 +182,7 @@ export function heapServedBytes(model: ModelProto, shapes: ReadonlyMap<string, V
       if (freed.has(b) || !mapped.has(b)) continue;
       freed.add(b);
       const chunk = Math.ceil((size(b) + MEMALIGN_OVERHEAD + 16) / PAGE) * PAGE;
-      if (chunk > threshold.bytes && chunk <= MMAP_THRESHOLD_MAX) threshold.bytes = chunk;
+      if (!threshold.fixed && chunk > threshold.bytes && chunk <= MMAP_THRESHOLD_MAX) threshold.bytes = chunk;
     }
   });
   return heap;

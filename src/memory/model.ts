@@ -23,7 +23,9 @@ import { splitBands } from '../strategies/shard/bands.js';
 import { exactTilingHalo, exactTiles, type Halo } from '../strategies/exact-tile/halo.js';
 import type { Tensor } from '../tensor.js';
 import { calibrationOf, type RuntimeCalibration } from './calibration.js';
-import { conv2dWeightBytes, decodingHold, sessionRuns, type SessionRun } from './runs.js';
+import { RANK_ALLOCATOR_DEFAULTS } from '../ranks/local/process/allocator-env.js';
+import { MMAP_THRESHOLD_MAX, MMAP_THRESHOLD_START, type MallocThreshold } from './liveness.js';
+import { conv2dWeightBytes, decodingHold, heapWeightBytes, initializerSizes, sessionRuns, type SessionRun } from './runs.js';
 import type { ValueShape } from '../graph/ops.js';
 import { inferShapes } from './shapes.js';
 import { shardRankHold, shardRelayBytes } from './shard.js';
@@ -63,6 +65,12 @@ export interface MemoryTerms {
   sessionWeights: number;
   /** Of the sessions' weights, the 2-D convolutions' (onnxruntime's CPU EP keeps a prepacked copy too; runs.ts conv2dWeightBytes). */
   packedWeights: number;
+  /**
+   * Of the sessions' weights, those in initializers under the process's mmap threshold (runs.ts
+   * heapWeightBytes): what onnxruntime reads and frees while it opens a session stays in glibc's
+   * heap for those; larger ones are mmapped and returned (HunyuanImage's 144 MiB kernels).
+   */
+  heapWeights: number;
   /** Weight bytes, when this process only holds the loaded VAE. */
   holdingWeights: number;
   /** Sum over its sessions of their largest run's activation peak (graph liveness): what each arena keeps. */
@@ -126,6 +134,7 @@ export function peakOfTerms(t: MemoryTerms, cal: RuntimeCalibration): number {
       cal.decodingWeightCopies * t.decodingWeights +
       cal.sessionWeightCopies * t.sessionWeights +
       cal.packedWeightCopies * t.packedWeights +
+      cal.heapWeightCopies * t.heapWeights +
       cal.holdingWeightCopies * t.holdingWeights +
       cal.activationFactor * t.activation +
       cal.patternFactor * t.pattern +
@@ -151,6 +160,12 @@ export interface MemoryModelOptions {
    * that returns the whole sample).
    */
   streamed?: boolean;
+  /**
+   * How rank processes start their allocator: 'default', with distvae's settings
+   * (ranks/local/process/allocator-env.ts: a fixed 256 KiB mmap threshold), or 'inherit', glibc's
+   * own (DISTVAE_RANK_ALLOCATOR=inherit; the dynamic threshold, up to 32 MiB). Default 'default'.
+   */
+  rankAllocator?: 'default' | 'inherit';
 }
 
 interface ArchitectureMemory {
@@ -322,6 +337,7 @@ const NO_TERMS: MemoryTerms = {
   decodingWeights: 0,
   sessionWeights: 0,
   packedWeights: 0,
+  heapWeights: 0,
   holdingWeights: 0,
   activation: 0,
   deviceActivation: 0,
@@ -380,9 +396,16 @@ export function predictMemory(
   };
   let maxTensorBytes = 0;
   /** A decoding process's terms for its tiles in the order it runs them (every temporal chunk). */
-  const decoding = (runs: readonly Run[], buffers: number): MemoryTerms => {
+  // A process decoding here (the coordinator) runs under glibc's dynamic mmap threshold; rank
+  // processes under the one their environment fixes (allocator-env.ts) unless inherited.
+  const rankThreshold: MallocThreshold =
+    options.rankAllocator === 'inherit'
+      ? { bytes: MMAP_THRESHOLD_START }
+      : { bytes: Number(RANK_ALLOCATOR_DEFAULTS['MALLOC_MMAP_THRESHOLD_']), fixed: true };
+  const weightLimit = (t: MallocThreshold) => (t.fixed ? t.bytes : MMAP_THRESHOLD_MAX);
+  const decoding = (runs: readonly Run[], buffers: number, threshold: MallocThreshold = rankThreshold): MemoryTerms => {
     const sequence = chunkFrames.flatMap((frames) => runs.map((r) => runsFor(arch, framesOf(vae, r.dims, frames))));
-    const hold = decodingHold(sequence);
+    const hold = decodingHold(sequence, { mmapThreshold: weightLimit(threshold) });
     maxTensorBytes = Math.max(maxTensorBytes, hold.maxTensorBytes);
     // A temporally chunked decode also holds one chunk's raw output while it assembles.
     const chunkOutput = chunkFrames.length > 1 ? hold.outputBytes : 0;
@@ -391,6 +414,7 @@ export function predictMemory(
       decodingWeights: arch.weightBytes,
       sessionWeights: hold.weightBytes,
       packedWeights: hold.packedWeightBytes,
+      heapWeights: hold.heapWeightBytes,
       activation: hold.activation,
       deviceActivation: hold.deviceActivation,
       pattern: hold.pattern,
@@ -417,7 +441,7 @@ export function predictMemory(
     const bands = splitBands(latent.height, plan.ranks, vae.geometry.spatialRatio);
     const ranks = bands.map((b) => {
       const share = (b.end - b.start) / latent.height;
-      const hold = shardRankHold(model, whole, b, latent.height, cal.shardFactor > 0 ? cal.heapFactor / cal.shardFactor : 0);
+      const hold = shardRankHold(model, whole, b, latent.height, cal.shardFactor > 0 ? cal.heapFactor / cal.shardFactor : 0, rankThreshold);
       maxTensorBytes = Math.max(maxTensorBytes, hold.maxTensorBytes);
       return {
         rank: b.rank,
@@ -426,6 +450,7 @@ export function predictMemory(
           decodingWeights: arch.weightBytes,
           sessionWeights: arch.weightBytes,
           packedWeights: conv2dWeightBytes(model),
+          heapWeights: heapWeightBytes(initializerSizes(model), weightLimit(rankThreshold)),
           shard: hold.peakBytes,
           heap: hold.heapBytes,
           largestTensor: hold.maxTensorBytes,
@@ -440,7 +465,7 @@ export function predictMemory(
   // Decoding in this process: on a rank thread, next to the coordinator's own loaded VAE, and
   // assembling here.
   if (plan.ranks <= 1 && !plan.isolated)
-    return done(assembling({ ...decoding(runs, 0), holdingWeights: arch.weightBytes, rankThread: 1 }), []);
+    return done(assembling({ ...decoding(runs, 0, { bytes: MMAP_THRESHOLD_START }), holdingWeights: arch.weightBytes, rankThread: 1 }), []);
   const schedule =
     options.streamed && !vae.geometry.fiveDimLatents
       ? scheduleInterleaved(tileWork(grid), Math.max(1, plan.ranks))
@@ -512,6 +537,7 @@ export function predictTileRun(vae: VaeSpec, tiles: readonly (readonly number[])
     decodingWeights: arch.weightBytes,
     sessionWeights: hold.weightBytes,
     packedWeights: hold.packedWeightBytes,
+    heapWeights: hold.heapWeightBytes,
     activation: hold.activation,
     deviceActivation: hold.deviceActivation,
     pattern: hold.pattern,

@@ -18,6 +18,7 @@ const run = (key: string, peakBytes: number, kept: [string, number][] = []): Ses
   peak: { peakBytes, maxTensorBytes: peakBytes / 2, outputBytes: 8, inputBytes: 4, peakNode: 'n' },
   runs: 1,
   weightBytes: 100,
+  weightSizes: [100],
   packedBytes: 60,
   kept: new Map(kept),
   outputBytes: 8,
@@ -180,11 +181,16 @@ test('a row-sharded rank holds less than the whole decode; a middle rank reads a
   assert.ok(top < whole.coordinator.terms.activation);
 });
 
-test("a row-sharded rank whose band makes a level's tensors just under glibc's 32 MiB mmap cap holds them on the heap: TAEF2's edge ranks at 1024² on 3 ranks", () => {
+test("under glibc's own allocator a row-sharded rank whose band makes a level's tensors just under its 32 MiB mmap cap holds them on the heap: TAEF2's edge ranks at 1024² on 3 ranks; distvae's fixed threshold maps them", () => {
   // Bands of 43/42/43 latent rows: the edge ranks run the last stage on 55 rows, whose half-resolution
   // tensors are 27.5 MiB (heap, once the first is freed); the middle rank's 66 rows make 33.5 MiB (mapped).
   const vae = planningVae('tae', { variant: 'taef2' });
-  const three = predictMemory(vae, { strategy: 'shard', ranks: 3 }, { height: 1024, width: 1024 });
+  const plan = { strategy: 'shard', ranks: 3 } as const;
+  const sample = { height: 1024, width: 1024 };
+  // Under distvae's rank allocator (a fixed 256 KiB threshold) every such tensor is mapped and returned.
+  const fixed = predictMemory(vae, plan, sample);
+  for (const r of fixed.ranks) assert.ok(r.terms.heap < 2 ** 20, `rank ${r.rank} heap ${r.terms.heap}`);
+  const three = predictMemory(vae, plan, sample, { rankAllocator: 'inherit' });
   const [top, middle, bottom] = three.ranks.map((r) => r.terms) as [MemoryTerms, MemoryTerms, MemoryTerms];
   assert.ok(middle.shard > top.shard && middle.shard > bottom.shard);
   assert.ok(top.heap > 2 * middle.heap && bottom.heap > 2 * middle.heap, `heap: edges ${top.heap} / ${bottom.heap}, middle ${middle.heap}`);

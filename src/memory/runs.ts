@@ -15,7 +15,7 @@
 import type { TileMemoryRuns } from '../families/runtime-types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { webgpuBufferBytes } from './device-memory.js';
-import { peakOf, type ActivationPeak } from './liveness.js';
+import { MMAP_THRESHOLD_MAX, peakOf, type ActivationPeak } from './liveness.js';
 import { bytesOf } from '../graph/ops.js';
 import { inferShapes } from './shapes.js';
 
@@ -33,6 +33,8 @@ export interface SessionRun {
   weightBytes: number;
   /** Of those, the 2-D convolutions' weights, which onnxruntime's CPU EP also keeps prepacked (conv2dWeightBytes). */
   packedBytes: number;
+  /** Bytes of each initializer (what the cache test of heapWeightBytes reads). */
+  weightSizes: readonly number[];
   /** Bytes of each output the runner keeps across runs (one copy), by name. */
   kept: Map<string, number>;
   /** Bytes of the outputs it hands back (those it does not keep). */
@@ -71,6 +73,26 @@ export function inputDimsOf(model: ModelProto, tileDims: readonly number[]): Rec
 }
 
 const weightBytesOf = new WeakMap<ModelProto, number>();
+const weightSizesOf = new WeakMap<ModelProto, number[]>();
+
+/** Bytes of each of a graph's initializers (memoised per graph). */
+export function initializerSizes(model: ModelProto): number[] {
+  let sizes = weightSizesOf.get(model);
+  if (!sizes) {
+    sizes = (model.graph?.initializer ?? []).map((t) => 4 * (t.dims ?? []).reduce((a: number, b) => a * Number(b), 1));
+    weightSizesOf.set(model, sizes);
+  }
+  return sizes;
+}
+
+/**
+ * Bytes of the initializers smaller than `mmapThreshold`: glibc serves those from its heap, so
+ * the copies onnxruntime reads and frees while it opens the session (the external data read in,
+ * the originals of what it prepacks) stay resident; larger ones are mmapped and returned.
+ */
+export function heapWeightBytes(sizes: readonly number[], mmapThreshold: number): number {
+  return sizes.reduce((a, b) => a + (b < mmapThreshold ? b : 0), 0);
+}
 
 function initializerBytes(model: ModelProto): number {
   let bytes = weightBytesOf.get(model);
@@ -131,6 +153,7 @@ export function sessionRuns(description: TileMemoryRuns, tileDims: readonly numb
       runs: s.runs,
       weightBytes: initializerBytes(s.model),
       packedBytes: conv2dWeightBytes(s.model),
+      weightSizes: initializerSizes(s.model),
       kept,
       outputBytes,
     };
@@ -143,6 +166,8 @@ export interface DecodingHold {
   weightBytes: number;
   /** Of those, the 2-D convolution weights (prepacked too). */
   packedWeightBytes: number;
+  /** Of the weights, those in initializers under the process's mmap threshold (heapWeightBytes). */
+  heapWeightBytes: number;
   /** Sum over sessions of their largest run's activation peak. */
   activation: number;
   /** The same with buffers as onnxruntime's WebGPU provider sizes them (SessionRun.devicePeakBytes). */
@@ -160,12 +185,17 @@ export interface DecodingHold {
   outputBytes: number;
 }
 
-export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPattern?: boolean } = {}): DecodingHold {
+export function decodingHold(
+  tiles: readonly SessionRun[][],
+  options: { memoryPattern?: boolean; mmapThreshold?: number } = {},
+): DecodingHold {
+  const mmapThreshold = options.mmapThreshold ?? MMAP_THRESHOLD_MAX;
   interface Arena {
     slot: string;
     records: number[];
     weightBytes: number;
     packedBytes: number;
+    heapWeightBytes: number;
     /** Runs per shape (by peak). */
     shapes: Map<number, number>;
     /** Largest peak of a run repeated within a tile on kept history. */
@@ -186,6 +216,7 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
         records: [],
         weightBytes: r.weightBytes,
         packedBytes: r.packedBytes,
+        heapWeightBytes: heapWeightBytes(r.weightSizes, mmapThreshold),
         shapes: new Map(),
         recurrent: 0,
         device: 0,
@@ -211,6 +242,7 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
   type Hold = {
     weightBytes: number;
     packedWeightBytes: number;
+    heapWeightBytes: number;
     activation: number;
     deviceActivation: number;
     pattern: number;
@@ -223,6 +255,7 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
     const own: Hold = {
       weightBytes: s.weightBytes,
       packedWeightBytes: s.packedBytes,
+      heapWeightBytes: s.heapWeightBytes,
       activation: largest,
       deviceActivation: s.device,
       growth: s.records.reduce((a, b) => a + b, 0) - largest,
@@ -235,6 +268,7 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
   }
   let weightBytes = 0;
   let packedWeightBytes = 0;
+  let heapWeights = 0;
   let activation = 0;
   let deviceActivation = 0;
   let pattern = 0;
@@ -244,10 +278,23 @@ export function decodingHold(tiles: readonly SessionRun[][], options: { memoryPa
     recurrent += s.recurrent;
     weightBytes += s.weightBytes;
     packedWeightBytes += s.packedWeightBytes;
+    heapWeights += s.heapWeightBytes;
     activation += s.activation;
     deviceActivation += s.deviceActivation;
     growth += s.growth;
     pattern += s.pattern;
   }
-  return { weightBytes, packedWeightBytes, activation, deviceActivation, pattern, growth, recurrent, kept, maxTensorBytes, outputBytes };
+  return {
+    weightBytes,
+    packedWeightBytes,
+    heapWeightBytes: heapWeights,
+    activation,
+    deviceActivation,
+    pattern,
+    growth,
+    recurrent,
+    kept,
+    maxTensorBytes,
+    outputBytes,
+  };
 }

@@ -24,7 +24,7 @@ import { wholeTimes } from '../graph/ratio.js';
 import { bandRows, haloRows, type Band } from '../strategies/shard/bands.js';
 import { bandName } from '../strategies/shard/band-models.js';
 import { layoutOf, predictCollectives, rowUnit, shardPlan, type ShardPlan } from '../strategies/shard/plan.js';
-import { heapServedBytes, MMAP_THRESHOLD_START, peakOf } from './liveness.js';
+import { heapServedBytes, MMAP_THRESHOLD_START, peakOf, type MallocThreshold } from './liveness.js';
 import { bytesOf, elements, type ValueShape } from '../graph/ops.js';
 import { inferShapes } from './shapes.js';
 
@@ -66,6 +66,8 @@ export function shardRankHold(
   band: Band,
   latentRows: number,
   heapWeight = 0,
+  /** The rank process's mmap threshold at its start: glibc's dynamic one, or one fixed in its environment. */
+  start: MallocThreshold = { bytes: MMAP_THRESHOLD_START },
 ): ShardHold {
   const plan = planOf(model, band.start > 0 || band.end < latentRows);
   const { staged } = plan;
@@ -101,7 +103,7 @@ export function shardRankHold(
   let peakHeap = 0;
   let peakStep = 0;
   let score = -1;
-  const threshold = { bytes: MMAP_THRESHOLD_START };
+  const threshold = { ...start };
   let heap = 0;
   let maxTensor = 0;
   const scan = (p: { peakBytes: number; maxTensorBytes: number }) => {
