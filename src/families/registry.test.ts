@@ -315,6 +315,7 @@ test('every family name resolves and each diffusers class name selects its famil
     'flux2',
     'hunyuan-image',
     'hunyuan-video',
+    'hunyuan-video-1.5',
     'ltx2',
     'qwen-image',
     'tae',
@@ -328,6 +329,7 @@ test('every family name resolves and each diffusers class name selects its famil
     AutoencoderKLHunyuanVideo: 'hunyuan-video',
     AutoencoderKLLTX2Video: 'ltx2',
     AutoencoderKLHunyuanImage: 'hunyuan-image',
+    AutoencoderKLHunyuanVideo15: 'hunyuan-video-1.5',
   };
   for (const [cls, name] of Object.entries(byClass)) {
     assert.equal(familyForClassName(cls)?.name, name, cls);

@@ -10,6 +10,7 @@ import { DECODE_SETTING_FIELDS } from './config-fields.js';
 import { flux2Family } from './flux2/family.js';
 import { hunyuanImageFamily } from './hunyuan-image/family.js';
 import { hunyuanVideoFamily } from './hunyuan-video/family.js';
+import { hunyuanVideo15Family } from './hunyuan-video-15/family.js';
 import { ltx2Family } from './ltx2/family.js';
 import { qwenImageFamily } from './qwen-image/family.js';
 import type { FamilyRuntime } from './runtime-types.js';
@@ -27,6 +28,7 @@ const REGISTERED = [
   hunyuanVideoFamily,
   ltx2Family,
   hunyuanImageFamily,
+  hunyuanVideo15Family,
 ] as const;
 
 /** The name of a VAE family. */

@@ -38,6 +38,11 @@ export type TemporalPolicy =
   /** Wan / Qwen-Image: inside each spatial tile, step through latent frames with a causal cache cleared per tile. */
   | { kind: 'frame-steps' }
   /**
+   * HunyuanVideo 1.5: 5-D latents, and every decoder call (a whole latent or a spatial tile) takes
+   * all latent frames at once; diffusers has no temporal tiling for the class, so none is offered.
+   */
+  | { kind: 'all-frames' }
+  /**
    * HunyuanVideo / LTX-2: temporal chunks of window/rt + 1 latent frames every stride/rt; the
    * spatial tiling operation runs once per chunk; chunks after the first drop one decoded frame.
    */
