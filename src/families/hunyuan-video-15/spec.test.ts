@@ -65,6 +65,6 @@ test('configs the class cannot build or decode are refused, naming each field', 
   assert.deepEqual(refusedFields({ spatial_compression_ratio: 8 }), ['block_out_channels']);
   // Temporal upsamplers are spatial ones too: 8× in time takes three, which build 8× in space, not 4×, and the third has no next width.
   assert.deepEqual(refusedFields({ temporal_compression_ratio: 8 }), ['spatial_compression_ratio', 'block_out_channels']);
-  // The temporal shortcut packs frame 1.. into cin / 8 channel groups: 20 is no multiple of 8.
-  assert.deepEqual(refusedFields({ block_out_channels: [16, 20, 40] }), ['block_out_channels']);
+  // The temporal shortcut packs frames 1.. into cin / 8 channel groups: 36 is no multiple of 8 (both temporal upsamplers).
+  assert.deepEqual(refusedFields({ latent_channels: 4, block_out_channels: [36, 36, 36] }), ['block_out_channels', 'block_out_channels']);
 });
