@@ -9,12 +9,16 @@ import type { Tensor } from '../../tensor.js';
 import { bindWeights } from '../../weights/bind.js';
 import type { FamilyRuntime } from '../runtime-types.js';
 import { buildHunyuanVideo15DecoderGraph, hunyuanVideo15DecoderParams } from './graph.js';
+import { hunyuanVideo15ConfigFromWeights, renameOriginalKeys } from './original-layout.js';
 
 const bound = (config: Parameters<FamilyRuntime['decoderParams']>[0], weights: ReadonlyMap<string, Tensor>) =>
   bindWeights(hunyuanVideo15DecoderParams(config), weights, { source: 'the weights given to the decoder' });
 
 export const hunyuanVideo15Runtime: FamilyRuntime = {
   decoderParams: hunyuanVideo15DecoderParams,
+  // Tencent's original checkpoint names load too (original-layout.ts), their config read from the shapes.
+  renameKeys: renameOriginalKeys,
+  configFromWeights: hunyuanVideo15ConfigFromWeights,
   memoryRuns: (config, weights) => ({
     sessions: [{ key: 'decoder', model: buildHunyuanVideo15DecoderGraph(config, bound(config, weights)).toModel(), runs: 1 }],
   }),
