@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DistVaeError } from '../../errors.js';
+import { runCli } from '../../cli/main.js';
 import { explainTiling } from '../../plan/planner.js';
 import { planningVae } from '../registry.js';
 import { hunyuanVideo15DecoderParams } from './graph.js';
@@ -67,4 +68,20 @@ test('configs the class cannot build or decode are refused, naming each field', 
   assert.deepEqual(refusedFields({ temporal_compression_ratio: 8 }), ['spatial_compression_ratio', 'block_out_channels']);
   // The temporal shortcut packs frames 1.. into cin / 8 channel groups: 36 is no multiple of 8 (both temporal upsamplers).
   assert.deepEqual(refusedFields({ latent_channels: 4, block_out_channels: [36, 36, 36] }), ['block_out_channels', 'block_out_channels']);
+});
+
+test('`distvae plan --family hunyuan-video-1.5` plans the published config: a 720p clip in diffusers-equivalent 256 px tiles', async () => {
+  let out = '';
+  const code = await runCli(['plan', '--family', 'hunyuan-video-1.5', '--height', '720', '--width', '1280', '--frames', '33', '--json'], {
+    stdout: (t) => (out += t),
+    stderr: () => {},
+    stderrIsTTY: false,
+  });
+  assert.equal(code, 0);
+  const report = JSON.parse(out) as { family: string; latent: object; tiles: number; stride: object; diffusersEquivalent: boolean };
+  assert.equal(report.family, 'hunyuan-video-1.5');
+  assert.deepEqual(report.latent, { height: 45, width: 80, frames: 9 });
+  assert.deepEqual(report.stride, { height: 12, width: 12 });
+  assert.equal(report.tiles, 4 * 7);
+  assert.equal(report.diffusersEquivalent, true);
 });
