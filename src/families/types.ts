@@ -52,6 +52,8 @@ export type TemporalPolicy =
 export type DiffusersTiling =
   /** AutoencoderKL / Flux.2: square `tile_sample_min_size` + `tile_overlap_factor`. */
   | 'square-with-overlap-factor'
+  /** HunyuanVideo 1.5: `tile_sample_min_{height,width}` per axis with one `tile_overlap_factor` for both. */
+  | 'windows-with-overlap-factor'
   /** Family B: `tile_sample_min_{height,width}` + `tile_sample_stride_{height,width}` in pixels. */
   | 'window-and-stride'
   /** No diffusers tiling loop of its own (TAE): the project's loop is used. */

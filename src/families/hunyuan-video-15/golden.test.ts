@@ -74,3 +74,18 @@ test('hunyuan-video-1.5 tiny: one latent frame (an image) decodes to one frame, 
     await vae.dispose();
   }
 });
+
+test('hunyuan-video-1.5 tiny: rectangular tiles with the one overlap factor (32x48 px, 0.25) are diffusers-equivalent and match it', async () => {
+  const vae = await loadVae({ config: HUNYUAN_VIDEO_15_TINY, weights: 'synthetic', seed: 3 }, { threads: 1 });
+  try {
+    // tile_sample_min 32 x 48 with factor 0.25: strides int(8·0.75) = 6 and int(12·0.75) = 9 latent units, blends 8 and 12 px.
+    setTiling(vae, { window: { height: 32, width: 48 }, overlap: { height: 8, width: 12 } });
+    assert.ok(diffusersEquivalent(vae));
+    assertGolden(await vae.decode(seededTensor([1, 32, 2, 12, 18], 9)), 'tiny-tiled-32x48-every2', 2);
+    // No one factor gives 8 px on 32 and 8 px on 48: not a plan diffusers can run.
+    setTiling(vae, { window: { height: 32, width: 48 }, overlap: { height: 8, width: 8 } });
+    assert.equal(diffusersEquivalent(vae), false);
+  } finally {
+    await vae.dispose();
+  }
+});

@@ -137,9 +137,9 @@ function read(r: ConfigReader): Omit<ResolvedConfig, 'fields'> {
   };
 }
 
-/** diffusers' AutoencoderKL loop (one overlap factor); 5-D latents whose every tile decodes all frames; checkpoints carry the encoder. */
+/** diffusers' AutoencoderKL loop (per-axis windows, one overlap factor); 5-D latents whose every tile decodes all frames; checkpoints carry the encoder. */
 const HUNYUAN_VIDEO_15_LAYOUT: FamilyLayout = {
-  ...diffusersLayout('square-with-overlap-factor', { kind: 'all-frames' }),
+  ...diffusersLayout('windows-with-overlap-factor', { kind: 'all-frames' }),
   ignoredKeyPrefixes: ['encoder.'],
 };
 
