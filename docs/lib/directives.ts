@@ -199,6 +199,7 @@ function bucketHtml(args: Args): { html: string; value: Record<string, unknown> 
 const TEMPORAL_WORDS: Record<FamilySpec['temporal']['kind'], (f: FamilySpec) => string> = {
   none: () => 'none (images)',
   'frame-steps': () => 'frame by frame in each tile (causal cache cleared per tile)',
+  'all-frames': () => 'every frame in each decoder call (no temporal tiling, as in diffusers)',
   'temporal-chunks': (f) =>
     `chunks of window/rt + 1 latent frames; later ones drop their ${f.temporal.kind === 'temporal-chunks' ? f.temporal.dropFrame : ''} decoded frame`,
 };

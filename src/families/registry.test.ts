@@ -316,6 +316,7 @@ test('every family name resolves and each diffusers class name selects its famil
     'flux2',
     'hunyuan-image',
     'hunyuan-video',
+    'hunyuan-video-1.5',
     'ltx2',
     'qwen-image',
     'tae',
@@ -330,6 +331,7 @@ test('every family name resolves and each diffusers class name selects its famil
     AutoencoderKLLTX2Video: 'ltx2',
     AutoencoderKLHunyuanImage: 'hunyuan-image',
     AutoencoderDC: 'dc-ae',
+    AutoencoderKLHunyuanVideo15: 'hunyuan-video-1.5',
   };
   for (const [cls, name] of Object.entries(byClass)) {
     assert.equal(familyForClassName(cls)?.name, name, cls);

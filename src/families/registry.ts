@@ -11,6 +11,7 @@ import { dcaeFamily } from './dc-ae/family.js';
 import { flux2Family } from './flux2/family.js';
 import { hunyuanImageFamily } from './hunyuan-image/family.js';
 import { hunyuanVideoFamily } from './hunyuan-video/family.js';
+import { hunyuanVideo15Family } from './hunyuan-video-15/family.js';
 import { ltx2Family } from './ltx2/family.js';
 import { qwenImageFamily } from './qwen-image/family.js';
 import type { FamilyRuntime } from './runtime-types.js';
@@ -29,6 +30,7 @@ const REGISTERED = [
   ltx2Family,
   hunyuanImageFamily,
   dcaeFamily,
+  hunyuanVideo15Family,
 ] as const;
 
 /** The name of a VAE family. */

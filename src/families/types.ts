@@ -38,6 +38,11 @@ export type TemporalPolicy =
   /** Wan / Qwen-Image: inside each spatial tile, step through latent frames with a causal cache cleared per tile. */
   | { kind: 'frame-steps' }
   /**
+   * HunyuanVideo 1.5: 5-D latents, and every decoder call (a whole latent or a spatial tile) takes
+   * all latent frames at once; diffusers has no temporal tiling for the class, so none is offered.
+   */
+  | { kind: 'all-frames' }
+  /**
    * HunyuanVideo / LTX-2: temporal chunks of window/rt + 1 latent frames every stride/rt; the
    * spatial tiling operation runs once per chunk; chunks after the first drop one decoded frame.
    */
@@ -47,6 +52,8 @@ export type TemporalPolicy =
 export type DiffusersTiling =
   /** AutoencoderKL / Flux.2: square `tile_sample_min_size` + `tile_overlap_factor`. */
   | 'square-with-overlap-factor'
+  /** HunyuanVideo 1.5: `tile_sample_min_{height,width}` per axis with one `tile_overlap_factor` for both. */
+  | 'windows-with-overlap-factor'
   /** Family B: `tile_sample_min_{height,width}` + `tile_sample_stride_{height,width}` in pixels. */
   | 'window-and-stride'
   /** No diffusers tiling loop of its own (TAE): the project's loop is used. */

@@ -1,13 +1,13 @@
 // Whether the installed plan is one diffusers itself can express and would run identically.
 
-import type { VaeSpec } from '../families/types.js';
+import type { Size2, VaeSpec } from '../families/types.js';
 
 /**
  * AutoencoderKL / Flux.2 express tiling as a square `tile_sample_min_size` and a float
  * `tile_overlap_factor` f; diffusers computes stride int(Lmin·(1−f)) and blend int(Smin·f) in
  * double precision (as JS does), so the plan is equivalent when those reproduce ours exactly.
- * Family B stores window and stride per axis, so every valid plan is expressible. TAE has no
- * diffusers loop.
+ * HunyuanVideo 1.5 has per-axis windows and one factor. Family B stores window and stride per
+ * axis, so every valid plan is expressible. TAE has no diffusers loop.
  */
 export function diffusersEquivalent(vae: VaeSpec): boolean {
   return diffusersDifference(vae) === null;
@@ -22,6 +22,8 @@ export function diffusersDifference(vae: VaeSpec): string | null {
       return `diffusers has no tiled decode for ${vae.family.name}`;
     case 'window-and-stride':
       return null;
+    case 'windows-with-overlap-factor':
+      return overlapFactorDifference(window, overlap, r);
     case 'square-with-overlap-factor': {
       if (window.height !== window.width)
         return `diffusers tiles with square windows (tile_sample_min_size); this window is ${window.height}x${window.width}`;
@@ -34,4 +36,17 @@ export function diffusersDifference(vae: VaeSpec): string | null {
       return `with tile_overlap_factor ${f} diffusers strides int(${window.height / r}·(1−f)) = ${stride} latent units and blends int(${window.height}·f) = ${blend} px, not ${(window.height - overlap.height) / r} and ${overlap.height}`;
     }
   }
+}
+
+/**
+ * Per-axis windows with one overlap factor f (HunyuanVideo 1.5): diffusers strides
+ * int(Lmin·(1−f)) latent units and blends int(Smin·f) px on each axis; the plan is equivalent when
+ * the factor of one axis (overlap / window) reproduces both axes exactly.
+ */
+function overlapFactorDifference(window: Size2, overlap: Size2, r: number): string | null {
+  const axes = ['height', 'width'] as const;
+  const reproduces = (f: number) =>
+    axes.every((a) => Math.trunc((window[a] / r) * (1 - f)) === (window[a] - overlap[a]) / r && Math.trunc(window[a] * f) === overlap[a]);
+  if (axes.some((a) => reproduces(overlap[a] / window[a]))) return null;
+  return `diffusers has one tile_overlap_factor for both axes; no factor gives this overlap ${overlap.height}x${overlap.width} on the ${window.height}x${window.width} window`;
 }

@@ -6,7 +6,7 @@
 // `vae.tiling`.
 
 import { DistVaeError, reason, type Reason, refuse } from '../errors.js';
-import type { Size2, TilingState, VaeSpec } from '../families/types.js';
+import type { Size2, TemporalPolicy, TilingState, VaeSpec } from '../families/types.js';
 import { isPositiveInteger, latentShapeOf, sampleShapeReasons, type SampleShape } from './shapes.js';
 
 /** A validated window (with its default overlap), to install with `setTiling`. */
@@ -146,6 +146,13 @@ export function tileOverlapPlan(vae: VaeSpec, overlapH: number, overlapW: number
   return { kind: 'overlap', family: vae.family.name, window: { ...vae.tiling.window }, overlap: { height: overlapH, width: overlapW } };
 }
 
+/** What a family without temporal tiling does with time, for the refusal of a frame plan. */
+const TIME_AXIS: Record<Exclude<TemporalPolicy['kind'], 'temporal-chunks'>, string> = {
+  none: 'absent',
+  'frame-steps': 'stepped frame by frame inside each tile',
+  'all-frames': 'decoded whole by every tile, as diffusers does',
+};
+
 /** Reasons a temporal tiling request (output frames) is refused. */
 export function explainTileFramePlan(vae: VaeSpec, windowFrames: number, overlapFrames: number): Reason[] {
   const rt = vae.geometry.temporalRatio;
@@ -156,7 +163,7 @@ export function explainTileFramePlan(vae: VaeSpec, windowFrames: number, overlap
         'frames.window',
         windowFrames,
         'no temporal tiling for this family',
-        `${vae.family.name} has no temporal tiling (its time axis is ${vae.family.temporal.kind === 'none' ? 'absent' : 'stepped frame by frame inside each tile'})`,
+        `${vae.family.name} has no temporal tiling (its time axis is ${TIME_AXIS[vae.family.temporal.kind]})`,
       ),
     ];
   }

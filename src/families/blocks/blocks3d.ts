@@ -1,8 +1,9 @@
-// 3-D decoder pieces for the chunked video families (HunyuanVideo, LTX-2): convolution
+// 3-D decoder pieces for the video families (HunyuanVideo 1.0 and 1.5, LTX-2): convolution
 // flavours for blocks.ts' resnet pattern — plain nn.Conv3d, HunyuanVideo's causal conv with
-// replicate padding, LTX-2's causal / non-causal conv with reflect or zero spatial padding —
-// and the channel-to-space rearrangements of LTX-2 (the up-sampler's depth-to-space and the
-// final unpatchify). Every piece reads the frame count and spatial size at run time, so one
+// replicate padding (1.5 has the same), LTX-2's causal / non-causal conv with reflect or zero
+// spatial padding — the channel-to-space rearrangements of LTX-2 (the up-sampler's
+// depth-to-space and the final unpatchify), and HunyuanVideo's frame-causal attention mask
+// (both versions). Every piece reads the frame count and spatial size at run time, so one
 // graph serves every tile and temporal chunk.
 //
 // A causal conv wraps the real nn.Conv3d at `.conv`, so its keys are `<key>.conv.weight|bias`.
@@ -88,4 +89,28 @@ export function channelsToSpace3d(scope: Scope, x: Value, channels: number, fact
 /** Drops the first `count` frames of a (B, C, T, H, W) tensor. */
 export function dropLeadingFrames(scope: Scope, x: Value, count: number): Value {
   return count === 0 ? x : scope.slice(x, { starts: [count], ends: [Number.MAX_SAFE_INTEGER], axes: [2] });
+}
+
+/** An int64 scalar (0-d) holding the product of the given entries of a shape vector. */
+function shapeProduct(scope: Scope, shape: Value, axes: readonly number[]): Value {
+  const parts = axes.map((a) => scope.slice(shape, { starts: [a], ends: [a + 1] }));
+  const product = parts.slice(1).reduce((acc, p) => scope.mul(acc, p), parts[0]!);
+  return scope.reshape(product, []);
+}
+
+/**
+ * diffusers' `prepare_causal_attention_mask` (HunyuanVideo 1.0 and 1.5) applied to the
+ * scores: tokens are ordered (frame, row, column) and a query token may attend to key tokens of the same or earlier
+ * frames; scores of later-frame keys become −∞. `x` is the attention's (B, C, F, H, W) input.
+ */
+export function frameCausalMask(scope: Scope, x: Value): (scores: Value) => Value {
+  return (scores) => {
+    const shape = scope.shape(x);
+    const perFrame = shapeProduct(scope, shape, [3, 4]);
+    const tokens = shapeProduct(scope, shape, [2, 3, 4]);
+    const index = scope.op('Range', [scope.reshape(scope.int64Constant([0]), []), tokens, scope.reshape(scope.int64Constant([1]), [])]);
+    const frame = scope.div(index, perFrame);
+    const future = scope.op('Greater', [scope.unsqueeze(frame, [0]), scope.unsqueeze(frame, [1])]);
+    return scope.op('Where', [future, scope.scalar(-Infinity), scores]);
+  };
 }

@@ -6,7 +6,7 @@
 // chunk); the engine's temporal loop decides what a call receives. Also the parameter list
 // under diffusers' keys (what building the graph reads).
 
-import { GraphBuilder, type Scope, type Value } from '../../graph/builder.js';
+import { GraphBuilder, type Value } from '../../graph/builder.js';
 import type { Tensor } from '../../tensor.js';
 import type { ParamSpec } from '../../weights/synthetic.js';
 import {
@@ -21,7 +21,7 @@ import {
   type BlockSettings,
   type ParamSource,
 } from '../blocks/blocks.js';
-import { conv3d, dropLeadingFrames, hunyuanCausalConv3d, type Factors3 } from '../blocks/blocks3d.js';
+import { conv3d, dropLeadingFrames, frameCausalMask, hunyuanCausalConv3d, type Factors3 } from '../blocks/blocks3d.js';
 import type { ResolvedConfig } from '../types.js';
 
 export interface HunyuanVideoUpBlock {
@@ -74,30 +74,6 @@ export function hunyuanVideoArchitecture(config: ResolvedConfig): HunyuanVideoAr
 /** Every decoder parameter (post_quant_conv.* and decoder.*) with its checkpoint key, shape and synthetic init: what the graph reads. */
 export function hunyuanVideoDecoderParams(config: ResolvedConfig): ParamSpec[] {
   return recordParams((source) => hunyuanVideoDecoderGraph(config, source));
-}
-
-/** An int64 scalar (0-d) holding the product of the given entries of a shape vector. */
-function shapeProduct(scope: Scope, shape: Value, axes: readonly number[]): Value {
-  const parts = axes.map((a) => scope.slice(shape, { starts: [a], ends: [a + 1] }));
-  const product = parts.slice(1).reduce((acc, p) => scope.mul(acc, p), parts[0]!);
-  return scope.reshape(product, []);
-}
-
-/**
- * diffusers' `prepare_causal_attention_mask` applied to the scores: tokens are ordered
- * (frame, row, column) and a query token may attend to key tokens of the same or earlier
- * frames; scores of later-frame keys become −∞.
- */
-function frameCausalMask(scope: Scope, x: Value): (scores: Value) => Value {
-  return (scores) => {
-    const shape = scope.shape(x);
-    const perFrame = shapeProduct(scope, shape, [3, 4]);
-    const tokens = shapeProduct(scope, shape, [2, 3, 4]);
-    const index = scope.op('Range', [scope.reshape(scope.int64Constant([0]), []), tokens, scope.reshape(scope.int64Constant([1]), [])]);
-    const frame = scope.div(index, perFrame);
-    const future = scope.op('Greater', [scope.unsqueeze(frame, [0]), scope.unsqueeze(frame, [1])]);
-    return scope.op('Where', [future, scope.scalar(-Infinity), scores]);
-  };
 }
 
 /**

@@ -1,0 +1,35 @@
+// The runtime of AutoencoderKLHunyuanVideo15: one onnxruntime session with dynamic batch, frames
+// and size, over a whole latent or a spatial tile (all its frames); diffusers applies no
+// post-processing to the decoded sample. As for HunyuanVideo 1.0, the fused graph is not exposed
+// as `decoderGraph`: the analyses that read it (halos, row sharding) take image latents.
+
+import { createSession } from '../../runtime/session.js';
+import type { SessionOptions } from '../../runtime/session-types.js';
+import type { Tensor } from '../../tensor.js';
+import { bindWeights } from '../../weights/bind.js';
+import type { FamilyRuntime } from '../runtime-types.js';
+import { buildHunyuanVideo15DecoderGraph, hunyuanVideo15DecoderParams } from './graph.js';
+import { hunyuanVideo15ConfigFromWeights, renameOriginalKeys } from './original-layout.js';
+
+const bound = (config: Parameters<FamilyRuntime['decoderParams']>[0], weights: ReadonlyMap<string, Tensor>) =>
+  bindWeights(hunyuanVideo15DecoderParams(config), weights, { source: 'the weights given to the decoder' });
+
+export const hunyuanVideo15Runtime: FamilyRuntime = {
+  decoderParams: hunyuanVideo15DecoderParams,
+  // Tencent's original checkpoint names load too (original-layout.ts), their config read from the shapes.
+  renameKeys: renameOriginalKeys,
+  configFromWeights: hunyuanVideo15ConfigFromWeights,
+  memoryRuns: (config, weights) => ({
+    sessions: [{ key: 'decoder', model: buildHunyuanVideo15DecoderGraph(config, bound(config, weights)).toModel(), runs: 1 }],
+  }),
+  async createTileRunner(config, weights, session: SessionOptions) {
+    const s = await createSession(buildHunyuanVideo15DecoderGraph(config, bound(config, weights)).toModel(), session);
+    return {
+      async decode(latentTile: Tensor) {
+        return (await s.run({ latent: latentTile }))['sample']!;
+      },
+      dispose: () => s.dispose(),
+    };
+  },
+  postprocess: (raw) => raw,
+};
