@@ -316,6 +316,7 @@ test('every family name resolves and each diffusers class name selects its famil
     'hunyuan-image',
     'hunyuan-video',
     'ltx2',
+    'minimax-h3',
     'qwen-image',
     'tae',
     'wan',
@@ -328,6 +329,7 @@ test('every family name resolves and each diffusers class name selects its famil
     AutoencoderKLHunyuanVideo: 'hunyuan-video',
     AutoencoderKLLTX2Video: 'ltx2',
     AutoencoderKLHunyuanImage: 'hunyuan-image',
+    AutoencoderKLMiniMaxH3: 'minimax-h3',
   };
   for (const [cls, name] of Object.entries(byClass)) {
     assert.equal(familyForClassName(cls)?.name, name, cls);

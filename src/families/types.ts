@@ -41,7 +41,13 @@ export type TemporalPolicy =
    * HunyuanVideo / LTX-2: temporal chunks of window/rt + 1 latent frames every stride/rt; the
    * spatial tiling operation runs once per chunk; chunks after the first drop one decoded frame.
    */
-  | { kind: 'temporal-chunks'; dropFrame: 'first' | 'last' };
+  | { kind: 'temporal-chunks'; dropFrame: 'first' | 'last' }
+  /**
+   * MiniMax-H3: the decoder runs on fixed clips of latent frames (its runner chunks, decodes and
+   * cross-fades them inside each spatial tile); the engine hands every tile all frames, as with
+   * 'frame-steps'. Output frames are not 1 + k·rt (docs/design.md §3).
+   */
+  | { kind: 'clip-chunks' };
 
 /** How diffusers itself expresses this family's tiling, to say whether a plan is diffusers-equivalent. */
 export type DiffusersTiling =
@@ -49,6 +55,13 @@ export type DiffusersTiling =
   | 'square-with-overlap-factor'
   /** Family B: `tile_sample_min_{height,width}` + `tile_sample_stride_{height,width}` in pixels. */
   | 'window-and-stride'
+  /**
+   * MiniMax-H3's own loop (`_split_tiles` / `_stitch_tiles`): the window is the tile and the overlap a
+   * *minimum*; tiles are added and the slack spread over the seams in whole latent units, so each
+   * seam's overlap is derived (plan/grid.ts `splitSpans`); blends read raw neighbours and the
+   * trailing overlap of every tile is dropped (docs/design.md §3).
+   */
+  | 'tile-and-min-overlap'
   /** No diffusers tiling loop of its own (TAE): the project's loop is used. */
   | 'none';
 
@@ -67,6 +80,8 @@ export interface TilingDefaults {
   overlap: Size2;
   /** Temporal tiling defaults for families that have it; null otherwise. */
   frames: FrameTiling | null;
+  /** Whether a freshly loaded VAE tiles (diffusers' `use_tiling` at construction); absent: off, as in most classes. */
+  enabled?: boolean;
 }
 
 /** A family's config after defaults were applied and derived values computed. */

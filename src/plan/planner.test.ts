@@ -31,6 +31,7 @@ const PUBLISHED_RATIO: Record<string, number> = {
   'hunyuan-video': 8,
   ltx2: 32,
   'hunyuan-image': 32,
+  'minimax-h3': 16,
 };
 /** Smallest window in latent units: LTX-2's reflect padding needs 2 rows / columns. */
 const MIN_WINDOW_LATENT: Record<string, number> = {
@@ -42,6 +43,7 @@ const MIN_WINDOW_LATENT: Record<string, number> = {
   'hunyuan-video': 1,
   ltx2: 2,
   'hunyuan-image': 1,
+  'minimax-h3': 1,
 };
 
 function only(reasons: Reason[]): Reason {

@@ -47,6 +47,14 @@ export interface PlanOptions {
 
 const AXES = ['height', 'width'] as const;
 
+/** What a family without temporal tiling does with time, in a refusal's words. */
+const TIME_AXIS: Record<VaeSpec['family']['temporal']['kind'], string> = {
+  none: 'absent',
+  'frame-steps': 'stepped frame by frame inside each tile',
+  'temporal-chunks': 'chunked',
+  'clip-chunks': 'decoded in fixed clips inside each tile, as the class does',
+};
+
 /** A window or overlap side that is not a whole number of latent units: the same words for both. */
 function notWholeLatent(code: 'WINDOW_NOT_WHOLE_LATENT' | 'OVERLAP_NOT_WHOLE_LATENT', vae: VaeSpec, field: string, v: number): Reason {
   const r = vae.geometry.spatialRatio;
@@ -156,7 +164,7 @@ export function explainTileFramePlan(vae: VaeSpec, windowFrames: number, overlap
         'frames.window',
         windowFrames,
         'no temporal tiling for this family',
-        `${vae.family.name} has no temporal tiling (its time axis is ${vae.family.temporal.kind === 'none' ? 'absent' : 'stepped frame by frame inside each tile'})`,
+        `${vae.family.name} has no temporal tiling (its time axis is ${TIME_AXIS[vae.family.temporal.kind]})`,
       ),
     ];
   }
