@@ -4,6 +4,7 @@
 // family's name.
 
 import type { Reason } from '../errors.js';
+import type { ClipGeometry } from './clip-frames.js';
 
 /** A height and a width (output pixels or latent units, as the field says). */
 export interface Size2 {
@@ -29,6 +30,11 @@ export interface VaeGeometry {
   outChannels: number;
   /** Latents are 5-D (B, C, F, H, W) when true, 4-D (B, C, H, W) otherwise. */
   fiveDimLatents: boolean;
+  /**
+   * A decoder that runs on fixed clips of latent frames (MiniMax-H3): output frames follow the
+   * clip loop (families/clip-frames.ts), not (F − 1)·rt + 1. Absent for every other family.
+   */
+  clips?: ClipGeometry;
 }
 
 /** How a tile's frames are produced (docs/design.md §3, temporal policy). */

@@ -132,6 +132,17 @@ export function explainTileOverlapPlan(vae: VaeSpec, overlapH: number, overlapW:
           `${field} = ${v} px must be smaller than the window (${window[axis]} px): at most ${window[axis] - r} px`,
         ),
       );
+    } else if (v === 0 && !untiled[axis] && vae.family.diffusersTiling === 'tile-and-min-overlap') {
+      // The class crops each tile's trailing overlap as `tile[..., :-overlap]`: a seam left at 0 crops the tile away.
+      reasons.push(
+        reason(
+          'OVERLAP_INVALID',
+          field,
+          v,
+          `a minimum overlap of at least ${r} px on an axis that tiles`,
+          `${field} = 0 px: ${vae.family.name}'s own loop crops every tile's trailing overlap as tile[..., :-overlap], so a seam of 0 px would crop the tile to nothing in diffusers (and enable_tiling turns 0 into its default); ask for at least ${r} px`,
+        ),
+      );
     } else if (untiled[axis] && v !== 0) {
       reasons.push(
         reason(

@@ -17,7 +17,8 @@ import type { Tensor } from '../../tensor.js';
 import type { FamilyRuntime, TileRunner } from '../runtime-types.js';
 import type { ResolvedConfig } from '../types.js';
 import { buildMiniMaxDecoderGraph, miniMaxDecoderParams, type ClipShape } from './graph.js';
-import { miniMaxClipGeometry, miniMaxClipPlan, miniMaxFields } from './spec.js';
+import { clipPlan } from '../clip-frames.js';
+import { miniMaxFields } from './spec.js';
 
 /** Latent frames [start, start + count) of a (1, C, T, h, w) tensor, past the end clipped. */
 function framesOf(z: Tensor, start: number, count: number): Tensor {
@@ -53,15 +54,11 @@ export async function decodeClips(
   decodeClip: (clip: Tensor) => Promise<Tensor>,
   signal?: AbortSignal,
 ): Promise<Tensor> {
-  const geometry = miniMaxClipGeometry(config);
+  const geometry = config.geometry.clips!;
   const latentFrames = z.dims[2]!;
-  const plan = miniMaxClipPlan(geometry, latentFrames);
-  if (!plan) {
-    throw new DistVaeError(
-      'INVALID_ARGUMENT',
-      `${latentFrames} latent frames: AutoencoderKLMiniMaxH3 decodes no clip for T + token_drop ≤ ${geometry.chunk} (diffusers raises); use 1 or at least ${geometry.chunk - geometry.tokenDrop + 1} latent frames`,
-    );
-  }
+  const plan = clipPlan(geometry, latentFrames);
+  // decode/latents.ts refuses latent frame counts that run no clip before any work.
+  if (!plan) throw new DistVaeError('TENSOR_INVALID', `${latentFrames} latent frames run no clip of AutoencoderKLMiniMaxH3's loop`);
   const { chunk, context, prePadding, blend, temporalRatio: rt } = geometry;
   const padded = padFrames(z, plan.padded - latentFrames);
   const kept: { frames: number; data: Float32Array }[] = [];

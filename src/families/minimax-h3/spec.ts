@@ -6,6 +6,7 @@
 
 import { ConfigReader, MAX_WIDTH } from '../config-fields.js';
 import { defineFamily, squareTiling, type FamilyLayout } from '../layout.js';
+import { clipGeometry } from '../clip-frames.js';
 import type { ResolvedConfig } from '../types.js';
 
 /** The published config (diffusers' AutoencoderKLMiniMaxH3 defaults, scripts/convert_minimax_h3_to_diffusers.py). */
@@ -32,27 +33,6 @@ export const MINIMAX_H3_PUBLISHED = {
 export const MINIMAX_H3_TILE = 256;
 export const MINIMAX_H3_MIN_OVERLAP = 64;
 
-/**
- * How diffusers' `_decode` chunks time, derived from the config as the class derives it: clips of
- * `chunk + context` latent frames every `chunk`, each decoded to `(chunk + context)·rt` frames of
- * which the first `prePadding` are dropped; a clip keeps `chunk·rt − prePadding` frames, the first
- * `blend` of them cross-faded with the previous clip's raw tail.
- */
-export interface MiniMaxClipGeometry {
-  /** `tokens_chunk_size` = ⌈clip_length / rt⌉ latent frames per clip step. */
-  chunk: number;
-  /** `token_overlap` = (−token_drop) mod chunk: extra latent frames each clip decodes past its step. */
-  context: number;
-  /** `token_drop`: latent frames the encoder dropped from every clip. */
-  tokenDrop: number;
-  /** `frame_pre_padding` = (−clip_length) mod rt: leading frames of every decoded clip that are dropped. */
-  prePadding: number;
-  /** `frame_overlap` = max(context·rt − prePadding, 0): frames cross-faded between clips. */
-  blend: number;
-  clipLength: number;
-  temporalRatio: number;
-}
-
 /** The decoder's and the clip loop's fields, read once for the spec (refusals), the graph and the runner. */
 export function miniMaxFields(fields: Readonly<Record<string, unknown>>) {
   const f = (k: string) => fields[k] as number;
@@ -78,62 +58,6 @@ export function miniMaxFields(fields: Readonly<Record<string, unknown>>) {
   };
 }
 
-/** The clip geometry of a resolved config (as AutoencoderKLMiniMaxH3.__init__ derives it). */
-export function miniMaxClipGeometry(config: ResolvedConfig): MiniMaxClipGeometry {
-  const f = miniMaxFields(config.fields);
-  const rt = f.temporalRatio;
-  const chunk = Math.ceil(f.clipLength / rt);
-  const context = (((-f.tokenDrop % chunk) + chunk) % chunk) as number;
-  const prePadding = (((-f.clipLength % rt) + rt) % rt) as number;
-  return {
-    chunk,
-    context,
-    tokenDrop: f.tokenDrop,
-    prePadding,
-    blend: Math.max(context * rt - prePadding, 0),
-    clipLength: f.clipLength,
-    temporalRatio: rt,
-  };
-}
-
-/**
- * Output frames of T latent frames, as diffusers' `_decode` yields them: 1 + 4(T−1) − 3⌊(T−1)/5⌋
- * for the published config (each clip's last latent frame covers only `clip_length mod rt` frames).
- * Null where diffusers' loop runs no clip at all (T + token_drop ≤ chunk, e.g. T = 2): it raises there.
- */
-export function miniMaxOutputFrames(clip: MiniMaxClipGeometry, latentFrames: number): number | null {
-  const plan = miniMaxClipPlan(clip, latentFrames);
-  return plan && plan.outFrames;
-}
-
-/** The clips diffusers decodes for T latent frames: padded length, clip starts, frames before trimming, trailing frames cut. */
-export function miniMaxClipPlan(
-  clip: MiniMaxClipGeometry,
-  latentFrames: number,
-): { padded: number; starts: number[]; outFrames: number; trimmed: number } | null {
-  const { chunk, tokenDrop, temporalRatio: rt } = clip;
-  const tokens = latentFrames + tokenDrop;
-  const pad = (((-tokens % chunk) + chunk) % chunk) as number;
-  const clips = (tokens + pad) / chunk - (tokenDrop > 0 ? 1 : 0);
-  if (clips < 1) return null;
-  const padded = latentFrames + pad;
-  const starts = Array.from({ length: clips }, (_, i) => i * chunk);
-  // Frames the loop produces: every clip keeps its first step, and the last clip's tail is appended.
-  let produced = 0;
-  for (const s of starts) {
-    const available = Math.min(padded, s + chunk + clip.context) - s;
-    produced += Math.max(0, Math.min(available * rt, chunk * rt) - clip.prePadding);
-  }
-  const last = starts[starts.length - 1]!;
-  const lastAvailable = Math.min(padded, last + chunk + clip.context) - last;
-  if (tokenDrop > 0) produced += Math.max(0, Math.min(lastAvailable * rt, 2 * chunk * rt) - chunk * rt - clip.prePadding);
-  // The repeated latent frames' frames are cut again: a clip's last latent frame covers clip_length mod rt frames.
-  const tail = clip.clipLength % rt;
-  let trimmed = 0;
-  for (let k = 0; k < pad; k++) trimmed += tail && (latentFrames + k) % chunk === 0 ? tail : rt;
-  return { padded, starts, outFrames: produced - trimmed, trimmed };
-}
-
 function read(r: ConfigReader): Omit<ResolvedConfig, 'fields'> {
   const P = MINIMAX_H3_PUBLISHED;
   r.int('in_channels', 3);
@@ -156,7 +80,7 @@ function read(r: ConfigReader): Omit<ResolvedConfig, 'fields'> {
   const ratio = r.number('decoder_rope_dim_ratio', P.decoder_rope_dim_ratio);
   r.number('decoder_norm_eps', P.decoder_norm_eps);
   const clipLength = r.int('clip_length', P.clip_length);
-  r.int('token_drop', P.token_drop, 0);
+  const tokenDrop = r.int('token_drop', P.token_drop, 0);
   r.passthrough('latents_mean', null);
   r.passthrough('latents_std', null);
   r.check(heads * headDim <= MAX_WIDTH, 'decoder_attention_head_dim', headDim, 'heads × head dim within the width bound', 'too wide');
@@ -179,7 +103,15 @@ function read(r: ConfigReader): Omit<ResolvedConfig, 'fields'> {
   );
   return {
     className: 'AutoencoderKLMiniMaxH3',
-    geometry: { spatialRatio, temporalRatio, patchSize: 1, latentChannels, outChannels, fiveDimLatents: true },
+    geometry: {
+      spatialRatio,
+      temporalRatio,
+      patchSize: 1,
+      latentChannels,
+      outChannels,
+      fiveDimLatents: true,
+      clips: clipGeometry(clipLength, tokenDrop, temporalRatio),
+    },
     // The class ships with `use_tiling = True`: its released frames are the blended-tile ones.
     tiling: { ...squareTiling(MINIMAX_H3_TILE, MINIMAX_H3_MIN_OVERLAP), enabled: true },
   };
