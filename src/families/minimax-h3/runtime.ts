@@ -168,8 +168,30 @@ function batchItem(t: Tensor, b: number): Tensor {
   return { dims: [1, ...t.dims.slice(1)], data: t.data.slice(b * size, (b + 1) * size) };
 }
 
+/**
+ * What one tile decode holds (docs/design.md §13): one session on the clip shape of a tile of
+ * these latent dims (B, C, T, h, w), run once per clip per batch item; every clip of a padded
+ * latent has the same length, so one graph describes them.
+ */
+const memoryRuns: FamilyRuntime['memoryRuns'] = (config, weights, dims) => {
+  const [batch, , frames, height, width] = dims as [number, number, number, number, number];
+  const clips = config.geometry.clips!;
+  const plan = clipPlan(clips, frames);
+  const clipFrames = plan ? Math.min(plan.padded, clips.chunk + clips.context) : frames;
+  return {
+    sessions: [
+      {
+        key: 'clip',
+        model: buildMiniMaxDecoderGraph(config, weights, { frames: clipFrames, height, width }).toModel(),
+        runs: batch * (plan?.starts.length ?? 1),
+      },
+    ],
+  };
+};
+
 export const miniMaxH3Runtime: FamilyRuntime = {
   decoderParams: miniMaxDecoderParams,
+  memoryRuns,
   createTileRunner: createMiniMaxRunner,
   // diffusers returns the ImageNet-normalised sample as decoded: no clamp, no unpatchify.
   postprocess: (raw) => raw,
