@@ -202,6 +202,8 @@ const TEMPORAL_WORDS: Record<FamilySpec['temporal']['kind'], (f: FamilySpec) => 
   'all-frames': () => 'every frame in each decoder call (no temporal tiling, as in diffusers)',
   'temporal-chunks': (f) =>
     `chunks of window/rt + 1 latent frames; later ones drop their ${f.temporal.kind === 'temporal-chunks' ? f.temporal.dropFrame : ''} decoded frame`,
+  'clip-chunks': () =>
+    "fixed clips of latent frames in each tile, cross-faded (the class's own loop; T latent → 1 + 4(T−1) − 3⌊(T−1)/5⌋ frames)",
 };
 
 function familiesHtml(): string {
@@ -217,7 +219,9 @@ function familiesHtml(): string {
     const g = vae.geometry;
     const t = vae.config.tiling;
     const frames = t.frames ? `${t.frames.enabled ? 'on' : 'off'}, ${t.frames.window} / ${t.frames.overlap}` : '–';
-    return `<tr><th scope="row"><code>${f.name}</code></th><td>${escapeXml(f.description)}</td><td>${g.spatialRatio} px${g.patchSize > 1 ? ` (patch ${g.patchSize})` : ''}, ${g.temporalRatio} frame${g.temporalRatio === 1 ? '' : 's'}</td><td>${formatSize(t.window)} / ${formatSize(t.overlap)}</td><td>${f.minWindowLatent * g.spatialRatio}</td><td>${frames}</td><td>${escapeXml(TEMPORAL_WORDS[f.temporal.kind](f))}</td></tr>`;
+    // A family whose own loop takes a minimum overlap (MiniMax-H3) and tiles from the start says so.
+    const overlapWord = f.diffusersTiling === 'tile-and-min-overlap' ? ' (minimum; tiled by default)' : '';
+    return `<tr><th scope="row"><code>${f.name}</code></th><td>${escapeXml(f.description)}</td><td>${g.spatialRatio} px${g.patchSize > 1 ? ` (patch ${g.patchSize})` : ''}, ${g.temporalRatio} frame${g.temporalRatio === 1 ? '' : 's'}</td><td>${formatSize(t.window)} / ${formatSize(t.overlap)}${overlapWord}</td><td>${f.minWindowLatent * g.spatialRatio}</td><td>${frames}</td><td>${escapeXml(TEMPORAL_WORDS[f.temporal.kind](f))}</td></tr>`;
   });
   const head = [
     'family',

@@ -15,6 +15,11 @@ export function formatPlan(r: PlanReport): string {
     lines.push(
       `window ${x(r.window)} px, overlap ${x(r.overlap)} px, stride ${r.stride.height}x${r.stride.width} latent units; diffusers-equivalent: ${r.diffusersEquivalent ? 'yes' : `no (${r.diffusersDifference})`}`,
     );
+    if (r.seamOverlaps) {
+      lines.push(
+        `overlap ${x(r.overlap)} px is the minimum: the class spreads the slack, so seams overlap ${r.seamOverlaps.height.join(', ') || '-'} px (rows) and ${r.seamOverlaps.width.join(', ') || '-'} px (columns)`,
+      );
+    }
   } else {
     lines.push('untiled: one decoder call over the whole latent');
   }

@@ -2,6 +2,7 @@
 // values), and the slicing of latent tiles and temporal chunks.
 
 import { reason, type Reason, refuse } from '../errors.js';
+import { clipPlan } from '../families/clip-frames.js';
 import type { VaeSpec } from '../families/types.js';
 import { validateLatents } from '../io/latents-check.js';
 import type { Span, Tile } from '../plan/grid.js';
@@ -49,6 +50,18 @@ export function checkLatents(vae: VaeSpec, latents: Tensor, source = 'latents'):
           ),
         );
     });
+  }
+  if (reasons.length === 0 && g.clips && clipPlan(g.clips, dims[2]!) === null) {
+    const least = Array.from({ length: g.clips.chunk + 1 }, (_, i) => i + 1).find((t) => clipPlan(g.clips!, t) !== null);
+    reasons.push(
+      reason(
+        'LATENT_SIZE',
+        `${source}.frames`,
+        dims[2],
+        `at least ${least} latent frames`,
+        `${source} has ${dims[2]} latent frame(s): ${vae.family.name} decodes in clips of ${g.clips.chunk} latent frames and runs none for fewer than ${least} (diffusers raises there)`,
+      ),
+    );
   }
   if (reasons.length > 0) refuse('TENSOR_INVALID', reasons);
   validateLatents(latents, source);

@@ -318,6 +318,7 @@ test('every family name resolves and each diffusers class name selects its famil
     'hunyuan-video',
     'hunyuan-video-1.5',
     'ltx2',
+    'minimax-h3',
     'qwen-image',
     'tae',
     'wan',
@@ -332,6 +333,7 @@ test('every family name resolves and each diffusers class name selects its famil
     AutoencoderKLHunyuanImage: 'hunyuan-image',
     AutoencoderDC: 'dc-ae',
     AutoencoderKLHunyuanVideo15: 'hunyuan-video-1.5',
+    AutoencoderKLMiniMaxH3: 'minimax-h3',
   };
   for (const [cls, name] of Object.entries(byClass)) {
     assert.equal(familyForClassName(cls)?.name, name, cls);

@@ -13,6 +13,7 @@ import { hunyuanImageFamily } from './hunyuan-image/family.js';
 import { hunyuanVideoFamily } from './hunyuan-video/family.js';
 import { hunyuanVideo15Family } from './hunyuan-video-15/family.js';
 import { ltx2Family } from './ltx2/family.js';
+import { miniMaxH3Family } from './minimax-h3/family.js';
 import { qwenImageFamily } from './qwen-image/family.js';
 import type { FamilyRuntime } from './runtime-types.js';
 import { taeFamily } from './tae/family.js';
@@ -31,6 +32,7 @@ const REGISTERED = [
   hunyuanImageFamily,
   dcaeFamily,
   hunyuanVideo15Family,
+  miniMaxH3Family,
 ] as const;
 
 /** The name of a VAE family. */
@@ -166,10 +168,10 @@ export function resolveFamilyConfig(family: FamilySpec, raw: RawConfig | undefin
   return config;
 }
 
-/** Tiling off (diffusers' default), with the family's default window and overlap ready. */
+/** Tiling as the class starts (off in most, diffusers' default; on where the class enables it), with the family's default window and overlap ready. */
 export function defaultTiling(vae: Pick<VaeSpec, 'config'>): TilingState {
   const t = vae.config.tiling;
-  return { enabled: false, window: { ...t.window }, overlap: { ...t.overlap }, frames: t.frames ? { ...t.frames } : null };
+  return { enabled: t.enabled ?? false, window: { ...t.window }, overlap: { ...t.overlap }, frames: t.frames ? { ...t.frames } : null };
 }
 
 /**

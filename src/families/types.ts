@@ -4,6 +4,7 @@
 // family's name.
 
 import type { Reason } from '../errors.js';
+import type { ClipGeometry } from './clip-frames.js';
 
 /** A height and a width (output pixels or latent units, as the field says). */
 export interface Size2 {
@@ -29,6 +30,11 @@ export interface VaeGeometry {
   outChannels: number;
   /** Latents are 5-D (B, C, F, H, W) when true, 4-D (B, C, H, W) otherwise. */
   fiveDimLatents: boolean;
+  /**
+   * A decoder that runs on fixed clips of latent frames (MiniMax-H3): output frames follow the
+   * clip loop (families/clip-frames.ts), not (F − 1)·rt + 1. Absent for every other family.
+   */
+  clips?: ClipGeometry;
 }
 
 /** How a tile's frames are produced (docs/design.md §3, temporal policy). */
@@ -46,7 +52,13 @@ export type TemporalPolicy =
    * HunyuanVideo / LTX-2: temporal chunks of window/rt + 1 latent frames every stride/rt; the
    * spatial tiling operation runs once per chunk; chunks after the first drop one decoded frame.
    */
-  | { kind: 'temporal-chunks'; dropFrame: 'first' | 'last' };
+  | { kind: 'temporal-chunks'; dropFrame: 'first' | 'last' }
+  /**
+   * MiniMax-H3: the decoder runs on fixed clips of latent frames (its runner chunks, decodes and
+   * cross-fades them inside each spatial tile); the engine hands every tile all frames, as with
+   * 'frame-steps'. Output frames are not 1 + k·rt (docs/design.md §3).
+   */
+  | { kind: 'clip-chunks' };
 
 /** How diffusers itself expresses this family's tiling, to say whether a plan is diffusers-equivalent. */
 export type DiffusersTiling =
@@ -56,6 +68,13 @@ export type DiffusersTiling =
   | 'windows-with-overlap-factor'
   /** Family B: `tile_sample_min_{height,width}` + `tile_sample_stride_{height,width}` in pixels. */
   | 'window-and-stride'
+  /**
+   * MiniMax-H3's own loop (`_split_tiles` / `_stitch_tiles`): the window is the tile and the overlap a
+   * *minimum*; tiles are added and the slack spread over the seams in whole latent units, so each
+   * seam's overlap is derived (plan/grid.ts `splitSpans`); blends read raw neighbours and the
+   * trailing overlap of every tile is dropped (docs/design.md §3).
+   */
+  | 'tile-and-min-overlap'
   /** No diffusers tiling loop of its own (TAE): the project's loop is used. */
   | 'none';
 
@@ -74,6 +93,8 @@ export interface TilingDefaults {
   overlap: Size2;
   /** Temporal tiling defaults for families that have it; null otherwise. */
   frames: FrameTiling | null;
+  /** Whether a freshly loaded VAE tiles (diffusers' `use_tiling` at construction); absent: off, as in most classes. */
+  enabled?: boolean;
 }
 
 /** A family's config after defaults were applied and derived values computed. */

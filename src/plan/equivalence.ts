@@ -21,6 +21,8 @@ export function diffusersDifference(vae: VaeSpec): string | null {
     case 'none':
       return `diffusers has no tiled decode for ${vae.family.name}`;
     case 'window-and-stride':
+    case 'tile-and-min-overlap':
+      // The tile and the minimum overlap are the class's own attributes, set exactly.
       return null;
     case 'windows-with-overlap-factor':
       return overlapFactorDifference(window, overlap, r);

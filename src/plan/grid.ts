@@ -45,6 +45,21 @@ export interface TileGrid {
   /** Temporal blend and keep in output frames (0 when time is not tiled). */
   frameBlend: number;
   frameKeep: number;
+  /**
+   * Per tile row / column, in raw output units: the blend extent E of the seam above / left of it
+   * (0 for the first) and the rows / columns its crop keeps. Uniform (`blend`, `keep`) under the
+   * common loop; per seam under a family's own loop (MiniMax-H3's derived overlaps).
+   */
+  rowBlend: number[];
+  colBlend: number[];
+  rowKeep: number[];
+  colKeep: number[];
+  /**
+   * 'blended': each tile blends with neighbours already blended in place (diffusers' common loop);
+   * 'raw': with its neighbours' raw decodes, the above-left corner never involved (MiniMax-H3's
+   * `_stitch_tiles`).
+   */
+  neighbours: 'blended' | 'raw';
 }
 
 /** Starts 0, stride, 2·stride, … while start < length; each covers min(window, length − start). */
@@ -52,6 +67,33 @@ export function axisSpans(length: number, window: number, stride: number): Span[
   const spans: Span[] = [];
   for (let start = 0; start < length; start += stride) spans.push({ start, end: Math.min(start + window, length) });
   return spans;
+}
+
+/**
+ * MiniMax-H3's `_split_tiles` in latent units: one tile when it covers the axis; else the fewest
+ * tiles of `tile` whose union covers `length` with every overlap ≥ `minOverlap`, the slack then
+ * added one latent unit at a time to the overlaps round-robin from the first, so tiles cover the
+ * axis exactly and every overlap is derived (≥ the minimum). All tiles are `tile` long.
+ */
+export function splitSpans(length: number, tile: number, minOverlap: number): Span[] {
+  if (tile >= length) return [{ start: 0, end: length }];
+  if (minOverlap >= tile) throw new RangeError(`minimum overlap ${minOverlap} must be below the tile ${tile}`);
+  let count = Math.ceil(length / tile);
+  while (tile * count - minOverlap * (count - 1) < length) count++;
+  const overlaps = new Array<number>(count - 1).fill(minOverlap);
+  const slack = tile * count - minOverlap * (count - 1) - length;
+  for (let i = 0; i < slack; i++) overlaps[i % (count - 1)]! += 1;
+  const spans: Span[] = [{ start: 0, end: tile }];
+  for (const o of overlaps) {
+    const start = spans[spans.length - 1]!.end - o;
+    spans.push({ start, end: start + tile });
+  }
+  return spans;
+}
+
+/** The overlaps of consecutive spans (what each seam blends), in the spans' units. */
+export function seamOverlaps(spans: readonly Span[]): number[] {
+  return spans.slice(1).map((s, i) => spans[i]!.end - s.start);
 }
 
 /** Whether decode tiles spatially: tiling on and the latent exceeds the window on either axis. */
@@ -82,11 +124,16 @@ export function tileGrid(vae: VaeSpec, latent: LatentShape, options: { spatialOn
   const { spatialRatio: r, patchSize: p } = vae.geometry;
   const outputPerLatent = r / p;
   const time = options.spatialOnly ? { chunks: [{ start: 0, end: latent.frames }], blend: 0, keep: 0 } : temporalChunks(vae, latent.frames);
-  const base = { latent, outputPerLatent, chunks: time.chunks, frameBlend: time.blend, frameKeep: time.keep };
+  const neighbours = vae.family.diffusersTiling === 'tile-and-min-overlap' ? ('raw' as const) : ('blended' as const);
+  const base = { latent, outputPerLatent, chunks: time.chunks, frameBlend: time.blend, frameKeep: time.keep, neighbours };
   if (!tilesSpatially(vae, latent)) {
     const whole = { height: latent.height, width: latent.width };
     return {
       ...base,
+      rowBlend: [0],
+      colBlend: [0],
+      rowKeep: [latent.height * outputPerLatent],
+      colKeep: [latent.width * outputPerLatent],
       tiled: false,
       windowLatent: whole,
       strideLatent: whole,
@@ -100,22 +147,55 @@ export function tileGrid(vae: VaeSpec, latent: LatentShape, options: { spatialOn
   const { window, overlap } = vae.tiling;
   const windowLatent = { height: window.height / r, width: window.width / r };
   const strideLatent = { height: (window.height - overlap.height) / r, width: (window.width - overlap.width) / r };
+  const tiles = (rows: Span[], cols: Span[]): Tile[] => {
+    const list: Tile[] = [];
+    rows.forEach((rs, row) =>
+      cols.forEach((cs, col) => list.push({ index: list.length, row, col, y0: rs.start, y1: rs.end, x0: cs.start, x1: cs.end })),
+    );
+    return list;
+  };
+  if (neighbours === 'raw') {
+    // The family's own loop: per-axis spans with derived overlaps; each tile keeps up to the next one's start.
+    const rows = splitSpans(latent.height, windowLatent.height, overlap.height / r);
+    const cols = splitSpans(latent.width, windowLatent.width, overlap.width / r);
+    const blendOf = (spans: Span[]) => [0, ...seamOverlaps(spans).map((o) => o * outputPerLatent)];
+    const keepOf = (spans: Span[]) => spans.map((s, i) => ((spans[i + 1]?.start ?? s.end) - s.start) * outputPerLatent);
+    const [rowBlend, colBlend] = [blendOf(rows), blendOf(cols)];
+    return {
+      ...base,
+      tiled: true,
+      windowLatent,
+      strideLatent,
+      // The largest derived blend and the smallest kept crop: the uniform summary of a per-seam plan.
+      blend: { height: Math.max(...rowBlend), width: Math.max(...colBlend) },
+      keep: { height: Math.min(...keepOf(rows)), width: Math.min(...keepOf(cols)) },
+      rowBlend,
+      colBlend,
+      rowKeep: keepOf(rows),
+      colKeep: keepOf(cols),
+      rows,
+      cols,
+      tiles: tiles(rows, cols),
+    };
+  }
   const rows = axisSpans(latent.height, windowLatent.height, strideLatent.height);
   const cols = axisSpans(latent.width, windowLatent.width, strideLatent.width);
-  const tiles: Tile[] = [];
-  rows.forEach((rs, row) =>
-    cols.forEach((cs, col) => tiles.push({ index: tiles.length, row, col, y0: rs.start, y1: rs.end, x0: cs.start, x1: cs.end })),
-  );
+  const blend = { height: overlap.height / p, width: overlap.width / p };
+  const keep = { height: strideLatent.height * outputPerLatent, width: strideLatent.width * outputPerLatent };
   return {
     ...base,
     tiled: true,
     windowLatent,
     strideLatent,
-    blend: { height: overlap.height / p, width: overlap.width / p },
-    keep: { height: strideLatent.height * outputPerLatent, width: strideLatent.width * outputPerLatent },
+    blend,
+    keep,
+    rowBlend: rows.map((_, i) => (i === 0 ? 0 : blend.height)),
+    colBlend: cols.map((_, i) => (i === 0 ? 0 : blend.width)),
+    rowKeep: rows.map(() => keep.height),
+    colKeep: cols.map(() => keep.width),
     rows,
     cols,
-    tiles,
+    tiles: tiles(rows, cols),
   };
 }
 

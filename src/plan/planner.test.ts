@@ -33,6 +33,7 @@ const PUBLISHED_RATIO: Record<string, number> = {
   'hunyuan-image': 32,
   'dc-ae': 32,
   'hunyuan-video-1.5': 16,
+  'minimax-h3': 16,
 };
 /** Smallest window in latent units: LTX-2's reflect padding needs 2 rows / columns. */
 const MIN_WINDOW_LATENT: Record<string, number> = {
@@ -46,6 +47,7 @@ const MIN_WINDOW_LATENT: Record<string, number> = {
   'hunyuan-image': 1,
   'dc-ae': 1,
   'hunyuan-video-1.5': 1,
+  'minimax-h3': 1,
 };
 
 function only(reasons: Reason[]): Reason {

@@ -6,7 +6,7 @@
 // `vae.tiling`.
 
 import { DistVaeError, reason, type Reason, refuse } from '../errors.js';
-import type { Size2, TemporalPolicy, TilingState, VaeSpec } from '../families/types.js';
+import type { Size2, TilingState, VaeSpec } from '../families/types.js';
 import { isPositiveInteger, latentShapeOf, sampleShapeReasons, type SampleShape } from './shapes.js';
 
 /** A validated window (with its default overlap), to install with `setTiling`. */
@@ -46,6 +46,15 @@ export interface PlanOptions {
 }
 
 const AXES = ['height', 'width'] as const;
+
+/** What a family without temporal tiling does with time, in a refusal's words. */
+const TIME_AXIS: Record<VaeSpec['family']['temporal']['kind'], string> = {
+  none: 'absent',
+  'frame-steps': 'stepped frame by frame inside each tile',
+  'all-frames': 'decoded whole by every tile, as diffusers does',
+  'temporal-chunks': 'chunked',
+  'clip-chunks': 'decoded in fixed clips inside each tile, as the class does',
+};
 
 /** A window or overlap side that is not a whole number of latent units: the same words for both. */
 function notWholeLatent(code: 'WINDOW_NOT_WHOLE_LATENT' | 'OVERLAP_NOT_WHOLE_LATENT', vae: VaeSpec, field: string, v: number): Reason {
@@ -124,6 +133,17 @@ export function explainTileOverlapPlan(vae: VaeSpec, overlapH: number, overlapW:
           `${field} = ${v} px must be smaller than the window (${window[axis]} px): at most ${window[axis] - r} px`,
         ),
       );
+    } else if (v === 0 && !untiled[axis] && vae.family.diffusersTiling === 'tile-and-min-overlap') {
+      // The class crops each tile's trailing overlap as `tile[..., :-overlap]`: a seam left at 0 crops the tile away.
+      reasons.push(
+        reason(
+          'OVERLAP_INVALID',
+          field,
+          v,
+          `a minimum overlap of at least ${r} px on an axis that tiles`,
+          `${field} = 0 px: ${vae.family.name}'s own loop crops every tile's trailing overlap as tile[..., :-overlap], so a seam of 0 px would crop the tile to nothing in diffusers (and enable_tiling turns 0 into its default); ask for at least ${r} px`,
+        ),
+      );
     } else if (untiled[axis] && v !== 0) {
       reasons.push(
         reason(
@@ -145,13 +165,6 @@ export function tileOverlapPlan(vae: VaeSpec, overlapH: number, overlapW: number
   if (explainTileOverlapPlan(vae, overlapH, overlapW, options).length > 0) return null;
   return { kind: 'overlap', family: vae.family.name, window: { ...vae.tiling.window }, overlap: { height: overlapH, width: overlapW } };
 }
-
-/** What a family without temporal tiling does with time, for the refusal of a frame plan. */
-const TIME_AXIS: Record<Exclude<TemporalPolicy['kind'], 'temporal-chunks'>, string> = {
-  none: 'absent',
-  'frame-steps': 'stepped frame by frame inside each tile',
-  'all-frames': 'decoded whole by every tile, as diffusers does',
-};
 
 /** Reasons a temporal tiling request (output frames) is refused. */
 export function explainTileFramePlan(vae: VaeSpec, windowFrames: number, overlapFrames: number): Reason[] {

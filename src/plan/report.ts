@@ -3,9 +3,9 @@
 // names are the CLI's stable JSON contract (docs/design.md §9).
 
 import type { Size2, VaeSpec } from '../families/types.js';
-import { tileGrid, type TileGrid } from './grid.js';
+import { seamOverlaps, tileGrid, type TileGrid } from './grid.js';
 import { gridMetrics, scheduleGrid, type GridMetrics } from './metrics.js';
-import { latentShapeOf, type LatentShape, type SampleShape } from './shapes.js';
+import { latentShapeOf, outputFramesOf, type LatentShape, type SampleShape } from './shapes.js';
 import { diffusersDifference } from './equivalence.js';
 
 /** One rank of a plan report: its tiles and their load. */
@@ -25,8 +25,13 @@ export interface PlanReport extends GridMetrics {
   tiled: boolean;
   window: Size2;
   overlap: Size2;
-  /** Latent units between tile starts; `frames` when time is tiled. */
+  /** Latent units between tile starts; `frames` when time is tiled. Under a family's own loop: the window less the *minimum* overlap. */
   stride: { height: number; width: number; frames?: number };
+  /**
+   * A family whose loop derives each seam's overlap (MiniMax-H3: `overlap` is the minimum): the
+   * overlap of every seam in output pixels, top to bottom and left to right. Absent otherwise.
+   */
+  seamOverlaps?: { height: number[]; width: number[] };
   /** Temporal tiling, for families that have it. */
   frames: { enabled: boolean; window: number; overlap: number; chunks: number } | null;
   diffusersEquivalent: boolean;
@@ -68,7 +73,7 @@ export function reportOfGrid(vae: VaeSpec, grid: TileGrid, ranks: number): PlanR
     sample: {
       height: grid.latent.height * g.spatialRatio,
       width: grid.latent.width * g.spatialRatio,
-      frames: (grid.latent.frames - 1) * g.temporalRatio + 1,
+      frames: outputFramesOf(g, grid.latent.frames),
     },
     latent: grid.latent,
     tiled: grid.tiled,
@@ -88,6 +93,10 @@ export function reportOfGrid(vae: VaeSpec, grid: TileGrid, ranks: number): PlanR
     ranks: schedule.ranks.map((tiles, rank) => ({ rank, tiles, load: schedule.loads[rank]! })),
     tileList: grid.tiles.map((t) => ({ ...t })),
   };
+  if (grid.tiled && grid.neighbours === 'raw') {
+    const px = g.spatialRatio;
+    report.seamOverlaps = { height: seamOverlaps(grid.rows).map((o) => o * px), width: seamOverlaps(grid.cols).map((o) => o * px) };
+  }
   if (grid.chunks.length > 1) report.stride.frames = (frames!.window - frames!.overlap) / g.temporalRatio;
   if (notes.length > 0) report.note = notes.join('; ');
   const difference = grid.tiled ? diffusersDifference(vae) : null;

@@ -2,6 +2,7 @@
 // Sizes are output pixels / frames on the outside, latent units inside the planner.
 
 import { reason, type Reason } from '../errors.js';
+import { clipOutputFrames } from '../families/clip-frames.js';
 import type { VaeGeometry } from '../families/types.js';
 
 /** Output size: pixels, and frames for video families (N = 1 + k · temporalRatio). */
@@ -45,6 +46,22 @@ export function sampleShapeReasons(g: VaeGeometry, sample: SampleShape, field = 
   if (frames !== undefined) {
     if (!g.fiveDimLatents) {
       if (frames !== 1) reasons.push(reason('FRAMES_ON_IMAGE_FAMILY', `${field}.frames`, frames, '1 (this family decodes images)'));
+    } else if (g.clips) {
+      if (!isPositiveInteger(frames) || clipLatentFrames(g, frames) === null) {
+        const latent = Array.from({ length: 12 }, (_, i) => i + 1)
+          .filter((t) => clipOutputFrames(g.clips!, t) !== null)
+          .slice(0, 6);
+        const valid = latent.map((t) => clipOutputFrames(g.clips!, t)!);
+        reasons.push(
+          reason(
+            'FRAMES_INVALID',
+            `${field}.frames`,
+            frames,
+            `a frame count the clip loop yields (${valid.join(', ')}, ...)`,
+            `${field}.frames = ${frames}: this decoder runs in fixed clips (clip_length ${g.clips.clipLength}, token_drop ${g.clips.tokenDrop}), so T = ${latent.join(', ')}, ... latent frames give ${valid.join(', ')}, ... frames`,
+          ),
+        );
+      }
     } else if (!isPositiveInteger(frames) || (frames - 1) % g.temporalRatio !== 0) {
       reasons.push(
         reason(
@@ -59,18 +76,32 @@ export function sampleShapeReasons(g: VaeGeometry, sample: SampleShape, field = 
   return reasons;
 }
 
+/** The latent frames a clip-decoding geometry decodes to exactly `frames` output frames, or null (none does). */
+function clipLatentFrames(g: VaeGeometry, frames: number): number | null {
+  // Output frames grow with latent frames and are never fewer, so T ≤ frames.
+  for (let t = 1; t <= frames; t++) if (clipOutputFrames(g.clips!, t) === frames) return t;
+  return null;
+}
+
+/** Output frames of `latentFrames` latent frames: (F − 1) · rt + 1, or the clip loop's count (MiniMax-H3). */
+export function outputFramesOf(g: VaeGeometry, latentFrames: number): number {
+  if (g.clips) return clipOutputFrames(g.clips, latentFrames) ?? 0;
+  return (latentFrames - 1) * g.temporalRatio + 1;
+}
+
 /** Latent shape of a valid sample shape (call `sampleShapeReasons` first). */
 export function latentShapeOf(g: VaeGeometry, sample: SampleShape): LatentShape {
-  const frames = g.fiveDimLatents && sample.frames !== undefined ? (sample.frames - 1) / g.temporalRatio + 1 : 1;
+  const given = g.fiveDimLatents && sample.frames !== undefined;
+  const frames = !given ? 1 : g.clips ? clipLatentFrames(g, sample.frames!)! : (sample.frames! - 1) / g.temporalRatio + 1;
   return { height: sample.height / g.spatialRatio, width: sample.width / g.spatialRatio, frames };
 }
 
-/** Output shape a latent decodes to (frames: (F − 1) · rt + 1). */
+/** Output shape a latent decodes to (frames: (F − 1) · rt + 1, or the clip loop's count). */
 export function sampleShapeOf(g: VaeGeometry, latent: LatentShape): Required<SampleShape> {
   return {
     height: latent.height * g.spatialRatio,
     width: latent.width * g.spatialRatio,
-    frames: (latent.frames - 1) * g.temporalRatio + 1,
+    frames: outputFramesOf(g, latent.frames),
   };
 }
 

@@ -16,6 +16,7 @@ import { writeNpy } from '../io/npy.js';
 import { NpyBandWriter } from '../io/npy-stream.js';
 import { PngBandWriter } from '../io/png-stream.js';
 import { isVideoPath, VideoFrameWriter, writeSampleVideo } from '../io/video.js';
+import { outputFramesOf } from '../plan/shapes.js';
 
 /** How an output is written: PNG bit depth and video frame rate. */
 export interface OutputSettings {
@@ -157,7 +158,7 @@ async function writeStreamedVideo(
         const shape = {
           batch: batch!,
           channels: channels!,
-          frames: (latentFrames! - 1) * vae.geometry.temporalRatio + 1,
+          frames: outputFramesOf(vae.geometry, latentFrames!),
           height: height!,
           width: width!,
         };

@@ -238,7 +238,7 @@ for (const c of CASES) {
     }
     if (layout.edgesSuffice) {
       // Edge-based finalisation in a scrambled order, as ranks would do it.
-      const edges: TileEdges[] = decoded.map((t) => tileEdges(layout, t));
+      const edges: TileEdges[] = decoded.map((t, i) => tileEdges(layout, t, i));
       const out = planes(PLANES, layout.outHeight, layout.outWidth);
       for (const i of shuffled(decoded.length, 3)) writeCrop(layout, i, finalizeFromEdges(layout, edges, decoded, i), out);
       assert.deepEqual(out.data, expected.data, 'edge-based finalisation must be bitwise identical to the naive loop');

@@ -69,12 +69,14 @@ export class RasterAssembler {
   }
 
   private place(index: number, tile: Planes): void {
-    const { blend, cols, rows } = this.layout;
+    const { cols, rows, rowBlend, colBlend, rawNeighbours } = this.layout;
     const row = Math.floor(index / cols);
     const col = index % cols;
+    // Raw-neighbour blending (MiniMax-H3) hands on the raw edges, taken before this tile is blended.
+    const edges = rawNeighbours ? tileEdges(this.layout, tile, index) : null;
     const above = this.aboveRows[col];
-    if (row > 0 && above) blendV(above, tile, Math.min(above.height, tile.height, blend.height));
-    if (col > 0 && this.leftCols) blendH(this.leftCols, tile, Math.min(this.leftCols.width, tile.width, blend.width));
+    if (row > 0 && above) blendV(above, tile, Math.min(above.height, tile.height, rowBlend[row]!));
+    if (col > 0 && this.leftCols) blendH(this.leftCols, tile, Math.min(this.leftCols.width, tile.width, colBlend[col]!));
     const at = cropPlacement(this.layout, index);
     if (this.whole) {
       writeBlock(tile, at.h, at.w, this.whole, at.y, at.x);
@@ -88,8 +90,9 @@ export class RasterAssembler {
         this.sink!.band(at.y, band);
       }
     }
-    this.aboveRows[col] = row + 1 < rows ? sliceRows(tile, tile.height - Math.min(blend.height, tile.height), tile.height) : null;
-    this.leftCols = col + 1 < cols ? sliceCols(tile, tile.width - Math.min(blend.width, tile.width), tile.width) : null;
+    const next = edges ?? tileEdges(this.layout, tile, index);
+    this.aboveRows[col] = row + 1 < rows ? next.lastRows : null;
+    this.leftCols = col + 1 < cols ? next.lastCols : null;
   }
 }
 
@@ -101,10 +104,14 @@ export interface TileEdges {
   lastCols: Planes;
 }
 
-export function tileEdges(layout: TileLayout, tile: Planes): TileEdges {
+/** The edges of tile `index` its neighbours below and to the right read: as many rows / columns as the seam after it blends. */
+export function tileEdges(layout: TileLayout, tile: Planes, index: number): TileEdges {
+  const row = Math.floor(index / layout.cols);
+  const col = index % layout.cols;
+  const e = { height: layout.rowBlend[row + 1] ?? 0, width: layout.colBlend[col + 1] ?? 0 };
   return {
-    lastRows: sliceRows(tile, tile.height - Math.min(layout.blend.height, tile.height), tile.height),
-    lastCols: sliceCols(tile, tile.width - Math.min(layout.blend.width, tile.width), tile.width),
+    lastRows: sliceRows(tile, tile.height - Math.min(e.height, tile.height), tile.height),
+    lastCols: sliceCols(tile, tile.width - Math.min(e.width, tile.width), tile.width),
   };
 }
 
@@ -115,7 +122,8 @@ export function edgeSources(layout: TileLayout, index: number): { above: number 
   return {
     above: row > 0 ? index - layout.cols : null,
     left: col > 0 ? index - 1 : null,
-    corner: row > 0 && col > 0 ? index - layout.cols - 1 : null,
+    // Raw-neighbour blending reads the above and left tiles' raw edges only.
+    corner: row > 0 && col > 0 && !layout.rawNeighbours ? index - layout.cols - 1 : null,
   };
 }
 
@@ -142,7 +150,9 @@ export function finalizeTile(
       'raw edges do not suffice when the overlap exceeds half the window; assemble tiles in raster order instead',
     );
   }
-  const { blend } = layout;
+  const row = Math.floor(index / layout.cols);
+  const col = index % layout.cols;
+  const blend = { height: layout.rowBlend[row] ?? 0, width: layout.colBlend[col] ?? 0 };
   const { above, left, corner } = edges;
   const cornerBlock = corner
     ? sliceCols(corner.lastRows, corner.lastRows.width - Math.min(blend.width, corner.lastRows.width), corner.lastRows.width)
@@ -216,7 +226,7 @@ export class CropBandAssembler {
     held.seen.add(index);
     for (let next = this.rows.get(this.nextRow); next && next.seen.size === cols; next = this.rows.get(this.nextRow)) {
       this.rows.delete(this.nextRow);
-      this.sink.band(this.nextRow * this.layout.keep.height, next.band);
+      this.sink.band(this.layout.rowY[this.nextRow]!, next.band);
       this.nextRow++;
     }
   }

@@ -14,8 +14,17 @@ export interface TileLayout {
   cols: number;
   /** Per tile (raster index): extent in output units. */
   extents: { height: number; width: number }[];
-  /** True when every blend only reads raw neighbour edges (overlap ≤ window/2 on both axes). */
+  /** True when every blend only reads raw neighbour edges (overlap ≤ window/2 on both axes, or raw-neighbour blending). */
   edgesSuffice: boolean;
+  /** Per tile row / column: output offset of its crop, blend extent E of the seam before it (0 first), rows / columns kept. */
+  rowY: number[];
+  colX: number[];
+  rowBlend: number[];
+  colBlend: number[];
+  rowKeep: number[];
+  colKeep: number[];
+  /** Tiles blend with their neighbours' raw decodes (no corner), not with neighbours already blended (plan/grid.ts `neighbours`). */
+  rawNeighbours: boolean;
 }
 
 export function tileLayout(grid: TileGrid): TileLayout {
@@ -29,8 +38,15 @@ export function tileLayout(grid: TileGrid): TileLayout {
     cols: grid.cols.length,
     extents: grid.tiles.map((t) => ({ height: (t.y1 - t.y0) * u, width: (t.x1 - t.x0) * u })),
     // Stride ≥ E on each axis ⇔ overlap ≤ window/2: a tile's blended first rows/columns never
-    // reach the last rows/columns its neighbours read.
-    edgesSuffice: grid.keep.height >= grid.blend.height && grid.keep.width >= grid.blend.width,
+    // reach the last rows/columns its neighbours read. Raw-neighbour blends read raw edges anyway.
+    edgesSuffice: grid.neighbours === 'raw' || (grid.keep.height >= grid.blend.height && grid.keep.width >= grid.blend.width),
+    rowY: grid.rows.map((s) => s.start * u),
+    colX: grid.cols.map((s) => s.start * u),
+    rowBlend: [...grid.rowBlend],
+    colBlend: [...grid.colBlend],
+    rowKeep: [...grid.rowKeep],
+    colKeep: [...grid.colKeep],
+    rawNeighbours: grid.neighbours === 'raw',
   };
 }
 
@@ -40,9 +56,9 @@ export function cropPlacement(layout: TileLayout, index: number): { y: number; x
   const col = index % layout.cols;
   const ext = layout.extents[index]!;
   return {
-    y: row * layout.keep.height,
-    x: col * layout.keep.width,
-    h: Math.min(layout.keep.height, ext.height),
-    w: Math.min(layout.keep.width, ext.width),
+    y: layout.rowY[row]!,
+    x: layout.colX[col]!,
+    h: Math.min(layout.rowKeep[row]!, ext.height),
+    w: Math.min(layout.colKeep[col]!, ext.width),
   };
 }

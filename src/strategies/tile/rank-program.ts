@@ -102,7 +102,7 @@ export async function tileRank(ctx: RankContext, input: TileRankInput): Promise<
     }
     const leading = out.dims.slice(0, -2) as number[];
     if (assembly === 'raster') return deliver({ kind: 'tile', index: work.index, leading, planes });
-    const edges = tileEdges(layout, planes);
+    const edges = tileEdges(layout, planes, work.index);
     // A tile no blend reads (the last row and column) keeps no edges.
     if (edgeReaders(layout, work.index).length > 0) own.set(work.index, edges);
     for (const route of routes.get(work.index) ?? []) sendEdges(route, edges);
