@@ -58,7 +58,7 @@ test('cropToMultiple keeps the centred largest multiple-of-r window', () => {
 
 test('loadEncoder refuses a family without an encoder', async () => {
   await assert.rejects(
-    loadEncoder({ family: 'autoencoder-kl', weights: 'synthetic', seed: 0 }),
+    loadEncoder({ family: 'ltx2', weights: 'synthetic', seed: 0 }),
     (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED',
   );
 });

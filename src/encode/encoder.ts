@@ -8,15 +8,24 @@
 // than padded, since padding would put content into the latents that the image does not have
 // (the CLI's --crop cuts to a valid size instead; `cropToMultiple` does it here).
 
-import { boundEncoder, type BoundEncoder } from './bound-encoder.js';
+import { BoundEncoder } from './bound-encoder.js';
 import { resolvePrecision, sessionOptionsOf, type LoadOptions } from '../decode/vae.js';
+import type { TileRunner } from '../families/runtime-types.js';
+import type { FamilySpec, ResolvedConfig } from '../families/types.js';
 import { readVaeSource, vaeSourceOf, type VaeSource } from '../sources/vae-source.js';
 
 export { checkImage, cropToMultiple } from './image-check.js';
 
 /** A loaded encoder (made by `loadEncoder`), with the source it was read from. */
-export interface Encoder extends BoundEncoder {
-  readonly source: VaeSource;
+export class Encoder extends BoundEncoder {
+  constructor(
+    family: FamilySpec,
+    config: ResolvedConfig,
+    runner: TileRunner,
+    readonly source: VaeSource,
+  ) {
+    super(family, config, runner);
+  }
 }
 
 /**
@@ -31,5 +40,5 @@ export async function loadEncoder(source: string | VaeSource, options: LoadOptio
     weights,
     sessionOptionsOf(options, resolvePrecision(config, options).precision),
   );
-  return { ...boundEncoder(family, config, runner), source: resolved };
+  return new Encoder(family, config, runner, resolved);
 }
