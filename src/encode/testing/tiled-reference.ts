@@ -93,7 +93,7 @@ export async function referenceTiledEncode(
   return out;
 }
 
-/** A float32 tensor widened to float64. */
-export function toFloat64(t: Tensor): Tensor64 {
+/** A tensor (float32 or already float64) as a float64 copy. */
+export function toFloat64(t: { dims: readonly number[]; data: ArrayLike<number> }): Tensor64 {
   return { dims: [...t.dims], data: Float64Array.from(t.data) };
 }
