@@ -88,3 +88,14 @@ export function cropToMultiple(image: Tensor, multiple: number): Tensor {
   }
   return { dims: [...image.dims.slice(0, -2), th, tw], data };
 }
+
+/**
+ * An image in [0, 1] (what readImage gives) in an encoder's input range: [−1, 1] (x·2 − 1) for
+ * the diffusers classes ('signed', the inverse of the decode's x/2 + 0.5), as is for TAE ('unit').
+ */
+export function imageToInput(image: Tensor, range: 'signed' | 'unit'): Tensor {
+  if (range === 'unit') return image;
+  const data = new Float32Array(image.data.length);
+  for (let i = 0; i < data.length; i++) data[i] = image.data[i]! * 2 - 1;
+  return { dims: [...image.dims], data };
+}
