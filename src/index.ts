@@ -55,6 +55,7 @@ export { writeSampleVideo } from './io/video.js';
 
 // ---- Encoding images to latents --------------------------------------------------------------
 export { cropToMultiple, loadEncoder, type Encoder } from './encode/encoder.js';
+export { ENCODE_OUTPUT_EXTENSIONS, encodeFile, type EncodedFile, type EncodeFileOptions } from './session/encode-file.js';
 
 // ---- Execution providers ---------------------------------------------------------------------
 export { listProviders } from './runtime/providers.js';

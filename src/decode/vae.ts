@@ -109,16 +109,7 @@ export class Vae extends BoundVae {
 
   /** SHA-256 of the resolved config and the bound decoder weights: names a VAE across machines. */
   contentHash(): string {
-    if (this.hash === null) {
-      const h = createHash('sha256');
-      h.update(JSON.stringify({ family: this.family.name, className: this.config.className, fields: this.config.fields }));
-      for (const name of [...this.weights.keys()].sort()) {
-        const t = this.weights.get(name)!;
-        h.update(`${name}:${t.dims.join('x')}:`);
-        h.update(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
-      }
-      this.hash = h.digest('hex');
-    }
+    this.hash ??= contentHashOf(this.family, this.config, this.weights);
     return this.hash;
   }
 
@@ -126,6 +117,30 @@ export class Vae extends BoundVae {
     await super.dispose();
     this.release();
   }
+}
+
+/** SHA-256 of a resolved config and bound weights (a decoder's or an encoder's): what ranks check they loaded. */
+export function contentHashOf(family: FamilySpec, config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): string {
+  const h = createHash('sha256');
+  h.update(JSON.stringify({ family: family.name, className: config.className, fields: config.fields }));
+  for (const name of [...weights.keys()].sort()) {
+    const t = weights.get(name)!;
+    h.update(`${name}:${t.dims.join('x')}:`);
+    h.update(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+  }
+  return h.digest('hex');
+}
+
+/** The load options worth passing on to a rank (the rest are the loader's own). */
+export function rankLoadOptions(options: LoadOptions): LoadOptions {
+  return {
+    ...(options.provider !== undefined ? { provider: options.provider } : {}),
+    ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
+    ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(options.allowSpinning !== undefined ? { allowSpinning: options.allowSpinning } : {}),
+    ...(options.precision !== undefined ? { precision: options.precision } : {}),
+    ...(options.forceFp16 !== undefined ? { forceFp16: options.forceFp16 } : {}),
+  };
 }
 
 /** The onnxruntime session settings that load options ask for: the provider name and device id checked into a typed request. */
@@ -155,13 +170,5 @@ export async function loadVae(source: string | VaeSource, options: LoadOptions &
   // The provider (and its float16 support) is checked now; the decoder's sessions are built by the first decode.
   await checkProvider(sessionOptions);
   const runner = new LazyTileRunner(() => runtime.createTileRunner(config, weights, sessionOptions));
-  const loadOptions: LoadOptions = {
-    ...(options.provider !== undefined ? { provider: options.provider } : {}),
-    ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
-    ...(options.threads !== undefined ? { threads: options.threads } : {}),
-    ...(options.allowSpinning !== undefined ? { allowSpinning: options.allowSpinning } : {}),
-    ...(options.precision !== undefined ? { precision: options.precision } : {}),
-    ...(options.forceFp16 !== undefined ? { forceFp16: options.forceFp16 } : {}),
-  };
-  return new Vae(family, config, runtime, runner, resolved, loadOptions, weights, release);
+  return new Vae(family, config, runtime, runner, resolved, rankLoadOptions(options), weights, release);
 }

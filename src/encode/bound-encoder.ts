@@ -1,34 +1,49 @@
-// An encoder wherever it runs (loadEncoder in Node, loadWebEncoder in a page): its family and
-// config, and `encode`, which checks the image before the runner sees it and the latents after. Each loader adds what
-// its host knows (the source read, the page's runtime).
+// An encoder wherever it runs (loadEncoder in Node, loadWebEncoder in a page): the planner's view
+// (family, config, geometry, tiling — windows and overlaps in input pixels, set with `setTiling`
+// as for a decoder), its runner, the spatial tiling operation a rank group may replace, and
+// `encode`, which checks the image before the runner sees it and the latents after. Each loader
+// adds what its host knows (the source read, the page's runtime).
 
+import { defaultTiling } from '../families/registry.js';
 import type { TileRunner } from '../families/runtime-types.js';
-import type { FamilySpec, ResolvedConfig } from '../families/types.js';
+import type { FamilySpec, ResolvedConfig, TilingState, VaeGeometry } from '../families/types.js';
 import type { Tensor } from '../tensor.js';
-import { checkFiniteOutput } from '../tile/finite.js';
+import { encodeImage, localTiledEncode, type EncodeOptions, type EncodingVae, type TiledEncode } from './engine.js';
 import { checkImage } from './image-check.js';
 
-/** A loaded encoder: images (B, C, H, W) with values in [0, 1] to latents (B, Cz, H/r, W/r). */
-export interface BoundEncoder {
-  readonly family: FamilySpec;
-  readonly config: ResolvedConfig;
-  /** Latents of `image`; an image the encoder cannot take is refused first (`checkImage`). */
-  encode(image: Tensor, options?: { signal?: AbortSignal }): Promise<Tensor>;
-  /** Frees the encoder's sessions. */
-  dispose(): Promise<void>;
-}
+/**
+ * A loaded encoder: images (B, C, H, W) in the family's input range ([−1, 1] for the diffusers
+ * classes, [0, 1] for TAE: io/row-source.ts maps pixels to it) to latents (B, Cz, H/r, W/r) — the latent
+ * distribution's mean, what the family's decoder takes.
+ */
+export class BoundEncoder implements EncodingVae {
+  /** The tiling encode uses (off by default, as in diffusers); set it with `setTiling`, never by hand. */
+  tiling: TilingState;
+  /** The spatial tiling operation; a rank group's replaces it to deal tiles to ranks. */
+  tiledEncode: TiledEncode;
 
-/** The encoder that `runner` (the family's encoder runner) runs for `config`. */
-export function boundEncoder(family: FamilySpec, config: ResolvedConfig, runner: TileRunner): BoundEncoder {
-  return {
-    family,
-    config,
-    async encode(image, options = {}) {
-      checkImage(config, image);
-      const latents = await runner.decode(image, options.signal);
-      checkFiniteOutput(latents, 'the encode');
-      return latents;
-    },
-    dispose: () => runner.dispose(),
-  };
+  constructor(
+    readonly family: FamilySpec,
+    readonly config: ResolvedConfig,
+    readonly runner: TileRunner,
+  ) {
+    this.tiling = defaultTiling(this);
+    this.tiledEncode = localTiledEncode(this, runner);
+  }
+
+  /** How images map to latents (the resolved config's geometry). */
+  get geometry(): VaeGeometry {
+    return this.config.geometry;
+  }
+
+  /** Latents of `image`, whole or tiled as `tiling` decides; an image the encoder cannot take is refused first (`checkImage`). */
+  async encode(image: Tensor, options: EncodeOptions = {}): Promise<Tensor> {
+    checkImage(this.config, image);
+    return encodeImage(this, image, options);
+  }
+
+  /** Frees the encoder's sessions; it cannot encode afterwards. */
+  dispose(): Promise<void> {
+    return this.runner.dispose();
+  }
 }

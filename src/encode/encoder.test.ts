@@ -5,7 +5,9 @@ import { tae } from '../families/tae/spec.js';
 import { taeRuntime } from '../families/tae/runtime.js';
 import { referenceArch, referenceEncode } from '../families/tae/testing/reference.js';
 import { TAE_SMALL } from '../families/testing/config-files.js';
-import { assertMatchesReference } from '../graph/testing/compare.js';
+import { assertMatchesReference, difference } from '../graph/testing/compare.js';
+import { setTiling, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
+import { referenceTiledEncode, toFloat64 } from './testing/tiled-reference.js';
 import { seededTensor } from '../tensor.js';
 import { syntheticWeights } from '../weights/synthetic.js';
 import { checkImage, cropToMultiple, loadEncoder } from './encoder.js';
@@ -24,6 +26,27 @@ test('loadEncoder with synthetic weights encodes like the float64 reference', as
     assert.deepEqual(latents.dims, [1, 4, 2, 4]);
     const weights = syntheticWeights(taeRuntime.encoder!.params(tae.resolveConfig(TINY)), 8);
     assertMatchesReference(latents, referenceEncode(weights, referenceArch(TINY, 'encoder'), image), 'encode');
+  } finally {
+    await encoder.dispose();
+  }
+});
+
+test('a tiled TAE encode is the Family T loop in input pixels: diffusers-style blend of float64 reference tile encodes', async () => {
+  const source = { family: 'tae', config: TINY, weights: 'synthetic' as const, seed: 8 };
+  const encoder = await loadEncoder(source, { threads: 1 });
+  try {
+    const weights = syntheticWeights(taeRuntime.encoder!.params(tae.resolveConfig(TINY)), 8);
+    const arch = referenceArch(TINY, 'encoder');
+    const image = seededTensor([1, 3, 40, 64], 5, 0.5);
+    // 24 px windows every 16 px (overlap 8 px = 1 latent unit of blend): 3 × 4 tiles, clipped edge tiles.
+    setTiling(encoder, tileShapePlan(encoder, 24, 24)!);
+    setTiling(encoder, tileOverlapPlan(encoder, 8, 8)!);
+    const tiled = await encoder.encode(image);
+    const reference = await referenceTiledEncode(image, 8, 24, 8, async (tile) => toFloat64(referenceEncode(weights, arch, tile)));
+    assert.deepEqual(tiled.dims, [1, 4, 5, 8]);
+    assertMatchesReference(tiled, reference, 'tiled encode');
+    setTiling(encoder, 'off');
+    assert.ok(difference(await encoder.encode(image), tiled).maxAbs > 1e-3, 'tiling must change the latents (the pools are per tile)');
   } finally {
     await encoder.dispose();
   }
@@ -58,7 +81,7 @@ test('cropToMultiple keeps the centred largest multiple-of-r window', () => {
 
 test('loadEncoder refuses a family without an encoder', async () => {
   await assert.rejects(
-    loadEncoder({ family: 'autoencoder-kl', weights: 'synthetic', seed: 0 }),
+    loadEncoder({ family: 'ltx2', weights: 'synthetic', seed: 0 }),
     (e: unknown) => e instanceof DistVaeError && e.code === 'UNSUPPORTED',
   );
 });

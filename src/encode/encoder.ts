@@ -8,15 +8,47 @@
 // than padded, since padding would put content into the latents that the image does not have
 // (the CLI's --crop cuts to a valid size instead; `cropToMultiple` does it here).
 
-import { boundEncoder, type BoundEncoder } from './bound-encoder.js';
-import { resolvePrecision, sessionOptionsOf, type LoadOptions } from '../decode/vae.js';
+import { BoundEncoder } from './bound-encoder.js';
+import { contentHashOf, rankLoadOptions, resolvePrecision, sessionOptionsOf, type LoadOptions } from '../decode/vae.js';
+import type { Tensor } from '../tensor.js';
+import type { TileRunner } from '../families/runtime-types.js';
+import type { FamilySpec, ResolvedConfig } from '../families/types.js';
 import { readVaeSource, vaeSourceOf, type VaeSource } from '../sources/vae-source.js';
 
 export { checkImage, cropToMultiple } from './image-check.js';
 
-/** A loaded encoder (made by `loadEncoder`), with the source it was read from. */
-export interface Encoder extends BoundEncoder {
-  readonly source: VaeSource;
+/**
+ * A loaded encoder (made by `loadEncoder`), with the source it was read from and what ranks need
+ * to load the same one (`useStrategy(encoder, 'tile', group)` deals its tiles to them).
+ */
+export class Encoder extends BoundEncoder {
+  private hash: string | null = null;
+
+  constructor(
+    family: FamilySpec,
+    config: ResolvedConfig,
+    runner: TileRunner,
+    readonly source: VaeSource,
+    readonly loadOptions: LoadOptions,
+    private readonly weights: ReadonlyMap<string, Tensor>,
+    private readonly release: () => void = () => undefined,
+  ) {
+    super(family, config, runner);
+  }
+
+  /** Which half ranks load for this source: the encoder. */
+  readonly part = 'encoder' as const;
+
+  /** SHA-256 of the resolved config and the bound encoder weights: what a rank checks it loaded. */
+  contentHash(): string {
+    this.hash ??= contentHashOf(this.family, this.config, this.weights);
+    return this.hash;
+  }
+
+  override async dispose(): Promise<void> {
+    await super.dispose();
+    this.release();
+  }
 }
 
 /**
@@ -25,11 +57,11 @@ export interface Encoder extends BoundEncoder {
  */
 export async function loadEncoder(source: string | VaeSource, options: LoadOptions & { family?: string } = {}): Promise<Encoder> {
   const resolved = vaeSourceOf(source, options.family);
-  const { family, config, runtime, weights } = await readVaeSource(resolved, 'encoder');
+  const { family, config, runtime, weights, release } = await readVaeSource(resolved, 'encoder');
   const runner = await runtime.encoder!.createRunner(
     config,
     weights,
     sessionOptionsOf(options, resolvePrecision(config, options).precision),
   );
-  return { ...boundEncoder(family, config, runner), source: resolved };
+  return new Encoder(family, config, runner, resolved, rankLoadOptions(options), weights, release);
 }

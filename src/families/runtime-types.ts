@@ -62,10 +62,19 @@ export interface TileMemoryRuns {
 
 /**
  * An encoder: the counterpart of the decoder entries above. Its runner's `decode` runs the
- * encoder on an image (B, C, H, W) with H and W multiples of the geometry's spatial ratio.
+ * encoder on an image (B, C, H, W) with H and W multiples of the geometry's spatial ratio, in
+ * the family's input range (`FamilySpec.sampleRange`: [−1, 1] for the diffusers classes, [0, 1]
+ * for TAE), and returns the latents the family's decoder takes (the distribution's mean).
  */
 export interface FamilyEncoder {
   params(config: ResolvedConfig): ParamSpec[];
+  /**
+   * The fused encoder graph (one input `io.input`, one output `io.output`) with these (bound)
+   * weights, for locality analysis and row sharding; encoders without it run only whole tiles.
+   */
+  graph?(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): GraphBuilder;
+  /** The graph's input and output names (with `graph`). */
+  io?: { input: string; output: string };
   createRunner(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, session: SessionOptions): Promise<TileRunner>;
   /** Reads the config a bare encoder weights file implies, if the family can (from shapes alone). */
   configFromWeights?(weights: ReadonlyMap<string, Shaped>): RawConfig;

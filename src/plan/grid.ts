@@ -116,13 +116,26 @@ export function temporalChunks(vae: VaeSpec, latentFrames: number): { chunks: Sp
   return { chunks, blend: frames.overlap, keep: frames.window - frames.overlap };
 }
 
-/**
- * The tile grid of a latent under the VAE's tiling. `spatialOnly` treats all frames as one
- * chunk: the grid of one temporal chunk, as the spatial tiling operation sees it.
- */
-export function tileGrid(vae: VaeSpec, latent: LatentShape, options: { spatialOnly?: boolean } = {}): TileGrid {
+/** How a grid is read: `spatialOnly` (one chunk), and `encode` (the encoder's tiles: output is the latent itself). */
+export interface GridOptions {
+  /** Treat all frames as one chunk: the grid of one temporal chunk, as the spatial tiling operation sees it. */
+  spatialOnly?: boolean;
+  /**
+   * The grid of a tiled *encode* (docs/design.md §3, tiled encodes): the same window and overlap
+   * (input pixels, a multiple of r) cut the image into tiles of whole latent units, and the
+   * encoder's outputs are blended on the latent: one output unit per latent unit, blend
+   * E = overlap / r latent units, keep = the stride — diffusers' `_tiled_encode` (its
+   * `blend_extent = tile_latent_min_size · f`, `row_limit = tile_latent_min_size − blend_extent`).
+   */
+  encode?: boolean;
+}
+
+/** The tile grid of a latent under the VAE's tiling (GridOptions). */
+export function tileGrid(vae: VaeSpec, latent: LatentShape, options: GridOptions = {}): TileGrid {
   const { spatialRatio: r, patchSize: p } = vae.geometry;
-  const outputPerLatent = r / p;
+  const outputPerLatent = options.encode ? 1 : r / p;
+  // Output units per pixel of overlap: 1/p on the raw decoder output, 1/r on the latent an encoder writes.
+  const blendDivisor = options.encode ? r : p;
   const time = options.spatialOnly ? { chunks: [{ start: 0, end: latent.frames }], blend: 0, keep: 0 } : temporalChunks(vae, latent.frames);
   const neighbours = vae.family.diffusersTiling === 'tile-and-min-overlap' ? ('raw' as const) : ('blended' as const);
   const base = { latent, outputPerLatent, chunks: time.chunks, frameBlend: time.blend, frameKeep: time.keep, neighbours };
@@ -180,7 +193,7 @@ export function tileGrid(vae: VaeSpec, latent: LatentShape, options: { spatialOn
   }
   const rows = axisSpans(latent.height, windowLatent.height, strideLatent.height);
   const cols = axisSpans(latent.width, windowLatent.width, strideLatent.width);
-  const blend = { height: overlap.height / p, width: overlap.width / p };
+  const blend = { height: overlap.height / blendDivisor, width: overlap.width / blendDivisor };
   const keep = { height: strideLatent.height * outputPerLatent, width: strideLatent.width * outputPerLatent };
   return {
     ...base,

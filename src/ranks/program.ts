@@ -21,6 +21,7 @@
 // (per-rank outcomes, posts to running ranks) the tile decode uses to re-deal lost work.
 
 import type { LoadOptions, Vae } from '../decode/vae.js';
+import type { Encoder } from '../encode/encoder.js';
 import type { VaeSource } from '../sources/vae-source.js';
 
 /** Where a rank finds a program: an ES module URL (file:) and the name of its export. */
@@ -48,6 +49,8 @@ export interface VaeRef {
   source: VaeSource;
   loadOptions: LoadOptions;
   hash: string;
+  /** Which half: the decoder (absent) or the encoder (`ctx.loadEncoder`; encoder tiles go through the same tile program). */
+  part?: 'encoder';
 }
 
 /** Calls and payload bytes (typed-array bytes) a rank sent, by kind of operation. */
@@ -100,6 +103,8 @@ export interface RankContext {
    * refuses one whose content hash differs from `ref.hash`.
    */
   loadVae(ref: VaeRef): Promise<Vae>;
+  /** The encoder `ref` names (`ref.part` 'encoder'), loaded and cached as `loadVae` loads a decoder. */
+  loadEncoder(ref: VaeRef): Promise<Encoder>;
 }
 
 /** A rank program: runs on every rank of a run; its result goes back to the coordinator. */

@@ -11,6 +11,8 @@
 import { localTiledDecode } from '../decode/engine.js';
 import type { RankStats } from '../decode/types.js';
 import type { Vae } from '../decode/vae.js';
+import { localTiledEncode } from '../encode/engine.js';
+import { Encoder } from '../encode/encoder.js';
 import { reason, refuse } from '../errors.js';
 import type { ProgramGroup, RankFailure, RankGroup } from '../ranks/group.js';
 import type { CommCounters } from '../ranks/program.js';
@@ -19,6 +21,7 @@ import { exactTiledDecode } from './exact-tile/halo.js';
 import type { Band } from './shard/bands.js';
 import { shardedDecodeFor } from './shard/sharded-decode.js';
 import { tiledDecodeFor } from './tile/tiled-decode.js';
+import { tiledEncodeFor } from './tile/tiled-encode.js';
 
 /** The decode strategies `useStrategy` installs. */
 export const STRATEGIES = ['tile', 'shard', 'exact-tile'] as const;
@@ -66,7 +69,7 @@ export interface UseStrategyOptions {
  * console.log(report?.ranks());
  */
 export function useStrategy(
-  vae: Vae,
+  vae: Vae | Encoder,
   strategy: Strategy,
   group?: RankGroup | null,
   options: UseStrategyOptions = {},
@@ -74,6 +77,7 @@ export function useStrategy(
   if (!(STRATEGIES as readonly string[]).includes(strategy)) {
     refuse('INVALID_ARGUMENT', reason('STRATEGY_INVALID', 'strategy', strategy, `one of ${STRATEGIES.join(', ')}`));
   }
+  if (vae instanceof Encoder) return useEncodeStrategy(vae, strategy, group);
   if (strategy === 'shard') return useShard(vae, localRanks(strategy, group));
   if (strategy === 'exact-tile' && !group) {
     vae.tiledDecode = exactTiledDecode(vae, vae.runner, vae.decoderModel());
@@ -107,6 +111,41 @@ export function useStrategy(
       })
     : null;
   vae.tiledDecode = distributed ?? localTiledDecode(vae, vae.runner);
+  return distributed ? report(ranks, failures, notes) : null;
+}
+
+/**
+ * An encoder's strategy: 'tile' deals its tiles to the group's ranks (bitwise the one-rank tiled
+ * encode). Row sharding and halo-exact tiles of encoders are not built yet: refused by name.
+ */
+function useEncodeStrategy(encoder: Encoder, strategy: Strategy, group?: RankGroup | null): StrategyReport | null {
+  if (strategy !== 'tile')
+    refuse(
+      'UNSUPPORTED',
+      reason(
+        'STRATEGY_INVALID',
+        'strategy',
+        strategy,
+        'tile (for an encoder)',
+        `--strategy ${strategy} is not available for encoders yet; encoders take the tile strategy (blended tiles, diffusers' tiled encode) or the whole encode`,
+      ),
+    );
+  const ranks = emptyRanks(group?.size ?? 1);
+  const failures: RankFailure[] = [];
+  const notes = new Set<string>();
+  const distributed = group
+    ? tiledEncodeFor(encoder, group, {
+        onStats: (stats) => {
+          failures.push(...stats.failures);
+          if (stats.idleRanks.length > 0)
+            notes.add(
+              `${stats.tiles} tile(s) for ${group.size} ranks: ${stats.idleRanks.length} rank(s) stayed idle (work is never duplicated)`,
+            );
+          addRanks(ranks, stats.ranks);
+        },
+      })
+    : null;
+  encoder.tiledEncode = distributed ?? localTiledEncode(encoder, encoder.runner);
   return distributed ? report(ranks, failures, notes) : null;
 }
 

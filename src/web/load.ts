@@ -9,10 +9,10 @@ import { decoderModelOf } from '../decode/decoder-model.js';
 import { LazyTileRunner } from '../decode/lazy-runner.js';
 import { reason, refuse } from '../errors.js';
 import { refuseFamilyRequired, resolveFamily, runtimeOf } from '../families/registry.js';
-import type { FamilyRuntime } from '../families/runtime-types.js';
+import type { FamilyRuntime, TileRunner } from '../families/runtime-types.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
-import { boundEncoder, type BoundEncoder } from '../encode/bound-encoder.js';
+import { BoundEncoder } from '../encode/bound-encoder.js';
 import type { Tensor } from '../tensor.js';
 import { readBoundHalf } from '../sources/bind-half.js';
 import { blobSource, bytesSource, httpRangeSource, type ByteSource } from '../bytes/byte-source.js';
@@ -122,15 +122,22 @@ export async function loadWebVae(source: WebVaeSource, options: WebLoadOptions =
   return new WebVae(family, config, runtime, runner, web, weights);
 }
 
-/** An encoder in a page: images (B, C, H, W) in [0, 1] to latents, on the page's runtime. */
-export interface WebEncoder extends BoundEncoder {
-  readonly web: WebRuntime;
+/** An encoder in a page: images (B, C, H, W) in the family's input range to latents, on the page's runtime. */
+export class WebEncoder extends BoundEncoder {
+  constructor(
+    family: FamilySpec,
+    config: ResolvedConfig,
+    runner: TileRunner,
+    readonly web: WebRuntime,
+  ) {
+    super(family, config, runner);
+  }
 }
 
-/** Loads an encoder in a page (tae): `await loadWebEncoder({ weights: file, family: 'tae' })`. */
+/** Loads an encoder in a page: `await loadWebEncoder({ weights: file, family: 'tae' })`, or a diffusers VAE's file with its config. */
 export async function loadWebEncoder(source: WebVaeSource, options: WebLoadOptions = {}): Promise<WebEncoder> {
   const web = await startWebRuntime(options);
   const { family, runtime, config, weights } = await readHalf(source, 'encoder', options.signal);
   const runner = await runtime.encoder!.createRunner(config, weights, { provider: web.backend });
-  return { ...boundEncoder(family, config, runner), web };
+  return new WebEncoder(family, config, runner, web);
 }

@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { PNG } from 'pngjs';
 import { loadEncoder } from '../../encode/encoder.js';
+import { openImageRows, readAllRows } from '../../io/row-source.js';
+import { setTiling, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
 import { tae } from '../../families/tae/spec.js';
 import { taeRuntime } from '../../families/tae/runtime.js';
 import { readImage } from '../../io/image.js';
@@ -93,4 +95,36 @@ test('encode refuses a bad --out before reading anything, and a missing --image'
   const missing = await cli(['--vae', encoderPath, '--family', 'tae', '--out', join(dir, 'z.npy')]);
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /--image is required/);
+});
+
+test('encode takes the decode options: a KL encoder (PNG mapped to [-1, 1]) tiled by --window/--overlap on 2 ranks = the library tiled encode, bitwise', async () => {
+  const image = writePng('kl.png', 24, 40);
+  const config = join(dir, 'kl-config.json');
+  const raw = { _class_name: 'AutoencoderKL', block_out_channels: [8, 8], layers_per_block: 1, norm_num_groups: 4, latent_channels: 4 };
+  writeFileSync(config, JSON.stringify(raw));
+  const out = join(dir, 'kl.npy');
+  const args = ['--synthetic', '--config', config, '--seed', '5', '--image', image, '--out', out, '--threads', '1'];
+  const run = await cli([...args, '--window', '16x16', '--overlap', '4x4', '--ranks', '2', '--json']);
+  assert.equal(run.code, 0, run.stderr);
+  const report = JSON.parse(run.stdout);
+  assert.equal(report.tiles, 8);
+  assert.deepEqual(report.plan, { window: { height: 16, width: 16 }, overlap: { height: 4, width: 4 } });
+  assert.equal(report.ranks.length, 2);
+  assert.ok(report.ranks.every((r: { tiles: number[] }) => r.tiles.length > 0));
+
+  const encoder = await loadEncoder({ config: raw, weights: 'synthetic', seed: 5 }, { threads: 1 });
+  try {
+    setTiling(encoder, tileShapePlan(encoder, 16, 16)!);
+    setTiling(encoder, tileOverlapPlan(encoder, 4, 4)!);
+    const expected = await encoder.encode(readAllRows(openImageRows(image, 'signed')));
+    assert.deepEqual((await readLatents(out)).data, expected.data);
+  } finally {
+    await encoder.dispose();
+  }
+  const refused = await cli([...args, '--window', '15x16']);
+  assert.equal(refused.code, 2);
+  assert.match(refused.stderr, /window\.height = 15 px is not a whole number of latent units/);
+  const shard = await cli([...args, '--strategy', 'shard', '--ranks', '2']);
+  assert.equal(shard.code, 2);
+  assert.match(shard.stderr, /--strategy shard is not available for encoders/);
 });

@@ -1,51 +1,38 @@
-// `distvae encode`: an image (PNG, JPEG or .npy) through a family's encoder (tae) to latents in a
-// .npy, .safetensors (tensor `latents`, docs/design.md §9) or ComfyUI .latent file, so realistic
-// latents can be made from photos. The image is read through a row source (PNG and .npy band by
-// band, JPEG whole) into the family's input range and encoded whole; sizes that are not multiples
-// of the spatial ratio are refused with the nearest valid ones, or cut to them with --crop.
-// --latents-scaled writes them as a pipeline hands them to its denoiser; --sample draws from the
-// latent distribution where the family has one.
+// `distvae encode`: an image (PNG / JPEG, or a .npy already in the family's input range) through a
+// family's encoder to latents in a .npy, .safetensors (tensor `latents`, docs/design.md §9) or
+// ComfyUI .latent file, raw or scaled as a pipeline hands them on (--latents-scaled).
+// The command reads its arguments with the decode command's own option parsers (source, family,
+// plan, runtime, strategy, ranks) into the library's encode session (encodeFile), then prints
+// what it reports: a line, or one JSON object.
 
-import { DistVaeError } from '../../errors.js';
-import {
-  checkImage,
-  latentScalingOf,
-  latentsOutputReasons,
-  openImageRows,
-  outputPathReasons,
-  readAllRows,
-  refuseSamplingWithout,
-  scaleLatents,
-  writeLatentsFile,
-} from '../../entries/io.js';
-import { readConfigJson, readLatentBatchNorm } from '../../entries/sources.js';
-import { cropToMultiple, loadEncoder, type Tensor } from '../../index.js';
+import { encodeFile, STRATEGIES, type EncodedFile, type EncodeFileOptions } from '../../index.js';
+import { ISOLATIONS } from '../../entries/ranks.js';
+import { latentsOutputReasons, outputPathReasons } from '../../entries/io.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
-import { FAMILY_OPTIONS } from '../tiling-options.js';
+import { FAMILY_OPTIONS, readTilingOptions } from '../tiling-options.js';
+import { printSourceNotes, RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
 
 /** The flags outputPathReasons names the paths by. */
 const PATH_FLAGS: Readonly<Record<string, string>> = { out: '--out', latents: '--image', vae: '--vae', configPath: '--config' };
 
 export const encodeCommand: CommandSpec = {
   name: 'encode',
-  summary: 'encode an image (PNG, JPEG or .npy) to latents with an encoder (tae)',
+  summary: 'encode an image (PNG, JPEG or .npy) to latents with a VAE encoder, whole or tiled, on one or more ranks',
   usage: [
-    'distvae encode --vae ENCODER [--family tae] [--config config.json] --image IMAGE --out LATENTS.(npy|safetensors|latent) [--crop] [--latents-scaled] [--sample [--seed N]] [--threads N] [--json]',
+    'distvae encode --vae PATH [--family F] [--config config.json] --image IMAGE --out LATENTS.(npy|safetensors|latent) [--crop] [--latents-scaled] [--threads N] [--json]',
+    'distvae encode ... --window HxW [--overlap HxW]   (tiles in input pixels, blended as diffusers tiled_encode)',
+    'distvae encode ... --ranks R [--isolation thread|process]   (tiles dealt to R local ranks)',
+    'distvae encode --synthetic --family F [--config config.json] [--seed N] --image IMAGE --out LATENTS.npy',
   ],
   options: [
-    {
-      name: 'vae',
-      kind: 'string',
-      value: 'PATH',
-      description: "the encoder's weights: madebyollin's *_encoder.pth / .safetensors, or a diffusers AutoencoderTiny folder",
-    },
+    ...VAE_SOURCE_OPTIONS,
     ...FAMILY_OPTIONS,
     {
       name: 'image',
       kind: 'string',
       value: 'PATH',
       description:
-        "PNG (read band by band; Adam7-interlaced read whole) or JPEG (read whole): grey replicated to RGB, alpha dropped, values mapped to the family's input range ([0, 1] for tae, [-1, 1] for the diffusers classes); or .npy (B, C, H, W) already in that range",
+        "PNG (read band by band; Adam7-interlaced read whole) or JPEG (read whole): grey replicated to RGB, alpha dropped, values mapped to the family's input range ([-1, 1] for the diffusers classes, [0, 1] for TAE); or .npy (B, C, H, W) already in that range",
     },
     {
       name: 'out',
@@ -62,7 +49,7 @@ export const encodeCommand: CommandSpec = {
     {
       name: 'sample',
       kind: 'boolean',
-      description: "draw the latents from the encoder's distribution instead of taking its mean (refused for tae, which has none)",
+      description: "draw the latents from the encoder's distribution instead of taking its mean (refused for tae and dc-ae, which have none)",
     },
     {
       name: 'seed',
@@ -76,75 +63,113 @@ export const encodeCommand: CommandSpec = {
       kind: 'boolean',
       description: 'crop the image (centred) to the largest size whose sides are multiples of the spatial ratio, instead of refusing it',
     },
-    { name: 'threads', kind: 'string', value: 'N', description: 'intra-op threads', defaultText: 'all CPUs' },
+    {
+      name: 'window',
+      kind: 'string',
+      value: 'HxW',
+      description: 'tile window in input pixels (exact; refused, never rounded)',
+      defaultText: 'whole; with --ranks R > 1 the family default',
+    },
+    {
+      name: 'overlap',
+      kind: 'string',
+      value: 'HxW',
+      description: 'tile overlap in input pixels (exact); blended over overlap / r latent units',
+      defaultText: 'floor(window/4) latent units with --window, else the family default',
+    },
+    { name: 'full', kind: 'boolean', description: 'one encoder call over the whole image (the default without --window or --ranks)' },
+    ...RUNTIME_OPTIONS,
+    {
+      name: 'strategy',
+      kind: 'string',
+      value: 'tile',
+      description: "tile: the plan's tiles, blended (diffusers' tiled encode); shard and exact-tile are not built for encoders yet",
+      defaultText: 'tile',
+    },
+    {
+      name: 'ranks',
+      kind: 'string',
+      value: 'R',
+      description: 'local ranks the tiles are dealt to (by work); --threads is per rank',
+      defaultText: '1',
+    },
+    {
+      name: 'isolation',
+      kind: 'string',
+      value: 'thread|process',
+      description: 'ranks as worker threads, or as child processes',
+      defaultText: 'thread',
+    },
     JSON_OPTION,
   ],
   details: [
-    'The latents are the raw encoder output (B, C, H/8, W/8) — its mean — unless --latents-scaled: what the decoder of the same family takes, e.g.',
-    'distvae decode --vae taef2_decoder.pth --family tae --latents LATENTS.npy. The encoder runs once over the',
-    "whole image (TAEF2's GroupNorm pools are nonlocal, so tiles would change the latents). --json prints",
-    '{ image: {height, width}, encoded: {height, width}, shape, seconds, out, reading, scaled }, seconds being the encode time without loading,',
-    'reading how the image was read (streamed or whole). A .latent holds raw latents (ComfyUI scales them itself), so --latents-scaled refuses it.',
+    "The latents are the distribution's mean (diffusers' encode(x).latent_dist.mode()), (B, C, H/r, W/r), unscaled: what",
+    'distvae decode --latents takes with the same VAE. Without --window the encoder runs once over the whole image, as',
+    "diffusers' encode does (tiling off); --window/--overlap tile it as diffusers' tiled_encode, in input pixels, through",
+    "the same planner as decode (refused, never rounded). TAE's GroupNorm pools (TAEF2) normalise per tile when tiled.",
+    'With --ranks R > 1 the tiles (the family default without --window) are dealt to R local ranks, each loading the',
+    'encoder once: bitwise the one-rank tiled encode. --json prints { image: {height, width}, encoded: {height, width},',
+    'shape, tiles, plan, strategy, seconds, ranks, notes, out, className, reading, scaled }, seconds being the encode time',
+    'without loading, reading how the image was read (streamed or whole). A .latent holds raw latents (ComfyUI scales them',
+    'itself), so --latents-scaled refuses it.',
   ],
   async run(args, io) {
-    const vaePath = args.string('vae', { required: true });
     const imagePath = args.string('image', { required: true });
     const out = args.string('out', { required: true });
-    const threads = args.int('threads', { min: 1, max: 1024 });
+    const tiling = readTilingOptions(args);
+    const strategy = args.choice('strategy', STRATEGIES);
+    const ranks = args.int('ranks', { min: 1, max: 1024 });
+    const isolation = args.choice('isolation', ISOLATIONS);
+    const vae = readVaeSourceOptions(args);
+    const load = readLoadOptions(args);
     const scaled = args.flag('latents-scaled');
     const sample = args.flag('sample');
     const seed = args.int('seed', { min: 0 });
-    const configPath = args.string('config');
     if (seed !== undefined && !sample) args.refuse('--seed', seed, 'with --sample', '--seed applies only with --sample');
     if (out !== undefined) {
       args.add(...latentsOutputReasons(out, { scaled }, '--out', '--latents-scaled'));
-      args.add(...outputPathReasons(out, { latents: imagePath, vae: vaePath, configPath }, (o) => PATH_FLAGS[o] ?? `--${o}`));
+      args.add(
+        ...outputPathReasons(out, { latents: imagePath, ...('path' in vae ? { vae: vae.path } : {}) }, (o) => PATH_FLAGS[o] ?? `--${o}`),
+      );
     }
     args.done();
-    const config = configPath === undefined ? undefined : readConfigJson(configPath);
-    const family = args.string('family');
-    const source = { path: vaePath!, ...(family !== undefined ? { family } : {}), ...(config !== undefined ? { config } : {}) };
-    const encoder = await loadEncoder(source, threads !== undefined ? { threads } : {});
-    try {
-      if (sample) refuseSamplingWithout(encoder.family, '--sample');
-      const rows = openImageRows(imagePath!, encoder.family.sampleRange);
-      let image: Tensor;
-      try {
-        image = readAllRows(rows);
-      } finally {
-        rows.close();
-      }
-      // Checked here first so a size refusal names --crop, the option that fixes it.
-      if (!args.flag('crop')) checkImage(encoder.config, image, imagePath!, { crop: '--crop' });
-      const input = args.flag('crop') ? cropToMultiple(image, encoder.config.geometry.spatialRatio) : image;
-      if (sample) {
-        throw new DistVaeError(
-          'UNSUPPORTED',
-          `--sample: the ${encoder.family.name} encoder here returns the latent mean only, not the moments a sample is drawn from`,
-        );
-      }
-      const start = performance.now();
-      const mean = await encoder.encode(input);
-      const seconds = (performance.now() - start) / 1000;
-      const fields = encoder.config.fields;
-      const batchNorm = scaled && typeof fields['batch_norm_eps'] === 'number' ? await readLatentBatchNorm(source) : undefined;
-      const latents = scaled ? scaleLatents(mean, latentScalingOf(fields, encoder.family.name, batchNorm ? { batchNorm } : {})) : mean;
-      writeLatentsFile(out!, latents, { scaled });
-      const size = (t: Tensor) => ({ height: t.dims[2]!, width: t.dims[3]! });
-      if (args.flag('json')) {
-        io.stdout(
-          JSON.stringify({ image: size(image), encoded: size(input), shape: latents.dims, seconds, out, reading: rows.reading, scaled }) +
-            '\n',
-        );
-      } else {
-        const cropped = input === image ? '' : ` (cropped to ${input.dims[2]}x${input.dims[3]})`;
-        io.stdout(
-          `encoded ${imagePath} (${image.dims[2]}x${image.dims[3]})${cropped} with ${encoder.config.className} -> ${scaled ? 'scaled ' : ''}latents [${latents.dims.join(', ')}] in ${seconds.toFixed(2)} s: ${out}\n`,
-        );
-      }
-    } finally {
-      await encoder.dispose();
-    }
+    const options: EncodeFileOptions = {
+      vae,
+      image: imagePath!,
+      out: out!,
+      ...(scaled ? { scaled: true } : {}),
+      ...(sample ? { sample: true } : {}),
+      ...(tiling.window ? { window: tiling.window } : {}),
+      ...(tiling.overlap ? { overlap: tiling.overlap } : {}),
+      ...(tiling.full ? { full: true } : {}),
+      ...(args.flag('crop') ? { crop: true } : {}),
+      ...(strategy !== undefined ? { strategy } : {}),
+      ...(ranks !== undefined ? { ranks } : {}),
+      ...(isolation !== undefined ? { isolation } : {}),
+      ...(load.threads !== undefined ? { threads: load.threads } : {}),
+      ...(load.provider !== undefined ? { provider: load.provider } : {}),
+      ...(load.deviceId !== undefined ? { deviceId: load.deviceId } : {}),
+      ...(load.precision !== undefined ? { precision: load.precision } : {}),
+      ...(load.forceFp16 !== undefined ? { forceFp16: load.forceFp16 } : {}),
+    };
+    printSourceNotes(vae, io);
+    const report = await encodeFile(options, { crop: '--crop', ...(io.signal ? { signal: io.signal } : {}) });
+    io.stdout(args.flag('json') ? JSON.stringify(report) + '\n' : describeEncoded(imagePath!, report));
     return 0;
   },
 };
+
+/** An encoded file in a line or two of text. */
+function describeEncoded(imagePath: string, report: EncodedFile): string {
+  const { image, encoded, shape, seconds, plan, ranks, out } = report;
+  const cropped =
+    encoded.height !== image.height || encoded.width !== image.width ? ` (cropped to ${encoded.height}x${encoded.width})` : '';
+  const tiles = plan
+    ? ` in ${report.tiles} tile(s) of ${plan.window.height}x${plan.window.width} px, overlap ${plan.overlap.height}x${plan.overlap.width}${ranks.length > 1 ? ` over ${ranks.length} ranks: ${ranks.map((r) => `rank ${r.rank} ${r.tiles.length}`).join(', ')}` : ''}`
+    : ' whole';
+  const lines = [
+    `encoded ${imagePath} (${image.height}x${image.width})${cropped} with ${report.className}${tiles} -> latents [${shape.join(', ')}] in ${seconds.toFixed(2)} s: ${out}`,
+    ...report.notes,
+  ];
+  return lines.map((l) => `${l}\n`).join('');
+}

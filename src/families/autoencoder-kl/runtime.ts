@@ -5,7 +5,7 @@
 // exceed the machine's memory.
 
 import { hostMemoryBytes } from '../../runtime/host-memory.js';
-import { reason, refuse } from '../../errors.js';
+import { reason, refuse, throwIfAborted } from '../../errors.js';
 import { createSession } from '../../runtime/session.js';
 import { convMiscomputesOn2x2, type Session, type SessionOptions } from '../../runtime/session-types.js';
 import type { Tensor } from '../../tensor.js';
@@ -13,8 +13,9 @@ import { bindWeights } from '../../weights/bind.js';
 import { buildKlDecoderGraph, klDecoderArchitecture, klDecoderParams, renameLegacyAttentionKeys } from './graph.js';
 import type { GraphBuilder } from '../../graph/builder.js';
 import type { ParamSpec } from '../../weights/synthetic.js';
-import type { FamilyRuntime } from '../runtime-types.js';
+import type { FamilyEncoder, FamilyRuntime, TileRunner } from '../runtime-types.js';
 import type { UpsamplerForm } from '../blocks/blocks.js';
+import { buildKlEncoderGraph, ENCODER_GRAPH_IO, klEncoderArchitecture, klEncoderParams } from './encoder-graph.js';
 import type { ResolvedConfig } from '../types.js';
 
 /**
@@ -73,6 +74,38 @@ export interface ChunkedAttentionDecoder {
     options?: { attentionChunks?: number; channelParts?: boolean; upsampler?: UpsamplerForm },
   ): GraphBuilder;
   hasAttention(config: ResolvedConfig): boolean;
+  /** The family's encoder, when it is one graph of the same kind (its attention at the latent resolution). */
+  encoder?: ChunkedAttentionEncoder;
+}
+
+/** An encoder that is one graph with one chunkable mid-block attention: image (B, C, H, W) → latents (B, Cz, H/r, W/r). */
+export interface ChunkedAttentionEncoder {
+  params(config: ResolvedConfig): ParamSpec[];
+  graph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, options?: { attentionChunks?: number }): GraphBuilder;
+  hasAttention(config: ResolvedConfig): boolean;
+  /** Key prefixes of a full checkpoint that the encoder does not own (the decoder's). */
+  ignoredKeyPrefixes: readonly string[];
+}
+
+/** The FamilyEncoder of a chunked-attention encoder: its fused graph, and a runner that chunks the attention as the decoder's does. */
+export function chunkedAttentionEncoder(e: ChunkedAttentionEncoder): FamilyEncoder {
+  return {
+    params: e.params,
+    graph: (config, weights) => e.graph(config, weights),
+    io: ENCODER_GRAPH_IO,
+    ignoredKeyPrefixes: e.ignoredKeyPrefixes,
+    async createRunner(config, weights, session) {
+      const bound = bindWeights(e.params(config), weights, { source: 'the weights given to the encoder' });
+      const r = config.geometry.spatialRatio;
+      return chunkedAttentionRunner({
+        graph: (chunks) => e.graph(config, bound, { attentionChunks: chunks }),
+        io: ENCODER_GRAPH_IO,
+        attention: e.hasAttention(config),
+        latentDims: ([b, , h, w]) => [b!, config.geometry.latentChannels, Math.ceil(h! / r), Math.ceil(w! / r)],
+        session,
+      });
+    },
+  };
 }
 
 /**
@@ -96,47 +129,78 @@ export function chunkedAttentionRuntime(d: ChunkedAttentionDecoder): FamilyRunti
     },
     async createTileRunner(config, weights, session: SessionOptions) {
       const bound = bindWeights(d.params(config), weights, { source: 'the weights given to the decoder' });
-      const attention = d.hasAttention(config);
-      // One session at a time, for the attention chunking a tile needs (1 for the default plan's
-      // tiles): a second session would hold a second copy of the weights in onnxruntime. Channel
-      // parts lower the activation peak (512² SD: 1460 → 1186 MiB); the analysed graph keeps the plain spelling.
-      let current: { key: string; session: Promise<Session> } | null = null;
-      const sessionFor = async (chunks: number, upsampler: UpsamplerForm | undefined): Promise<Session> => {
-        const key = `${chunks}/${upsampler ?? 'default'}`;
-        if (current?.key !== key) {
-          const previous = current?.session;
-          current = null;
-          await previous?.then(
-            (s) => s.dispose(),
-            () => undefined,
-          );
-          current = { key, session: createSession(runnerGraph(config, bound, chunks, upsampler).toModel(), session) };
-        }
-        return current.session;
-      };
       // A latent tile of at most 2×2 feeds the first upsampler's 2×2 phase convolutions a 2×2
       // input, which a provider may miscompute (convMiscomputesOn2x2): there they are spelled
       // as Resize + 3×3 Conv, the same function.
       const tinyConvWrong = convMiscomputesOn2x2(session.provider);
-      return {
-        async decode(latentTile: Tensor) {
-          const chunks = attention ? attentionChunksFor(latentTile.dims) : 1;
-          if (attention) checkAttentionMemory(latentTile.dims, hostMemoryBytes(), chunks);
-          const [h, w] = latentTile.dims.slice(-2) as [number, number];
-          const upsampler = tinyConvWrong && h <= 2 && w <= 2 ? 'resize-conv' : undefined;
-          return (await (await sessionFor(chunks, upsampler)).run({ latent: latentTile }))['sample']!;
+      return chunkedAttentionRunner({
+        graph: (chunks, variant) => runnerGraph(config, bound, chunks, variant as UpsamplerForm | undefined),
+        variantOf: (dims) => {
+          const [h, w] = dims.slice(-2) as [number, number];
+          return tinyConvWrong && h <= 2 && w <= 2 ? 'resize-conv' : undefined;
         },
-        dispose: async () => {
-          const s = current?.session;
-          current = null;
-          await s?.then(
-            (x) => x.dispose(),
-            () => undefined,
-          );
-        },
-      };
+        io: { input: 'latent', output: 'sample' },
+        attention: d.hasAttention(config),
+        latentDims: (dims) => dims,
+        session,
+      });
     },
     postprocess: (raw) => raw,
+    ...(d.encoder ? { encoder: chunkedAttentionEncoder(d.encoder) } : {}),
+  };
+}
+
+/** What `chunkedAttentionRunner` runs: a graph per query chunking, its input and output, and the attention's latent dims for an input. */
+export interface ChunkedAttentionGraph {
+  /** The graph for a query chunking and a variant (variantOf's answer; undefined: the default spelling). */
+  graph(attentionChunks: number, variant?: string): GraphBuilder;
+  /** A spelling of the graph an input needs besides its chunking (a 2×2 latent tile on a provider that miscomputes its convs). */
+  variantOf?(inputDims: readonly number[]): string | undefined;
+  io: { input: string; output: string };
+  /** Whether the graph has an attention to chunk at all. */
+  attention: boolean;
+  /** The (B, C, h, w) the mid-block attention runs at for an input of these dims (a decoder: the latent's; an encoder: the image's / r). */
+  latentDims(inputDims: readonly number[]): readonly number[];
+  session: SessionOptions;
+}
+
+/**
+ * A TileRunner over a graph with one chunkable single-head attention (a KL decoder or encoder):
+ * one session at a time, for the attention chunking an input needs (1 for the default plan's
+ * tiles) — a second session would hold a second copy of the weights in onnxruntime — and a
+ * refusal up front of an input whose attention chunk alone exceeds the machine's memory.
+ */
+export function chunkedAttentionRunner(spec: ChunkedAttentionGraph): TileRunner {
+  let current: { key: string; session: Promise<Session> } | null = null;
+  const sessionFor = async (chunks: number, variant: string | undefined): Promise<Session> => {
+    const key = `${chunks}/${variant ?? 'default'}`;
+    if (current?.key !== key) {
+      const previous = current?.session;
+      current = null;
+      await previous?.then(
+        (s) => s.dispose(),
+        () => undefined,
+      );
+      current = { key, session: createSession(spec.graph(chunks, variant).toModel(), spec.session) };
+    }
+    return current.session;
+  };
+  return {
+    async decode(input: Tensor, signal?: AbortSignal) {
+      throwIfAborted(signal);
+      const dims = spec.latentDims(input.dims);
+      const chunks = spec.attention ? attentionChunksFor(dims) : 1;
+      if (spec.attention) checkAttentionMemory(dims, hostMemoryBytes(), chunks);
+      return (await (await sessionFor(chunks, spec.variantOf?.(input.dims))).run({ [spec.io.input]: input }))[spec.io.output]!;
+    },
+    dispose: async () => {
+      const s = current?.session;
+      current = null;
+      await s?.then(
+        (x) => x.dispose(),
+        () => undefined,
+      );
+    },
   };
 }
 
@@ -146,6 +210,13 @@ export const klRuntime: FamilyRuntime = {
     params: klDecoderParams,
     graph: buildKlDecoderGraph,
     hasAttention: (config) => klDecoderArchitecture(config).midAttention,
+    encoder: {
+      params: klEncoderParams,
+      graph: buildKlEncoderGraph,
+      hasAttention: (config) => klEncoderArchitecture(config).midAttention,
+      // Flux.2's batch-norm statistics are the pipeline's, like the decoder's halves.
+      ignoredKeyPrefixes: ['decoder.', 'post_quant_conv.', 'bn.'],
+    },
   }),
   renameKeys: renameLegacyAttentionKeys,
 };

@@ -28,7 +28,14 @@ import type { ResolvedConfig } from '../types.js';
 import { HUNYUAN_IMAGE_NORM_GROUPS, hunyuanImageFields, hunyuanImageLevels } from './spec.js';
 
 /** HunyuanImageAttentionBlock: `norm`, 1×1 convs `to_q`, `to_k`, `to_v`, `proj`. */
-const HUNYUAN_IMAGE_ATTENTION_KEYS: AttentionKeys = { norm: 'norm', q: 'to_q', k: 'to_k', v: 'to_v', out: 'proj', projections: 'conv1x1' };
+export const HUNYUAN_IMAGE_ATTENTION_KEYS: AttentionKeys = {
+  norm: 'norm',
+  q: 'to_q',
+  k: 'to_k',
+  v: 'to_v',
+  out: 'proj',
+  projections: 'conv1x1',
+};
 
 /** Every decoder parameter (decoder.*) with its checkpoint key, shape and synthetic init: what the graph reads. */
 export function hunyuanImageDecoderParams(config: ResolvedConfig): ParamSpec[] {

@@ -4,6 +4,7 @@
 
 import { chunkedAttentionRuntime } from '../autoencoder-kl/runtime.js';
 import type { FamilyRuntime } from '../runtime-types.js';
+import { buildHunyuanImageEncoderGraph, hunyuanImageEncoderParams } from './encoder-graph.js';
 import { buildHunyuanImageDecoderGraph, hunyuanImageDecoderParams } from './graph.js';
 
 export const hunyuanImageRuntime: FamilyRuntime = chunkedAttentionRuntime({
@@ -11,4 +12,10 @@ export const hunyuanImageRuntime: FamilyRuntime = chunkedAttentionRuntime({
   // No channel-parts spelling: every resnet keeps its width, so no upsampler feeds a narrowing one.
   graph: (config, weights, options) => buildHunyuanImageDecoderGraph(config, weights, { attentionChunks: options?.attentionChunks ?? 1 }),
   hasAttention: () => true,
+  encoder: {
+    params: hunyuanImageEncoderParams,
+    graph: buildHunyuanImageEncoderGraph,
+    hasAttention: () => true,
+    ignoredKeyPrefixes: ['decoder.'],
+  },
 });

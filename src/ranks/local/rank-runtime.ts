@@ -5,6 +5,7 @@
 
 import { DistVaeError } from '../../errors.js';
 import type { Vae } from '../../decode/vae.js';
+import type { Encoder } from '../../encode/encoder.js';
 import type { ProgramRef, RankContext, RankProgram, VaeRef } from '../program.js';
 import { RankCommunicator } from './communicator.js';
 import { serializeError, transferables, type FromRank, type RankInit, type ToRank } from './protocol.js';
@@ -30,11 +31,12 @@ interface CurrentRun {
 export function serveRank(endpoint: RankEndpoint): void {
   const { init } = endpoint;
   let current: CurrentRun | null = null;
-  let cached: { key: string; vae: Promise<Vae> } | null = null;
+  let cached: { key: string; vae: Promise<Vae | Encoder> } | null = null;
 
-  const loadCached = (ref: VaeRef): Promise<Vae> => {
+  /** The half `ref` names (decoder, or encoder with `part`), the last one kept across runs. */
+  const loadCached = (ref: VaeRef): Promise<Vae | Encoder> => {
     const options = { ...ref.loadOptions, threads: init.threads, ...(init.deviceId !== undefined ? { deviceId: init.deviceId } : {}) };
-    const key = JSON.stringify([ref.hash, options]);
+    const key = JSON.stringify([ref.hash, ref.part ?? 'decoder', options]);
     if (cached?.key === key) return cached.vae;
     const previous = cached?.vae;
     const vae = (async () => {
@@ -43,8 +45,10 @@ export function serveRank(endpoint: RankEndpoint): void {
         () => undefined,
       );
       // Imported on first use: ranks that only run programs without a VAE start faster.
-      const { loadVae } = await import('../../decode/vae.js');
-      const loaded = await loadVae(ref.source, options);
+      const loaded =
+        ref.part === 'encoder'
+          ? await (await import('../../encode/encoder.js')).loadEncoder(ref.source, options)
+          : await (await import('../../decode/vae.js')).loadVae(ref.source, options);
       const hash = loaded.contentHash();
       if (hash !== ref.hash) {
         await loaded.dispose();
@@ -85,7 +89,8 @@ export function serveRank(endpoint: RankEndpoint): void {
         state.handler = handler;
         for (const data of state.inbox.splice(0)) handler(data);
       },
-      loadVae: loadCached,
+      loadVae: (ref) => loadCached(ref) as Promise<Vae>,
+      loadEncoder: (ref) => loadCached({ ...ref, part: 'encoder' }) as Promise<Encoder>,
     };
     endpoint.peakRss?.reset();
     const peak = () => (endpoint.peakRss ? { peakRssBytes: endpoint.peakRss.read() } : {});

@@ -9,7 +9,7 @@
 
 import { asPlanes } from '../../decode/engine.js';
 import { abortedError, DistVaeError } from '../../errors.js';
-import type { Vae } from '../../decode/vae.js';
+import type { TileRunner } from '../../families/runtime-types.js';
 import type { Planes } from '../../tile/blend.js';
 import { edgeSources, finalizeTile, tileEdges, type TileEdges } from '../../tile/assembler.js';
 import type { RankContext } from '../../ranks/program.js';
@@ -20,7 +20,7 @@ export async function tileRank(ctx: RankContext, input: TileRankInput): Promise<
   const { layout, assembly } = input;
   const started = performance.now();
   let lastActive = started;
-  let vae: Vae | null = null;
+  let vae: { runner: TileRunner } | null = null;
   let loadSeconds = 0;
   let decoderSeconds = 0;
   const queue: TileWork[] = [];
@@ -86,7 +86,8 @@ export async function tileRank(ctx: RankContext, input: TileRankInput): Promise<
   const decode = async (work: TileWork) => {
     if (!vae) {
       const t = performance.now();
-      vae = await ctx.loadVae(input.vae);
+      // An encoder's tiles run through the same program: only the half loaded differs.
+      vae = input.vae.part === 'encoder' ? await ctx.loadEncoder(input.vae) : await ctx.loadVae(input.vae);
       loadSeconds = (performance.now() - t) / 1000;
     }
     const t = performance.now();

@@ -11,7 +11,7 @@
 import { checkLatents, sliceLatent } from '../../decode/latents.js';
 import type { DecodeOptions, ProgressCounter, TiledDecode } from '../../decode/types.js';
 import { DistVaeError, throwIfAborted } from '../../errors.js';
-import { tileGrid } from '../../plan/grid.js';
+import { tileGrid, type TileGrid } from '../../plan/grid.js';
 import { scheduleGrid, tileWork } from '../../plan/metrics.js';
 import { scheduleInterleaved } from '../../plan/scheduler.js';
 import { elementCount, type Tensor } from '../../tensor.js';
@@ -20,6 +20,7 @@ import { planes, type Planes } from '../../tile/blend.js';
 import { tileLayout } from '../../tile/layout.js';
 import { checkFiniteOutput } from '../../tile/finite.js';
 import type { DistributableVae } from '../distributable.js';
+import type { VaeRef } from '../../ranks/program.js';
 import type { Assembly, RankGroup, TileJob, TileJobOptions, TileJobResult, TileResult } from '../../ranks/group.js';
 import { runTileJob } from './coordinator.js';
 
@@ -74,71 +75,11 @@ export function tiledDecodeFor(
     throwIfAborted(decodeOptions.signal);
     const latent = checkLatents(vae, latents);
     const grid = tileGrid(vae, latent, { spatialOnly: true });
-    const layout = tileLayout(grid);
-    // Streaming deals tiles round-robin in raster order, so rows complete from the top.
-    const schedule = onBand ? scheduleInterleaved(tileWork(grid), group.size) : scheduleGrid(grid, group.size);
-    const assembly: Assembly = layout.edgesSuffice && group.kind === 'programs' ? 'edges' : 'raster';
-    const started = performance.now();
-    let leading: number[] | null = null;
-    let output: Planes | null = null;
-    let place: ((index: number, p: Planes) => void) | null = null;
-    const onResult = (r: TileResult) => {
-      const p = r.planes;
-      if (!(p?.data instanceof Float32Array) || p.data.length !== p.planes * p.height * p.width) {
-        throw new DistVaeError(
-          'TENSOR_INVALID',
-          `tile ${r.index} arrived as ${p?.planes}x${p?.height}x${p?.width} with ${p?.data?.length} values (not a matching Float32Array)`,
-        );
-      }
-      if (!Array.isArray(r.leading) || elementCount(r.leading) !== p.planes || (leading !== null && r.leading.join() !== leading.join())) {
-        throw new DistVaeError(
-          'TENSOR_INVALID',
-          `tile ${r.index} has leading dimensions [${r.leading}] for ${p.planes} planes; expected [${leading ?? `a product of ${p.planes}`}]`,
-        );
-      }
-      // Raw tiles (raster assembly) or the crops their ranks finalised (edge assembly): what is placed next.
-      checkFiniteOutput({ dims: [...r.leading, p.height, p.width], data: p.data }, `tile ${r.index} (rank ${r.rank})`);
-      if (!place) {
-        const lead = [...r.leading];
-        leading = lead;
-        if (onBand) {
-          const sink = {
-            planes: p.planes,
-            band: (y0: number, band: Planes) => onBand(y0, { dims: [...lead, band.height, band.width], data: band.data }),
-          };
-          const assembler = assembly === 'raster' ? new RasterAssembler(layout, sink) : new CropBandAssembler(layout, sink);
-          place = (index, tile) => assembler.add(index, tile);
-        } else {
-          const whole = planes(p.planes, layout.outHeight, layout.outWidth);
-          output = whole;
-          const assembler = assembly === 'raster' ? new RasterAssembler(layout, whole) : null;
-          place = (index, tile) => (assembler ? assembler.add(index, tile) : writeCrop(layout, index, tile, whole));
-        }
-      }
-      place(r.index, p);
-      decodeOptions.progress?.tileDone({ rank: r.rank });
-    };
-    const job: TileJob = {
-      vae: { source: vae.source, loadOptions: vae.loadOptions, hash: vae.contentHash() },
-      layout,
-      latentOf: (index) => sliceLatent(latents, grid.tiles[index]!),
-      work: tileWork(grid),
-      schedule,
-      assembly,
-    };
-    const jobOptions: TileJobOptions = { onResult, ...(decodeOptions.signal ? { signal: decodeOptions.signal } : {}) };
-    // A group that runs rank programs runs this strategy's tile program; a tile-job group decodes the job itself.
-    const result = await (group.kind === 'programs' ? runTileJob(group, job, jobOptions) : group.decodeTiles(job, jobOptions));
-    lastStats = {
-      ...result,
-      transport: group.transport,
-      assembly,
-      tiles: grid.tiles.length,
-      idleRanks: schedule.idleRanks,
-      seconds: (performance.now() - started) / 1000,
-    };
+    const ref = { source: vae.source, loadOptions: vae.loadOptions, hash: vae.contentHash() };
+    const result = await distributeTiles(group, ref, grid, (index) => sliceLatent(latents, grid.tiles[index]!), decodeOptions, onBand);
+    lastStats = result.stats;
     options.onStats?.(lastStats);
-    return { dims: [...leading!, layout.outHeight, layout.outWidth], output };
+    return result;
   };
   const decode: TiledDecode = async (latents, decodeOptions = {}) => {
     const { dims, output } = await run(latents, decodeOptions);
@@ -156,4 +97,85 @@ export function tiledDecodeFor(
     },
     lastStats: { get: () => lastStats, enumerable: true },
   }) as DistributedTiledDecode;
+}
+
+/**
+ * One distributed spatial tiling operation over `grid` on `group`: tiles dealt by work (or
+ * round-robin when streaming bands), each rank running `ref`'s half (a decoder, or an encoder's
+ * tiles: `ref.part`) on the inputs `inputOf` cuts, edges exchanged or raw tiles blended as the
+ * layout allows, and the results written into the output (or handed on as bands). Shared by
+ * `tiledDecodeFor` and `tiledEncodeFor`, so both are bitwise the one-rank operation of their grid.
+ */
+export async function distributeTiles(
+  group: RankGroup,
+  ref: VaeRef,
+  grid: TileGrid,
+  inputOf: (index: number) => Tensor,
+  decodeOptions: { signal?: AbortSignal; progress?: ProgressCounter },
+  onBand?: (y0: number, band: Tensor) => void,
+): Promise<{ dims: number[]; output: Planes | null; stats: DistributedDecodeStats }> {
+  const layout = tileLayout(grid);
+  // Streaming deals tiles round-robin in raster order, so rows complete from the top.
+  const schedule = onBand ? scheduleInterleaved(tileWork(grid), group.size) : scheduleGrid(grid, group.size);
+  const assembly: Assembly = layout.edgesSuffice && group.kind === 'programs' ? 'edges' : 'raster';
+  const started = performance.now();
+  let leading: number[] | null = null;
+  let output: Planes | null = null;
+  let place: ((index: number, p: Planes) => void) | null = null;
+  const onResult = (r: TileResult) => {
+    const p = r.planes;
+    if (!(p?.data instanceof Float32Array) || p.data.length !== p.planes * p.height * p.width) {
+      throw new DistVaeError(
+        'TENSOR_INVALID',
+        `tile ${r.index} arrived as ${p?.planes}x${p?.height}x${p?.width} with ${p?.data?.length} values (not a matching Float32Array)`,
+      );
+    }
+    if (!Array.isArray(r.leading) || elementCount(r.leading) !== p.planes || (leading !== null && r.leading.join() !== leading.join())) {
+      throw new DistVaeError(
+        'TENSOR_INVALID',
+        `tile ${r.index} has leading dimensions [${r.leading}] for ${p.planes} planes; expected [${leading ?? `a product of ${p.planes}`}]`,
+      );
+    }
+    // Raw tiles (raster assembly) or the crops their ranks finalised (edge assembly): what is placed next.
+    checkFiniteOutput({ dims: [...r.leading, p.height, p.width], data: p.data }, `tile ${r.index} (rank ${r.rank})`);
+    if (!place) {
+      const lead = [...r.leading];
+      leading = lead;
+      if (onBand) {
+        const sink = {
+          planes: p.planes,
+          band: (y0: number, band: Planes) => onBand(y0, { dims: [...lead, band.height, band.width], data: band.data }),
+        };
+        const assembler = assembly === 'raster' ? new RasterAssembler(layout, sink) : new CropBandAssembler(layout, sink);
+        place = (index, tile) => assembler.add(index, tile);
+      } else {
+        const whole = planes(p.planes, layout.outHeight, layout.outWidth);
+        output = whole;
+        const assembler = assembly === 'raster' ? new RasterAssembler(layout, whole) : null;
+        place = (index, tile) => (assembler ? assembler.add(index, tile) : writeCrop(layout, index, tile, whole));
+      }
+    }
+    place(r.index, p);
+    decodeOptions.progress?.tileDone({ rank: r.rank });
+  };
+  const job: TileJob = {
+    vae: ref,
+    layout,
+    latentOf: inputOf,
+    work: tileWork(grid),
+    schedule,
+    assembly,
+  };
+  const jobOptions: TileJobOptions = { onResult, ...(decodeOptions.signal ? { signal: decodeOptions.signal } : {}) };
+  // A group that runs rank programs runs this strategy's tile program; a tile-job group decodes the job itself.
+  const result = await (group.kind === 'programs' ? runTileJob(group, job, jobOptions) : group.decodeTiles(job, jobOptions));
+  const stats: DistributedDecodeStats = {
+    ...result,
+    transport: group.transport,
+    assembly,
+    tiles: grid.tiles.length,
+    idleRanks: schedule.idleRanks,
+    seconds: (performance.now() - started) / 1000,
+  };
+  return { dims: [...leading!, layout.outHeight, layout.outWidth], output, stats };
 }

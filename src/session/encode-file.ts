@@ -1,0 +1,180 @@
+// The library's encode session, `encodeFile`: an image file (PNG / JPEG, read through a row
+// source into the family's input range; or a .npy already in that range) through an encoder to a
+// latents file (.npy, .safetensors with the tensor `latents`, or a ComfyUI .latent), raw or
+// scaled as a pipeline hands them on — the counterpart of decodeFiles for one file. It takes the decode session's plan, strategy, rank and runtime options and reads them
+// the same way: the exact planner (installRequestedTiling, windows in input pixels), the strategy
+// table (`useStrategy`: tile on local ranks), local ranks started for the encode and closed
+// after it. Without a plan option the encode is whole, as diffusers' `encode` is; with
+// --ranks R > 1 and no window, the family's default tiles are dealt to the ranks.
+
+import { checkImage, cropToMultiple } from '../encode/image-check.js';
+import { loadEncoder } from '../encode/encoder.js';
+import { DistVaeError, reason, refuse, type Reason } from '../errors.js';
+import type { Size2 } from '../families/types.js';
+import { latentScalingOf, scaleLatents } from '../io/latent-scaling.js';
+import { refuseSamplingWithout } from '../io/latent-sample.js';
+import { LATENT_OUTPUT_EXTENSIONS, latentsOutputReasons, writeLatentsFile } from '../io/latents-out.js';
+import { openImageRows, readAllRows } from '../io/row-source.js';
+import { readLatentBatchNorm } from '../sources/latent-statistics.js';
+import { encodeGrid } from '../encode/engine.js';
+import { localGroup } from '../ranks/local/index.js';
+import type { Isolation } from '../ranks/local/local-group.js';
+import type { VaeSource } from '../sources/vae-source.js';
+import { useStrategy, type Strategy } from '../strategies/index.js';
+import type { RankStats } from '../decode/types.js';
+import type { Tensor } from '../tensor.js';
+import { installRequestedTiling } from './decision.js';
+import type { LoadOptions } from '../decode/vae.js';
+
+/** Latents files `encodeFile` writes. */
+export const ENCODE_OUTPUT_EXTENSIONS = LATENT_OUTPUT_EXTENSIONS;
+
+/** What `encodeFile` encodes and how: the decode session's plan, strategy, rank and runtime options. */
+export interface EncodeFileOptions extends Pick<LoadOptions, 'threads' | 'provider' | 'deviceId' | 'precision' | 'forceFp16'> {
+  /** The encoder: a diffusers folder or pipeline, a Hub repo id, a weights file (TAE), or synthetic weights. */
+  vae: VaeSource;
+  /** PNG or JPEG (values from [0, 255] to the family's input range), or .npy (B, C, H, W) already in that range. */
+  image: string;
+  /** .npy, .safetensors with the tensor `latents`, or a ComfyUI .latent (raw latents only). */
+  out: string;
+  /** Write the latents as a pipeline hands them to its denoiser (what decode's latentsScaled undoes). */
+  scaled?: boolean;
+  /** Draw from the latent distribution instead of taking its mean (refused where the family has none). */
+  sample?: boolean;
+  /** Tile window and overlap in input pixels (exact: refused, never rounded). */
+  window?: Size2;
+  overlap?: Size2;
+  /** One encoder call over the whole image (the default without --window / --ranks). */
+  full?: boolean;
+  /** Crop the image (centred) to multiples of the spatial ratio instead of refusing it. */
+  crop?: boolean;
+  /** How tiles are encoded: 'tile' (the only encoder strategy so far). */
+  strategy?: Strategy;
+  /** Local ranks the tiles are dealt to. */
+  ranks?: number;
+  isolation?: Isolation;
+}
+
+/** What `encodeFile` did: `encode --json` prints it. */
+export interface EncodedFile {
+  image: { height: number; width: number };
+  /** The size encoded (after --crop). */
+  encoded: { height: number; width: number };
+  shape: number[];
+  /** Tiles of the encode (1: whole). */
+  tiles: number;
+  /** Window and overlap in input pixels when tiled, else null. */
+  plan: { window: Size2; overlap: Size2 } | null;
+  strategy: Strategy;
+  /** Encode seconds without loading. */
+  seconds: number;
+  ranks: RankStats[];
+  notes: string[];
+  out: string;
+  className: string;
+  /** How the image was read: 'streamed' (PNG band by band, .npy by positional reads) or 'whole' (JPEG, interlaced PNG). */
+  reading: 'streamed' | 'whole';
+  /** Whether the latents were written scaled. */
+  scaled: boolean;
+}
+
+/** The options' own refusals (before any file is read), every reason at once. */
+export function encodeFileReasons(options: EncodeFileOptions): Reason[] {
+  const reasons: Reason[] = [...latentsOutputReasons(options.out, { scaled: options.scaled === true })];
+  if (options.full === true && (options.window !== undefined || options.overlap !== undefined))
+    reasons.push(
+      reason('SOURCE_OPTION', 'full', true, 'either --full or --window/--overlap', '--full cannot be combined with --window/--overlap'),
+    );
+  if (options.strategy !== undefined && options.strategy !== 'tile')
+    reasons.push(
+      reason(
+        'STRATEGY_INVALID',
+        'strategy',
+        options.strategy,
+        'tile',
+        `--strategy ${options.strategy} is not available for encoders yet; encoders take tile (blended tiles, diffusers' tiled encode) or the whole encode`,
+      ),
+    );
+  return reasons;
+}
+
+/** Every row of the image, in the family's input range (PNG / .npy streamed, JPEG whole). */
+function readInput(path: string, range: Parameters<typeof openImageRows>[1]): { image: Tensor; reading: 'streamed' | 'whole' } {
+  const rows = openImageRows(path, range);
+  try {
+    return { image: readAllRows(rows), reading: rows.reading };
+  } finally {
+    rows.close();
+  }
+}
+
+/**
+ * Encodes one image file to a latents file as `options` ask (see the header), and reports it.
+ *
+ * @example
+ * const report = await encodeFile({ vae: { path: 'sd-vae' }, image: 'photo.png', out: 'z.npy', window: { height: 512, width: 512 }, ranks: 2 });
+ */
+export async function encodeFile(options: EncodeFileOptions, hooks: { signal?: AbortSignal; crop?: string } = {}): Promise<EncodedFile> {
+  const reasons = encodeFileReasons(options);
+  if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
+  const ranks = options.ranks ?? 1;
+  const encoder = await loadEncoder(options.vae, {
+    ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(options.provider !== undefined ? { provider: options.provider } : {}),
+    ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
+    ...(options.precision !== undefined ? { precision: options.precision } : {}),
+    ...(options.forceFp16 !== undefined ? { forceFp16: options.forceFp16 } : {}),
+  });
+  const group =
+    ranks > 1
+      ? localGroup({ ranks, ...(options.isolation ? { isolation: options.isolation } : {}), threadsPerRank: options.threads ?? 1 })
+      : null;
+  try {
+    if (options.sample) {
+      refuseSamplingWithout(encoder.family, 'sample');
+      throw new DistVaeError(
+        'UNSUPPORTED',
+        `sample: the ${encoder.family.name} encoder here returns the latent mean only, not the moments a sample is drawn from`,
+      );
+    }
+    const r = encoder.geometry.spatialRatio;
+    const { image: raw, reading } = readInput(options.image, encoder.family.sampleRange);
+    if (!options.crop) checkImage(encoder.config, raw, options.image, { crop: hooks.crop ?? 'crop: true' });
+    const input = options.crop ? cropToMultiple(raw, r) : raw;
+    const size = { height: input.dims[2]!, width: input.dims[3]! };
+    // Tiles when asked for (a window, or ranks to deal them to); else whole, as diffusers' encode.
+    if (options.window !== undefined || options.overlap !== undefined || (ranks > 1 && options.full !== true))
+      installRequestedTiling(encoder, options, size);
+    const grid = encodeGrid(encoder, input);
+    if (group) await group.start();
+    const report = group ? useStrategy(encoder, options.strategy ?? 'tile', group) : null;
+    const start = performance.now();
+    const mean = await encoder.encode(input, hooks.signal ? { signal: hooks.signal } : {});
+    const seconds = (performance.now() - start) / 1000;
+    const scaled = options.scaled === true;
+    const fields = encoder.config.fields;
+    const batchNorm = scaled && typeof fields['batch_norm_eps'] === 'number' ? await readLatentBatchNorm(options.vae) : undefined;
+    const latents = scaled ? scaleLatents(mean, latentScalingOf(fields, encoder.family.name, batchNorm ? { batchNorm } : {})) : mean;
+    writeLatentsFile(options.out, latents, { scaled });
+    const notes = report?.notes() ?? [];
+    if (group && !grid.tiled) notes.push(`the image fits in one window: encoded whole in this process, not on the ${ranks} ranks`);
+    return {
+      image: { height: raw.dims[2]!, width: raw.dims[3]! },
+      encoded: size,
+      shape: [...latents.dims],
+      tiles: grid.tiles.length,
+      plan: grid.tiled ? { window: { ...encoder.tiling.window }, overlap: { ...encoder.tiling.overlap } } : null,
+      strategy: options.strategy ?? 'tile',
+      seconds,
+      ranks: report?.ranks() ?? [{ rank: 0, tiles: grid.tiles.map((t) => t.index), load: grid.tiles.length, seconds }],
+      notes,
+      out: options.out,
+      className: encoder.config.className,
+      reading,
+      scaled,
+    };
+  } finally {
+    await group?.close();
+    await encoder.dispose();
+  }
+}
