@@ -65,9 +65,11 @@ export const RUNTIME_OPTIONS: OptionSpec[] = [
 
 /**
  * Reads --vae / --synthetic / --family / --config / --seed into a VaeSource (opens config.json
- * only). With `syntheticWithoutVae`, no --vae means synthetic weights (a command without --synthetic).
+ * only). With `syntheticWithoutVae`, no --vae means synthetic weights (a command without --synthetic);
+ * with `seedSeedsMore`, --seed also seeds something else of the command (encode --sample's draw), so it is
+ * not refused beside --vae.
  */
-export function readVaeSourceOptions(args: Args, options: { syntheticWithoutVae?: boolean } = {}): VaeSource {
+export function readVaeSourceOptions(args: Args, options: { syntheticWithoutVae?: boolean; seedSeedsMore?: boolean } = {}): VaeSource {
   const path = args.string('vae');
   const family = args.string('family');
   const configPath = args.string('config');
@@ -77,7 +79,7 @@ export function readVaeSourceOptions(args: Args, options: { syntheticWithoutVae?
   const synthetic = args.flag('synthetic') || (options.syntheticWithoutVae === true && path === undefined);
   if (path !== undefined && synthetic)
     args.refuse('--synthetic', true, 'either --vae or --synthetic', '--vae and --synthetic are exclusive');
-  if (path !== undefined && args.has('seed'))
+  if (path !== undefined && args.has('seed') && options.seedSeedsMore !== true)
     args.refuse('--seed', args.values['seed'], 'only with synthetic weights', '--seed seeds synthetic weights; it does nothing with --vae');
   if (synthetic && (subfolder !== undefined || variant !== undefined)) {
     args.refuse(

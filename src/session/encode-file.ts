@@ -114,7 +114,10 @@ function readInput(path: string, range: Parameters<typeof openImageRows>[1]): { 
  * @example
  * const report = await encodeFile({ vae: { path: 'sd-vae' }, image: 'photo.png', out: 'z.npy', window: { height: 512, width: 512 }, ranks: 2 });
  */
-export async function encodeFile(options: EncodeFileOptions, hooks: { signal?: AbortSignal; crop?: string } = {}): Promise<EncodedFile> {
+export async function encodeFile(
+  options: EncodeFileOptions,
+  hooks: { signal?: AbortSignal; crop?: string; sample?: string } = {},
+): Promise<EncodedFile> {
   const reasons = encodeFileReasons(options);
   if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   const ranks = options.ranks ?? 1;
@@ -131,10 +134,10 @@ export async function encodeFile(options: EncodeFileOptions, hooks: { signal?: A
       : null;
   try {
     if (options.sample) {
-      refuseSamplingWithout(encoder.family, 'sample');
+      refuseSamplingWithout(encoder.family, hooks.sample ?? 'sample');
       throw new DistVaeError(
         'UNSUPPORTED',
-        `sample: the ${encoder.family.name} encoder here returns the latent mean only, not the moments a sample is drawn from`,
+        `${hooks.sample ?? 'sample'}: the ${encoder.family.name} encoder here returns the latent mean only, not the moments a sample is drawn from`,
       );
     }
     const r = encoder.geometry.spatialRatio;

@@ -49,7 +49,7 @@ test('--latents-scaled writes scaleLatents of the mean with the config the encod
   assert.deepEqual(await readLatents(out), scaleLatents(mean, latentScalingOf({ scaling_factor: 0.5 }, 'tae')));
 });
 
-test('refused before any work: a scaled .latent, --sample for tae, --seed without --sample, --out over --image', async () => {
+test('refused before any work: a scaled .latent, --sample for tae, --seed with --vae but without --sample, --out over --image', async () => {
   const latent = join(dir, 'x.latent');
   const scaledLatent = await encode('--image', png, '--out', latent, '--latents-scaled');
   assert.equal(scaledLatent.code, 2);
@@ -60,7 +60,7 @@ test('refused before any work: a scaled .latent, --sample for tae, --seed withou
   assert.match(sample.stderr, /--sample: the tae encoder returns its latents directly/);
   const seed = await encode('--image', png, '--out', join(dir, 's.npy'), '--seed', '3');
   assert.equal(seed.code, 2);
-  assert.match(seed.stderr, /--seed applies only with --sample/);
+  assert.match(seed.stderr, /--seed seeds synthetic weights; it does nothing with --vae/);
   const npyInput = join(dir, 'self.npy');
   writeNpy(npyInput, readImage(png));
   const over = await encode('--image', npyInput, '--out', npyInput);

@@ -49,14 +49,8 @@ export const encodeCommand: CommandSpec = {
     {
       name: 'sample',
       kind: 'boolean',
-      description: "draw the latents from the encoder's distribution instead of taking its mean (refused for tae and dc-ae, which have none)",
-    },
-    {
-      name: 'seed',
-      kind: 'string',
-      value: 'N',
-      description: "--sample's seed (our generator: it cannot reproduce torch's stream)",
-      defaultText: '0',
+      description:
+        "draw the latents from the encoder's distribution instead of taking its mean, seeded by --seed (our generator: it cannot reproduce torch's stream; refused for tae and dc-ae, which have none)",
     },
     {
       name: 'crop',
@@ -120,12 +114,11 @@ export const encodeCommand: CommandSpec = {
     const strategy = args.choice('strategy', STRATEGIES);
     const ranks = args.int('ranks', { min: 1, max: 1024 });
     const isolation = args.choice('isolation', ISOLATIONS);
-    const vae = readVaeSourceOptions(args);
+    const sample = args.flag('sample');
+    // --seed seeds synthetic weights, and --sample's draw (our generator: it cannot reproduce torch's stream).
+    const vae = readVaeSourceOptions(args, { seedSeedsMore: sample });
     const load = readLoadOptions(args);
     const scaled = args.flag('latents-scaled');
-    const sample = args.flag('sample');
-    const seed = args.int('seed', { min: 0 });
-    if (seed !== undefined && !sample) args.refuse('--seed', seed, 'with --sample', '--seed applies only with --sample');
     if (out !== undefined) {
       args.add(...latentsOutputReasons(out, { scaled }, '--out', '--latents-scaled'));
       args.add(
@@ -153,7 +146,7 @@ export const encodeCommand: CommandSpec = {
       ...(load.forceFp16 !== undefined ? { forceFp16: load.forceFp16 } : {}),
     };
     printSourceNotes(vae, io);
-    const report = await encodeFile(options, { crop: '--crop', ...(io.signal ? { signal: io.signal } : {}) });
+    const report = await encodeFile(options, { crop: '--crop', sample: '--sample', ...(io.signal ? { signal: io.signal } : {}) });
     io.stdout(args.flag('json') ? JSON.stringify(report) + '\n' : describeEncoded(imagePath!, report));
     return 0;
   },
