@@ -14,7 +14,11 @@ export interface RankHost {
   send(message: ToRank, transfer?: ArrayBuffer[]): void;
   /** Whether the rank keeps this process alive (only while a run is in flight). */
   hold(busy: boolean): void;
-  /** Asks the rank to end, and ends it forcibly after `graceMs`; resolves once it is gone. */
+  /**
+   * Asks the rank to end, and ends it forcibly after `graceMs`; resolves once it is gone. The
+   * rank holds this process until then, whatever hold() said last: a close awaited past its
+   * grace timer must not be left pending by an emptied event loop.
+   */
   close(graceMs: number): Promise<void>;
   /** Ends the rank now (SIGKILL / terminate). */
   kill(): void;

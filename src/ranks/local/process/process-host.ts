@@ -90,6 +90,10 @@ export const startProcessRank: StartRank = (init, events, signal) =>
         },
         close: async (graceMs) => {
           if (exited) return;
+          // An idle rank no longer holds the event loop (hold(false)): without this, a rank that
+          // outlives the grace (a 2 GiB rank freeing its memory on a loaded machine) is killed,
+          // the timer is done, the loop empties before its exit is seen, and the close never settles.
+          child.ref();
           if (child.connected) child.send({ type: 'close' }, undefined, {}, () => undefined);
           const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
           await gone;

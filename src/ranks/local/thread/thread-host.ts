@@ -59,6 +59,9 @@ export const startThreadRank: StartRank = (init, events, signal) =>
         hold: (busy) => (busy ? worker.ref() : worker.unref()),
         close: async (graceMs) => {
           if (exited) return;
+          // Held until it is gone, as a process rank is (process-host.ts): a terminate past the
+          // grace is otherwise awaited by nothing that keeps the event loop alive.
+          worker.ref();
           worker.postMessage({ type: 'close' });
           const timer = setTimeout(() => void worker.terminate(), graceMs);
           await gone;
