@@ -578,7 +578,8 @@ export function predictTileRun(vae: VaeSpec, tiles: readonly (readonly number[])
 export function tileGraphs(vae: VaeSpec, dims: readonly number[]): { model: ModelProto; runs: number }[] {
   const arch = architectureOf(vae);
   const description = arch.runtime.memoryRuns?.(arch.config, arch.weights, dims) ?? {
-    sessions: [{ key: 'decoder', model: graphOf(arch, vae), runs: 1 }],
+    // The precision's graph: its arithmetic and the bytes it writes are the sessions'.
+    sessions: [{ key: 'decoder', model: arch.model ?? graphOf(arch, vae), runs: 1 }],
   };
   return description.sessions.map((s) => ({ model: s.model, runs: s.runs }));
 }
