@@ -10,6 +10,7 @@ import { planningVae } from '../families/registry.js';
 import { TINY_KL } from '../ranks/testing/tiny-vae.js';
 import { activationPeak } from './liveness.js';
 import { predictMemory } from './model.js';
+import { chooseWithinBudget } from './policy.js';
 
 test('fp16 liveness: 2-byte activations, float32 Casts counted, weight Casts folded', () => {
   const g = new GraphBuilder('conv_norm');
@@ -42,4 +43,15 @@ test('fp16 row sharding: predicted from the float32 plan, each stage sized in fl
     const fp32 = full.ranks[i]!.terms.shard;
     assert.ok(r.terms.shard < fp32 && r.terms.shard > fp32 / 2, `rank ${i}: fp16 shard term ${r.terms.shard} vs fp32 ${fp32}`);
   });
+});
+
+// `distvae plan --precision fp16 --ranks 2` (and a decode with no plan flags) weighs row sharding
+// among its plans: the policy predicts every alternative, so one refusal refused them all.
+test('fp16 plans: the policy weighs row sharding on 2 ranks with the rest', () => {
+  const vae = { ...planningVae('autoencoder-kl', TINY_KL), precision: 'fp16' as const };
+  const { alternatives } = chooseWithinBudget(vae, { height: 64, width: 64 }, { bytes: 2 ** 40 }, { ranks: 2 });
+  assert.ok(
+    alternatives.some((a) => a.plan.strategy === 'shard' && a.plan.ranks === 2),
+    alternatives.map((a) => a.plan.strategy).join(', '),
+  );
 });
