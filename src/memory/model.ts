@@ -174,8 +174,18 @@ interface ArchitectureMemory {
   precision: Precision;
   /** Every weight a view of one shared zero buffer (shapes only). */
   weights: Map<string, Tensor>;
-  /** The fused decoder graph, for families that expose it (shard, exact-tile, halos). */
+  /**
+   * The fused decoder graph as its sessions run it (in float16 with its Casts where the precision
+   * is fp16): what tensors are sized from.
+   */
   model: ModelProto | null;
+  /**
+   * The fused decoder graph as built, in float32: what the structural analyses read (the shard
+   * plan, halos, locality). The fp16 rewrite's Casts split the sync regions those analyses need
+   * as contiguous runs, and a rank builds its shard plan from this graph too, rewriting each stage
+   * to the precision as its session opens (strategies/shard/rank-program.ts).
+   */
+  structural: ModelProto | null;
   weightBytes: number;
   /** Session runs per latent tile dims. */
   runs: Map<string, SessionRun[]>;
@@ -238,6 +248,7 @@ function architectureOf(vae: VaeSpec): ArchitectureMemory {
     precision,
     weights,
     model,
+    structural: fused,
     weightBytes,
     runs: new Map(),
     shapes: new Map(),
@@ -246,8 +257,9 @@ function architectureOf(vae: VaeSpec): ArchitectureMemory {
   return entry;
 }
 
+/** The float32 fused decoder graph the structural analyses read (see `structural`); UNSUPPORTED where the family exposes none. */
 function graphOf(arch: ArchitectureMemory, vae: VaeSpec): ModelProto {
-  if (arch.model) return arch.model;
+  if (arch.structural) return arch.structural;
   const r = reason(
     'NO_DECODER_GRAPH',
     'family',
@@ -278,7 +290,7 @@ export function exactHaloOf(vae: VaeSpec): Halo | null {
   const arch = architectureOf(vae);
   if (arch.halo === undefined) {
     try {
-      arch.halo = arch.model ? exactTilingHalo(arch.model) : null;
+      arch.halo = arch.structural ? exactTilingHalo(arch.structural) : null;
     } catch {
       arch.halo = null;
     }
@@ -286,7 +298,10 @@ export function exactHaloOf(vae: VaeSpec): Halo | null {
   return arch.halo;
 }
 
-/** The fused decoder graph the model reads for this VAE (zero weights: shapes only), or null where its family describes none. */
+/**
+ * The fused decoder graph the model sizes tensors from for this VAE, in its precision (zero
+ * weights: shapes only), or null where its family describes none.
+ */
 export function analysisModelOf(vae: VaeSpec): ModelProto | null {
   return architectureOf(vae).model;
 }
@@ -430,6 +445,8 @@ export function predictMemory(
     finish(coordinator, ranks, maxTensorBytes, arch.weightBytes, cal);
 
   if (plan.strategy === 'shard') {
+    // The float32 graph, as a rank plans it: its steps, and the band values held between them
+    // (a stage's inputs and outputs stay float32); each stage's own work in the precision (shard.ts).
     const model = graphOf(arch, vae);
     const dims = latentDims(vae, batch, latent.height, latent.width, latent.frames);
     const key = dims.join('x');
@@ -441,7 +458,11 @@ export function predictMemory(
     const bands = splitBands(latent.height, plan.ranks, vae.geometry.spatialRatio);
     const ranks = bands.map((b) => {
       const share = (b.end - b.start) / latent.height;
-      const hold = shardRankHold(model, whole, b, latent.height, cal.shardFactor > 0 ? cal.heapFactor / cal.shardFactor : 0, rankThreshold);
+      const hold = shardRankHold(model, whole, b, latent.height, {
+        heapWeight: cal.shardFactor > 0 ? cal.heapFactor / cal.shardFactor : 0,
+        start: rankThreshold,
+        precision: arch.precision,
+      });
       maxTensorBytes = Math.max(maxTensorBytes, hold.maxTensorBytes);
       return {
         rank: b.rank,
@@ -449,8 +470,9 @@ export function predictMemory(
           ...NO_TERMS,
           decodingWeights: arch.weightBytes,
           sessionWeights: arch.weightBytes,
-          packedWeights: conv2dWeightBytes(model),
-          heapWeights: heapWeightBytes(initializerSizes(model), weightLimit(rankThreshold)),
+          // Weights as the sessions hold them: the precision's graph (a float16 kernel behind its Cast is not prepacked).
+          packedWeights: conv2dWeightBytes(arch.model!),
+          heapWeights: heapWeightBytes(initializerSizes(arch.model!), weightLimit(rankThreshold)),
           shard: hold.peakBytes,
           heap: hold.heapBytes,
           largestTensor: hold.maxTensorBytes,
@@ -556,12 +578,13 @@ export function predictTileRun(vae: VaeSpec, tiles: readonly (readonly number[])
 export function tileGraphs(vae: VaeSpec, dims: readonly number[]): { model: ModelProto; runs: number }[] {
   const arch = architectureOf(vae);
   const description = arch.runtime.memoryRuns?.(arch.config, arch.weights, dims) ?? {
-    sessions: [{ key: 'decoder', model: graphOf(arch, vae), runs: 1 }],
+    // The precision's graph: its arithmetic and the bytes it writes are the sessions'.
+    sessions: [{ key: 'decoder', model: arch.model ?? graphOf(arch, vae), runs: 1 }],
   };
   return description.sessions.map((s) => ({ model: s.model, runs: s.runs }));
 }
 
-/** The fused decoder graph of a VAE (row sharding's and the locality analysis' view); UNSUPPORTED for a family that exposes none. */
+/** The float32 fused decoder graph of a VAE (row sharding's and the locality analysis' view); UNSUPPORTED for a family that exposes none. */
 export function decoderGraphOf(vae: VaeSpec): ModelProto {
   return graphOf(architectureOf(vae), vae);
 }

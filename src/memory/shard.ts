@@ -6,6 +6,10 @@
 // model, so its liveness counts them) with the halo rows received; an attention's gathered keys
 // and values and one query chunk's scores. Edge ranks read a halo on one side, middle ranks on
 // both. Sizes come from the whole graph's static shapes with the row axis cut to the band.
+// The plan is the float32 graph's, as a rank builds it; in float16 each stage's and attention
+// core's model is rewritten as its session opens it (graph/precision.ts), so a step's work is
+// the rewritten model's liveness (2-byte activations, its Casts), while the values between
+// steps stay float32 (a rewritten graph's inputs and outputs are float32).
 //
 // Stage sessions run without an arena, so every tensor is a malloc of its own, and glibc's
 // allocator adds what the graph does not show (liveness.ts `heapServedBytes`): tensors under
@@ -20,6 +24,7 @@
 // bytes still resident at the peak).
 
 import type { ModelProto } from '../graph/onnx-proto.js';
+import { modelInPrecision, type Precision } from '../graph/precision.js';
 import { wholeTimes } from '../graph/ratio.js';
 import { bandRows, haloRows, type Band } from '../strategies/shard/bands.js';
 import { bandName } from '../strategies/shard/band-models.js';
@@ -55,20 +60,38 @@ export interface ShardHold {
   maxTensorBytes: number;
 }
 
+const rewritten = new WeakMap<ModelProto, ModelProto>();
+
+/** A step's model as its session runs it in `precision` (memoised: the plan's models are memoised too). */
+function inPrecision(model: ModelProto, precision: Precision): ModelProto {
+  if (precision === 'fp32') return model;
+  let known = rewritten.get(model);
+  if (!known) rewritten.set(model, (known = modelInPrecision(model, precision)));
+  return known;
+}
+
+/** How a rank's walk is weighed and run. */
+export interface ShardHoldOptions {
+  /** Resident heap bytes per held byte: the calibration's heapFactor over its shardFactor (default 0). */
+  heapWeight?: number;
+  /** The rank process's mmap threshold at its start: glibc's dynamic one, or one fixed in its environment. */
+  start?: MallocThreshold;
+  /** The precision the stage sessions compute in (default fp32). */
+  precision?: Precision;
+}
+
 /**
- * The peak of `band` in a row-sharded decode of `model` whose whole-graph shapes are `whole`: the
- * step with the largest held + work + `heapWeight` × heap (heapWeight: resident heap bytes per
- * held byte, the calibration's heapFactor over its shardFactor).
+ * The peak of `band` in a row-sharded decode of `model` (the float32 graph) whose whole-graph
+ * shapes are `whole`: the step with the largest held + work + heapWeight × heap.
  */
 export function shardRankHold(
   model: ModelProto,
   whole: ReadonlyMap<string, ValueShape>,
   band: Band,
   latentRows: number,
-  heapWeight = 0,
-  /** The rank process's mmap threshold at its start: glibc's dynamic one, or one fixed in its environment. */
-  start: MallocThreshold = { bytes: MMAP_THRESHOLD_START },
+  options: ShardHoldOptions = {},
 ): ShardHold {
+  const { heapWeight = 0, start = { bytes: MMAP_THRESHOLD_START }, precision = 'fp32' } = options;
   const plan = planOf(model, band.start > 0 || band.end < latentRows);
   const { staged } = plan;
   const latentCols = whole.get(staged.input)!.dims.at(-1)!;
@@ -143,9 +166,10 @@ export function shardRankHold(
         }
         take(bandBytes(name));
       }
-      const shapes = inferShapes(m.model, dims, values);
-      work += scan(peakOf(m.model, shapes));
-      heap = Math.max(heap, heapServedBytes(m.model, shapes, threshold));
+      const stage = inPrecision(m.model, precision);
+      const shapes = inferShapes(stage, dims, values);
+      work += scan(peakOf(stage, shapes));
+      heap = Math.max(heap, heapServedBytes(stage, shapes, threshold));
       for (const name of m.outputs) {
         held.set(name, bandBytes(name));
         pooled.add(name);
@@ -164,9 +188,10 @@ export function shardRankHold(
         [region.key]: [...whole.get(region.key)!.dims],
         [region.value]: [...whole.get(region.value)!.dims],
       };
-      const shapes = inferShapes(core.model, dims);
-      work += scan(peakOf(core.model, shapes));
-      heap = Math.max(heap, heapServedBytes(core.model, shapes, threshold));
+      const attend = inPrecision(core.model, precision);
+      const shapes = inferShapes(attend, dims);
+      work += scan(peakOf(attend, shapes));
+      heap = Math.max(heap, heapServedBytes(attend, shapes, threshold));
       maxTensor = Math.max(maxTensor, kv / 2);
       // The chunks' outputs, then joined.
       work += 2 * bandBytes(region.output);

@@ -1,6 +1,6 @@
 // Half precision on onnxruntime's WebGPU provider (lavapipe in CI: it has shader-f16): tiny
 // configs decoded in fp16 — whole, tiled, and row-sharded on 2 process ranks (whose GroupNorm
-// statistics merges stay float32) — equal the fp32 WebGPU decode of the same plan within 1.5e-2
+// statistics merges stay float32; through the API and the CLI) — equal the fp32 WebGPU decode of the same plan within 1.5e-2
 // of the output's largest value. The bound: float16 keeps 11 significant bits (a relative
 // rounding of 4.9e-4 per op), and these random-weight decoders chain ~20 convolutions and norms;
 // the gaps measured on lavapipe are 4e-3 (tae) to 7e-3 (shard) — a wrong Cast or an overflow
@@ -12,7 +12,7 @@ import { after, test, type TestContext } from 'node:test';
 import { loadVae, type LoadOptions, type Vae } from '../decode/vae.js';
 import { configFile, KL_SMALL, TAE_SMALL } from '../families/testing/config-files.js';
 import { cli } from '../cli/testing/in-process.js';
-import { writeNpy } from '../io/npy.js';
+import { readNpy, writeNpy } from '../io/npy.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -95,23 +95,54 @@ test('webgpu fp16: a force_upcast config asked for fp16 decodes in fp32 and says
 let group: LocalGroup | null = null;
 after(() => group?.close());
 
-// Through the API, not the CLI: the CLI's memory model walks the shard plan over the float16
-// analysis graph, whose Casts split the GroupNorm sync regions, and refuses (a bug of its own).
-test('webgpu fp16: row sharding on 2 process ranks (float32 statistics merges) equals the fp32 whole decode', async (t) => {
+// The API's shard decode, then the CLI's (issue 25: its memory model walked the shard plan over
+// the float16 graph, whose Casts split the GroupNorm sync regions, and refused): the same plan,
+// weights and latent, so the CLI's output equals the API's; both within the fp16 tolerance of the
+// fp32 whole decode, and the CLI's JSON carries the memory model's per-rank prediction.
+test('webgpu fp16: row sharding on 2 process ranks (float32 statistics merges) equals the fp32 whole decode, through the API and the CLI', async (t) => {
   if (!(await needsWebgpu(t))) return;
   const z = seededTensor([1, 4, 8, 8], 11);
   const full = await load('autoencoder-kl', TINY_KL, {});
   const half = await load('autoencoder-kl', TINY_KL, { precision: 'fp16', forceFp16: true });
+  let api: Tensor;
+  let reference: Tensor;
   try {
     group = localGroup({ ranks: 2, isolation: 'process', threadsPerRank: 1 });
     await group.start();
     setTiling(full, 'off');
     setTiling(half, 'off');
     const report = useStrategy(half, 'shard', group);
-    const got = await half.decode(z);
+    api = await half.decode(z);
     assert.equal(report!.ranks().filter((r) => r.load > 0).length, 2, 'both ranks decoded');
-    assertClose(t, got, await full.decode(z), 'shard');
+    reference = await full.decode(z);
+    assertClose(t, api, reference, 'shard (API)');
   } finally {
     await Promise.all([full.dispose(), half.dispose()]);
   }
+  await group.close();
+  group = null;
+  const dir = mkdtempSync(join(tmpdir(), 'distvae-fp16-shard-'));
+  const latents = join(dir, 'z.npy');
+  writeNpy(latents, z);
+  const out = join(dir, 'x.npy');
+  const r = await cli(
+    ...['decode', '--synthetic', '--family', 'autoencoder-kl', '--config', configFile(dir, 'kl.json', TINY_KL), '--seed', '3'],
+    ...['--latents', latents, '--out', out, '--provider', 'webgpu', '--precision', 'fp16', '--force-fp16'],
+    ...['--strategy', 'shard', '--ranks', '2', '--json'],
+  );
+  assert.equal(r.code, 0, r.stderr);
+  const json = JSON.parse(r.stdout) as {
+    strategy: string;
+    precision: string;
+    memory: { ranks: { rank: number; predictedPeakBytes: number }[] };
+  };
+  assert.deepEqual([json.strategy, json.precision], ['shard', 'fp16']);
+  assert.equal(json.memory.ranks.length, 2);
+  for (const rank of json.memory.ranks) assert.ok(rank.predictedPeakBytes > 0, `rank ${rank.rank}: predicted ${rank.predictedPeakBytes}`);
+  const got = readNpy(out);
+  assert.deepEqual(got.dims, api.dims);
+  const { maxAbs } = difference(got, api);
+  t.diagnostic(`shard: CLI vs API fp16 max abs ${maxAbs.toExponential(2)}`);
+  assert.ok(maxAbs <= 1e-6 * reference.data.reduce((m, v) => Math.max(m, Math.abs(v)), 0), `CLI vs API: max abs ${maxAbs}`);
+  assertClose(t, got, reference, 'shard (CLI)');
 });
