@@ -6,7 +6,15 @@ export { COMFY_LATENT_KEY, LATENTS_KEY, type ReadLatentsOptions } from '../io/la
 export { latentScalingOf, scaleLatents, unscaleLatents, type LatentBatchNorm, type LatentScaling } from '../io/latent-scaling.js';
 export { encodeNpy, npyHeader, parseNpy, type NpyDType, type NpyWriteOptions } from '../io/npy.js';
 export { decodeImage, READABLE_IMAGE_FORMATS } from '../io/image.js';
-export { channelAffine, imageToInput, imageValue, inputValue, sampleToImage, type ChannelAffine, type ChannelNormalization } from '../io/sample-range.js';
+export {
+  channelAffine,
+  imageToInput,
+  imageValue,
+  inputValue,
+  sampleToImage,
+  type ChannelAffine,
+  type ChannelNormalization,
+} from '../io/sample-range.js';
 export { DEFAULT_FPS, type VideoOptions } from '../io/video.js';
 export { AtomicFile, withAtomicFile, writeFileAtomic } from '../bytes/atomic-file.js';
 export { checkImage } from '../encode/encoder.js';
