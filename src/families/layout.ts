@@ -1,8 +1,9 @@
 // How a family module declares its family: the parts that do not depend on the config (how
 // diffusers tiles it, its time axis, what a checkpoint carries beside the decoder, the smallest
-// window, the output range, checked against the config's output channels), the square tiling defaults every family states, and the frame of
-// every config reader (read, then refuse with all reasons at once). Declared once here, so that
-// each family writes only what differs from the diffusers VAEs it shares the rest with.
+// window, the output range — a per-channel one checked against the config's output channels),
+// the square tiling defaults every family states, and the frame of every config reader (read,
+// then refuse with all reasons at once). Declared once here, so that each family writes only
+// what differs from the diffusers VAEs it shares the rest with.
 
 import { ConfigReader } from './config-fields.js';
 import type { FamilySpec, FrameTiling, RawConfig, ResolvedConfig, SampleRange, TilingDefaults } from './types.js';
