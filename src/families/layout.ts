@@ -1,11 +1,12 @@
 // How a family module declares its family: the parts that do not depend on the config (how
 // diffusers tiles it, its time axis, what a checkpoint carries beside the decoder, the smallest
-// window, the output range), the square tiling defaults every family states, and the frame of
-// every config reader (read, then refuse with all reasons at once). Declared once here, so that
-// each family writes only what differs from the diffusers VAEs it shares the rest with.
+// window, the output range — a per-channel one checked against the config's output channels),
+// the square tiling defaults every family states, and the frame of every config reader (read,
+// then refuse with all reasons at once). Declared once here, so that each family writes only
+// what differs from the diffusers VAEs it shares the rest with.
 
 import { ConfigReader } from './config-fields.js';
-import type { FamilySpec, FrameTiling, RawConfig, ResolvedConfig, TilingDefaults } from './types.js';
+import type { FamilySpec, FrameTiling, RawConfig, ResolvedConfig, SampleRange, TilingDefaults } from './types.js';
 
 /** The config-independent part of a FamilySpec. */
 export type FamilyLayout = Pick<
@@ -24,6 +25,19 @@ export function diffusersLayout(diffusersTiling: FamilySpec['diffusersTiling'], 
 /** Tiling defaults with a square window and overlap in output pixels, and the frame tiling of families that have one. */
 export function squareTiling(window: number, overlap: number, frames: FrameTiling | null = null): TilingDefaults {
   return { window: { height: window, width: window }, overlap: { height: overlap, width: overlap }, frames };
+}
+
+/** A per-channel sample range needs one mean and one std per output channel, refused with the config otherwise. */
+function checkSampleRange(range: SampleRange, outChannels: number, r: ConfigReader): void {
+  if (typeof range !== 'object') return;
+  const n = range.mean.length;
+  r.check(
+    outChannels === n && range.std.length === n,
+    'out_channels',
+    outChannels,
+    `${n} (the family's pixel normalisation has ${n} means and ${range.std.length} standard deviations)`,
+    `out_channels = ${outChannels}, but the family's pixel normalisation covers ${n} channels`,
+  );
 }
 
 /** A family as each module writes it: its names and the reader of its config. */
@@ -55,6 +69,7 @@ export function defineFamily<const Name extends string>(
       const config = given(raw);
       const r = new ConfigReader(config, names.name);
       const resolved = read(r, config);
+      checkSampleRange(layout.sampleRange, resolved.geometry.outChannels, r);
       r.finish();
       return { ...resolved, fields: r.fields };
     },

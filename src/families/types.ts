@@ -107,6 +107,21 @@ export interface ResolvedConfig {
   fields: Readonly<Record<string, unknown>>;
 }
 
+/** A per-channel normalisation of pixels: the sample is `(pixel − mean[c]) / std[c]`, one entry per output channel. */
+export interface ChannelNormalization {
+  readonly mean: readonly number[];
+  readonly std: readonly number[];
+}
+
+/**
+ * What a family's decoded sample holds, for image output and encoder input (docs/design.md §9):
+ * a [0, 1] pixel is `sample · std[c] + mean[c]` (clamped to [0, 1]) and the encoder takes
+ * `(pixel − mean[c]) / std[c]`, each step in float32 as torch computes it. 'signed' is diffusers'
+ * [−1, 1] (mean = std = 0.5 on every channel: x/2 + 0.5), 'unit' TAE's [0, 1] (mean 0, std 1); a
+ * `{ mean, std }` has one entry per output channel (MiniMax-H3: ImageNet's, as its pipeline undoes).
+ */
+export type SampleRange = 'signed' | 'unit' | ChannelNormalization;
+
 /** What a VAE family declares: its names, how diffusers tiles it, its config reader and the checks the planner applies (the engine reads these, never a family name). */
 export interface FamilySpec<Name extends string = string> {
   /** The family's name (`--family`, `planningVae`); the registry derives `FamilyName` from these. */
@@ -121,11 +136,8 @@ export interface FamilySpec<Name extends string = string> {
   ignoredKeyPrefixes: readonly string[];
   /** Smallest window, in latent units, the decoder accepts on an axis. */
   minWindowLatent: number;
-  /**
-   * Range of the decoded sample for image output (docs/design.md §9): 'signed' maps x/2 + 0.5, 'unit'
-   * (TAE) takes x as is; both then clamp to [0, 1].
-   */
-  sampleRange: 'signed' | 'unit';
+  /** What the decoded sample's values are, per channel, for image output and encoder input (see SampleRange). */
+  sampleRange: SampleRange;
   /**
    * What the encoder's output is: 'diagonal-gaussian' (absent: the diffusers KL classes) — mean and
    * log-variance, of which `encode` returns the mean and `--sample` draws — or 'none' (TAE, DC-AE),

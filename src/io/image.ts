@@ -1,5 +1,5 @@
-// Images in and out. Out: the family's value mapping (docs/design.md §9: `tae` → clamp(x, 0, 1), every
-// other family → clamp(x/2 + 0.5, 0, 1); 8-bit = round(v·255)) and PNG files through pngjs,
+// Images in and out. Out: the family's value mapping (io/sample-range.ts, docs/design.md §9: per
+// channel clamp(x·std + mean, 0, 1); 8-bit = round(v·255)) and PNG files through pngjs,
 // 8-bit by default or 16-bit on request; a batch or a video becomes one file per image / frame.
 // In: PNG (pngjs) and JPEG (jpeg-js) become a float tensor (1, 3, H, W) in [0, 1], as
 // torchvision's to_tensor makes it (8-bit v/255, 16-bit PNG v/65535). The format is read from

@@ -9,7 +9,7 @@ import { Zlib } from 'fflate';
 import { DistVaeError, reason } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { AtomicFile } from '../bytes/atomic-file.js';
-import type { SampleRange } from './image.js';
+import { channelAffine, imageValue, type ChannelAffine, type SampleRange } from './sample-range.js';
 
 /** The size, channels, bit depth, value range and text chunks of a PNG written band by band. */
 export interface PngStreamOptions {
@@ -32,6 +32,7 @@ export class PngBandWriter {
   private readonly deflate: Zlib;
   private rowsWritten = 0;
   private readonly bitDepth: 8 | 16;
+  private readonly affine: ChannelAffine;
 
   constructor(
     path: string,
@@ -40,6 +41,7 @@ export class PngBandWriter {
     const { width, height, channels } = options;
     this.bitDepth = options.bitDepth ?? 8;
     if (![1, 3, 4].includes(channels)) throw new DistVaeError('TENSOR_INVALID', `a PNG needs 1, 3 or 4 channels, got ${channels}`);
+    this.affine = channelAffine(options.range, channels);
     if (!(width >= 1 && height >= 1 && width < 2 ** 31 && height < 2 ** 31)) {
       const r = reason('PNG_SIZE', 'size', `${width}x${height}`, 'each side in [1, 2^31)');
       throw new DistVaeError('INVALID_ARGUMENT', r.message, { reasons: [r] });
@@ -60,7 +62,7 @@ export class PngBandWriter {
 
   /** Appends rows: a (1, C, h, W) band of the sample (values in its range), in order. */
   writeBand(band: Tensor): void {
-    const { width, height, channels, range } = this.options;
+    const { width, height, channels } = this.options;
     const [b, c, h, w] = band.dims as number[];
     if (band.dims.length !== 4 || b !== 1 || c !== channels || w !== width || this.rowsWritten + h! > height) {
       throw new DistVaeError(
@@ -78,9 +80,8 @@ export class PngBandWriter {
       let o = y * rowBytes + 1; // filter byte 0: None
       for (let x = 0; x < w!; x++) {
         for (let k = 0; k < outChannels; k++) {
-          const raw = band.data[(channels === 1 ? 0 : k) * plane + y * w! + x]!;
-          const u = range === 'signed' ? raw / 2 + 0.5 : raw;
-          const q = Math.round((u < 0 ? 0 : u > 1 ? 1 : u) * max);
+          const c = channels === 1 ? 0 : k;
+          const q = Math.round(imageValue(band.data[c * plane + y * w! + x]!, this.affine, c) * max);
           if (bytesPerSample === 2) out[o++] = q >> 8;
           out[o++] = q & 0xff;
         }

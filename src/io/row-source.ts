@@ -9,11 +9,12 @@
 //   - JPEG is read whole (a baseline JPEG's MCU rows could stream, jpeg-js cannot).
 // Bands are asked in order of their start row (tiles overlap, so a band may start above the
 // previous band's end, never above its start). Pixels map from [0, 1] to the range the family
-// declares (its `sampleRange`: 'signed' → 2v − 1, diffusers' [−1, 1]; 'unit' → v, TAE's [0, 1]).
+// declares, per channel (its `sampleRange`, io/sample-range.ts: 'signed' → 2v − 1, diffusers'
+// [−1, 1]; 'unit' → v, TAE's [0, 1]; a mean / std → (v − mean[c]) / std[c]).
 
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { DistVaeError, reason, refuse } from '../errors.js';
-import type { SampleRange } from './sample-range.js';
+import { channelAffine, imageToInput, inputValue, type ChannelAffine, type SampleRange } from './sample-range.js';
 import { elementCount, type Tensor } from '../tensor.js';
 import { decodeToFloat32, DTYPE_BYTES } from '../weights/dtype.js';
 import { refuseIfNotRegular } from '../bytes/file-source.js';
@@ -32,11 +33,6 @@ export interface RowSource {
   /** The most image rows this source has held at once (decoded, not yet dropped). */
   readonly peakRowsHeld: number;
   close(): void;
-}
-
-/** How a [0, 1] pixel value becomes the family's input value. */
-export function inputValue(v: number, range: SampleRange): number {
-  return range === 'signed' ? 2 * v - 1 : v;
 }
 
 function checkBand(dims: readonly number[], y0: number, y1: number, last: number, source: string): void {
@@ -63,7 +59,7 @@ function checkBand(dims: readonly number[], y0: number, y1: number, last: number
 
 /** A source over a tensor already in memory (JPEG, interlaced PNG). */
 export function tensorRows(image: Tensor, range: SampleRange, reading: 'streamed' | 'whole' = 'whole'): RowSource {
-  const data = image.data.map((v) => inputValue(v, range));
+  const data = imageToInput(image, range).data;
   const dims = [...image.dims];
   const [h, w] = dims.slice(-2) as [number, number];
   const planes = data.length / (h * w);
@@ -92,13 +88,15 @@ class PngRows implements RowSource {
   private held: Float32Array[] = [];
   private first = 0;
   private last = 0;
+  private readonly affine: ChannelAffine;
 
   constructor(
     private readonly reader: PngRowReader,
-    private readonly range: SampleRange,
+    range: SampleRange,
   ) {
     const { width, height } = reader.header;
     this.dims = [1, 3, height, width];
+    this.affine = channelAffine(range, 3);
   }
 
   rows(y0: number, y1: number): Tensor {
@@ -110,7 +108,8 @@ class PngRows implements RowSource {
     while (this.first + this.held.length < y1) {
       const row = this.reader.nextRow();
       if (this.first + this.held.length >= y0) {
-        if (this.range === 'signed') for (let i = 0; i < row.length; i++) row[i] = 2 * row[i]! - 1;
+        const w = this.dims[3]!;
+        for (let i = 0; i < row.length; i++) row[i] = inputValue(row[i]!, this.affine, Math.floor(i / w));
         this.held.push(row);
       } else this.first++;
       this.peakRowsHeld = Math.max(this.peakRowsHeld, this.held.length);

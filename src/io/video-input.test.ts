@@ -49,7 +49,8 @@ for (const ext of ['mp4', 'webm']) {
         for (let j = 0; j < f; j++, k++)
           for (let i = 0; i < 16 * 24; i++)
             for (let c = 0; c < 3; c++)
-              assert.equal(chunk.data[(c * f + j) * 384 + i], Math.fround((2 * rgb[(k * 384 + i) * 3 + c]!) / 255 - 1));
+              // torch's way: the byte becomes float32 b/255 first, then diffusers' 2x − 1 in float32.
+              assert.equal(chunk.data[(c * f + j) * 384 + i], Math.fround(2 * Math.fround(rgb[(k * 384 + i) * 3 + c]! / 255) - 1));
       }
       assert.deepEqual(sizes, [4, 4, 3]);
       assert.equal(video.peakFramesHeld, 4);

@@ -1,6 +1,7 @@
 // Video input for a video encoder, read through the system ffmpeg chunk by chunk: ffprobe gives
 // the first video stream's size, ffmpeg decodes it to rgb24 on its stdout, and `chunks(n)` yields
-// (1, 3, f ≤ n, H, W) tensors in the family's input range as the frames arrive. ffmpeg's pipe
+// (1, 3, f ≤ n, H, W) tensors in the family's input range as the frames arrive (each byte first
+// float32 b/255, as torch's uint8 → float32 / 255, so frames map as PNG pixels do). ffmpeg's pipe
 // is read only as fast as chunks are taken (async iteration pauses the stream), so memory holds
 // one chunk and the pipe's buffer, never the video. mp4 and webm (any container ffmpeg reads);
 // ffmpeg missing is refused with the install hint (io/video.ts). Bounded: a frame of at most
@@ -10,8 +11,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { DistVaeError, reason, refuse } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import { MAX_IMAGE_PIXELS } from './image.js';
-import { inputValue } from './row-source.js';
-import type { SampleRange } from './sample-range.js';
+import { channelAffine, inputValue, type SampleRange } from './sample-range.js';
 import { checkFfmpeg } from './video.js';
 
 /** The most frames one chunk may hold, and the most float32 bytes. */
@@ -38,6 +38,8 @@ export interface VideoInputOptions {
 /** Opens a video for chunked reading: probes its size now (refusing what cannot be read), decodes on `chunks`. */
 export function openVideoInput(path: string, range: SampleRange, options: VideoInputOptions = {}): VideoInput {
   const ffmpeg = options.ffmpeg ?? 'ffmpeg';
+  // Resolved first, so a range that cannot take RGB is refused before ffmpeg runs.
+  const affine = channelAffine(range, 3);
   checkFfmpeg(ffmpeg);
   const probe = spawnSync(
     options.ffprobe ?? 'ffprobe',
@@ -115,7 +117,8 @@ export function openVideoInput(path: string, range: SampleRange, options: VideoI
             if (at < frameBytes) continue;
             at = 0;
             for (let i = 0; i < plane; i++)
-              for (let c = 0; c < 3; c++) chunk[(c * frames + held) * plane + i] = inputValue(frame[i * 3 + c]! / 255, range);
+              for (let c = 0; c < 3; c++)
+                chunk[(c * frames + held) * plane + i] = inputValue(Math.fround(frame[i * 3 + c]! / 255), affine, c);
             held++;
             peak = Math.max(peak, held);
             if (held === frames) {

@@ -12,7 +12,8 @@ import { extname } from 'node:path';
 import { temporaryPathFor } from '../bytes/atomic-file.js';
 import { abortedError, DistVaeError, reason, refuse } from '../errors.js';
 import type { Tensor } from '../tensor.js';
-import { imagesOf, sampleToImage, type SampleRange } from './image.js';
+import { imagesOf } from './image.js';
+import { channelAffine, sampleToImage, type SampleRange } from './sample-range.js';
 
 /** The video containers `writeSampleVideo` writes. */
 export const VIDEO_EXTENSIONS = ['.mp4', '.webm'] as const;
@@ -191,6 +192,7 @@ export class VideoFrameWriter {
     }
     const { batch, channels, height, width } = shape;
     if (![1, 3, 4].includes(channels)) throw new DistVaeError('TENSOR_INVALID', `a video needs 1, 3 or 4 channels, got ${channels}`);
+    channelAffine(range, channels); // a range that does not fit the channels is refused before ffmpeg starts
     const stem = path.slice(0, path.length - ext.length);
     this.paths =
       batch === 1 ? [path] : Array.from({ length: batch }, (_, b) => `${stem}-${String(b).padStart(String(batch - 1).length, '0')}${ext}`);

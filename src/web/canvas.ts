@@ -3,7 +3,7 @@
 // offset, so tiles can be shown as they land and the blended image replaces them at the end.
 
 import { DistVaeError } from '../errors.js';
-import { imageValue, type SampleRange } from '../io/sample-range.js';
+import { channelAffine, imageValue, type SampleRange } from '../io/sample-range.js';
 import type { Tensor } from '../tensor.js';
 
 /** The part of CanvasRenderingContext2D that drawing needs. */
@@ -16,10 +16,14 @@ export function rgbaOf(sample: Tensor, range: SampleRange): { data: Uint8Clamped
   const [, c, h, w] = sample.dims as [number, number, number, number];
   if (sample.dims.length !== 4 || (c !== 3 && c !== 1))
     throw new DistVaeError('TENSOR_INVALID', `an image needs (B, 1|3, H, W); got [${sample.dims.join(', ')}]`);
+  const affine = channelAffine(range, c);
   const plane = h * w;
   const data = new Uint8ClampedArray(4 * plane);
   for (let i = 0; i < plane; i++) {
-    for (let k = 0; k < 3; k++) data[4 * i + k] = Math.round(255 * imageValue(sample.data[(c === 3 ? k : 0) * plane + i]!, range));
+    for (let k = 0; k < 3; k++) {
+      const ch = c === 3 ? k : 0;
+      data[4 * i + k] = Math.round(255 * imageValue(sample.data[ch * plane + i]!, affine, ch));
+    }
     data[4 * i + 3] = 255;
   }
   return { data, width: w, height: h };

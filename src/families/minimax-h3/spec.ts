@@ -2,12 +2,12 @@
 // decoder, 16× spatial, 4× temporal, 24 latent channels): config reading, the temporal clip
 // geometry diffusers derives from `clip_length` / `token_drop`, and the class's tiling defaults —
 // its own loop (docs/design.md §3 "Families with their own tiling loop"): a tile of 256 px and a
-// *minimum* overlap of 64 px, on by default.
+// *minimum* overlap of 64 px, on by default — and its ImageNet-normalised sample range.
 
 import { ConfigReader, MAX_WIDTH } from '../config-fields.js';
 import { defineFamily, squareTiling, type FamilyLayout } from '../layout.js';
 import { clipGeometry } from '../clip-frames.js';
-import type { ResolvedConfig } from '../types.js';
+import type { ChannelNormalization, ResolvedConfig } from '../types.js';
 
 /** The published config (diffusers' AutoencoderKLMiniMaxH3 defaults, scripts/convert_minimax_h3_to_diffusers.py). */
 export const MINIMAX_H3_PUBLISHED = {
@@ -32,6 +32,16 @@ export const MINIMAX_H3_PUBLISHED = {
 /** The class's tiling attributes (`tile_sample_min_{height,width}`, `tile_sample_min_overlap_{height,width}`), in pixels. */
 export const MINIMAX_H3_TILE = 256;
 export const MINIMAX_H3_MIN_OVERLAP = 64;
+
+/**
+ * What the decoder's sample holds: ImageNet-normalised RGB over [0, 1], not diffusers' usual
+ * [−1, 1]. The class's docstring and the MiniMax-H3 pipeline's decode step (modular_pipelines/
+ * minimax_h3/decoders.py: `(video.float() * pixel_std + pixel_mean).clamp(0, 1)`, then
+ * `postprocess_video` with `do_normalize=False`) undo it; its encode step applies
+ * `(pixels / 255 − pixel_mean) / pixel_std` (encoders.py). The config does not carry these: the
+ * pipeline's `pixel_mean` / `pixel_std` properties hard-code them.
+ */
+export const MINIMAX_H3_PIXELS: ChannelNormalization = { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] };
 
 /** The decoder's and the clip loop's fields, read once for the spec (refusals), the graph and the runner. */
 export function miniMaxFields(fields: Readonly<Record<string, unknown>>) {
@@ -126,7 +136,7 @@ const MINIMAX_H3_LAYOUT: FamilyLayout = {
   temporal: { kind: 'clip-chunks' },
   ignoredKeyPrefixes: ['encoder.', 'quant_conv.'],
   minWindowLatent: 1,
-  sampleRange: 'signed',
+  sampleRange: MINIMAX_H3_PIXELS,
 };
 
 export const miniMaxH3 = defineFamily(MINIMAX_H3_LAYOUT, {
