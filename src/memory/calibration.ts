@@ -40,6 +40,8 @@ export interface RuntimeCalibration {
   largestTensorCopies: number;
   /** Resident bytes a rank thread adds to the process it runs in. */
   rankThreadBytes: number;
+  /** Copies of a multi-tile decode's activation peak per intra-op thread beyond the first, in a process under glibc's default arenas (MemoryTerms.threadArena). */
+  threadArenaFactor: number;
   /**
    * The bound on a decode's measured peak, per byte of its predicted (median) peak: the largest
    * ratio of a decode's measured peak (its processes summed, any one run) to its prediction over
@@ -81,25 +83,26 @@ export interface RuntimeCalibration {
 export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
   cpu: {
     provider: 'cpu',
-    fixedBytes: 170032581,
-    decodingWeightCopies: 0,
+    fixedBytes: 169031117,
+    decodingWeightCopies: 0.058,
     sessionWeightCopies: 0,
-    packedWeightCopies: 1.012,
-    heapWeightCopies: 0.799,
-    holdingWeightCopies: 0.106,
-    activationFactor: 0.762,
+    packedWeightCopies: 0.953,
+    heapWeightCopies: 0.825,
+    holdingWeightCopies: 0.114,
+    activationFactor: 0.728,
     patternFactor: 0.864,
-    recurrentFactor: 1.178,
+    recurrentFactor: 1.036,
     growthFactor: 0,
-    shardFactor: 0.268,
-    heapFactor: 0.561,
-    relayCopies: 3.409,
-    outputCopies: 0.821,
-    largestTensorCopies: 1.934,
-    rankThreadBytes: 47435894,
-    boundFactor: 1.12,
+    shardFactor: 0.247,
+    heapFactor: 0.552,
+    relayCopies: 3.376,
+    outputCopies: 0.849,
+    largestTensorCopies: 2.036,
+    rankThreadBytes: 51897566,
+    threadArenaFactor: 0.968,
+    boundFactor: 1.15,
     measured:
-      'fitted by `npx tsx bench/memory-model.ts calibrate` (non-negative least squares, Lawson–Hanson) to 83 processes of bench/results/memory-model.json (2026-12-05, linux x64, 23.5 GiB, 2 cores, Node 20.20.2, onnxruntime-node 1.30 CPU EP, glibc malloc): the 2026-12-03 cells (main at f951a9c, rank processes under glibc defaults, predicted so) and the cells remeasured on 2026-12-05 with the rank allocator settings (2 intra-op threads, PNG output, HunyuanImage 2.1 weights, SD tile ranks, SD row-sharded ranks)',
+      'fitted by `npx tsx bench/memory-model.ts calibrate` (non-negative least squares, Lawson–Hanson) to 85 processes of bench/results/memory-model.json (2026-12-05, linux x64, 23.5 GiB, 2 cores, Node 20.20.2, onnxruntime-node 1.30 CPU EP, glibc malloc): the 2026-12-03 cells (main at f951a9c, rank processes under glibc defaults, predicted so), the cells remeasured on 2026-12-05 with the rank allocator settings (2 intra-op threads, PNG output, HunyuanImage 2.1 weights, SD tile ranks, SD row-sharded ranks), SANA DC-AE whole at 256² and TAEF2 512x560 tiles decoded in the coordinator with 2 threads',
   },
 };
 
