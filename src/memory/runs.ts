@@ -111,17 +111,19 @@ const packedBytesOf = new WeakMap<ModelProto, number>();
  * its 4-D kernel, kH×kW > 1). onnxruntime's CPU EP prepacks them into a layout of its own and
  * keeps the initializer as well: measured after building the sessions, SD-size AutoencoderKL and
  * Flux.2 (2-D convolutions) hold 2.2 copies of their weights, HunyuanVideo (3-D convolutions) 1.07.
- * Pointwise (1×1) kernels are left out: a session of 384 MiB of 1×1 kernels holds one copy less
- * after its first run than one of 387 MiB of 3×3 kernels (bench/results/dc-ae-memory.md, the
- * probe), and DC-AE, whose kernels are two-thirds 1×1, measured 1133 MiB against 1356 predicted
- * with them counted.
+ * Pointwise (1×1) kernels are left out — a fit, not a mechanism: DC-AE, whose kernels are
+ * two-thirds 1×1 (405 of 553 MiB), measured 1133 MiB against 1356 predicted with them counted
+ * and 990 without (refitted), while every other matrix case has under 1 MiB of 1×1 kernels. A
+ * probe session of only 1×1 or only 3×3 kernels (bench/kernel-copies.ts) holds the same ~4
+ * copies of either at its peak, so what DC-AE's decode does not keep is still open
+ * (bench/results/dc-ae-memory.md).
  */
 export function conv2dWeightBytes(model: ModelProto): number {
   let bytes = packedBytesOf.get(model);
   if (bytes === undefined) {
     const kernels = new Map<string, number>();
     for (const t of model.graph?.initializer ?? [])
-      // A 1×1 kernel is a plain matrix product: no second, packed copy stays (see above).
+      // 1×1 kernels: not counted (fitted on DC-AE, see above).
       if ((t.dims ?? []).length === 4 && Number(t.dims![2]) * Number(t.dims![3]) > 1)
         kernels.set(t.name!, 4 * (t.dims ?? []).reduce((a: number, b) => a * Number(b), 1));
     const counted = new Set<string>();
