@@ -113,7 +113,7 @@ const packedBytesOf = new WeakMap<ModelProto, number>();
  * Flux.2 (2-D convolutions) hold 2.2 copies of their weights, HunyuanVideo (3-D convolutions) 1.07.
  * Pointwise (1×1) kernels are left out — a fit, not a mechanism: DC-AE, whose kernels are
  * two-thirds 1×1 (405 of 553 MiB), measured 1133 MiB against 1356 predicted with them counted
- * and 990 without (refitted), while every other matrix case has under 1 MiB of 1×1 kernels. A
+ * and 1031 without (refitted), while every other matrix case has under 1 MiB of 1×1 kernels. A
  * probe session of only 1×1 or only 3×3 kernels (bench/kernel-copies.ts) holds the same ~4
  * copies of either at its peak, so what DC-AE's decode does not keep is still open
  * (bench/results/dc-ae-memory.md).
