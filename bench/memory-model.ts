@@ -241,6 +241,20 @@ const CASES: Case[] = [
     threads: 2,
     first: true,
   },
+  // The held-out stress decode of bench/results/budget-cap.md: explicit 512x560 tiles of the photo's
+  // 768x2048 latent decoded in the coordinator's own process (no rank processes: glibc's defaults, one
+  // arena per allocating thread) with 2 intra-op threads, written as a PNG.
+  {
+    name: 'taef2-tile512x560-768x2048-t2-png',
+    family: 'tae',
+    taef2: true,
+    height: 768,
+    width: 2048,
+    plan: { strategy: 'tile', ranks: 1, window: { height: 512, width: 560 }, overlap: { height: 128, width: 144 }, threads: 2 },
+    threads: 2,
+    png: true,
+    first: true,
+  },
   // SANA's published DC-AE decoder (32×, RMSNorm, linear attention): whole at 256², and the class's own 512/448 px tiles at 768².
   { name: 'dc-ae-whole-256', family: 'dc-ae', height: 256, width: 256, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'dc-ae-tile512-768', family: 'dc-ae', height: 768, width: 768, plan: tile(1, 512, 64) },
@@ -331,7 +345,12 @@ function predict(
   rankAllocator: 'default' | 'inherit' = RANK_ALLOCATOR,
 ): { process: string; predictedBytes: number; terms: MemoryTerms }[] {
   // Image cases write .npy band by band (tiles dealt round-robin); the auto cases decode on a ladder, whole.
-  const prediction = predictMemory(vaeOf(c), c.plan, sampleOf(c), { streamed: !c.auto && !c.frames, rankAllocator });
+  // Each case's decode is given --threads (cliArgs): c.threads, default 1.
+  const prediction = predictMemory(vaeOf(c), c.plan, sampleOf(c), {
+    streamed: !c.auto && !c.frames,
+    rankAllocator,
+    threads: c.threads ?? 1,
+  });
   return [
     { process: 'coordinator', predictedBytes: prediction.coordinatorBytes, terms: prediction.coordinator.terms },
     ...prediction.ranks.map((r) => ({ process: `rank ${r.rank}`, predictedBytes: r.peakBytes, terms: r.terms })),
@@ -502,6 +521,11 @@ const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, st
     'heapFactor',
     'heap',
     "bytes glibc's heap served a row-sharded rank's stage runs (tensors under its dynamic mmap threshold, at most 32 MiB; freed chunks stay resident)",
+  ],
+  [
+    'threadArenaFactor',
+    'threadArena',
+    "a multi-tile decode's activation peak per intra-op thread beyond the first, in a process under glibc's default arenas (one arena per allocating thread)",
   ],
   ['relayCopies', 'relay', 'the largest message a coordinator relays between its row-sharded rank processes (halo rows, keys and values)'],
   ['outputCopies', 'output', 'the decoded sample, in the process that assembles it'],

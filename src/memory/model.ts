@@ -28,6 +28,7 @@ import { MMAP_THRESHOLD_MAX, MMAP_THRESHOLD_START, type MallocThreshold } from '
 import { conv2dWeightBytes, decodingHold, heapWeightBytes, initializerSizes, sessionRuns, type SessionRun } from './runs.js';
 import type { ValueShape } from '../graph/ops.js';
 import { inferShapes } from './shapes.js';
+import { hostCores } from '../runtime/host-memory.js';
 import { shardRankHold, shardRelayBytes } from './shard.js';
 
 /** The kinds of plan the memory model predicts: the whole decode in one call, or a `useStrategy` strategy. */
@@ -95,6 +96,15 @@ export interface MemoryTerms {
   largestTensor: number;
   /** 1 when the process decodes on a rank thread of its own (a second JS realm and module graph). */
   rankThread: number;
+  /**
+   * A process under glibc's default arenas (the coordinator decoding itself, a rank started with
+   * DISTVAE_RANK_ALLOCATOR=inherit) that runs more than one tile with more than one intra-op
+   * thread: its activation peak × (threads − 1). Each thread that allocates gets an arena of its
+   * own, whose freed chunks stay resident beside the main one's (TAEF2's 512x560 tiles of a
+   * 768x2048 latent in the coordinator with 2 threads: 737 MiB against 530 without this term).
+   * Rank processes under distvae's allocator settings (one arena) measure no such excess.
+   */
+  threadArena: number;
   /** Buffers counted as they are (latent, tile outputs a rank returns, a runner's kept state). */
   buffers: number;
 }
@@ -146,6 +156,7 @@ export function peakOfTerms(t: MemoryTerms, cal: RuntimeCalibration): number {
       cal.outputCopies * t.output +
       cal.largestTensorCopies * t.largestTensor +
       cal.rankThreadBytes * t.rankThread +
+      cal.threadArenaFactor * t.threadArena +
       t.buffers,
   );
 }
@@ -166,6 +177,11 @@ export interface MemoryModelOptions {
    * own (DISTVAE_RANK_ALLOCATOR=inherit; the dynamic threshold, up to 32 MiB). Default 'default'.
    */
   rankAllocator?: 'default' | 'inherit';
+  /**
+   * Intra-op threads of each decoding process where the plan does not set them (its `threads`
+   * wins); default: this machine's cores, the CLI's default.
+   */
+  threads?: number;
 }
 
 interface ArchitectureMemory {
@@ -365,6 +381,7 @@ const NO_TERMS: MemoryTerms = {
   output: 0,
   largestTensor: 0,
   rankThread: 0,
+  threadArena: 0,
   buffers: 0,
 };
 
@@ -418,8 +435,11 @@ export function predictMemory(
       ? { bytes: MMAP_THRESHOLD_START }
       : { bytes: Number(RANK_ALLOCATOR_DEFAULTS['MALLOC_MMAP_THRESHOLD_']), fixed: true };
   const weightLimit = (t: MallocThreshold) => (t.fixed ? t.bytes : MMAP_THRESHOLD_MAX);
+  const threads = plan.threads ?? options.threads ?? hostCores();
   const decoding = (runs: readonly Run[], buffers: number, threshold: MallocThreshold = rankThreshold): MemoryTerms => {
     const sequence = chunkFrames.flatMap((frames) => runs.map((r) => runsFor(arch, framesOf(vae, r.dims, frames))));
+    // glibc's default arenas (the threshold not fixed): one per allocating thread (MemoryTerms.threadArena).
+    const arenas = !threshold.fixed && sequence.length > 1 ? Math.max(0, threads - 1) : 0;
     const hold = decodingHold(sequence, { mmapThreshold: weightLimit(threshold) });
     maxTensorBytes = Math.max(maxTensorBytes, hold.maxTensorBytes);
     // A temporally chunked decode also holds one chunk's raw output while it assembles.
@@ -436,6 +456,7 @@ export function predictMemory(
       recurrent: hold.recurrent,
       growth: hold.growth,
       largestTensor: hold.maxTensorBytes,
+      threadArena: arenas * hold.activation,
       buffers: buffers + hold.kept + chunkOutput,
     };
   };

@@ -9,8 +9,9 @@ import { planningVae, runtimeOf } from '../families/registry.js';
 import { HUNYUAN_VIDEO_TINY, LTX2_TINY, WAN21_TINY, WAN22_TINY } from '../families/testing/video-configs.js';
 import { createSession } from '../runtime/session.js';
 import { elementCount, seededTensor, type Tensor } from '../tensor.js';
-import { predictMemory, type MemoryTerms } from './model.js';
-import { decodingHold, inputDimsOf, sessionRuns, type SessionRun } from './runs.js';
+import { predictMemory, type MemoryPlan, type MemoryTerms } from './model.js';
+import { conv2dWeightBytes, decodingHold, inputDimsOf, sessionRuns, type SessionRun } from './runs.js';
+import { GraphBuilder } from '../graph/builder.js';
 import { inferShapes } from './shapes.js';
 
 const run = (key: string, peakBytes: number, kept: [string, number][] = []): SessionRun => ({
@@ -216,4 +217,30 @@ test('a streamed decode deals tiles round-robin in raster order: each rank is pr
   const streamed = predictMemory(vae, plan, { height: 1024, width: 1024 }, { streamed: true });
   assert.ok(streamed.ranks[2]!.peakBytes < streamed.ranks[0]!.peakBytes);
   assert.ok(streamed.ranks[2]!.terms.activation < streamed.ranks[0]!.terms.activation);
+});
+
+test('only kernels with a spatial extent count as prepacked: a 1×1 convolution adds none (conv2dWeightBytes)', () => {
+  const g = new GraphBuilder('kernels');
+  const x = g.input('x', [1, 8, 4, 4]);
+  const spatial = g.conv(x, g.param('k3', seededTensor([8, 8, 3, 3], 1)), undefined, { pads: 1 });
+  g.output('y', g.conv(spatial, g.param('k1', seededTensor([16, 8, 1, 1], 2)), undefined));
+  assert.equal(conv2dWeightBytes(g.toModel()), 4 * 8 * 8 * 3 * 3);
+});
+
+test("several tiles decoded in a process under glibc's own arenas hold one activation peak more per extra intra-op thread; one tile, one thread or distvae's rank allocator none", () => {
+  const vae = planningVae('tae', { variant: 'taef2' });
+  const tiles = { strategy: 'tile' as const, ranks: 1, window: { height: 256, width: 256 }, overlap: { height: 64, width: 64 } };
+  const sample = { height: 512, width: 512 };
+  const arena = (plan: MemoryPlan, threads: number) => predictMemory(vae, plan, sample, { threads }).coordinator.terms;
+  const two = arena(tiles, 2);
+  assert.ok(two.activation > 0);
+  assert.equal(two.threadArena, two.activation);
+  assert.equal(arena(tiles, 3).threadArena, 2 * two.activation);
+  assert.equal(arena({ ...tiles, threads: 1 }, 4).threadArena, 0, "the plan's own threads win");
+  assert.equal(arena(tiles, 1).threadArena, 0);
+  assert.equal(arena({ strategy: 'whole', ranks: 1 }, 2).threadArena, 0);
+  const ranks = predictMemory(vae, { ...tiles, ranks: 2 }, sample, { threads: 2 });
+  assert.ok(ranks.ranks.every((r) => r.terms.threadArena === 0));
+  const inherited = predictMemory(vae, { ...tiles, ranks: 2 }, sample, { threads: 2, rankAllocator: 'inherit' });
+  assert.ok(inherited.ranks.every((r) => r.terms.threadArena === r.terms.activation && r.terms.activation > 0));
 });

@@ -147,7 +147,9 @@ export function exactRequest(
   if (!hasMemoryModel(vae)) return null;
   const { labels } = budget;
   const requested = planOfTiling(vae, plan.strategy, plan.ranks);
-  const prediction = predictMemory(vae, requested, sample, { batch: plan.batch, streamed: plan.streamed });
+  // --threads where given (else the cores, the CLI's default): a multi-tile decode in this process holds an arena per thread.
+  const threads = plan.threads !== undefined ? { threads: plan.threads } : {};
+  const prediction = predictMemory(vae, requested, sample, { batch: plan.batch, streamed: plan.streamed, ...threads });
   // The bound, not the median: a budget is a cap on what the decode measures.
   const over = prediction.boundBytes > budget.budget.bytes;
   const tensorOver = budget.budget.maxTensorBytes !== undefined && prediction.maxTensorBytes > budget.budget.maxTensorBytes;
