@@ -6,11 +6,12 @@
 // (pngjs). The checksum (first column of every row, mapped to [-1, 1]) must agree between arms, the reader the row source replaces — run only where it fits (--whole-max pixels).
 // Usage: npx tsx bench/png-rows.ts [--sizes 16384,4096] [--band 512] [--overlap 64] [--whole-max 4096] [--out bench/results/png-rows.json]
 
-import { execSync, spawnSync } from 'node:child_process';
+import { execSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { runWithPeak } from './peak-rss.js';
 import { readImage } from '../src/io/image.js';
 import { PngBandWriter } from '../src/io/png-stream.js';
 import { openImageRows } from '../src/io/row-source.js';
@@ -82,29 +83,11 @@ function writePattern(path: string, size: number): void {
 }
 
 function arm(kind: 'streamed' | 'whole', png: string): Record<string, unknown> {
-  const r = spawnSync(
-    '/usr/bin/time',
-    [
-      '-f',
-      '%M',
-      process.execPath,
-      '--import',
-      'tsx',
-      'bench/png-rows.ts',
-      '--child',
-      kind,
-      '--png',
-      png,
-      '--band',
-      String(band),
-      '--overlap',
-      String(overlap),
-    ],
-    { encoding: 'utf8', maxBuffer: 1 << 20 },
+  const r = runWithPeak(
+    ['bench/png-rows.ts', '--child', kind, '--png', png, '--band', String(band), '--overlap', String(overlap)],
+    `${kind} arm`,
   );
-  if (r.status !== 0) throw new Error(`${kind} arm failed: ${r.stderr}`);
-  const peakKiB = Number(r.stderr.trim().split('\n').at(-1));
-  return { arm: kind, peakMiB: Math.round(peakKiB / 1024), ...(JSON.parse(r.stdout) as Record<string, unknown>) };
+  return { arm: kind, peakMiB: r.peakMiB, ...(JSON.parse(r.stdout) as Record<string, unknown>) };
 }
 
 const uptimeBefore = execSync('uptime').toString().trim();

@@ -10,11 +10,11 @@
 // With --ranks the tiles come from several ranks (the bands stream all the same).
 // Each size's line is printed as soon as it finishes (a long SD run can be read as it goes).
 
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { runWithPeak } from './peak-rss.js';
 import { seededTensor } from '../src/tensor.js';
 import { writeNpy } from '../src/io/npy.js';
 
@@ -55,14 +55,8 @@ try {
     const z = join(dir, `z-${height}.npy`);
     writeNpy(z, seededTensor([1, Number(values.channels), height / 8, width / 8], 1));
     const t0 = performance.now();
-    const run = spawnSync(
-      '/usr/bin/time',
+    const run = runWithPeak(
       [
-        '-f',
-        '%M',
-        process.execPath,
-        '--import',
-        'tsx',
         'src/cli/main.ts',
         'decode',
         ...(values.vae ? ['--vae', values.vae] : ['--synthetic', '--config', config]),
@@ -79,11 +73,9 @@ try {
         values.threads!,
         ...(values.ranks ? ['--ranks', values.ranks, '--isolation', values.isolation!] : []),
       ],
-      { encoding: 'utf8' },
+      `decode ${height}x${width}`,
     );
-    if (run.status !== 0) throw new Error(`decode ${height}x${width} failed: ${run.stderr}`);
-    const peakKiB = Number(run.stderr.trim().split('\n').at(-1));
-    const row = { height, width, peakMiB: Math.round(peakKiB / 1024), seconds: Math.round((performance.now() - t0) / 100) / 10 };
+    const row = { height, width, peakMiB: run.peakMiB, seconds: Math.round((performance.now() - t0) / 100) / 10 };
     rows.push(row);
     rmSync(z);
     console.log(

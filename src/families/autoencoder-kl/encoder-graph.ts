@@ -7,18 +7,15 @@
 // spell an op differently. Also the encoder's parameter list (what building the graph reads).
 
 import { GraphBuilder, type Value } from '../../graph/builder.js';
-import type { Tensor } from '../../tensor.js';
-import type { ParamSpec } from '../../weights/synthetic.js';
 import {
   conv2d,
   convWeights,
   DECODER_NORM_EPSILON,
+  encoderGraphOf,
   midBlock,
   Module,
   normSiluConv,
-  recordParams,
   resnetBlock,
-  WeightTable,
   type BlockSettings,
   type ParamSource,
 } from '../blocks/blocks.js';
@@ -52,10 +49,10 @@ export function klEncoderArchitecture(config: ResolvedConfig): KlEncoderArchitec
   };
 }
 
+const klEncoder = encoderGraphOf(klEncoderGraph);
+
 /** Every encoder parameter (encoder.* and quant_conv.*) with its checkpoint key, shape and synthetic init. */
-export function klEncoderParams(config: ResolvedConfig): ParamSpec[] {
-  return recordParams((source) => klEncoderGraph(config, source, 1));
-}
+export const klEncoderParams = klEncoder.params;
 
 /**
  * The encoder graph: input `image` (batch, in_channels, height, width) in [−1, 1], output
@@ -63,16 +60,7 @@ export function klEncoderParams(config: ResolvedConfig): ParamSpec[] {
  * weights as initializers under their checkpoint keys. `attentionChunks` splits the mid-block
  * attention's queries (the runner's choice for large images).
  */
-export function buildKlEncoderGraph(
-  config: ResolvedConfig,
-  weights: ReadonlyMap<string, Tensor>,
-  options: { attentionChunks?: number } = {},
-): GraphBuilder {
-  const table = new WeightTable(weights);
-  const g = klEncoderGraph(config, table, options.attentionChunks ?? 1);
-  table.assertAllTaken(`${config.className} encoder`);
-  return g;
-}
+export const buildKlEncoderGraph = klEncoder.build;
 
 /**
  * Downsample2D with `padding=0` (as the Encoder builds it): diffusers pads one zero row and

@@ -10,9 +10,10 @@
 // attention block read the rank from the tensor at run time, so they serve 5-D inputs as they are.
 
 import { DistVaeError } from '../../errors.js';
-import type { Scope, Value } from '../../graph/builder.js';
+import type { GraphBuilder, Scope, Value } from '../../graph/builder.js';
 import type { Tensor } from '../../tensor.js';
 import type { ParamInit, ParamSpec } from '../../weights/synthetic.js';
+import type { ResolvedConfig } from '../types.js';
 
 /** diffusers' hard-coded epsilon of every decoder GroupNorm (resnets, attention, conv_norm_out). */
 export const DECODER_NORM_EPSILON = 1e-6;
@@ -91,6 +92,30 @@ export function recordParams(build: (source: ParamSource) => unknown): ParamSpec
     },
   });
   return params;
+}
+
+/** A graph's two uses from its one description: its parameter list, and the graph over bound weights. */
+export interface GraphOf {
+  /** Every parameter the graph reads, with its checkpoint key, shape and synthetic init. */
+  params(config: ResolvedConfig): ParamSpec[];
+  /**
+   * The graph with the bound weights as initializers under their checkpoint keys, refusing weights
+   * it left unread; `attentionChunks` splits attention queries (the runner's choice for large inputs).
+   */
+  build(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, options?: { attentionChunks?: number }): GraphBuilder;
+}
+
+/** `GraphOf` an encoder graph function (its refusals name the class's encoder). */
+export function encoderGraphOf(graph: (config: ResolvedConfig, source: ParamSource, attentionChunks: number) => GraphBuilder): GraphOf {
+  return {
+    params: (config) => recordParams((source) => graph(config, source, 1)),
+    build: (config, weights, options = {}) => {
+      const table = new WeightTable(weights);
+      const g = graph(config, table, options.attentionChunks ?? 1);
+      table.assertAllTaken(`${config.className} encoder`);
+      return g;
+    },
+  };
 }
 
 /** A module of the checkpoint and of the graph at once: its scope names nodes and keys alike. */

@@ -11,15 +11,12 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { loadVae } from '../../decode/vae.js';
-import { difference } from '../../graph/testing/compare.js';
 import { analyzeLocality } from '../../graph/locality.js';
 import { setTiling } from '../../plan/planner.js';
 import { localGroup } from '../../ranks/local/index.js';
-import { assertSameBits } from '../../ranks/testing/assertions.js';
 import { sharedGroups } from '../../ranks/testing/group-conformance.js';
-import { shardedDecodeFor } from '../../strategies/shard/sharded-decode.js';
-import { tiledDecodeFor } from '../../strategies/tile/tiled-decode.js';
 import { seededTensor } from '../../tensor.js';
+import { assertRowShardingMatchesWhole, assertTilesOnRanksBitwise } from '../testing/distributed.js';
 import { DCAE_SMALL, DCAE_TINY } from './testing/configs.js';
 
 const groups = sharedGroups((ranks) => localGroup({ ranks, isolation: 'thread', threadsPerRank: 1 }));
@@ -29,14 +26,7 @@ test('dc-ae: distributed tiles (32/8 px plan, batch 2, clipped edge tiles) are b
   const vae = await loadVae({ config: DCAE_TINY, weights: 'synthetic', seed: 5 }, { threads: 1 });
   try {
     setTiling(vae, { window: { height: 32, width: 32 }, overlap: { height: 8, width: 8 } });
-    const z = seededTensor([2, 32, 13, 14], 21);
-    const expected = await vae.decode(z);
-    const single = vae.tiledDecode;
-    for (const ranks of [2, 3]) {
-      vae.tiledDecode = tiledDecodeFor(vae, groups.get(ranks))!;
-      assertSameBits(await vae.decode(z), expected, `${ranks} ranks`);
-      vae.tiledDecode = single;
-    }
+    await assertTilesOnRanksBitwise(vae, seededTensor([2, 32, 13, 14], 21), groups.get);
   } finally {
     await vae.dispose();
   }
@@ -54,30 +44,18 @@ const CASES = [
 for (const c of CASES) {
   test(`dc-ae ${c.name}: row sharding on ${c.ranks.join(', ')} rank(s) equals the whole decode within 1e-4, with the predicted collectives`, async (t) => {
     const vae = await loadVae({ config: c.config, weights: 'synthetic', seed: 2 }, { threads: 1 });
-    const local = vae.tiledDecode;
     try {
       const report = analyzeLocality(vae.decoderModel());
       assert.equal(report.sharding.possible, true, report.sharding.blockers.join('; '));
       assert.equal(report.exactTiling.possible, false);
       assert.equal(report.regions.length, c.attentions);
       assert.ok(report.regions.every((r) => r.kind === 'attention'));
-      setTiling(vae, 'off');
-      const z = seededTensor(c.latent, 1, 2);
-      const whole = await vae.runner.decode(z);
-      for (const ranks of c.ranks) {
-        vae.tiledDecode = shardedDecodeFor(vae, groups.get(ranks));
-        const out = await vae.decode(z);
-        const s = (vae.tiledDecode as ReturnType<typeof shardedDecodeFor>).lastStats!;
-        const { maxAbs } = difference(out, whole);
-        t.diagnostic(`${ranks} rank(s): max abs ${maxAbs.toExponential(2)}`);
-        assert.ok(maxAbs <= 1e-4, `${ranks} ranks: max abs ${maxAbs}`);
-        s.ranks.forEach((rank, i) => assert.deepEqual(rank.counters, s.predicted[i], `rank ${i} of ${ranks}: collectives`));
+      await assertRowShardingMatchesWhole(t, vae, seededTensor(c.latent, 1, 2), groups.get, c.ranks, (s) => {
         // One all-reduce of K·[V; 1]ᵀ per attention (heads × d × (d + 1) float64 per sample), nothing gathered.
         assert.equal(s.collectives.allReduce.calls, c.attentions * s.bands.length);
         assert.equal(s.collectives.allGather.calls, 0);
-      }
+      });
     } finally {
-      vae.tiledDecode = local;
       await vae.dispose();
     }
   });

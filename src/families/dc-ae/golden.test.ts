@@ -8,34 +8,16 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { loadVae } from '../../decode/vae.js';
 import { difference } from '../../graph/testing/compare.js';
-import { readNpy } from '../../io/npy.js';
 import { diffusersEquivalent } from '../../plan/equivalence.js';
 import { setTiling } from '../../plan/planner.js';
 import { seededTensor, type Tensor } from '../../tensor.js';
+import { assertMatchesGolden, goldensBeside } from '../testing/golden-compare.js';
 import { DCAE_SMALL, DCAE_TINY } from './testing/configs.js';
 
-const golden = (name: string) => readNpy(fileURLToPath(new URL(`./testing/goldens/${name}.npy`, import.meta.url)));
-
-/** Every `step`-th row and column of a (B, C, H, W) tensor, from (0, 0): how the small goldens are stored. */
-function everyNth(t: Tensor, step: number): Tensor {
-  const [b, c, h, w] = t.dims as [number, number, number, number];
-  const [oh, ow] = [Math.ceil(h / step), Math.ceil(w / step)];
-  const data = new Float32Array(b * c * oh * ow);
-  for (let p = 0; p < b * c; p++)
-    for (let y = 0; y < oh; y++) for (let x = 0; x < ow; x++) data[(p * oh + y) * ow + x] = t.data[(p * h + y * step) * w + x * step]!;
-  return { dims: [b, c, oh, ow], data };
-}
-
-function assertClose(out: Tensor, name: string, step = 1): void {
-  const expected = golden(name);
-  const ours = everyNth(out, step);
-  assert.deepEqual(ours.dims, expected.dims, name);
-  const { maxAbs, scale } = difference(ours, expected);
-  assert.ok(maxAbs <= 1e-4 * scale, `${name}: max |ours − diffusers| = ${maxAbs} (largest |value| ${scale})`);
-}
+const golden = goldensBeside(import.meta.url);
+const assertClose = (out: Tensor, name: string, step = 1): void => assertMatchesGolden(out, golden(name), name, step);
 
 test('dc-ae tiny: whole decodes (linear and switched attention) and 32/24 px tiles match diffusers within 1e-4 of the largest value', async () => {
   const vae = await loadVae({ config: DCAE_TINY, weights: 'synthetic', seed: 3 }, { threads: 1 });

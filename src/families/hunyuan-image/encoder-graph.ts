@@ -15,19 +15,16 @@
 
 import { DistVaeError } from '../../errors.js';
 import { GraphBuilder, type Value } from '../../graph/builder.js';
-import type { Tensor } from '../../tensor.js';
-import type { ParamSpec } from '../../weights/synthetic.js';
 import { ENCODER_GRAPH_IO } from '../autoencoder-kl/encoder-graph.js';
 import {
   attentionBlock,
   conv2d,
   convWeights,
   DECODER_NORM_EPSILON,
+  encoderGraphOf,
   Module,
   normSiluConv,
-  recordParams,
   resnetBlock,
-  WeightTable,
   type BlockSettings,
   type ParamSource,
 } from '../blocks/blocks.js';
@@ -62,25 +59,16 @@ export function hunyuanImageDownBlocks(config: ResolvedConfig): DownEntry[] {
   return entries;
 }
 
+const hunyuanImageEncoder = encoderGraphOf(encoderGraph);
+
 /** Every encoder parameter (encoder.*) with its checkpoint key, shape and synthetic init. */
-export function hunyuanImageEncoderParams(config: ResolvedConfig): ParamSpec[] {
-  return recordParams((source) => encoderGraph(config, source, 1));
-}
+export const hunyuanImageEncoderParams = hunyuanImageEncoder.params;
 
 /**
  * The encoder graph: input `image` (batch, in_channels, height, width) in [−1, 1], output
  * `latents` (batch, latent_channels, height/r, width/r), the distribution's mean.
  */
-export function buildHunyuanImageEncoderGraph(
-  config: ResolvedConfig,
-  weights: ReadonlyMap<string, Tensor>,
-  options: { attentionChunks?: number } = {},
-): GraphBuilder {
-  const table = new WeightTable(weights);
-  const g = encoderGraph(config, table, options.attentionChunks ?? 1);
-  table.assertAllTaken(`${config.className} encoder`);
-  return g;
-}
+export const buildHunyuanImageEncoderGraph = hunyuanImageEncoder.build;
 
 /** Mean over consecutive groups of `g` channels of (B, g·c, …) as a `kernel`-sized conv with stride `kernel`: weights 1/g. */
 function groupMeanConv(

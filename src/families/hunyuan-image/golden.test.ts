@@ -6,26 +6,15 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { loadVae } from '../../decode/vae.js';
 import { difference } from '../../graph/testing/compare.js';
-import { readNpy } from '../../io/npy.js';
 import { diffusersEquivalent } from '../../plan/equivalence.js';
 import { setTiling } from '../../plan/planner.js';
-import { seededTensor, type Tensor } from '../../tensor.js';
+import { seededTensor } from '../../tensor.js';
+import { assertMatchesGolden, goldensBeside } from '../testing/golden-compare.js';
 import { HUNYUAN_IMAGE_SMALL, HUNYUAN_IMAGE_TINY } from './testing/configs.js';
 
-const golden = (name: string) => readNpy(fileURLToPath(new URL(`./testing/goldens/${name}.npy`, import.meta.url)));
-
-/** Every `step`-th row and column of a (B, C, H, W) tensor, from (0, 0): how the small goldens are stored. */
-function everyNth(t: Tensor, step: number): Tensor {
-  const [b, c, h, w] = t.dims as [number, number, number, number];
-  const [oh, ow] = [Math.ceil(h / step), Math.ceil(w / step)];
-  const data = new Float32Array(b * c * oh * ow);
-  for (let p = 0; p < b * c; p++)
-    for (let y = 0; y < oh; y++) for (let x = 0; x < ow; x++) data[(p * oh + y) * ow + x] = t.data[(p * h + y * step) * w + x * step]!;
-  return { dims: [b, c, oh, ow], data };
-}
+const golden = goldensBeside(import.meta.url);
 
 const CASES = [
   { name: 'tiny', config: HUNYUAN_IMAGE_TINY, latent: [1, 64, 12, 18], step: 1, suffix: '' },
@@ -46,11 +35,7 @@ for (const c of CASES) {
         ['whole', whole],
         ['tiled', tiled],
       ] as const) {
-        const expected = golden(`${c.name}-${label}${c.suffix}`);
-        const ours = everyNth(out, c.step);
-        assert.deepEqual(ours.dims, expected.dims, label);
-        const { maxAbs, scale } = difference(ours, expected);
-        assert.ok(maxAbs <= 1e-4 * scale, `${c.name} ${label}: max |ours − diffusers| = ${maxAbs} (largest |value| ${scale})`);
+        assertMatchesGolden(out, golden(`${c.name}-${label}${c.suffix}`), `${c.name} ${label}`, c.step);
       }
       assert.ok(difference(whole, tiled).maxAbs > 0.01, 'tiling must change the result (per-tile GroupNorm and attention)');
     } finally {

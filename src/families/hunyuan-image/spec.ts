@@ -68,8 +68,14 @@ export function hunyuanImageFields(fields: Readonly<Record<string, unknown>>) {
   };
 }
 
-function read(r: ConfigReader): Omit<ResolvedConfig, 'fields'> {
-  const P = HUNYUAN_IMAGE_PUBLISHED;
+/**
+ * The config fields the Hunyuan VAEs (HunyuanImage, HunyuanVideo 1.5) share, read in the classes'
+ * order, with `P`, the published VAE's values, as defaults.
+ */
+export function readHunyuanDecoderShape(
+  r: ConfigReader,
+  P: { latent_channels: number; block_out_channels: readonly number[]; layers_per_block: number; spatial_compression_ratio: number },
+) {
   r.int('in_channels', 3);
   const outChannels = r.int('out_channels', 3);
   const latentChannels = r.int('latent_channels', P.latent_channels, 1, MAX_WIDTH);
@@ -80,6 +86,24 @@ function read(r: ConfigReader): Omit<ResolvedConfig, 'fields'> {
     layers_per_block: layersPerBlock,
   });
   const spatialRatio = r.int('spatial_compression_ratio', P.spatial_compression_ratio);
+  return { outChannels, latentChannels, blockOut, layersPerBlock, spatialRatio };
+}
+
+/** The decoder's conv_in adds the latent repeated block_out_channels[-1] / latent_channels times: refuses a width that does not divide. */
+export function checkLatentRepeat(r: ConfigReader, blockOut: readonly number[], latentChannels: number): void {
+  const top = blockOut[blockOut.length - 1]!;
+  r.check(
+    top % latentChannels === 0,
+    'latent_channels',
+    latentChannels,
+    `a divisor of block_out_channels[-1] (${top})`,
+    `latent_channels = ${latentChannels} does not divide block_out_channels[-1] = ${top}: the decoder's conv_in adds the latent repeated block_out_channels[-1] / latent_channels times`,
+  );
+}
+
+function read(r: ConfigReader): Omit<ResolvedConfig, 'fields'> {
+  const P = HUNYUAN_IMAGE_PUBLISHED;
+  const { outChannels, latentChannels, blockOut, layersPerBlock, spatialRatio } = readHunyuanDecoderShape(r, P);
   const sampleSize = r.intOrFirst('sample_size', P.sample_size);
   r.passthrough('scaling_factor', P.scaling_factor);
   r.bool('downsample_match_channel', true);
@@ -95,14 +119,7 @@ function read(r: ConfigReader): Omit<ResolvedConfig, 'fields'> {
       `block_out_channels[${i}] = ${c}: AutoencoderKLHunyuanImage hard-codes GroupNorm(${groups}), so every width must be a multiple of ${groups}`,
     );
   }
-  const top = blockOut[blockOut.length - 1]!;
-  r.check(
-    top % latentChannels === 0,
-    'latent_channels',
-    latentChannels,
-    `a divisor of block_out_channels[-1] (${top})`,
-    `latent_channels = ${latentChannels} does not divide block_out_channels[-1] = ${top}: the decoder's conv_in adds the latent repeated block_out_channels[-1] / latent_channels times`,
-  );
+  checkLatentRepeat(r, blockOut, latentChannels);
   const levels = hunyuanImageLevels({ blockOut, layersPerBlock, spatialRatio, upsampleMatch });
   const decoderRatio = 2 ** levels.filter((l) => l.upsampleTo !== null).length;
   r.checkRatio(

@@ -3,32 +3,21 @@
 // module package.json's `browser` map puts in a page — here in Node, and equals diffusers' golden
 // (testing/goldens/tiny-whole.npy) within 1e-4 of the largest value, as the Node session does.
 
-import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { difference } from '../../graph/testing/compare.js';
-import { readNpy } from '../../io/npy.js';
-import { configureWebRuntime, createSession } from '../../runtime/web-session.js';
 import { seededTensor } from '../../tensor.js';
 import { syntheticWeights } from '../../weights/synthetic.js';
 import { resolveFamilyConfig } from '../registry.js';
+import { assertMatchesGolden, goldensBeside } from '../testing/golden-compare.js';
+import { decodeOnWasm } from '../testing/web.js';
 import { buildHunyuanImageDecoderGraph, hunyuanImageDecoderParams } from './graph.js';
 import { hunyuanImage } from './spec.js';
 import { HUNYUAN_IMAGE_TINY } from './testing/configs.js';
 
+const golden = goldensBeside(import.meta.url);
+
 test('hunyuan-image on onnxruntime-web (WASM): the whole tiny decode equals diffusers within 1e-4 of the largest value', async () => {
-  configureWebRuntime({ threads: 1 });
   const config = resolveFamilyConfig(hunyuanImage, HUNYUAN_IMAGE_TINY);
   const weights = syntheticWeights(hunyuanImageDecoderParams(config), 3);
-  const session = await createSession(buildHunyuanImageDecoderGraph(config, weights).toModel(), { provider: 'wasm' });
-  try {
-    assert.equal(session.provider, 'wasm');
-    const out = (await session.run({ latent: seededTensor([1, 64, 12, 18], 9) }))['sample']!;
-    const expected = readNpy(fileURLToPath(new URL('./testing/goldens/tiny-whole.npy', import.meta.url)));
-    assert.deepEqual(out.dims, expected.dims);
-    const { maxAbs, scale } = difference(out, expected);
-    assert.ok(maxAbs <= 1e-4 * scale, `max |wasm − diffusers| = ${maxAbs} (largest |value| ${scale})`);
-  } finally {
-    await session.dispose();
-  }
+  const out = await decodeOnWasm(buildHunyuanImageDecoderGraph(config, weights), seededTensor([1, 64, 12, 18], 9));
+  assertMatchesGolden(out, golden('tiny-whole'), 'wasm');
 });

@@ -7,35 +7,16 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { loadVae } from '../../decode/vae.js';
 import { difference } from '../../graph/testing/compare.js';
-import { readNpy } from '../../io/npy.js';
 import { diffusersEquivalent } from '../../plan/equivalence.js';
 import { setTiling } from '../../plan/planner.js';
 import { seededTensor, type Tensor } from '../../tensor.js';
+import { assertMatchesGolden, goldensBeside } from '../testing/golden-compare.js';
 import { HUNYUAN_VIDEO_15_SMALL, HUNYUAN_VIDEO_15_TINY } from './testing/configs.js';
 
-const golden = (name: string) => readNpy(fileURLToPath(new URL(`./testing/goldens/${name}.npy`, import.meta.url)));
-
-/** Every `step`-th row and column of a (…, H, W) tensor, from (0, 0): how the goldens are stored. */
-function everyNth(t: Tensor, step: number): Tensor {
-  const [h, w] = t.dims.slice(-2) as [number, number];
-  const planes = t.data.length / (h * w);
-  const [oh, ow] = [Math.ceil(h / step), Math.ceil(w / step)];
-  const data = new Float32Array(planes * oh * ow);
-  for (let p = 0; p < planes; p++)
-    for (let y = 0; y < oh; y++) for (let x = 0; x < ow; x++) data[(p * oh + y) * ow + x] = t.data[(p * h + y * step) * w + x * step]!;
-  return { dims: [...t.dims.slice(0, -2), oh, ow], data };
-}
-
-function assertGolden(out: Tensor, name: string, step: number): void {
-  const expected = golden(name);
-  const ours = everyNth(out, step);
-  assert.deepEqual(ours.dims, expected.dims, name);
-  const { maxAbs, scale } = difference(ours, expected);
-  assert.ok(maxAbs <= 1e-4 * scale, `${name}: max |ours − diffusers| = ${maxAbs} (largest |value| ${scale})`);
-}
+const golden = goldensBeside(import.meta.url);
+const assertGolden = (out: Tensor, name: string, step: number): void => assertMatchesGolden(out, golden(name), name, step);
 
 const CASES = [
   // 4×: diffusers' 256 px default never tiles a small latent, so its arithmetic at 32 px tiles (8 latent units, stride 6, blend 8 px).

@@ -4,8 +4,9 @@
 // `tile_sample_min_{height,width}` 256 px hard-coded (the config has no sample_size), latent window
 // 256 // spatial_compression_ratio, `tile_overlap_factor` 0.25 — the AutoencoderKL loop and blend.
 
-import { ConfigReader, MAX_WIDTH } from '../config-fields.js';
+import type { ConfigReader } from '../config-fields.js';
 import { defineFamily, diffusersLayout, squareTiling, type FamilyLayout } from '../layout.js';
+import { checkLatentRepeat, readHunyuanDecoderShape } from '../hunyuan-image/spec.js';
 import type { ResolvedConfig } from '../types.js';
 
 /** diffusers' `tile_sample_min_height` / `_width` of AutoencoderKLHunyuanVideo15 (set in __init__, not from the config). */
@@ -67,29 +68,13 @@ export function hunyuanVideo15Levels(f: ReturnType<typeof hunyuanVideo15Fields>)
 
 function read(r: ConfigReader): Omit<ResolvedConfig, 'fields'> {
   const P = HUNYUAN_VIDEO_15_PUBLISHED;
-  r.int('in_channels', 3);
-  const outChannels = r.int('out_channels', 3);
-  const latentChannels = r.int('latent_channels', P.latent_channels, 1, MAX_WIDTH);
-  const blockOut = r.intList('block_out_channels', P.block_out_channels, { max: MAX_WIDTH });
-  const layersPerBlock = r.int('layers_per_block', P.layers_per_block);
-  r.blocks(blockOut.length * (layersPerBlock + 2), 'block_out_channels × layers_per_block', {
-    block_out_channels: blockOut.length,
-    layers_per_block: layersPerBlock,
-  });
-  const spatialRatio = r.int('spatial_compression_ratio', P.spatial_compression_ratio);
+  const { outChannels, latentChannels, blockOut, layersPerBlock, spatialRatio } = readHunyuanDecoderShape(r, P);
   const temporalRatio = r.int('temporal_compression_ratio', P.temporal_compression_ratio);
   r.bool('downsample_match_channel', true);
   const upsampleMatch = r.bool('upsample_match_channel', true);
   r.passthrough('scaling_factor', P.scaling_factor);
 
-  const top = blockOut[blockOut.length - 1]!;
-  r.check(
-    top % latentChannels === 0,
-    'latent_channels',
-    latentChannels,
-    `a divisor of block_out_channels[-1] (${top})`,
-    `latent_channels = ${latentChannels} does not divide block_out_channels[-1] = ${top}: the decoder's conv_in adds the latent repeated block_out_channels[-1] / latent_channels times`,
-  );
+  checkLatentRepeat(r, blockOut, latentChannels);
   const levels = hunyuanVideo15Levels({ blockOut, layersPerBlock, spatialRatio, temporalRatio, upsampleMatch });
   const ups = levels.filter((l) => l.upsample !== null);
   r.checkRatio(

@@ -7,30 +7,16 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { loadVae } from '../../decode/vae.js';
 import { difference } from '../../graph/testing/compare.js';
-import { readNpy } from '../../io/npy.js';
 import { diffusersEquivalent } from '../../plan/equivalence.js';
 import { tileGrid, seamOverlaps } from '../../plan/grid.js';
 import { setTiling } from '../../plan/planner.js';
-import { seededTensor, type Tensor } from '../../tensor.js';
+import { seededTensor } from '../../tensor.js';
+import { assertMatchesGolden, goldensBeside } from '../testing/golden-compare.js';
 import { MINIMAX_H3_SMALL, MINIMAX_H3_TINY } from './testing/configs.js';
 
-const golden = (name: string) => readNpy(fileURLToPath(new URL(`./testing/goldens/${name}.npy`, import.meta.url)));
-
-/** Every `frameStep`-th frame and `step`-th row and column of a (B, C, F, H, W) tensor, from 0: how the goldens are stored. */
-function subsample(t: Tensor, frameStep: number, step: number): Tensor {
-  const [b, c, f, h, w] = t.dims as [number, number, number, number, number];
-  const [of, oh, ow] = [Math.ceil(f / frameStep), Math.ceil(h / step), Math.ceil(w / step)];
-  const data = new Float32Array(b * c * of * oh * ow);
-  for (let p = 0; p < b * c; p++)
-    for (let k = 0; k < of; k++)
-      for (let y = 0; y < oh; y++)
-        for (let x = 0; x < ow; x++)
-          data[((p * of + k) * oh + y) * ow + x] = t.data[((p * f + k * frameStep) * h + y * step) * w + x * step]!;
-  return { dims: [b, c, of, oh, ow], data };
-}
+const golden = goldensBeside(import.meta.url);
 
 const CASES = [
   // Two clips (T = 8: padded to 12), tiles 16 px with a 4 px minimum: overlaps 8 | 8, 4 px derived.
@@ -77,11 +63,7 @@ for (const c of CASES) {
         ['whole', whole],
         ['tiled', tiled],
       ] as const) {
-        const expected = golden(`${c.name}-${label}${c.suffix}`);
-        const ours = subsample(out, c.frameStep, c.step);
-        assert.deepEqual(ours.dims, expected.dims, label);
-        const { maxAbs, scale } = difference(ours, expected);
-        assert.ok(maxAbs <= 1e-4 * scale, `${c.name} ${label}: max |ours − diffusers| = ${maxAbs} (largest |value| ${scale})`);
+        assertMatchesGolden(out, golden(`${c.name}-${label}${c.suffix}`), `${c.name} ${label}`, c.step, c.frameStep);
       }
       assert.ok(difference(whole, tiled).maxAbs > 0.01, 'tiling must change the result (attention within each tile)');
     } finally {
