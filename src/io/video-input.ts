@@ -14,8 +14,9 @@ import { MAX_IMAGE_PIXELS } from './image.js';
 import { channelAffine, inputValue, type SampleRange } from './sample-range.js';
 import { checkFfmpeg } from './video.js';
 
-/** The most frames one chunk may hold, and the most float32 bytes. */
+/** The most frames one chunk may hold. */
 export const MAX_CHUNK_FRAMES = 1024;
+/** The most float32 bytes one chunk may hold (2 GiB). */
 export const MAX_CHUNK_BYTES = 2 ** 31;
 
 /** A video read chunk by chunk (see the header). */
