@@ -247,16 +247,10 @@ export function decodingHold(
   }
   // A slot holds one session at a time (the runner disposes one before it opens the next, and
   // its arena goes with it): each term is the most any of its sessions holds.
-  type Hold = {
-    weightBytes: number;
-    packedWeightBytes: number;
-    heapWeightBytes: number;
-    activation: number;
-    deviceActivation: number;
-    pattern: number;
-    growth: number;
-    recurrent: number;
-  };
+  type Hold = Pick<
+    DecodingHold,
+    'weightBytes' | 'packedWeightBytes' | 'heapWeightBytes' | 'activation' | 'deviceActivation' | 'pattern' | 'growth' | 'recurrent'
+  >;
   const slots = new Map<string, Hold>();
   for (const s of sessions.values()) {
     const largest = s.records.at(-1) ?? 0;
