@@ -40,8 +40,8 @@ const started = (): Started[] =>
 const clearLog = () => rmSync(LOG, { force: true });
 
 /** The user's environment: no allocator settings, the hook preloaded, a marker to find what is left. */
-function userEnv(marker: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: `--import=${HOOK}`, DISTVAE_RELAUNCH_TEST: marker, ...extra };
+function userEnv(marker: string, extra: Record<string, string> = {}): Record<string, string> {
+  const env = { ...process.env, NODE_OPTIONS: `--import=${HOOK}`, DISTVAE_RELAUNCH_TEST: marker } as Record<string, string>;
   for (const name of [...Object.keys(RANK_ALLOCATOR_DEFAULTS), 'DISTVAE_RANK_ALLOCATOR', RELAUNCHED_BY_ENV]) delete env[name];
   return { ...env, ...extra };
 }
