@@ -66,7 +66,8 @@ const cases = args.cases.split(',');
  * (NODE_OPTIONS=--max-semi-space-size=1, no relaunch); `allocator` with the glibc settings
  * (ranks/local/process/allocator-env.ts) set in the user's environment (so no relaunch);
  * `fixed-young` with the young generation fixed at V8's maximum (node --min-semi-space-size=16
- * --max-semi-space-size=16 on the command line, no relaunch).
+ * --max-semi-space-size=16 on the command line, no relaunch); `optimize-for-size` relaunched as by
+ * default with node --optimize-for-size (V8 grows its heap less before collecting).
  */
 const userNodeOptions = process.env['NODE_OPTIONS'] ?? '';
 const ARMS = {
@@ -75,11 +76,14 @@ const ARMS = {
   'semi-1': { DISTVAE_RANK_ALLOCATOR: 'inherit', NODE_OPTIONS: `${userNodeOptions} --max-semi-space-size=1`.trim() },
   allocator: { ...(withAllocatorDefaults({}) as Record<string, string>), NODE_OPTIONS: userNodeOptions },
   'fixed-young': { DISTVAE_RANK_ALLOCATOR: 'inherit', NODE_OPTIONS: userNodeOptions },
+  'optimize-for-size': { NODE_OPTIONS: userNodeOptions },
 } as const satisfies Record<string, Record<string, string>>;
 /** Node flags an arm puts on the command line (those NODE_OPTIONS does not take). */
 const ARM_NODE_ARGS: Partial<Record<keyof typeof ARMS, string[]>> = {
   // The young generation at V8's maximum from the start, never grown or shrunk.
   'fixed-young': ['--min-semi-space-size=16', '--max-semi-space-size=16'],
+  // V8's heap kept small (a smaller growing factor: major GCs sooner), relaunched as by default.
+  'optimize-for-size': ['--optimize-for-size'],
 };
 type Arm = keyof typeof ARMS;
 const arms = args.arms.split(',').map((a) => {
