@@ -101,28 +101,6 @@ test('no relaunch: a short command, the settings already set, or DISTVAE_RANK_AL
   }
 });
 
-test('a child killed by a signal kills its launcher by the same signal', async () => {
-  clearLog();
-  const launcher = spawn(process.execPath, [BIN, 'worker', '--redis', 'redis://127.0.0.1:1', '--synthetic'], {
-    stdio: 'ignore',
-    env: userEnv('signal'),
-  });
-  const exited = once(launcher, 'exit');
-  let child: Started | undefined;
-  for (let waited = 0; !child && waited < 60_000; waited += 50) {
-    await new Promise((r) => setTimeout(r, 50));
-    try {
-      child = started().find((s) => s.ppid === launcher.pid);
-    } catch {
-      // Not written yet.
-    }
-  }
-  assert.ok(child, 'the relaunched worker started');
-  process.kill(child.pid, 'SIGKILL');
-  const [code, signal] = (await exited) as [number | null, NodeJS.Signals | null];
-  assert.deepEqual({ code, signal }, { code: null, signal: 'SIGKILL' });
-});
-
 const redis = redisServerPath();
 let server: RedisServer | null = null;
 before(async () => {
@@ -166,3 +144,19 @@ test('a launcher SIGKILLed leaves no worker behind', { skip: !redis && 'redis-se
   await once(worker.child, 'exit');
   assert.deepEqual(await leftAfter('kill', 5000), []);
 });
+
+test(
+  'a relaunched worker killed by a signal kills its launcher by the same signal',
+  { skip: !redis && 'redis-server is not installed' },
+  async () => {
+    clearLog();
+    const worker = await startWorkerProcess(server!.url, 'relaunch-signal', tinyWorkerArgs(dir), userEnv('signal'), {
+      entry: 'bin',
+      allocator: 'as-given',
+    });
+    const child = started().find((s) => s.ppid === worker.child.pid)!;
+    process.kill(child.pid, 'SIGKILL');
+    const [code, signal] = (await once(worker.child, 'exit')) as [number | null, NodeJS.Signals | null];
+    assert.deepEqual({ code, signal }, { code: null, signal: 'SIGKILL' });
+  },
+);
