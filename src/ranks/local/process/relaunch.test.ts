@@ -67,13 +67,15 @@ async function leftAfter(marker: string, ms: number): Promise<number[]> {
   return left;
 }
 
-test('who is relaunched: a process without the settings, unless opted out or relaunched already', () => {
+test('who is relaunched: a Linux process without the settings, unless opted out or relaunched already', () => {
   assert.equal(needsAllocatorRelaunch({}), true);
   assert.equal(needsAllocatorRelaunch({ MALLOC_ARENA_MAX: '2' }), true);
   assert.equal(needsAllocatorRelaunch({ ...RANK_ALLOCATOR_DEFAULTS }), false);
   assert.equal(needsAllocatorRelaunch({ MALLOC_ARENA_MAX: '', MALLOC_MMAP_THRESHOLD_: '1', MALLOC_TRIM_THRESHOLD_: '1' }), false);
   assert.equal(needsAllocatorRelaunch({ DISTVAE_RANK_ALLOCATOR: 'inherit' }), false);
   assert.equal(needsAllocatorRelaunch({ [RELAUNCHED_BY_ENV]: '1' }), false);
+  assert.equal(needsAllocatorRelaunch({}, 'darwin'), false);
+  assert.equal(needsAllocatorRelaunch({}, 'linux'), true);
 });
 
 test('decode --out-dir runs in a child with the settings, and its refusal is the launcher exit code', async () => {

@@ -24,12 +24,13 @@ export const RELAUNCHED_BY_ENV = 'DISTVAE_RELAUNCHED_BY';
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
 
 /**
- * Whether a process started with `env` would lack a setting it gets when relaunched: some default
- * of allocator-env.ts unset, no opt-out (`DISTVAE_RANK_ALLOCATOR=inherit`), and not itself a
- * relaunched child (which has them all, or had them removed on purpose).
+ * Whether a process started with `env` would lack a setting it gets when relaunched: on Linux
+ * (glibc reads them; macOS and Windows have no use for them), some default of allocator-env.ts
+ * unset, no opt-out (`DISTVAE_RANK_ALLOCATOR=inherit`), and not itself a relaunched child (which
+ * has them all, or had them removed on purpose).
  */
-export function needsAllocatorRelaunch(env: NodeJS.ProcessEnv): boolean {
-  if (env[RANK_ALLOCATOR_ENV] === 'inherit' || env[RELAUNCHED_BY_ENV] !== undefined) return false;
+export function needsAllocatorRelaunch(env: NodeJS.ProcessEnv, platform: NodeJS.Platform = process.platform): boolean {
+  if (platform !== 'linux' || env[RANK_ALLOCATOR_ENV] === 'inherit' || env[RELAUNCHED_BY_ENV] !== undefined) return false;
   return Object.keys(RANK_ALLOCATOR_DEFAULTS).some((name) => env[name] === undefined);
 }
 
