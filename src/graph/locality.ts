@@ -259,8 +259,7 @@ function groupAxes(inp: readonly Sym[], out: readonly Sym[]): { i: number[]; o: 
       const a = symProduct(gi.map((k) => inp[k]!));
       const b = symProduct(go.map((k) => out[k]!));
       if (sameSym(a, b)) break;
-      const smaller = (x: Sym, y: Sym) =>
-        isSubset(x.syms, y.syms) && (x.syms.length < y.syms.length || compareRatio(x.coef, y.coef) < 0);
+      const smaller = (x: Sym, y: Sym) => isSubset(x.syms, y.syms) && (x.syms.length < y.syms.length || compareRatio(x.coef, y.coef) < 0);
       if (smaller(b, a) && j < out.length) go.push(j++);
       else if (smaller(a, b) && i < inp.length) gi.push(i++);
       else return null;
@@ -434,7 +433,14 @@ class Interpreter {
       const e = entries(0);
       const [start, end] = [this.literal(names[1])?.[0], this.literal(names[2])?.[0]];
       const axes = names[3] ? this.literal(names[3]) : [0];
-      if (!e || start === undefined || end === undefined || axes?.length !== 1 || axes[0] !== 0 || (names[4] && this.literal(names[4])?.[0] !== 1))
+      if (
+        !e ||
+        start === undefined ||
+        end === undefined ||
+        axes?.length !== 1 ||
+        axes[0] !== 0 ||
+        (names[4] && this.literal(names[4])?.[0] !== 1)
+      )
         return unknown;
       const clamp = (v: number) => Math.max(0, Math.min(e.length, v < 0 ? v + e.length : v));
       return { kind: 'shape', entries: e.slice(clamp(start), clamp(end)) };
@@ -823,7 +829,11 @@ class Interpreter {
     if (!equalRatio(grown.rows, ONE) || !equalRatio(grown.cols, ONE))
       this.growth.push({ node: node.name ?? '', op: 'Reshape', added: NO_DEPTH, resample: grown, scaleAfter: scale });
     const dims = target.map((e, i) =>
-      i === rowAxis || i === colAxis || i === frameAxis || e.syms.length > 0 || e.coef.den !== 1 ? (i === 0 ? x.dims[0]! : null) : e.coef.num,
+      i === rowAxis || i === colAxis || i === frameAxis || e.syms.length > 0 || e.coef.den !== 1
+        ? i === 0
+          ? x.dims[0]!
+          : null
+        : e.coef.num,
     );
     return { ...x, rank: target.length, rowAxis, colAxis, frameAxis, frames, scale, depth, dims };
   }
@@ -1052,7 +1062,12 @@ export function analyzeLocality(model: ModelProto): LocalityReport {
     for (const o of crossingOut) {
       const f = facts.get(o);
       if (f?.kind === 'spatial' && hasMargin(f))
-        interpreter.findings.push({ kind: 'unanalysed', node: o, op: 'Pad', reason: 'padding along a spatial axis leaves the stage (only a Conv may read the padding)' });
+        interpreter.findings.push({
+          kind: 'unanalysed',
+          node: o,
+          op: 'Pad',
+          reason: 'padding along a spatial axis leaves the stage (only a Conv may read the padding)',
+        });
     }
     const findings = interpreter.findings.slice(findingsBefore);
     const growth = interpreter.growth.slice(growthBefore);
