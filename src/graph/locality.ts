@@ -652,7 +652,7 @@ class Interpreter {
     return {
       ...x,
       scale,
-      dims: [x.dims[0]!, channels, null, null],
+      dims: x.dims.map((d, i) => (i === 1 ? channels : i === 0 ? d : null)),
       depth: { top: grow(x.depth.top, fy), bottom: grow(x.depth.bottom, fy), left: grow(x.depth.left, fx), right: grow(x.depth.right, fx) },
     };
   }
@@ -661,18 +661,19 @@ class Interpreter {
     const mode = stringAttribute(node, 'mode', 'nearest');
     const transform = stringAttribute(node, 'coordinate_transformation_mode', 'half_pixel');
     const nearest = stringAttribute(node, 'nearest_mode', 'round_prefer_floor');
-    const scales = this.literal(node.input?.[2]);
-    // (B, C, F, H, W) by whole factors on the channels only: each channel repeated in place.
-    if (x.rank === 5 && x.frameAxis === 2 && scales?.length === 5 && scales[0] === 1 && scales.slice(2).every((f) => f === 1)) {
-      const sc = scales[1]!;
-      if (mode !== 'nearest' || !Number.isInteger(sc) || sc < 1)
-        return this.flag(node, 'unanalysed', `Resize of channels by ${sc} (mode ${mode}): only whole-factor nearest repeats are modelled`);
-      const dims = [...x.dims];
-      dims[1] = x.dims[1] == null ? null : x.dims[1] * sc;
-      return { ...x, dims };
-    }
-    if (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3 || !scales || scales.length !== 4)
-      return this.flag(node, 'unanalysed', 'Resize without literal scales over (batch, channels, rows, columns)');
+    const literal = this.literal(node.input?.[2]);
+    // (B, C, F, H, W): a whole factor on the frames repeats each frame (frames are never split), the rest as for images.
+    const video = x.rank === 5 && x.frameAxis === 2 && x.rowAxis === 3 && x.colAxis === 4;
+    const ft = video && literal?.length === 5 ? literal[2]! : 1;
+    const scales = video && literal?.length === 5 ? [literal[0]!, literal[1]!, literal[3]!, literal[4]!] : literal;
+    if (
+      (!video && (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3)) ||
+      !scales ||
+      scales.length !== 4 ||
+      !Number.isInteger(ft) ||
+      ft < 1
+    )
+      return this.flag(node, 'unanalysed', 'Resize without literal scales over (batch, channels, [frames,] rows, columns)');
     const [sb, sc, fy, fx] = scales as [number, number, number, number];
     // With whole factors, 'asymmetric'+'floor' and 'half_pixel'+'round_prefer_*' both read source row ⌊i/f⌋.
     const floorMapping =
@@ -687,8 +688,9 @@ class Interpreter {
     }
     // A whole factor on the channel axis repeats each channel in place (PyTorch's repeat_interleave): positions are untouched.
     const channels = x.dims[1] == null ? null : x.dims[1] * sc;
-    if (fy === 1 && fx === 1) return { ...x, dims: [x.dims[0]!, channels, null, null] };
-    return this.upsampled(node, x, ratio(fy), ratio(fx), channels);
+    const frames = x.frames && { a: x.frames.a * ft, b: x.frames.b * ft };
+    if (fy === 1 && fx === 1) return { ...x, frames, dims: x.dims.map((d, i) => (i === 1 ? channels : d)) };
+    return { ...(this.upsampled(node, x, ratio(fy), ratio(fx), channels) as SpatialFact), frames };
   }
 
   private depthToSpace(node: NodeProto, x: SpatialFact): Fact {
