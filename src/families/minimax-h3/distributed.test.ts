@@ -3,8 +3,8 @@
 // workers on a loopback redis-server; skipped where none is installed), are bitwise the one-rank tiled decode of the
 // same plan — ranks finalise their own crops from their neighbours' raw edges, which for this loop
 // are the tile above and the tile on the left only (no corner). Row sharding is refused before any
-// work: the latents are video (5-D), and the ViT decoder's every layer attends over all tokens of a
-// clip (plus its register tokens), which the row-sharding engine does not gather for video.
+// work, naming the ops: the register tokens concatenated onto the positions and rotary tables that
+// depend on the clip's whole height and width, in graphs built per clip shape (no fused graph).
 
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
@@ -58,12 +58,17 @@ test('minimax-h3: tiles of its own loop on two queue workers are bitwise the one
   }
 });
 
-test('minimax-h3: row sharding is refused up front (SHARD_VIDEO), before any rank works', async () => {
+test('minimax-h3: row sharding is refused up front, naming the ops, before any rank works', async () => {
   const vae = await loadVae({ config: MINIMAX_H3_TINY, weights: 'synthetic', seed: 5 }, { threads: 1 });
   try {
     assert.throws(
       () => useStrategy(vae, 'shard', groups.get(2)),
-      (e: unknown) => isDistVaeError(e) && e.code === 'UNSUPPORTED' && e.reasons.some((r) => r.code === 'SHARD_VIDEO'),
+      (e: unknown) =>
+        isDistVaeError(e) &&
+        e.code === 'UNSUPPORTED' &&
+        e.reasons.some((r) => r.code === 'NO_DECODER_GRAPH') &&
+        /register tokens/.test(e.message) &&
+        /rotary/.test(e.message),
     );
   } finally {
     await vae.dispose();

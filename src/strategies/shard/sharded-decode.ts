@@ -3,7 +3,8 @@
 // the decoder's stages on its band, exchanging halo rows, GroupNorm statistics and attention
 // keys/values with the others (staged-decoder.ts); the coordinator stacks the output bands.
 // The result equals the unsharded decode within float32 tolerance, whatever the tile plan: the
-// plan is ignored and latents that fit one tile are sharded too. The VAE's graph is analysed
+// plan is ignored and latents that fit one tile are sharded too. Video latents (B, C, F, H, W)
+// are banded the same way: each band is rows of every frame. The VAE's graph is analysed
 // before any rank starts, so a decoder with nonlocal ops that are not sync regions is refused
 // up front, naming them; so is a latent with fewer rows than ranks.
 
@@ -12,7 +13,7 @@ import type { RankStats, TiledDecode } from '../../decode/types.js';
 import { rankFailed, type ProgramGroup, type RankOutcome } from '../../ranks/group.js';
 import { programRef, type CommCounters } from '../../ranks/program.js';
 import type { AnalyzableVae } from '../distributable.js';
-import { DistVaeError, reason, refuse, throwIfAborted } from '../../errors.js';
+import { DistVaeError, throwIfAborted } from '../../errors.js';
 import { splitBands, type Band } from './bands.js';
 import { predictCollectives, shardPlan, type ShardPlan } from './plan.js';
 import type { ShardRankInput, ShardRankResult } from './rank-program.js';
@@ -90,25 +91,14 @@ async function runBands(
  * times, peak memory (process isolation) and collectives of the last call.
  */
 export function shardedDecodeFor(vae: AnalyzableVae, group: ProgramGroup, options: ShardedDecodeForOptions = {}): ShardedDecode {
-  if (vae.geometry.fiveDimLatents) {
-    refuse(
-      'UNSUPPORTED',
-      reason(
-        'SHARD_VIDEO',
-        'family',
-        vae.family.name,
-        'an image family (4-D latents)',
-        `row sharding decodes image latents; ${vae.family.name} latents are 5-D`,
-      ),
-    );
-  }
   const plan: ShardPlan = shardPlan(vae.decoderModel());
   let lastStats: ShardStats | null = null;
   const decode: TiledDecode = async (latents, decodeOptions = {}) => {
     throwIfAborted(decodeOptions.signal);
     const latent = checkLatents(vae, latents);
     const bands = splitBands(latent.height, group.size, vae.geometry.spatialRatio);
-    const geometry = { latentRows: latent.height, latentCols: latent.width, bands };
+    const video = latents.dims.length === 5;
+    const geometry = { latentRows: latent.height, latentCols: latent.width, ...(video ? { latentFrames: latent.frames } : {}), bands };
     const ref = { source: vae.source, loadOptions: vae.loadOptions, hash: vae.contentHash() };
     const inputs = bands.map((b) => ({
       vae: ref,
@@ -126,9 +116,10 @@ export function shardedDecodeFor(vae: AnalyzableVae, group: ProgramGroup, option
       checkFiniteOutput(r.output, `band ${rank} (rank ${rank}, latent rows ${b.start}..${b.end})`, { sy: 0, sx: 0, h, w, y: row, x: 0 });
       row += h;
     }
+    // Output rows are the second-last axis: (B, C, H, W) or (B, C, F, H, W).
     const output = concatAxis(
       results.map((r) => r.output),
-      2,
+      latents.dims.length - 2,
     );
     const ranks = outcomes.map((o, rank): ShardRankStats => ({
       rank,
@@ -145,7 +136,7 @@ export function shardedDecodeFor(vae: AnalyzableVae, group: ProgramGroup, option
       bands,
       ranks,
       collectives: sumCounters(ranks.map((r) => r.counters)),
-      predicted: predictCollectives(plan, bands, latent.height, latent.width, latents.dims[0]!),
+      predicted: predictCollectives(plan, bands, latent.height, latent.width, latents.dims[0]!, latent.frames),
       seconds: (performance.now() - started) / 1000,
     };
     options.onStats?.(lastStats);
