@@ -133,3 +133,17 @@ test('patchify is unpatchify’s inverse (diffusers’ channel order)', () => {
   // Channel c·4 + dx·2 + dy holds rows h·2 + dy, columns w·2 + dx: channel 1 is (dy 1, dx 0).
   assert.equal(p.data[1 * 2 * 6 + 0], x.data[1 * 6 + 0]);
 });
+
+test('a batch of two videos encodes as each alone (per-element caches, latents in (B, z, f, h, w) order)', async () => {
+  const encoder = await loadEncoder({ config: WAN21_DIFREF_TINY, weights: 'synthetic', seed: 4 }, { threads: 1 });
+  try {
+    const one = seededTensor([1, 3, 5, 8, 8], 1);
+    const two = seededTensor([1, 3, 5, 8, 8], 2);
+    const both = { dims: [2, 3, 5, 8, 8], data: Float32Array.from([...one.data, ...two.data]) };
+    const [a, b, batch] = [await encoder.encode(one), await encoder.encode(two), await encoder.encode(both)];
+    assert.deepEqual(batch.dims, [2, 16, 3, 4, 4]);
+    assert.deepEqual(batch.data, Float32Array.from([...a.data, ...b.data]));
+  } finally {
+    await encoder.dispose();
+  }
+});
