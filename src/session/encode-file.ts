@@ -123,6 +123,9 @@ export function encodeFileReasons(options: EncodeFileOptions): Reason[] {
   return reasons;
 }
 
+/** The most float32 values of a video an encode holds (8 GiB). */
+const MAX_VIDEO_VALUES = 2 ** 31;
+
 /** Every frame of a video, in the family's input range: a .npy (B, C, F, H, W) whole, else ffmpeg's frames chunk by chunk into one tensor. */
 async function readVideo(path: string, range: SampleRange): Promise<{ image: Tensor; reading: 'whole' | 'chunks' }> {
   if (path.toLowerCase().endsWith('.npy')) {
@@ -142,7 +145,23 @@ async function readVideo(path: string, range: SampleRange): Promise<{ image: Ten
   }
   const input = openVideoInput(path, range);
   const chunks: Tensor[] = [];
-  for await (const chunk of input.chunks(16)) chunks.push(chunk);
+  let held = 0;
+  for await (const chunk of input.chunks(16)) {
+    held += chunk.data.length;
+    // Leaving the loop ends ffmpeg (video-input.ts).
+    if (held > MAX_VIDEO_VALUES)
+      refuse(
+        'TENSOR_INVALID',
+        reason(
+          'IMAGE_TOO_LARGE',
+          'video',
+          path,
+          `at most ${MAX_VIDEO_VALUES / 2 ** 28} GiB of float32 frames`,
+          `${path}: its frames pass ${MAX_VIDEO_VALUES / 2 ** 28} GiB as float32 (a video encode holds every frame of a tile); trim it or encode it in parts`,
+        ),
+      );
+    chunks.push(chunk);
+  }
   if (chunks.length === 0) throw new DistVaeError('FILE_INVALID', `${path}: its video stream holds no frame`);
   const frames = chunks.reduce((n, c) => n + c.dims[2]!, 0);
   const plane = input.height * input.width;
