@@ -65,7 +65,11 @@ async function cli(...args: string[]): Promise<{ code: number; stdout: string; s
 
 const synthetic = (family: string, config: string) => ['--synthetic', '--family', family, '--config', config, '--seed', '4'];
 
-async function libraryEncode(config: Readonly<Record<string, unknown>>, input: Tensor, tiling?: { window: number; overlap: number }): Promise<Tensor> {
+async function libraryEncode(
+  config: Readonly<Record<string, unknown>>,
+  input: Tensor,
+  tiling?: { window: number; overlap: number },
+): Promise<Tensor> {
   const encoder = await loadEncoder({ config, weights: 'synthetic', seed: 4 }, { threads: 1 });
   try {
     if (tiling)
