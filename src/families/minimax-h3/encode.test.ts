@@ -20,8 +20,30 @@ import { encodeClips } from './encoder.js';
 import { MINIMAX_H3_SMALL, MINIMAX_H3_TINY } from './testing/configs.js';
 import { resolveFamilyConfig } from '../registry.js';
 import { miniMaxH3 } from './spec.js';
+import { syntheticWeights } from '../../weights/synthetic.js';
+import { assertSameBits } from '../../ranks/testing/assertions.js';
+import { diffusersFolderWriter } from '../testing/diffusers-folder.js';
+import { miniMaxEncoderParams } from './encoder.js';
+import { miniMaxDecoderParams } from './graph.js';
 
 const golden = goldensBeside(import.meta.url);
+const folder = diffusersFolderWriter('distvae-minimax-encode-');
+
+test('the encoder loads from a diffusers folder beside the decoder (quant_conv read, post_quant_conv ignored), bitwise as in memory', async () => {
+  const config = resolveFamilyConfig(miniMaxH3, MINIMAX_H3_TINY);
+  const weights = new Map([...syntheticWeights(miniMaxDecoderParams(config), 3), ...syntheticWeights(miniMaxEncoderParams(config), 4)]);
+  assert.ok(weights.has('quant_conv.weight') && weights.has('post_quant_conv.weight'));
+  const dir = folder(MINIMAX_H3_TINY, weights);
+  const x = seededTensor([1, 3, 5, 16, 16], 11);
+  const fromFolder = await loadEncoder(dir, { threads: 1 });
+  const inMemory = await loadEncoder({ config: MINIMAX_H3_TINY, weights: 'synthetic', seed: 4 }, { threads: 1 });
+  try {
+    assertSameBits(await fromFolder.encode(x), await inMemory.encode(x), 'folder vs in-memory encoder');
+  } finally {
+    await fromFolder.dispose();
+    await inMemory.dispose();
+  }
+});
 
 test('minimax-h3 tiny encoder: whole (two clips, padded, token_drop; one frame alone) and its own tiled loop match diffusers', async () => {
   const encoder = await loadEncoder({ config: MINIMAX_H3_TINY, weights: 'synthetic', seed: 4 }, { threads: 1 });
