@@ -32,15 +32,20 @@ export class BoundEncoder implements EncodingVae {
 
   /** The resolved config, its tiling defaults in input pixels (`encoderConfig`). */
   readonly config: ResolvedConfig;
+  /** What the family declares of its encoder: frame loop (for this config), temporal tiling, tile units. */
+  readonly encoding: EncoderDeclaration;
 
   constructor(
     readonly family: FamilySpec,
     config: ResolvedConfig,
     readonly runner: TileRunner,
-    /** What the family declares of its encoder: frame loop, temporal tiling, tile units. */
-    readonly encoding: EncoderDeclaration = {},
+    /** The family's declaration; a frame loop that depends on the config (`framesFor`) is read for this one. */
+    encoding: EncoderDeclaration = {},
   ) {
-    this.config = encoderConfig(config, encoding);
+    const { framesFor, ...declared } = encoding;
+    const frames = framesFor?.(config) ?? declared.frames;
+    this.encoding = frames ? { ...declared, frames } : declared;
+    this.config = encoderConfig(config, this.encoding);
     this.tiling = defaultTiling(this);
     this.tiledEncode = localTiledEncode(this, runner);
   }

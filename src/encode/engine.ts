@@ -40,8 +40,8 @@ export interface EncodeOptions {
 /** The spatial tiling operation of an encode: the image's latents from its tiles (one rank's loop, or a rank group's). */
 export type TiledEncode = (image: Tensor, options: EncodeOptions & { progress?: ProgressCounter }) => Promise<Tensor>;
 
-/** What the engine reads of a family's encoder declaration (FamilyEncoder). */
-export type EncoderDeclaration = Pick<FamilyEncoder, 'frames' | 'temporalTiling' | 'patchifiedTiles'>;
+/** What the engine reads of a family's encoder declaration (FamilyEncoder; `framesFor` is read into `frames` when an encoder is made). */
+export type EncoderDeclaration = Pick<FamilyEncoder, 'frames' | 'framesFor' | 'temporalTiling' | 'patchifiedTiles'>;
 
 /** An encoder as the engine sees it: the planner's view (tiling in input pixels), its declaration, its runner, the tiling operation. */
 export interface EncodingVae extends EncodingSpec {

@@ -1,6 +1,6 @@
 // The browser build's runtime encodes with every family's encoder graph: the AutoencoderKL
-// encoder (stride-2 downsamplers with asymmetric pads) and the HunyuanImage one (space-to-depth
-// as stride-2 convs, the group-mean residual) run on onnxruntime-web's WASM provider — the module
+// encoder (stride-2 downsamplers with asymmetric pads), the HunyuanImage one (space-to-depth
+// as stride-2 convs, the group-mean residual) and DC-AE's (RMS norms, linear attention) run on onnxruntime-web's WASM provider — the module
 // package.json's `browser` map puts in a page — here in Node, and equal diffusers' goldens within
 // 1e-4 of the largest value, as the Node sessions do.
 
@@ -11,6 +11,9 @@ import { buildKlEncoderGraph, ENCODER_GRAPH_IO, klEncoderParams } from '../famil
 import { autoencoderKl } from '../families/autoencoder-kl/spec.js';
 import { buildHunyuanImageEncoderGraph, hunyuanImageEncoderParams } from '../families/hunyuan-image/encoder-graph.js';
 import { hunyuanImage } from '../families/hunyuan-image/spec.js';
+import { buildDcaeEncoderGraph, dcaeEncoderParams } from '../families/dc-ae/encoder-graph.js';
+import { dcae } from '../families/dc-ae/spec.js';
+import { DCAE_TINY } from '../families/dc-ae/testing/configs.js';
 import { HUNYUAN_IMAGE_TINY } from '../families/hunyuan-image/testing/configs.js';
 import { resolveFamilyConfig } from '../families/registry.js';
 import { difference } from '../graph/testing/compare.js';
@@ -45,6 +48,15 @@ const CASES = [
     },
     golden: new URL('../families/hunyuan-image/testing/goldens/tiny-encode-whole.npy', import.meta.url),
   },
+  {
+    name: 'dc-ae',
+    build: () => {
+      const config = resolveFamilyConfig(dcae, DCAE_TINY);
+      return buildDcaeEncoderGraph(config, syntheticWeights(dcaeEncoderParams(config), 4));
+    },
+    golden: new URL('../families/dc-ae/testing/goldens/encode-tiny-whole.npy', import.meta.url),
+    image: [1, 3, 48, 72],
+  },
 ];
 
 // onnxruntime-web is configured once per process, before its first session.
@@ -54,7 +66,8 @@ for (const c of CASES) {
   test(`${c.name} encoder on onnxruntime-web (WASM) equals diffusers within 1e-4 of the largest value`, async () => {
     const session = await createSession(c.build().toModel(), { provider: 'wasm' });
     try {
-      const out = (await session.run({ [ENCODER_GRAPH_IO.input]: seededTensor([1, 3, 32, 48], 11) }))[ENCODER_GRAPH_IO.output]!;
+      const image = seededTensor(('image' in c ? c.image : undefined) ?? [1, 3, 32, 48], 11);
+      const out = (await session.run({ [ENCODER_GRAPH_IO.input]: image }))[ENCODER_GRAPH_IO.output]!;
       const expected = readNpy(fileURLToPath(c.golden));
       assert.deepEqual(out.dims, expected.dims);
       const { maxAbs, scale } = difference(out, expected);

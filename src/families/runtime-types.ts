@@ -97,6 +97,8 @@ export interface FamilyEncoder {
    * and how many latent frames they give. Absent: an image encoder, input (B, C, H, W).
    */
   frames?: EncodeFrames;
+  /** A frame loop that depends on the config (MiniMax-H3's `clip_length` / `token_drop`), read for the loaded config; wins over `frames`. */
+  framesFor?(config: ResolvedConfig): EncodeFrames;
   /**
    * diffusers tiles this encoder over time (`_temporal_tiled_encode`, HunyuanVideo / LTX): with
    * the encoder's frame tiling on (`tiling.frames`, window and overlap in *input* frames) and

@@ -183,6 +183,77 @@ export const conv2d: ConvFlavour = {
   },
 };
 
+// ---- space-to-depth down-samplers ---------------------------------------------------------
+//
+// Encoders that move 2×2 pixels to channels (HunyuanImage's down blocks, DC-AE's DCDownBlock2d)
+// are spelled as stride-2 convolutions, ops the locality analysis and the row-sharding
+// machinery already model (a Slice with steps on a spatial axis they do not).
+
+/** Channel order of a 2× space-to-depth: 'DCR' (r1·2 + r2)·C + c (ONNX SpaceToDepth), 'CRD' c·4 + r1·2 + r2 (PyTorch's pixel_unshuffle). */
+export type SpaceToDepthOrder = 'DCR' | 'CRD';
+
+/**
+ * A 3×3 conv (stride 1, padding 1; weight [C, cin, 3, 3], bias [C]) followed by a 2× space-to-depth
+ * in `order`, as one 4×4 stride-2 conv: sub-pixel (r1, r2) of conv channel c is the 3×3 kernel at
+ * offset (r1, r2) of a 4×4 one (built in the graph from the checkpoint weight, which onnxruntime
+ * folds into a constant).
+ */
+export function convSpaceToDepth(
+  m: Module,
+  x: Value,
+  weight: Value,
+  bias: Value,
+  cin: number,
+  channels: number,
+  order: SpaceToDepthOrder,
+): Value {
+  const sc = m.scope;
+  const kernels = [0, 1].flatMap((r1) => [0, 1].map((r2) => sc.pad(weight, [0, 0, r1, r2, 0, 0, 1 - r1, 1 - r2])));
+  const biases = [bias, bias, bias, bias];
+  const [w, b] =
+    order === 'DCR'
+      ? [sc.concat(kernels, 0), sc.concat(biases, 0)]
+      : [
+          sc.reshape(
+            sc.concat(
+              kernels.map((k) => sc.unsqueeze(k, [1])),
+              1,
+            ),
+            [4 * channels, cin, 4, 4],
+          ),
+          sc.reshape(
+            sc.concat(
+              biases.map((v) => sc.unsqueeze(v, [1])),
+              1,
+            ),
+            [4 * channels],
+          ),
+        ];
+  return sc.conv(x, w, b, { kernelShape: [4, 4], pads: 1, strides: 2 });
+}
+
+/**
+ * A `kernel`-sized conv with stride `kernel` and constant weights `weight(o, c, r1, r2)` (cout ×
+ * cin × kernel²): the channel-group means of a space-to-depth (kernel 2) or of the channels
+ * themselves (kernel 1) that these encoders add as shortcuts.
+ */
+export function groupMeanConv(
+  m: Module,
+  x: Value,
+  cout: number,
+  weight: (o: number, c: number, r1: number, r2: number) => number,
+  cin: number,
+  kernel: number,
+): Value {
+  const data = new Float32Array(cout * cin * kernel * kernel);
+  for (let o = 0; o < cout; o++)
+    for (let c = 0; c < cin; c++)
+      for (let r1 = 0; r1 < kernel; r1++)
+        for (let r2 = 0; r2 < kernel; r2++) data[((o * cin + c) * kernel + r1) * kernel + r2] = weight(o, c, r1, r2);
+  const w = m.scope.constant({ dims: [cout, cin, kernel, kernel], data });
+  return m.scope.conv(x, w, undefined, { kernelShape: [kernel, kernel], strides: kernel });
+}
+
 // ---- normalisation ------------------------------------------------------------------------
 
 export interface NormSettings {

@@ -166,16 +166,20 @@ function gluMbConv(m: Module, x: Value, c: number): Value {
   return sc.add(rmsNorm(m.child('norm'), point, c), x);
 }
 
+/**
+ * One block of a level, the decoder's or the encoder's (`get_block`): a ResBlock, or an
+ * EfficientViTBlock (the multi-scale linear attention, then GLUMBConv at `conv_out`).
+ */
+export function dcaeBlock(m: Module, x: Value, l: Pick<DcaeLevel, 'block' | 'channels' | 'act' | 'scales'>, headDim: number): Value {
+  return l.block === 'ResBlock'
+    ? resBlock(m, x, l.channels, l.act)
+    : gluMbConv(m.child('conv_out'), linearAttention(m.child('attn'), x, l.channels, headDim, l.scales), l.channels);
+}
+
 function level(m: Module, x: Value, l: DcaeLevel, headDim: number, interpolate: boolean): Value {
   let first = 0;
   if (l.upsampleFrom !== null) x = upBlock(m.child(`${first++}`), x, l.upsampleFrom, l.channels, interpolate);
-  for (let j = 0; j < l.layers; j++) {
-    const block = m.child(`${first + j}`);
-    x =
-      l.block === 'ResBlock'
-        ? resBlock(block, x, l.channels, l.act)
-        : gluMbConv(block.child('conv_out'), linearAttention(block.child('attn'), x, l.channels, headDim, l.scales), l.channels);
-  }
+  for (let j = 0; j < l.layers; j++) x = dcaeBlock(m.child(`${first + j}`), x, l, headDim);
   return x;
 }
 

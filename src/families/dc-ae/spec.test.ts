@@ -50,7 +50,7 @@ function refusedFields(config: object): string[] {
   return assert.fail('expected CONFIG_INVALID');
 }
 
-test('configs the decoder cannot build are refused, naming each field', () => {
+test('configs the decoder cannot build (or whose encoder fields are malformed) are refused, naming each field', () => {
   assert.deepEqual(refusedFields({ decoder_norm_types: 'batch_norm' }), ['decoder_norm_types']);
   assert.deepEqual(refusedFields({ decoder_block_types: ['ResBlock', 'EfficientViTBlock'] }), ['decoder_block_types']);
   assert.deepEqual(refusedFields({ decoder_act_fns: 'gelu', decoder_qkv_multiscales: [[], [4], [5]] }), [
@@ -58,7 +58,18 @@ test('configs the decoder cannot build are refused, naming each field', () => {
     'decoder_qkv_multiscales',
   ]);
   // The encoder's levels state the ratio; a decoder of other depth would not build it.
-  assert.deepEqual(refusedFields({ encoder_block_out_channels: [16, 32, 32, 32] }), ['decoder_block_out_channels']);
+  const fourLevels = {
+    encoder_block_out_channels: [16, 32, 32, 32],
+    encoder_layers_per_block: [1, 1, 1, 1],
+    encoder_block_types: ['ResBlock', 'EfficientViTBlock', 'EfficientViTBlock', 'EfficientViTBlock'],
+    encoder_qkv_multiscales: [[], [5], [5], [5]],
+  };
+  assert.deepEqual(refusedFields(fourLevels), ['decoder_block_out_channels']);
+  // The encoder's per-level lists are read (type-checked) with the config, one entry per encoder level.
+  assert.deepEqual(refusedFields({ encoder_layers_per_block: [1, 1], encoder_qkv_multiscales: [[], [4], [5]] }), [
+    'encoder_layers_per_block',
+    'encoder_qkv_multiscales',
+  ]);
   assert.deepEqual(refusedFields({ latent_channels: 24 }), ['latent_channels']);
   assert.deepEqual(refusedFields({ decoder_layers_per_block: [0, 1, 1] }), ['decoder_layers_per_block[0]']);
   assert.deepEqual(refusedFields({ attention_head_dim: 64 }), ['attention_head_dim', 'attention_head_dim']);

@@ -1,10 +1,11 @@
 // AutoencoderDC (SANA's DC-AE, `dc-ae-f32c32-sana-1.0`: 32×, 32 latent channels): config
-// reading, the decoder's structure as diffusers builds it from the config (levels of ResBlocks
-// or EfficientViT blocks, each level but the last entered through a 2× up block), and
+// reading, the decoder's and the encoder's structure as diffusers builds them from the config
+// (levels of ResBlocks or EfficientViT blocks; each decoder level but the last entered through a
+// 2× up block, each encoder level but the last left through a 2× down block), and
 // diffusers' tiling defaults (tile_sample_min 512 px, tile_sample_stride 448 px: the Family B
 // window-and-stride loop, blend 64 px).
 
-import { ConfigReader, MAX_WIDTH } from '../config-fields.js';
+import { ConfigReader, MAX_DECODER_BLOCKS, MAX_WIDTH } from '../config-fields.js';
 import { defineFamily, diffusersLayout, squareTiling, type FamilyLayout } from '../layout.js';
 import type { ResolvedConfig } from '../types.js';
 
@@ -31,10 +32,15 @@ export const DCAE_PUBLISHED = {
   latent_channels: 32,
   attention_head_dim: 32,
   decoder_block_types: ['ResBlock', 'ResBlock', 'ResBlock', 'EfficientViTBlock', 'EfficientViTBlock', 'EfficientViTBlock'],
+  encoder_block_types: ['ResBlock', 'ResBlock', 'ResBlock', 'EfficientViTBlock', 'EfficientViTBlock', 'EfficientViTBlock'],
   encoder_block_out_channels: [128, 256, 512, 512, 1024, 1024],
   decoder_block_out_channels: [128, 256, 512, 512, 1024, 1024],
   decoder_layers_per_block: [3, 3, 3, 3, 3, 3],
+  encoder_layers_per_block: [2, 2, 2, 3, 3, 3],
   decoder_qkv_multiscales: [[], [], [], [5], [5], [5]],
+  encoder_qkv_multiscales: [[], [], [], [5], [5], [5]],
+  downsample_block_type: 'conv',
+  encoder_out_shortcut: true,
   upsample_block_type: 'interpolate',
   decoder_norm_types: 'rms_norm',
   decoder_act_fns: 'silu',
@@ -88,6 +94,45 @@ export function dcaeFields(fields: Readonly<Record<string, unknown>>): DcaeField
   };
 }
 
+/** Which half's levels a per-level field counts. */
+type Side = 'decoder' | 'encoder';
+
+/** One encoder level as the graph builds it (`encoder.down_blocks.<index>`): its blocks, then a 2× down block to `downsampleTo` (null for the last level). */
+export interface DcaeEncoderLevel extends Omit<DcaeLevel, 'upsampleFrom'> {
+  downsampleTo: number | null;
+}
+
+/** The encoder's fields, normalised by the reader, for the encoder graph (which makes its own structural checks). */
+export interface DcaeEncoderFields {
+  levels: DcaeEncoderLevel[];
+  headDim: number;
+  /** `downsample_block_type == "pixel_unshuffle"`: a 3×3 conv to a quarter of the width, then pixel_unshuffle; else a stride-2 3×3 conv. */
+  pixelUnshuffle: boolean;
+  outShortcut: boolean;
+}
+
+export function dcaeEncoderFields(fields: Readonly<Record<string, unknown>>): DcaeEncoderFields {
+  const widths = fields['encoder_block_out_channels'] as number[];
+  const types = fields['encoder_block_types'] as DcaeBlockType[];
+  const layers = fields['encoder_layers_per_block'] as number[];
+  const scales = fields['encoder_qkv_multiscales'] as number[][];
+  return {
+    levels: widths.map((channels, index) => ({
+      index,
+      channels,
+      block: types[index]!,
+      layers: layers[index]!,
+      // diffusers' Encoder builds every block with norm "rms_norm" and act "silu".
+      act: 'silu',
+      scales: scales[index]!,
+      downsampleTo: index < widths.length - 1 ? widths[index + 1]! : null,
+    })),
+    headDim: fields['attention_head_dim'] as number,
+    pixelUnshuffle: fields['downsample_block_type'] === 'pixel_unshuffle',
+    outShortcut: fields['encoder_out_shortcut'] as boolean,
+  };
+}
+
 /** A field diffusers takes as one string or one per level: stored as the per-level list. */
 function perLevel<T extends string>(
   r: ConfigReader,
@@ -95,6 +140,7 @@ function perLevel<T extends string>(
   fallback: string | readonly string[],
   n: number,
   allowed: readonly T[],
+  side: Side = 'decoder',
 ): T[] {
   const value = r.passthrough(key, fallback);
   const list = typeof value === 'string' ? new Array<string>(n).fill(value) : value;
@@ -104,30 +150,31 @@ function perLevel<T extends string>(
     ok,
     key,
     value,
-    `one of ${allowed.join(', ')}, or a list of ${n} of them (one per decoder level)`,
-    `${key} = ${JSON.stringify(value)}: AutoencoderDC's decoder here takes one of ${allowed.join(', ')} or a list of ${n} of them (one per level)`,
+    `one of ${allowed.join(', ')}, or a list of ${n} of them (one per ${side} level)`,
+    `${key} = ${JSON.stringify(value)}: AutoencoderDC's ${side} here takes one of ${allowed.join(', ')} or a list of ${n} of them (one per level)`,
   );
   const normalised = ok ? (list as T[]) : new Array<T>(n).fill(allowed[0]!);
   r.fields[key] = normalised;
   return normalised;
 }
 
-/** Kernel sizes per level (`decoder_qkv_multiscales`): odd integers, one list per level. */
-function multiscales(r: ConfigReader, n: number): number[][] {
-  const value = r.passthrough('decoder_qkv_multiscales', DCAE_PUBLISHED.decoder_qkv_multiscales);
+/** Kernel sizes per level (`decoder_qkv_multiscales`, `encoder_qkv_multiscales`): odd integers, one list per level. */
+function multiscales(r: ConfigReader, n: number, side: Side = 'decoder'): number[][] {
+  const key = `${side}_qkv_multiscales`;
+  const value = r.passthrough(key, DCAE_PUBLISHED[`${side}_qkv_multiscales`]);
   const ok =
     Array.isArray(value) &&
     value.length === n &&
     value.every((l) => Array.isArray(l) && l.length <= 8 && l.every((k) => Number.isInteger(k) && k >= 1 && k <= 63 && k % 2 === 1));
   r.check(
     ok,
-    'decoder_qkv_multiscales',
+    key,
     value,
     `a list of ${n} lists (one per level) of odd kernel sizes in [1, 63]`,
-    `decoder_qkv_multiscales = ${JSON.stringify(value)}: expected one list of odd kernel sizes per decoder level (${n})`,
+    `${key} = ${JSON.stringify(value)}: expected one list of odd kernel sizes per ${side} level (${n})`,
   );
   const normalised = ok ? (value as number[][]).map((l) => [...l]) : Array.from({ length: n }, () => []);
-  r.fields['decoder_qkv_multiscales'] = normalised;
+  r.fields[key] = normalised;
   return normalised;
 }
 
@@ -153,6 +200,24 @@ function read(r: ConfigReader): Omit<ResolvedConfig, 'fields'> {
   const inShortcut = r.bool('decoder_in_shortcut', P.decoder_in_shortcut);
   r.string('decoder_conv_act_fn', P.decoder_conv_act_fn, DCAE_ACTIVATIONS);
   r.passthrough('scaling_factor', P.scaling_factor);
+  // The encoder's fields, type-checked here; what only the encoder's structure needs (widths its
+  // down blocks and shortcuts divide) is checked when an encoder is asked for (encoder-graph.ts),
+  // so a decoder loads whatever they say.
+  const ne = encoderWidths.length;
+  const encoderLayers = r.intOrIntList('encoder_layers_per_block', P.encoder_layers_per_block, ne, 0);
+  const encoderBlocks = encoderLayers.reduce((a, b) => a + b, 0);
+  r.check(
+    encoderBlocks <= MAX_DECODER_BLOCKS,
+    'encoder_layers_per_block',
+    encoderLayers,
+    `at most ${MAX_DECODER_BLOCKS} encoder blocks in all`,
+    `encoder_layers_per_block = ${JSON.stringify(encoderLayers)} make an encoder of ${encoderBlocks} blocks, more than ${MAX_DECODER_BLOCKS}: its parameter list and graph alone would exhaust memory`,
+  );
+  perLevel(r, 'encoder_block_types', P.encoder_block_types, ne, DCAE_BLOCK_TYPES, 'encoder');
+  multiscales(r, ne, 'encoder');
+  // diffusers tests `== "pixel_unshuffle"`; any other value (the converter writes "conv") is a stride-2 conv.
+  r.string('downsample_block_type', P.downsample_block_type);
+  r.bool('encoder_out_shortcut', P.encoder_out_shortcut);
 
   // diffusers' spatial_compression_ratio counts the *encoder's* levels; the decoder's up blocks must build the same.
   const spatialRatio = 2 ** (encoderWidths.length - 1);

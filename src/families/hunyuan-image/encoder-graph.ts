@@ -11,7 +11,8 @@
 // the conv then space-to-depth is one 4×4 stride-2 conv whose output channel (r1·2 + r2)·C' + c
 // holds the 3×3 kernel of channel c at offset (r1, r2) (built in the graph from the checkpoint
 // weight, which onnxruntime folds into a constant), and the averaged shortcut is a 2×2 stride-2
-// conv with constant weights 1/g.
+// conv with constant weights 1/g (blocks.ts convSpaceToDepth, groupMeanConv; DC-AE's down
+// blocks are the same two in pixel_unshuffle's channel order).
 
 import { DistVaeError } from '../../errors.js';
 import { GraphBuilder, type Value } from '../../graph/builder.js';
@@ -19,9 +20,11 @@ import { ENCODER_GRAPH_IO } from '../autoencoder-kl/encoder-graph.js';
 import {
   attentionBlock,
   conv2d,
+  convSpaceToDepth,
   convWeights,
   DECODER_NORM_EPSILON,
   encoderGraphOf,
+  groupMeanConv,
   Module,
   normSiluConv,
   resnetBlock,
@@ -70,32 +73,13 @@ export const hunyuanImageEncoderParams = hunyuanImageEncoder.params;
  */
 export const buildHunyuanImageEncoderGraph = hunyuanImageEncoder.build;
 
-/** Mean over consecutive groups of `g` channels of (B, g·c, …) as a `kernel`-sized conv with stride `kernel`: weights 1/g. */
-function groupMeanConv(
-  m: Module,
-  x: Value,
-  cout: number,
-  weight: (o: number, c: number, r1: number, r2: number) => number,
-  cin: number,
-  kernel: number,
-): Value {
-  const data = new Float32Array(cout * cin * kernel * kernel);
-  for (let o = 0; o < cout; o++)
-    for (let c = 0; c < cin; c++)
-      for (let r1 = 0; r1 < kernel; r1++)
-        for (let r2 = 0; r2 < kernel; r2++) data[((o * cin + c) * kernel + r1) * kernel + r2] = weight(o, c, r1, r2);
-  const w = m.scope.constant({ dims: [cout, cin, kernel, kernel], data });
-  return m.scope.conv(x, w, undefined, { kernelShape: [kernel, kernel], strides: kernel });
-}
-
 /** HunyuanImageDownsample (cin → cout, ½×) as two stride-2 convs (header). */
 function downsample(m: Module, x: Value, cin: number, cout: number): Value {
   const sc = m.scope;
   const quarter = cout / 4;
   const [weight, bias] = convWeights(m.child('conv'), cin, quarter, [3, 3]);
   // Output channel (r1·2 + r2)·C' + c of space-to-depth is conv channel c at (2i + r1, 2j + r2): the 3×3 kernel at offset (r1, r2) of a 4×4 one.
-  const kernels = [0, 1].flatMap((r1) => [0, 1].map((r2) => sc.pad(weight, [0, 0, r1, r2, 0, 0, 1 - r1, 1 - r2])));
-  const h = sc.conv(x, sc.concat(kernels, 0), sc.concat([bias, bias, bias, bias], 0), { kernelShape: [4, 4], pads: 1, strides: 2 });
+  const h = convSpaceToDepth(m, x, weight, bias, cin, quarter, 'DCR');
   // The shortcut: space-to-depth channel q = (r1·2 + r2)·cin + c, averaged over groups of g = 4·cin / cout.
   // Listing parameters only: the constant shortcut reads none (and would allocate cin·cout·4 floats).
   if (m.weights.listing) return h;

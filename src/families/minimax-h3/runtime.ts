@@ -19,30 +19,8 @@ import type { ResolvedConfig } from '../types.js';
 import { buildMiniMaxDecoderGraph, miniMaxDecoderParams, type ClipShape } from './graph.js';
 import { clipPlan } from '../clip-frames.js';
 import { miniMaxFields } from './spec.js';
-
-/** Latent frames [start, start + count) of a (1, C, T, h, w) tensor, past the end clipped. */
-function framesOf(z: Tensor, start: number, count: number): Tensor {
-  const [b, c, t, h, w] = z.dims as [number, number, number, number, number];
-  const n = Math.min(count, t - start);
-  const plane = h * w;
-  const data = new Float32Array(b * c * n * plane);
-  for (let p = 0; p < b * c; p++) data.set(z.data.subarray((p * t + start) * plane, (p * t + start + n) * plane), p * n * plane);
-  return { dims: [b, c, n, h, w], data };
-}
-
-/** z with its last latent frame repeated `pad` more times (diffusers' `z[:, :, -1:].repeat`). */
-function padFrames(z: Tensor, pad: number): Tensor {
-  if (pad === 0) return z;
-  const [b, c, t, h, w] = z.dims as [number, number, number, number, number];
-  const plane = h * w;
-  const data = new Float32Array(b * c * (t + pad) * plane);
-  for (let p = 0; p < b * c; p++) {
-    data.set(z.data.subarray(p * t * plane, (p + 1) * t * plane), p * (t + pad) * plane);
-    const last = z.data.subarray((p * t + t - 1) * plane, (p * t + t) * plane);
-    for (let k = 0; k < pad; k++) data.set(last, (p * (t + pad) + t + k) * plane);
-  }
-  return { dims: [b, c, t + pad, h, w], data };
-}
+import { framesOf, padFrames } from './frames.js';
+import { miniMaxH3Encoder } from './encoder.js';
 
 /**
  * The clip loop of `_decode` for one batch item, given a decoder of clips: raw (1, C, F, H, W)
@@ -200,4 +178,5 @@ export const miniMaxH3Runtime: FamilyRuntime = {
   createTileRunner: createMiniMaxRunner,
   // diffusers returns the ImageNet-normalised sample as decoded: no clamp, no unpatchify.
   postprocess: (raw) => raw,
+  encoder: miniMaxH3Encoder,
 };
