@@ -1,13 +1,17 @@
 // The runtime of AutoencoderKLHunyuanVideo15: one onnxruntime session with dynamic batch, frames
 // and size, over a whole latent or a spatial tile (all its frames); diffusers applies no
 // post-processing to the decoded sample. As for HunyuanVideo 1.0, the fused graph is not exposed
-// as `decoderGraph`: the analyses that read it (halos, row sharding) take image latents.
+// as `decoderGraph`: the analyses that read it (halos, row sharding) take image latents. The
+// encoder (encoder-graph.ts) is one session too, built only when an encoder is asked for.
 
 import { createSession } from '../../runtime/session.js';
 import type { SessionOptions } from '../../runtime/session-types.js';
 import type { Tensor } from '../../tensor.js';
 import { bindWeights } from '../../weights/bind.js';
 import type { FamilyRuntime } from '../runtime-types.js';
+import { ENCODER_GRAPH_IO } from '../autoencoder-kl/encoder-graph.js';
+import { graphRunner } from '../graph-runner.js';
+import { buildHunyuanVideo15EncoderGraph, hunyuanVideo15EncoderParams } from './encoder-graph.js';
 import { buildHunyuanVideo15DecoderGraph, hunyuanVideo15DecoderParams } from './graph.js';
 import { hunyuanVideo15ConfigFromWeights, renameOriginalKeys } from './original-layout.js';
 
@@ -32,4 +36,14 @@ export const hunyuanVideo15Runtime: FamilyRuntime = {
     };
   },
   postprocess: (raw) => raw,
+  encoder: {
+    params: hunyuanVideo15EncoderParams,
+    // A full original-layout file implies its config through the decoder's shapes, as for decoding.
+    configFromWeights: hunyuanVideo15ConfigFromWeights,
+    ignoredKeyPrefixes: ['decoder.'],
+    async createRunner(config, weights, session) {
+      const bound = bindWeights(hunyuanVideo15EncoderParams(config), weights, { source: 'the weights given to the encoder' });
+      return graphRunner(buildHunyuanVideo15EncoderGraph(config, bound), ENCODER_GRAPH_IO, session);
+    },
+  },
 };

@@ -1,0 +1,68 @@
+// AutoencoderKLHunyuanVideo15's encoder against diffusers' own `encode(x).latent_dist.mode()`
+// (testing/goldens/README.md: the difref tiny and small configs, synthetic encoder weights seed 4,
+// seeded videos in [−1, 1], diffusers 58eb52c0): whole encodes of a video, of one frame (the
+// temporal down-samplers' frame-0 path alone) and on the published depth (16×), within 1e-4 of the
+// largest value.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { DistVaeError } from '../../errors.js';
+import { seededTensor } from '../../tensor.js';
+import { syntheticWeights } from '../../weights/synthetic.js';
+import { resolveFamilyConfig } from '../registry.js';
+import { assertMatchesGolden, goldensBeside } from '../testing/golden-compare.js';
+import { hunyuanVideo15EncoderParams, hunyuanVideo15DownLevels } from './encoder-graph.js';
+import { hunyuanVideo15Runtime } from './runtime.js';
+import { hunyuanVideo15 } from './spec.js';
+import { HUNYUAN_VIDEO_15_SMALL, HUNYUAN_VIDEO_15_TINY } from './testing/configs.js';
+
+const golden = goldensBeside(import.meta.url);
+
+const CASES = [
+  { name: 'tiny-encode-whole', config: HUNYUAN_VIDEO_15_TINY, video: [1, 3, 9, 32, 48], seed: 11 },
+  { name: 'tiny-encode-image', config: HUNYUAN_VIDEO_15_TINY, video: [1, 3, 1, 32, 48], seed: 13 },
+  { name: 'small-encode-whole', config: HUNYUAN_VIDEO_15_SMALL, video: [1, 3, 5, 64, 96], seed: 14 },
+];
+
+for (const c of CASES) {
+  test(`hunyuan-video-1.5 ${c.name} (${c.video.join('×')}): the whole encode matches diffusers within 1e-4 of the largest value`, async () => {
+    const config = resolveFamilyConfig(hunyuanVideo15, c.config);
+    const encoder = hunyuanVideo15Runtime.encoder!;
+    const runner = await encoder.createRunner(config, syntheticWeights(encoder.params(config), 4), { intraOpThreads: 1 });
+    try {
+      // Measured when made: 1.2e-5 of 7.8 (tiny video), 8.8e-6 of 7.6 (one frame), 1.4e-5 of 8.4 (small).
+      assertMatchesGolden(await runner.decode(seededTensor(c.video, c.seed)), golden(c.name), c.name);
+    } finally {
+      await runner.dispose();
+    }
+  });
+}
+
+test('hunyuan-video-1.5 encoder: levels as diffusers builds them, and configs the class cannot encode refused with the reason', () => {
+  const small = resolveFamilyConfig(hunyuanVideo15, HUNYUAN_VIDEO_15_SMALL);
+  // 16× in space from levels 0-3, 4× in time from levels 2-3 (i ≥ log2(16 / 4)), each to the next width.
+  assert.deepEqual(
+    hunyuanVideo15DownLevels(small).map((l) => l.downsample),
+    [{ to: 16, temporal: false }, { to: 32, temporal: false }, { to: 64, temporal: true }, { to: 64, temporal: true }, null],
+  );
+  // A config the decoder takes (96 repeats the 32 latent channels 3 times) whose encoder's conv_out
+  // shortcut would average 96 / 64 channels: refused when the encoder is asked for, naming the widths.
+  const odd = resolveFamilyConfig(hunyuanVideo15, {
+    ...HUNYUAN_VIDEO_15_TINY,
+    block_out_channels: [16, 32, 96],
+    downsample_match_channel: false,
+    upsample_match_channel: false,
+  });
+  assert.throws(
+    () => hunyuanVideo15EncoderParams(odd),
+    (e: unknown) =>
+      e instanceof DistVaeError && e.code === 'CONFIG_INVALID' && /96 is not a multiple of 2 × latent_channels = 64/.test(e.message),
+  );
+  // Packed widths that do not divide: 32 → 96 in time packs 8 positions of 32 channels into 96.
+  const packed = resolveFamilyConfig(hunyuanVideo15, {
+    ...HUNYUAN_VIDEO_15_TINY,
+    block_out_channels: [16, 32, 96],
+    upsample_match_channel: false,
+  });
+  assert.throws(() => hunyuanVideo15EncoderParams(packed), /down-sampler of encoder level 1 \(width 32 → 96, in time too\)/);
+});
