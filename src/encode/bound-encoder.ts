@@ -8,13 +8,21 @@ import { defaultTiling } from '../families/registry.js';
 import type { TileRunner } from '../families/runtime-types.js';
 import type { FamilySpec, ResolvedConfig, TilingState, VaeGeometry } from '../families/types.js';
 import type { Tensor } from '../tensor.js';
-import { encodeImage, localTiledEncode, type EncodeOptions, type EncodingVae, type TiledEncode } from './engine.js';
+import {
+  encodeImage,
+  localTiledEncode,
+  type EncodeOptions,
+  type EncoderDeclaration,
+  type EncodingVae,
+  type TiledEncode,
+} from './engine.js';
 import { checkImage } from './image-check.js';
 
 /**
  * A loaded encoder: images (B, C, H, W) in the family's input range ([−1, 1] for the diffusers
  * classes, [0, 1] for TAE: io/row-source.ts maps pixels to it) to latents (B, Cz, H/r, W/r) — the latent
- * distribution's mean, what the family's decoder takes.
+ * distribution's mean, what the family's decoder takes. A video encoder (its family declares
+ * `frames`) takes (B, C, F, H, W) and returns (B, Cz, f, H/r, W/r).
  */
 export class BoundEncoder implements EncodingVae {
   /** The tiling encode uses (off by default, as in diffusers); set it with `setTiling`, never by hand. */
@@ -22,11 +30,17 @@ export class BoundEncoder implements EncodingVae {
   /** The spatial tiling operation; a rank group's replaces it to deal tiles to ranks. */
   tiledEncode: TiledEncode;
 
+  /** The resolved config, its tiling defaults in input pixels (`encoderConfig`). */
+  readonly config: ResolvedConfig;
+
   constructor(
     readonly family: FamilySpec,
-    readonly config: ResolvedConfig,
+    config: ResolvedConfig,
     readonly runner: TileRunner,
+    /** What the family declares of its encoder: frame loop, temporal tiling, tile units. */
+    readonly encoding: EncoderDeclaration = {},
   ) {
+    this.config = encoderConfig(config, encoding);
     this.tiling = defaultTiling(this);
     this.tiledEncode = localTiledEncode(this, runner);
   }
@@ -36,9 +50,9 @@ export class BoundEncoder implements EncodingVae {
     return this.config.geometry;
   }
 
-  /** Latents of `image`, whole or tiled as `tiling` decides; an image the encoder cannot take is refused first (`checkImage`). */
+  /** Latents of `image` (or video), whole or tiled as `tiling` decides; an input the encoder cannot take is refused first (`checkImage`). */
   async encode(image: Tensor, options: EncodeOptions = {}): Promise<Tensor> {
-    checkImage(this.config, image);
+    checkImage(this.config, image, 'image', this.encoding.frames ? { frames: this.encoding.frames } : {});
     return encodeImage(this, image, options);
   }
 
@@ -46,4 +60,17 @@ export class BoundEncoder implements EncodingVae {
   dispose(): Promise<void> {
     return this.runner.dispose();
   }
+}
+
+/**
+ * The config an encoder plans with: the decoder's, with the default window and overlap in
+ * *input* pixels — × patch size where diffusers counts the encoder's tiles in patchified pixels
+ * (Wan 2.2: 256/64 patchified = 512/128 input pixels).
+ */
+export function encoderConfig(config: ResolvedConfig, encoding: EncoderDeclaration): ResolvedConfig {
+  const p = config.geometry.patchSize;
+  if (!encoding.patchifiedTiles || p === 1) return config;
+  const t = config.tiling;
+  const scale = (s: { height: number; width: number }) => ({ height: s.height * p, width: s.width * p });
+  return { ...config, tiling: { ...t, window: scale(t.window), overlap: scale(t.overlap) } };
 }

@@ -11,6 +11,7 @@
 import { BoundEncoder } from './bound-encoder.js';
 import { contentHashOf, rankLoadOptions, resolvePrecision, sessionOptionsOf, type LoadOptions } from '../decode/vae.js';
 import type { Tensor } from '../tensor.js';
+import type { EncoderDeclaration } from './engine.js';
 import type { TileRunner } from '../families/runtime-types.js';
 import type { FamilySpec, ResolvedConfig } from '../families/types.js';
 import { readVaeSource, vaeSourceOf, type VaeSource } from '../sources/vae-source.js';
@@ -32,8 +33,9 @@ export class Encoder extends BoundEncoder {
     readonly loadOptions: LoadOptions,
     private readonly weights: ReadonlyMap<string, Tensor>,
     private readonly release: () => void = () => undefined,
+    encoding: EncoderDeclaration = {},
   ) {
-    super(family, config, runner);
+    super(family, config, runner, encoding);
   }
 
   /** Which half ranks load for this source: the encoder. */
@@ -63,5 +65,5 @@ export async function loadEncoder(source: string | VaeSource, options: LoadOptio
     weights,
     sessionOptionsOf(options, resolvePrecision(config, options).precision),
   );
-  return new Encoder(family, config, runner, resolved, rankLoadOptions(options), weights, release);
+  return new Encoder(family, config, runner, resolved, rankLoadOptions(options), weights, release, runtime.encoder!);
 }

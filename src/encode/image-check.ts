@@ -1,32 +1,45 @@
 // Images an encoder takes: the checks before any work (rank, channels, sizes that are multiples
-// of the spatial ratio, finite values) and the centred crop to valid sizes. Pure, so pages and
-// the Node encoder share it.
+// of the spatial ratio, frame counts a video encoder's frame loop takes, finite values) and the
+// centred crop to valid sizes. Pure, so pages and the Node encoder share it.
 
 import { DistVaeError, reason, type Reason, refuse } from '../errors.js';
+import { encodeFramesProblem, type EncodeFrames } from '../families/encode-frames.js';
 import type { ResolvedConfig } from '../families/types.js';
 import { nearestMultiples } from '../plan/shapes.js';
 import type { Tensor } from '../tensor.js';
 
 /**
  * Refuses an image the encoder cannot take: rank, channels, sizes (multiples of r), non-finite
- * values. A size refusal names the crop that fixes it: `crop`, as the caller spells it (the CLI's
- * `--crop`), else `cropToMultiple`.
+ * values; with `frames` (a video encoder's frame loop, FamilyEncoder.frames) the input is a
+ * video (B, C, F, H, W) and F must be a count the loop takes. A size refusal names the crop that
+ * fixes it: `crop`, as the caller spells it (the CLI's `--crop`), else `cropToMultiple`.
  */
-export function checkImage(config: ResolvedConfig, image: Tensor, source = 'image', options: { crop?: string } = {}): void {
-  const { spatialRatio: r, outChannels } = config.geometry;
+export function checkImage(
+  config: ResolvedConfig,
+  image: Tensor,
+  source = 'image',
+  options: { crop?: string; frames?: EncodeFrames } = {},
+): void {
+  const { spatialRatio: r, temporalRatio: rt, outChannels } = config.geometry;
   const dims = image.dims;
   const reasons: Reason[] = [];
-  if (dims.length !== 4) {
+  const rank = options.frames ? 5 : 4;
+  const layout = options.frames ? '(B, C, F, H, W)' : '(B, C, H, W)';
+  if (dims.length !== rank) {
+    const hint = options.frames && dims.length === 4 ? ' (an image is one frame: F = 1)' : '';
     reasons.push(
       reason(
         'IMAGE_RANK',
         `${source}.dims`,
         dims,
-        '4 dimensions (B, C, H, W)',
-        `${source} has ${dims.length} dimensions [${dims.join(', ')}]; the encoder takes (B, C, H, W)`,
+        `${rank} dimensions ${layout}`,
+        `${source} has ${dims.length} dimensions [${dims.join(', ')}]; the encoder takes ${layout}${hint}`,
       ),
     );
   } else {
+    const frameProblem = options.frames ? encodeFramesProblem(options.frames, rt, dims[2]!) : null;
+    if (frameProblem !== null)
+      reasons.push(reason('FRAMES_INVALID', `${source}.frames`, dims[2], 'a frame count the encoder takes', `${source}: ${frameProblem}`));
     if (dims[1] !== outChannels)
       reasons.push(
         reason(
@@ -38,7 +51,7 @@ export function checkImage(config: ResolvedConfig, image: Tensor, source = 'imag
         ),
       );
     (['height', 'width'] as const).forEach((axis, i) => {
-      const v = dims[2 + i]!;
+      const v = dims[rank - 2 + i]!;
       if (!Number.isInteger(v) || v < r || v % r !== 0) {
         reasons.push(
           reason(

@@ -8,6 +8,7 @@ import type { SessionOptions } from '../runtime/session-types.js';
 import type { Tensor } from '../tensor.js';
 import type { Shaped } from '../weights/bind.js';
 import type { ParamSpec } from '../weights/synthetic.js';
+import type { EncodeFrames } from './encode-frames.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from './types.js';
 
 /**
@@ -62,9 +63,15 @@ export interface TileMemoryRuns {
 
 /**
  * An encoder: the counterpart of the decoder entries above. Its runner's `decode` runs the
- * encoder on an image (B, C, H, W) with H and W multiples of the geometry's spatial ratio, in
- * the family's input range (`FamilySpec.sampleRange`: [−1, 1] for the diffusers classes, [0, 1]
- * for TAE), and returns the latents the family's decoder takes (the distribution's mean).
+ * encoder on an image (B, C, H, W) — or, for a video encoder (one that declares `frames`), a
+ * video (B, C, F, H, W) with F a count `frames` accepts — with H and W multiples of the
+ * geometry's spatial ratio, in the family's input range (`FamilySpec.sampleRange`: [−1, 1] for
+ * the diffusers classes, [0, 1] for TAE), and returns the latents the family's decoder takes
+ * (the distribution's mean): (B, Cz, H/r, W/r), or (B, Cz, f, H/r, W/r) with f =
+ * `encodedFrames(frames, rt, F)`. One runner call is one diffusers `_encode` of that input with
+ * tiling off (its own frame loop and causal cache included, cleared per call); the engine
+ * (encode/engine.ts, docs/design.md §3 'Video encodes') cuts space into tiles, carrying every
+ * frame whole, and cuts time only where the encoder declares `temporalTiling`.
  */
 export interface FamilyEncoder {
   params(config: ResolvedConfig): ParamSpec[];
@@ -80,6 +87,28 @@ export interface FamilyEncoder {
   configFromWeights?(weights: ReadonlyMap<string, Shaped>): RawConfig;
   /** Key prefixes of a full checkpoint that the encoder does not own (e.g. `decoder.`). */
   ignoredKeyPrefixes: readonly string[];
+  /**
+   * A video encoder's frame loop (families/encode-frames.ts): which input frame counts it takes
+   * and how many latent frames they give. Absent: an image encoder, input (B, C, H, W).
+   */
+  frames?: EncodeFrames;
+  /**
+   * diffusers tiles this encoder over time (`_temporal_tiled_encode`, HunyuanVideo / LTX): with
+   * the encoder's frame tiling on (`tiling.frames`, window and overlap in *input* frames) and
+   * more input frames than the window, the engine encodes chunks of window + 1 input frames every
+   * window − overlap, each through the spatial tiling operation (or whole), drops `dropFrame` of
+   * every chunk after the first, blends (`blend_t`) over overlap/rt latent frames, keeps
+   * (window − overlap)/rt latent frames per chunk (+1 for the first) and slices to the encoded
+   * frame count. Absent: time is never cut; every call gets all frames.
+   */
+  temporalTiling?: { dropFrame: 'first' | 'last' };
+  /**
+   * diffusers counts this encoder's tiles in patchified pixels (Wan 2.2's `tiled_encode` runs on
+   * the patchified input, its `_encode` compares the *input* size with the same numbers). Our
+   * encoder windows are always input pixels, so the default window and overlap are the config's
+   * × patch size p, and the image tiles once it exceeds window/p on an axis (diffusers' test).
+   */
+  patchifiedTiles?: boolean;
 }
 
 /** Decodes latent tiles to raw decoder output on one rank (one onnxruntime session set). */

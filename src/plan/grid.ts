@@ -97,10 +97,11 @@ export function seamOverlaps(spans: readonly Span[]): number[] {
 }
 
 /** Whether decode tiles spatially: tiling on and the latent exceeds the window on either axis. */
-export function tilesSpatially(vae: VaeSpec, latent: LatentShape): boolean {
+export function tilesSpatially(vae: VaeSpec, latent: LatentShape, above?: Size2): boolean {
   const r = vae.geometry.spatialRatio;
   const t = vae.tiling;
-  return t.enabled && (latent.height > t.window.height / r || latent.width > t.window.width / r);
+  const limit = above ?? { height: t.window.height / r, width: t.window.width / r };
+  return t.enabled && (latent.height > limit.height || latent.width > limit.width);
 }
 
 /** Temporal chunks (latent frames) under the family's temporal policy and the current frame tiling. */
@@ -128,6 +129,11 @@ export interface GridOptions {
    * `blend_extent = tile_latent_min_size · f`, `row_limit = tile_latent_min_size − blend_extent`).
    */
   encode?: boolean;
+  /**
+   * The latent size past which the grid tiles (on either axis), when it is not the window: Wan
+   * 2.2's encoder tiles once the input exceeds window/p (FamilyEncoder.patchifiedTiles).
+   */
+  tilesAbove?: Size2;
 }
 
 /** The tile grid of a latent under the VAE's tiling (GridOptions). */
@@ -139,7 +145,7 @@ export function tileGrid(vae: VaeSpec, latent: LatentShape, options: GridOptions
   const time = options.spatialOnly ? { chunks: [{ start: 0, end: latent.frames }], blend: 0, keep: 0 } : temporalChunks(vae, latent.frames);
   const neighbours = vae.family.diffusersTiling === 'tile-and-min-overlap' ? ('raw' as const) : ('blended' as const);
   const base = { latent, outputPerLatent, chunks: time.chunks, frameBlend: time.blend, frameKeep: time.keep, neighbours };
-  if (!tilesSpatially(vae, latent)) {
+  if (!tilesSpatially(vae, latent, options.tilesAbove)) {
     const whole = { height: latent.height, width: latent.width };
     return {
       ...base,

@@ -13,6 +13,7 @@ import type { FamilyRuntime, TileRunner } from '../families/runtime-types.js';
 import type { FamilySpec, RawConfig, ResolvedConfig } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { BoundEncoder } from '../encode/bound-encoder.js';
+import type { EncoderDeclaration } from '../encode/engine.js';
 import type { Tensor } from '../tensor.js';
 import { readBoundHalf } from '../sources/bind-half.js';
 import { blobSource, bytesSource, httpRangeSource, type ByteSource } from '../bytes/byte-source.js';
@@ -129,8 +130,9 @@ export class WebEncoder extends BoundEncoder {
     config: ResolvedConfig,
     runner: TileRunner,
     readonly web: WebRuntime,
+    encoding: EncoderDeclaration = {},
   ) {
-    super(family, config, runner);
+    super(family, config, runner, encoding);
   }
 }
 
@@ -139,5 +141,5 @@ export async function loadWebEncoder(source: WebVaeSource, options: WebLoadOptio
   const web = await startWebRuntime(options);
   const { family, runtime, config, weights } = await readHalf(source, 'encoder', options.signal);
   const runner = await runtime.encoder!.createRunner(config, weights, { provider: web.backend });
-  return new WebEncoder(family, config, runner, web);
+  return new WebEncoder(family, config, runner, web, runtime.encoder!);
 }

@@ -5,7 +5,9 @@
 
 import type { Tensor } from '../../tensor.js';
 import { bindWeights } from '../../weights/bind.js';
-import type { FamilyRuntime } from '../runtime-types.js';
+import type { FamilyEncoder, FamilyRuntime } from '../runtime-types.js';
+import { buildWanEncoderGraph, wanEncoderParams, WAN_ENCODE_CHUNK } from './encoder-graph.js';
+import { ChunkEncoderRunner } from './encoder-runner.js';
 import { buildWanGraph, wanDecoderParams, wanSegmentCount } from './graph.js';
 import { PRESENT_PREFIX, type WanStep } from './blocks.js';
 import { FrameStepRunner } from './runner.js';
@@ -89,11 +91,28 @@ const memoryRuns: FamilyRuntime['memoryRuns'] = (config, weights, dims) => {
   return { sessions, kept: { prefix: PRESENT_PREFIX, copies: 2 } };
 };
 
+/**
+ * The Wan encoder (Wan 2.1 / 2.2; Qwen-Image's is Wan 2.1's): diffusers' `_encode` frame loop
+ * (the first frame, then chunks of 4 through the causal cache) in one runner call; diffusers
+ * counts Wan 2.2's tiles in patchified pixels (docs/design.md §3 'Video encodes').
+ */
+export const wanEncoder: FamilyEncoder = {
+  params: wanEncoderParams,
+  createRunner: async (config, weights, session) => {
+    const bound = bindWeights(wanEncoderParams(config), weights, { source: 'the weights given to the encoder' });
+    return new ChunkEncoderRunner((step) => buildWanEncoderGraph(config, bound, step).toModel(), session, config.geometry.patchSize);
+  },
+  ignoredKeyPrefixes: ['decoder.', 'post_quant_conv.'],
+  frames: { kind: 'first-then-chunks', chunk: WAN_ENCODE_CHUNK },
+  patchifiedTiles: true,
+};
+
 export const wanRuntime: FamilyRuntime = {
   decoderParams: wanDecoderParams,
   memoryRuns,
   createTileRunner,
   postprocess: (raw, { config }) => clampSigned(unpatchify(raw, config.geometry.patchSize)),
+  encoder: wanEncoder,
 };
 
 export const qwenImageRuntime: FamilyRuntime = {
@@ -101,4 +120,5 @@ export const qwenImageRuntime: FamilyRuntime = {
   memoryRuns,
   createTileRunner,
   postprocess: (raw, { spatiallyTiled }) => (spatiallyTiled ? raw : clampSigned(raw)),
+  encoder: wanEncoder,
 };
