@@ -46,6 +46,9 @@ export const hunyuanVideoRuntime: FamilyRuntime = {
   encoder: {
     params: hunyuanVideoEncoderParams,
     ignoredKeyPrefixes: ['decoder.', 'post_quant_conv.'],
+    // One causal pass over all frames (F = 1 + 4k); diffusers' `_temporal_tiled_encode` drops the first latent frame of later chunks.
+    frames: { kind: 'causal' },
+    temporalTiling: { dropFrame: 'first' },
     async createRunner(config, weights, session) {
       const bound = bindWeights(hunyuanVideoEncoderParams(config), weights, { source: 'the weights given to the encoder' });
       return graphRunner(buildHunyuanVideoEncoderGraph(config, bound), ENCODER_GRAPH_IO, session);
