@@ -2,11 +2,15 @@
 // (testing/goldens/README.md: the difref tiny and small configs, synthetic encoder weights seed 4,
 // seeded videos in [−1, 1], diffusers 58eb52c0): whole encodes of a video, of one frame (the
 // temporal down-samplers' frame-0 path alone) and on the published depth (16×), within 1e-4 of the
-// largest value.
+// largest value; and the spatially tiled encode through loadEncoder and the planner (the class's
+// `tiled_encode`: one overlap factor 0.25, every frame in each tile) against diffusers' own.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { loadEncoder } from '../../encode/encoder.js';
 import { DistVaeError } from '../../errors.js';
+import { diffusersEquivalent } from '../../plan/equivalence.js';
+import { setTiling } from '../../plan/planner.js';
 import { seededTensor } from '../../tensor.js';
 import { syntheticWeights } from '../../weights/synthetic.js';
 import { resolveFamilyConfig } from '../registry.js';
@@ -65,4 +69,24 @@ test('hunyuan-video-1.5 encoder: levels as diffusers builds them, and configs th
     upsample_match_channel: false,
   });
   assert.throws(() => hunyuanVideo15EncoderParams(packed), /down-sampler of encoder level 1 \(width 32 → 96, in time too\)/);
+});
+
+test('hunyuan-video-1.5 tiny: tiled encodes (16 × 16 and 16 × 32 px tiles, overlap factor 0.25) match diffusers within 1e-4 of the largest value', async () => {
+  const encoder = await loadEncoder({ config: HUNYUAN_VIDEO_15_TINY, weights: 'synthetic', seed: 4 }, { threads: 1 });
+  try {
+    const x = seededTensor([1, 3, 9, 32, 48], 11);
+    for (const [h, w, name] of [
+      [16, 16, 'tiny-encode-tiled'],
+      [16, 32, 'tiny-encode-tiled-16x32'],
+    ] as const) {
+      // diffusers: tiles every int(S · 0.75) px, blend int(S/r · 0.25) latent units — overlaps of S/4 px here.
+      setTiling(encoder, { window: { height: h, width: w }, overlap: { height: h / 4, width: w / 4 } });
+      assert.ok(diffusersEquivalent(encoder), `${h}×${w}: a plan diffusers runs`);
+      assertMatchesGolden(await encoder.encode(x), golden(name), name);
+    }
+    // No temporal tiling in the class: a frame plan is refused.
+    assert.throws(() => setTiling(encoder, { frames: { window: 8, overlap: 4 } }), DistVaeError);
+  } finally {
+    await encoder.dispose();
+  }
 });

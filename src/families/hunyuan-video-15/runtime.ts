@@ -41,6 +41,8 @@ export const hunyuanVideo15Runtime: FamilyRuntime = {
     // A full original-layout file implies its config through the decoder's shapes, as for decoding.
     configFromWeights: hunyuanVideo15ConfigFromWeights,
     ignoredKeyPrefixes: ['decoder.'],
+    // One causal pass over all frames (F = 1 + 4k); diffusers has no temporal tiling for the class.
+    frames: { kind: 'causal' },
     async createRunner(config, weights, session) {
       const bound = bindWeights(hunyuanVideo15EncoderParams(config), weights, { source: 'the weights given to the encoder' });
       return graphRunner(buildHunyuanVideo15EncoderGraph(config, bound), ENCODER_GRAPH_IO, session);
