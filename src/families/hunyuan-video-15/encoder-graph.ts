@@ -18,7 +18,7 @@ import { DistVaeError } from '../../errors.js';
 import { GraphBuilder, type Scope, type Value } from '../../graph/builder.js';
 import { ENCODER_GRAPH_IO } from '../autoencoder-kl/encoder-graph.js';
 import { encoderGraphOf, Module, GAIN_AFTER_SILU, type ParamSource } from '../blocks/blocks.js';
-import { hunyuanCausalConv3d } from '../blocks/blocks3d.js';
+import { channelGroupMean, hunyuanCausalConv3d } from '../blocks/blocks3d.js';
 import type { ResolvedConfig } from '../types.js';
 import { attention, frames, resnet, rmsNorm } from './graph.js';
 
@@ -102,26 +102,17 @@ function spaceToPacked(sc: Scope, x: Value, channels: number, factors: readonly 
   return sc.reshape(packed, sc.concat([batch, sc.int64Constant([factors[0] * factors[1] * factors[2] * channels]), fhw], 0));
 }
 
-/** (B, groups·size, F, H, W) → the mean over each run of `size` consecutive channels (torch's `view(B, groups, size, …).mean(2)`). */
-function groupMean(sc: Scope, x: Value, groups: number, size: number): Value {
-  if (size === 1) return x;
-  const shape = sc.shape(x);
-  const batch = sc.slice(shape, { starts: [0], ends: [1] });
-  const fhw = sc.slice(shape, { starts: [2], ends: [5] });
-  return sc.reduceMean(sc.reshape(x, sc.concat([batch, sc.int64Constant([groups, size]), fhw], 0)), [2], false);
-}
-
 /** HunyuanVideo15Downsample (cin → cout), frame 0 apart in time (header). */
 function downsample(m: Module, x: Value, cin: number, cout: number, temporal: boolean): Value {
   const sc = m.scope;
   const factor = temporal ? 8 : 4;
   const group = (factor * cin) / cout;
   const h = hunyuanCausalConv3d.apply(m.child('conv'), x, cin, cout / factor, 3);
-  if (!temporal) return sc.add(spaceToPacked(sc, h, cout / 4, [1, 2, 2]), groupMean(sc, spaceToPacked(sc, x, cin, [1, 2, 2]), cout, group));
+  if (!temporal) return sc.add(spaceToPacked(sc, h, cout / 4, [1, 2, 2]), channelGroupMean(sc, spaceToPacked(sc, x, cin, [1, 2, 2]), cout, group));
   const withFirst = (v: Value) => sc.concat([frames(sc, v, 0, 1), v], 2);
   const packed = spaceToPacked(sc, withFirst(h), cout / 8, [2, 2, 2]);
-  const first = groupMean(sc, spaceToPacked(sc, frames(sc, x, 0, 1), cin, [1, 2, 2]), cout, group / 2);
-  const rest = frames(sc, groupMean(sc, spaceToPacked(sc, withFirst(x), cin, [2, 2, 2]), cout, group), 1);
+  const first = channelGroupMean(sc, spaceToPacked(sc, frames(sc, x, 0, 1), cin, [1, 2, 2]), cout, group / 2);
+  const rest = frames(sc, channelGroupMean(sc, spaceToPacked(sc, withFirst(x), cin, [2, 2, 2]), cout, group), 1);
   return sc.add(packed, sc.concat([first, rest], 2));
 }
 
@@ -149,7 +140,7 @@ function encoderGraph(config: ResolvedConfig, source: ParamSource): GraphBuilder
   x = resnet(mid.child('resnets.0'), x, top, top);
   x = attention(mid.child('attentions.0'), x, top);
   x = resnet(mid.child('resnets.1'), x, top, top);
-  const shortcut = groupMean(g, x, 2 * z, top / (2 * z));
+  const shortcut = channelGroupMean(g, x, 2 * z, top / (2 * z));
   x = encoder.scope.silu(rmsNorm(encoder.child('norm_out'), x, top));
   x = g.add(hunyuanCausalConv3d.apply(encoder.child('conv_out'), x, top, 2 * z, 3, GAIN_AFTER_SILU), shortcut);
   // DiagonalGaussianDistribution's mean is the first half of the moments; mode() returns it.
