@@ -6,6 +6,9 @@
 // `tiled_encode`: one overlap factor 0.25, every frame in each tile) against diffusers' own.
 
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { loadEncoder } from '../../encode/encoder.js';
 import { DistVaeError } from '../../errors.js';
@@ -13,6 +16,7 @@ import { diffusersEquivalent } from '../../plan/equivalence.js';
 import { setTiling } from '../../plan/planner.js';
 import { seededTensor } from '../../tensor.js';
 import { syntheticWeights } from '../../weights/synthetic.js';
+import { writeSafetensors } from '../../weights/safetensors.js';
 import { resolveFamilyConfig } from '../registry.js';
 import { assertMatchesGolden, goldensBeside } from '../testing/golden-compare.js';
 import { hunyuanVideo15EncoderParams, hunyuanVideo15DownLevels } from './encoder-graph.js';
@@ -88,5 +92,41 @@ test('hunyuan-video-1.5 tiny: tiled encodes (16 × 16 and 16 × 32 px tiles, ove
     assert.throws(() => setTiling(encoder, { frames: { window: 8, overlap: 4 } }), DistVaeError);
   } finally {
     await encoder.dispose();
+  }
+});
+
+/** The original (Tencent) name of a diffusers key, spelled from diffusers' conversion script (the inverse of what it renames). */
+function originalKey(key: string): string {
+  return key
+    .replace(/^(decoder|encoder)\.mid_block\.resnets\.(\d)\./, (_, half: string, i: string) => `${half}.mid.block_${Number(i) + 1}.`)
+    .replace(/^(decoder|encoder)\.mid_block\.attentions\.0\.to_(q|k|v)\./, '$1.mid.attn_1.$2.')
+    .replace(/^(decoder|encoder)\.mid_block\.attentions\.0\./, '$1.mid.attn_1.')
+    .replace(/^decoder\.up_blocks\.(\d+)\.resnets\.(\d+)\./, 'decoder.up.$1.block.$2.')
+    .replace(/^decoder\.up_blocks\.(\d+)\.upsamplers\.0\./, 'decoder.up.$1.upsample.')
+    .replace(/^encoder\.down_blocks\.(\d+)\.resnets\.(\d+)\./, 'encoder.down.$1.block.$2.')
+    .replace(/^encoder\.down_blocks\.(\d+)\.downsamplers\.0\./, 'encoder.down.$1.downsample.');
+}
+
+test("hunyuan-video-1.5: Tencent's original full file (both halves renamed) loads as an encoder with --family, its config from the decoder's shapes", async () => {
+  const config = resolveFamilyConfig(hunyuanVideo15, HUNYUAN_VIDEO_15_TINY);
+  const weights = new Map([
+    ...syntheticWeights(hunyuanVideo15Runtime.decoderParams(config), 3),
+    ...syntheticWeights(hunyuanVideo15EncoderParams(config), 4),
+  ]);
+  const original = new Map([...weights].map(([k, t]) => [originalKey(k), t]));
+  assert.ok(original.has('encoder.mid.attn_1.q.weight') && original.has('encoder.down.1.downsample.conv.conv.weight'));
+  assert.ok(original.has('encoder.mid.block_2.norm1.gamma') && original.has('encoder.down.0.block.0.conv2.conv.bias'));
+  const dir = mkdtempSync(join(tmpdir(), 'distvae-hv15-enc-'));
+  try {
+    const file = join(dir, 'hunyuanvideo15-vae.safetensors');
+    writeSafetensors(file, original);
+    const encoder = await loadEncoder(file, { family: 'hunyuan-video-1.5', threads: 1 });
+    try {
+      assertMatchesGolden(await encoder.encode(seededTensor([1, 3, 9, 32, 48], 11)), golden('tiny-encode-whole'), 'original layout');
+    } finally {
+      await encoder.dispose();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
