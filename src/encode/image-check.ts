@@ -3,7 +3,7 @@
 // centred crop to valid sizes. Pure, so pages and the Node encoder share it.
 
 import { DistVaeError, reason, type Reason, refuse } from '../errors.js';
-import { encodeFramesProblem, type EncodeFrames } from '../families/encode-frames.js';
+import { encodeFrameStep, encodeFramesProblem, type EncodeFrames } from '../families/encode-frames.js';
 import type { ResolvedConfig } from '../families/types.js';
 import { nearestMultiples } from '../plan/shapes.js';
 import type { Tensor } from '../tensor.js';
@@ -39,7 +39,15 @@ export function checkImage(
   } else {
     const frameProblem = options.frames ? encodeFramesProblem(options.frames, rt, dims[2]!) : null;
     if (frameProblem !== null)
-      reasons.push(reason('FRAMES_INVALID', `${source}.frames`, dims[2], 'a frame count the encoder takes', `${source}: ${frameProblem}`));
+      reasons.push(
+        reason(
+          'FRAMES_INVALID',
+          `${source}.frames`,
+          dims[2],
+          `1 + ${encodeFrameStep(options.frames!, rt)}·k frames (k ≥ 0)`,
+          `${source}: ${frameProblem}`,
+        ),
+      );
     if (dims[1] !== outChannels)
       reasons.push(
         reason(

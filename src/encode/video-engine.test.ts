@@ -66,7 +66,10 @@ function videoEncoder(encoding: EncoderDeclaration): BoundEncoder & VaeSpec {
 }
 
 /** (B, C, F, H, W) ↔ (B, C·F, H, W): the same memory, frames folded into planes (what a spatial tile loop sees). */
-const fold = <T extends { dims: readonly number[] }>(t: T): T => ({ ...t, dims: [t.dims[0]!, t.dims[1]! * t.dims[2]!, ...t.dims.slice(3)] });
+const fold = <T extends { dims: readonly number[] }>(t: T): T => ({
+  ...t,
+  dims: [t.dims[0]!, t.dims[1]! * t.dims[2]!, ...t.dims.slice(3)],
+});
 
 test('a spatially tiled video encode carries every frame in each tile and equals diffusers’ tiled_encode loop', async () => {
   const encoder = videoEncoder({ frames: CAUSAL });

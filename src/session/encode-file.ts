@@ -1,5 +1,6 @@
 // The library's encode session, `encodeFile`: an image file (PNG / JPEG, read through a row
-// source into the family's input range; or a .npy already in that range) through an encoder to a
+// source into the family's input range; or a .npy already in that range) — or, for a video
+// encoder, a video (mp4 / webm through ffmpeg chunk by chunk, or a .npy (B, C, F, H, W)) — through an encoder to a
 // latents file (.npy, .safetensors with the tensor `latents`, or a ComfyUI .latent), raw or
 // scaled as a pipeline hands them on — the counterpart of decodeFiles for one file. It takes the decode session's plan, strategy, rank and runtime options and reads them
 // the same way: the exact planner (installRequestedTiling, windows in input pixels), the strategy
@@ -15,6 +16,9 @@ import { latentScalingOf, scaleLatents } from '../io/latent-scaling.js';
 import { refuseSamplingWithout } from '../io/latent-sample.js';
 import { LATENT_OUTPUT_EXTENSIONS, latentsOutputReasons, writeLatentsFile } from '../io/latents-out.js';
 import { openImageRows, readAllRows } from '../io/row-source.js';
+import { readNpy } from '../io/npy.js';
+import { openVideoInput } from '../io/video-input.js';
+import type { SampleRange } from '../io/sample-range.js';
 import { readLatentBatchNorm } from '../sources/latent-statistics.js';
 import { encodeGrid } from '../encode/engine.js';
 import { localGroup } from '../ranks/local/index.js';
@@ -33,8 +37,13 @@ export const ENCODE_OUTPUT_EXTENSIONS = LATENT_OUTPUT_EXTENSIONS;
 export interface EncodeFileOptions extends Pick<LoadOptions, 'threads' | 'provider' | 'deviceId' | 'precision' | 'forceFp16'> {
   /** The encoder: a diffusers folder or pipeline, a Hub repo id, a weights file (TAE), or synthetic weights. */
   vae: VaeSource;
-  /** PNG or JPEG (values from [0, 255] to the family's input range), or .npy (B, C, H, W) already in that range. */
-  image: string;
+  /**
+   * PNG or JPEG (values from [0, 255] to the family's input range), or .npy (B, C, H, W) already in
+   * that range; a video encoder takes it as one frame (F = 1). Exactly one of `image` and `video`.
+   */
+  image?: string;
+  /** For a video encoder: mp4 / webm (any container ffmpeg reads; pixels mapped as `image`'s), or .npy (B, C, F, H, W) in the input range. */
+  video?: string;
   /** .npy, .safetensors with the tensor `latents`, or a ComfyUI .latent (raw latents only). */
   out: string;
   /** Write the latents as a pipeline hands them to its denoiser (what decode's latentsScaled undoes). */
@@ -58,6 +67,8 @@ export interface EncodeFileOptions extends Pick<LoadOptions, 'threads' | 'provid
 /** What `encodeFile` did: `encode --json` prints it. */
 export interface EncodedFile {
   image: { height: number; width: number };
+  /** Input frames of a video encode (an image given to a video encoder: 1); null for image encoders. */
+  frames: number | null;
   /** The size encoded (after --crop). */
   encoded: { height: number; width: number };
   shape: number[];
@@ -72,8 +83,12 @@ export interface EncodedFile {
   notes: string[];
   out: string;
   className: string;
-  /** How the image was read: 'streamed' (PNG band by band, .npy by positional reads) or 'whole' (JPEG, interlaced PNG). */
-  reading: 'streamed' | 'whole';
+  /**
+   * How the input was read: 'streamed' (PNG band by band, .npy by positional reads), 'whole' (JPEG,
+   * interlaced PNG, a video .npy) or 'chunks' (a video through ffmpeg, chunk by chunk into one
+   * tensor: a tile of a video encode takes every frame, so the video is held whole).
+   */
+  reading: 'streamed' | 'whole' | 'chunks';
   /** Whether the latents were written scaled. */
   scaled: boolean;
 }
@@ -81,6 +96,16 @@ export interface EncodedFile {
 /** The options' own refusals (before any file is read), every reason at once. */
 export function encodeFileReasons(options: EncodeFileOptions): Reason[] {
   const reasons: Reason[] = [...latentsOutputReasons(options.out, { scaled: options.scaled === true })];
+  if ((options.image === undefined) === (options.video === undefined))
+    reasons.push(
+      reason(
+        'SOURCE_OPTION',
+        'image',
+        options.image ?? options.video ?? null,
+        'exactly one of image and video',
+        options.image === undefined ? 'give an image or a video to encode' : 'give an image or a video, not both',
+      ),
+    );
   if (options.full === true && (options.window !== undefined || options.overlap !== undefined))
     reasons.push(
       reason('SOURCE_OPTION', 'full', true, 'either --full or --window/--overlap', '--full cannot be combined with --window/--overlap'),
@@ -97,6 +122,62 @@ export function encodeFileReasons(options: EncodeFileOptions): Reason[] {
     );
   return reasons;
 }
+
+/** The most float32 values of a video an encode holds (8 GiB). */
+const MAX_VIDEO_VALUES = 2 ** 31;
+
+/** Every frame of a video, in the family's input range: a .npy (B, C, F, H, W) whole, else ffmpeg's frames chunk by chunk into one tensor. */
+async function readVideo(path: string, range: SampleRange): Promise<{ image: Tensor; reading: 'whole' | 'chunks' }> {
+  if (path.toLowerCase().endsWith('.npy')) {
+    const video = readNpy(path);
+    if (video.dims.length !== 5)
+      refuse(
+        'TENSOR_INVALID',
+        reason(
+          'IMAGE_RANK',
+          'video.dims',
+          video.dims,
+          '5 dimensions (B, C, F, H, W)',
+          `${path} holds [${video.dims.join(', ')}]; a video .npy is (B, C, F, H, W)`,
+        ),
+      );
+    return { image: video, reading: 'whole' };
+  }
+  const input = openVideoInput(path, range);
+  const chunks: Tensor[] = [];
+  let held = 0;
+  for await (const chunk of input.chunks(16)) {
+    held += chunk.data.length;
+    // Leaving the loop ends ffmpeg (video-input.ts).
+    if (held > MAX_VIDEO_VALUES)
+      refuse(
+        'TENSOR_INVALID',
+        reason(
+          'IMAGE_TOO_LARGE',
+          'video',
+          path,
+          `at most ${MAX_VIDEO_VALUES / 2 ** 28} GiB of float32 frames`,
+          `${path}: its frames pass ${MAX_VIDEO_VALUES / 2 ** 28} GiB as float32 (a video encode holds every frame of a tile); trim it or encode it in parts`,
+        ),
+      );
+    chunks.push(chunk);
+  }
+  if (chunks.length === 0) throw new DistVaeError('FILE_INVALID', `${path}: its video stream holds no frame`);
+  const frames = chunks.reduce((n, c) => n + c.dims[2]!, 0);
+  const plane = input.height * input.width;
+  const data = new Float32Array(3 * frames * plane);
+  let t0 = 0;
+  for (const c of chunks) {
+    const f = c.dims[2]!;
+    for (let ch = 0; ch < 3; ch++) data.set(c.data.subarray(ch * f * plane, (ch + 1) * f * plane), (ch * frames + t0) * plane);
+    t0 += f;
+  }
+  return { image: { dims: [1, 3, frames, input.height, input.width], data }, reading: 'chunks' };
+}
+
+/** An image (B, C, H, W) as a one-frame video (B, C, 1, H, W): the same memory. */
+const asOneFrame = (image: Tensor): Tensor =>
+  image.dims.length === 4 ? { dims: [image.dims[0]!, image.dims[1]!, 1, image.dims[2]!, image.dims[3]!], data: image.data } : image;
 
 /** Every row of the image, in the family's input range (PNG / .npy streamed, JPEG whole). */
 function readInput(path: string, range: Parameters<typeof openImageRows>[1]): { image: Tensor; reading: 'streamed' | 'whole' } {
@@ -116,7 +197,7 @@ function readInput(path: string, range: Parameters<typeof openImageRows>[1]): { 
  */
 export async function encodeFile(
   options: EncodeFileOptions,
-  hooks: { signal?: AbortSignal; crop?: string; sample?: string } = {},
+  hooks: { signal?: AbortSignal; crop?: string; sample?: string; video?: string } = {},
 ): Promise<EncodedFile> {
   const reasons = encodeFileReasons(options);
   if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
@@ -141,10 +222,28 @@ export async function encodeFile(
       );
     }
     const r = encoder.geometry.spatialRatio;
-    const { image: raw, reading } = readInput(options.image, encoder.family.sampleRange);
-    if (!options.crop) checkImage(encoder.config, raw, options.image, { crop: hooks.crop ?? 'crop: true' });
+    const frameLoop = encoder.encoding.frames;
+    if (options.video !== undefined && !frameLoop)
+      refuse(
+        'UNSUPPORTED',
+        reason(
+          'FRAMES_ON_IMAGE_FAMILY',
+          'video',
+          options.video,
+          'a video family (its encoder declares a frame loop)',
+          `${hooks.video ?? 'video'}: the ${encoder.family.name} encoder takes images (B, C, H, W); give the input as an image`,
+        ),
+      );
+    const path = options.video ?? options.image!;
+    const read =
+      options.video !== undefined ? await readVideo(path, encoder.family.sampleRange) : readInput(path, encoder.family.sampleRange);
+    // A video encoder takes an image as its one frame (Qwen-Image's images; diffusers' F = 1).
+    const raw = frameLoop ? asOneFrame(read.image) : read.image;
+    const reading = read.reading;
+    if (!options.crop)
+      checkImage(encoder.config, raw, path, { crop: hooks.crop ?? 'crop: true', ...(frameLoop ? { frames: frameLoop } : {}) });
     const input = options.crop ? cropToMultiple(raw, r) : raw;
-    const size = { height: input.dims[2]!, width: input.dims[3]! };
+    const size = { height: input.dims.at(-2)!, width: input.dims.at(-1)! };
     // Tiles when asked for (a window, or ranks to deal them to); else whole, as diffusers' encode.
     if (options.window !== undefined || options.overlap !== undefined || (ranks > 1 && options.full !== true))
       installRequestedTiling(encoder, options, size);
@@ -162,7 +261,8 @@ export async function encodeFile(
     const notes = report?.notes() ?? [];
     if (group && !grid.tiled) notes.push(`the image fits in one window: encoded whole in this process, not on the ${ranks} ranks`);
     return {
-      image: { height: raw.dims[2]!, width: raw.dims[3]! },
+      image: { height: raw.dims.at(-2)!, width: raw.dims.at(-1)! },
+      frames: frameLoop ? raw.dims[2]! : null,
       encoded: size,
       shape: [...latents.dims],
       tiles: grid.tiles.length,

@@ -94,7 +94,7 @@ test('encode refuses a bad --out before reading anything, and a missing --image'
   assert.equal(JSON.parse(bad.stdout).error.code, 'INVALID_ARGUMENT');
   const missing = await cli(['--vae', encoderPath, '--family', 'tae', '--out', join(dir, 'z.npy')]);
   assert.equal(missing.code, 2);
-  assert.match(missing.stderr, /--image is required/);
+  assert.match(missing.stderr, /encode needs --image or --video/);
 });
 
 test('encode takes the decode options: a KL encoder (PNG mapped to [-1, 1]) tiled by --window/--overlap on 2 ranks = the library tiled encode, bitwise', async () => {

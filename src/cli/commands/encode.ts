@@ -1,4 +1,5 @@
-// `distvae encode`: an image (PNG / JPEG, or a .npy already in the family's input range) through a
+// `distvae encode`: an image (PNG / JPEG, or a .npy already in the family's input range) or, for a
+// video family, a video (--video: mp4 / webm through ffmpeg, or a .npy (B, C, F, H, W)) through a
 // family's encoder to latents in a .npy, .safetensors (tensor `latents`, docs/design.md §9) or
 // ComfyUI .latent file, raw or scaled as a pipeline hands them on (--latents-scaled).
 // The command reads its arguments with the decode command's own option parsers (source, family,
@@ -8,6 +9,7 @@
 import { encodeFile, STRATEGIES, type EncodedFile, type EncodeFileOptions } from '../../index.js';
 import { ISOLATIONS } from '../../entries/ranks.js';
 import { latentsOutputReasons, outputPathReasons } from '../../entries/io.js';
+import { reason } from '../../errors.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { FAMILY_OPTIONS, readTilingOptions } from '../tiling-options.js';
 import { printSourceNotes, RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
@@ -17,9 +19,11 @@ const PATH_FLAGS: Readonly<Record<string, string>> = { out: '--out', latents: '-
 
 export const encodeCommand: CommandSpec = {
   name: 'encode',
-  summary: 'encode an image (PNG, JPEG or .npy) to latents with a VAE encoder, whole or tiled, on one or more ranks',
+  summary:
+    'encode an image (PNG, JPEG or .npy) or a video (mp4, webm or .npy) to latents with a VAE encoder, whole or tiled, on one or more ranks',
   usage: [
     'distvae encode --vae PATH [--family F] [--config config.json] --image IMAGE --out LATENTS.(npy|safetensors|latent) [--crop] [--latents-scaled] [--threads N] [--json]',
+    'distvae encode --vae PATH --video VIDEO.(mp4|webm|npy) --out LATENTS.npy ...   (video families: Wan, Qwen-Image, ...)',
     'distvae encode ... --window HxW [--overlap HxW]   (tiles in input pixels, blended as diffusers tiled_encode)',
     'distvae encode ... --ranks R [--isolation thread|process]   (tiles dealt to R local ranks)',
     'distvae encode --synthetic --family F [--config config.json] [--seed N] --image IMAGE --out LATENTS.npy',
@@ -32,7 +36,14 @@ export const encodeCommand: CommandSpec = {
       kind: 'string',
       value: 'PATH',
       description:
-        "PNG (read band by band; Adam7-interlaced read whole) or JPEG (read whole): grey replicated to RGB, alpha dropped, values mapped to the family's input range ([-1, 1] for the diffusers classes, [0, 1] for TAE); or .npy (B, C, H, W) already in that range",
+        "PNG (read band by band; Adam7-interlaced read whole) or JPEG (read whole): grey replicated to RGB, alpha dropped, values mapped to the family's input range ([-1, 1] for the diffusers classes, [0, 1] for TAE); or .npy (B, C, H, W) already in that range. A video family encodes it as one frame",
+    },
+    {
+      name: 'video',
+      kind: 'string',
+      value: 'PATH',
+      description:
+        "for a video family: mp4 or webm (any container ffmpeg reads; frames read through ffmpeg chunk by chunk, values mapped as --image's), or .npy (B, C, F, H, W) already in the input range. The frame count must be one the encoder's loop takes (Wan, Qwen-Image: 1 + 4k), else it is refused with the nearest ones",
     },
     {
       name: 'out',
@@ -97,18 +108,34 @@ export const encodeCommand: CommandSpec = {
     JSON_OPTION,
   ],
   details: [
-    "The latents are the distribution's mean (diffusers' encode(x).latent_dist.mode()), (B, C, H/r, W/r), unscaled: what",
+    "The latents are the distribution's mean (diffusers' encode(x).latent_dist.mode()), (B, C, H/r, W/r) — a video family's",
+    '(B, C, f, H/r, W/r), f from its frame loop — unscaled: what',
     'distvae decode --latents takes with the same VAE. Without --window the encoder runs once over the whole image, as',
     "diffusers' encode does (tiling off); --window/--overlap tile it as diffusers' tiled_encode, in input pixels, through",
     "the same planner as decode (refused, never rounded). TAE's GroupNorm pools (TAEF2) normalise per tile when tiled.",
+    'A video tile holds every frame (the video is held whole; Wan 2.2 windows are input pixels, twice the patchified',
+    "numbers diffusers' tile_sample_min takes).",
     'With --ranks R > 1 the tiles (the family default without --window) are dealt to R local ranks, each loading the',
     'encoder once: bitwise the one-rank tiled encode. --json prints { image: {height, width}, encoded: {height, width},',
-    'shape, tiles, plan, strategy, seconds, ranks, notes, out, className, reading, scaled }, seconds being the encode time',
-    'without loading, reading how the image was read (streamed or whole). A .latent holds raw latents (ComfyUI scales them',
+    'frames, shape, tiles, plan, strategy, seconds, ranks, notes, out, className, reading, scaled }, seconds being the encode',
+    'time without loading, frames the input frames (null for image families), reading how the input was read (streamed,',
+    'whole, or chunks: a video through ffmpeg). A .latent holds raw latents (ComfyUI scales them',
     'itself), so --latents-scaled refuses it.',
   ],
   async run(args, io) {
-    const imagePath = args.string('image', { required: true });
+    const imagePath = args.string('image');
+    const videoPath = args.string('video');
+    if ((imagePath === undefined) === (videoPath === undefined))
+      args.add(
+        reason(
+          'SOURCE_OPTION',
+          '--image',
+          imagePath ?? videoPath ?? null,
+          'exactly one of --image and --video',
+          imagePath === undefined ? 'encode needs --image or --video' : '--image and --video cannot be combined',
+        ),
+      );
+    const inputPath = imagePath ?? videoPath;
     const out = args.string('out', { required: true });
     const tiling = readTilingOptions(args);
     const strategy = args.choice('strategy', STRATEGIES);
@@ -122,13 +149,15 @@ export const encodeCommand: CommandSpec = {
     if (out !== undefined) {
       args.add(...latentsOutputReasons(out, { scaled }, '--out', '--latents-scaled'));
       args.add(
-        ...outputPathReasons(out, { latents: imagePath, ...('path' in vae ? { vae: vae.path } : {}) }, (o) => PATH_FLAGS[o] ?? `--${o}`),
+        ...outputPathReasons(out, { latents: inputPath, ...('path' in vae ? { vae: vae.path } : {}) }, (o) =>
+          o === 'latents' && videoPath !== undefined ? '--video' : (PATH_FLAGS[o] ?? `--${o}`),
+        ),
       );
     }
     args.done();
     const options: EncodeFileOptions = {
       vae,
-      image: imagePath!,
+      ...(videoPath !== undefined ? { video: videoPath } : { image: imagePath! }),
       out: out!,
       ...(scaled ? { scaled: true } : {}),
       ...(sample ? { sample: true } : {}),
@@ -146,22 +175,27 @@ export const encodeCommand: CommandSpec = {
       ...(load.forceFp16 !== undefined ? { forceFp16: load.forceFp16 } : {}),
     };
     printSourceNotes(vae, io);
-    const report = await encodeFile(options, { crop: '--crop', sample: '--sample', ...(io.signal ? { signal: io.signal } : {}) });
-    io.stdout(args.flag('json') ? JSON.stringify(report) + '\n' : describeEncoded(imagePath!, report));
+    const report = await encodeFile(options, {
+      crop: '--crop',
+      sample: '--sample',
+      video: '--video',
+      ...(io.signal ? { signal: io.signal } : {}),
+    });
+    io.stdout(args.flag('json') ? JSON.stringify(report) + '\n' : describeEncoded(inputPath!, report));
     return 0;
   },
 };
 
 /** An encoded file in a line or two of text. */
 function describeEncoded(imagePath: string, report: EncodedFile): string {
-  const { image, encoded, shape, seconds, plan, ranks, out } = report;
+  const { image, encoded, shape, seconds, plan, ranks, out, frames } = report;
   const cropped =
     encoded.height !== image.height || encoded.width !== image.width ? ` (cropped to ${encoded.height}x${encoded.width})` : '';
   const tiles = plan
     ? ` in ${report.tiles} tile(s) of ${plan.window.height}x${plan.window.width} px, overlap ${plan.overlap.height}x${plan.overlap.width}${ranks.length > 1 ? ` over ${ranks.length} ranks: ${ranks.map((r) => `rank ${r.rank} ${r.tiles.length}`).join(', ')}` : ''}`
     : ' whole';
   const lines = [
-    `encoded ${imagePath} (${image.height}x${image.width})${cropped} with ${report.className}${tiles} -> latents [${shape.join(', ')}] in ${seconds.toFixed(2)} s: ${out}`,
+    `encoded ${imagePath} (${frames !== null && frames > 1 ? `${frames} frames of ` : ''}${image.height}x${image.width})${cropped} with ${report.className}${tiles} -> latents [${shape.join(', ')}] in ${seconds.toFixed(2)} s: ${out}`,
     ...report.notes,
   ];
   return lines.map((l) => `${l}\n`).join('');

@@ -1,6 +1,6 @@
 // HunyuanVideo 1.5 distributed: whole tiles (each with all its frames) on 2 and 3 local ranks and
-// on two queue workers (an in-process BullMQ worker per rank, against a redis-server this file
-// owns; skipped where none is installed) are bitwise the one-rank tiled decode. Row sharding is
+// on two queue workers (an in-process BullMQ worker per rank, against a redis-server of the
+// test's own; skipped where none is installed) are bitwise the one-rank tiled decode. Row sharding is
 // refused up front: the row-sharding engine and its locality analysis take image (4-D) latents,
 // and this family's are 5-D (docs/design.md §6 says what sharding it would need).
 
@@ -10,16 +10,10 @@ import { loadVae, type Vae } from '../../decode/vae.js';
 import { DistVaeError } from '../../errors.js';
 import { setTiling } from '../../plan/planner.js';
 import { localGroup } from '../../ranks/local/index.js';
-import type { VaeRef } from '../../ranks/program.js';
-import { queueGroup } from '../../ranks/queue/index.js';
-import { startQueueWorker } from '../../ranks/queue/queue-worker.js';
-import { assertSameBits } from '../../ranks/testing/assertions.js';
 import { sharedGroups } from '../../ranks/testing/group-conformance.js';
-import { redisServerPath, startRedisServer } from '../../ranks/testing/redis-server.js';
 import { shardedDecodeFor } from '../../strategies/shard/sharded-decode.js';
-import { tiledDecodeFor } from '../../strategies/tile/tiled-decode.js';
 import { seededTensor } from '../../tensor.js';
-import { assertTilesOnRanksBitwise } from '../testing/distributed.js';
+import { assertTilesOnQueueWorkersBitwise, assertTilesOnRanksBitwise, QUEUE_SKIP } from '../testing/distributed.js';
 import { HUNYUAN_VIDEO_15_TINY } from './testing/configs.js';
 
 const groups = sharedGroups((ranks) => localGroup({ ranks, isolation: 'thread', threadsPerRank: 1 }));
@@ -44,28 +38,14 @@ test('hunyuan-video-1.5: distributed tiles (batch 2, 2 latent frames, clipped ed
   }
 });
 
-test(
-  'hunyuan-video-1.5: tiles on two queue workers are bitwise the one-rank tiled decode',
-  { skip: redisServerPath() ? false : 'no redis-server' },
-  async () => {
-    const server = await startRedisServer();
-    const vae = await tinyTiled();
-    const ref: VaeRef = { source: vae.source, loadOptions: vae.loadOptions, hash: vae.contentHash() };
-    const workers = await Promise.all([0, 1].map(() => startQueueWorker({ connection: server.url, queue: 'hv15', vae: ref })));
-    const group = queueGroup({ connection: server.url, queue: 'hv15', ranks: 2, timeoutMs: 60000, cleanupTimeoutMs: 5000 });
-    try {
-      const expected = await vae.decode(z);
-      const decode = tiledDecodeFor(vae, group)!;
-      assertSameBits(await decode(z), expected, 'queue workers');
-      assert.equal(decode.lastStats!.tiles, 6);
-    } finally {
-      await group.close();
-      await Promise.all(workers.map((w) => w.close()));
-      await vae.dispose();
-      await server.stop();
-    }
-  },
-);
+test('hunyuan-video-1.5: tiles on two queue workers are bitwise the one-rank tiled decode', { skip: QUEUE_SKIP }, async () => {
+  const vae = await tinyTiled();
+  try {
+    assert.equal((await assertTilesOnQueueWorkersBitwise(vae, z, 'hv15')).tiles, 6);
+  } finally {
+    await vae.dispose();
+  }
+});
 
 test('hunyuan-video-1.5: row sharding is refused up front (5-D latents), before any rank decodes', async () => {
   const vae = await tinyTiled();

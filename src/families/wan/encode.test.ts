@@ -61,6 +61,12 @@ const QWEN_IMAGE_DIFREF_TINY: RawConfig = {
   z_dim: 16,
 };
 
+/** The `--small` configs: published depth and ratios (Wan 2.1 / Qwen-Image 8× / 4×, Wan 2.2 16× / 4×) with 8–32 channels. */
+const SMALL = { base_dim: 8, dim_mult: [1, 2, 4, 4], temperal_downsample: [false, true, true] };
+const WAN21_DIFREF_SMALL: RawConfig = { ...WAN21_DIFREF_TINY, ...SMALL, scale_factor_spatial: 8, scale_factor_temporal: 4 };
+const WAN22_DIFREF_SMALL: RawConfig = { ...WAN22_DIFREF_TINY, ...SMALL, scale_factor_spatial: 16, scale_factor_temporal: 4 };
+const QWEN_IMAGE_DIFREF_SMALL: RawConfig = { ...QWEN_IMAGE_DIFREF_TINY, ...SMALL };
+
 const CASES = [
   // 9 frames: the first alone, then two chunks of 4. Tiles 16 px every 12: 4 × 2 tiles, edge tiles clipped.
   { name: 'wan', label: 'Wan 2.1', config: WAN21_DIFREF_TINY, dims: [1, 3, 9, 40, 24], window: 16, overlap: 4 },
@@ -68,12 +74,16 @@ const CASES = [
   { name: 'wan22', label: 'Wan 2.2', config: WAN22_DIFREF_TINY, dims: [1, 3, 9, 64, 48], window: 32, overlap: 8 },
   // An image: one frame through the `only` graph.
   { name: 'qwenimage', label: 'Qwen-Image', config: QWEN_IMAGE_DIFREF_TINY, dims: [1, 3, 1, 40, 24], window: 16, overlap: 4 },
+  // Small: two temporal downsamples (9 frames → 3 latent frames), 3 spatial ones; 32 / stride 24 px (3 × 2 tiles).
+  { name: 'wan-small', label: 'Wan 2.1 small', config: WAN21_DIFREF_SMALL, dims: [1, 3, 9, 64, 48], window: 32, overlap: 8 },
+  { name: 'wan22-small', label: 'Wan 2.2 small', config: WAN22_DIFREF_SMALL, dims: [1, 3, 9, 128, 96], window: 64, overlap: 16 },
+  { name: 'qwenimage-small', label: 'Qwen-Image small', config: QWEN_IMAGE_DIFREF_SMALL, dims: [1, 3, 1, 64, 48], window: 32, overlap: 8 },
 ];
 
 const golden = (file: string) => readNpy(fileURLToPath(new URL(`testing/goldens/${file}`, import.meta.url)));
 
 for (const c of CASES) {
-  test(`${c.label} encoder equals diffusers' encode, whole and tiled, within 1e-4 of the largest value`, async () => {
+  test(`${c.label} encoder equals diffusers' encode, whole and tiled, within 1e-4 of the largest value`, async (t) => {
     const encoder = await loadEncoder({ config: c.config, weights: 'synthetic', seed: 4 }, { threads: 1 });
     try {
       const video = seededTensor(c.dims, 11);
@@ -87,6 +97,7 @@ for (const c of CASES) {
         const expected = golden(`${c.name}-encode-${kind}.npy`);
         assert.deepEqual(latents.dims, expected.dims, kind);
         const { maxAbs, scale } = difference(latents, expected);
+        t.diagnostic(`${kind}: max |ours − diffusers| / largest = ${(maxAbs / scale).toExponential(2)}`);
         assert.ok(maxAbs <= 1e-4 * scale, `${kind}: max |ours − diffusers| = ${maxAbs} (largest |value| ${scale})`);
       }
       assert.ok(difference(whole, tiled).maxAbs > 1e-3, 'tiling must change the latents (the tiles see less)');
@@ -121,4 +132,18 @@ test('patchify is unpatchify’s inverse (diffusers’ channel order)', () => {
   assert.deepEqual(unpatchify(p, 2), x);
   // Channel c·4 + dx·2 + dy holds rows h·2 + dy, columns w·2 + dx: channel 1 is (dy 1, dx 0).
   assert.equal(p.data[1 * 2 * 6 + 0], x.data[1 * 6 + 0]);
+});
+
+test('a batch of two videos encodes as each alone (per-element caches, latents in (B, z, f, h, w) order)', async () => {
+  const encoder = await loadEncoder({ config: WAN21_DIFREF_TINY, weights: 'synthetic', seed: 4 }, { threads: 1 });
+  try {
+    const one = seededTensor([1, 3, 5, 8, 8], 1);
+    const two = seededTensor([1, 3, 5, 8, 8], 2);
+    const both = { dims: [2, 3, 5, 8, 8], data: Float32Array.from([...one.data, ...two.data]) };
+    const [a, b, batch] = [await encoder.encode(one), await encoder.encode(two), await encoder.encode(both)];
+    assert.deepEqual(batch.dims, [2, 16, 3, 4, 4]);
+    assert.deepEqual(batch.data, Float32Array.from([...a.data, ...b.data]));
+  } finally {
+    await encoder.dispose();
+  }
 });

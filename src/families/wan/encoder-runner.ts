@@ -29,12 +29,14 @@ export class ChunkEncoderRunner implements TileRunner {
     private readonly sessionOptions: SessionOptions,
     /** Wan 2.2's patch size (1: none). */
     private readonly patchSize: number,
+    /** How a session is opened (the host's runtime; a test passes onnxruntime-web's in Node). */
+    private readonly open: (model: ModelProto, options: SessionOptions) => Promise<Session> = createSession,
   ) {}
 
   private session(step: WanStep): Promise<Session> {
     let session = this.sessions.get(step);
     if (!session) {
-      session = createSession(this.buildGraph(step), this.sessionOptions);
+      session = this.open(this.buildGraph(step), this.sessionOptions);
       this.sessions.set(step, session);
     }
     return session;
