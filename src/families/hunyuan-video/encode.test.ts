@@ -16,7 +16,7 @@ import { syntheticWeights } from '../../weights/synthetic.js';
 import { resolveFamilyConfig } from '../registry.js';
 import { hunyuanVideoRuntime } from './runtime.js';
 import { hunyuanVideo } from './spec.js';
-import { HUNYUAN_VIDEO_DIFREF_TINY } from './testing/configs.js';
+import { HUNYUAN_VIDEO_DIFREF_SMALL, HUNYUAN_VIDEO_DIFREF_TINY } from './testing/configs.js';
 
 const golden = (name: string) => readNpy(fileURLToPath(new URL(`./testing/goldens/${name}.npy`, import.meta.url)));
 
@@ -36,6 +36,22 @@ test('hunyuan-video tiny: whole encodes of 9 and 17 frames match diffusers (≤ 
       // Measured when made: 6.0e-6 of 5.0 (9 frames), 7.0e-6 of 3.8 (17 frames).
       assert.ok(w.maxAbs <= 1e-4 * w.scale, `${file}: max |ours − diffusers| = ${w.maxAbs} (largest ${w.scale})`);
     }
+  } finally {
+    await runner.dispose();
+  }
+});
+
+test('hunyuan-video small (the published depth, 8× / 4×): the whole encode matches diffusers (≤ 1e-4 of the largest value)', async () => {
+  const config = resolveFamilyConfig(hunyuanVideo, HUNYUAN_VIDEO_DIFREF_SMALL);
+  const encoder = hunyuanVideoRuntime.encoder!;
+  const runner = await encoder.createRunner(config, syntheticWeights(encoder.params(config), 4), { intraOpThreads: 1 });
+  try {
+    const out = await runner.decode(seededTensor([1, 3, 9, 64, 64], 14));
+    const expected = golden('small-encode-whole');
+    assert.deepEqual(out.dims, expected.dims);
+    const d = difference(out, expected);
+    // Measured when made: 5.3e-6 of 3.7.
+    assert.ok(d.maxAbs <= 1e-4 * d.scale, `small: max |ours − diffusers| = ${d.maxAbs} (largest ${d.scale})`);
   } finally {
     await runner.dispose();
   }

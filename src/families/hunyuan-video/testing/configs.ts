@@ -17,3 +17,13 @@ export const HUNYUAN_VIDEO_DIFREF_TINY = {
   temporal_compression_ratio: 4,
   up_block_types: ['HunyuanVideoUpBlock3D', 'HunyuanVideoUpBlock3D', 'HunyuanVideoUpBlock3D'],
 };
+
+/** The published depth and ratios (8× in space, 4× in time: blocks 0-2 space, 1-2 time) at 8–32 channels, GroupNorm(4). */
+export const HUNYUAN_VIDEO_DIFREF_SMALL = {
+  ...HUNYUAN_VIDEO_DIFREF_TINY,
+  block_out_channels: [8, 16, 32, 32],
+  down_block_types: ['HunyuanVideoDownBlock3D', 'HunyuanVideoDownBlock3D', 'HunyuanVideoDownBlock3D', 'HunyuanVideoDownBlock3D'],
+  norm_num_groups: 4,
+  spatial_compression_ratio: 8,
+  up_block_types: ['HunyuanVideoUpBlock3D', 'HunyuanVideoUpBlock3D', 'HunyuanVideoUpBlock3D', 'HunyuanVideoUpBlock3D'],
+};
