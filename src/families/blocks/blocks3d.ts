@@ -1,10 +1,12 @@
-// 3-D decoder pieces for the video families (HunyuanVideo 1.0 and 1.5, LTX-2): convolution
-// flavours for blocks.ts' resnet pattern — plain nn.Conv3d, HunyuanVideo's causal conv with
-// replicate padding (1.5 has the same), LTX-2's causal / non-causal conv with reflect or zero
-// spatial padding — the channel-to-space rearrangements of LTX-2 (the up-sampler's
-// depth-to-space and the final unpatchify), and HunyuanVideo's frame-causal attention mask
-// (both versions). Every piece reads the frame count and spatial size at run time, so one
-// graph serves every tile and temporal chunk.
+// 3-D decoder and encoder pieces for the video families (HunyuanVideo 1.0 and 1.5, LTX-2):
+// convolution flavours for blocks.ts' resnet pattern — plain nn.Conv3d, HunyuanVideo's causal
+// conv with replicate padding (1.5 has the same), LTX-2's causal / non-causal conv with reflect
+// or zero spatial padding (strided in its encoder's down-samplers) — the channel-to-space
+// rearrangements of LTX-2 (the up-sampler's depth-to-space and the final unpatchify) and their
+// inverse (the encoder's patchify and down-samplers), the mean over runs of channels the
+// encoders' shortcuts take, and HunyuanVideo's frame-causal attention mask (both versions).
+// Every piece reads the frame count and spatial size at run time, so one graph serves every
+// tile and temporal chunk.
 //
 // A causal conv wraps the real nn.Conv3d at `.conv`, so its keys are `<key>.conv.weight|bias`.
 
@@ -42,9 +44,11 @@ export type SpatialPadding = 'reflect' | 'zeros';
 /**
  * LTX2VideoCausalConv3d: time padded by copies of the edge frames — causal: k−1 copies of the
  * first frame in front; non-causal: (k−1)/2 of the first in front and of the last behind — then
- * nn.Conv3d at `.conv` with spatial padding k//2 in the given mode.
+ * nn.Conv3d at `.conv` with spatial padding k//2 in the given mode, and `strides` (frames,
+ * height, width; 1 unless given: the encoder's `conv` down-sampler strides 2 on every axis).
  */
-export function ltx2Conv3d(options: { causal: boolean; spatialPadding: SpatialPadding }): ConvFlavour {
+export function ltx2Conv3d(options: { causal: boolean; spatialPadding: SpatialPadding; strides?: Factors3 }): ConvFlavour {
+  const strides = options.strides ? { strides: [...options.strides] } : {};
   return {
     apply(m, x, cin, cout, kernel, gain = 1) {
       const [weight, bias] = convWeights(m.child('conv'), cin, cout, [kernel, kernel, kernel], gain);
@@ -54,9 +58,9 @@ export function ltx2Conv3d(options: { causal: boolean; spatialPadding: SpatialPa
       const s = Math.floor(k / 2);
       if (options.spatialPadding === 'reflect' && s > 0) {
         h = m.scope.pad(h, pads5d([0, 0], [s, s], [s, s]), { mode: 'reflect' });
-        return m.scope.conv(h, weight, bias);
+        return m.scope.conv(h, weight, bias, strides);
       }
-      return m.scope.conv(h, weight, bias, { pads: [0, s, s, 0, s, s] });
+      return m.scope.conv(h, weight, bias, { pads: [0, s, s, 0, s, s], ...strides });
     },
   };
 }
@@ -84,6 +88,37 @@ export function channelsToSpace3d(scope: Scope, x: Value, channels: number, fact
   const interleaved = scope.transpose(grouped, perm);
   const outThw = scope.mul(thw, scope.int64Constant([ft, fh, fw]));
   return scope.reshape(interleaved, scope.concat([batch, scope.int64Constant([channels]), outThw], 0));
+}
+
+/**
+ * The inverse of `channelsToSpace3d`: (B, C, T·ft, H·fh, W·fw) → (B, C·ft·fh·fw, T, H, W), out
+ * channel ((c·ft + k)·fh + a)·fw + b holding in[c, t·ft + k, h·fh + a, w·fw + b] — torch's
+ * unflatten and permute (0, 1, 3, 5, 7, 2, 4, 6) (LTX-2's down-samplers); `widthFirst`, channel
+ * ((c·ft + k)·fw + b)·fh + a — permute (0, 1, 3, 7, 5, 2, 4, 6) (LTX-2's patchify).
+ */
+export function spaceToChannels3d(scope: Scope, x: Value, channels: number, factors: Factors3, widthFirst: boolean): Value {
+  const [ft, fh, fw] = factors;
+  const shape = scope.shape(x);
+  const batch = scope.slice(shape, { starts: [0], ends: [1] });
+  const thw = scope.div(scope.slice(shape, { starts: [2], ends: [5] }), scope.int64Constant([ft, fh, fw]));
+  const [t, h, w] = [0, 1, 2].map((i) => scope.slice(thw, { starts: [i], ends: [i + 1] })) as [Value, Value, Value];
+  const f = (v: number) => scope.int64Constant([v]);
+  const split = scope.reshape(x, scope.concat([batch, f(channels), t, f(ft), h, f(fh), w, f(fw)], 0));
+  // split: (B, C, T, ft, H, fh, W, fw); target order (B, C, ft, d1, d2, T, H, W).
+  const grouped = scope.transpose(split, widthFirst ? [0, 1, 3, 7, 5, 2, 4, 6] : [0, 1, 3, 5, 7, 2, 4, 6]);
+  return scope.reshape(grouped, scope.concat([batch, f(channels * ft * fh * fw), thw], 0));
+}
+
+/**
+ * The mean over each run of `size` consecutive channels of (B, groups·size, T, H, W) — torch's
+ * `view(B, groups, size, T, H, W).mean(2)` (the encoders' averaging shortcuts).
+ */
+export function channelGroupMean(scope: Scope, x: Value, groups: number, size: number): Value {
+  if (size === 1) return x;
+  const shape = scope.shape(x);
+  const batch = scope.slice(shape, { starts: [0], ends: [1] });
+  const thw = scope.slice(shape, { starts: [2], ends: [5] });
+  return scope.reduceMean(scope.reshape(x, scope.concat([batch, scope.int64Constant([groups, size]), thw], 0)), [2], false);
 }
 
 /** Drops the first `count` frames of a (B, C, T, H, W) tensor. */

@@ -7,6 +7,8 @@
 // One call decodes every frame it is given: 1 + 4(F − 1) output frames for F latent frames.
 // Also the decoder's parameter list under the checkpoint's own keys (what building the graph reads).
 //
+// The norm, resnet and attention pieces are exported for the encoder (encoder-graph.ts).
+//
 // PyTorch's `repeat_interleave(r, dim=1)` (channel k reads channel ⌊k / r⌋) is a nearest Resize
 // by r on the channel axis, as in hunyuan-image/graph.ts: exact (a copy).
 
@@ -51,7 +53,7 @@ export function buildHunyuanVideo15DecoderGraph(config: ResolvedConfig, weights:
  * HunyuanVideo15RMS_norm (channel-first, no bias): x / max(‖x‖₂ over channels, 1e-12) · √C · gamma,
  * gamma at `<key>.gamma` [C, 1, 1, 1]. Per voxel: it reads no other position.
  */
-function rmsNorm(m: Module, x: Value, channels: number): Value {
+export function rmsNorm(m: Module, x: Value, channels: number): Value {
   const sc = m.scope;
   const gamma = m.param('gamma', [channels, 1, 1, 1], 'norm-weight');
   const norm = sc.op('ReduceL2', [x, sc.int64Constant([1])], [attr.int('keepdims', 1)]);
@@ -68,7 +70,7 @@ function repeatChannels(sc: Scope, x: Value, times: number): Value {
  * HunyuanVideo15ResnetBlock: RMS norm, SiLU, causal conv, twice; the residual through a plain
  * 1×1×1 nn.Conv3d `conv_shortcut` when the width changes.
  */
-function resnet(m: Module, x: Value, cin: number, cout: number): Value {
+export function resnet(m: Module, x: Value, cin: number, cout: number): Value {
   const sc = m.scope;
   let h = hunyuanCausalConv3d.apply(m.child('conv1'), sc.silu(rmsNorm(m.child('norm1'), x, cin)), cin, cout, 3, GAIN_AFTER_SILU);
   h = hunyuanCausalConv3d.apply(
@@ -88,7 +90,7 @@ function resnet(m: Module, x: Value, cin: number, cout: number): Value {
  * `to_q`, `to_k`, `to_v`, `proj_out`, the residual added after. The attention core is the
  * builder's (a sync region: every query reads every earlier key).
  */
-function attention(m: Module, x: Value, c: number): Value {
+export function attention(m: Module, x: Value, c: number): Value {
   const sc = m.scope;
   const t = sc.reshape(rmsNorm(m.child('norm'), x, c), [0, c, -1]);
   const project = (name: string, input: Value, gain?: number): Value => {
@@ -118,7 +120,8 @@ function packedToSpace(sc: Scope, x: Value, channels: number, factors: readonly 
   return sc.reshape(interleaved, sc.concat([batch, sc.int64Constant([channels]), sc.mul(fhw, sc.int64Constant([...factors]))], 0));
 }
 
-const frames = (sc: Scope, x: Value, start: number, end = Number.MAX_SAFE_INTEGER): Value =>
+/** Frames [start, end) of a (B, C, F, H, W) tensor. */
+export const frames = (sc: Scope, x: Value, start: number, end = Number.MAX_SAFE_INTEGER): Value =>
   sc.slice(x, { starts: [start], ends: [end], axes: [2] });
 
 /**

@@ -1,8 +1,10 @@
 // HunyuanVideo 1.5's original checkpoint layout (Tencent's `vae/diffusion_pytorch_model.safetensors`,
-// before diffusers' scripts/convert_hunyuan_video1_5_to_diffusers.py): decoder keys renamed as
-// that script renames them — `decoder.mid.block_{1,2}` → `mid_block.resnets.{0,1}`,
-// `decoder.mid.attn_1.{q,k,v}` → `attentions.0.to_{q,k,v}`, `decoder.up.{i}.block.{j}` →
-// `up_blocks.{i}.resnets.{j}`, `decoder.up.{i}.upsample` → `up_blocks.{i}.upsamplers.0`; the rest
+// before diffusers' scripts/convert_hunyuan_video1_5_to_diffusers.py): keys renamed as that
+// script renames them — `{decoder,encoder}.mid.block_{1,2}` → `mid_block.resnets.{0,1}`,
+// `….mid.attn_1.{q,k,v}` → `attentions.0.to_{q,k,v}`, `decoder.up.{i}.block.{j}` →
+// `up_blocks.{i}.resnets.{j}`, `decoder.up.{i}.upsample` → `up_blocks.{i}.upsamplers.0`, and the
+// encoder's `encoder.down.{i}.block.{j}` / `.downsample` → `down_blocks.{i}.resnets.{j}` /
+// `.downsamplers.0`; the rest
 // (conv_in, norm_out, conv_out, every tensor's shape) is unchanged — and the config such a file
 // implies, read from its shapes, so a bare original file decodes with `--family hunyuan-video-1.5`.
 
@@ -10,21 +12,26 @@ import type { Shaped } from '../../weights/bind.js';
 import type { RawConfig } from '../types.js';
 
 const RENAMES: [RegExp, string][] = [
-  [/^decoder\.mid\.block_([12])\./, 'decoder.mid_block.resnets.$1.'],
-  [/^decoder\.mid\.attn_1\.(q|k|v)\./, 'decoder.mid_block.attentions.0.to_$1.'],
-  [/^decoder\.mid\.attn_1\./, 'decoder.mid_block.attentions.0.'],
+  [/^(decoder|encoder)\.mid\.block_([12])\./, '$1.mid_block.resnets.$2.'],
+  [/^(decoder|encoder)\.mid\.attn_1\.(q|k|v)\./, '$1.mid_block.attentions.0.to_$2.'],
+  [/^(decoder|encoder)\.mid\.attn_1\./, '$1.mid_block.attentions.0.'],
   [/^decoder\.up\.(\d+)\.block\.(\d+)\./, 'decoder.up_blocks.$1.resnets.$2.'],
   [/^decoder\.up\.(\d+)\.upsample\./, 'decoder.up_blocks.$1.upsamplers.0.'],
+  [/^encoder\.down\.(\d+)\.block\.(\d+)\./, 'encoder.down_blocks.$1.resnets.$2.'],
+  [/^encoder\.down\.(\d+)\.downsample\./, 'encoder.down_blocks.$1.downsamplers.0.'],
 ];
 
-/** The diffusers name of an original-layout key (diffusers' own keys and the encoder's pass unchanged). */
+/** The diffusers name of an original-layout key (diffusers' own keys pass unchanged). */
 function renamed(key: string): string {
   for (const [pattern, to] of RENAMES) {
     if (!pattern.test(key)) continue;
     // block_1 / block_2 are resnets 0 / 1.
     return key
       .replace(pattern, to)
-      .replace(/^decoder\.mid_block\.resnets\.([12])\./, (_, n: string) => `decoder.mid_block.resnets.${Number(n) - 1}.`);
+      .replace(
+        /^(decoder|encoder)\.mid_block\.resnets\.([12])\./,
+        (_, half: string, n: string) => `${half}.mid_block.resnets.${Number(n) - 1}.`,
+      );
   }
   return key;
 }

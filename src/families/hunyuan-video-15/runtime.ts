@@ -2,12 +2,16 @@
 // and size, over a whole latent or a spatial tile (all its frames); diffusers applies no
 // post-processing to the decoded sample. The fused graph is exposed as `decoderGraph`: the
 // locality analysis reads its (B, C, F, H, W) values and row sharding runs it in bands of rows.
+// The encoder (encoder-graph.ts) is one session too, built only when an encoder is asked for.
 
 import { createSession } from '../../runtime/session.js';
 import type { SessionOptions } from '../../runtime/session-types.js';
 import type { Tensor } from '../../tensor.js';
 import { bindWeights } from '../../weights/bind.js';
 import type { FamilyRuntime } from '../runtime-types.js';
+import { ENCODER_GRAPH_IO } from '../autoencoder-kl/encoder-graph.js';
+import { graphRunner } from '../graph-runner.js';
+import { buildHunyuanVideo15EncoderGraph, hunyuanVideo15EncoderParams } from './encoder-graph.js';
 import { buildHunyuanVideo15DecoderGraph, hunyuanVideo15DecoderParams } from './graph.js';
 import { hunyuanVideo15ConfigFromWeights, renameOriginalKeys } from './original-layout.js';
 
@@ -33,4 +37,16 @@ export const hunyuanVideo15Runtime: FamilyRuntime = {
     };
   },
   postprocess: (raw) => raw,
+  encoder: {
+    params: hunyuanVideo15EncoderParams,
+    // A full original-layout file implies its config through the decoder's shapes, as for decoding.
+    configFromWeights: hunyuanVideo15ConfigFromWeights,
+    ignoredKeyPrefixes: ['decoder.'],
+    // One causal pass over all frames (F = 1 + 4k); diffusers has no temporal tiling for the class.
+    frames: { kind: 'causal' },
+    async createRunner(config, weights, session) {
+      const bound = bindWeights(hunyuanVideo15EncoderParams(config), weights, { source: 'the weights given to the encoder' });
+      return graphRunner(buildHunyuanVideo15EncoderGraph(config, bound), ENCODER_GRAPH_IO, session);
+    },
+  },
 };

@@ -1,11 +1,15 @@
-// The runtime of HunyuanVideo: one onnxruntime session with dynamic batch, frames and size.
+// The runtime of HunyuanVideo: one onnxruntime session with dynamic batch, frames and size, for
+// the decoder and for the encoder (encoder-graph.ts), each built only when asked for.
 
 import { createSession } from '../../runtime/session.js';
 import type { SessionOptions } from '../../runtime/session-types.js';
 import type { Tensor } from '../../tensor.js';
 import { bindWeights } from '../../weights/bind.js';
 import { renameLegacyAttentionKeys } from '../autoencoder-kl/graph.js';
+import { ENCODER_GRAPH_IO } from '../autoencoder-kl/encoder-graph.js';
+import { graphRunner } from '../graph-runner.js';
 import { buildHunyuanVideoDecoderGraph, hunyuanVideoDecoderParams } from './graph.js';
+import { buildHunyuanVideoEncoderGraph, hunyuanVideoEncoderParams } from './encoder-graph.js';
 import type { FamilyRuntime } from '../runtime-types.js';
 
 export const hunyuanVideoRuntime: FamilyRuntime = {
@@ -43,4 +47,17 @@ export const hunyuanVideoRuntime: FamilyRuntime = {
     };
   },
   postprocess: (raw) => raw,
+  // Video (B, C, F, H, W) in [−1, 1] → the mean latents; as for the decoder, no fused `graph` is
+  // exposed: the analyses that read it (halos, row sharding) are for image encoders.
+  encoder: {
+    params: hunyuanVideoEncoderParams,
+    ignoredKeyPrefixes: ['decoder.', 'post_quant_conv.'],
+    // One causal pass over all frames (F = 1 + 4k); diffusers' `_temporal_tiled_encode` drops the first latent frame of later chunks.
+    frames: { kind: 'causal' },
+    temporalTiling: { dropFrame: 'first' },
+    async createRunner(config, weights, session) {
+      const bound = bindWeights(hunyuanVideoEncoderParams(config), weights, { source: 'the weights given to the encoder' });
+      return graphRunner(buildHunyuanVideoEncoderGraph(config, bound), ENCODER_GRAPH_IO, session);
+    },
+  },
 };

@@ -22,6 +22,11 @@ export const hunyuanVideo = defineFamily(HUNYUAN_VIDEO_LAYOUT, {
       'up_block_types',
       blockOut.map(() => 'HunyuanVideoUpBlock3D'),
     );
+    // The encoder's blocks (encoder-graph.ts): diffusers knows only this one type.
+    const downTypes = r.stringList(
+      'down_block_types',
+      blockOut.map(() => 'HunyuanVideoDownBlock3D'),
+    );
     r.passthrough('scaling_factor', 0.476986);
     const spatialRatio = r.int('spatial_compression_ratio', 8);
     const temporalRatio = r.int('temporal_compression_ratio', 4);
@@ -40,6 +45,13 @@ export const hunyuanVideo = defineFamily(HUNYUAN_VIDEO_LAYOUT, {
       upTypes,
       `${blockOut.length} x "HunyuanVideoUpBlock3D"`,
       `up_block_types ${JSON.stringify(upTypes)}: the HunyuanVideo decoder has one HunyuanVideoUpBlock3D per block_out_channels entry`,
+    );
+    r.check(
+      downTypes.length === blockOut.length && downTypes.every((t) => t === 'HunyuanVideoDownBlock3D'),
+      'down_block_types',
+      downTypes,
+      `${blockOut.length} x "HunyuanVideoDownBlock3D"`,
+      `down_block_types ${JSON.stringify(downTypes)}: the HunyuanVideo encoder has one HunyuanVideoDownBlock3D per block_out_channels entry`,
     );
     r.check(
       blockOut.every((c) => c % groups === 0),

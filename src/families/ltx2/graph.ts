@@ -182,7 +182,7 @@ export function ltx2DecoderParams(config: ResolvedConfig): ParamSpec[] {
 // ---- graph -----------------------------------------------------------------------------------
 
 /** PerChannelRMSNorm: x / sqrt(mean over channels of x² + 1e-8), per voxel, no affine. */
-function rmsNorm(scope: Scope, x: Value): Value {
+export function rmsNorm(scope: Scope, x: Value): Value {
   return scope.div(x, scope.sqrt(scope.add(scope.reduceMean(scope.mul(x, x), [1]), RMS_EPSILON)));
 }
 
@@ -227,7 +227,7 @@ function modulate(scope: Scope, x: Value, shift: Value, scale: Value): Value {
  * `norm3` + 1×1×1 `conv_shortcut`; `embedding` (B, 4·C) and the `scale_shift_table` [4, cin]
  * when the decoder is timestep-conditioned.
  */
-function resnet(
+export function resnet(
   m: Module,
   x: Value,
   cin: number,

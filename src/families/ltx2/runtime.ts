@@ -1,5 +1,6 @@
 // The runtime of LTX-2: the decoder's stage graphs chained in one staged session, fed the decode
-// timestep (config `decode_timestep`) when the decoder is conditioned.
+// timestep (config `decode_timestep`) when the decoder is conditioned; the encoder
+// (encoder-graph.ts) one session, built only when an encoder is asked for.
 
 import { reason, refuse } from '../../errors.js';
 import type { SessionOptions } from '../../runtime/session-types.js';
@@ -8,6 +9,9 @@ import type { Tensor } from '../../tensor.js';
 import { bindWeights } from '../../weights/bind.js';
 import { buildLtx2DecoderStages, ltx2Architecture, ltx2DecoderParams } from './graph.js';
 import type { FamilyRuntime } from '../runtime-types.js';
+import { ENCODER_GRAPH_IO } from '../autoencoder-kl/encoder-graph.js';
+import { graphRunner } from '../graph-runner.js';
+import { buildLtx2EncoderGraph, ltx2EncoderParams } from './encoder-graph.js';
 import type { ResolvedConfig } from '../types.js';
 
 /** The decode timestep a conditioned decoder is fed (config `decode_timestep`, diffusers' pipeline default 0). */
@@ -46,4 +50,16 @@ export const ltx2Runtime: FamilyRuntime = {
     };
   },
   postprocess: (raw) => raw,
+  encoder: {
+    params: ltx2EncoderParams,
+    // latents_mean / latents_std are the pipeline's normalisation buffers.
+    ignoredKeyPrefixes: ['decoder.', 'latents_mean', 'latents_std'],
+    // One causal pass over all frames (F = 1 + rt·k); `_temporal_tiled_encode` drops the first latent frame of later chunks.
+    frames: { kind: 'causal' },
+    temporalTiling: { dropFrame: 'first' },
+    async createRunner(config, weights, session) {
+      const bound = bindWeights(ltx2EncoderParams(config), weights, { source: 'the weights given to the encoder' });
+      return graphRunner(buildLtx2EncoderGraph(config, bound), ENCODER_GRAPH_IO, session);
+    },
+  },
 };

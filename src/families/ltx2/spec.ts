@@ -69,6 +69,16 @@ export const ltx2 = defineFamily(LTX2_LAYOUT, {
     r.number('resnet_norm_eps', 1e-6);
     r.bool('decoder_causal', true);
     r.string('decoder_spatial_padding_mode', 'reflect', ['reflect', 'zeros']);
+    // The encoder's own fields, kept as given (the class defaults otherwise) and checked only when
+    // an encoder is asked for (encoder-graph.ts), so they never refuse a decode.
+    r.passthrough('layers_per_block', [4, 6, 6, 2, 2]);
+    r.passthrough(
+      'down_block_types',
+      encoderBlockOut.map(() => 'LTX2VideoDownBlock3D'),
+    );
+    r.passthrough('downsample_type', ['spatial', 'temporal', 'spatiotemporal', 'spatiotemporal']);
+    r.passthrough('encoder_causal', true);
+    r.passthrough('encoder_spatial_padding_mode', 'zeros');
     const encoderLevels = encoderScaling.filter(Boolean).length;
     const spatialRatio = r.optionalInt('spatial_compression_ratio') ?? patch * 2 ** encoderLevels;
     const temporalRatio = r.optionalInt('temporal_compression_ratio') ?? patchT * 2 ** encoderLevels;
