@@ -344,8 +344,9 @@ export async function encodeFile(
     if (options.image !== undefined) rows ??= openImageRows(options.image, encoder.family.sampleRange);
     if (!declared) refuseUnfitRequest(encoder.family, encoder.encoding, options, rows?.dims ?? null, hooks);
     const path = options.video ?? options.image!;
-    const read = rows ? readInput(rows) : await readVideo(path, encoder.family.sampleRange);
-    rows = null;
+    const opened = rows;
+    rows = null; // readInput closes it, thrown or not
+    const read = opened ? readInput(opened) : await readVideo(path, encoder.family.sampleRange);
     // A video encoder takes an image as its one frame (Qwen-Image's images; diffusers' F = 1).
     const raw = frameLoop ? asOneFrame(read.image) : read.image;
     const reading = read.reading;
