@@ -27,7 +27,10 @@ export interface EncodeOptions {
 }
 
 /** The spatial tiling operation of an encode: the image's latents from its tiles (one rank's loop, or a rank group's). */
-export type TiledEncode = (image: Tensor, options: EncodeOptions & { progress?: ProgressCounter }) => Promise<Tensor>;
+export type TiledEncode = ((image: Tensor, options: EncodeOptions & { progress?: ProgressCounter }) => Promise<Tensor>) & {
+  /** Set by operations that also take untiled images (row sharding): the engine calls them whatever the plan. */
+  readonly encodesUntiled?: boolean;
+};
 
 /** An encoder as the engine sees it: the planner's view (tiling in input pixels), its runner, the tiling operation. */
 export interface EncodingVae extends VaeSpec {
@@ -59,7 +62,7 @@ export async function encodeImage(vae: EncodingVae, image: Tensor, options: Enco
   throwIfAborted(options.signal);
   const grid = encodeGrid(vae, image);
   const progress = new ProgressCounter(grid.tiles.length, options.onProgress);
-  if (grid.tiled) return vae.tiledEncode(image, { ...options, progress });
+  if (grid.tiled || vae.tiledEncode.encodesUntiled) return vae.tiledEncode(image, { ...options, progress });
   const latents = await vae.runner.decode(image, options.signal);
   checkFiniteOutput(latents, 'the encode');
   progress.tileDone();

@@ -3,9 +3,10 @@
 // latents file (.npy, .safetensors with the tensor `latents`, or a ComfyUI .latent), raw or
 // scaled as a pipeline hands them on — the counterpart of decodeFiles for one file. It takes the decode session's plan, strategy, rank and runtime options and reads them
 // the same way: the exact planner (installRequestedTiling, windows in input pixels), the strategy
-// table (`useStrategy`: tile on local ranks), local ranks started for the encode and closed
+// table (`useStrategy`: tile, shard or exact-tile), local ranks started for the encode and closed
 // after it. Without a plan option the encode is whole, as diffusers' `encode` is; with
-// --ranks R > 1 and no window, the family's default tiles are dealt to the ranks.
+// --ranks R > 1 and no window, the family's default tiles are dealt to the ranks (row
+// sharding ignores the plan: bands of whole latent rows, one per rank).
 
 import { checkImage, cropToMultiple } from '../encode/image-check.js';
 import { loadEncoder } from '../encode/encoder.js';
@@ -20,7 +21,7 @@ import { encodeGrid } from '../encode/engine.js';
 import { localGroup } from '../ranks/local/index.js';
 import type { Isolation } from '../ranks/local/local-group.js';
 import type { VaeSource } from '../sources/vae-source.js';
-import { useStrategy, type Strategy } from '../strategies/index.js';
+import { STRATEGIES, useStrategy, type Strategy } from '../strategies/index.js';
 import type { RankStats } from '../decode/types.js';
 import type { Tensor } from '../tensor.js';
 import { installRequestedTiling } from './decision.js';
@@ -48,7 +49,11 @@ export interface EncodeFileOptions extends Pick<LoadOptions, 'threads' | 'provid
   full?: boolean;
   /** Crop the image (centred) to multiples of the spatial ratio instead of refusing it. */
   crop?: boolean;
-  /** How tiles are encoded: 'tile' (the only encoder strategy so far). */
+  /**
+   * How the encode is distributed, as for decoding: 'tile' (blended tiles dealt to the ranks),
+   * 'shard' (row sharding on the local ranks, 1 included: equal to the whole encode, the plan
+   * ignored) or 'exact-tile' (the plan's tiles with the analysed halo; local encoders only).
+   */
   strategy?: Strategy;
   /** Local ranks the tiles are dealt to. */
   ranks?: number;
@@ -85,16 +90,8 @@ export function encodeFileReasons(options: EncodeFileOptions): Reason[] {
     reasons.push(
       reason('SOURCE_OPTION', 'full', true, 'either --full or --window/--overlap', '--full cannot be combined with --window/--overlap'),
     );
-  if (options.strategy !== undefined && options.strategy !== 'tile')
-    reasons.push(
-      reason(
-        'STRATEGY_INVALID',
-        'strategy',
-        options.strategy,
-        'tile',
-        `--strategy ${options.strategy} is not available for encoders yet; encoders take tile (blended tiles, diffusers' tiled encode) or the whole encode`,
-      ),
-    );
+  if (options.strategy !== undefined && !(STRATEGIES as readonly string[]).includes(options.strategy))
+    reasons.push(reason('STRATEGY_INVALID', 'strategy', options.strategy, `one of ${STRATEGIES.join(', ')}`));
   return reasons;
 }
 
@@ -121,6 +118,7 @@ export async function encodeFile(
   const reasons = encodeFileReasons(options);
   if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   const ranks = options.ranks ?? 1;
+  const strategy = options.strategy ?? 'tile';
   const encoder = await loadEncoder(options.vae, {
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
@@ -128,8 +126,9 @@ export async function encodeFile(
     ...(options.precision !== undefined ? { precision: options.precision } : {}),
     ...(options.forceFp16 !== undefined ? { forceFp16: options.forceFp16 } : {}),
   });
+  // Row sharding runs on ranks even when there is one (as decoding's does).
   const group =
-    ranks > 1
+    ranks > 1 || strategy === 'shard'
       ? localGroup({ ranks, ...(options.isolation ? { isolation: options.isolation } : {}), threadsPerRank: options.threads ?? 1 })
       : null;
   try {
@@ -146,11 +145,11 @@ export async function encodeFile(
     const input = options.crop ? cropToMultiple(raw, r) : raw;
     const size = { height: input.dims[2]!, width: input.dims[3]! };
     // Tiles when asked for (a window, or ranks to deal them to); else whole, as diffusers' encode.
-    if (options.window !== undefined || options.overlap !== undefined || (ranks > 1 && options.full !== true))
+    if (options.window !== undefined || options.overlap !== undefined || (ranks > 1 && options.full !== true && strategy !== 'shard'))
       installRequestedTiling(encoder, options, size);
     const grid = encodeGrid(encoder, input);
     if (group) await group.start();
-    const report = group ? useStrategy(encoder, options.strategy ?? 'tile', group) : null;
+    const report = group || strategy !== 'tile' ? useStrategy(encoder, strategy, group) : null;
     const start = performance.now();
     const mean = await encoder.encode(input, hooks.signal ? { signal: hooks.signal } : {});
     const seconds = (performance.now() - start) / 1000;
@@ -160,14 +159,18 @@ export async function encodeFile(
     const latents = scaled ? scaleLatents(mean, latentScalingOf(fields, encoder.family.name, batchNorm ? { batchNorm } : {})) : mean;
     writeLatentsFile(options.out, latents, { scaled });
     const notes = report?.notes() ?? [];
-    if (group && !grid.tiled) notes.push(`the image fits in one window: encoded whole in this process, not on the ${ranks} ranks`);
+    if (group && !grid.tiled && strategy === 'tile')
+      notes.push(`the image fits in one window: encoded whole in this process, not on the ${ranks} ranks`);
+    const bands = report?.shard()?.bands;
+    if (bands)
+      notes.push(`row-sharded over ${bands.length} rank(s): bands of image rows ${bands.map((b) => `${b.start}..${b.end}`).join(', ')}`);
     return {
       image: { height: raw.dims[2]!, width: raw.dims[3]! },
       encoded: size,
       shape: [...latents.dims],
-      tiles: grid.tiles.length,
-      plan: grid.tiled ? { window: { ...encoder.tiling.window }, overlap: { ...encoder.tiling.overlap } } : null,
-      strategy: options.strategy ?? 'tile',
+      tiles: strategy === 'shard' ? 1 : grid.tiles.length,
+      plan: grid.tiled && strategy !== 'shard' ? { window: { ...encoder.tiling.window }, overlap: { ...encoder.tiling.overlap } } : null,
+      strategy,
       seconds,
       ranks: report?.ranks() ?? [{ rank: 0, tiles: grid.tiles.map((t) => t.index), load: grid.tiles.length, seconds }],
       notes,

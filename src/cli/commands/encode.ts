@@ -76,8 +76,9 @@ export const encodeCommand: CommandSpec = {
     {
       name: 'strategy',
       kind: 'string',
-      value: 'tile',
-      description: "tile: the plan's tiles, blended (diffusers' tiled encode); shard and exact-tile are not built for encoders yet",
+      value: 'tile|shard|exact-tile',
+      description:
+        "tile: the plan's tiles, blended (diffusers' tiled encode); shard: row sharding on --ranks local ranks (equal to the whole encode; the plan is ignored); exact-tile: the plan's tiles with the analysed halo (local encoders, e.g. TAESD)",
       defaultText: 'tile',
     },
     {
