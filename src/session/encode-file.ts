@@ -18,7 +18,10 @@ import { LATENT_OUTPUT_EXTENSIONS, latentsOutputReasons, writeLatentsFile } from
 import { openImageRows, readAllRows } from '../io/row-source.js';
 import { readLatentBatchNorm } from '../sources/latent-statistics.js';
 import { encodeGrid } from '../encode/engine.js';
+import type { RankGroup } from '../ranks/group.js';
 import { localGroup } from '../ranks/local/index.js';
+import { queueGroup } from '../ranks/queue/index.js';
+import type { QueueGroup } from '../ranks/queue/queue-group.js';
 import type { Isolation } from '../ranks/local/local-group.js';
 import type { VaeSource } from '../sources/vae-source.js';
 import { STRATEGIES, useStrategy, type Strategy } from '../strategies/index.js';
@@ -55,9 +58,19 @@ export interface EncodeFileOptions extends Pick<LoadOptions, 'threads' | 'provid
    * ignored) or 'exact-tile' (the plan's tiles with the analysed halo; local encoders only).
    */
   strategy?: Strategy;
-  /** Local ranks the tiles are dealt to. */
+  /** Local ranks the tiles are dealt to; with `redis`, the runs queue workers take (default: the workers listening). */
   ranks?: number;
   isolation?: Isolation;
+  /**
+   * Redis URL of a queue whose workers serve this encoder (`distvae worker --encoder`): the tiles
+   * (the family's default without a window) go to them, blended here — bitwise the one-rank
+   * tiled encode. Tile strategy only (workers cannot exchange halos).
+   */
+  redis?: string;
+  /** Queue name (default 'distvae'; coordinator and workers must agree). */
+  queue?: string;
+  /** With `redis`: fail when no worker takes or finishes a tile for this long (ms). */
+  queueTimeoutMs?: number;
 }
 
 /** What `encodeFile` did: `encode --json` prints it. */
@@ -92,7 +105,32 @@ export function encodeFileReasons(options: EncodeFileOptions): Reason[] {
     );
   if (options.strategy !== undefined && !(STRATEGIES as readonly string[]).includes(options.strategy))
     reasons.push(reason('STRATEGY_INVALID', 'strategy', options.strategy, `one of ${STRATEGIES.join(', ')}`));
+  else if (options.redis !== undefined && options.strategy !== undefined && options.strategy !== 'tile')
+    reasons.push(
+      reason(
+        'STRATEGY_NEEDS_LOCAL_GROUP',
+        'strategy',
+        options.strategy,
+        'tile (with --redis)',
+        `strategy ${options.strategy} needs a local rank group; queue workers cannot exchange halos`,
+      ),
+    );
   return reasons;
+}
+
+/** The queue group of `options.redis`, connected (TRANSPORT_FAILED when Redis is unreachable) before any weights are read. */
+async function connectQueue(options: EncodeFileOptions): Promise<QueueGroup> {
+  const q = queueGroup({
+    connection: options.redis!,
+    ...(options.queue !== undefined ? { queue: options.queue } : {}),
+    ...(options.ranks !== undefined ? { ranks: options.ranks } : {}),
+    ...(options.queueTimeoutMs !== undefined ? { timeoutMs: options.queueTimeoutMs } : {}),
+  });
+  await q.connect().catch(async (e: unknown) => {
+    await q.close();
+    throw e;
+  });
+  return q;
 }
 
 /** Every row of the image, in the family's input range (PNG / .npy streamed, JPEG whole). */
@@ -119,18 +157,25 @@ export async function encodeFile(
   if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   const ranks = options.ranks ?? 1;
   const strategy = options.strategy ?? 'tile';
+  // A queue is reached before any weights are read (an unreachable one is reported first).
+  const queue = options.redis !== undefined ? await connectQueue(options) : null;
   const encoder = await loadEncoder(options.vae, {
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
     ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
     ...(options.precision !== undefined ? { precision: options.precision } : {}),
     ...(options.forceFp16 !== undefined ? { forceFp16: options.forceFp16 } : {}),
+  }).catch(async (e: unknown) => {
+    await queue?.close();
+    throw e;
   });
   // Row sharding runs on ranks even when there is one (as decoding's does).
-  const group =
-    ranks > 1 || strategy === 'shard'
+  const local =
+    queue === null && (ranks > 1 || strategy === 'shard')
       ? localGroup({ ranks, ...(options.isolation ? { isolation: options.isolation } : {}), threadsPerRank: options.threads ?? 1 })
       : null;
+  const group: RankGroup | null = queue ?? local;
+  const distributed = group !== null && (group.size > 1 || strategy !== 'tile');
   try {
     if (options.sample) {
       refuseSamplingWithout(encoder.family, hooks.sample ?? 'sample');
@@ -145,10 +190,10 @@ export async function encodeFile(
     const input = options.crop ? cropToMultiple(raw, r) : raw;
     const size = { height: input.dims[2]!, width: input.dims[3]! };
     // Tiles when asked for (a window, or ranks to deal them to); else whole, as diffusers' encode.
-    if (options.window !== undefined || options.overlap !== undefined || (ranks > 1 && options.full !== true && strategy !== 'shard'))
+    if (options.window !== undefined || options.overlap !== undefined || (distributed && options.full !== true && strategy !== 'shard'))
       installRequestedTiling(encoder, options, size);
     const grid = encodeGrid(encoder, input);
-    if (group) await group.start();
+    await local?.start();
     const report = group || strategy !== 'tile' ? useStrategy(encoder, strategy, group) : null;
     const start = performance.now();
     const mean = await encoder.encode(input, hooks.signal ? { signal: hooks.signal } : {});
@@ -160,7 +205,7 @@ export async function encodeFile(
     writeLatentsFile(options.out, latents, { scaled });
     const notes = report?.notes() ?? [];
     if (group && !grid.tiled && strategy === 'tile')
-      notes.push(`the image fits in one window: encoded whole in this process, not on the ${ranks} ranks`);
+      notes.push(`the image fits in one window: encoded whole in this process, not on the ${group.size} ranks`);
     const bands = report?.shard()?.bands;
     if (bands)
       notes.push(`row-sharded over ${bands.length} rank(s): bands of image rows ${bands.map((b) => `${b.start}..${b.end}`).join(', ')}`);
