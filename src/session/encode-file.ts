@@ -25,6 +25,7 @@ import type { QueueGroup } from '../ranks/queue/queue-group.js';
 import type { Isolation } from '../ranks/local/local-group.js';
 import type { VaeSource } from '../sources/vae-source.js';
 import { STRATEGIES, useStrategy, type Strategy } from '../strategies/index.js';
+import { splitInputBands } from '../strategies/shard/bands.js';
 import type { RankStats } from '../decode/types.js';
 import type { Tensor } from '../tensor.js';
 import { installRequestedTiling } from './decision.js';
@@ -193,6 +194,8 @@ export async function encodeFile(
     if (options.window !== undefined || options.overlap !== undefined || (distributed && options.full !== true && strategy !== 'shard'))
       installRequestedTiling(encoder, options, size);
     const grid = encodeGrid(encoder, input);
+    // More ranks than latent rows is refused before any rank starts (as decoding's session does).
+    if (strategy === 'shard') splitInputBands(size.height, group!.size, r);
     await local?.start();
     const report = group || strategy !== 'tile' ? useStrategy(encoder, strategy, group) : null;
     const start = performance.now();

@@ -140,6 +140,10 @@ test('encode takes the decode options: a KL encoder (PNG mapped to [-1, 1]) tile
   } finally {
     await whole.dispose();
   }
+  // More ranks than the image's 12 latent rows: refused before any rank starts, naming both numbers.
+  const many = await cli([...args, '--strategy', 'shard', '--ranks', '13']);
+  assert.equal(many.code, 2);
+  assert.match(many.stderr, /13 ranks cannot share 12 latent rows \(24 input rows\)/);
   // Halo-exact tiles need a local encoder: the KL encoder's GroupNorms are named.
   const exact = await cli([...args, '--strategy', 'exact-tile', '--window', '16x16']);
   assert.equal(exact.code, 2);
