@@ -7,7 +7,7 @@
 // [0, 1], float), with seconds (noisy on the shared machine: `uptime` is recorded). TAEF2's pool
 // GroupNorms make the blended tiles inexact (each tile normalises alone); row sharding merges
 // the statistics, so it is exact. Not a test: it measures. Results:
-// bench/results/encode-round-trip.{json,md}.
+// bench/results/encode-round-trip-<crop>.{json,md}.
 //
 //   npx tsx bench/encode-round-trip.ts [--crop HxW] [--windows 256,128] [--shared DIR]
 
@@ -127,7 +127,7 @@ try {
 }
 ran.uptimeAfter = uptime();
 mkdirSync(RESULTS, { recursive: true });
-writeFileSync(join(RESULTS, 'encode-round-trip.json'), JSON.stringify({ schema: 1, ran, cells }, null, 2) + '\n');
+writeFileSync(join(RESULTS, `encode-round-trip-${args.crop}.json`), JSON.stringify({ schema: 1, ran, cells }, null, 2) + '\n');
 const md = [
   `# TAEF2 round trip by encode path (${ran.image})`,
   '',
@@ -142,4 +142,4 @@ const md = [
   ),
   '',
 ];
-writeFileSync(join(RESULTS, 'encode-round-trip.md'), md.join('\n'));
+writeFileSync(join(RESULTS, `encode-round-trip-${args.crop}.md`), md.join('\n'));
