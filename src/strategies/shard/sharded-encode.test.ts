@@ -1,8 +1,8 @@
 // Row-sharded encodes through real local groups (worker threads): for 1–4 ranks the stacked
 // latent bands equal the whole encode within max abs 1e-4 — a tiny AutoencoderKL encoder of
 // the SD layout (four levels, three stride-2 down-samplers with diffusers' bottom/right pad,
-// mid-block attention; odd latent heights, batch 2, bands thinner than a stage's halo) and
-// tiny TAE encoders with and without the TAEF2 GroupNorm pool — and every rank sends exactly
+// mid-block attention; odd latent heights, batch 2, bands thinner than a stage's halo), a tiny
+// HunyuanImage encoder (space-to-depth down-samplers and group-mean shortcuts) and tiny TAE encoders with and without the TAEF2 GroupNorm pool — and every rank sends exactly
 // the collectives the locality analysis predicts. Also: more ranks than latent rows are refused
 // before work, and `useStrategy(encoder, 'shard', group)` installs it.
 
@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { after, test, type TestContext } from 'node:test';
 import { loadEncoder, type Encoder } from '../../encode/encoder.js';
 import { DistVaeError } from '../../errors.js';
+import { HUNYUAN_IMAGE_TINY } from '../../families/hunyuan-image/testing/configs.js';
 import type { RawConfig } from '../../families/types.js';
 import { difference } from '../../graph/testing/compare.js';
 import { setTiling } from '../../plan/planner.js';
@@ -82,6 +83,16 @@ test('AutoencoderKL encoder, SD layout: 1–4 ranks equal the whole encode (odd 
       assert.equal(s.collectives.allReduce.calls, 0);
       assert.equal(s.collectives.send.calls > 0, s.bands.length > 1);
     }
+  } finally {
+    await encoder.dispose();
+  }
+});
+
+test('HunyuanImage encoder: space-to-depth down-samplers (4×4 stride-2 kernels assembled in the graph) and the group-mean shortcuts shard too', async (t) => {
+  const encoder = await loadEncoder({ config: HUNYUAN_IMAGE_TINY, weights: 'synthetic', seed: 4 }, { threads: 1 });
+  try {
+    const r = encoder.geometry.spatialRatio;
+    await checkSharded(t, encoder, seededTensor([1, 3, 7 * r, 5 * r], 3, 1), [1, 3, 4]);
   } finally {
     await encoder.dispose();
   }
