@@ -53,7 +53,9 @@ const RANK_ALLOCATOR: 'default' | 'inherit' = process.env['DISTVAE_RANK_ALLOCATO
 
 interface Case {
   name: string;
-  family: 'autoencoder-kl' | 'flux2' | 'tae' | 'wan' | 'hunyuan-video' | 'hunyuan-image' | 'dc-ae';
+  family: 'autoencoder-kl' | 'flux2' | 'tae' | 'wan' | 'hunyuan-video' | 'hunyuan-image' | 'dc-ae' | 'hunyuan-video-1.5' | 'minimax-h3';
+  /** A diffusers config.json (path from the checkout's root) instead of the family's published one (synthetic weights). */
+  config?: string;
   /** Trained TAEF2 weights instead of synthetic ones. */
   taef2?: boolean;
   height: number;
@@ -258,6 +260,42 @@ const CASES: Case[] = [
   // SANA's published DC-AE decoder (32×, RMSNorm, linear attention): whole at 256², and the class's own 512/448 px tiles at 768².
   { name: 'dc-ae-whole-256', family: 'dc-ae', height: 256, width: 256, plan: { strategy: 'whole', ranks: 1 } },
   { name: 'dc-ae-tile512-768', family: 'dc-ae', height: 768, width: 768, plan: tile(1, 512, 64) },
+  // HunyuanVideo 1.5's published decoder (3.3 GiB of float32 3-D kernels) on a 4x4x1 latent: the
+  // weights alone, by the default path (one rank process). Its kernels are read in place from the
+  // mapped weights file (MemoryTerms.mappedWeights). ~30 min on the loaded 2-core box (generating and
+  // hashing the weights), so one run.
+  {
+    name: 'hunyuan-video-1.5-default-64x1',
+    family: 'hunyuan-video-1.5',
+    height: 64,
+    width: 64,
+    frames: 1,
+    plan: { strategy: 'whole', ranks: 1, isolated: true },
+    auto: true,
+    maxRepeat: 1,
+    late: true,
+  },
+  // MiniMax-H3's difref --small config (published depth: 36 ViT layers of 2 x 16; 16x / 4x) on 7
+  // latent frames of 16x16 (22 frames of 256x256, one clip): whole, and the class's loop with 128 px
+  // tiles and a 32 px minimum overlap (3 x 3 tiles), both decoded in the coordinator.
+  {
+    name: 'minimax-h3-small-whole-256x22',
+    family: 'minimax-h3',
+    config: 'bench/results/minimax-h3-small-config/config.json',
+    height: 256,
+    width: 256,
+    frames: 22,
+    plan: { strategy: 'whole', ranks: 1 },
+  },
+  {
+    name: 'minimax-h3-small-tile128-256x22',
+    family: 'minimax-h3',
+    config: 'bench/results/minimax-h3-small-config/config.json',
+    height: 256,
+    width: 256,
+    frames: 22,
+    plan: tile(1, 128, 32),
+  },
 ];
 
 interface ProcessResult {
@@ -290,7 +328,9 @@ interface CaseResult {
 }
 
 function cliArgs(c: Case, latents: string): string[] {
-  const source = c.taef2 ? ['--vae', TAEF2, '--family', 'tae'] : ['--synthetic', '--family', c.family];
+  const source = c.taef2
+    ? ['--vae', TAEF2, '--family', 'tae']
+    : ['--synthetic', '--family', c.family, ...(c.config ? ['--config', join(ROOT, c.config)] : [])];
   const plan = c.plan;
   const planArgs: string[] = c.auto
     ? []
@@ -325,6 +365,7 @@ function cliArgs(c: Case, latents: string): string[] {
 }
 
 function vaeOf(c: Case): VaeSpec {
+  if (c.config) return planningVae(c.family, JSON.parse(readFileSync(join(ROOT, c.config), 'utf8')) as Record<string, unknown>);
   return planningVae(c.family, c.taef2 ? { variant: 'taef2' } : undefined);
 }
 
@@ -506,6 +547,11 @@ const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, st
     'heapWeightCopies',
     'heapWeights',
     "the sessions' weights in initializers under the process's mmap threshold (what onnxruntime reads and frees opening them stays in glibc's heap)",
+  ],
+  [
+    'mappedWeightCopies',
+    'mappedWeights',
+    "the sessions' kernels read in place from the mapped weights file (not 2-D convolutions: 3-D kernels) at or over the process's mmap threshold",
   ],
   ['holdingWeightCopies', 'holdingWeights', 'weight bytes of the loaded VAE a coordinator holds'],
   ['activationFactor', 'activation', "each session's largest run's liveness peak (the arena's first-run regions)"],

@@ -59,24 +59,31 @@ const cases = args.cases.split(',');
 
 /**
  * The worker and out-dir cases run in each arm, one after the other under the same load, always
- * in the user's environment (DISTVAE_RANK_ALLOCATOR=inherit: no glibc settings, which distvae
- * gives only the processes it starts): `default` as a user runs distvae; `semi-1` with V8's young
- * generation capped from the start (NODE_OPTIONS=--max-semi-space-size=1); `allocator` with the
- * rank processes' glibc settings (ranks/local/process/allocator-env.ts) in the CLI's environment;
+ * in the user's environment: `default` as a user runs distvae (the bin starts these long-running
+ * commands again under the rank processes' glibc settings: ranks/local/process/relaunch.ts);
+ * `inherit` with that turned off (DISTVAE_RANK_ALLOCATOR=inherit: glibc's defaults, no relaunch —
+ * what distvae did before); `semi-1` with V8's young generation capped from the start
+ * (NODE_OPTIONS=--max-semi-space-size=1, no relaunch); `allocator` with the glibc settings
+ * (ranks/local/process/allocator-env.ts) set in the user's environment (so no relaunch);
  * `fixed-young` with the young generation fixed at V8's maximum (node --min-semi-space-size=16
- * --max-semi-space-size=16 on the command line).
+ * --max-semi-space-size=16 on the command line, no relaunch); `optimize-for-size` relaunched as by
+ * default with node --optimize-for-size (V8 grows its heap less before collecting).
  */
 const userNodeOptions = process.env['NODE_OPTIONS'] ?? '';
 const ARMS = {
-  default: { DISTVAE_RANK_ALLOCATOR: 'inherit', NODE_OPTIONS: userNodeOptions },
+  default: { NODE_OPTIONS: userNodeOptions },
+  inherit: { DISTVAE_RANK_ALLOCATOR: 'inherit', NODE_OPTIONS: userNodeOptions },
   'semi-1': { DISTVAE_RANK_ALLOCATOR: 'inherit', NODE_OPTIONS: `${userNodeOptions} --max-semi-space-size=1`.trim() },
   allocator: { ...(withAllocatorDefaults({}) as Record<string, string>), NODE_OPTIONS: userNodeOptions },
   'fixed-young': { DISTVAE_RANK_ALLOCATOR: 'inherit', NODE_OPTIONS: userNodeOptions },
+  'optimize-for-size': { NODE_OPTIONS: userNodeOptions },
 } as const satisfies Record<string, Record<string, string>>;
 /** Node flags an arm puts on the command line (those NODE_OPTIONS does not take). */
 const ARM_NODE_ARGS: Partial<Record<keyof typeof ARMS, string[]>> = {
   // The young generation at V8's maximum from the start, never grown or shrunk.
   'fixed-young': ['--min-semi-space-size=16', '--max-semi-space-size=16'],
+  // V8's heap kept small (a smaller growing factor: major GCs sooner), relaunched as by default.
+  'optimize-for-size': ['--optimize-for-size'],
 };
 type Arm = keyof typeof ARMS;
 const arms = args.arms.split(',').map((a) => {
@@ -90,9 +97,32 @@ const armCommand = (arm: Arm) =>
   arm === 'default'
     ? ''
     : Object.entries(ARMS[arm])
-        .filter(([name, value]) => name !== 'DISTVAE_RANK_ALLOCATOR' && value !== '')
+        .filter(([, value]) => value !== '')
         .map(([name, value]) => `${name}=${value} `)
         .join('') + (ARM_NODE_ARGS[arm] ? `node ${ARM_NODE_ARGS[arm].join(' ')} bin/` : '');
+/** The bench's environment without the allocator settings (the bench may run under them): a user's. */
+const userEnv = (arm: Arm): Record<string, string> => {
+  const env = { ...process.env } as Record<string, string>;
+  for (const name of [...Object.keys(withAllocatorDefaults({})), 'DISTVAE_RANK_ALLOCATOR']) delete env[name];
+  return { ...env, ...ARMS[arm] };
+};
+/** The process a launcher started again under the allocator settings (relaunch.ts), or the process itself. */
+function relaunchedChild(pid: number): number {
+  try {
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    return children.find((c) => readFileSync(`/proc/${c}/cmdline`, 'utf8').includes('distvae.js')) ?? pid;
+  } catch {
+    return pid;
+  }
+}
+/** A process's resident set now (MiB), or null once it is gone. */
+function rssMiBOf(pid: number): number | null {
+  try {
+    return +(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024).toFixed(1);
+  } catch {
+    return null;
+  }
+}
 const deadline = Date.now() + Number(args['max-minutes']) * 60_000;
 // The CLI as a user runs it: the bin (which runs dist/ when built, else the sources through tsx).
 const BIN = fileURLToPath(new URL('../bin/distvae.js', import.meta.url));
@@ -341,20 +371,25 @@ log(`wrote ${args.out}.json and .md; ${uptime()}`);
 async function workerCase(server: RedisServer, arm: Arm): Promise<void> {
   const jobs = Number(args.jobs);
   const probes = join(dir, `worker-${arm}-probes`);
+  const startedAt = Date.now();
   const worker = await startWorkerProcess(
     server.url,
     `soak-worker-${arm}`,
     workerArgs,
     {
-      ...ARMS[arm],
+      ...userEnv(arm),
       NODE_OPTIONS: `${ARMS[arm]['NODE_OPTIONS'] ?? ''} --import=${probeHook(probes, 'SIGUSR2')}`.trim(),
     },
-    { entry: 'bin', nodeArgs: ARM_NODE_ARGS[arm] ?? [] },
+    { entry: 'bin', nodeArgs: ARM_NODE_ARGS[arm] ?? [], allocator: 'as-given' },
   );
+  const startupMs = Date.now() - startedAt;
+  // The worker itself: the launcher's child where the bin started it again.
+  const workerPid = relaunchedChild(worker.child.pid!);
+  const launcher = workerPid === worker.child.pid ? null : worker.child.pid!;
   /** The worker's probe line now (SIGUSR2; its handler appends one). */
   const probeWorker = async (): Promise<Probe> => {
     const before = existsSync(probes) ? readProbes(probes).length : 0;
-    worker.child.kill('SIGUSR2');
+    process.kill(workerPid, 'SIGUSR2');
     for (let waited = 0; waited < 10_000; waited += 20) {
       const lines = existsSync(probes) ? readProbes(probes) : [];
       if (lines.length > before) return lines.at(-1)!;
@@ -369,6 +404,8 @@ async function workerCase(server: RedisServer, arm: Arm): Promise<void> {
   const redisKeys: number[] = [];
   let tiles = 0;
   let identical = true;
+  let launcherRssMiB: number | null = null;
+  const servedAt = Date.now();
   try {
     for (let job = 1; job <= jobs && Date.now() < deadline; job++) {
       const latents = latentOf(job);
@@ -379,6 +416,7 @@ async function workerCase(server: RedisServer, arm: Arm): Promise<void> {
       redisKeys.push((await server.client.dbsize()) - 0);
       if (job === 5 || job % 10 === 0) log(`worker ${arm}: job ${job}, RSS ${(series.at(-1)!.rss / MiB).toFixed(1)} MiB`);
     }
+    if (launcher !== null) launcherRssMiB = rssMiBOf(launcher);
   } finally {
     await group.close();
     await worker.stop();
@@ -386,6 +424,10 @@ async function workerCase(server: RedisServer, arm: Arm): Promise<void> {
   results[caseName('worker', arm)] = {
     command: `${armCommand(arm)}distvae worker ${workerArgs.join(' ').replace(dir, '$DIR')}; ${jobs} decodes of 40x56 latents, window 32 overlap 8 (output px), ranks 1: one run job of ${tiles / series.length} tiles each`,
     ...growth(series),
+    relaunched: launcher !== null,
+    launcherRssMiB,
+    startupMs,
+    servingMs: Date.now() - servedAt,
     tiles,
     identicalToLocal: identical,
     redisKeysAfterEachJob: { first: redisKeys[0], last: redisKeys.at(-1) },
@@ -427,25 +469,37 @@ async function outDirCase(arm: Arm): Promise<void> {
   ];
   const child = spawn(process.execPath, [...(ARM_NODE_ARGS[arm] ?? []), '--import', hook, BIN, ...argv], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    // The user's environment, as a decode he starts has it (no allocator settings: those are for the processes distvae starts).
-    env: { ...process.env, ...ARMS[arm] },
+    // The user's environment, as a decode he starts has it.
+    env: userEnv(arm),
   });
+  const startedAt = Date.now();
+  let launcherRssMiB: number | null = null;
+  let relaunched = false;
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   let reported = 0;
   createInterface({ input: child.stdout! }).on('line', () => {
     reported++;
+    // The launcher (where the bin started the decode again), sampled as each file is reported.
+    if (relaunchedChild(child.pid!) !== child.pid) {
+      relaunched = true;
+      launcherRssMiB = rssMiBOf(child.pid!) ?? launcherRssMiB;
+    }
     if (reported === 5 || reported % 10 === 0) log(`out-dir ${arm}: file ${reported}`);
   });
   const remaining = Math.max(1000, deadline - Date.now());
   const killer = setTimeout(() => child.kill('SIGKILL'), remaining);
   const [code] = (await once(child, 'exit')) as [number | null];
   clearTimeout(killer);
+  const wallMs = Date.now() - startedAt;
   if (code !== 0) throw new Error(`decode --out-dir exited ${code}: ${stderr}`);
   const series = readProbes(probes);
   results[caseName('out-dir', arm)] = {
     command: `${armCommand(arm)}distvae ${argv.join(' ').replaceAll(dir, '$DIR')} (${files} latents 40x56)`,
     ...growth(series),
+    relaunched,
+    launcherRssMiB,
+    wallMs,
     outputs: readdirSync(outDir).length,
     rssMiB: series.map((p) => +(p.rss / MiB).toFixed(1)),
   };
@@ -462,14 +516,24 @@ function markdown(): string {
     '',
     `uptime before: \`${String(ran['uptimeBefore'])}\`; after: \`${String(ran['uptimeAfter'])}\` (other jobs shared the machine: RSS is load-independent, times are not).`,
     '',
-    '| case | steps | RSS after the 5th | RSS after the last | last / 5th | within 10 % | last / 50th | grew 5th → last (MiB): V8 heap committed; resident brk heap, other malloc arenas, other anonymous (V8 pages among them) |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| case | steps | RSS after the 5th | RSS after the last | last / 5th | within 10 % | last / 50th | grew 5th → last (MiB): V8 heap committed; resident brk heap, other malloc arenas, other anonymous (V8 pages among them) | relaunched: launcher RSS | time (worker: start to serving + 50 jobs; out-dir: whole run) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
   ];
   for (const [name, result] of Object.entries(results)) {
-    const c = result as ReturnType<typeof growth>;
+    const c = result as ReturnType<typeof growth> & {
+      relaunched: boolean;
+      launcherRssMiB: number | null;
+      startupMs?: number;
+      servingMs?: number;
+      wallMs?: number;
+    };
+    const time =
+      c.wallMs !== undefined
+        ? `${(c.wallMs / 1000).toFixed(1)} s`
+        : `${((c.startupMs ?? NaN) / 1000).toFixed(1)} s + ${((c.servingMs ?? NaN) / 1000).toFixed(1)} s`;
     if (name !== 'churn')
       lines.push(
-        `| ${name} | ${c.steps} | ${c.after5thMiB} MiB | ${c.afterLastMiB} MiB | ${c.ratio} | ${c.withinTenPercent ? 'yes' : 'no'} | ${c.lastOver50th ?? '—'} | ${c.grewMiB['heapTotal']}, ${c.grewMiB['brk']}, ${c.grewMiB['arenas']}, ${c.grewMiB['anon']} |`,
+        `| ${name} | ${c.steps} | ${c.after5thMiB} MiB | ${c.afterLastMiB} MiB | ${c.ratio} | ${c.withinTenPercent ? 'yes' : 'no'} | ${c.lastOver50th ?? '—'} | ${c.grewMiB['heapTotal']}, ${c.grewMiB['brk']}, ${c.grewMiB['arenas']}, ${c.grewMiB['anon']} | ${c.relaunched ? `yes: ${c.launcherRssMiB} MiB` : 'no'} | ${time} |`,
       );
   }
   const churn = results['churn'] as

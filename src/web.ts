@@ -38,4 +38,4 @@ export {
   type WebDecodeResult,
   type WebTileEvent,
 } from './web/decode.js';
-export { drawSample, rgbaOf, toImageData, type Context2DLike } from './web/canvas.js';
+export { drawSample, inputOfRgba, rgbaOf, toImageData, type Context2DLike } from './web/canvas.js';

@@ -7,6 +7,7 @@ import {
   cropToMultiple,
   decodeInPage,
   drawSample,
+  inputOfRgba,
   isDistVaeError,
   loadWebEncoder,
   loadWebVae,
@@ -15,6 +16,7 @@ import {
   readBytes,
   type ByteInput,
   type DecodeMode,
+  type SampleRange,
   type Size2,
   type Tensor,
   type WebDecodePlan,
@@ -74,18 +76,14 @@ function picked(urlId: string, fileId: string): ByteInput | undefined {
   return url === '' ? undefined : new URL(url, location.href).href;
 }
 
-/** A photo as a (1, 3, H, W) tensor in [0, 1], cropped to multiples of `multiple`. */
-async function photoTensor(source: ByteInput, multiple: number): Promise<Tensor> {
+/** A photo as a (1, 3, H, W) tensor in the family's input range `range`, cropped to multiples of `multiple`. */
+async function photoTensor(source: ByteInput, range: SampleRange, multiple: number): Promise<Tensor> {
   const { bytes } = await readBytes(source);
   const bitmap = await createImageBitmap(new Blob([bytes as BlobPart]));
   const canvas = new OffscreenCanvas(bitmap.width, bitmap.height);
   const ctx = canvas.getContext('2d')!;
   ctx.drawImage(bitmap, 0, 0);
-  const { data, width, height } = ctx.getImageData(0, 0, bitmap.width, bitmap.height);
-  const plane = width * height;
-  const t = new Float32Array(3 * plane);
-  for (let i = 0; i < plane; i++) for (let c = 0; c < 3; c++) t[c * plane + i] = data[4 * i + c]! / 255;
-  return cropToMultiple({ dims: [1, 3, height, width], data: t }, multiple);
+  return cropToMultiple(inputOfRgba(ctx.getImageData(0, 0, bitmap.width, bitmap.height), range), multiple);
 }
 
 function drawPlan(plan: WebDecodePlan, width: number, height: number): void {
@@ -140,9 +138,9 @@ async function latentsFor(vae: WebVae, signal: AbortSignal): Promise<Tensor> {
   const encoderWeights = picked('encoder-url', 'encoder-file');
   if (!encoderWeights) throw new Error('a photo needs encoder weights (a URL or a file)');
   status.textContent = 'Encoding the photo…';
-  const image = await photoTensor(photo, vae.geometry.spatialRatio);
   const encoder = await loadWebEncoder({ weights: encoderWeights, family: vae.family.name }, { signal });
   try {
+    const image = await photoTensor(photo, encoder.family.sampleRange, vae.geometry.spatialRatio);
     return await encoder.encode(image, { signal });
   } finally {
     await encoder.dispose();

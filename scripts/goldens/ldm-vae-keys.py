@@ -5,7 +5,8 @@ state dict is written in the original layout by diffusers' scripts/convert_diffu
 stable_diffusion.py (convert_vae_state_dict), prefixed with `first_stage_model.` plus a UNet key
 of a full checkpoint, and read back by diffusers' loaders/single_file_utils.py
 convert_ldm_vae_checkpoint. The round trip must reproduce the state dict exactly; the JSON
-records, for every decoder key, the ldm key and shape next to the diffusers key and shape.
+records, for every key (decoder, encoder and both quant convs), the ldm key and shape next to the
+diffusers key and shape.
 
 What the golden is for and how it sits among the others: src/families/testing/goldens/README.md.
 
@@ -48,8 +49,6 @@ assert all(torch.equal(back[k], state[k]) for k in state)
 # Which ldm key became which diffusers key: match by the (distinct) values.
 pairs = []
 for k in sorted(back):
-    if not (k.startswith("decoder.") or k.startswith("post_quant_conv.")):
-        continue
     src = [lk for lk, lv in ldm.items() if lv.numel() == back[k].numel() and torch.equal(lv.reshape(back[k].shape), back[k])]
     assert len(src) == 1, (k, src)
     pairs.append({"ldm": src[0], "ldmShape": list(ldm[src[0]].shape), "diffusers": k, "shape": list(back[k].shape)})
@@ -63,4 +62,4 @@ with open(out, "w") as f:
         },
         "keys": pairs,
     }, f, indent=1)
-print(f"{len(pairs)} decoder keys")
+print(f"{len(pairs)} keys")

@@ -24,7 +24,7 @@ export function decoderModelOf(
         'family',
         family.name,
         `a family that exposes its decoder graph (${familyNamesWhere((r) => r.decoderGraph !== undefined).join(', ')})`,
-        `the ${family.name} family does not expose its decoder graph: locality analysis and row sharding need it`,
+        `the ${family.name} family does not expose its decoder graph${runtime.graphWithheld ? ` (${runtime.graphWithheld})` : ''}: locality analysis and row sharding need it`,
       ),
     );
   }

@@ -28,6 +28,11 @@ export interface FamilyRuntime {
    */
   decoderGraph?(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): GraphBuilder;
   /**
+   * Without `decoderGraph`: the op that keeps the decode from being one analysable graph, in
+   * words (named in the refusal of row sharding and halo-exact tiles).
+   */
+  graphWithheld?: string;
+  /**
    * What the memory model reads of one tile decode (docs/design.md §13), for families whose
    * runner is not one run of `decoderGraph`: the graphs the runner opens sessions on for a latent
    * tile of these dims and how often each runs. Absent: one run of `decoderGraph`.

@@ -47,6 +47,12 @@ export interface Value {
 /** A second operand: a value, or a number that becomes a float32 scalar Constant. */
 export type Operand = Value | number;
 
+/**
+ * A rewrite of attention scores before the softmax (Scope.attention), with the kind of mask it
+ * computes when it is one the sharded run models (graph/sync.ts AttentionRegion.mask).
+ */
+export type ScoreMask = ((scores: Value) => Value) & { kind?: 'frame-causal' };
+
 export interface ConvOptions {
   /** One number for every side, or 2·n numbers in ONNX order (all begins, then all ends). */
   pads?: number | readonly number[];
@@ -334,14 +340,20 @@ export class Scope {
    * chunk's scores and probabilities are live at a time: the N × N matrices of a whole large
    * image would not fit (2048² px in SD: 32 GiB).
    */
-  attention(q: Value, k: Value, v: Value, maskScores?: (scores: Value) => Value, queryChunks = 1): Value {
+  attention(q: Value, k: Value, v: Value, maskScores?: ScoreMask, queryChunks = 1): Value {
     checkInts('queryChunks', [queryChunks], 1);
     if (maskScores && queryChunks > 1) invalidArgument('queryChunks', queryChunks, '1 when the scores are masked');
     const first = this.state.nodes.length;
     let vt: Value | undefined;
+    let mask: AttentionRegion['mask'];
     const core = (qs: Value): Value => {
       const scores = this.matMul(qs, k);
-      const probabilities = this.softmax(maskScores ? maskScores(scores) : scores, -1);
+      let masked = scores;
+      if (maskScores) {
+        masked = maskScores(scores);
+        mask = { kind: maskScores.kind ?? 'custom', scores: scores.name, masked: masked.name };
+      }
+      const probabilities = this.softmax(masked, -1);
       vt ??= this.transpose(v, [0, 2, 1]);
       return this.matMul(probabilities, vt);
     };
@@ -350,6 +362,7 @@ export class Scope {
     const out = this.transpose(product, [0, 2, 1]);
     this.recordRegion<AttentionRegion>(first, 'attention', {
       kind: 'attention',
+      ...(mask ? { mask } : {}),
       query: q.name,
       key: k.name,
       value: v.name,

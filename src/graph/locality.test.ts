@@ -138,7 +138,7 @@ test('without sync metadata the same ops are found from the nodes themselves', (
     ],
     ['softmax over positions', (g, x) => g.softmax(x, 3), /Softmax over positions/],
     ['a position-dependent operand', (g, x) => g.add(x, g.param('pos', seededTensor([1, 4, 8, 8], 3))), /varies along the spatial axis 2/],
-    ['padding of rows', (g, x) => g.pad(x, [0, 0, 1, 0, 0, 0, 1, 0]), /Pad of a spatial axis shifts positions/],
+    ['padding of rows not read by a Conv', (g, x) => g.pad(x, [0, 0, 1, 0, 0, 0, 1, 0]), /only a Conv may read the padding/],
     ['a size-changing conv', (g, x) => g.conv(x, g.param('w', seededTensor([4, 4, 3, 3], 4)), undefined), /change the spatial size/],
   ];
   for (const [label, body, reason] of cases) {
@@ -170,4 +170,82 @@ test('family graphs: TAESD is local with a 19-row halo; TAEF2 stages cut at its 
   );
   assert.equal(taef2.exactTiling.possible, false);
   assert.equal(taef2.sharding.possible, true);
+});
+
+test('video graphs (B, C, F, H, W): an edge-padded valid conv deepens the wrong band as a zero-padded one; channel-to-space is an upsampling', () => {
+  // Edge Pad of 1 frame in front and 1 row/column each side, then a valid 3-D conv: 1 row of depth per side, like pads 1.
+  const g = new GraphBuilder('video');
+  const x = g.input('x', [1, 2, 'f', 'h', 'w']);
+  const w = g.param('w', seededTensor([8, 2, 2, 3, 3], 1));
+  const conv = g.conv(g.pad(x, [0, 0, 1, 1, 1, 0, 0, 0, 1, 1], { mode: 'edge' }), w, undefined);
+  // (B, 4·2, F, H, W) → (B, 2, F, 2H, 2W): channels read as (r2, r3, C), C fastest, through computed shapes.
+  const shape = g.shape(conv);
+  const batch = g.slice(shape, { starts: [0], ends: [1] });
+  const fhw = g.slice(shape, { starts: [2], ends: [5] });
+  const grouped = g.reshape(conv, g.concat([batch, g.int64Constant([1, 2, 2, 2]), fhw], 0));
+  const interleaved = g.transpose(grouped, [0, 4, 5, 1, 6, 2, 7, 3]);
+  g.output('y', g.reshape(interleaved, g.concat([batch, g.int64Constant([2]), g.mul(fhw, g.int64Constant([1, 2, 2]))], 0)));
+  const report = analyzeLocality(g.toModel());
+  assert.deepEqual(report.nonlocal, []);
+  const out = report.stages[0]!.outputs[0]!;
+  // 1 row deep at 1x, doubled by the interleave: 2 rows at 2x, one latent row of halo.
+  assert.deepEqual(out.depth, { top: 2, bottom: 2, left: 2, right: 2 });
+  assert.equal(formatRatio(out.scale.rows), '2');
+  assert.equal(formatRatio(report.stages[0]!.halo!.rows), '1');
+  const y = report.values.get('y')!;
+  assert.deepEqual([y.rank, y.frameAxis, y.rowAxis, y.colAxis], [5, 2, 3, 4]);
+  // One frame in front and a 2-frame kernel: F + 1 − 1 frames.
+  assert.deepEqual(y.frames, { a: 1, b: 0 });
+
+  // Rows merged under an outer constant axis move positions: unanalysed, named.
+  const bad = new GraphBuilder('bad');
+  const v = bad.input('x', [1, 4, 'f', 'h', 'w']);
+  const s = bad.shape(v);
+  const b0 = bad.slice(s, { starts: [0], ends: [1] });
+  const rest = bad.slice(s, { starts: [2], ends: [5] });
+  const split = bad.reshape(v, bad.concat([b0, bad.int64Constant([2, 2]), rest], 0));
+  const moved = bad.transpose(split, [0, 2, 3, 1, 4, 5]); // (B, 2, F, 2, H, W): the 2 lands outside the rows
+  bad.output(
+    'y',
+    bad.reshape(
+      moved,
+      bad.concat(
+        [
+          b0,
+          bad.int64Constant([2]),
+          bad.slice(s, { starts: [2], ends: [3] }),
+          bad.mul(bad.slice(s, { starts: [3], ends: [5] }), bad.int64Constant([2, 1])),
+        ],
+        0,
+      ),
+    ),
+  );
+  const blocked = analyzeLocality(bad.toModel());
+  assert.equal(blocked.sharding.possible, false);
+  assert.match(blocked.sharding.blockers.join(), /Reshape/);
+});
+
+test('family graphs: HunyuanVideo 1.5 is row-shardable — RMS norms per voxel, one frame-causal attention, halos of 3 and 11 latent rows', () => {
+  const config = {
+    _class_name: 'AutoencoderKLHunyuanVideo15',
+    block_out_channels: [16, 32, 64],
+    latent_channels: 32,
+    layers_per_block: 1,
+    spatial_compression_ratio: 4,
+    temporal_compression_ratio: 4,
+  };
+  const report = analyzeLocality(familyModel('hunyuan-video-1.5', config));
+  assert.deepEqual(report.sharding, { possible: true, blockers: [] });
+  assert.deepEqual(
+    report.regions.map((r) => [r.kind, r.description]),
+    [['attention', 'every query attends to every position of its own and earlier frames']],
+  );
+  // conv_in and the first resnet's two convs: 3 rows; after the attention, 1 + 2 + the up blocks' convs at 1x, 2x, 4x.
+  assert.deepEqual(
+    report.stages.map((s) => formatRatio(s.halo!.rows)),
+    ['3', '11'],
+  );
+  assert.equal(formatRatio(report.outputScale.rows), '4');
+  // 1 + 4(F − 1) output frames.
+  assert.deepEqual(report.values.get(report.output)!.frames, { a: 4, b: -3 });
 });

@@ -32,6 +32,7 @@ import {
   ratio,
   wholeTimes,
   ZERO,
+  compareRatio,
   type Ratio,
 } from './ratio.js';
 import { graphIO, segmentGraph, type Segment } from './stages.js';
@@ -63,14 +64,36 @@ export interface SpatialFact {
   /** Known sizes of the other axes (null: unknown or symbolic; the spatial axes are null). */
   dims: (number | null)[];
   depth: Depth;
+  /**
+   * The axis holding frames (video values, (B, C, F, H, W)): never split across bands; equal to
+   * `rowAxis` when frames, rows and columns are flattened into tokens frame-major (a band's
+   * tokens are then one block of rows per frame). Null for images.
+   */
+  frameAxis: number | null;
+  /** The frame count as a·F + b of the latent's F frames (null: images, or not known). */
+  frames: Affine | null;
+  /** Rows and columns of padding beyond the band on each side (a Pad of a spatial axis, read only by a Conv). */
+  margin?: Depth;
+}
+
+/** a·F + b for the latent's frame count F. */
+export interface Affine {
+  a: number;
+  b: number;
+}
+
+/** One entry of a shape vector computed in-graph: coefficient × a product of symbols (B batch, F(a,b) frames, H rows, W columns, U… unknown). */
+interface Sym {
+  coef: Ratio;
+  syms: string[];
 }
 
 export type Fact =
   | SpatialFact
   /** The same for every position (initializers, literals and what is computed from them only). */
   | { kind: 'const'; dims: number[] | null }
-  /** Shape(x) of a spatial x: a reshape target that follows x's band. */
-  | { kind: 'shape'; of: string }
+  /** Shape(x) of a spatial x, or a vector computed from it: a reshape target that follows x's band (entries null: not modelled). */
+  | { kind: 'shape'; entries: Sym[] | null }
   /** Depends on every position: the output of a nonlocal or unanalysed op. */
   | { kind: 'mixed'; origin: string };
 
@@ -162,6 +185,7 @@ function sameLayout(a: SpatialFact, b: SpatialFact): boolean {
     a.rank === b.rank &&
     a.rowAxis === b.rowAxis &&
     a.colAxis === b.colAxis &&
+    a.frameAxis === b.frameAxis &&
     equalRatio(a.scale.rows, b.scale.rows) &&
     equalRatio(a.scale.cols, b.scale.cols)
   );
@@ -169,6 +193,80 @@ function sameLayout(a: SpatialFact, b: SpatialFact): boolean {
 
 function isSpatialAxis(f: SpatialFact, axis: number): boolean {
   return axis === f.rowAxis || axis === f.colAxis;
+}
+
+const hasMargin = (f: SpatialFact): boolean => !!f.margin && Object.values(f.margin).some((m) => m > 0);
+
+/** The symbol of a value's frame count. */
+const frameSymbol = (f: SpatialFact): string => (f.frames ? `F(${f.frames.a},${f.frames.b})` : 'F(?)');
+
+function symProduct(list: readonly Sym[]): Sym {
+  let coef = ONE;
+  const syms: string[] = [];
+  for (const e of list) {
+    coef = mulRatio(coef, e.coef);
+    syms.push(...e.syms);
+  }
+  return { coef, syms: syms.sort() };
+}
+
+function sameSym(a: Sym, b: Sym): boolean {
+  return equalRatio(a.coef, b.coef) && a.syms.length === b.syms.length && a.syms.every((s, i) => s === b.syms[i]);
+}
+
+const isSubset = (a: readonly string[], b: readonly string[]): boolean => {
+  const rest = [...b];
+  return a.every((s) => {
+    const i = rest.indexOf(s);
+    if (i < 0) return false;
+    rest.splice(i, 1);
+    return true;
+  });
+};
+
+/**
+ * What each axis of x holds, as symbols, outer to inner: rows (H) and columns (W) at x's scale,
+ * frames, the batch (axis 0), known sizes; a token axis holds its parts (frames, rows, columns).
+ */
+function axisParts(x: SpatialFact, node: string): Sym[][] {
+  return Array.from({ length: x.rank }, (_, a) => {
+    const rows: Sym = { coef: x.scale.rows, syms: ['H'] };
+    const cols: Sym = { coef: x.scale.cols, syms: ['W'] };
+    const frames: Sym = { coef: ONE, syms: [frameSymbol(x)] };
+    if (a === x.rowAxis) return x.colAxis !== null ? [rows] : x.frameAxis === a ? [frames, rows, cols] : [rows, cols];
+    if (a === x.colAxis) return [cols];
+    if (a === x.frameAxis) return [frames];
+    if (a === 0) return [{ coef: ONE, syms: ['B'] }];
+    const d = x.dims[a];
+    return [d == null ? { coef: ONE, syms: [`U:${node}:${a}`] } : { coef: ratio(d), syms: [] }];
+  });
+}
+
+/**
+ * Axes of a reshape matched group by group (each input group and output group hold the same
+ * product): the side whose product is a strict factor of the other's grows. Null when no
+ * such matching exists.
+ */
+function groupAxes(inp: readonly Sym[], out: readonly Sym[]): { i: number[]; o: number[] }[] | null {
+  const groups: { i: number[]; o: number[] }[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < inp.length || j < out.length) {
+    if (i >= inp.length || j >= out.length) return null;
+    const gi = [i++];
+    const go = [j++];
+    for (;;) {
+      const a = symProduct(gi.map((k) => inp[k]!));
+      const b = symProduct(go.map((k) => out[k]!));
+      if (sameSym(a, b)) break;
+      const smaller = (x: Sym, y: Sym) => isSubset(x.syms, y.syms) && (x.syms.length < y.syms.length || compareRatio(x.coef, y.coef) < 0);
+      if (smaller(b, a) && j < out.length) go.push(j++);
+      else if (smaller(a, b) && i < inp.length) gi.push(i++);
+      else return null;
+    }
+    groups.push({ i: gi, o: go });
+  }
+  return groups;
 }
 
 /** A scale as text: `8x`, or `8x4` when rows and columns differ. */
@@ -196,19 +294,22 @@ class Interpreter {
         null,
         null,
       ];
-      if (dims.length !== 4)
+      if (dims.length !== 4 && dims.length !== 5)
         throw new DistVaeError(
           'UNSUPPORTED',
-          `graph input ${input.name} has rank ${dims.length}; the locality analysis reads (batch, channels, height, width) images`,
+          `graph input ${input.name} has rank ${dims.length}; the locality analysis reads (batch, channels, height, width) images or (batch, channels, frames, height, width) videos`,
         );
+      const video = dims.length === 5;
       this.facts.set(input.name!, {
         kind: 'spatial',
-        rank: 4,
-        rowAxis: 2,
-        colAxis: 3,
+        rank: dims.length,
+        rowAxis: video ? 3 : 2,
+        colAxis: video ? 4 : 3,
         scale: { rows: ONE, cols: ONE },
-        dims: [dims[0]!, dims[1]!, null, null],
+        dims: video ? [dims[0]!, dims[1]!, null, null, null] : [dims[0]!, dims[1]!, null, null],
         depth: NO_DEPTH,
+        frameAxis: video ? 2 : null,
+        frames: video ? { a: 1, b: 0 } : null,
       });
     }
   }
@@ -250,9 +351,13 @@ class Interpreter {
     const mixed = ins.find((f): f is Extract<Fact, { kind: 'mixed' }> => f?.kind === 'mixed');
     if (mixed) return mixed;
     const spatial = ins.filter((f): f is SpatialFact => f?.kind === 'spatial');
-    if (rule === 'shape') return spatial.length > 0 ? { kind: 'shape', of: names[0]! } : { kind: 'const', dims: null };
+    if (rule === 'shape') return spatial.length > 0 ? this.shapeOf(node, spatial[0]!) : { kind: 'const', dims: null };
     if (spatial.length === 0 && !ins.some((f) => f?.kind === 'shape')) return { kind: 'const', dims: this.constDims(node, ins) };
+    if (spatial.length === 0) return this.shapeArithmetic(node, ins, names);
     const x = spatial[0];
+    // Padding rows beyond the band are only read by the Conv that consumes them (a padded conv).
+    if (spatial.some(hasMargin) && rule !== 'conv')
+      return this.flag(node, 'unanalysed', `${op} of a value padded along its spatial axes (only a Conv may read the padding)`);
     if (rule === 'pointwise')
       return x && ins[0]?.kind === 'spatial' && spatial.length === 1
         ? x
@@ -290,14 +395,8 @@ class Interpreter {
         return this.split(node, x);
       case 'slice':
         return this.slice(node, x, names);
-      case 'pad': {
-        const pads = this.literal(names[1]);
-        if (!pads) return this.flag(node, 'unanalysed', 'Pad with computed pads');
-        const r = pads.length / 2;
-        return [x.rowAxis, x.colAxis].some((a) => a !== null && (pads[a] !== 0 || pads[a + r] !== 0))
-          ? this.flag(node, 'unanalysed', 'Pad of a spatial axis shifts positions')
-          : x;
-      }
+      case 'pad':
+        return this.pad(node, x, names[1]);
       case 'unsqueeze':
         return this.unsqueeze(node, x, names[1]);
       case 'statistics':
@@ -307,6 +406,87 @@ class Interpreter {
       default:
         return this.flag(node, 'unanalysed', `${op} is not modelled by the locality analysis`);
     }
+  }
+
+  /** Shape(x) (with its start and end attributes) as symbols, one entry per axis. */
+  private shapeOf(node: NodeProto, x: SpatialFact): Fact {
+    const entries = axisParts(x, node.name ?? '').map(symProduct);
+    const start = normaliseAxis(intAttribute(node, 'start', 0), x.rank);
+    const end = node.attribute?.some((a) => a.name === 'end') ? normaliseAxis(intAttribute(node, 'end', x.rank), x.rank + 1) : x.rank;
+    return { kind: 'shape', entries: entries.slice(start, end) };
+  }
+
+  /**
+   * Shape vectors computed from shapes: slices, concatenations with literals and products by
+   * literals (how a graph spells a reshape target that follows the band). Other ops on shapes are unanalysed.
+   */
+  private shapeArithmetic(node: NodeProto, ins: (Fact | undefined)[], names: string[]): Fact {
+    const op = node.op_type ?? '';
+    const entries = (i: number): Sym[] | null => {
+      const f = ins[i];
+      if (f?.kind === 'shape') return f.entries;
+      const values = this.literal(names[i]);
+      return values ? values.map((v) => ({ coef: ratio(v), syms: [] })) : null;
+    };
+    const unknown: Fact = { kind: 'shape', entries: null };
+    if (op === 'Slice') {
+      const e = entries(0);
+      const [start, end] = [this.literal(names[1])?.[0], this.literal(names[2])?.[0]];
+      const axes = names[3] ? this.literal(names[3]) : [0];
+      if (
+        !e ||
+        start === undefined ||
+        end === undefined ||
+        axes?.length !== 1 ||
+        axes[0] !== 0 ||
+        (names[4] && this.literal(names[4])?.[0] !== 1)
+      )
+        return unknown;
+      const clamp = (v: number) => Math.max(0, Math.min(e.length, v < 0 ? v + e.length : v));
+      return { kind: 'shape', entries: e.slice(clamp(start), clamp(end)) };
+    }
+    if (op === 'Concat' && intAttribute(node, 'axis', 0) === 0) {
+      const parts = names.map((_, i) => entries(i));
+      return parts.every((p) => p !== null) ? { kind: 'shape', entries: parts.flatMap((p) => p!) } : unknown;
+    }
+    if (op === 'Mul') {
+      const [a, b] = [entries(0), entries(1)];
+      if (!a || !b || (a.length !== b.length && a.length !== 1 && b.length !== 1)) return unknown;
+      const n = Math.max(a.length, b.length);
+      const at = (e: Sym[], i: number) => e[e.length === 1 ? 0 : i]!;
+      return { kind: 'shape', entries: Array.from({ length: n }, (_, i) => symProduct([at(a, i), at(b, i)])) };
+    }
+    return this.flag(node, 'unanalysed', `${op} with a shape computed from a band`);
+  }
+
+  /**
+   * A Pad: of frames or channels, positions are untouched (frames change count); of the rows
+   * or columns (constant or edge mode), the padding becomes the value's margin, which only the
+   * Conv that reads it consumes — at a cut edge the padded rows are wrong, as zero padding is.
+   */
+  private pad(node: NodeProto, x: SpatialFact, padsName: string | undefined): Fact {
+    const pads = this.literal(padsName);
+    if (!pads) return this.flag(node, 'unanalysed', 'Pad with computed pads');
+    const r = pads.length / 2;
+    const spatial = [x.rowAxis, x.colAxis].some((a) => a !== null && (pads[a] !== 0 || pads[a + r] !== 0));
+    let frames = x.frames;
+    if (x.frameAxis !== null && x.frameAxis !== x.rowAxis && frames)
+      frames = { a: frames.a, b: frames.b + pads[x.frameAxis]! + pads[x.frameAxis + r]! };
+    if (!spatial) return { ...x, frames };
+    const mode = stringAttribute(node, 'mode', 'constant');
+    if (x.colAxis === null || (mode !== 'constant' && mode !== 'edge'))
+      return this.flag(node, 'unanalysed', `Pad mode=${mode} of a spatial axis (constant or edge padding of rows and columns is modelled)`);
+    const m = x.margin ?? NO_DEPTH;
+    return {
+      ...x,
+      frames,
+      margin: {
+        top: m.top + pads[x.rowAxis]!,
+        bottom: m.bottom + pads[x.rowAxis + r]!,
+        left: m.left + pads[x.colAxis]!,
+        right: m.right + pads[x.colAxis + r]!,
+      },
+    };
   }
 
   /** Dims of an op on constants, where they are easy to know (for broadcasting checks). */
@@ -386,26 +566,56 @@ class Interpreter {
           );
       }
     }
-    const dims = Array.from({ length: rank }, (_, i) => (i < shift ? null : x.dims[i - shift]!));
-    return { ...x, rank, rowAxis: x.rowAxis + shift, colAxis: x.colAxis === null ? null : x.colAxis + shift, dims, depth };
+    // Known sizes from any operand of the full rank (one may know a size another lost).
+    const dims = Array.from({ length: rank }, (_, i) => {
+      for (const s of spatial) {
+        const d = s.dims[i - (rank - s.rank)];
+        if (d != null) return d;
+      }
+      return null;
+    });
+    return {
+      ...x,
+      rank,
+      rowAxis: x.rowAxis + shift,
+      colAxis: x.colAxis === null ? null : x.colAxis + shift,
+      frameAxis: x.frameAxis === null ? null : x.frameAxis + shift,
+      dims,
+      depth,
+    };
   }
 
   private conv(node: NodeProto, x: SpatialFact, ins: (Fact | undefined)[]): Fact {
     const w = ins[1];
-    if (w?.kind !== 'const' || !w.dims || w.dims.length !== 4 || ins[2]?.kind === 'spatial')
-      return this.flag(node, 'unanalysed', 'Conv whose weight is not a 2-D kernel literal');
-    if (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3)
+    // A 2-D kernel over (B, C, H, W), or a 3-D one over (B, C, F, H, W) whose time axis is the frames (never split).
+    const video = x.rank === 5 && x.frameAxis === 2;
+    if (w?.kind !== 'const' || !w.dims || w.dims.length !== (video ? 5 : 4) || ins[2]?.kind === 'spatial')
+      return this.flag(node, 'unanalysed', `Conv whose weight is not a ${video ? 3 : 2}-D kernel literal`);
+    if ((x.rank !== 4 && !video) || x.rowAxis !== x.rank - 2 || x.colAxis !== x.rank - 1)
       return this.flag(node, 'unanalysed', 'Conv over axes other than the rows and columns');
     if (stringAttribute(node, 'auto_pad', 'NOTSET') !== 'NOTSET') return this.flag(node, 'unanalysed', 'Conv with auto_pad');
+    const n = w.dims.length - 2;
     const kernel = w.dims.slice(2);
-    const pads = intsAttribute(node, 'pads') ?? [0, 0, 0, 0];
-    const strides = intsAttribute(node, 'strides') ?? [1, 1];
-    const dilations = intsAttribute(node, 'dilations') ?? [1, 1];
-    const axis = (i: 0 | 1, before: number, after: number) => {
+    const pads = intsAttribute(node, 'pads') ?? Array.from({ length: 2 * n }, () => 0);
+    const strides = intsAttribute(node, 'strides') ?? Array.from({ length: n }, () => 1);
+    const dilations = intsAttribute(node, 'dilations') ?? Array.from({ length: n }, () => 1);
+    // A margin (an earlier Pad's rows beyond the band) acts as this conv's own padding.
+    const margin = x.margin ?? NO_DEPTH;
+    const extra = [
+      [margin.top, margin.bottom],
+      [margin.left, margin.right],
+    ] as const;
+    let frames = x.frames;
+    if (video && frames) {
+      const reach = dilations[0]! * (kernel[0]! - 1);
+      frames = strides[0] === 1 ? { a: frames.a, b: frames.b + pads[0]! + pads[n]! - reach } : null;
+    }
+    const axis = (spatialIndex: 0 | 1, before: number, after: number) => {
+      const i = n - 2 + spatialIndex;
       const reach = dilations[i]! * (kernel[i]! - 1);
       const s = strides[i]!;
-      const begin = pads[i]!;
-      const total = begin + pads[i + 2]!;
+      const begin = pads[i]! + extra[spatialIndex][0];
+      const total = begin + pads[i + n]! + extra[spatialIndex][1];
       // Output position j covers input [s·j, s·j + s) only when the size maps one to one.
       if (total > reach || total < reach + 1 - s) return null;
       return { before: Math.ceil((before + begin) / s), after: Math.max(0, Math.ceil((after + reach - begin - s + 1) / s)), stride: s };
@@ -416,12 +626,12 @@ class Interpreter {
       return this.flag(
         node,
         'unanalysed',
-        `Conv pads [${pads.join(',')}] with kernel ${kernel.join('x')} change the spatial size: positions do not map one to one`,
+        `Conv pads [${pads.join(',')}]${hasMargin(x) ? ' after a Pad' : ''} with kernel ${kernel.join('x')} change the spatial size: positions do not map one to one`,
       );
     const scale = { rows: divRatio(x.scale.rows, ratio(rows.stride)), cols: divRatio(x.scale.cols, ratio(cols.stride)) };
     const depth = { top: rows.before, bottom: rows.after, left: cols.before, right: cols.after };
     const resampled = rows.stride !== 1 || cols.stride !== 1;
-    if (kernel.some((k) => k > 1) || resampled) {
+    if (kernel.slice(-2).some((k) => k > 1) || resampled) {
       this.growth.push({
         node: node.name ?? '',
         op: 'Conv',
@@ -435,7 +645,9 @@ class Interpreter {
         scaleAfter: scale,
       });
     }
-    return { ...x, scale, dims: [x.dims[0]!, w.dims[0]!, null, null], depth };
+    const { margin: _padded, ...rest } = x;
+    const dims = video ? [x.dims[0]!, w.dims[0]!, null, null, null] : [x.dims[0]!, w.dims[0]!, null, null];
+    return { ...rest, scale, dims, depth, frames };
   }
 
   private upsampled(node: NodeProto, x: SpatialFact, fy: Ratio, fx: Ratio, channels: number | null): Fact {
@@ -451,7 +663,7 @@ class Interpreter {
     return {
       ...x,
       scale,
-      dims: [x.dims[0]!, channels, null, null],
+      dims: x.dims.map((d, i) => (i === 1 ? channels : i === 0 ? d : null)),
       depth: { top: grow(x.depth.top, fy), bottom: grow(x.depth.bottom, fy), left: grow(x.depth.left, fx), right: grow(x.depth.right, fx) },
     };
   }
@@ -460,9 +672,19 @@ class Interpreter {
     const mode = stringAttribute(node, 'mode', 'nearest');
     const transform = stringAttribute(node, 'coordinate_transformation_mode', 'half_pixel');
     const nearest = stringAttribute(node, 'nearest_mode', 'round_prefer_floor');
-    const scales = this.literal(node.input?.[2]);
-    if (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3 || !scales || scales.length !== 4)
-      return this.flag(node, 'unanalysed', 'Resize without literal scales over (batch, channels, rows, columns)');
+    const literal = this.literal(node.input?.[2]);
+    // (B, C, F, H, W): a whole factor on the frames repeats each frame (frames are never split), the rest as for images.
+    const video = x.rank === 5 && x.frameAxis === 2 && x.rowAxis === 3 && x.colAxis === 4;
+    const ft = video && literal?.length === 5 ? literal[2]! : 1;
+    const scales = video && literal?.length === 5 ? [literal[0]!, literal[1]!, literal[3]!, literal[4]!] : literal;
+    if (
+      (!video && (x.rank !== 4 || x.rowAxis !== 2 || x.colAxis !== 3)) ||
+      !scales ||
+      scales.length !== 4 ||
+      !Number.isInteger(ft) ||
+      ft < 1
+    )
+      return this.flag(node, 'unanalysed', 'Resize without literal scales over (batch, channels, [frames,] rows, columns)');
     const [sb, sc, fy, fx] = scales as [number, number, number, number];
     // With whole factors, 'asymmetric'+'floor' and 'half_pixel'+'round_prefer_*' both read source row ⌊i/f⌋.
     const floorMapping =
@@ -477,8 +699,9 @@ class Interpreter {
     }
     // A whole factor on the channel axis repeats each channel in place (PyTorch's repeat_interleave): positions are untouched.
     const channels = x.dims[1] == null ? null : x.dims[1] * sc;
-    if (fy === 1 && fx === 1) return { ...x, dims: [x.dims[0]!, channels, null, null] };
-    return this.upsampled(node, x, ratio(fy), ratio(fx), channels);
+    const frames = x.frames && { a: x.frames.a * ft, b: x.frames.b * ft };
+    if (fy === 1 && fx === 1) return { ...x, frames, dims: x.dims.map((d, i) => (i === 1 ? channels : d)) };
+    return { ...(this.upsampled(node, x, ratio(fy), ratio(fx), channels) as SpatialFact), frames };
   }
 
   private depthToSpace(node: NodeProto, x: SpatialFact): Fact {
@@ -492,23 +715,26 @@ class Interpreter {
   private reshape(node: NodeProto, x: SpatialFact, targetName: string | undefined): Fact {
     const targetFact = targetName ? this.facts.get(targetName) : undefined;
     if (targetFact?.kind === 'shape') {
-      // Back to the layout of the tensor whose shape is the target (tokens → image).
-      const like = this.fact(targetFact.of) as SpatialFact;
-      const channels = x.dims[1];
-      if (
-        x.colAxis !== null ||
-        x.rank !== 3 ||
-        x.rowAxis !== 2 ||
-        !equalRatio(x.scale.rows, like.scale.rows) ||
-        !equalRatio(x.scale.cols, like.scale.cols) ||
-        (channels != null && like.dims[1] != null && channels !== like.dims[1])
-      ) {
-        return this.flag(node, 'unanalysed', `Reshape to the shape of ${targetFact.of} from a value of another layout`);
-      }
-      return { ...like, depth: x.depth };
+      if (!targetFact.entries) return this.flag(node, 'unanalysed', 'Reshape to a shape computed in a way the analysis does not model');
+      return this.reshapeTo(node, x, targetFact.entries);
     }
     const target = this.literal(targetName);
     const c = x.dims[1];
+    // (B, C, F, H, W) → (B, C, F·H·W): tokens, frame-major then row-major, so each frame's rows stay contiguous.
+    if (
+      target &&
+      target.length === 3 &&
+      target[0] === 0 &&
+      target[2] === -1 &&
+      x.rank === 5 &&
+      x.frameAxis === 2 &&
+      x.rowAxis === 3 &&
+      x.colAxis === 4 &&
+      c != null &&
+      target[1] === c
+    ) {
+      return { ...x, rank: 3, rowAxis: 2, colAxis: null, frameAxis: 2, dims: [x.dims[0]!, c, null] };
+    }
     // (B, C, H, W) → (B, C, H·W): tokens, row-major, so rows stay contiguous.
     if (
       target &&
@@ -539,6 +765,92 @@ class Interpreter {
     return this.flag(node, 'unanalysed', `Reshape${target ? ` to [${target.join(',')}]` : ''} merges positions with other axes`);
   }
 
+  /**
+   * A Reshape to a computed shape, matched axis group by axis group (groupAxes): untouched
+   * axes, channels regrouped, frames, rows and columns flattened into tokens (or tokens split
+   * back), and a row, column or frame axis merged with constant factors inside it — a whole
+   * factor interleave, i.e. an upsampling by that factor (how a channel-to-space rearrangement
+   * lands). Anything that moves rows into another axis is unanalysed.
+   */
+  private reshapeTo(node: NodeProto, x: SpatialFact, target: readonly Sym[]): Fact {
+    const parts = axisParts(x, node.name ?? '');
+    const groups = groupAxes(parts.map(symProduct), target);
+    const refuse = (why: string) => this.flag(node, 'unanalysed', `Reshape to a computed shape ${why}`);
+    if (!groups) return refuse('that does not match the input axis group by axis group');
+    let rowAxis: number | null = null;
+    let colAxis: number | null = null;
+    let frameAxis: number | null = null;
+    let frames = x.frames;
+    const scale = { ...x.scale };
+    const depth = { ...x.depth };
+    const grown = { rows: ONE, cols: ONE };
+    for (const g of groups) {
+      const has = (a: number | null) => a !== null && g.i.includes(a);
+      if (!has(x.rowAxis) && !has(x.colAxis) && !has(x.frameAxis)) continue;
+      if (g.i.length === 1 && g.o.length === 1) {
+        const [a, o] = [g.i[0]!, g.o[0]!];
+        if (a === x.rowAxis) rowAxis = o;
+        if (a === x.colAxis) colAxis = o;
+        if (a === x.frameAxis) frameAxis = o;
+        continue;
+      }
+      if (g.o.length === 1) {
+        const o = g.o[0]!;
+        if (has(x.rowAxis) && has(x.colAxis)) {
+          const order = x.frameAxis !== null && has(x.frameAxis) ? [x.frameAxis, x.rowAxis, x.colAxis] : [x.rowAxis, x.colAxis!];
+          if (g.i.join() !== order.join()) return refuse('that flattens positions out of (frame, row, column) order');
+          rowAxis = o;
+          if (has(x.frameAxis)) frameAxis = o;
+          continue;
+        }
+        // Axes of size 1 are neutral wherever they sit.
+        const unit = (a: number) => parts[a]!.length === 1 && parts[a]![0]!.syms.length === 0 && equalRatio(parts[a]![0]!.coef, ONE);
+        const [first, ...inner] = g.i.filter((a) => !unit(a)) as [number, ...number[]];
+        const factors = inner.map((a) => parts[a]!);
+        if (factors.some((p) => p.length !== 1 || p[0]!.syms.length > 0)) return refuse('that merges positions with another axis');
+        const k = factors.reduce((n, p) => n * (p[0]!.coef.num / p[0]!.coef.den), 1);
+        if (first === x.rowAxis && x.colAxis !== null) {
+          rowAxis = o;
+          scale.rows = mulRatio(scale.rows, ratio(k));
+          grown.rows = ratio(k);
+          depth.top *= k;
+          depth.bottom *= k;
+        } else if (first === x.colAxis) {
+          colAxis = o;
+          scale.cols = mulRatio(scale.cols, ratio(k));
+          grown.cols = ratio(k);
+          depth.left *= k;
+          depth.right *= k;
+        } else if (first === x.frameAxis && x.frameAxis !== x.rowAxis) {
+          frameAxis = o;
+          frames = frames ? { a: frames.a * k, b: frames.b * k } : null;
+        } else return refuse('that merges positions into an outer axis');
+        continue;
+      }
+      if (g.i.length === 1 && g.i[0] === x.rowAxis && x.colAxis === null) {
+        const expected = parts[x.rowAxis]!;
+        if (g.o.length !== expected.length || !g.o.every((o, k) => sameSym(target[o]!, expected[k]!)))
+          return refuse('that splits tokens into other than their (frame,) row and column axes');
+        if (expected.length === 3) frameAxis = g.o[0]!;
+        rowAxis = g.o[expected.length - 2]!;
+        colAxis = g.o[expected.length - 1]!;
+        continue;
+      }
+      return refuse('that splits a row, column or frame axis');
+    }
+    if (rowAxis === null) return refuse('that loses the row axis');
+    if (!equalRatio(grown.rows, ONE) || !equalRatio(grown.cols, ONE))
+      this.growth.push({ node: node.name ?? '', op: 'Reshape', added: NO_DEPTH, resample: grown, scaleAfter: scale });
+    const dims = target.map((e, i) =>
+      i === rowAxis || i === colAxis || i === frameAxis || e.syms.length > 0 || e.coef.den !== 1
+        ? i === 0
+          ? x.dims[0]!
+          : null
+        : e.coef.num,
+    );
+    return { ...x, rank: target.length, rowAxis, colAxis, frameAxis, frames, scale, depth, dims };
+  }
+
   private transpose(node: NodeProto, x: SpatialFact): Fact {
     const perm = intsAttribute(node, 'perm') ?? Array.from({ length: x.rank }, (_, i) => x.rank - 1 - i);
     if (perm.length !== x.rank) return this.flag(node, 'unanalysed', 'Transpose with a permutation of another rank');
@@ -546,6 +858,7 @@ class Interpreter {
       ...x,
       rowAxis: perm.indexOf(x.rowAxis),
       colAxis: x.colAxis === null ? null : perm.indexOf(x.colAxis),
+      frameAxis: x.frameAxis === null ? null : perm.indexOf(x.frameAxis),
       dims: perm.map((p) => x.dims[p]!),
     };
   }
@@ -579,6 +892,12 @@ class Interpreter {
     for (const s of spatial) depth = maxDepth(depth, s.depth);
     const dims = [...x.dims];
     dims[axis] = spatial.every((s) => s.dims[axis] != null) ? spatial.reduce((n, s) => n + s.dims[axis]!, 0) : null;
+    if (axis === x.frameAxis) {
+      const frames = spatial.every((s) => s.frames)
+        ? spatial.reduce((t, s) => ({ a: t.a + s.frames!.a, b: t.b + s.frames!.b }), { a: 0, b: 0 })
+        : null;
+      return { ...x, dims, depth, frames };
+    }
     return { ...x, dims, depth };
   }
 
@@ -598,8 +917,25 @@ class Interpreter {
     if (axes.some((a) => isSpatialAxis(x, normaliseAxis(a, x.rank))))
       return this.flag(node, 'unanalysed', 'Slice of a spatial axis shifts positions');
     const dims = [...x.dims];
-    for (const a of axes) dims[normaliseAxis(a, x.rank)] = null;
-    return { ...x, dims };
+    const [starts, ends, steps] = [this.literal(names[1]), this.literal(names[2]), names[4] ? this.literal(names[4]) : undefined];
+    axes.forEach((a, i) => {
+      const axis = normaliseAxis(a, x.rank);
+      const [start, end, step, size] = [starts?.[i], ends?.[i], steps?.[i] ?? 1, x.dims[axis]];
+      // A literal slice of a known axis (channels) keeps a known size.
+      dims[axis] =
+        size != null && start !== undefined && end !== undefined && step === 1 && start >= 0 && end >= 0
+          ? Math.max(0, Math.min(end, size) - start)
+          : null;
+    });
+    const k = x.frameAxis === null ? -1 : axes.findIndex((a) => normaliseAxis(a, x.rank) === x.frameAxis);
+    if (k < 0) return { ...x, dims };
+    // Frames [start, end): a literal count when both bounds are literal and small, else all but the first `start`.
+    const [start, end, step] = [this.literal(names[1])?.[k], this.literal(names[2])?.[k], names[4] ? this.literal(names[4])?.[k] : 1];
+    let frames: Affine | null = null;
+    if (x.frames && start !== undefined && end !== undefined && step === 1 && start >= 0) {
+      frames = end >= Number.MAX_SAFE_INTEGER / 2 ? { a: x.frames.a, b: x.frames.b - start } : end >= 0 ? { a: 0, b: end - start } : null;
+    }
+    return { ...x, dims, frames };
   }
 
   private unsqueeze(node: NodeProto, x: SpatialFact, axesName: string | undefined): Fact {
@@ -611,7 +947,14 @@ class Interpreter {
     for (let i = 0; i < rank; i++) if (!inserted.has(i)) map.push(i);
     const dims: (number | null)[] = Array.from({ length: rank }, () => 1);
     map.forEach((to, from) => (dims[to] = x.dims[from]!));
-    return { ...x, rank, rowAxis: map[x.rowAxis]!, colAxis: x.colAxis === null ? null : map[x.colAxis]!, dims };
+    return {
+      ...x,
+      rank,
+      rowAxis: map[x.rowAxis]!,
+      colAxis: x.colAxis === null ? null : map[x.colAxis]!,
+      frameAxis: x.frameAxis === null ? null : map[x.frameAxis]!,
+      dims,
+    };
   }
 
   private reduce(node: NodeProto, x: SpatialFact, axesName: string | undefined): Fact {
@@ -619,11 +962,14 @@ class Interpreter {
     if (axes.length === 0 || axes.some((a) => isSpatialAxis(x, a))) return this.flag(node, 'nonlocal', `${node.op_type} over positions`);
     if (intAttribute(node, 'keepdims', 1) === 1) return x;
     const keep = Array.from({ length: x.rank }, (_, i) => i).filter((i) => !axes.includes(i));
+    const framesKept = x.frameAxis !== null && keep.includes(x.frameAxis);
     return {
       ...x,
       rank: keep.length,
       rowAxis: keep.indexOf(x.rowAxis),
       colAxis: x.colAxis === null ? null : keep.indexOf(x.colAxis),
+      frameAxis: framesKept ? keep.indexOf(x.frameAxis!) : null,
+      frames: framesKept ? x.frames : null,
       dims: keep.map((i) => x.dims[i]!),
     };
   }
@@ -666,6 +1012,8 @@ function regionOutput(region: SyncRegion, facts: Interpreter['facts']): SpatialF
     scale: q.scale,
     dims: [q.dims[0]!, v.dims[1]!, null],
     depth: NO_DEPTH,
+    frameAxis: q.frameAxis === null ? null : ATTENTION_TOKEN_AXES.output,
+    frames: q.frames,
   };
 }
 
@@ -723,6 +1071,17 @@ export function analyzeLocality(model: ModelProto): LocalityReport {
     const findingsBefore = interpreter.findings.length;
     const growthBefore = interpreter.growth.length;
     for (const n of segment.nodes) interpreter.run(n);
+    const crossingOut = segment.nodes.flatMap((n) => n.output ?? []).filter((o) => crossing.has(o));
+    for (const o of crossingOut) {
+      const f = facts.get(o);
+      if (f?.kind === 'spatial' && hasMargin(f))
+        interpreter.findings.push({
+          kind: 'unanalysed',
+          node: o,
+          op: 'Pad',
+          reason: 'padding along a spatial axis leaves the stage (only a Conv may read the padding)',
+        });
+    }
     const findings = interpreter.findings.slice(findingsBefore);
     const growth = interpreter.growth.slice(growthBefore);
     const outputs = segment.nodes.flatMap((n) => n.output ?? []).filter((o) => crossing.has(o) && facts.get(o)?.kind === 'spatial');

@@ -30,7 +30,18 @@ export type StagedStep =
    * values). With a `summary` (sync.ts), `partial` computes it from a band's keys and values and
    * `apply` the output from the queries and the summed summary, the core's two halves.
    */
-  | { kind: 'attention'; region: AttentionRegion; core: Subgraph; split?: { partial: Subgraph; apply: Subgraph } };
+  /**
+   * With a frame-causal mask (sync.ts), `frameCausal` is the core without its mask nodes (the
+   * softmax reads the raw scores): run on one query frame's queries with the keys and values of
+   * that frame and earlier, it equals the masked core on those queries.
+   */
+  | {
+      kind: 'attention';
+      region: AttentionRegion;
+      core: Subgraph;
+      split?: { partial: Subgraph; apply: Subgraph };
+      frameCausal?: Subgraph;
+    };
 
 export interface StagedGraph {
   /** The fused graph's single input and output. */
@@ -152,6 +163,33 @@ export function extractSubgraph(model: ModelProto, nodes: readonly NodeProto[], 
   };
 }
 
+/**
+ * The attention core of `nodes` without the mask that rewrites `mask.scores` into `mask.masked`:
+ * the mask's own nodes (traced back from `masked` to `scores`) are dropped and their readers
+ * read the scores.
+ */
+function unmaskedCore(model: ModelProto, nodes: readonly NodeProto[], region: AttentionRegion): Subgraph {
+  const { scores, masked } = region.mask!;
+  const producer = new Map<string, NodeProto>();
+  for (const n of nodes) for (const o of n.output ?? []) producer.set(o, n);
+  const dropped = new Set<NodeProto>();
+  const trace = (name: string) => {
+    const n = producer.get(name);
+    if (name === scores || !n || dropped.has(n)) return;
+    dropped.add(n);
+    for (const i of n.input ?? []) if (i) trace(i);
+  };
+  trace(masked);
+  const rewired = new Map<NodeProto, NodeProto>();
+  for (const n of graphOf(model).node) {
+    if (dropped.has(n)) continue;
+    rewired.set(n, (n.input ?? []).includes(masked) ? { ...n, input: n.input!.map((i) => (i === masked ? scores : i)) } : n);
+  }
+  const unmasked: ModelProto = { ...model, graph: { ...graphOf(model), node: [...rewired.values()] } };
+  const kept = nodes.filter((n) => !dropped.has(n)).map((n) => rewired.get(n)!);
+  return extractSubgraph(unmasked, kept, [region.output], `${graphOf(model).name ?? 'graph'}_${region.name}_unmasked`);
+}
+
 /** The model as steps: stage models between the sync regions, and the regions. */
 export function stageGraph(model: ModelProto, regions: readonly SyncRegion[] = syncRegionsOf(model)): StagedGraph {
   const g = graphOf(model);
@@ -166,6 +204,7 @@ export function stageGraph(model: ModelProto, regions: readonly SyncRegion[] = s
       const r = s.region;
       if (r.kind === 'group-norm') return { kind: 'group-norm', region: r };
       const core = extractSubgraph(model, s.nodes, [r.output], `${g.name ?? 'graph'}_${r.name}_core`);
+      if (r.mask?.kind === 'frame-causal') return { kind: 'attention', region: r, core, frameCausal: unmaskedCore(model, s.nodes, r) };
       if (!r.summary) return { kind: 'attention', region: r, core };
       // The summary's own nodes (traced back from it inside the region), then the rest.
       const producer = new Map<string, NodeProto>();

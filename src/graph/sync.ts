@@ -47,6 +47,15 @@ export interface AttentionRegion extends RegionBase {
    * so a sharded run computes it per band and all-reduces it instead of gathering keys and values.
    */
   summary?: { value: string; heads: number; headDim: number };
+  /**
+   * A mask the core applies to its scores before the softmax: its nodes rewrite `scores` into
+   * `masked`. `frame-causal` (HunyuanVideo's): query and key tokens are (frame, row, column)
+   * frame-major with as many tokens per frame on each side, and a query of frame f reads the
+   * keys of frames ≤ f only — so a sharded run drops the mask and runs the core on each query
+   * frame with the keys of that frame and earlier (graph/stages.ts `frameCausal`). `custom`:
+   * not modelled (row sharding refuses it).
+   */
+  mask?: { kind: 'frame-causal' | 'custom'; scores: string; masked: string };
   query: string;
   key: string;
   value: string;
@@ -65,8 +74,9 @@ export function regionInputs(region: SyncRegion): string[] {
 /** What the op computes, in words (for reports). */
 export function describeRegion(region: SyncRegion): string {
   if (region.kind === 'group-norm') return `${region.groups} groups, statistics over every position`;
-  return region.form === 'relu-linear'
-    ? 'every query reads every position (ReLU linear attention)'
+  if (region.form === 'relu-linear') return 'every query reads every position (ReLU linear attention)';
+  return region.mask?.kind === 'frame-causal'
+    ? 'every query attends to every position of its own and earlier frames'
     : 'every query attends to every position';
 }
 

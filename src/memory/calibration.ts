@@ -18,6 +18,12 @@ export interface RuntimeCalibration {
   packedWeightCopies: number;
   /** Copies of the sessions' weights in initializers under the process's mmap threshold that stay in glibc's heap (what onnxruntime read and freed opening the session). */
   heapWeightCopies: number;
+  /**
+   * Copies of the kernels the CPU EP reads in place from the mapped weights file (not 2-D
+   * convolutions) at or over the process's mmap threshold: one, by mechanism — measured by a probe
+   * (bench/mapped-kernels.ts), not fitted, since no matrix process but HunyuanVideo 1.5's has them.
+   */
+  mappedWeightCopies: number;
   /** Copies resident in a process that only holds the loaded VAE (a coordinator whose ranks decode, an idle rank). */
   holdingWeightCopies: number;
   /** Resident bytes per byte of the sessions' activation peaks (each arena keeps its largest run's plan). */
@@ -90,6 +96,7 @@ export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
     sessionWeightCopies: 0,
     packedWeightCopies: 0.887,
     heapWeightCopies: 0.812,
+    mappedWeightCopies: 1,
     holdingWeightCopies: 0.119,
     activationFactor: 0.698,
     patternFactor: 0.864,

@@ -25,7 +25,16 @@ import type { Tensor } from '../tensor.js';
 import { calibrationOf, type RuntimeCalibration } from './calibration.js';
 import { RANK_ALLOCATOR_DEFAULTS } from '../ranks/local/process/allocator-env.js';
 import { MMAP_THRESHOLD_MAX, MMAP_THRESHOLD_START, type MallocThreshold } from './liveness.js';
-import { conv2dWeightBytes, decodingHold, heapWeightBytes, initializerSizes, sessionRuns, type SessionRun } from './runs.js';
+import {
+  conv2dWeightBytes,
+  decodingHold,
+  heapWeightBytes,
+  initializerSizes,
+  mappedKernelSizes,
+  mappedWeightBytes,
+  sessionRuns,
+  type SessionRun,
+} from './runs.js';
 import type { ValueShape } from '../graph/ops.js';
 import { inferShapes } from './shapes.js';
 import { hostCores } from '../runtime/host-memory.js';
@@ -72,6 +81,13 @@ export interface MemoryTerms {
    * heap for those; larger ones are mmapped and returned (HunyuanImage's 144 MiB kernels).
    */
   heapWeights: number;
+  /**
+   * Of the sessions' weights, the kernels onnxruntime's CPU EP reads in place from the mapped
+   * weights file (convolutions that are not 2-D: 3-D kernels) at or over the process's mmap
+   * threshold (runs.ts mappedWeightBytes): resident, file-backed, from the first run on.
+   * HunyuanVideo 1.5's published decoder (3.3 GiB of 3-D kernels) in a rank process.
+   */
+  mappedWeights: number;
   /** Weight bytes, when this process only holds the loaded VAE. */
   holdingWeights: number;
   /** Sum over its sessions of their largest run's activation peak (graph liveness): what each arena keeps. */
@@ -145,6 +161,7 @@ export function peakOfTerms(t: MemoryTerms, cal: RuntimeCalibration): number {
       cal.sessionWeightCopies * t.sessionWeights +
       cal.packedWeightCopies * t.packedWeights +
       cal.heapWeightCopies * t.heapWeights +
+      cal.mappedWeightCopies * t.mappedWeights +
       cal.holdingWeightCopies * t.holdingWeights +
       cal.activationFactor * t.activation +
       cal.patternFactor * t.pattern +
@@ -369,6 +386,7 @@ const NO_TERMS: MemoryTerms = {
   sessionWeights: 0,
   packedWeights: 0,
   heapWeights: 0,
+  mappedWeights: 0,
   holdingWeights: 0,
   activation: 0,
   deviceActivation: 0,
@@ -450,6 +468,7 @@ export function predictMemory(
       sessionWeights: hold.weightBytes,
       packedWeights: hold.packedWeightBytes,
       heapWeights: hold.heapWeightBytes,
+      mappedWeights: hold.mappedWeightBytes,
       activation: hold.activation,
       deviceActivation: hold.deviceActivation,
       pattern: hold.pattern,
@@ -494,6 +513,7 @@ export function predictMemory(
           // Weights as the sessions hold them: the precision's graph (a float16 kernel behind its Cast is not prepacked).
           packedWeights: conv2dWeightBytes(arch.model!),
           heapWeights: heapWeightBytes(initializerSizes(arch.model!), weightLimit(rankThreshold)),
+          mappedWeights: mappedWeightBytes(mappedKernelSizes(arch.model!), weightLimit(rankThreshold)),
           shard: hold.peakBytes,
           heap: hold.heapBytes,
           largestTensor: hold.maxTensorBytes,
@@ -581,6 +601,7 @@ export function predictTileRun(vae: VaeSpec, tiles: readonly (readonly number[])
     sessionWeights: hold.weightBytes,
     packedWeights: hold.packedWeightBytes,
     heapWeights: hold.heapWeightBytes,
+    mappedWeights: hold.mappedWeightBytes,
     activation: hold.activation,
     deviceActivation: hold.deviceActivation,
     pattern: hold.pattern,

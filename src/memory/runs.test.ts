@@ -10,7 +10,15 @@ import { HUNYUAN_VIDEO_TINY, LTX2_TINY, WAN21_TINY, WAN22_TINY } from '../famili
 import { createSession } from '../runtime/session.js';
 import { elementCount, seededTensor, type Tensor } from '../tensor.js';
 import { predictMemory, type MemoryPlan, type MemoryTerms } from './model.js';
-import { conv2dWeightBytes, decodingHold, inputDimsOf, sessionRuns, type SessionRun } from './runs.js';
+import {
+  conv2dWeightBytes,
+  decodingHold,
+  inputDimsOf,
+  mappedKernelSizes,
+  mappedWeightBytes,
+  sessionRuns,
+  type SessionRun,
+} from './runs.js';
 import { GraphBuilder } from '../graph/builder.js';
 import { inferShapes } from './shapes.js';
 
@@ -225,6 +233,44 @@ test('only kernels with a spatial extent count as prepacked: a 1×1 convolution 
   const spatial = g.conv(x, g.param('k3', seededTensor([8, 8, 3, 3], 1)), undefined, { pads: 1 });
   g.output('y', g.conv(spatial, g.param('k1', seededTensor([16, 8, 1, 1], 2)), undefined));
   assert.equal(conv2dWeightBytes(g.toModel()), 4 * 8 * 8 * 3 * 3);
+});
+
+test('kernels of convolutions that are not 2-D are read in place from the mapped weights file: counted once each, those under the mmap threshold left to the heap term', () => {
+  const g = new GraphBuilder('kernels');
+  const x = g.input('x', [1, 8, 3, 4, 4]);
+  const k3 = g.param('k3', seededTensor([8, 8, 3, 3, 3], 1));
+  const twice = g.conv(g.conv(x, k3, undefined, { pads: 1 }), k3, undefined, { pads: 1 });
+  const pointwise = g.conv(twice, g.param('k1', seededTensor([16, 8, 1, 1, 1], 2)), undefined);
+  const flat = g.reshape(pointwise, [1, 48, 4, 4]);
+  g.output('y', g.conv(flat, g.param('k2', seededTensor([8, 48, 3, 3], 3)), undefined, { pads: 1 }));
+  const model = g.toModel();
+  // The 2-D kernel is prepacked (conv2dWeightBytes), not mapped; the 3-D one is counted once.
+  assert.deepEqual(mappedKernelSizes(model), [4 * 8 * 8 * 27, 4 * 16 * 8]);
+  assert.equal(conv2dWeightBytes(model), 4 * 8 * 48 * 9);
+  assert.equal(mappedWeightBytes(mappedKernelSizes(model), 4 * 16 * 8 + 1), 4 * 8 * 8 * 27);
+  assert.equal(mappedWeightBytes(mappedKernelSizes(model), 1), 4 * (8 * 8 * 27 + 16 * 8));
+});
+
+test("HunyuanVideo 1.5's published decoder: a rank process holds its 3-D kernels over 256 KiB once, a process under glibc's threshold those over 32 MiB; a 2-D family none", () => {
+  const vae = planningVae('hunyuan-video-1.5');
+  // An independent count: the decoder's 5-D parameters are its 3-D convolution kernels, but for
+  // the mid-block attention's 1×1×1 projections, which the graph runs as MatMuls (prepacked).
+  const kernels = runtimeOf(vae.family)
+    .decoderParams(vae.config)
+    .filter((p) => p.dims.length === 5 && !p.name.includes('.attentions.'))
+    .map((p) => 4 * elementCount(p.dims));
+  const over = (bytes: number) => kernels.filter((k) => k >= bytes).reduce((a, b) => a + b, 0);
+  const sample = { height: 64, width: 64, frames: 1 };
+  const rank = predictMemory(vae, { strategy: 'whole', ranks: 1, isolated: true }, sample).ranks[0]!.terms;
+  assert.equal(rank.mappedWeights, over(256 * 1024));
+  assert.ok(rank.mappedWeights > 3 * 2 ** 30, 'the published decoder has over 3 GiB of 3-D kernels');
+  assert.equal(rank.packedWeights, 0);
+  const own = predictMemory(vae, { strategy: 'whole', ranks: 1 }, sample).coordinator.terms;
+  assert.equal(own.mappedWeights, over(32 * 2 ** 20));
+  // Those under 32 MiB are the heap term's, not counted twice.
+  assert.ok(own.heapWeights >= kernels.filter((k) => k < 32 * 2 ** 20).reduce((a, b) => a + b, 0));
+  const sd = predictMemory(planningVae('autoencoder-kl'), { strategy: 'whole', ranks: 1, isolated: true }, { height: 64, width: 64 });
+  assert.equal(sd.ranks[0]!.terms.mappedWeights, 0);
 });
 
 test("several tiles decoded in a process under glibc's own arenas hold one activation peak more per extra intra-op thread; one tile, one thread or distvae's rank allocator none", () => {

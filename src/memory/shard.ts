@@ -28,7 +28,7 @@ import { modelInPrecision, type Precision } from '../graph/precision.js';
 import { wholeTimes } from '../graph/ratio.js';
 import { bandRows, haloRows, type Band } from '../strategies/shard/bands.js';
 import { bandName } from '../strategies/shard/band-models.js';
-import { layoutOf, predictCollectives, rowUnit, shardPlan, type ShardPlan } from '../strategies/shard/plan.js';
+import { isFramed, layoutOf, predictCollectives, rowUnit, shardPlan, type ShardPlan } from '../strategies/shard/plan.js';
 import { heapServedBytes, MMAP_THRESHOLD_START, peakOf, type MallocThreshold } from './liveness.js';
 import { bytesOf, elements, type ValueShape } from '../graph/ops.js';
 import { inferShapes } from './shapes.js';
@@ -95,19 +95,33 @@ export function shardRankHold(
   const plan = planOf(model, band.start > 0 || band.end < latentRows);
   const { staged } = plan;
   const latentCols = whole.get(staged.input)!.dims.at(-1)!;
-  /** A value's dims with `entries` on its row axis. */
-  const cut = (name: string, entries: number): number[] => {
-    const f = layoutOf(plan, name);
-    const dims = [...whole.get(name)!.dims];
-    dims[f.rowAxis] = entries;
-    return dims;
-  };
   const rowsOf = (name: string, halo = { num: 0, den: 1 }) => {
     const f = layoutOf(plan, name);
     const unit = rowUnit(f, latentCols);
     const own = bandRows(band, f.scale.rows);
     const read = haloRows(band, halo, latentRows, f.scale.rows);
     return { unit, own, read, all: wholeTimes(latentRows, f.scale.rows) };
+  };
+  /**
+   * A value's dims with `entries` on its row axis — per frame for frame-major tokens (video),
+   * whose row axis then holds frames × entries, or, as a band model is fed them (`view`), is
+   * split into (frames, entries).
+   */
+  const cut = (name: string, entries: number, view = false): number[] => {
+    const f = layoutOf(plan, name);
+    const dims = [...whole.get(name)!.dims];
+    if (!isFramed(f)) {
+      dims[f.rowAxis] = entries;
+      return dims;
+    }
+    const r = rowsOf(name);
+    const frames = dims[f.rowAxis]! / (r.all * r.unit);
+    dims.splice(f.rowAxis, 1, ...(view ? [frames, entries] : [frames * entries]));
+    return dims;
+  };
+  const framesOfValue = (name: string): number => {
+    const r = rowsOf(name);
+    return whole.get(name)!.dims[layoutOf(plan, name).rowAxis]! / (r.all * r.unit);
   };
   const bandBytes = (name: string) => {
     const r = rowsOf(name);
@@ -144,9 +158,9 @@ export function shardRankHold(
         if (m.halo) {
           const above = (r.own.from - r.read.from) * r.unit;
           const below = (r.read.to - r.own.to) * r.unit;
-          dims[bandName.above(name)] = cut(name, above);
-          dims[bandName.band(name)] = cut(name, (r.own.to - r.own.from) * r.unit);
-          dims[bandName.below(name)] = cut(name, below);
+          dims[bandName.above(name)] = cut(name, above, true);
+          dims[bandName.band(name)] = cut(name, (r.own.to - r.own.from) * r.unit, true);
+          dims[bandName.below(name)] = cut(name, below, true);
           // The halo rows as received, and joined when they come from more than one rank.
           work += 2 * 4 * (elements(cut(name, above)) + elements(cut(name, below)));
         } else {
@@ -161,8 +175,10 @@ export function shardRankHold(
       for (const name of m.outputs) {
         const r = rowsOf(name, halo);
         if (m.halo) {
-          dims[bandName.crop(name)] = [2];
-          values[bandName.crop(name)] = [(r.own.from - r.read.from) * r.unit, (r.own.to - r.read.from) * r.unit];
+          const bounds = [(r.own.from - r.read.from) * r.unit, (r.own.to - r.read.from) * r.unit];
+          // Frame-major tokens are cropped per frame, the frame count fed with the bounds.
+          values[bandName.crop(name)] = isFramed(layoutOf(plan, name)) ? [...bounds, framesOfValue(name)] : bounds;
+          dims[bandName.crop(name)] = [values[bandName.crop(name)]!.length];
         }
         take(bandBytes(name));
       }
@@ -175,7 +191,9 @@ export function shardRankHold(
         pooled.add(name);
       }
     } else if (step.kind === 'attention') {
-      const { region, core } = step;
+      const { region } = step;
+      // A frame-causal core runs unmasked per query frame; its largest run reads every key (the last frame).
+      const core = step.frameCausal ?? step.core;
       const kv = bytesOf(whole.get(region.key)!) + bytesOf(whole.get(region.value)!);
       // Every band's keys and values as received, then joined.
       work += 2 * kv;

@@ -6,13 +6,18 @@
 // full checkpoint, FLUX.1 ae, Flux.2 ae) must load without --family as the same weights.
 
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { cli } from '../cli/testing/in-process.js';
+import { loadEncoder } from '../encode/encoder.js';
+import { klEncoderParams } from '../families/autoencoder-kl/encoder-graph.js';
 import { klDecoderParams } from '../families/autoencoder-kl/graph.js';
 import { getFamily } from '../families/registry.js';
-import type { Tensor } from '../tensor.js';
+import { encodePng } from '../io/image.js';
+import { assertSameBits } from '../ranks/testing/assertions.js';
+import { seededTensor, type Tensor } from '../tensor.js';
 import type { TensorEntry } from '../weights/reader.js';
 import { writeSafetensors } from '../weights/safetensors.js';
 import { syntheticWeights } from '../weights/synthetic.js';
@@ -46,8 +51,7 @@ function ldmEntries(strip: string): Map<string, TensorEntry> {
   const entries = new Map<string, TensorEntry>(
     golden.keys.map((k) => [k.ldm.slice(strip.length), { name: k.ldm.slice(strip.length), dtype: 'F32', dims: k.ldmShape }]),
   );
-  // Keys of a full checkpoint the VAE decoder does not own.
-  entries.set(`${'first_stage_model.'.slice(strip.length)}encoder.conv_in.weight`, { name: 'enc', dtype: 'F32', dims: [8, 3, 3, 3] });
+  // A key of a full checkpoint the VAE does not own.
   entries.set('model.diffusion_model.input_blocks.0.0.weight', { name: 'unet', dtype: 'F16', dims: [320, 4, 3, 3] });
   return entries;
 }
@@ -96,27 +100,81 @@ test('the architecture is read from the shapes: SD layout with quant convs; FLUX
   assert.deepEqual(singleFileConfig(flux, layout), shapedConfig('AutoencoderKL', 16, false));
 });
 
-test('a full checkpoint in the ldm layout loads without --family as the same decoder weights', async () => {
+/** The golden's config, and diffusers-named synthetic weights of both halves for it. */
+function ldmModel(): { config: Record<string, unknown>; decoder: Map<string, Tensor>; encoder: Map<string, Tensor> } {
   const config = { ...golden.provenance.config, _class_name: 'AutoencoderKL' };
-  const weights = syntheticWeights(klDecoderParams(getFamily('autoencoder-kl').resolveConfig(config)), 7);
+  const resolved = getFamily('autoencoder-kl').resolveConfig(config);
+  return { config, decoder: syntheticWeights(klDecoderParams(resolved), 7), encoder: syntheticWeights(klEncoderParams(resolved), 8) };
+}
+
+/** A full checkpoint in the ldm layout (every golden key under first_stage_model., and a UNet key) holding `model`'s weights. */
+function writeLdmCheckpoint(model: ReturnType<typeof ldmModel>): string {
   const file = new Map<string, Tensor>();
   for (const k of golden.keys) {
-    const t = weights.get(k.diffusers)!;
+    const t = model.decoder.get(k.diffusers) ?? model.encoder.get(k.diffusers)!;
     file.set(k.ldm, { dims: k.ldmShape, data: t.data });
   }
-  file.set('first_stage_model.encoder.conv_in.weight', { dims: [8, 3, 3, 3], data: new Float32Array(216) });
   file.set('model.diffusion_model.input_blocks.0.0.weight', { dims: [2], data: new Float32Array(2) });
   const path = join(dir, 'sd-checkpoint.safetensors');
   writeSafetensors(path, file);
-  const read = await readVaeSource({ path, config: { norm_num_groups: 4 } });
-  assert.equal(read.family.name, 'autoencoder-kl');
-  assert.deepEqual(read.config.fields['block_out_channels'], [8, 8, 16, 16]);
-  assert.deepEqual([...read.weights.keys()].sort(), [...weights.keys()].sort());
-  for (const [name, t] of weights) {
-    const got = read.weights.get(name)!;
-    assert.deepEqual({ dims: got.dims, data: got.data }, { dims: t.dims, data: t.data }, name);
+  return path;
+}
+
+test('a full checkpoint in the ldm layout loads without --family as the same decoder and encoder weights', async () => {
+  const model = ldmModel();
+  const path = writeLdmCheckpoint(model);
+  for (const [part, weights] of [
+    ['decoder', model.decoder],
+    ['encoder', model.encoder],
+  ] as const) {
+    const read = await readVaeSource({ path, config: { norm_num_groups: 4 } }, part);
+    assert.equal(read.family.name, 'autoencoder-kl');
+    assert.deepEqual(read.config.fields['block_out_channels'], [8, 8, 16, 16]);
+    assert.deepEqual([...read.weights.keys()].sort(), [...weights.keys()].sort(), part);
+    for (const [name, t] of weights) {
+      const got = read.weights.get(name)!;
+      assert.deepEqual({ dims: got.dims, data: got.data }, { dims: t.dims, data: t.data }, name);
+    }
   }
   await assert.rejects(readVaeSource({ path }), { code: 'CONFIG_INVALID' }); // 8 channels do not split into the published 32 groups
+});
+
+test('distvae encode --vae on an ldm checkpoint gives bitwise the latents of the same weights in the diffusers layout', async () => {
+  const model = ldmModel();
+  const ldm = writeLdmCheckpoint(model);
+  // The same weights under diffusers' names, with the config beside them: a diffusers folder.
+  const folder = join(dir, 'diffusers-vae');
+  mkdirSync(folder, { recursive: true });
+  writeSafetensors(join(folder, 'diffusion_pytorch_model.safetensors'), new Map([...model.decoder, ...model.encoder]));
+  writeFileSync(join(folder, 'config.json'), JSON.stringify(model.config));
+  const image = seededTensor([1, 3, 32, 40], 3);
+  const fromLdm = await loadEncoder({ path: ldm, config: { norm_num_groups: 4 } }, { threads: 1 });
+  const fromDiffusers = await loadEncoder(folder, { threads: 1 });
+  try {
+    assertSameBits(await fromLdm.encode(image), await fromDiffusers.encode(image), 'ldm against diffusers layout');
+  } finally {
+    await fromLdm.dispose();
+    await fromDiffusers.dispose();
+  }
+  // Through the CLI, as a user runs it: the config says only what the shapes cannot (the group count).
+  const configPath = join(dir, 'groups.json');
+  writeFileSync(configPath, JSON.stringify({ norm_num_groups: 4 }));
+  const png = join(dir, 'in.png');
+  writeFileSync(
+    png,
+    encodePng(
+      seededTensor([3, 32, 40], 4).data.map((v) => (v + 1) / 2),
+      3,
+      32,
+      40,
+    ),
+  );
+  const [outLdm, outDiffusers] = [join(dir, 'ldm.npy'), join(dir, 'diffusers.npy')];
+  const a = await cli('encode', '--vae', ldm, '--config', configPath, '--image', png, '--out', outLdm, '--threads', '1');
+  assert.equal(a.code, 0, a.stderr);
+  const b = await cli('encode', '--vae', folder, '--image', png, '--out', outDiffusers, '--threads', '1');
+  assert.equal(b.code, 0, b.stderr);
+  assert.deepEqual(readFileSync(outLdm), readFileSync(outDiffusers));
 });
 
 /** Flux.2's ae keys as the golden lists them, plus the encoder's and bn.num_batches_tracked, which the decoder does not own. */

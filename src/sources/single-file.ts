@@ -1,8 +1,8 @@
 // Single-file VAE checkpoints in the original layouts, read as diffusers models: the ldm layout
 // (a VAE file from ComfyUI's models/vae, SD/SDXL full checkpoints with keys under
 // `first_stage_model.` and every other key ignored, FLUX.1's ae.safetensors) as AutoencoderKL,
-// keys renamed as diffusers' convert_ldm_vae_checkpoint renames them (proved by
-// testing/goldens/ldm-vae-keys.json); and Flux.2's ae.safetensors — the same names with the
+// keys renamed as diffusers' convert_ldm_vae_checkpoint renames them, the encoder's too (proved
+// by testing/goldens/ldm-vae-keys.json); and Flux.2's ae.safetensors — the same names with the
 // quant convs inside `encoder.` / `decoder.` and batch-norm statistics `bn.*` — as
 // AutoencoderKLFlux2, as diffusers' scripts/convert_flux2_to_diffusers.py renames them (proved by
 // testing/goldens/flux2-vae-keys.json). Attention 1×1 convs are viewed as linear weights and the
@@ -52,8 +52,9 @@ export function singleFileLayout(entries: ReadonlyMap<string, unknown>): SingleF
 }
 
 /**
- * The decoder's entries under diffusers' names (each keeps its stored name; attention weights
- * squeezed to 2-D); for Flux.2 also its post-quant conv and `bn.` statistics under diffusers' names.
+ * The entries under diffusers' names (each keeps its stored name; attention weights squeezed to
+ * 2-D): the decoder and its post-quant conv; for ldm also the encoder and its quant conv (read
+ * only when an encoder is asked for); for Flux.2 also its post-quant conv and `bn.` statistics.
  */
 export function singleFileToDiffusers(entries: ReadonlyMap<string, TensorEntry>, layout: SingleFileLayout): Map<string, TensorEntry> {
   const prefix = layout.prefix;
@@ -63,6 +64,8 @@ export function singleFileToDiffusers(entries: ReadonlyMap<string, TensorEntry>,
     if (m) levels.add(Number(m[1]));
   }
   const top = levels.size - 1;
+  // Flux.2's encoder keeps its quant conv inside `encoder.`: only the ldm encoder is mapped here.
+  const halves = layout.kind === 'ldm' ? /^(decoder\.|encoder\.|post_quant_conv\.|quant_conv\.)/ : /^(decoder\.|post_quant_conv\.)/;
   const out = new Map<string, TensorEntry>();
   for (const [key, entry] of entries) {
     if (!key.startsWith(prefix)) continue;
@@ -75,19 +78,22 @@ export function singleFileToDiffusers(entries: ReadonlyMap<string, TensorEntry>,
       if (k.startsWith('post_quant_conv.')) continue; // not where Flux.2 keeps it
       k = k.replace(/^decoder\.post_quant_conv\./, 'post_quant_conv.');
     }
-    if (!k.startsWith('decoder.') && !k.startsWith('post_quant_conv.')) continue;
+    if (!halves.test(k)) continue;
     let name = k
+      // ldm numbers the decoder's levels from the top, diffusers from the bottom; the encoder's run the same way in both.
       .replace(/^decoder\.up\.(\d+)\.block\.(\d+)\./, (_, i: string, j: string) => `decoder.up_blocks.${top - Number(i)}.resnets.${j}.`)
       .replace(/^decoder\.up\.(\d+)\.upsample\./, (_, i: string) => `decoder.up_blocks.${top - Number(i)}.upsamplers.0.`)
-      .replace(/^decoder\.mid\.block_([12])\./, (_, i: string) => `decoder.mid_block.resnets.${Number(i) - 1}.`)
-      .replace(/^decoder\.norm_out\./, 'decoder.conv_norm_out.')
+      .replace(/^encoder\.down\.(\d+)\.block\.(\d+)\./, 'encoder.down_blocks.$1.resnets.$2.')
+      .replace(/^encoder\.down\.(\d+)\.downsample\./, 'encoder.down_blocks.$1.downsamplers.0.')
+      .replace(/^(decoder|encoder)\.mid\.block_([12])\./, (_, half: string, i: string) => `${half}.mid_block.resnets.${Number(i) - 1}.`)
+      .replace(/^(decoder|encoder)\.norm_out\./, '$1.conv_norm_out.')
       .replace('.nin_shortcut.', '.conv_shortcut.');
     let dims = entry.dims;
-    const attention = /^decoder\.mid\.attn_1\.(norm|q|k|v|proj_out)\.(weight|bias)$/.exec(k);
+    const attention = /^(decoder|encoder)\.mid\.attn_1\.(norm|q|k|v|proj_out)\.(weight|bias)$/.exec(k);
     if (attention) {
-      name = `decoder.mid_block.attentions.0.${ATTENTION[attention[1] as keyof typeof ATTENTION]}.${attention[2]}`;
+      name = `${attention[1]}.mid_block.attentions.0.${ATTENTION[attention[2] as keyof typeof ATTENTION]}.${attention[3]}`;
       // A 1×1 convolution's weight is the linear weight diffusers holds.
-      if (attention[1] !== 'norm' && attention[2] === 'weight' && dims.length === 4 && dims[2] === 1 && dims[3] === 1)
+      if (attention[2] !== 'norm' && attention[3] === 'weight' && dims.length === 4 && dims[2] === 1 && dims[3] === 1)
         dims = dims.slice(0, 2);
     }
     out.set(name, { name: entry.name, dtype: entry.dtype, dims });

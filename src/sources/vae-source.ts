@@ -131,11 +131,13 @@ async function readWeightsOf(
   return withFileSource(weightsPath, async (file) => {
     const reader = await openWeights(file);
     // A bare file in an original layout (ldm, Flux.2) is the family of its layout, its config from
-    // its shapes; one with TAE keys is a TAE.
-    const layout =
-      location.kind === 'file' && part === 'decoder' && (source.family === undefined || SINGLE_FILE_FAMILIES.has(source.family))
+    // its shapes; one with TAE keys is a TAE. Its encoder is read in the ldm layout only (the keys
+    // of Flux.2's are not mapped).
+    const detected =
+      location.kind === 'file' && (source.family === undefined || SINGLE_FILE_FAMILIES.has(source.family))
         ? singleFileLayout(reader.entries)
         : null;
+    const layout = part === 'decoder' || detected?.kind === 'ldm' ? detected : null;
     const inferred =
       source.family ??
       layout?.family ??

@@ -1,9 +1,11 @@
 // Decoded samples onto a page: RGBA pixels of a (1, 3, H, W) sample (or of one raw tile) in
 // the family's sample range, as ImageData or drawn straight onto a 2-D canvas context at an
 // offset, so tiles can be shown as they land and the blended image replaces them at the end.
+// And back: a page's RGBA pixels (a photo on a canvas) as an encoder's input, in its family's
+// input range ([−1, 1] for the diffusers classes, [0, 1] for TAE, MiniMax-H3's per channel).
 
 import { DistVaeError } from '../errors.js';
-import { channelAffine, imageValue, type SampleRange } from '../io/sample-range.js';
+import { channelAffine, imageValue, inputValue, type SampleRange } from '../io/sample-range.js';
 import type { Tensor } from '../tensor.js';
 
 /** The part of CanvasRenderingContext2D that drawing needs. */
@@ -40,4 +42,20 @@ export function toImageData(sample: Tensor, range: SampleRange): unknown {
 /** Draws a sample (or a decoded tile) onto a canvas context with its top-left corner at (x, y). */
 export function drawSample(context: Context2DLike, sample: Tensor, range: SampleRange, x = 0, y = 0): void {
   context.putImageData(toImageData(sample, range), x, y);
+}
+
+/**
+ * RGBA bytes (a canvas's `getImageData`, alpha ignored) as a (1, 3, H, W) image in the family's
+ * input range `range` (`encoder.family.sampleRange`): each 8-bit value v is v/255 in [0, 1] as
+ * torchvision reads it, then mapped as io/sample-range.ts maps pixels for `distvae encode`.
+ */
+export function inputOfRgba(rgba: { data: ArrayLike<number>; width: number; height: number }, range: SampleRange): Tensor {
+  const { data, width, height } = rgba;
+  const plane = width * height;
+  if (data.length !== 4 * plane)
+    throw new DistVaeError('TENSOR_INVALID', `RGBA pixels of ${height}x${width} are ${4 * plane} bytes; got ${data.length}`);
+  const affine = channelAffine(range, 3);
+  const out = new Float32Array(3 * plane);
+  for (let c = 0; c < 3; c++) for (let i = 0; i < plane; i++) out[c * plane + i] = inputValue(data[4 * i + c]! / 255, affine, c);
+  return { dims: [1, 3, height, width], data: out };
 }

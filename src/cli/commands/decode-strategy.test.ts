@@ -12,6 +12,8 @@ import { TINY_KL, seededLatent } from '../../ranks/testing/tiny-vae.js';
 import { difference } from '../../graph/testing/compare.js';
 import { readNpy, writeNpy } from '../../io/npy.js';
 import { configFile, TAE_SMALL } from '../../families/testing/config-files.js';
+import { HUNYUAN_VIDEO_15_TINY } from '../../families/hunyuan-video-15/testing/configs.js';
+import { seededTensor } from '../../tensor.js';
 import { cli, syntheticDecode, type CliRun as Run } from '../testing/in-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-strategy-'));
@@ -74,6 +76,28 @@ test('--strategy shard equals the whole decode and reports bands and collectives
   const text = (await decode(KL, 'shard-text.npy', '--strategy', 'shard', '--ranks', '2')).stdout;
   assert.match(text, /row-sharded over 2 thread rank\(s\): rank 0 latent rows \[0, 5\), rank 1 latent rows \[5, 9\)/);
   assert.match(text, /collectives \(calls \/ bytes sent, all ranks\): send \d+ \/ \d+, allReduce 0 \/ 0, allGather 30 \/ \d+/);
+});
+
+test('--strategy shard on a video family (HunyuanVideo 1.5, 2 latent frames): equal to --full, one keys/values gather per rank', async () => {
+  const hv15 = configFile(dir, 'hv15.json', HUNYUAN_VIDEO_15_TINY);
+  const z = join(dir, 'z5.npy');
+  writeNpy(z, seededTensor([1, 32, 2, 5, 6], 3, 2));
+  const run = async (out: string, ...extra: string[]) => {
+    const r = await cli(...syntheticDecode(hv15, z, join(dir, out)), '--threads', '1', ...extra);
+    assert.equal(r.code, 0, r.stderr);
+    return r;
+  };
+  await run('hv15-whole.npy', '--full');
+  const summary = JSON.parse((await run('hv15-shard.npy', '--strategy', 'shard', '--ranks', '2', '--json')).stdout) as {
+    strategy: string;
+    bands: number;
+    collectives: Counters;
+  };
+  assert.ok(maxAbs('hv15-shard.npy', 'hv15-whole.npy') <= 1e-4, `max abs ${maxAbs('hv15-shard.npy', 'hv15-whole.npy')}`);
+  assert.equal(summary.strategy, 'shard');
+  assert.equal(summary.bands, 2);
+  assert.equal(summary.collectives['allGather']!.calls, 2);
+  assert.equal(summary.collectives['allReduce']!.calls, 0);
 });
 
 test('--strategy exact-tile equals the whole decode of a local decoder, on one rank and on two', async () => {

@@ -10,7 +10,7 @@
 // attention block read the rank from the tensor at run time, so they serve 5-D inputs as they are.
 
 import { DistVaeError } from '../../errors.js';
-import type { GraphBuilder, Scope, Value } from '../../graph/builder.js';
+import type { GraphBuilder, Scope, ScoreMask, Value } from '../../graph/builder.js';
 import type { Tensor } from '../../tensor.js';
 import type { ParamInit, ParamSpec } from '../../weights/synthetic.js';
 import type { ResolvedConfig } from '../types.js';
@@ -269,7 +269,7 @@ export function attentionBlock(
   x: Value,
   c: number,
   norm: NormSettings,
-  maskScores?: (scores: Value) => Value,
+  maskScores?: ScoreMask,
   queryChunks = 1,
   keys: AttentionKeys = DIFFUSERS_ATTENTION_KEYS,
 ): Value {

@@ -8,7 +8,7 @@
 //
 // A causal conv wraps the real nn.Conv3d at `.conv`, so its keys are `<key>.conv.weight|bias`.
 
-import type { Scope, Value } from '../../graph/builder.js';
+import type { Scope, ScoreMask, Value } from '../../graph/builder.js';
 import { convWeights, type ConvFlavour } from './blocks.js';
 
 /** nn.Conv3d(cin, cout, k, padding=k//2) with bias: keys `<key>.weight` [cout, cin, k, k, k], `<key>.bias`. */
@@ -103,8 +103,8 @@ function shapeProduct(scope: Scope, shape: Value, axes: readonly number[]): Valu
  * scores: tokens are ordered (frame, row, column) and a query token may attend to key tokens of the same or earlier
  * frames; scores of later-frame keys become −∞. `x` is the attention's (B, C, F, H, W) input.
  */
-export function frameCausalMask(scope: Scope, x: Value): (scores: Value) => Value {
-  return (scores) => {
+export function frameCausalMask(scope: Scope, x: Value): ScoreMask {
+  const mask = (scores: Value): Value => {
     const shape = scope.shape(x);
     const perFrame = shapeProduct(scope, shape, [3, 4]);
     const tokens = shapeProduct(scope, shape, [2, 3, 4]);
@@ -113,4 +113,6 @@ export function frameCausalMask(scope: Scope, x: Value): (scores: Value) => Valu
     const future = scope.op('Greater', [scope.unsqueeze(frame, [0]), scope.unsqueeze(frame, [1])]);
     return scope.op('Where', [future, scope.scalar(-Infinity), scores]);
   };
+  // Declared, so row sharding can run the core per query frame instead of reading x's shape.
+  return Object.assign(mask, { kind: 'frame-causal' as const });
 }

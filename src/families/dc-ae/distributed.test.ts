@@ -1,5 +1,6 @@
-// DC-AE decoded on ranks: whole tiles dealt to local thread ranks are bitwise the one-rank tiled
-// decode of the same plan, and row sharding equals the whole decode within 1e-4 on 1–3 ranks,
+// DC-AE decoded on ranks: whole tiles dealt to local thread ranks, and to two queue workers
+// (in-process BullMQ workers on a loopback redis-server; skipped where none is installed), are
+// bitwise the one-rank tiled decode of the same plan, and row sharding equals the whole decode within 1e-4 on 1–3 ranks,
 // with exactly the collectives the locality analysis predicts. Its norms are RMSNorms over the
 // channels of one pixel (no statistics to gather: no all-gather for norms at all), so the only
 // sync regions are the linear attention cores, one per EfficientViT block (its heads and scales
@@ -16,7 +17,12 @@ import { setTiling } from '../../plan/planner.js';
 import { localGroup } from '../../ranks/local/index.js';
 import { sharedGroups } from '../../ranks/testing/group-conformance.js';
 import { seededTensor } from '../../tensor.js';
-import { assertRowShardingMatchesWhole, assertTilesOnRanksBitwise } from '../testing/distributed.js';
+import {
+  assertRowShardingMatchesWhole,
+  assertTilesOnQueueWorkersBitwise,
+  assertTilesOnRanksBitwise,
+  QUEUE_SKIP,
+} from '../testing/distributed.js';
 import { DCAE_SMALL, DCAE_TINY } from './testing/configs.js';
 
 const groups = sharedGroups((ranks) => localGroup({ ranks, isolation: 'thread', threadsPerRank: 1 }));
@@ -27,6 +33,18 @@ test('dc-ae: distributed tiles (32/8 px plan, batch 2, clipped edge tiles) are b
   try {
     setTiling(vae, { window: { height: 32, width: 32 }, overlap: { height: 8, width: 8 } });
     await assertTilesOnRanksBitwise(vae, seededTensor([2, 32, 13, 14], 21), groups.get);
+  } finally {
+    await vae.dispose();
+  }
+});
+
+test('dc-ae: tiles on two queue workers are bitwise the one-rank tiled decode', { skip: QUEUE_SKIP }, async () => {
+  const vae = await loadVae({ config: DCAE_TINY, weights: 'synthetic', seed: 5 }, { threads: 1 });
+  try {
+    setTiling(vae, { window: { height: 32, width: 32 }, overlap: { height: 8, width: 8 } });
+    // 13 × 14 latent at 4×: diffusers' loop starts a tile every 6 latent rows/columns (24 px)
+    // up to the edge, 0, 6, 12 on both axes: 3 × 3 tiles, the last ones clipped.
+    assert.equal((await assertTilesOnQueueWorkersBitwise(vae, seededTensor([2, 32, 13, 14], 21), 'dc-ae')).tiles, 9);
   } finally {
     await vae.dispose();
   }

@@ -1,7 +1,7 @@
 // The runtime of AutoencoderKLHunyuanVideo15: one onnxruntime session with dynamic batch, frames
 // and size, over a whole latent or a spatial tile (all its frames); diffusers applies no
-// post-processing to the decoded sample. As for HunyuanVideo 1.0, the fused graph is not exposed
-// as `decoderGraph`: the analyses that read it (halos, row sharding) take image latents.
+// post-processing to the decoded sample. The fused graph is exposed as `decoderGraph`: the
+// locality analysis reads its (B, C, F, H, W) values and row sharding runs it in bands of rows.
 
 import { createSession } from '../../runtime/session.js';
 import type { SessionOptions } from '../../runtime/session-types.js';
@@ -19,6 +19,7 @@ export const hunyuanVideo15Runtime: FamilyRuntime = {
   // Tencent's original checkpoint names load too (original-layout.ts), their config read from the shapes.
   renameKeys: renameOriginalKeys,
   configFromWeights: hunyuanVideo15ConfigFromWeights,
+  decoderGraph: (config, weights) => buildHunyuanVideo15DecoderGraph(config, bound(config, weights)),
   memoryRuns: (config, weights) => ({
     sessions: [{ key: 'decoder', model: buildHunyuanVideo15DecoderGraph(config, bound(config, weights)).toModel(), runs: 1 }],
   }),

@@ -12,8 +12,14 @@ export const hunyuanVideoRuntime: FamilyRuntime = {
   decoderParams: hunyuanVideoDecoderParams,
   // The mid-block attention is diffusers' `_from_deprecated_attn_block`: old names load too.
   renameKeys: renameLegacyAttentionKeys,
-  // One session over the whole temporal chunk (the decoder graph is not exposed as `decoderGraph`:
-  // the graph analyses that read it — halos, row sharding — are for image decoders).
+  // The fused graph, for the locality analysis and row sharding (its GroupNorms over frames × H × W
+  // merge band statistics by Chan's formula like an image decoder's).
+  decoderGraph: (config, weights) =>
+    buildHunyuanVideoDecoderGraph(
+      config,
+      bindWeights(hunyuanVideoDecoderParams(config), weights, { source: 'the weights given to the decoder' }),
+    ),
+  // One session over the whole temporal chunk.
   memoryRuns: (config, weights) => ({
     sessions: [
       {

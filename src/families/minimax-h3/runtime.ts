@@ -191,6 +191,11 @@ const memoryRuns: FamilyRuntime['memoryRuns'] = (config, weights, dims) => {
 
 export const miniMaxH3Runtime: FamilyRuntime = {
   decoderParams: miniMaxDecoderParams,
+  // Why no fused graph: a clip loop in JS around graphs built per clip shape, and inside each the
+  // register tokens concatenated onto the positions and rotary angles normalised by the clip's
+  // whole height and width — a band can compute neither, so row sharding is refused up front.
+  graphWithheld:
+    'a Concat appends register tokens to the positions and the rotary tables (Mul by cos and sin) depend on the clip’s whole height and width, in graphs built per clip shape',
   memoryRuns,
   createTileRunner: createMiniMaxRunner,
   // diffusers returns the ImageNet-normalised sample as decoded: no clamp, no unpatchify.

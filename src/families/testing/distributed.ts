@@ -1,7 +1,8 @@
-// Test helper: the two checks every family's distributed test makes — whole tiles dealt to local
-// ranks are bitwise the one-rank tiled decode of the same plan, and row sharding equals the whole
-// (untiled) decode within 1e-4 with exactly the collectives the locality analysis predicts. One
-// home, so a family's test says only what differs: its config, latent, plan and collective counts.
+// Test helper: the checks every family's distributed test makes — whole tiles dealt to local
+// ranks, and to queue workers, are bitwise the one-rank tiled decode of the same plan, and row
+// sharding equals the whole (untiled) decode within 1e-4 with exactly the collectives the locality
+// analysis predicts. One home, so a family's test says only what differs: its config, latent, plan
+// and collective counts.
 
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
@@ -9,7 +10,11 @@ import type { Vae } from '../../decode/vae.js';
 import { difference } from '../../graph/testing/compare.js';
 import { setTiling } from '../../plan/planner.js';
 import type { ProgramGroup, RankGroup } from '../../ranks/group.js';
+import type { VaeRef } from '../../ranks/program.js';
+import { queueGroup } from '../../ranks/queue/index.js';
+import { startQueueWorker } from '../../ranks/queue/queue-worker.js';
 import { assertSameBits } from '../../ranks/testing/assertions.js';
+import { redisServerPath, startRedisServer } from '../../ranks/testing/redis-server.js';
 import { shardedDecodeFor, type ShardStats } from '../../strategies/shard/sharded-decode.js';
 import { tiledDecodeFor } from '../../strategies/tile/tiled-decode.js';
 import type { Tensor } from '../../tensor.js';
@@ -32,6 +37,37 @@ export async function assertTilesOnRanksBitwise(
     vae.tiledDecode = single;
   }
   return expected;
+}
+
+/** A queue test's skip: the reason where no redis-server is installed. */
+export const QUEUE_SKIP: false | string = redisServerPath() ? false : 'no redis-server';
+
+/**
+ * Decodes `z` with `vae`'s tiling on one rank, then with its tiles on `workers` queue workers
+ * (in-process BullMQ workers that load `vae`'s source themselves, against a redis-server of its
+ * own on loopback, queue `queue`): bitwise the same. Returns the one-rank decode and the number of
+ * tiles the queue decode dealt; `vae` keeps its decode.
+ */
+export async function assertTilesOnQueueWorkersBitwise(
+  vae: Vae,
+  z: Tensor,
+  queue: string,
+  workers = 2,
+): Promise<{ expected: Tensor; tiles: number }> {
+  const server = await startRedisServer();
+  const ref: VaeRef = { source: vae.source, loadOptions: vae.loadOptions, hash: vae.contentHash() };
+  const running = await Promise.all(Array.from({ length: workers }, () => startQueueWorker({ connection: server.url, queue, vae: ref })));
+  const group = queueGroup({ connection: server.url, queue, ranks: workers, timeoutMs: 60000, cleanupTimeoutMs: 5000 });
+  try {
+    const expected = await vae.decode(z);
+    const decode = tiledDecodeFor(vae, group)!;
+    assertSameBits(await decode(z), expected, 'queue workers');
+    return { expected, tiles: decode.lastStats!.tiles };
+  } finally {
+    await group.close();
+    await Promise.all(running.map((w) => w.close()));
+    await server.stop();
+  }
 }
 
 /**

@@ -56,20 +56,27 @@ export function tinyWorkerArgs(dir: string, klConfig: Record<string, unknown> = 
  * A `distvae worker` process on `queue` with `workerArgs` (VAE and runtime options); resolves once
  * it serves. `env` is added to its environment (a marker finds it, and whatever it started, later).
  * `entry` 'bin' starts it through bin/distvae.js, as a user does (the benchmark's soak), else the
- * CLI's source module through tsx; `nodeArgs` go to node before it.
+ * CLI's source module through tsx; `nodeArgs` go to node before it. `allocator` 'added' starts it
+ * with the allocator settings distvae gives the processes it starts (allocator-env.ts), 'as-given'
+ * with the environment as it is, as a user starts it (the bin then starts the worker again under
+ * them: ranks/local/process/relaunch.ts, and `child` is that launcher).
  */
 export async function startWorkerProcess(
   redisUrl: string,
   queue: string,
   workerArgs: string[],
   env: Record<string, string> = {},
-  { entry = 'source', nodeArgs = [] }: { entry?: 'bin' | 'source'; nodeArgs?: string[] } = {},
+  {
+    entry = 'source',
+    nodeArgs = [],
+    allocator = 'added',
+  }: { entry?: 'bin' | 'source'; nodeArgs?: string[]; allocator?: 'added' | 'as-given' } = {},
 ): Promise<WorkerProcess> {
   const cli = entry === 'bin' ? [BIN] : ['--import', import.meta.resolve('tsx'), CLI];
   const args = [...nodeArgs, ...cli, 'worker', '--redis', redisUrl, '--queue', queue, ...workerArgs];
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: withAllocatorDefaults({ ...process.env, ...env }),
+    env: allocator === 'added' ? withAllocatorDefaults({ ...process.env, ...env }) : { ...process.env, ...env },
   });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));

@@ -11,6 +11,10 @@
 //   identity, `Y::zero` and `Y::one`, as the fused graph's affine does; graph/group-norm.ts);
 // - crops: with a halo, every output O is cut back to the band's rows in-graph (`O::cropped`),
 //   by row bounds fed as float32 `O::crop` = [from, to) in entries of O's row axis;
+// - frame-major tokens (a video's frames, rows and columns flattened): their halo pieces are fed
+//   viewed as (…, frames, entries, …) and joined on the entries axis, their crop bounds are per
+//   frame with the frame count fed as a third entry of `O::crop`, and either is merged back to
+//   tokens in-graph, so each frame's rows are joined and cropped;
 // - band statistics: a stage that outputs a GroupNorm's input X also outputs the mean and the
 //   sum of squared deviations about it (`X::mean`, `X::m2`) of every row of its band's own rows
 //   (X's last axis, e.g. [B, C, rows, 1]) — two float32 passes, each summing one row, so
@@ -48,6 +52,8 @@ export interface BandModelSpec {
   halo: boolean;
   /** The row axis of each activation the stage reads or outputs. */
   rowAxis: (value: string) => number;
+  /** Whether the row axis holds frame-major tokens (one block of rows per frame). */
+  framed?: (value: string) => boolean;
   /** GroupNorms whose output the stage reads: applied in-graph to their input. */
   applies: readonly GroupNormRegion[];
   /** GroupNorms whose input the stage outputs: band statistics computed in-graph. */
@@ -85,6 +91,17 @@ export function bandModel(spec: BandModelSpec): BandModel {
     nodes.push({ op_type: op, input, output: [output], name: `band/${op}_${serial++}`, attribute });
     return output;
   };
+  const framed = spec.framed ?? (() => false);
+  const END = Number.MAX_SAFE_INTEGER;
+  // Axes `axis` and `axis` + 1 of x merged into one (a framed view back to tokens).
+  const merge = (x: string, axis: number, out: string): string => {
+    const shape = node('Shape', [x], `${out}::view_shape`);
+    const before = node('Slice', [shape, int64([0]), int64([axis])], `${out}::view_before`);
+    const pair = node('Slice', [shape, int64([axis]), int64([axis + 2])], `${out}::view_pair`);
+    const merged = node('ReduceProd', [pair], `${out}::view_merged`, [attr.int('keepdims', 1)]);
+    const after = node('Slice', [shape, int64([axis + 2]), int64([END])], `${out}::view_after`);
+    return node('Reshape', [x, node('Concat', [before, merged, after], `${out}::view_target`, [attr.int('axis', 0)])], out);
+  };
 
   const feeds: string[] = [];
   for (const v of inputs) {
@@ -93,7 +110,10 @@ export function bandModel(spec: BandModelSpec): BandModel {
       continue;
     }
     feeds.push(bandName.above(v), bandName.band(v), bandName.below(v));
-    node('Concat', [bandName.above(v), bandName.band(v), bandName.below(v)], v, [attr.int('axis', spec.rowAxis(v))]);
+    const axis = spec.rowAxis(v);
+    const pieces = [bandName.above(v), bandName.band(v), bandName.below(v)];
+    if (!framed(v)) node('Concat', pieces, v, [attr.int('axis', axis)]);
+    else merge(node('Concat', pieces, `${v}::joined`, [attr.int('axis', axis + 1)]), axis, v);
   }
   for (const r of spec.applies) {
     const y = r.output;
@@ -122,7 +142,22 @@ export function bandModel(spec: BandModelSpec): BandModel {
     const bounds = node('Cast', [bandName.crop(o)], `${o}::crop_i64`, [attr.int('to', DataType.INT64)]);
     const from = node('Slice', [bounds, int64([0]), int64([1])], `${o}::crop_from`);
     const to = node('Slice', [bounds, int64([1]), int64([2])], `${o}::crop_to`);
-    outputs.push(node('Slice', [o, from, to, int64([spec.rowAxis(o)])], bandName.cropped(o)));
+    const axis = spec.rowAxis(o);
+    if (!framed(o)) {
+      outputs.push(node('Slice', [o, from, to, int64([axis])], bandName.cropped(o)));
+      continue;
+    }
+    // Tokens viewed as (…, frames, entries per frame, …), cropped per frame, merged back.
+    const frames = node('Slice', [bounds, int64([2]), int64([3])], `${o}::crop_frames`);
+    const shape = node('Shape', [o], `${o}::crop_shape`);
+    const before = node('Slice', [shape, int64([0]), int64([axis])], `${o}::crop_before`);
+    const tokens = node('Slice', [shape, int64([axis]), int64([axis + 1])], `${o}::crop_tokens`);
+    const perFrame = node('Div', [tokens, frames], `${o}::crop_per_frame`);
+    const after = node('Slice', [shape, int64([axis + 1]), int64([END])], `${o}::crop_after`);
+    const target = node('Concat', [before, frames, perFrame, after], `${o}::crop_view_target`, [attr.int('axis', 0)]);
+    const view = node('Reshape', [o, target], `${o}::crop_view`);
+    const cut = node('Slice', [view, from, to, int64([axis + 1])], `${o}::crop_cut`);
+    outputs.push(merge(cut, axis, bandName.cropped(o)));
   }
   for (const r of spec.stats) {
     const x = halo ? bandName.cropped(r.input) : r.input;

@@ -70,7 +70,21 @@ export function shardPlan(model: ModelProto, options: ShardPlanOptions = {}): Sh
   const staged = stageGraph(model);
   for (const step of staged.steps) {
     if (step.kind !== 'attention') continue;
-    const extra = step.core.inputs.filter((n) => n !== step.region.query && n !== step.region.key && n !== step.region.value);
+    if (step.region.mask && step.region.mask.kind !== 'frame-causal') {
+      refuse(
+        'UNSUPPORTED',
+        reason(
+          'ATTENTION_READS_MORE',
+          'graph',
+          step.region.name,
+          'attention unmasked or with a frame-causal mask',
+          `attention ${step.region.name} masks its scores in a way row sharding does not model`,
+        ),
+      );
+    }
+    const extra = (step.frameCausal ?? step.core).inputs.filter(
+      (n) => n !== step.region.query && n !== step.region.key && n !== step.region.value,
+    );
     if (extra.length > 0) {
       refuse(
         'UNSUPPORTED',
@@ -104,6 +118,7 @@ export function shardPlan(model: ModelProto, options: ShardPlanOptions = {}): Sh
       stage: step.graph,
       halo: halo.num > 0 && options.halos !== false,
       rowAxis: (v) => layoutOf({ locality }, v).rowAxis,
+      framed: (v) => isFramed(layoutOf({ locality }, v)),
       applies: norms.filter((r) => step.graph.inputs.includes(r.output)),
       stats: norms.filter((r) => step.graph.outputs.includes(r.input)),
     });
@@ -196,17 +211,31 @@ export function layoutOf(plan: Pick<ShardPlan, 'locality'>, name: string): Spati
   return f;
 }
 
+/** Whether a value's row axis holds frame-major tokens (frames, rows, columns flattened): one block of rows per frame. */
+export function isFramed(f: SpatialFact): boolean {
+  return f.frameAxis !== null && f.frameAxis === f.rowAxis;
+}
+
+/** A value's frame count for a latent of `latentFrames` frames (1 for images). */
+export function framesOf(f: SpatialFact, latentFrames: number): number {
+  if (f.frameAxis === null) return 1;
+  if (!f.frames)
+    throw new DistVaeError('INVALID_ARGUMENT', 'a video value crosses a step with a frame count the locality analysis does not know');
+  return f.frames.a * latentFrames + f.frames.b;
+}
+
 /** Entries of one row of a value along its row axis: 1 for images, the row's tokens when flattened. */
 export function rowUnit(f: SpatialFact, latentCols: number): number {
   return f.colAxis === null ? wholeTimes(latentCols, f.scale.cols) : 1;
 }
 
-/** Elements of one row of a value (all axes but the row axis), or null when a size is unknown. */
-function rowElements(f: SpatialFact, batch: number, latentCols: number): number | null {
-  let n = rowUnit(f, latentCols);
+/** Elements of one row of a value (all axes but the row axis, every frame), or null when a size is unknown. */
+function rowElements(f: SpatialFact, batch: number, latentCols: number, latentFrames: number): number | null {
+  let n = rowUnit(f, latentCols) * (isFramed(f) ? framesOf(f, latentFrames) : 1);
   for (let axis = 0; axis < f.rank; axis++) {
     if (axis === f.rowAxis) continue;
     if (axis === f.colAxis) n *= wholeTimes(latentCols, f.scale.cols);
+    else if (axis === f.frameAxis) n *= framesOf(f, latentFrames);
     else if (axis === 0) n *= batch;
     else if (f.dims[axis] == null) return null;
     else n *= f.dims[axis]!;
@@ -234,6 +263,7 @@ export function predictCollectives(
   latentRows: number,
   latentCols: number,
   batch: number,
+  latentFrames = 1,
 ): CommCounters[] {
   const counters = bands.map(() => emptyCounters());
   const peers = bands.length - 1;
@@ -247,7 +277,7 @@ export function predictCollectives(
           for (const name of step.band.inputs) {
             const f = layoutOf(plan, name);
             const rows = rowsForReader(bands[owner]!, reader, halo, latentRows, f.scale.rows);
-            c.bytes += (rows.to - rows.from) * (rowElements(f, batch, latentCols) ?? Number.NaN) * FLOAT32;
+            c.bytes += (rows.to - rows.from) * (rowElements(f, batch, latentCols, latentFrames) ?? Number.NaN) * FLOAT32;
           }
         }
       }
@@ -270,7 +300,7 @@ export function predictCollectives(
         for (const name of [step.region.key, step.region.value]) {
           const f = layoutOf(plan, name);
           const rows = bandRows(band, f.scale.rows);
-          c.bytes += (rows.to - rows.from) * (rowElements(f, batch, latentCols) ?? Number.NaN) * FLOAT32 * peers;
+          c.bytes += (rows.to - rows.from) * (rowElements(f, batch, latentCols, latentFrames) ?? Number.NaN) * FLOAT32 * peers;
         }
       });
     }

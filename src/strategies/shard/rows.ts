@@ -1,7 +1,9 @@
 // Rows of a tensor along its row axis: slicing a band out, and joining halo rows, band and
 // token chunks back together. A "row" is `unit` consecutive entries of the axis: 1 for an
 // image's row axis, the row width for tokens (rows·columns flattened row-major), so one code
-// path serves both layouts.
+// path serves both layouts. Frame-major tokens (frames, rows, columns flattened) hold one block
+// of rows per frame: viewed with the frames split off (`framedView`, no copy), the same code
+// slices and joins each frame's rows.
 
 import { DistVaeError } from '../../errors.js';
 import type { Tensor } from '../../tensor.js';
@@ -34,6 +36,19 @@ export function sliceRows(t: Tensor, axis: number, unit: number, from: number, t
   const dims = [...t.dims];
   dims[axis] = (to - from) * unit;
   return { dims, data: out };
+}
+
+/** `t` with axis `axis` viewed as (frames, the rest): the same data, one more axis. */
+export function framedView(t: Tensor, axis: number, frames: number): Tensor {
+  const n = t.dims[axis]!;
+  if (frames < 1 || n % frames !== 0)
+    throw new DistVaeError('TENSOR_INVALID', `axis ${axis} of [${t.dims.join(', ')}] does not hold ${frames} frames of equal length`);
+  return { dims: [...t.dims.slice(0, axis), frames, n / frames, ...t.dims.slice(axis + 1)], data: t.data };
+}
+
+/** A framed view back to its tokens: axes `axis` and `axis` + 1 merged (no copy). */
+export function mergeFrames(t: Tensor, axis: number): Tensor {
+  return { dims: [...t.dims.slice(0, axis), t.dims[axis]! * t.dims[axis + 1]!, ...t.dims.slice(axis + 2)], data: t.data };
 }
 
 /** `parts` joined along `axis` (equal on every other axis). */

@@ -3,7 +3,8 @@
 // the decoder's stages on its band, exchanging halo rows, GroupNorm statistics and attention
 // keys/values with the others (staged-decoder.ts); the coordinator stacks the output bands.
 // The result equals the unsharded decode within float32 tolerance, whatever the tile plan: the
-// plan is ignored and latents that fit one tile are sharded too. The VAE's graph is analysed
+// plan is ignored and latents that fit one tile are sharded too. Video latents (B, C, F, H, W)
+// are banded the same way: each band is rows of every frame. The VAE's graph is analysed
 // before any rank starts, so a decoder with nonlocal ops that are not sync regions is refused
 // up front, naming them; so is a latent with fewer rows than ranks.
 
@@ -13,7 +14,7 @@ import { rankFailed, type ProgramGroup, type RankOutcome } from '../../ranks/gro
 import { programRef, type CommCounters, type VaeRef } from '../../ranks/program.js';
 import type { Tensor } from '../../tensor.js';
 import type { AnalyzableVae } from '../distributable.js';
-import { DistVaeError, reason, refuse, throwIfAborted } from '../../errors.js';
+import { DistVaeError, throwIfAborted } from '../../errors.js';
 import { splitBands, type Band } from './bands.js';
 import { checkBandsAligned, predictCollectives, shardPlan, type ShardPlan } from './plan.js';
 import type { ShardRankInput, ShardRankResult } from './rank-program.js';
@@ -100,9 +101,13 @@ export async function runSharded(
   signal: AbortSignal | undefined,
   where: (band: Band) => string,
 ): Promise<{ output: Tensor; stats: ShardStats }> {
-  const [batch, , rows, cols] = input.dims as [number, number, number, number];
+  // (B, C, H, W), or (B, C, F, H, W): rows and columns are the last two axes.
+  const video = input.dims.length === 5;
+  const [rows, cols] = input.dims.slice(-2) as [number, number];
+  const batch = input.dims[0]!;
+  const frames = video ? input.dims[2]! : 1;
   checkBandsAligned(plan, bands, cols);
-  const geometry = { latentRows: rows, latentCols: cols, bands };
+  const geometry = { latentRows: rows, latentCols: cols, ...(video ? { latentFrames: frames } : {}), bands };
   const inputs = bands.map((b) => ({ vae: ref, latent: sliceLatent(input, { y0: b.start, y1: b.end, x0: 0, x1: cols }), geometry }));
   const started = performance.now();
   const outcomes = await runBands(group, inputs, signal);
@@ -114,9 +119,10 @@ export async function runSharded(
     checkFiniteOutput(r.output, `band ${rank} (rank ${rank}, ${where(bands[rank]!)})`, { sy: 0, sx: 0, h, w, y: row, x: 0 });
     row += h;
   }
+  // Output rows are the second-last axis: (B, C, H, W) or (B, C, F, H, W).
   const output = concatAxis(
     results.map((r) => r.output),
-    2,
+    input.dims.length - 2,
   );
   const ranks = outcomes.map((o, rank): ShardRankStats => ({
     rank,
@@ -133,7 +139,7 @@ export async function runSharded(
     bands,
     ranks,
     collectives: sumCounters(ranks.map((r) => r.counters)),
-    predicted: predictCollectives(plan, bands, rows, cols, batch),
+    predicted: predictCollectives(plan, bands, rows, cols, batch, frames),
     seconds: (performance.now() - started) / 1000,
   };
   return { output, stats };
@@ -145,18 +151,6 @@ export async function runSharded(
  * times, peak memory (process isolation) and collectives of the last call.
  */
 export function shardedDecodeFor(vae: AnalyzableVae, group: ProgramGroup, options: ShardedDecodeForOptions = {}): ShardedDecode {
-  if (vae.geometry.fiveDimLatents) {
-    refuse(
-      'UNSUPPORTED',
-      reason(
-        'SHARD_VIDEO',
-        'family',
-        vae.family.name,
-        'an image family (4-D latents)',
-        `row sharding decodes image latents; ${vae.family.name} latents are 5-D`,
-      ),
-    );
-  }
   const plan: ShardPlan = shardPlan(vae.decoderModel());
   let lastStats: ShardStats | null = null;
   const decode: TiledDecode = async (latents, decodeOptions = {}) => {

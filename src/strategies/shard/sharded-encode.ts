@@ -11,7 +11,7 @@
 
 import type { Encoder } from '../../encode/encoder.js';
 import type { TiledEncode } from '../../encode/engine.js';
-import { reason, refuse, throwIfAborted } from '../../errors.js';
+import { throwIfAborted } from '../../errors.js';
 import type { ProgramGroup } from '../../ranks/group.js';
 import { splitInputBands } from './bands.js';
 import { shardPlan } from './plan.js';
@@ -31,18 +31,6 @@ export function shardedEncodeFor(
   group: ProgramGroup,
   options: { onStats?: (s: ShardStats) => void } = {},
 ): ShardedEncode {
-  if (encoder.geometry.fiveDimLatents) {
-    refuse(
-      'UNSUPPORTED',
-      reason(
-        'SHARD_VIDEO',
-        'family',
-        encoder.family.name,
-        'an image family (4-D images)',
-        `row sharding encodes images; ${encoder.family.name} takes video`,
-      ),
-    );
-  }
   const plan = shardPlan(encoder.encoderModel());
   let lastStats: ShardStats | null = null;
   const encode = async (image: Parameters<TiledEncode>[0], encodeOptions: Parameters<TiledEncode>[1]) => {

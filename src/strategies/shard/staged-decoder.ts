@@ -8,7 +8,10 @@
 // happen inside the band models (band-models.ts), so JS only slices the rows it sends and
 // merges the small statistics vectors (group-norm.ts, one all-gather per GroupNorm); attention
 // gathers every band's keys and values and runs the core over the band's queries in chunks, so
-// the score matrix stays bounded.
+// the score matrix stays bounded. Video values keep every frame on every rank (bands are rows of
+// all frames); frame-major tokens are sliced and joined per frame through a framed view
+// (rows.ts), and a frame-causal attention runs its unmasked core per query frame on the keys of
+// that frame and earlier (gathered keys are joined into global frame-major order).
 
 import { collectGarbage } from './collect.js';
 import type { Communicator } from '../../ranks/program.js';
@@ -22,8 +25,8 @@ import { wholeTimes } from '../../graph/ratio.js';
 import { bandRows, haloRows, haloSources, rowsForReader, type Band } from './bands.js';
 import { AFFINE_EPSILON, bandName } from './band-models.js';
 import { allGroupStatistics, bandStatistics, groupNormAffine } from './group-norm.js';
-import { layoutOf, rowUnit, shardPlan, type ShardPlan, type ShardPlanOptions, type ShardStep } from './plan.js';
-import { concatAxis, sliceRows } from './rows.js';
+import { framesOf, isFramed, layoutOf, rowUnit, shardPlan, type ShardPlan, type ShardPlanOptions, type ShardStep } from './plan.js';
+import { concatAxis, framedView, mergeFrames, sliceRows } from './rows.js';
 
 /** What a band run needs of a rank group's communicator. */
 export type BandComm = Pick<Communicator, 'rank' | 'size' | 'send' | 'recv' | 'allReduce' | 'allGather'>;
@@ -32,7 +35,14 @@ export type BandComm = Pick<Communicator, 'rank' | 'size' | 'send' | 'recv' | 'a
 export interface ShardGeometry {
   latentRows: number;
   latentCols: number;
+  /** Frames of a video latent (every rank holds all of them); absent for images. */
+  latentFrames?: number;
   bands: Band[];
+}
+
+/** The framed view of a value whose row axis holds frame-major tokens (one block of rows per frame), else the value. */
+function rowView(t: Tensor, f: SpatialFact, frames: number): { t: Tensor; axis: number } {
+  return isFramed(f) ? { t: framedView(t, f.rowAxis, frames), axis: f.rowAxis + 1 } : { t, axis: f.rowAxis };
 }
 
 /** Scores held at once by one attention chunk (queries × keys), in elements (64 MiB of float32). */
@@ -81,11 +91,12 @@ class BufferPool {
 /** Steps ahead whose outputs may take a dropped buffer (two stages, with the GroupNorm steps between). */
 const LOOKAHEAD = 4;
 
-/** The dims of a value's band of `entries` on its row axis, or null when an axis size is unknown. */
-function bandDims(f: SpatialFact, entries: number, batch: number, latentCols: number): number[] | null {
+/** The dims of a value's band of `entries` on its row axis (per frame for frame-major tokens), or null when an axis size is unknown. */
+function bandDims(f: SpatialFact, entries: number, batch: number, latentCols: number, latentFrames: number): number[] | null {
   const dims: number[] = [];
   for (let axis = 0; axis < f.rank; axis++) {
-    if (axis === f.rowAxis) dims.push(entries);
+    if (axis === f.rowAxis) dims.push(entries * (isFramed(f) ? framesOf(f, latentFrames) : 1));
+    else if (axis === f.frameAxis) dims.push(framesOf(f, latentFrames));
     else if (axis === f.colAxis) dims.push(wholeTimes(latentCols, f.scale.cols));
     else if (axis === 0) dims.push(batch);
     else if (f.dims[axis] == null) return null;
@@ -137,7 +148,12 @@ export class StagedDecoder {
     const open = (graph: ModelProto) => createSession(graph, { enableCpuMemArena: false, enableMemPattern: false, ...session });
     try {
       for (const [i, step] of plan.steps.entries()) {
-        const graph = step.kind === 'stage' ? step.band.model : step.kind === 'attention' ? (step.split?.apply ?? step.core).model : null;
+        const graph =
+          step.kind === 'stage'
+            ? step.band.model
+            : step.kind === 'attention'
+              ? (step.split?.apply ?? step.frameCausal ?? step.core).model
+              : null;
         if (graph) sessions.set(i, await open(graph));
         if (step.kind === 'attention' && step.split) partials.set(i, await open(step.split.partial.model));
       }
@@ -225,8 +241,9 @@ export class StagedDecoder {
     if (model.halo) {
       const pieces = await this.haloPieces(step, read, comm, band, geometry);
       model.inputs.forEach((name, k) => {
+        const f = layoutOf(this.plan, name);
         feeds[bandName.above(name)] = pieces[k]!.above;
-        feeds[bandName.band(name)] = read(name);
+        feeds[bandName.band(name)] = rowView(read(name), f, framesOf(f, geometry.latentFrames ?? 1)).t;
         feeds[bandName.below(name)] = pieces[k]!.below;
       });
     } else {
@@ -242,13 +259,15 @@ export class StagedDecoder {
     const spans = this.outputSpans(step, band, geometry, read(model.inputs[0]!).dims[0]!);
     if (model.halo) {
       model.outputs.forEach((name, k) => {
-        const { from, to } = spans[k]!;
+        const { f, from, to, frames } = spans[k]!;
         if (to > MAX_CROP_ENTRY)
           throw new DistVaeError(
             'UNSUPPORTED',
             `stage ${step.index} output ${name} has ${to} entries on its row axis; in-graph crops take at most ${MAX_CROP_ENTRY}`,
           );
-        feeds[bandName.crop(name)] = { dims: [2], data: Float32Array.of(from, to) };
+        feeds[bandName.crop(name)] = isFramed(f)
+          ? { dims: [3], data: Float32Array.of(from, to, frames) }
+          : { dims: [2], data: Float32Array.of(from, to) };
       });
     }
     // Outputs go straight into buffers of values already dropped (or new ones): no copy out of
@@ -260,12 +279,13 @@ export class StagedDecoder {
     });
     const outputs = await this.sessions.get(i)!.run(feeds, into);
     model.outputs.forEach((name, k) => {
-      const { f, from, to } = spans[k]!;
+      const { f, from, to, frames } = spans[k]!;
       const out = outputs[model.halo ? bandName.cropped(name) : name]!;
-      if (out.dims[f.rowAxis] !== to - from) {
+      const expected = (to - from) * (isFramed(f) ? frames : 1);
+      if (out.dims[f.rowAxis] !== expected) {
         throw new DistVaeError(
           'TENSOR_INVALID',
-          `stage ${step.index} produced ${name} with ${out.dims[f.rowAxis]} entries of the band on its row axis; ${to - from} were expected`,
+          `stage ${step.index} produced ${name} with ${out.dims[f.rowAxis]} entries of the band on its row axis; ${expected} were expected`,
         );
       }
       values.set(name, out);
@@ -285,7 +305,8 @@ export class StagedDecoder {
       const own = bandRows(band, f.scale.rows);
       const from = (own.from - read.from) * unit;
       const to = (own.to - read.from) * unit;
-      return { f, from, to, dims: bandDims(f, to - from, batch, geometry.latentCols) };
+      const frames = f.frameAxis === null ? 1 : framesOf(f, geometry.latentFrames ?? 1);
+      return { f, from, to, frames, dims: bandDims(f, to - from, batch, geometry.latentCols, geometry.latentFrames ?? 1) };
     });
   }
 
@@ -305,32 +326,34 @@ export class StagedDecoder {
     const { bands, latentRows, latentCols } = geometry;
     const tag = `halo:${index}`;
     const layouts = names.map((n) => layoutOf(this.plan, n));
+    const views = names.map((n, k) => rowView(read(n), layouts[k]!, framesOf(layouts[k]!, geometry.latentFrames ?? 1)));
     for (const reader of bands) {
       if (!haloSources(bands, reader, halo).includes(band.rank)) continue;
-      const slabs = names.map((n, k) => {
+      const slabs = names.map((_, k) => {
         const f = layouts[k]!;
         const own = bandRows(band, f.scale.rows);
         const rows = rowsForReader(band, reader, halo, latentRows, f.scale.rows);
-        return sliceRows(read(n), f.rowAxis, rowUnit(f, latentCols), rows.from - own.from, rows.to - own.from).data;
+        const { t, axis } = views[k]!;
+        return sliceRows(t, axis, rowUnit(f, latentCols), rows.from - own.from, rows.to - own.from).data;
       });
       comm.send(reader.rank, slabs, tag);
     }
     const sources = haloSources(bands, band, halo);
     const received = (await Promise.all(sources.map((r) => comm.recv(r, tag)))) as Float32Array[][];
-    return names.map((n, k) => {
+    return names.map((_, k) => {
       const f = layouts[k]!;
       const unit = rowUnit(f, latentCols);
-      const own = read(n);
+      const { t: own, axis } = views[k]!;
       const piece = (r: number, j: number): Tensor => {
         const rows = rowsForReader(bands[r]!, band, halo, latentRows, f.scale.rows);
         const dims = [...own.dims];
-        dims[f.rowAxis] = (rows.to - rows.from) * unit;
+        dims[axis] = (rows.to - rows.from) * unit;
         return { dims, data: received[j]![k]! };
       };
       const side = (pieces: Tensor[]): Tensor => {
-        if (pieces.length > 0) return concatAxis(pieces, f.rowAxis);
+        if (pieces.length > 0) return concatAxis(pieces, axis);
         const dims = [...own.dims];
-        dims[f.rowAxis] = 0;
+        dims[axis] = 0;
         return { dims, data: new Float32Array(0) };
       };
       return {
@@ -376,29 +399,49 @@ export class StagedDecoder {
     const k = read(region.key);
     const v = read(region.value);
     const gathered = (await comm.allGather([k.data, v.data])) as Float32Array[][];
+    // Frame-major tokens: every band's block of rows per frame, joined frame by frame into the
+    // whole latent's frame-major order (frames = 1 for images: the bands in rank order).
+    const f = layoutOf(this.plan, region.key);
+    const frames = isFramed(f) ? framesOf(f, geometry.latentFrames ?? 1) : 1;
     const tokens = (rank: number, name: string) => {
-      const f = layoutOf(this.plan, name);
-      const rows = bandRows(geometry.bands[rank]!, f.scale.rows);
-      return (rows.to - rows.from) * rowUnit(f, geometry.latentCols);
+      const layout = layoutOf(this.plan, name);
+      const rows = bandRows(geometry.bands[rank]!, layout.scale.rows);
+      return (rows.to - rows.from) * rowUnit(layout, geometry.latentCols);
     };
     const join = (t: Tensor, which: 0 | 1, name: string) =>
-      concatAxis(
-        gathered.map((parts, rank) => ({ dims: [t.dims[0]!, t.dims[1]!, tokens(rank, name)], data: parts[which]! })),
+      mergeFrames(
+        concatAxis(
+          gathered.map((parts, rank) => ({ dims: [t.dims[0]!, t.dims[1]!, frames, tokens(rank, name)], data: parts[which]! })),
+          3,
+        ),
         2,
       );
     const keys = join(k, 0, region.key);
     const vals = join(v, 1, region.value);
-    const queries = q.dims[1]!;
-    const chunk = Math.max(1, Math.floor(ATTENTION_CHUNK_ELEMENTS / Math.max(1, keys.dims[2]!)));
     const session = this.sessions.get(i)!;
+    const run = async (queries: Tensor, keysUpTo: number): Promise<Tensor[]> => {
+      const [ks, vs] = keysUpTo === keys.dims[2] ? [keys, vals] : [sliceRows(keys, 2, 1, 0, keysUpTo), sliceRows(vals, 2, 1, 0, keysUpTo)];
+      const n = queries.dims[1]!;
+      const chunk = Math.max(1, Math.floor(ATTENTION_CHUNK_ELEMENTS / Math.max(1, keysUpTo)));
+      const parts: Tensor[] = [];
+      for (let from = 0; from < n; from += chunk) {
+        const part = from === 0 && chunk >= n ? queries : sliceRows(queries, 1, 1, from, Math.min(n, from + chunk));
+        const feeds: Record<string, Tensor> = { [region.query]: part, [region.key]: ks, [region.value]: vs };
+        for (const name of (step.frameCausal ?? core).inputs)
+          if (!(name in feeds))
+            throw new DistVaeError('INVALID_ARGUMENT', `attention core ${region.name} reads ${name}, which is not its query, key or value`);
+        parts.push((await session.run(feeds))[region.output]!);
+      }
+      return parts;
+    };
+    if (!step.frameCausal) return concatAxis(await run(q, keys.dims[2]!), 2);
+    // Frame-causal: the queries of frame t read the keys of frames 0..t, a prefix of the joined keys.
+    const perFrameQueries = q.dims[1]! / frames;
+    const perFrameKeys = keys.dims[2]! / frames;
     const parts: Tensor[] = [];
-    for (let from = 0; from < queries; from += chunk) {
-      const part = from === 0 && chunk >= queries ? q : sliceRows(q, 1, 1, from, Math.min(queries, from + chunk));
-      const feeds: Record<string, Tensor> = { [region.query]: part, [region.key]: keys, [region.value]: vals };
-      for (const name of core.inputs)
-        if (!(name in feeds))
-          throw new DistVaeError('INVALID_ARGUMENT', `attention core ${region.name} reads ${name}, which is not its query, key or value`);
-      parts.push((await session.run(feeds))[region.output]!);
+    for (let t = 0; t < frames; t++) {
+      const queries = sliceRows(q, 1, 1, t * perFrameQueries, (t + 1) * perFrameQueries);
+      parts.push(...(await run(queries, (t + 1) * perFrameKeys)));
     }
     return concatAxis(parts, 2);
   }

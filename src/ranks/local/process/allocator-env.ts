@@ -1,6 +1,7 @@
-// The allocator configuration of the processes distvae starts (rank processes, and the queue
-// workers its tests and benchmarks start): glibc malloc settings in their environment, so a
-// rank's peak memory repeats from run to run and the memory model's prediction can be a bound.
+// The allocator configuration of the processes distvae starts (rank processes, the queue
+// workers its tests and benchmarks start, and the long-running CLI commands the bin starts again:
+// relaunch.ts): glibc malloc settings in their environment, so a rank's peak memory repeats from
+// run to run and the memory model's prediction can be a bound, and a worker's does not grow.
 //
 // Why: onnxruntime-node runs each session call on one of libuv's pool threads, and glibc gives
 // each thread that allocates its own arena (up to 8 per core), so which arena serves a run — and
