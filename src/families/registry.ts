@@ -49,6 +49,19 @@ export function familyNamesWhere(has: (runtime: FamilyRuntime) => boolean): Fami
   return REGISTERED.filter((f) => has(f.runtime)).map((f) => f.spec.name);
 }
 
+/**
+ * Whether a registered family's decoder can be row-sharded, and why not: read from its runtime
+ * (a fused `decoderGraph`, or `graphWithheld` naming what keeps it from one), so the docs'
+ * families table and the refusals say the same. A family with a graph is sharded only where
+ * the locality analysis finds every nonlocal op a sync region; registry.test.ts checks each
+ * family's answer against that analysis on its tiny config.
+ */
+export function rowShardingOf(family: FamilySpec): { sharded: true } | { sharded: false; why: string } {
+  const runtime = runtimeOf(family);
+  if (runtime.decoderGraph) return { sharded: true };
+  return { sharded: false, why: runtime.graphWithheld ?? 'its runtime exposes no fused decoder graph' };
+}
+
 /** The runtime (graph builders, tile runner, post-processing) of a registered family. */
 export function runtimeOf(family: FamilySpec): FamilyRuntime {
   const registered = REGISTERED.find((f) => f.spec.name === family.name);
