@@ -1,7 +1,8 @@
 // Every registered family's row-sharding answer (families/registry.ts `rowShardingOf`, what the
 // docs' families table shows) against what row sharding actually does on the family's tiny
 // config: a family said to shard has a fused decoder graph whose shard plan the locality
-// analysis accepts (shardedDecodeFor builds the same plan before any rank starts); a family
+// analysis accepts (shardedDecodeFor builds the same plan before any rank starts), exchanging
+// what its runtime declares (halo rows, GroupNorm statistics, attention keys/values…); a family
 // said not to is refused NO_DECODER_GRAPH, the message naming the family and the reason the
 // table gives. A new family must appear here, so the table cannot drift from the code.
 
@@ -17,7 +18,7 @@ import { HUNYUAN_IMAGE_TINY } from '../../families/hunyuan-image/testing/configs
 import { HUNYUAN_VIDEO_15_TINY } from '../../families/hunyuan-video-15/testing/configs.js';
 import { MINIMAX_H3_TINY } from '../../families/minimax-h3/testing/configs.js';
 import { HUNYUAN_VIDEO_TINY, LTX2_TINY, QWEN_IMAGE_TINY, WAN21_TINY } from '../../families/testing/video-configs.js';
-import { shardPlan } from './plan.js';
+import { shardExchanges, shardPlan } from './plan.js';
 
 const { _class_name: _kl, ...KL_FIELDS } = KL_SMALL;
 const TINY: Record<string, RawConfig> = {
@@ -45,7 +46,7 @@ for (const name of FAMILY_NAMES) {
     const answer = rowShardingOf(vae.family);
     const plan = () => shardPlan(architectureModel(vae.family, runtime, vae.config));
     if (answer.sharded) {
-      assert.doesNotThrow(plan);
+      assert.deepEqual([...answer.exchanges].sort(), shardExchanges(plan()).sort(), `${name}: FamilyRuntime.shardExchanges`);
       return;
     }
     assert.ok(runtime.graphWithheld, `${name} declares why it has no fused graph (FamilyRuntime.graphWithheld)`);

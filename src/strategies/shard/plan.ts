@@ -6,6 +6,7 @@
 // model whose nonlocal ops are not all sync regions, or whose values are not at whole multiples
 // of the latent resolution.
 
+import type { ShardExchange } from '../../families/runtime-types.js';
 import type { CommCounters } from '../../ranks/program.js';
 import { DistVaeError, reason, refuse } from '../../errors.js';
 import { analyzeLocality, type LocalityReport, type SpatialFact } from '../../graph/locality.js';
@@ -35,6 +36,19 @@ export interface ShardPlan {
   halos: boolean;
   /** Index of the last step that reads each value (the graph output is never dropped). */
   lastUse: Map<string, number>;
+}
+
+/** What a plan's ranks exchange (FamilyRuntime.shardExchanges' words), each once, in the order the steps first need it. */
+export function shardExchanges(plan: ShardPlan): ShardExchange[] {
+  const seen = new Set<ShardExchange>();
+  for (const step of plan.steps) {
+    if (step.kind === 'stage') {
+      if (step.halo.num > 0) seen.add('halo-rows');
+    } else if (step.kind === 'group-norm') seen.add('group-norm-statistics');
+    else if (step.frameCausal) seen.add('frame-causal-keys-values');
+    else seen.add(step.split ? 'linear-attention-sums' : 'attention-keys-values');
+  }
+  return [...seen];
 }
 
 /** The values a step reads (band-model inputs, merged statistics, attention operands). */
