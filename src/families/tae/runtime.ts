@@ -86,6 +86,8 @@ export function taeConfigFromWeights(weights: ReadonlyMap<string, Shaped>, half:
 export const taeRuntime: FamilyRuntime = {
   decoderParams: (config) => layersParams(decoderLayers(taeArchitecture(config))),
   decoderGraph: (config, weights) => buildDecoderGraph(taeArchitecture(config), weights),
+  // No norms, no attention: convolutions only, so halos alone.
+  shardExchanges: ['halo-rows'],
   createTileRunner: (config, weights, session) => graphRunner(buildDecoderGraph(taeArchitecture(config), weights), DECODER_IO, session),
   postprocess: (raw) => raw,
   configFromWeights: (weights) => taeConfigFromWeights(weights, 'decoder'),

@@ -7,6 +7,7 @@
 // or an encoder's image: bands count the input's rows, and the plan's granule says which band
 // edges land on whole rows of every value (an encoder's down-sampled ones included).
 
+import type { ShardExchange } from '../../families/runtime-types.js';
 import type { CommCounters } from '../../ranks/program.js';
 import { DistVaeError, reason, refuse } from '../../errors.js';
 import { analyzeLocality, type LocalityReport, type SpatialFact } from '../../graph/locality.js';
@@ -38,6 +39,19 @@ export interface ShardPlan {
   lastUse: Map<string, number>;
   /** Band edges (graph input rows) and the input's columns must be multiples of these (checkBandsAligned). */
   granule: { rows: number; cols: number };
+}
+
+/** What a plan's ranks exchange (FamilyRuntime.shardExchanges' words), each once, in the order the steps first need it. */
+export function shardExchanges(plan: ShardPlan): ShardExchange[] {
+  const seen = new Set<ShardExchange>();
+  for (const step of plan.steps) {
+    if (step.kind === 'stage') {
+      if (step.halo.num > 0) seen.add('halo-rows');
+    } else if (step.kind === 'group-norm') seen.add('group-norm-statistics');
+    else if (step.frameCausal) seen.add('frame-causal-keys-values');
+    else seen.add(step.split ? 'linear-attention-sums' : 'attention-keys-values');
+  }
+  return [...seen];
 }
 
 /** The values a step reads (band-model inputs, merged statistics, attention operands). */
