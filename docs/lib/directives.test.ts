@@ -72,6 +72,26 @@ test('generated sections, instruments and includes', () => {
   assert.match(page.blocks[6]!, /<figure class="scaling"/);
 });
 
+test('the families table says what a tile is and whether row sharding works, and why, as the registry answers', () => {
+  const html = expand('{{families}}').blocks[0]!;
+  const row = (name: string) => new RegExp(`<th scope="row"><code>${name.replace('.', '\\.')}</code></th>(.*?)</tr>`).exec(html)?.[1] ?? '';
+  assert.match(html, /<th scope="col">a tile is<\/th><th scope="col">row sharding<\/th>/);
+  // Sharded families name what their ranks exchange; the others the reason their refusal gives.
+  assert.match(
+    row('autoencoder-kl'),
+    /<td>yes: exchanges halo rows, GroupNorm statistics \(all-gather\), attention keys and values \(gather\)<\/td>/,
+  );
+  assert.match(row('dc-ae'), /yes: exchanges halo rows, linear-attention K·Vᵀ and K sums \(all-reduce\)/);
+  assert.match(
+    row('hunyuan-video-1.5'),
+    /latent rows × cols with every frame, in one decoder call<\/td><td>yes: .*causal attention keys and values of frames ≤ f/,
+  );
+  for (const name of ['wan', 'qwen-image'])
+    assert.match(row(name), /<td>no \(<code>NO_DECODER_GRAPH<\/code>\): its decoder runs frame by frame .*causal cache/);
+  assert.match(row('ltx2'), /one temporal chunk .*<td>no \(<code>NO_DECODER_GRAPH<\/code>\): .*stage graphs/);
+  assert.match(row('minimax-h3'), /clips of \d+ latent frames .*<td>no \(<code>NO_DECODER_GRAPH<\/code>\): .*register tokens/);
+});
+
 test('the build fails, naming page and line, when a page no longer matches the code', () => {
   const fails = (md: string, message: RegExp) =>
     assert.throws(

@@ -17,7 +17,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { escapeXml, formatPercent, formatRatio, formatSize, planFigureSvg } from '../../src/bench/plan-figure.js';
-import { FAMILIES, FAMILY_NAMES, planningVae } from '../../src/families/registry.js';
+import { FAMILIES, FAMILY_NAMES, planningVae, rowShardingOf } from '../../src/families/registry.js';
+import type { ShardExchange } from '../../src/families/runtime-types.js';
 import type { FamilySpec, Size2, VaeSpec } from '../../src/families/types.js';
 import { isDistVaeError, type Reason } from '../../src/errors.js';
 import { chooseBucket, parseBuckets, BUCKET_POLICIES } from '../../src/plan/buckets.js';
@@ -206,6 +207,32 @@ const TEMPORAL_WORDS: Record<FamilySpec['temporal']['kind'], (f: FamilySpec) => 
     "fixed clips of latent frames in each tile, cross-faded (the class's own loop; T latent → 1 + 4(T−1) − 3⌊(T−1)/5⌋ frames)",
 };
 
+// What one tile of the tiling loop holds, by the family's declared time policy (its clip size read from the geometry).
+const TILE_WORDS: Record<FamilySpec['temporal']['kind'], (vae: VaeSpec) => string> = {
+  none: () => 'latent rows × cols of the image',
+  'frame-steps': () => 'latent rows × cols with every frame, decoded one latent frame per call',
+  'all-frames': () => 'latent rows × cols with every frame, in one decoder call',
+  'temporal-chunks': () => 'latent rows × cols of one temporal chunk (window/rt + 1 latent frames)',
+  'clip-chunks': (vae) =>
+    `latent rows × cols with every frame, decoded in clips of ${vae.geometry.clips?.chunk ?? '?'} latent frames (+ ${vae.geometry.clips?.context ?? '?'} of context)`,
+};
+
+// What the ranks of a row-sharded decode exchange, as the family's runtime declares it (checked against the shard plan in strategies/shard/family-support.test.ts).
+const EXCHANGE_WORDS: Record<ShardExchange, string> = {
+  'halo-rows': 'halo rows',
+  'group-norm-statistics': 'GroupNorm statistics (all-gather)',
+  'attention-keys-values': 'attention keys and values (gather)',
+  'linear-attention-sums': 'linear-attention K·Vᵀ and K sums (all-reduce)',
+  'frame-causal-keys-values': 'causal attention keys and values of frames ≤ f (gather)',
+};
+
+/** The families table's row-sharding cell: yes with what the ranks exchange, or no with the reason the refusal gives. */
+function rowShardingCell(f: FamilySpec): string {
+  const answer = rowShardingOf(f);
+  if (answer.sharded) return `yes: exchanges ${answer.exchanges.map((e) => EXCHANGE_WORDS[e]).join(', ')}`;
+  return `no (<code>NO_DECODER_GRAPH</code>): ${escapeXml(answer.why)}`;
+}
+
 function familiesHtml(): string {
   const rows = FAMILIES.map((f) => {
     let vae: VaeSpec;
@@ -214,14 +241,14 @@ function familiesHtml(): string {
     } catch (e) {
       // Shown, not hidden: a family whose published defaults the library refuses is a fact users meet too.
       if (!isDistVaeError(e)) throw e;
-      return `<tr><th scope="row"><code>${f.name}</code></th><td>${escapeXml(f.description)}</td><td colspan="5">planningVae('${f.name}') without a config is refused: ${escapeXml(e.reasons.map((r) => r.message).join('; ') || e.message)}. Pass the model's config.json.</td></tr>`;
+      return `<tr><th scope="row"><code>${f.name}</code></th><td>${escapeXml(f.description)}</td><td colspan="6">planningVae('${f.name}') without a config is refused: ${escapeXml(e.reasons.map((r) => r.message).join('; ') || e.message)}. Pass the model's config.json.</td><td>${rowShardingCell(f)}</td></tr>`;
     }
     const g = vae.geometry;
     const t = vae.config.tiling;
     const frames = t.frames ? `${t.frames.enabled ? 'on' : 'off'}, ${t.frames.window} / ${t.frames.overlap}` : '–';
     // A family whose own loop takes a minimum overlap (MiniMax-H3) and tiles from the start says so.
     const overlapWord = f.diffusersTiling === 'tile-and-min-overlap' ? ' (minimum; tiled by default)' : '';
-    return `<tr><th scope="row"><code>${f.name}</code></th><td>${escapeXml(f.description)}</td><td>${g.spatialRatio} px${g.patchSize > 1 ? ` (patch ${g.patchSize})` : ''}, ${g.temporalRatio} frame${g.temporalRatio === 1 ? '' : 's'}</td><td>${formatSize(t.window)} / ${formatSize(t.overlap)}${overlapWord}</td><td>${f.minWindowLatent * g.spatialRatio}</td><td>${frames}</td><td>${escapeXml(TEMPORAL_WORDS[f.temporal.kind](f))}</td></tr>`;
+    return `<tr><th scope="row"><code>${f.name}</code></th><td>${escapeXml(f.description)}</td><td>${g.spatialRatio} px${g.patchSize > 1 ? ` (patch ${g.patchSize})` : ''}, ${g.temporalRatio} frame${g.temporalRatio === 1 ? '' : 's'}</td><td>${formatSize(t.window)} / ${formatSize(t.overlap)}${overlapWord}</td><td>${f.minWindowLatent * g.spatialRatio}</td><td>${frames}</td><td>${escapeXml(TEMPORAL_WORDS[f.temporal.kind](f))}</td><td>${escapeXml(TILE_WORDS[f.temporal.kind](vae))}</td><td>${rowShardingCell(f)}</td></tr>`;
   });
   const head = [
     'family',
@@ -231,10 +258,12 @@ function familiesHtml(): string {
     'smallest window (px)',
     'frame tiling (frames)',
     'time axis',
+    'a tile is',
+    'row sharding',
   ]
     .map((h) => `<th scope="col">${h}</th>`)
     .join('');
-  return `<div class="table-scroll"><table class="families"><caption>Families with their published default configs, read from <code>src/families/</code></caption><thead><tr>${head}</tr></thead><tbody>${rows.join('')}</tbody></table></div>`;
+  return `<div class="table-scroll"><table class="families"><caption>Families with their published default configs, read from <code>src/families/</code>; row sharding as each family's runtime declares it, checked against the locality analysis</caption><thead><tr>${head}</tr></thead><tbody>${rows.join('')}</tbody></table></div>`;
 }
 
 const INSTRUMENTS = ['explorer', 'quadratic'];

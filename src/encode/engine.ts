@@ -38,7 +38,10 @@ export interface EncodeOptions {
 }
 
 /** The spatial tiling operation of an encode: the image's latents from its tiles (one rank's loop, or a rank group's). */
-export type TiledEncode = (image: Tensor, options: EncodeOptions & { progress?: ProgressCounter }) => Promise<Tensor>;
+export type TiledEncode = ((image: Tensor, options: EncodeOptions & { progress?: ProgressCounter }) => Promise<Tensor>) & {
+  /** Set by operations that also take untiled images (row sharding): the engine calls them whatever the plan. */
+  readonly encodesUntiled?: boolean;
+};
 
 /** What the engine reads of a family's encoder declaration (FamilyEncoder; `framesFor` is read into `frames` when an encoder is made). */
 export type EncoderDeclaration = Pick<FamilyEncoder, 'frames' | 'framesFor' | 'temporalTiling' | 'patchifiedTiles'>;
@@ -113,7 +116,7 @@ export async function encodeImage(vae: EncodingVae, image: Tensor, options: Enco
   const progress = new ProgressCounter(grid.tiles.length * (time?.chunks.length ?? 1), options.onProgress);
   const encodeChunk = async (input: Tensor, chunk?: number): Promise<Tensor> => {
     throwIfAborted(options.signal);
-    if (grid.tiled) return vae.tiledEncode(input, { ...options, progress });
+    if (grid.tiled || vae.tiledEncode.encodesUntiled) return vae.tiledEncode(input, { ...options, progress });
     const latents = await vae.runner.decode(input, options.signal);
     checkFiniteOutput(latents, chunk === undefined ? 'the encode' : `the encode of temporal chunk ${chunk}`);
     progress.tileDone(chunk === undefined ? {} : { chunk });

@@ -15,7 +15,7 @@ import { hunyuanVideo15Family } from './hunyuan-video-15/family.js';
 import { ltx2Family } from './ltx2/family.js';
 import { miniMaxH3Family } from './minimax-h3/family.js';
 import { qwenImageFamily } from './qwen-image/family.js';
-import type { FamilyRuntime } from './runtime-types.js';
+import type { FamilyRuntime, ShardExchange } from './runtime-types.js';
 import { taeFamily } from './tae/family.js';
 import type { FamilySpec, RawConfig, ResolvedConfig, TilingState, VaeSpec } from './types.js';
 import { wanFamily } from './wan/family.js';
@@ -47,6 +47,22 @@ export const FAMILY_NAMES: readonly FamilyName[] = REGISTERED.map((f) => f.spec.
 /** The names of the families whose runtime has what `has` asks (messages list them from here, so they cannot go stale). */
 export function familyNamesWhere(has: (runtime: FamilyRuntime) => boolean): FamilyName[] {
   return REGISTERED.filter((f) => has(f.runtime)).map((f) => f.spec.name);
+}
+
+/**
+ * Whether a registered family's decoder can be row-sharded, and why not: read from its runtime
+ * (a fused `decoderGraph` and what its ranks exchange, or `graphWithheld` naming what keeps it
+ * from one graph), so the docs' families table and the refusals say the same. A family with a
+ * graph is sharded only where the locality analysis finds every nonlocal op a sync region;
+ * strategies/shard/family-support.test.ts checks each family's answer against that analysis
+ * and the refusal on its tiny config.
+ */
+export function rowShardingOf(
+  family: FamilySpec,
+): { sharded: true; exchanges: readonly ShardExchange[] } | { sharded: false; why: string } {
+  const runtime = runtimeOf(family);
+  if (runtime.decoderGraph) return { sharded: true, exchanges: runtime.shardExchanges ?? [] };
+  return { sharded: false, why: runtime.graphWithheld ?? 'its runtime exposes no fused decoder graph' };
 }
 
 /** The runtime (graph builders, tile runner, post-processing) of a registered family. */

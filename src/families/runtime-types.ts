@@ -20,6 +20,15 @@ export interface Family<Name extends string = string> {
   runtime: FamilyRuntime;
 }
 
+/**
+ * What the ranks of a row-sharded decode exchange (docs/design.md §6): rows of neighbouring bands
+ * for convolutions' halos, GroupNorm band statistics (one all-gather per norm), the keys and values
+ * of a softmax attention (gathered), the per-head K·Vᵀ and K sums of a linear attention (one
+ * all-reduce), or the keys and values of a frame-causal attention (gathered over frames ≤ f).
+ */
+export type ShardExchange =
+  'halo-rows' | 'group-norm-statistics' | 'attention-keys-values' | 'linear-attention-sums' | 'frame-causal-keys-values';
+
 export interface FamilyRuntime {
   /** Decoder parameters under the checkpoint's own key names, with shapes and synthetic init. */
   decoderParams(config: ResolvedConfig): ParamSpec[];
@@ -33,6 +42,13 @@ export interface FamilyRuntime {
    * words (named in the refusal of row sharding and halo-exact tiles).
    */
   graphWithheld?: string;
+  /**
+   * With `decoderGraph`: what row sharding exchanges for the published config (the docs' families
+   * table shows it). Declared, not analysed, as the published graphs are too big to build for the
+   * docs; strategies/shard/family-support.test.ts checks it against the shard plan of each family's
+   * tiny config.
+   */
+  shardExchanges?: readonly ShardExchange[];
   /**
    * What the memory model reads of one tile decode (docs/design.md §13), for families whose
    * runner is not one run of `decoderGraph`: the graphs the runner opens sessions on for a latent

@@ -513,6 +513,17 @@ class Interpreter {
       const perm = intsAttribute(node, 'perm') ?? first.map((_, i) => first.length - 1 - i);
       return perm.map((p) => first[p]!);
     }
+    // Kernels assembled in the graph from padded literals (HunyuanImage's 4×4 space-to-depth kernels).
+    if (rule === 'pad' && first) {
+      const pads = this.literal(node.input?.[1]);
+      return pads && pads.length === 2 * first.length ? first.map((d, i) => d + pads[i]! + pads[i + first.length]!) : null;
+    }
+    if (rule === 'concat') {
+      const all = ins.filter((f) => f !== undefined).map(dimsOf);
+      if (all.length === 0 || all.some((d) => d === null || d.length !== all[0]!.length)) return null;
+      const axis = normaliseAxis(intAttribute(node, 'axis', 0), all[0]!.length);
+      return all[0]!.map((d, i) => (i === axis ? all.reduce((n, a) => n + a![i]!, 0) : d));
+    }
     // Kernels computed in the graph (the polyphase upsampler's phase kernels: rows · W · colsᵀ).
     const second = dimsOf(ins[1]);
     if (rule === 'matmul' && first && second && first.length >= 2 && second.length >= 2) {

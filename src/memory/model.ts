@@ -293,12 +293,13 @@ function architectureOf(vae: VaeSpec): ArchitectureMemory {
 /** The float32 fused decoder graph the structural analyses read (see `structural`); UNSUPPORTED where the family exposes none. */
 function graphOf(arch: ArchitectureMemory, vae: VaeSpec): ModelProto {
   if (arch.structural) return arch.structural;
+  const withheld = runtimeOf(vae.family).graphWithheld;
   const r = reason(
     'NO_DECODER_GRAPH',
     'family',
     vae.family.name,
     `a family that exposes its decoder graph (${familyNamesWhere((r) => r.decoderGraph !== undefined).join(', ')})`,
-    `the ${vae.family.name} family does not expose its fused decoder graph: row sharding and halo-exact tiles need it`,
+    `the ${vae.family.name} family does not expose its fused decoder graph${withheld ? ` (${withheld})` : ''}: row sharding and halo-exact tiles need it`,
   );
   throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
 }

@@ -4,9 +4,10 @@
 // latents file (.npy, .safetensors with the tensor `latents`, or a ComfyUI .latent), raw or
 // scaled as a pipeline hands them on — the counterpart of decodeFiles for one file. It takes the decode session's plan, strategy, rank and runtime options and reads them
 // the same way: the exact planner (installRequestedTiling, windows in input pixels), the strategy
-// table (`useStrategy`: tile on local ranks), local ranks started for the encode and closed
+// table (`useStrategy`: tile, shard or exact-tile), local ranks started for the encode and closed
 // after it. Without a plan option the encode is whole, as diffusers' `encode` is; with
-// --ranks R > 1 and no window, the family's default tiles are dealt to the ranks.
+// --ranks R > 1 and no window, the family's default tiles are dealt to the ranks (row
+// sharding ignores the plan: bands of whole latent rows, one per rank).
 
 import { checkImage, cropToMultiple } from '../encode/image-check.js';
 import { loadEncoder } from '../encode/encoder.js';
@@ -24,10 +25,14 @@ import { openVideoInput } from '../io/video-input.js';
 import type { SampleRange } from '../io/sample-range.js';
 import { readLatentBatchNorm } from '../sources/latent-statistics.js';
 import { encodeGrid } from '../encode/engine.js';
+import type { RankGroup } from '../ranks/group.js';
 import { localGroup } from '../ranks/local/index.js';
+import { queueGroup } from '../ranks/queue/index.js';
+import type { QueueGroup } from '../ranks/queue/queue-group.js';
 import type { Isolation } from '../ranks/local/local-group.js';
 import { sourceConfig, type VaeSource } from '../sources/vae-source.js';
-import { useStrategy, type Strategy } from '../strategies/index.js';
+import { STRATEGIES, useStrategy, type Strategy } from '../strategies/index.js';
+import { splitInputBands } from '../strategies/shard/bands.js';
 import type { RankStats } from '../decode/types.js';
 import type { Tensor } from '../tensor.js';
 import { installRequestedTiling } from './decision.js';
@@ -64,11 +69,25 @@ export interface EncodeFileOptions
   full?: boolean;
   /** Crop the image (centred) to multiples of the spatial ratio instead of refusing it. */
   crop?: boolean;
-  /** How tiles are encoded: 'tile' (the only encoder strategy so far). */
+  /**
+   * How the encode is distributed, as for decoding: 'tile' (blended tiles dealt to the ranks),
+   * 'shard' (row sharding on the local ranks, 1 included: equal to the whole encode, the plan
+   * ignored) or 'exact-tile' (the plan's tiles with the analysed halo; local encoders only).
+   */
   strategy?: Strategy;
-  /** Local ranks the tiles are dealt to. */
+  /** Local ranks the tiles are dealt to; with `redis`, the runs queue workers take (default: the workers listening). */
   ranks?: number;
   isolation?: Isolation;
+  /**
+   * Redis URL of a queue whose workers serve this encoder (`distvae worker --encoder`): the tiles
+   * (the family's default without a window) go to them, blended here — bitwise the one-rank
+   * tiled encode. Tile strategy only (workers cannot exchange halos).
+   */
+  redis?: string;
+  /** Queue name (default 'distvae'; coordinator and workers must agree). */
+  queue?: string;
+  /** With `redis`: fail when no worker takes or finishes a tile for this long (ms). */
+  queueTimeoutMs?: number;
 }
 
 /** What `encodeFile` did: `encode --json` prints it. */
@@ -137,14 +156,16 @@ export function encodeFileReasons(options: EncodeFileOptions): Reason[] {
         '--no-frame-tiling cannot be combined with --frame-window/--frame-overlap',
       ),
     );
-  if (options.strategy !== undefined && options.strategy !== 'tile')
+  if (options.strategy !== undefined && !(STRATEGIES as readonly string[]).includes(options.strategy))
+    reasons.push(reason('STRATEGY_INVALID', 'strategy', options.strategy, `one of ${STRATEGIES.join(', ')}`));
+  else if (options.redis !== undefined && options.strategy !== undefined && options.strategy !== 'tile')
     reasons.push(
       reason(
-        'STRATEGY_INVALID',
+        'STRATEGY_NEEDS_LOCAL_GROUP',
         'strategy',
         options.strategy,
-        'tile',
-        `--strategy ${options.strategy} is not available for encoders yet; encoders take tile (blended tiles, diffusers' tiled encode) or the whole encode`,
+        'tile (with --redis)',
+        `strategy ${options.strategy} needs a local rank group; queue workers cannot exchange halos`,
       ),
     );
   return reasons;
@@ -282,6 +303,21 @@ async function readVideo(path: string, range: SampleRange): Promise<{ image: Ten
 const asOneFrame = (image: Tensor): Tensor =>
   image.dims.length === 4 ? { dims: [image.dims[0]!, image.dims[1]!, 1, image.dims[2]!, image.dims[3]!], data: image.data } : image;
 
+/** The queue group of `options.redis`, connected (TRANSPORT_FAILED when Redis is unreachable) before any weights are read. */
+async function connectQueue(options: EncodeFileOptions): Promise<QueueGroup> {
+  const q = queueGroup({
+    connection: options.redis!,
+    ...(options.queue !== undefined ? { queue: options.queue } : {}),
+    ...(options.ranks !== undefined ? { ranks: options.ranks } : {}),
+    ...(options.queueTimeoutMs !== undefined ? { timeoutMs: options.queueTimeoutMs } : {}),
+  });
+  await q.connect().catch(async (e: unknown) => {
+    await q.close();
+    throw e;
+  });
+  return q;
+}
+
 /** Every row of an opened image, in the family's input range (PNG / .npy streamed, JPEG whole); closes it. */
 function readInput(rows: RowSource): { image: Tensor; reading: 'streamed' | 'whole' } {
   try {
@@ -317,20 +353,33 @@ export async function encodeFile(
       throw e;
     }
   }
+  const strategy = options.strategy ?? 'tile';
+  // A queue is reached before any weights are read (an unreachable one is reported first).
+  const queue =
+    options.redis !== undefined
+      ? await connectQueue(options).catch((e: unknown) => {
+          rows?.close();
+          throw e;
+        })
+      : null;
   const encoder = await loadEncoder(options.vae, {
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
     ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
     ...(options.precision !== undefined ? { precision: options.precision } : {}),
     ...(options.forceFp16 !== undefined ? { forceFp16: options.forceFp16 } : {}),
-  }).catch((e: unknown) => {
+  }).catch(async (e: unknown) => {
     rows?.close();
+    await queue?.close();
     throw e;
   });
-  const group =
-    ranks > 1
+  // Row sharding runs on ranks even when there is one (as decoding's does).
+  const local =
+    queue === null && (ranks > 1 || strategy === 'shard')
       ? localGroup({ ranks, ...(options.isolation ? { isolation: options.isolation } : {}), threadsPerRank: options.threads ?? 1 })
       : null;
+  const group: RankGroup | null = queue ?? local;
+  const distributed = group !== null && (group.size > 1 || strategy !== 'tile');
   try {
     if (options.sample) {
       refuseSamplingWithout(encoder.family, hooks.sample ?? 'sample');
@@ -356,7 +405,7 @@ export async function encodeFile(
     const size = { height: input.dims.at(-2)!, width: input.dims.at(-1)! };
     // Tiles when asked for (a window, or ranks to deal them to); else whole, as diffusers' encode.
     // Time is cut as the family defaults (HunyuanVideo on, LTX-2 off) unless a frame option says otherwise; --full: neither.
-    if (options.window !== undefined || options.overlap !== undefined || (ranks > 1 && options.full !== true))
+    if (options.window !== undefined || options.overlap !== undefined || (distributed && options.full !== true && strategy !== 'shard'))
       installRequestedTiling(encoder, options, size);
     else if (options.full === true) setTiling(encoder, 'off');
     else {
@@ -368,8 +417,10 @@ export async function encodeFile(
       }
     }
     const grid = encodeGrid(encoder, input);
-    if (group) await group.start();
-    const report = group ? useStrategy(encoder, options.strategy ?? 'tile', group) : null;
+    // More ranks than latent rows is refused before any rank starts (as decoding's session does).
+    if (strategy === 'shard') splitInputBands(size.height, group!.size, r);
+    await local?.start();
+    const report = group || strategy !== 'tile' ? useStrategy(encoder, strategy, group) : null;
     const start = performance.now();
     const mean = await encoder.encode(input, hooks.signal ? { signal: hooks.signal } : {});
     const seconds = (performance.now() - start) / 1000;
@@ -379,15 +430,19 @@ export async function encodeFile(
     const latents = scaled ? scaleLatents(mean, latentScalingOf(fields, encoder.family.name, batchNorm ? { batchNorm } : {})) : mean;
     writeLatentsFile(options.out, latents, { scaled });
     const notes = report?.notes() ?? [];
-    if (group && !grid.tiled) notes.push(`the image fits in one window: encoded whole in this process, not on the ${ranks} ranks`);
+    if (group && !grid.tiled && strategy === 'tile')
+      notes.push(`the image fits in one window: encoded whole in this process, not on the ${group.size} ranks`);
+    const bands = report?.shard()?.bands;
+    if (bands)
+      notes.push(`row-sharded over ${bands.length} rank(s): bands of image rows ${bands.map((b) => `${b.start}..${b.end}`).join(', ')}`);
     return {
       image: { height: raw.dims.at(-2)!, width: raw.dims.at(-1)! },
       frames: frameLoop ? raw.dims[2]! : null,
       encoded: size,
       shape: [...latents.dims],
-      tiles: grid.tiles.length,
-      plan: grid.tiled ? { window: { ...encoder.tiling.window }, overlap: { ...encoder.tiling.overlap } } : null,
-      strategy: options.strategy ?? 'tile',
+      tiles: strategy === 'shard' ? 1 : grid.tiles.length,
+      plan: grid.tiled && strategy !== 'shard' ? { window: { ...encoder.tiling.window }, overlap: { ...encoder.tiling.overlap } } : null,
+      strategy,
       seconds,
       ranks: report?.ranks() ?? [{ rank: 0, tiles: grid.tiles.map((t) => t.index), load: grid.tiles.length, seconds }],
       notes,

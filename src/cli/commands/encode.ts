@@ -3,7 +3,7 @@
 // family's encoder to latents in a .npy, .safetensors (tensor `latents`, docs/design.md §9) or
 // ComfyUI .latent file, raw or scaled as a pipeline hands them on (--latents-scaled).
 // The command reads its arguments with the decode command's own option parsers (source, family,
-// plan, runtime, strategy, ranks) into the library's encode session (encodeFile), then prints
+// plan, runtime, strategy, ranks, queue) into the library's encode session (encodeFile), then prints
 // what it reports: a line, or one JSON object.
 
 import { encodeFile, STRATEGIES, type EncodedFile, type EncodeFileOptions } from '../../index.js';
@@ -13,6 +13,7 @@ import { reason } from '../../errors.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { FAMILY_OPTIONS, readTilingOptions, TILING_OPTIONS } from '../tiling-options.js';
 import { printSourceNotes, RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
+import { REDIS_OPTIONS } from './redis-options.js';
 
 /** The flags outputPathReasons names the paths by. */
 const PATH_FLAGS: Readonly<Record<string, string>> = { out: '--out', latents: '--image', vae: '--vae', configPath: '--config' };
@@ -26,6 +27,8 @@ export const encodeCommand: CommandSpec = {
     'distvae encode --vae PATH --video VIDEO.(mp4|webm|npy) --out LATENTS.npy ...   (video families: Wan, Qwen-Image, ...)',
     'distvae encode ... --window HxW [--overlap HxW]   (tiles in input pixels, blended as diffusers tiled_encode)',
     'distvae encode ... --ranks R [--isolation thread|process]   (tiles dealt to R local ranks)',
+    'distvae encode ... --strategy shard --ranks R   (row sharding: equal to the whole encode)',
+    'distvae encode ... --redis URL [--queue NAME] [--ranks R] [--queue-timeout MS]   (tiles encoded by `distvae worker --encoder`s)',
     'distvae encode ... --video V [--frame-window F [--frame-overlap O] | --no-frame-tiling]   (HunyuanVideo, LTX-2: temporal chunks, in input frames)',
     'distvae encode --synthetic --family F [--config config.json] [--seed N] --image IMAGE --out LATENTS.npy',
   ],
@@ -95,16 +98,18 @@ export const encodeCommand: CommandSpec = {
     {
       name: 'strategy',
       kind: 'string',
-      value: 'tile',
-      description: "tile: the plan's tiles, blended (diffusers' tiled encode); shard and exact-tile are not built for encoders yet",
+      value: 'tile|shard|exact-tile',
+      description:
+        "tile: the plan's tiles, blended (diffusers' tiled encode); shard: row sharding on --ranks local ranks (equal to the whole encode; the plan is ignored); exact-tile: the plan's tiles with the analysed halo (local encoders, e.g. TAESD)",
       defaultText: 'tile',
     },
     {
       name: 'ranks',
       kind: 'string',
       value: 'R',
-      description: 'local ranks the tiles are dealt to (by work); --threads is per rank',
-      defaultText: '1',
+      description:
+        'ranks the tiles (or bands) are dealt to (by work): local ranks, or with --redis the runs (jobs) workers take; --threads is per rank',
+      defaultText: '1; with --redis the workers listening, at least 2',
     },
     {
       name: 'isolation',
@@ -112,6 +117,14 @@ export const encodeCommand: CommandSpec = {
       value: 'thread|process',
       description: 'ranks as worker threads, or as child processes',
       defaultText: 'thread',
+    },
+    ...REDIS_OPTIONS,
+    {
+      name: 'queue-timeout',
+      kind: 'string',
+      value: 'MS',
+      description: 'with --redis: fail when no worker takes or finishes a tile for this long',
+      defaultText: '120000',
     },
     JSON_OPTION,
   ],
@@ -126,10 +139,13 @@ export const encodeCommand: CommandSpec = {
     'frames overlapping 4; LTX-2: off) take --frame-window/--frame-overlap (input frames, multiples of the temporal',
     'ratio) and --no-frame-tiling; other families refuse them.',
     'With --ranks R > 1 the tiles (the family default without --window) are dealt to R local ranks, each loading the',
-    'encoder once: bitwise the one-rank tiled encode. --json prints { image: {height, width}, encoded: {height, width},',
-    'frames, shape, tiles, plan, strategy, seconds, ranks, notes, out, className, reading, scaled }, seconds being the encode',
-    'time without loading, frames the input frames (null for image families), reading how the input was read (streamed,',
-    'whole, or chunks: a video through ffmpeg). A .latent holds raw latents (ComfyUI scales them',
+    'encoder once: bitwise the one-rank tiled encode; with --redis URL they go to `distvae worker --encoder` processes',
+    'serving the same --queue and encoder (bitwise too). --strategy shard row-shards the encoder over the local ranks and',
+    'exact-tile encodes halo-exact tiles (local encoders only), both equal to the whole encode. --json prints',
+    '{ image: {height, width}, encoded: {height, width}, frames, shape, tiles, plan, strategy, seconds, ranks, notes, out,',
+    'className, reading, scaled }, seconds being the encode time without loading, frames the input frames (null for image',
+    'families), reading how the input was read (streamed, whole, or chunks: a video through ffmpeg). A .latent holds raw',
+    'latents (ComfyUI scales them',
     'itself), so --latents-scaled refuses it.',
   ],
   async run(args, io) {
@@ -151,6 +167,9 @@ export const encodeCommand: CommandSpec = {
     const strategy = args.choice('strategy', STRATEGIES);
     const ranks = args.int('ranks', { min: 1, max: 1024 });
     const isolation = args.choice('isolation', ISOLATIONS);
+    const redis = args.string('redis');
+    const queue = args.string('queue');
+    const queueTimeoutMs = args.int('queue-timeout', { min: 1 });
     const sample = args.flag('sample');
     // --seed seeds synthetic weights, and --sample's draw (our generator: it cannot reproduce torch's stream).
     const vae = readVaeSourceOptions(args, { seedSeedsMore: sample });
@@ -181,6 +200,9 @@ export const encodeCommand: CommandSpec = {
       ...(strategy !== undefined ? { strategy } : {}),
       ...(ranks !== undefined ? { ranks } : {}),
       ...(isolation !== undefined ? { isolation } : {}),
+      ...(redis !== undefined ? { redis } : {}),
+      ...(queue !== undefined ? { queue } : {}),
+      ...(queueTimeoutMs !== undefined ? { queueTimeoutMs } : {}),
       ...(load.threads !== undefined ? { threads: load.threads } : {}),
       ...(load.provider !== undefined ? { provider: load.provider } : {}),
       ...(load.deviceId !== undefined ? { deviceId: load.deviceId } : {}),

@@ -13,7 +13,7 @@ import { bindWeights } from '../../weights/bind.js';
 import { buildKlDecoderGraph, klDecoderArchitecture, klDecoderParams, renameLegacyAttentionKeys } from './graph.js';
 import type { GraphBuilder } from '../../graph/builder.js';
 import type { ParamSpec } from '../../weights/synthetic.js';
-import type { FamilyEncoder, FamilyRuntime, TileRunner } from '../runtime-types.js';
+import type { FamilyEncoder, FamilyRuntime, ShardExchange, TileRunner } from '../runtime-types.js';
 import type { UpsamplerForm } from '../blocks/blocks.js';
 import { buildKlEncoderGraph, ENCODER_GRAPH_IO, klEncoderArchitecture, klEncoderParams } from './encoder-graph.js';
 import type { ResolvedConfig } from '../types.js';
@@ -74,6 +74,8 @@ export interface ChunkedAttentionDecoder {
     options?: { attentionChunks?: number; channelParts?: boolean; upsampler?: UpsamplerForm },
   ): GraphBuilder;
   hasAttention(config: ResolvedConfig): boolean;
+  /** What row sharding exchanges (FamilyRuntime.shardExchanges). */
+  shardExchanges: readonly ShardExchange[];
   /** The family's encoder, when it is one graph of the same kind (its attention at the latent resolution). */
   encoder?: ChunkedAttentionEncoder;
 }
@@ -121,6 +123,7 @@ export function chunkedAttentionRuntime(d: ChunkedAttentionDecoder): FamilyRunti
   return {
     decoderParams: d.params,
     decoderGraph: (config, weights) => d.graph(config, weights),
+    shardExchanges: d.shardExchanges,
     // The graph the runner opens for this tile (its attention chunking depends on the tile's size).
     memoryRuns: (config, weights, dims) => {
       const chunks = d.hasAttention(config) ? attentionChunksFor(dims) : 1;
@@ -210,6 +213,8 @@ export const klRuntime: FamilyRuntime = {
     params: klDecoderParams,
     graph: buildKlDecoderGraph,
     hasAttention: (config) => klDecoderArchitecture(config).midAttention,
+    // The mid-block attention is on by default (`mid_block_add_attention`); without it only halos and statistics.
+    shardExchanges: ['halo-rows', 'group-norm-statistics', 'attention-keys-values'],
     encoder: {
       params: klEncoderParams,
       graph: buildKlEncoderGraph,

@@ -14,6 +14,8 @@ export const dcaeRuntime: FamilyRuntime = chunkedAttentionRuntime({
   graph: (config, weights) => buildDcaeDecoderGraph(config, weights),
   // No softmax attention to chunk: the linear attention's largest tensor is d × (d + 1) per head.
   hasAttention: () => false,
+  // Per-pixel RMSNorm needs no statistics; the linear attention one all-reduce of its sums per head.
+  shardExchanges: ['halo-rows', 'linear-attention-sums'],
   encoder: {
     params: dcaeEncoderParams,
     graph: buildDcaeEncoderGraph,

@@ -12,6 +12,8 @@ export const hunyuanImageRuntime: FamilyRuntime = chunkedAttentionRuntime({
   // No channel-parts spelling: every resnet keeps its width, so no upsampler feeds a narrowing one.
   graph: (config, weights, options) => buildHunyuanImageDecoderGraph(config, weights, { attentionChunks: options?.attentionChunks ?? 1 }),
   hasAttention: () => true,
+  // As KL: GroupNorm statistics and the mid-block attention.
+  shardExchanges: ['halo-rows', 'group-norm-statistics', 'attention-keys-values'],
   encoder: {
     params: hunyuanImageEncoderParams,
     graph: buildHunyuanImageEncoderGraph,

@@ -24,6 +24,8 @@ export const hunyuanVideo15Runtime: FamilyRuntime = {
   renameKeys: renameOriginalKeys,
   configFromWeights: hunyuanVideo15ConfigFromWeights,
   decoderGraph: (config, weights) => buildHunyuanVideo15DecoderGraph(config, bound(config, weights)),
+  // Per-voxel RMS norms need no statistics; the causal mid-block attention gathers keys and values of frames ≤ f.
+  shardExchanges: ['halo-rows', 'frame-causal-keys-values'],
   memoryRuns: (config, weights) => ({
     sessions: [{ key: 'decoder', model: buildHunyuanVideo15DecoderGraph(config, bound(config, weights)).toModel(), runs: 1 }],
   }),

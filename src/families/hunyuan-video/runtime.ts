@@ -23,6 +23,7 @@ export const hunyuanVideoRuntime: FamilyRuntime = {
       config,
       bindWeights(hunyuanVideoDecoderParams(config), weights, { source: 'the weights given to the decoder' }),
     ),
+  shardExchanges: ['halo-rows', 'group-norm-statistics', 'frame-causal-keys-values'],
   // One session over the whole temporal chunk.
   memoryRuns: (config, weights) => ({
     sessions: [

@@ -21,6 +21,11 @@ export function decodeTimestepOf(config: ResolvedConfig): number | null {
 
 export const ltx2Runtime: FamilyRuntime = {
   decoderParams: ltx2DecoderParams,
+  // Why no fused graph: protobuf's 2 GiB limit makes the decoder a chain of stage graphs, and a
+  // conditioned one takes the decode timestep as a second input — not the one-input graph the
+  // locality analysis reads, so row sharding is refused up front.
+  graphWithheld:
+    'its decoder is a chain of per-block stage graphs (no single graph, to stay under protobuf’s 2 GiB) that a conditioned decoder also feeds the decode timestep',
   async createTileRunner(config, weights, session: SessionOptions) {
     const a = ltx2Architecture(config);
     const bound = bindWeights(ltx2DecoderParams(config), weights, { source: 'the weights given to the decoder' });

@@ -86,11 +86,15 @@ export function taeConfigFromWeights(weights: ReadonlyMap<string, Shaped>, half:
 export const taeRuntime: FamilyRuntime = {
   decoderParams: (config) => layersParams(decoderLayers(taeArchitecture(config))),
   decoderGraph: (config, weights) => buildDecoderGraph(taeArchitecture(config), weights),
+  // No norms, no attention: convolutions only, so halos alone.
+  shardExchanges: ['halo-rows'],
   createTileRunner: (config, weights, session) => graphRunner(buildDecoderGraph(taeArchitecture(config), weights), DECODER_IO, session),
   postprocess: (raw) => raw,
   configFromWeights: (weights) => taeConfigFromWeights(weights, 'decoder'),
   encoder: {
     params: (config) => layersParams(encoderLayers(taeArchitecture(config))),
+    graph: (config, weights) => buildEncoderGraph(taeArchitecture(config), weights),
+    io: ENCODER_IO,
     createRunner: (config, weights, session) => graphRunner(buildEncoderGraph(taeArchitecture(config), weights), ENCODER_IO, session),
     configFromWeights: (weights) => taeConfigFromWeights(weights, 'encoder'),
     ignoredKeyPrefixes: ['decoder.'],

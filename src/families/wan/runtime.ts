@@ -107,8 +107,15 @@ export const wanEncoder: FamilyEncoder = {
   patchifiedTiles: true,
 };
 
+// Why no fused graph: the decoder runs one latent frame per call through segment graphs, the
+// temporal convs' causal cache threaded between calls in JS (runner.ts) — there is no one graph
+// over the tile for the locality analysis to read, so row sharding is refused up front.
+const FRAME_STEPPED =
+  'its decoder runs frame by frame through per-segment graphs, each temporal conv’s causal cache (its last two input frames) carried between calls in JS, so there is no single graph over the tile';
+
 export const wanRuntime: FamilyRuntime = {
   decoderParams: wanDecoderParams,
+  graphWithheld: FRAME_STEPPED,
   memoryRuns,
   createTileRunner,
   postprocess: (raw, { config }) => clampSigned(unpatchify(raw, config.geometry.patchSize)),
@@ -117,6 +124,7 @@ export const wanRuntime: FamilyRuntime = {
 
 export const qwenImageRuntime: FamilyRuntime = {
   decoderParams: wanDecoderParams,
+  graphWithheld: FRAME_STEPPED,
   memoryRuns,
   createTileRunner,
   postprocess: (raw, { spatiallyTiled }) => (spatiallyTiled ? raw : clampSigned(raw)),
