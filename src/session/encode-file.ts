@@ -12,11 +12,14 @@
 import { checkImage, cropToMultiple } from '../encode/image-check.js';
 import { loadEncoder } from '../encode/encoder.js';
 import { DistVaeError, reason, refuse, type Reason } from '../errors.js';
-import type { Size2 } from '../families/types.js';
+import { resolveFamily, runtimeOf } from '../families/registry.js';
+import type { FamilyEncoder } from '../families/runtime-types.js';
+import type { FamilySpec, Size2 } from '../families/types.js';
+import { explainTileFramePlan, setTiling, tileFramePlan } from '../plan/planner.js';
 import { latentScalingOf, scaleLatents } from '../io/latent-scaling.js';
 import { refuseSamplingWithout } from '../io/latent-sample.js';
 import { LATENT_OUTPUT_EXTENSIONS, latentsOutputReasons, writeLatentsFile } from '../io/latents-out.js';
-import { openImageRows, readAllRows } from '../io/row-source.js';
+import { openImageRows, readAllRows, type RowSource } from '../io/row-source.js';
 import { readNpy } from '../io/npy.js';
 import { openVideoInput } from '../io/video-input.js';
 import type { SampleRange } from '../io/sample-range.js';
@@ -27,19 +30,23 @@ import { localGroup } from '../ranks/local/index.js';
 import { queueGroup } from '../ranks/queue/index.js';
 import type { QueueGroup } from '../ranks/queue/queue-group.js';
 import type { Isolation } from '../ranks/local/local-group.js';
-import type { VaeSource } from '../sources/vae-source.js';
+import { sourceConfig, type VaeSource } from '../sources/vae-source.js';
 import { STRATEGIES, useStrategy, type Strategy } from '../strategies/index.js';
 import { splitInputBands } from '../strategies/shard/bands.js';
 import type { RankStats } from '../decode/types.js';
 import type { Tensor } from '../tensor.js';
 import { installRequestedTiling } from './decision.js';
+import type { DecodeFilesOptions } from './options.js';
 import type { LoadOptions } from '../decode/vae.js';
 
 /** Latents files `encodeFile` writes. */
 export const ENCODE_OUTPUT_EXTENSIONS = LATENT_OUTPUT_EXTENSIONS;
 
 /** What `encodeFile` encodes and how: the decode session's plan, strategy, rank and runtime options. */
-export interface EncodeFileOptions extends Pick<LoadOptions, 'threads' | 'provider' | 'deviceId' | 'precision' | 'forceFp16'> {
+export interface EncodeFileOptions
+  extends
+    Pick<LoadOptions, 'threads' | 'provider' | 'deviceId' | 'precision' | 'forceFp16'>,
+    Pick<DecodeFilesOptions, 'frameWindow' | 'frameOverlap' | 'frameTiling'> {
   /** The encoder: a diffusers folder or pipeline, a Hub repo id, a weights file (TAE), or synthetic weights. */
   vae: VaeSource;
   /**
@@ -129,6 +136,26 @@ export function encodeFileReasons(options: EncodeFileOptions): Reason[] {
     reasons.push(
       reason('SOURCE_OPTION', 'full', true, 'either --full or --window/--overlap', '--full cannot be combined with --window/--overlap'),
     );
+  if (options.full === true && (options.frameWindow !== undefined || options.frameOverlap !== undefined))
+    reasons.push(
+      reason(
+        'SOURCE_OPTION',
+        'full',
+        true,
+        'either --full or --frame-window/--frame-overlap',
+        '--full cannot be combined with --frame-window/--frame-overlap (one encoder call over every frame)',
+      ),
+    );
+  if (options.frameTiling === false && (options.frameWindow !== undefined || options.frameOverlap !== undefined))
+    reasons.push(
+      reason(
+        'SOURCE_OPTION',
+        'frameTiling',
+        false,
+        'either --no-frame-tiling or --frame-window/--frame-overlap',
+        '--no-frame-tiling cannot be combined with --frame-window/--frame-overlap',
+      ),
+    );
   if (options.strategy !== undefined && !(STRATEGIES as readonly string[]).includes(options.strategy))
     reasons.push(reason('STRATEGY_INVALID', 'strategy', options.strategy, `one of ${STRATEGIES.join(', ')}`));
   else if (options.redis !== undefined && options.strategy !== undefined && options.strategy !== 'tile')
@@ -142,6 +169,82 @@ export function encodeFileReasons(options: EncodeFileOptions): Reason[] {
       ),
     );
   return reasons;
+}
+
+/** How `encodeFile`'s caller spells the options a refusal names (the CLI's flags); absent: the option names. */
+export interface EncodeFileLabels {
+  crop?: string;
+  sample?: string;
+  video?: string;
+  image?: string;
+  frameWindow?: string;
+  frameOverlap?: string;
+  frameTiling?: string;
+}
+
+/** The family and encoder a source declares, from its config alone (no weights read); null where only the weights tell (a bare file without a family). */
+function declaredEncoder(source: VaeSource): { family: FamilySpec; encoder: FamilyEncoder } | null {
+  const explicit = source.family;
+  const config = sourceConfig(source);
+  if (explicit === undefined && config === undefined) return null;
+  const family = resolveFamily(explicit, config);
+  const encoder = runtimeOf(family).encoder;
+  return encoder ? { family, encoder } : null;
+}
+
+/**
+ * Refuses an input or frame plan the encoder cannot take, from what its family declares — run
+ * before the encoder's weights are read where the source names its family, else after loading:
+ * a video (or a 5-D .npy image) to an image encoder, a frame plan to an encoder that never cuts
+ * time (FamilyEncoder.temporalTiling).
+ */
+function refuseUnfitRequest(
+  family: FamilySpec,
+  encoder: Pick<FamilyEncoder, 'frames' | 'framesFor' | 'temporalTiling'>,
+  options: EncodeFileOptions,
+  imageDims: readonly number[] | null,
+  labels: EncodeFileLabels,
+): void {
+  const video = encoder.frames !== undefined || encoder.framesFor !== undefined;
+  const reasons: Reason[] = [];
+  const imageFamily = (option: string, value: unknown, what: string): Reason =>
+    reason(
+      'FRAMES_ON_IMAGE_FAMILY',
+      option,
+      value,
+      'a video family (its encoder declares a frame loop)',
+      `${labels[option as 'video'] ?? option}: the ${family.name} encoder takes images (B, C, H, W); ${what}`,
+    );
+  if (options.video !== undefined && !video) reasons.push(imageFamily('video', options.video, 'give the input as an image'));
+  if (options.image !== undefined && !video && imageDims?.length === 5)
+    reasons.push(imageFamily('image', options.image, `${options.image} holds a video (${imageDims.join(', ')})`));
+  if (!encoder.temporalTiling) {
+    for (const name of ['frameWindow', 'frameOverlap', 'frameTiling'] as const) {
+      const value = options[name];
+      if (value === undefined || (name === 'frameTiling' && value !== false)) continue;
+      reasons.push(
+        reason(
+          'NO_TEMPORAL_TILING',
+          name,
+          value,
+          'no frame plan: this encoder never cuts time',
+          `${labels[name] ?? name}: the ${family.name} encoder has no temporal tiling (every encoder call takes all frames; diffusers has no _temporal_tiled_encode for it)`,
+        ),
+      );
+    }
+  }
+  // An input of the wrong kind is UNSUPPORTED (as before); a frame plan alone, PLAN_REFUSED.
+  if (reasons.length > 0) refuse(reasons.some((r) => r.code === 'FRAMES_ON_IMAGE_FAMILY') ? 'UNSUPPORTED' : 'PLAN_REFUSED', reasons);
+}
+
+/** The frame plan the options ask for: null (off), { window, overlap } (on), or undefined (as the family has it). */
+function requestedFrames(
+  current: { window: number; overlap: number } | null,
+  options: EncodeFileOptions,
+): { window: number; overlap: number } | null | undefined {
+  if (options.frameTiling === false) return null;
+  if (options.frameWindow === undefined && options.frameOverlap === undefined) return undefined;
+  return { window: options.frameWindow ?? current?.window ?? 0, overlap: options.frameOverlap ?? current?.overlap ?? 0 };
 }
 
 /** The most float32 values of a video an encode holds (8 GiB). */
@@ -215,9 +318,8 @@ async function connectQueue(options: EncodeFileOptions): Promise<QueueGroup> {
   return q;
 }
 
-/** Every row of the image, in the family's input range (PNG / .npy streamed, JPEG whole). */
-function readInput(path: string, range: Parameters<typeof openImageRows>[1]): { image: Tensor; reading: 'streamed' | 'whole' } {
-  const rows = openImageRows(path, range);
+/** Every row of an opened image, in the family's input range (PNG / .npy streamed, JPEG whole); closes it. */
+function readInput(rows: RowSource): { image: Tensor; reading: 'streamed' | 'whole' } {
   try {
     return { image: readAllRows(rows), reading: rows.reading };
   } finally {
@@ -233,14 +335,33 @@ function readInput(path: string, range: Parameters<typeof openImageRows>[1]): { 
  */
 export async function encodeFile(
   options: EncodeFileOptions,
-  hooks: { signal?: AbortSignal; crop?: string; sample?: string; video?: string } = {},
+  hooks: { signal?: AbortSignal } & EncodeFileLabels = {},
 ): Promise<EncodedFile> {
   const reasons = encodeFileReasons(options);
   if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   const ranks = options.ranks ?? 1;
+  // What the family declares, checked before the encoder's weights are read (its image opened
+  // first: a .npy's header tells its rank); a bare weights file's family is known only after.
+  const declared = declaredEncoder(options.vae);
+  let rows: RowSource | null = null;
+  if (declared) {
+    if (options.image !== undefined) rows = openImageRows(options.image, declared.family.sampleRange);
+    try {
+      refuseUnfitRequest(declared.family, declared.encoder, options, rows?.dims ?? null, hooks);
+    } catch (e) {
+      rows?.close();
+      throw e;
+    }
+  }
   const strategy = options.strategy ?? 'tile';
   // A queue is reached before any weights are read (an unreachable one is reported first).
-  const queue = options.redis !== undefined ? await connectQueue(options) : null;
+  const queue =
+    options.redis !== undefined
+      ? await connectQueue(options).catch((e: unknown) => {
+          rows?.close();
+          throw e;
+        })
+      : null;
   const encoder = await loadEncoder(options.vae, {
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
@@ -248,6 +369,7 @@ export async function encodeFile(
     ...(options.precision !== undefined ? { precision: options.precision } : {}),
     ...(options.forceFp16 !== undefined ? { forceFp16: options.forceFp16 } : {}),
   }).catch(async (e: unknown) => {
+    rows?.close();
     await queue?.close();
     throw e;
   });
@@ -268,20 +390,12 @@ export async function encodeFile(
     }
     const r = encoder.geometry.spatialRatio;
     const frameLoop = encoder.encoding.frames;
-    if (options.video !== undefined && !frameLoop)
-      refuse(
-        'UNSUPPORTED',
-        reason(
-          'FRAMES_ON_IMAGE_FAMILY',
-          'video',
-          options.video,
-          'a video family (its encoder declares a frame loop)',
-          `${hooks.video ?? 'video'}: the ${encoder.family.name} encoder takes images (B, C, H, W); give the input as an image`,
-        ),
-      );
+    if (options.image !== undefined) rows ??= openImageRows(options.image, encoder.family.sampleRange);
+    if (!declared) refuseUnfitRequest(encoder.family, encoder.encoding, options, rows?.dims ?? null, hooks);
     const path = options.video ?? options.image!;
-    const read =
-      options.video !== undefined ? await readVideo(path, encoder.family.sampleRange) : readInput(path, encoder.family.sampleRange);
+    const opened = rows;
+    rows = null; // readInput closes it, thrown or not
+    const read = opened ? readInput(opened) : await readVideo(path, encoder.family.sampleRange);
     // A video encoder takes an image as its one frame (Qwen-Image's images; diffusers' F = 1).
     const raw = frameLoop ? asOneFrame(read.image) : read.image;
     const reading = read.reading;
@@ -290,8 +404,18 @@ export async function encodeFile(
     const input = options.crop ? cropToMultiple(raw, r) : raw;
     const size = { height: input.dims.at(-2)!, width: input.dims.at(-1)! };
     // Tiles when asked for (a window, or ranks to deal them to); else whole, as diffusers' encode.
+    // Time is cut as the family defaults (HunyuanVideo on, LTX-2 off) unless a frame option says otherwise; --full: neither.
     if (options.window !== undefined || options.overlap !== undefined || (distributed && options.full !== true && strategy !== 'shard'))
       installRequestedTiling(encoder, options, size);
+    else if (options.full === true) setTiling(encoder, 'off');
+    else {
+      const frames = requestedFrames(encoder.tiling.frames, options);
+      if (frames !== undefined) {
+        const refusals = frames ? explainTileFramePlan(encoder, frames.window, frames.overlap) : [];
+        if (refusals.length > 0) refuse('PLAN_REFUSED', refusals);
+        setTiling(encoder, tileFramePlan(encoder, frames)!);
+      }
+    }
     const grid = encodeGrid(encoder, input);
     // More ranks than latent rows is refused before any rank starts (as decoding's session does).
     if (strategy === 'shard') splitInputBands(size.height, group!.size, r);
@@ -328,6 +452,7 @@ export async function encodeFile(
       scaled,
     };
   } finally {
+    rows?.close();
     await group?.close();
     await encoder.dispose();
   }

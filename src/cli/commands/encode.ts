@@ -11,7 +11,7 @@ import { ISOLATIONS } from '../../entries/ranks.js';
 import { latentsOutputReasons, outputPathReasons } from '../../entries/io.js';
 import { reason } from '../../errors.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
-import { FAMILY_OPTIONS, readTilingOptions } from '../tiling-options.js';
+import { FAMILY_OPTIONS, readTilingOptions, TILING_OPTIONS } from '../tiling-options.js';
 import { printSourceNotes, RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
 import { REDIS_OPTIONS } from './redis-options.js';
 
@@ -29,6 +29,7 @@ export const encodeCommand: CommandSpec = {
     'distvae encode ... --ranks R [--isolation thread|process]   (tiles dealt to R local ranks)',
     'distvae encode ... --strategy shard --ranks R   (row sharding: equal to the whole encode)',
     'distvae encode ... --redis URL [--queue NAME] [--ranks R] [--queue-timeout MS]   (tiles encoded by `distvae worker --encoder`s)',
+    'distvae encode ... --video V [--frame-window F [--frame-overlap O] | --no-frame-tiling]   (HunyuanVideo, LTX-2: temporal chunks, in input frames)',
     'distvae encode --synthetic --family F [--config config.json] [--seed N] --image IMAGE --out LATENTS.npy',
   ],
   options: [
@@ -85,7 +86,14 @@ export const encodeCommand: CommandSpec = {
       description: 'tile overlap in input pixels (exact); blended over overlap / r latent units',
       defaultText: 'floor(window/4) latent units with --window, else the family default',
     },
-    { name: 'full', kind: 'boolean', description: 'one encoder call over the whole image (the default without --window or --ranks)' },
+    // decode's frame-tiling flags (the same parser): windows in input frames, for encoders that cut time.
+    ...TILING_OPTIONS.filter((o) => o.name.startsWith('frame-') || o.name === 'no-frame-tiling'),
+    {
+      name: 'full',
+      kind: 'boolean',
+      description:
+        'one encoder call over the whole input, every frame included (the spatial default without --window or --ranks; turns off frame tiling too)',
+    },
     ...RUNTIME_OPTIONS,
     {
       name: 'strategy',
@@ -127,7 +135,9 @@ export const encodeCommand: CommandSpec = {
     "diffusers' encode does (tiling off); --window/--overlap tile it as diffusers' tiled_encode, in input pixels, through",
     "the same planner as decode (refused, never rounded). TAE's GroupNorm pools (TAEF2) normalise per tile when tiled.",
     'A video tile holds every frame (the video is held whole; Wan 2.2 windows are input pixels, twice the patchified',
-    "numbers diffusers' tile_sample_min takes).",
+    "numbers diffusers' tile_sample_min takes). Encoders that diffusers tiles over time (HunyuanVideo: on by default, 16",
+    'frames overlapping 4; LTX-2: off) take --frame-window/--frame-overlap (input frames, multiples of the temporal',
+    'ratio) and --no-frame-tiling; other families refuse them.',
     'With --ranks R > 1 the tiles (the family default without --window) are dealt to R local ranks, each loading the',
     'encoder once: bitwise the one-rank tiled encode; with --redis URL they go to `distvae worker --encoder` processes',
     'serving the same --queue and encoder (bitwise too). --strategy shard row-shards the encoder over the local ranks and',
@@ -183,6 +193,9 @@ export const encodeCommand: CommandSpec = {
       ...(tiling.window ? { window: tiling.window } : {}),
       ...(tiling.overlap ? { overlap: tiling.overlap } : {}),
       ...(tiling.full ? { full: true } : {}),
+      ...(tiling.frameWindow !== undefined ? { frameWindow: tiling.frameWindow } : {}),
+      ...(tiling.frameOverlap !== undefined ? { frameOverlap: tiling.frameOverlap } : {}),
+      ...(tiling.frameTiling === false ? { frameTiling: false } : {}),
       ...(args.flag('crop') ? { crop: true } : {}),
       ...(strategy !== undefined ? { strategy } : {}),
       ...(ranks !== undefined ? { ranks } : {}),
@@ -201,6 +214,10 @@ export const encodeCommand: CommandSpec = {
       crop: '--crop',
       sample: '--sample',
       video: '--video',
+      image: '--image',
+      frameWindow: '--frame-window',
+      frameOverlap: '--frame-overlap',
+      frameTiling: '--no-frame-tiling',
       ...(io.signal ? { signal: io.signal } : {}),
     });
     io.stdout(args.flag('json') ? JSON.stringify(report) + '\n' : describeEncoded(inputPath!, report));

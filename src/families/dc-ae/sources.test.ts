@@ -2,8 +2,9 @@
 // (AutoencoderDC) picks the family, its encoder tensors in the same file ignored by
 // strict binding; and the `vae/` component of a pipeline in the local Hugging Face cache, by repo
 // id, with an fp16 `--variant`; a single .safetensors of diffusers keys with `--family dc-ae`. Each
-// decodes bitwise as the same weights given in memory do. The original mit-han-lab layout
-// (`decoder.project_in.conv`, `decoder.stages.*.op_list`, a fused `qkv.conv` that diffusers'
+// decodes bitwise as the same weights given in memory do; the encoder loads from the folder, the
+// single file and the Hub cache with --variant, bitwise its in-memory encode. The original
+// mit-han-lab layout (`decoder.project_in.conv`, `decoder.stages.*.op_list`, a fused `qkv.conv` that diffusers'
 // converter splits into to_q / to_k / to_v) is not read: it is refused by strict binding, naming keys.
 
 import assert from 'node:assert/strict';
@@ -14,7 +15,7 @@ import { loadVae } from '../../decode/vae.js';
 import { assertSameBits } from '../../ranks/testing/assertions.js';
 import type { Tensor } from '../../tensor.js';
 import { writeSafetensors } from '../../weights/safetensors.js';
-import { sourcesTests } from '../testing/sources.js';
+import { encoderSourcesTests, sourcesTests } from '../testing/sources.js';
 import { dcaeRuntime } from './runtime.js';
 import { dcae } from './spec.js';
 import { DCAE_TINY } from './testing/configs.js';
@@ -55,4 +56,17 @@ test('the original (mit-han-lab) single-file layout is refused before decoding, 
     () => loadVae({ path: file, family: 'dc-ae', config: DCAE_TINY }, { threads: 1 }),
     (e) => e instanceof DistVaeError && e.code === 'WEIGHTS_MISMATCH' && /decoder\.conv_in\.weight/.test(e.message),
   );
+});
+
+encoderSourcesTests({
+  spec: dcae,
+  runtime: dcaeRuntime,
+  config: DCAE_TINY,
+  inputDims: [1, 3, 16, 20],
+  hub: {
+    repo: 'Efficient-Large-Model/Sana_1600M_1024px_diffusers',
+    pipeline: 'SanaPipeline',
+    vae: 'AutoencoderDC',
+    transformer: 'SanaTransformer2DModel',
+  },
 });

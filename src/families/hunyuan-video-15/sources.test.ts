@@ -4,7 +4,8 @@
 // with an fp16 `--variant`; and Tencent's original `vae/diffusion_pytorch_model.safetensors` (the
 // names diffusers' convert_hunyuan_video1_5_to_diffusers.py renames), as a bare file with the
 // family named — its config read from its shapes. Each decodes bitwise as the same weights given
-// in memory do.
+// in memory do. The encoder loads from a folder, a diffusers-key single file with the family and
+// the Hub cache with --variant fp16, bitwise its in-memory encode (encoderSourcesTests).
 
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -13,7 +14,7 @@ import { DistVaeError } from '../../errors.js';
 import { assertSameBits } from '../../ranks/testing/assertions.js';
 import type { Tensor } from '../../tensor.js';
 import { writeSafetensors } from '../../weights/safetensors.js';
-import { sourcesTests } from '../testing/sources.js';
+import { encoderSourcesTests, sourcesTests } from '../testing/sources.js';
 import { hunyuanVideo15Runtime } from './runtime.js';
 import { hunyuanVideo15 } from './spec.js';
 import { HUNYUAN_VIDEO_15_TINY } from './testing/configs.js';
@@ -62,4 +63,17 @@ test("Tencent's original layout as a bare file with --family: keys renamed as di
     decodeOf(file),
     (e: unknown) => e instanceof DistVaeError && e.code === 'INVALID_ARGUMENT' && e.reasons[0]?.code === 'FAMILY_REQUIRED',
   );
+});
+
+encoderSourcesTests({
+  spec: hunyuanVideo15,
+  runtime: hunyuanVideo15Runtime,
+  config: HUNYUAN_VIDEO_15_TINY,
+  inputDims: [1, 3, 5, 8, 12],
+  hub: {
+    repo: 'hunyuanvideo-community/HunyuanVideo-1.5-Diffusers-480p_t2v',
+    pipeline: 'HunyuanVideo15Pipeline',
+    vae: 'AutoencoderKLHunyuanVideo15',
+    transformer: 'HunyuanVideo15Transformer3DModel',
+  },
 });
