@@ -8,7 +8,8 @@ import { defaultTiling } from '../families/registry.js';
 import type { TileRunner } from '../families/runtime-types.js';
 import type { FamilySpec, ResolvedConfig, TilingState, VaeGeometry } from '../families/types.js';
 import type { Tensor } from '../tensor.js';
-import { encodeImage, localTiledEncode, type EncodeOptions, type EncodingVae, type TiledEncode } from './engine.js';
+import { encodeImage, localTiledEncode, type EncodeOptions, type EncodingVae, type TiledEncode, type TileInputOptions } from './engine.js';
+import type { ImageInput } from './tile-bands.js';
 import { checkImage } from './image-check.js';
 
 /**
@@ -21,6 +22,8 @@ export class BoundEncoder implements EncodingVae {
   tiling: TilingState;
   /** The spatial tiling operation; a rank group's replaces it to deal tiles to ranks. */
   tiledEncode: TiledEncode;
+  /** The half of the VAE this runs: what the planner and the memory and time models read (VaeSpec.part). */
+  readonly part = 'encoder' as const;
 
   constructor(
     readonly family: FamilySpec,
@@ -36,8 +39,12 @@ export class BoundEncoder implements EncodingVae {
     return this.config.geometry;
   }
 
-  /** Latents of `image`, whole or tiled as `tiling` decides; an image the encoder cannot take is refused first (`checkImage`). */
-  async encode(image: Tensor, options: EncodeOptions = {}): Promise<Tensor> {
+  /**
+   * Latents of `image` — a tensor, or rows read band by band (a RowSource: tiles pull their bands,
+   * so the float image is never held) — whole or tiled as `tiling` decides; an image the encoder
+   * cannot take is refused first (`checkImage`; a streamed image's values are checked band by band).
+   */
+  async encode(image: ImageInput, options: EncodeOptions & TileInputOptions = {}): Promise<Tensor> {
     checkImage(this.config, image);
     return encodeImage(this, image, options);
   }

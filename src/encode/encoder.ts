@@ -36,9 +36,6 @@ export class Encoder extends BoundEncoder {
     super(family, config, runner);
   }
 
-  /** Which half ranks load for this source: the encoder. */
-  readonly part = 'encoder' as const;
-
   /** SHA-256 of the resolved config and the bound encoder weights: what a rank checks it loaded. */
   contentHash(): string {
     this.hash ??= contentHashOf(this.family, this.config, this.weights);

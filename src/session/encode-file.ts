@@ -4,27 +4,44 @@
 // scaled as a pipeline hands them on — the counterpart of decodeFiles for one file. It takes the decode session's plan, strategy, rank and runtime options and reads them
 // the same way: the exact planner (installRequestedTiling, windows in input pixels), the strategy
 // table (`useStrategy`: tile on local ranks), local ranks started for the encode and closed
-// after it. Without a plan option the encode is whole, as diffusers' `encode` is; with
-// --ranks R > 1 and no window, the family's default tiles are dealt to the ranks.
+// after it. Without a plan option the memory policy chooses the plan within the budget
+// (`maxMemory`, else the default one) exactly as for a decode (session/decision.ts `decide`: the
+// whole encode first, then blended tiles, the fastest of a class first; the strategies encoders
+// have), tried down its fallback ladder when an attempt runs out of memory; a requested plan is
+// predicted and refused over an explicit budget. The image is read band by band (PNG, .npy), so
+// a tiled encode pulls each tile's rows as it reaches it and never holds the float image; JPEG
+// and a whole encode read it whole.
 
-import { checkImage, cropToMultiple } from '../encode/image-check.js';
+import { checkImage, cropRowsToMultiple } from '../encode/image-check.js';
 import { loadEncoder } from '../encode/encoder.js';
 import { DistVaeError, reason, refuse, type Reason } from '../errors.js';
 import type { Size2 } from '../families/types.js';
 import { latentScalingOf, scaleLatents } from '../io/latent-scaling.js';
 import { refuseSamplingWithout } from '../io/latent-sample.js';
 import { LATENT_OUTPUT_EXTENSIONS, latentsOutputReasons, writeLatentsFile } from '../io/latents-out.js';
-import { openImageRows, readAllRows } from '../io/row-source.js';
+import { openImageRows, type RowSource } from '../io/row-source.js';
+import { encodeGrid, wholeImage } from '../encode/engine.js';
+import type { ImageRows } from '../encode/tile-bands.js';
 import { readLatentBatchNorm } from '../sources/latent-statistics.js';
-import { encodeGrid } from '../encode/engine.js';
 import { localGroup } from '../ranks/local/index.js';
 import type { Isolation } from '../ranks/local/local-group.js';
+import type { StrategyReport } from '../strategies/index.js';
 import type { VaeSource } from '../sources/vae-source.js';
 import { useStrategy, type Strategy } from '../strategies/index.js';
 import type { RankStats } from '../decode/types.js';
 import type { Tensor } from '../tensor.js';
-import { installRequestedTiling } from './decision.js';
+import { decide, exactRequest, installRequestedTiling, type Decision } from './decision.js';
+import { describePlan } from '../memory/policy.js';
+import { hasMemoryModel } from '../memory/model.js';
+import { ladderRungs, runLadder, type LadderAttempt } from '../memory/ladder.js';
+import { setTiling } from '../plan/planner.js';
+import { defaultMemoryBudget, peakRssBytes } from '../runtime/memory-budget.js';
+import { memoryJson, type MemoryReport } from './report.js';
+import type { RankGroup } from '../ranks/group.js';
 import type { LoadOptions } from '../decode/vae.js';
+
+/** The strategies the engine runs for encoders so far (what the memory policy may choose). */
+const ENCODE_STRATEGIES: readonly Strategy[] = ['tile'];
 
 /** Latents files `encodeFile` writes. */
 export const ENCODE_OUTPUT_EXTENSIONS = LATENT_OUTPUT_EXTENSIONS;
@@ -53,6 +70,12 @@ export interface EncodeFileOptions extends Pick<LoadOptions, 'threads' | 'provid
   /** Local ranks the tiles are dealt to. */
   ranks?: number;
   isolation?: Isolation;
+  /**
+   * Memory budget of this process and its local ranks, in bytes: a hard cap. Without plan options
+   * the memory policy chooses the plan that fits it; a requested plan over it is refused
+   * (BUDGET_EXCEEDED). Default: 80 % of what this process tree may use, which only warns.
+   */
+  maxMemory?: number;
 }
 
 /** What `encodeFile` did: `encode --json` prints it. */
@@ -76,6 +99,17 @@ export interface EncodedFile {
   reading: 'streamed' | 'whole';
   /** Whether the latents were written scaled. */
   scaled: boolean;
+  /** The plan encoded and why (the policy's choice within the budget, or 'as requested'); null where the family has no encoder memory model. */
+  decision: { plan: string; reason: string } | null;
+  /** The budget, the plan's predicted peak (median and bound) and each process's measured peak. */
+  memory: MemoryReport;
+  /** The fallback ladder's attempts (a policy choice), else null. */
+  attempts: LadderAttempt[] | null;
+  /**
+   * The most bytes of the input a tiled encode of a streamed image held at once: its tiles' bands
+   * plus the rows the source kept (0: read whole).
+   */
+  bandBytes: number;
 }
 
 /** The options' own refusals (before any file is read), every reason at once. */
@@ -98,16 +132,6 @@ export function encodeFileReasons(options: EncodeFileOptions): Reason[] {
   return reasons;
 }
 
-/** Every row of the image, in the family's input range (PNG / .npy streamed, JPEG whole). */
-function readInput(path: string, range: Parameters<typeof openImageRows>[1]): { image: Tensor; reading: 'streamed' | 'whole' } {
-  const rows = openImageRows(path, range);
-  try {
-    return { image: readAllRows(rows), reading: rows.reading };
-  } finally {
-    rows.close();
-  }
-}
-
 /**
  * Encodes one image file to a latents file as `options` ask (see the header), and reports it.
  *
@@ -116,22 +140,22 @@ function readInput(path: string, range: Parameters<typeof openImageRows>[1]): { 
  */
 export async function encodeFile(
   options: EncodeFileOptions,
-  hooks: { signal?: AbortSignal; crop?: string; sample?: string } = {},
+  hooks: { signal?: AbortSignal; crop?: string; sample?: string; maxMemory?: string } = {},
 ): Promise<EncodedFile> {
   const reasons = encodeFileReasons(options);
   if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   const ranks = options.ranks ?? 1;
+  // With ranks, this process's session runs only a whole encode: it takes their threads (the policy's pooled whole plan).
+  const threads = options.threads !== undefined && ranks > 1 ? ranks * options.threads : options.threads;
   const encoder = await loadEncoder(options.vae, {
-    ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(threads !== undefined ? { threads } : {}),
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
     ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
     ...(options.precision !== undefined ? { precision: options.precision } : {}),
     ...(options.forceFp16 !== undefined ? { forceFp16: options.forceFp16 } : {}),
   });
-  const group =
-    ranks > 1
-      ? localGroup({ ranks, ...(options.isolation ? { isolation: options.isolation } : {}), threadsPerRank: options.threads ?? 1 })
-      : null;
+  let group: RankGroup | null = null;
+  let rows: { close(): void } | null = null;
   try {
     if (options.sample) {
       refuseSamplingWithout(encoder.family, hooks.sample ?? 'sample');
@@ -141,43 +165,140 @@ export async function encodeFile(
       );
     }
     const r = encoder.geometry.spatialRatio;
-    const { image: raw, reading } = readInput(options.image, encoder.family.sampleRange);
-    if (!options.crop) checkImage(encoder.config, raw, options.image, { crop: hooks.crop ?? 'crop: true' });
-    const input = options.crop ? cropToMultiple(raw, r) : raw;
+    const range = encoder.family.sampleRange;
+    // The image's rows (cropped as asked): opened again for a ladder's next attempt and for a tile dealt again.
+    let first: RowSource | null = openImageRows(options.image, range);
+    const { reading, dims: raw } = first;
+    rows = first;
+    let current: RowSource = first;
+    const open = (): ImageRows & { close(): void } => {
+      const source = first ?? openImageRows(options.image, range);
+      first = null;
+      current = source;
+      const cropped = options.crop ? cropRowsToMultiple(source, r) : source;
+      return cropped === source ? source : { dims: cropped.dims, rows: (y0, y1) => cropped.rows(y0, y1), close: () => source.close() };
+    };
+    if (!options.crop) checkImage(encoder.config, { dims: raw }, options.image, { crop: hooks.crop ?? 'crop: true' });
+    let input = open();
+    rows = input;
+    if (options.crop) checkImage(encoder.config, { dims: input.dims }, options.image);
     const size = { height: input.dims[2]!, width: input.dims[3]! };
-    // Tiles when asked for (a window, or ranks to deal them to); else whole, as diffusers' encode.
-    if (options.window !== undefined || options.overlap !== undefined || (ranks > 1 && options.full !== true))
-      installRequestedTiling(encoder, options, size);
-    const grid = encodeGrid(encoder, input);
-    if (group) await group.start();
-    const report = group ? useStrategy(encoder, options.strategy ?? 'tile', group) : null;
+    const batch = input.dims[0] ?? 1;
+    const budget = { bytes: options.maxMemory ?? defaultMemoryBudget() };
+    const labels = (o: string) => (o === 'maxMemory' ? (hooks.maxMemory ?? 'maxMemory') : o);
+    const rankSetting = {
+      ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      ...(options.provider !== undefined ? { provider: options.provider } : {}),
+      devices: 'shared' as const,
+    };
+    // No plan option: the memory policy's choice (the strategies encoders have); else the plan asked for.
+    const auto = options.window === undefined && options.overlap === undefined && options.full !== true && options.strategy === undefined;
+    const bands = reading === 'streamed';
+    const notes: string[] = [];
+    let decision: Decision | null;
+    // A family whose encoder graphs the memory model cannot read: whole, or its default tiles on ranks (as before the policy).
+    if (auto && !hasMemoryModel(encoder)) {
+      if (ranks > 1) installRequestedTiling(encoder, options, size);
+      decision = null;
+    } else if (auto)
+      decision = decide(encoder, size, budget, { ranks, batch, isolated: false, strategies: ENCODE_STRATEGIES, bands, ...rankSetting });
+    else {
+      if (options.window !== undefined || options.overlap !== undefined || ranks > 1) installRequestedTiling(encoder, options, size);
+      const tiles = encodeGrid(encoder, input).tiles.length;
+      decision = exactRequest(
+        encoder,
+        size,
+        { budget, explicit: options.maxMemory !== undefined, labels, limits: null },
+        { strategy: 'tile', ranks: Math.min(ranks, tiles), batch, streamed: false, bands, strategies: ENCODE_STRATEGIES, ...rankSetting },
+        (text) => notes.push(text),
+      );
+    }
+    if (decision?.toneDrift) notes.push(decision.toneDrift.message);
+    // Local ranks for a plan that deals tiles to them (at most one per tile), started once.
+    const startRanks = async (): Promise<StrategyReport | null> => {
+      const tiles = encodeGrid(encoder, input).tiles.length;
+      const n = Math.min(ranks, tiles);
+      if (group || n < 2) return report;
+      const local = localGroup({
+        ranks: n,
+        ...(options.isolation ? { isolation: options.isolation } : {}),
+        threadsPerRank: options.threads ?? 1,
+      });
+      group = local;
+      await local.start();
+      return useStrategy(encoder, options.strategy ?? 'tile', local);
+    };
+    let report: StrategyReport | null = null;
+    let bandBytes = 0;
+    const encodeOnce = async () => {
+      const grid = encodeGrid(encoder, input);
+      const signal = hooks.signal ? { signal: hooks.signal } : {};
+      if (!grid.tiled) {
+        // A whole encode reads every row, its values checked as a tensor's are.
+        const whole = wholeImage(input);
+        checkImage(encoder.config, whole, options.image);
+        return encoder.encode(whole, signal);
+      }
+      report = await startRanks();
+      // A tiled encode pulls its tiles' bands from the rows as it reaches them.
+      const source = current;
+      const latents = await encoder.encode(input, { ...signal, reopen: open, onBandBytes: (b) => (bandBytes = b) });
+      // What a streamed input held: the tiles' bands and the rows the source decoded and kept (a PNG's, from the last band's start).
+      const rowBytes = (4 * raw.reduce((a, b) => a * b, 1)) / raw.at(-2)!;
+      bandBytes = reading === 'streamed' ? bandBytes + source.peakRowsHeld * rowBytes : 0;
+      return latents;
+    };
     const start = performance.now();
-    const mean = await encoder.encode(input, hooks.signal ? { signal: hooks.signal } : {});
+    let mean: Tensor;
+    let attempts: LadderAttempt[] | null = null;
+    if (auto && decision?.choice) {
+      // Down the policy's ladder when an attempt runs out of memory (an allocation failure: the encode runs in this process).
+      const outcome = await runLadder(ladderRungs(decision.alternatives, decision.choice), async (alt, i) => {
+        setTiling(encoder, alt.tiling);
+        if (i > 0) {
+          rows?.close();
+          input = open();
+          rows = input;
+        }
+        return encodeOnce();
+      });
+      mean = outcome.result;
+      attempts = outcome.attempts;
+      decision = { ...decision, plan: outcome.rung.plan, prediction: outcome.rung.prediction };
+    } else mean = await encodeOnce();
     const seconds = (performance.now() - start) / 1000;
+    const grid = encodeGrid(encoder, input);
     const scaled = options.scaled === true;
     const fields = encoder.config.fields;
     const batchNorm = scaled && typeof fields['batch_norm_eps'] === 'number' ? await readLatentBatchNorm(options.vae) : undefined;
     const latents = scaled ? scaleLatents(mean, latentScalingOf(fields, encoder.family.name, batchNorm ? { batchNorm } : {})) : mean;
     writeLatentsFile(options.out, latents, { scaled });
-    const notes = report?.notes() ?? [];
-    if (group && !grid.tiled) notes.push(`the image fits in one window: encoded whole in this process, not on the ${ranks} ranks`);
+    const strategyReport = report as StrategyReport | null;
+    notes.push(...(strategyReport?.notes() ?? []));
+    if (ranks > 1 && !grid.tiled) notes.push(`the image fits in one window: encoded whole in this process, not on the ${ranks} ranks`);
+    const rankStats = strategyReport?.ranks() ?? [{ rank: 0, tiles: grid.tiles.map((t) => t.index), load: grid.tiles.length, seconds }];
     return {
-      image: { height: raw.dims[2]!, width: raw.dims[3]! },
+      image: { height: raw[2]!, width: raw[3]! },
       encoded: size,
       shape: [...latents.dims],
       tiles: grid.tiles.length,
       plan: grid.tiled ? { window: { ...encoder.tiling.window }, overlap: { ...encoder.tiling.overlap } } : null,
       strategy: options.strategy ?? 'tile',
       seconds,
-      ranks: report?.ranks() ?? [{ rank: 0, tiles: grid.tiles.map((t) => t.index), load: grid.tiles.length, seconds }],
+      ranks: rankStats,
       notes,
       out: options.out,
       className: encoder.config.className,
       reading,
       scaled,
+      decision: decision?.plan ? { plan: describePlan(decision.plan), reason: decision.reason } : null,
+      memory: memoryJson(budget, decision?.prediction ?? null, { coordinator: peakRssBytes(), ranks: strategyReport ? rankStats : [] }),
+      attempts,
+      bandBytes,
     };
   } finally {
-    await group?.close();
+    rows?.close();
+    await (group as RankGroup | null)?.close();
     await encoder.dispose();
   }
 }

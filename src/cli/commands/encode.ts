@@ -5,10 +5,11 @@
 // plan, runtime, strategy, ranks) into the library's encode session (encodeFile), then prints
 // what it reports: a line, or one JSON object.
 
-import { encodeFile, STRATEGIES, type EncodedFile, type EncodeFileOptions } from '../../index.js';
+import { encodeFile, parseMemorySize, STRATEGIES, type EncodedFile, type EncodeFileOptions } from '../../index.js';
 import { ISOLATIONS } from '../../entries/ranks.js';
 import { latentsOutputReasons, outputPathReasons } from '../../entries/io.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
+import { MEMORY_OPTIONS } from '../memory-options.js';
 import { FAMILY_OPTIONS, readTilingOptions } from '../tiling-options.js';
 import { printSourceNotes, RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
 
@@ -94,6 +95,8 @@ export const encodeCommand: CommandSpec = {
       description: 'ranks as worker threads, or as child processes',
       defaultText: 'thread',
     },
+    // --max-memory only: encoders have no GPU buffer limits or device budget of their own yet.
+    MEMORY_OPTIONS.find((o) => o.name === 'max-memory')!,
     JSON_OPTION,
   ],
   details: [
@@ -101,11 +104,16 @@ export const encodeCommand: CommandSpec = {
     'distvae decode --latents takes with the same VAE. Without --window the encoder runs once over the whole image, as',
     "diffusers' encode does (tiling off); --window/--overlap tile it as diffusers' tiled_encode, in input pixels, through",
     "the same planner as decode (refused, never rounded). TAE's GroupNorm pools (TAEF2) normalise per tile when tiled.",
-    'With --ranks R > 1 the tiles (the family default without --window) are dealt to R local ranks, each loading the',
-    'encoder once: bitwise the one-rank tiled encode. --json prints { image: {height, width}, encoded: {height, width},',
-    'shape, tiles, plan, strategy, seconds, ranks, notes, out, className, reading, scaled }, seconds being the encode time',
-    'without loading, reading how the image was read (streamed or whole). A .latent holds raw latents (ComfyUI scales them',
-    'itself), so --latents-scaled refuses it.',
+    "Without any plan option (--window, --overlap, --full, --strategy) the encode takes the memory policy's choice, as",
+    "decode does: the whole encode when it fits --max-memory (else 80% of this process tree's memory) at its bound, else",
+    'the fastest blended tiles that fit; with --ranks R the whole encode runs here with R x --threads threads when it fits',
+    'and is predicted faster, else tiles dealt to the R local ranks (bitwise the one-rank tiled encode). Nothing fits: exit',
+    '2. An attempt that runs out of memory is retried with the next plan that fits (LADDER_EXHAUSTED, exit 3). A plan',
+    'option over an explicit --max-memory is refused (exit 2). PNG and .npy images are read band by band: a tiled encode',
+    'holds the rows of the tiles in flight, never the float image; JPEG is read whole. --json prints { image: {height,',
+    'width}, encoded: {height, width}, shape, tiles, plan, strategy, seconds, ranks, notes, out, className, reading,',
+    'scaled, decision, memory, attempts, bandBytes }, seconds being the encode time without loading, reading how the',
+    'image was read (streamed or whole). A .latent holds raw latents (ComfyUI scales them itself), so --latents-scaled refuses it.',
   ],
   async run(args, io) {
     const imagePath = args.string('image', { required: true });
@@ -119,6 +127,7 @@ export const encodeCommand: CommandSpec = {
     const vae = readVaeSourceOptions(args, { seedSeedsMore: sample });
     const load = readLoadOptions(args);
     const scaled = args.flag('latents-scaled');
+    const maxMemory = args.string('max-memory');
     if (out !== undefined) {
       args.add(...latentsOutputReasons(out, { scaled }, '--out', '--latents-scaled'));
       args.add(
@@ -139,6 +148,7 @@ export const encodeCommand: CommandSpec = {
       ...(strategy !== undefined ? { strategy } : {}),
       ...(ranks !== undefined ? { ranks } : {}),
       ...(isolation !== undefined ? { isolation } : {}),
+      ...(maxMemory !== undefined ? { maxMemory: parseMemorySize(maxMemory, '--max-memory') } : {}),
       ...(load.threads !== undefined ? { threads: load.threads } : {}),
       ...(load.provider !== undefined ? { provider: load.provider } : {}),
       ...(load.deviceId !== undefined ? { deviceId: load.deviceId } : {}),
@@ -146,7 +156,12 @@ export const encodeCommand: CommandSpec = {
       ...(load.forceFp16 !== undefined ? { forceFp16: load.forceFp16 } : {}),
     };
     printSourceNotes(vae, io);
-    const report = await encodeFile(options, { crop: '--crop', sample: '--sample', ...(io.signal ? { signal: io.signal } : {}) });
+    const report = await encodeFile(options, {
+      crop: '--crop',
+      sample: '--sample',
+      maxMemory: '--max-memory',
+      ...(io.signal ? { signal: io.signal } : {}),
+    });
     io.stdout(args.flag('json') ? JSON.stringify(report) + '\n' : describeEncoded(imagePath!, report));
     return 0;
   },
@@ -162,6 +177,7 @@ function describeEncoded(imagePath: string, report: EncodedFile): string {
     : ' whole';
   const lines = [
     `encoded ${imagePath} (${image.height}x${image.width})${cropped} with ${report.className}${tiles} -> latents [${shape.join(', ')}] in ${seconds.toFixed(2)} s: ${out}`,
+    ...(report.decision ? [`plan: ${report.decision.plan} (${report.decision.reason})`] : []),
     ...report.notes,
   ];
   return lines.map((l) => `${l}\n`).join('');
