@@ -474,7 +474,7 @@ function baseOf(c: Case): Pick<CaseResult, 'name' | 'family' | 'weights' | 'size
  * the graph's, and is left out (it would count every heap allocation, not what stays resident).
  */
 function activationBytes(t: MemoryTerms): number {
-  return t.activation + t.pattern + t.growth + t.shard;
+  return t.activation + t.encoderActivation + t.pattern + t.growth + t.shard;
 }
 
 /** Errors and activation shares of a case's processes from their predictions and measured peaks. */
@@ -563,6 +563,12 @@ const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, st
   ],
   ['holdingWeightCopies', 'holdingWeights', 'weight bytes of the loaded VAE a coordinator holds'],
   ['activationFactor', 'activation', "each session's largest run's liveness peak (the arena's first-run regions)"],
+  ['encoderActivationFactor', 'encoderActivation', "an encoder's sessions' largest runs' liveness peaks (its arenas)"],
+  [
+    'inputImageCopies',
+    'inputImage',
+    "an encode's image held whole by the assembling process (a JPEG decoded, mapped to the input range, copied)",
+  ],
   ['patternFactor', 'pattern', 'the liveness peak of the largest shape a session runs twice (its memory-pattern block)'],
   [
     'recurrentFactor',

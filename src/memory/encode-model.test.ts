@@ -31,17 +31,19 @@ test("an encode's activation is its encoder graph's liveness peak at the image t
   const size = { height: 64, width: 96 };
   const whole = predictMemory(vae, { strategy: 'whole', ranks: 1 }, size, { threads: 1 });
   // One session run over the whole image (B, 3, 64, 96): no attention chunking at a 32x48 latent.
-  assert.equal(whole.coordinator.terms.activation, activationPeak(graph, { image: [1, 3, 64, 96] }).peakBytes);
-  // Inputs and outputs: the float image in, the latents (4 x 32 x 48) out.
+  assert.equal(whole.coordinator.terms.encoderActivation, activationPeak(graph, { image: [1, 3, 64, 96] }).peakBytes);
+  assert.equal(whole.coordinator.terms.activation, 0);
+  // Inputs and outputs: the float image in (held whole), the latents (4 x 32 x 48) out.
   assert.equal(whole.coordinator.terms.output, 4 * 4 * 32 * 48);
-  assert.equal(whole.coordinator.terms.buffers, 4 * 3 * 64 * 96);
+  assert.equal(whole.coordinator.terms.inputImage, 4 * 3 * 64 * 96);
 
   // Tiles of 32 px: each run's peak is the graph's at the tile; read band by band, the image is two bands' rows.
   const plan: MemoryPlan = { strategy: 'tile', ranks: 1, window: { height: 32, width: 32 }, overlap: { height: 8, width: 8 } };
   const tiled = predictMemory(vae, plan, size, { threads: 1, bands: true });
-  assert.equal(tiled.coordinator.terms.activation, activationPeak(graph, { image: [1, 3, 32, 32] }).peakBytes);
+  assert.equal(tiled.coordinator.terms.encoderActivation, activationPeak(graph, { image: [1, 3, 32, 32] }).peakBytes);
   assert.equal(tiled.coordinator.terms.buffers, 2 * 4 * 3 * 32 * 96);
-  assert.equal(predictMemory(vae, plan, size, { threads: 1 }).coordinator.terms.buffers, 4 * 3 * 64 * 96);
+  assert.equal(tiled.coordinator.terms.inputImage, 0);
+  assert.equal(predictMemory(vae, plan, size, { threads: 1 }).coordinator.terms.inputImage, 4 * 3 * 64 * 96);
   // On 2 process ranks: each rank holds its tiles' latents and the largest image tile it receives.
   const ranks = predictMemory(vae, { ...plan, ranks: 2 }, size, { threads: 1 });
   assert.equal(ranks.ranks.length, 2);

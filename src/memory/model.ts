@@ -79,6 +79,13 @@ export interface MemoryTerms {
   holdingWeights: number;
   /** Sum over its sessions of their largest run's activation peak (graph liveness): what each arena keeps. */
   activation: number;
+  /**
+   * The same for an encoder's sessions (their own factor: an encoder's largest tensors come first,
+   * at full resolution, and measure under the decoder's factor — sd-encode-whole-512: +22 %).
+   */
+  encoderActivation: number;
+  /** An encode's image held whole in the assembling process (a JPEG, or a whole encode): decoded, mapped to the input range, copied. */
+  inputImage: number;
   /** `activation` with every buffer as onnxruntime's WebGPU provider sizes it (its buckets): a GPU rank's device term (device-memory.ts); not a host term. */
   deviceActivation: number;
   /** The memory pattern's block of the largest shape each session runs at least twice (runs.ts). */
@@ -150,6 +157,8 @@ export function peakOfTerms(t: MemoryTerms, cal: RuntimeCalibration): number {
       cal.heapWeightCopies * t.heapWeights +
       cal.holdingWeightCopies * t.holdingWeights +
       cal.activationFactor * t.activation +
+      cal.encoderActivationFactor * t.encoderActivation +
+      cal.inputImageCopies * t.inputImage +
       cal.patternFactor * t.pattern +
       cal.recurrentFactor * t.recurrent +
       cal.growthFactor * t.growth +
@@ -407,6 +416,8 @@ const NO_TERMS: MemoryTerms = {
   heapWeights: 0,
   holdingWeights: 0,
   activation: 0,
+  encoderActivation: 0,
+  inputImage: 0,
   deviceActivation: 0,
   pattern: 0,
   recurrent: 0,
@@ -453,11 +464,14 @@ export function predictMemory(
   // band by band for tiles, the rows of one tile row in the source and one copy handed on
   // (encode/tile-bands.ts).
   const bandRows = Math.max(...grid.tiles.map((t) => (t.y1 - t.y0) * r));
+  const streamedInput = encoding && options.bands === true && grid.tiled;
   const input = !encoding
     ? latentBytes
-    : options.bands && grid.tiled
+    : streamedInput
       ? Math.min(imageBytes, 2 * 4 * batch * vae.geometry.outChannels * bandRows * sample.width)
-      : imageBytes;
+      : 0;
+  // An encode's image read whole (a JPEG, a whole encode): its own term (the decode and its copies).
+  const inputImage = encoding && !streamedInput ? imageBytes : 0;
   // Temporal chunks run one after another through the same sessions, each on every tile.
   const chunkFrames = grid.chunks.map((c) => c.end - c.start);
   const tileRuns = (g: TileGrid): Run[] => {
@@ -504,7 +518,8 @@ export function predictMemory(
       sessionWeights: hold.weightBytes,
       packedWeights: hold.packedWeightBytes,
       heapWeights: hold.heapWeightBytes,
-      activation: hold.activation,
+      activation: encoding ? 0 : hold.activation,
+      encoderActivation: encoding ? hold.activation : 0,
       deviceActivation: hold.deviceActivation,
       pattern: hold.pattern,
       recurrent: hold.recurrent,
@@ -515,7 +530,7 @@ export function predictMemory(
     };
   };
   const holding: MemoryTerms = { ...NO_TERMS, holdingWeights: arch.weightBytes };
-  const assembling = (t: MemoryTerms): MemoryTerms => ({ ...t, output, buffers: t.buffers + input });
+  const assembling = (t: MemoryTerms): MemoryTerms => ({ ...t, output, inputImage, buffers: t.buffers + input });
   const done = (coordinator: MemoryTerms, ranks: { rank: number; terms: MemoryTerms }[]) =>
     finish(coordinator, ranks, maxTensorBytes, arch.weightBytes, cal);
 
