@@ -43,6 +43,7 @@ export type ReasonCode =
   | 'NO_DECODER'
   | 'NO_DECODER_GRAPH'
   | 'NO_ENCODER'
+  | 'NO_ENCODER_GRAPH'
   | 'SEED_INVALID'
   | 'TAE_HALF_MISSING'
   | 'UNKNOWN_CLASS_NAME'

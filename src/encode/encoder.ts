@@ -1,5 +1,5 @@
 // Encoding images to latents, the counterpart of loadVae for families that ship an encoder
-// (tae): `loadEncoder(path, { family })` reads and binds the encoder's weights and opens its
+// (autoencoder-kl, flux2, hunyuan-image, tae): `loadEncoder(path, { family })` reads and binds the encoder's weights and opens its
 // session; `encode(image)` maps (B, C, H, W) in [0, 1] to latents (B, Cz, H/r, W/r).
 //
 // The whole image goes through the encoder in one call: TAEF2's pool blocks normalise over
@@ -11,8 +11,10 @@
 import { BoundEncoder } from './bound-encoder.js';
 import { contentHashOf, rankLoadOptions, resolvePrecision, sessionOptionsOf, type LoadOptions } from '../decode/vae.js';
 import type { Tensor } from '../tensor.js';
-import type { TileRunner } from '../families/runtime-types.js';
+import { reason, refuse } from '../errors.js';
+import type { FamilyEncoder, TileRunner } from '../families/runtime-types.js';
 import type { FamilySpec, ResolvedConfig } from '../families/types.js';
+import type { ModelProto } from '../graph/onnx-proto.js';
 import { readVaeSource, vaeSourceOf, type VaeSource } from '../sources/vae-source.js';
 
 export { checkImage, cropToMultiple } from './image-check.js';
@@ -32,8 +34,30 @@ export class Encoder extends BoundEncoder {
     readonly loadOptions: LoadOptions,
     private readonly weights: ReadonlyMap<string, Tensor>,
     private readonly release: () => void = () => undefined,
+    private readonly runtime?: FamilyEncoder,
   ) {
     super(family, config, runner);
+  }
+
+  /**
+   * The fused encoder graph with the bound weights (image in, latents out), which locality
+   * analysis, row sharding and halo-exact tiles read; refused (NO_ENCODER_GRAPH) for a family
+   * whose encoder does not expose it.
+   */
+  encoderModel(): ModelProto {
+    if (!this.runtime?.graph) {
+      refuse(
+        'UNSUPPORTED',
+        reason(
+          'NO_ENCODER_GRAPH',
+          'family',
+          this.family.name,
+          'a family whose encoder exposes its graph',
+          `the ${this.family.name} encoder does not expose its graph: row sharding and halo-exact tiles need it`,
+        ),
+      );
+    }
+    return this.runtime.graph(this.config, this.weights).toModel();
   }
 
   /** SHA-256 of the resolved config and the bound encoder weights: what a rank checks it loaded. */
@@ -60,5 +84,5 @@ export async function loadEncoder(source: string | VaeSource, options: LoadOptio
     weights,
     sessionOptionsOf(options, resolvePrecision(config, options).precision),
   );
-  return new Encoder(family, config, runner, resolved, rankLoadOptions(options), weights, release);
+  return new Encoder(family, config, runner, resolved, rankLoadOptions(options), weights, release, runtime.encoder);
 }

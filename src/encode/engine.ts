@@ -11,11 +11,11 @@
 import { throwIfAborted } from '../errors.js';
 import type { TileRunner } from '../families/runtime-types.js';
 import type { VaeSpec } from '../families/types.js';
-import { tileGrid, type TileGrid } from '../plan/grid.js';
+import { tileGrid, type Tile, type TileGrid } from '../plan/grid.js';
 import type { LatentShape } from '../plan/shapes.js';
 import type { Tensor } from '../tensor.js';
 import { RasterAssembler } from '../tile/assembler.js';
-import { planes } from '../tile/blend.js';
+import { planes, sliceCols, sliceRows } from '../tile/blend.js';
 import { checkFiniteOutput } from '../tile/finite.js';
 import { tileLayout } from '../tile/layout.js';
 import { asPlanes } from '../decode/engine.js';
@@ -30,10 +30,13 @@ export interface EncodeOptions {
 }
 
 /** The spatial tiling operation of an encode: the image's latents from its tiles (one rank's loop, or a rank group's). */
-export type TiledEncode = (
+export type TiledEncode = ((
   image: ImageInput,
   options: EncodeOptions & TileInputOptions & { progress?: ProgressCounter },
-) => Promise<Tensor>;
+) => Promise<Tensor>) & {
+  /** Set by operations that also take untiled images (row sharding): the engine calls them whatever the plan. */
+  readonly encodesUntiled?: boolean;
+};
 
 /** How a tiled encode reads tiles of rows read band by band. */
 export interface TileInputOptions {
@@ -60,6 +63,14 @@ export function encodeGrid(vae: VaeSpec, image: Pick<Tensor, 'dims'>): TileGrid 
   return tileGrid(vae, encodedShape(vae, image), { encode: true, spatialOnly: true });
 }
 
+/** The input pixels of a tile of an image in memory: rows [y0·r, y1·r), cols [x0·r, x1·r) of every plane (copied). */
+export function sliceImage(image: Tensor, tile: Pick<Tile, 'y0' | 'y1' | 'x0' | 'x1'>, r: number): Tensor {
+  const whole = asPlanes(image);
+  const rows = sliceRows(whole, tile.y0 * r, Math.min(tile.y1 * r, whole.height));
+  const block = sliceCols(rows, tile.x0 * r, Math.min(tile.x1 * r, whole.width));
+  return { dims: [...image.dims.slice(0, -2), block.height, block.width], data: block.data };
+}
+
 /** Every row of an image input (a whole encode takes the image at once). */
 export function wholeImage(image: ImageInput): Tensor {
   return inMemory(image) ? image : image.rows(0, image.dims.at(-2)!);
@@ -70,7 +81,7 @@ export async function encodeImage(vae: EncodingVae, image: ImageInput, options: 
   throwIfAborted(options.signal);
   const grid = encodeGrid(vae, image);
   const progress = new ProgressCounter(grid.tiles.length, options.onProgress);
-  if (grid.tiled) return vae.tiledEncode(image, { ...options, progress });
+  if (grid.tiled || vae.tiledEncode.encodesUntiled) return vae.tiledEncode(image, { ...options, progress });
   const whole = wholeImage(image);
   const latents = await vae.runner.decode(whole, options.signal);
   checkFiniteOutput(latents, 'the encode');

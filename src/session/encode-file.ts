@@ -3,14 +3,15 @@
 // latents file (.npy, .safetensors with the tensor `latents`, or a ComfyUI .latent), raw or
 // scaled as a pipeline hands them on — the counterpart of decodeFiles for one file. It takes the decode session's plan, strategy, rank and runtime options and reads them
 // the same way: the exact planner (installRequestedTiling, windows in input pixels), the strategy
-// table (`useStrategy`: tile on local ranks), local ranks started for the encode and closed
-// after it. Without a plan option the memory policy chooses the plan within the budget
-// (`maxMemory`, else the default one) exactly as for a decode (session/decision.ts `decide`: the
-// whole encode first, then blended tiles, the fastest of a class first; the strategies encoders
-// have), tried down its fallback ladder when an attempt runs out of memory; a requested plan is
-// predicted and refused over an explicit budget. The image is read band by band (PNG, .npy), so
-// a tiled encode pulls each tile's rows as it reaches it and never holds the float image; JPEG
-// and a whole encode read it whole.
+// table (`useStrategy`: tile, shard or exact-tile; tiles also on queue workers), local ranks
+// started for the encode and closed after it. Without a plan option the memory policy chooses
+// the plan within the budget (`maxMemory`, else the default one) exactly as for a decode
+// (session/decision.ts `decide`: the whole encode first, then blended tiles, the fastest of a
+// class first — row sharding and halo-exact tiles run when asked for, the policy does not choose
+// them for encoders yet), tried down its fallback ladder when an attempt runs out of memory; a
+// requested tile plan is predicted and refused over an explicit budget. The image is read band by
+// band (PNG, .npy), so a tiled encode pulls each tile's rows as it reaches it and never holds the
+// float image; JPEG, a whole encode, row sharding and halo-exact tiles read it whole.
 
 import { checkImage, cropRowsToMultiple } from '../encode/image-check.js';
 import { loadEncoder } from '../encode/encoder.js';
@@ -24,10 +25,13 @@ import { encodeGrid, wholeImage } from '../encode/engine.js';
 import type { ImageRows } from '../encode/tile-bands.js';
 import { readLatentBatchNorm } from '../sources/latent-statistics.js';
 import { localGroup } from '../ranks/local/index.js';
-import type { Isolation } from '../ranks/local/local-group.js';
+import { queueGroup } from '../ranks/queue/index.js';
+import type { QueueGroup } from '../ranks/queue/queue-group.js';
+import type { Isolation, LocalGroup } from '../ranks/local/local-group.js';
 import type { StrategyReport } from '../strategies/index.js';
 import type { VaeSource } from '../sources/vae-source.js';
-import { useStrategy, type Strategy } from '../strategies/index.js';
+import { STRATEGIES, useStrategy, type Strategy } from '../strategies/index.js';
+import { splitInputBands } from '../strategies/shard/bands.js';
 import type { RankStats } from '../decode/types.js';
 import type { Tensor } from '../tensor.js';
 import { decide, exactRequest, installRequestedTiling, type Decision } from './decision.js';
@@ -40,8 +44,8 @@ import { memoryJson, type MemoryReport } from './report.js';
 import type { RankGroup } from '../ranks/group.js';
 import type { LoadOptions } from '../decode/vae.js';
 
-/** The strategies the engine runs for encoders so far (what the memory policy may choose). */
-const ENCODE_STRATEGIES: readonly Strategy[] = ['tile'];
+/** The strategies the memory policy chooses among for encoders (it predicts row sharding and halo-exact tiles for decoders only so far). */
+const POLICY_STRATEGIES: readonly Strategy[] = ['tile'];
 
 /** Latents files `encodeFile` writes. */
 export const ENCODE_OUTPUT_EXTENSIONS = LATENT_OUTPUT_EXTENSIONS;
@@ -65,9 +69,13 @@ export interface EncodeFileOptions extends Pick<LoadOptions, 'threads' | 'provid
   full?: boolean;
   /** Crop the image (centred) to multiples of the spatial ratio instead of refusing it. */
   crop?: boolean;
-  /** How tiles are encoded: 'tile' (the only encoder strategy so far). */
+  /**
+   * How the encode is distributed, as for decoding: 'tile' (blended tiles dealt to the ranks),
+   * 'shard' (row sharding on the local ranks, 1 included: equal to the whole encode, the plan
+   * ignored) or 'exact-tile' (the plan's tiles with the analysed halo; local encoders only).
+   */
   strategy?: Strategy;
-  /** Local ranks the tiles are dealt to. */
+  /** Local ranks the tiles are dealt to; with `redis`, the runs queue workers take (default: the workers listening). */
   ranks?: number;
   isolation?: Isolation;
   /**
@@ -76,6 +84,16 @@ export interface EncodeFileOptions extends Pick<LoadOptions, 'threads' | 'provid
    * (BUDGET_EXCEEDED). Default: 80 % of what this process tree may use, which only warns.
    */
   maxMemory?: number;
+  /**
+   * Redis URL of a queue whose workers serve this encoder (`distvae worker --encoder`): the tiles
+   * (the family's default without a window) go to them, blended here — bitwise the one-rank
+   * tiled encode. Tile strategy only (workers cannot exchange halos).
+   */
+  redis?: string;
+  /** Queue name (default 'distvae'; coordinator and workers must agree). */
+  queue?: string;
+  /** With `redis`: fail when no worker takes or finishes a tile for this long (ms). */
+  queueTimeoutMs?: number;
 }
 
 /** What `encodeFile` did: `encode --json` prints it. */
@@ -119,17 +137,34 @@ export function encodeFileReasons(options: EncodeFileOptions): Reason[] {
     reasons.push(
       reason('SOURCE_OPTION', 'full', true, 'either --full or --window/--overlap', '--full cannot be combined with --window/--overlap'),
     );
-  if (options.strategy !== undefined && options.strategy !== 'tile')
+  if (options.strategy !== undefined && !(STRATEGIES as readonly string[]).includes(options.strategy))
+    reasons.push(reason('STRATEGY_INVALID', 'strategy', options.strategy, `one of ${STRATEGIES.join(', ')}`));
+  else if (options.redis !== undefined && options.strategy !== undefined && options.strategy !== 'tile')
     reasons.push(
       reason(
-        'STRATEGY_INVALID',
+        'STRATEGY_NEEDS_LOCAL_GROUP',
         'strategy',
         options.strategy,
-        'tile',
-        `--strategy ${options.strategy} is not available for encoders yet; encoders take tile (blended tiles, diffusers' tiled encode) or the whole encode`,
+        'tile (with --redis)',
+        `strategy ${options.strategy} needs a local rank group; queue workers cannot exchange halos`,
       ),
     );
   return reasons;
+}
+
+/** The queue group of `options.redis`, connected (TRANSPORT_FAILED when Redis is unreachable) before any weights are read. */
+async function connectQueue(options: EncodeFileOptions): Promise<QueueGroup> {
+  const q = queueGroup({
+    connection: options.redis!,
+    ...(options.queue !== undefined ? { queue: options.queue } : {}),
+    ...(options.ranks !== undefined ? { ranks: options.ranks } : {}),
+    ...(options.queueTimeoutMs !== undefined ? { timeoutMs: options.queueTimeoutMs } : {}),
+  });
+  await q.connect().catch(async (e: unknown) => {
+    await q.close();
+    throw e;
+  });
+  return q;
 }
 
 /**
@@ -145,16 +180,24 @@ export async function encodeFile(
   const reasons = encodeFileReasons(options);
   if (reasons.length > 0) refuse('INVALID_ARGUMENT', reasons);
   const ranks = options.ranks ?? 1;
-  // With ranks, this process's session runs only a whole encode: it takes their threads (the policy's pooled whole plan).
-  const threads = options.threads !== undefined && ranks > 1 ? ranks * options.threads : options.threads;
+  const strategy = options.strategy ?? 'tile';
+  // A queue is reached before any weights are read (an unreachable one is reported first).
+  const queue = options.redis !== undefined ? await connectQueue(options) : null;
+  // With local ranks, this process's session runs only a whole encode: it takes their threads (the policy's pooled whole plan).
+  const threads = options.threads !== undefined && ranks > 1 && queue === null ? ranks * options.threads : options.threads;
   const encoder = await loadEncoder(options.vae, {
     ...(threads !== undefined ? { threads } : {}),
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
     ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
     ...(options.precision !== undefined ? { precision: options.precision } : {}),
     ...(options.forceFp16 !== undefined ? { forceFp16: options.forceFp16 } : {}),
+  }).catch(async (e: unknown) => {
+    await queue?.close();
+    throw e;
   });
-  let group: RankGroup | null = null;
+  // Local ranks start when the plan deals work to them (tiles: at most one per tile; row sharding runs on ranks even when there is one).
+  let local: LocalGroup | null = null;
+  const groupOf = (): RankGroup | null => queue ?? local;
   let rows: { close(): void } | null = null;
   try {
     if (options.sample) {
@@ -191,61 +234,79 @@ export async function encodeFile(
       ...(options.provider !== undefined ? { provider: options.provider } : {}),
       devices: 'shared' as const,
     };
-    // No plan option: the memory policy's choice (the strategies encoders have); else the plan asked for.
-    const auto = options.window === undefined && options.overlap === undefined && options.full !== true && options.strategy === undefined;
-    const bands = reading === 'streamed';
     const notes: string[] = [];
-    let decision: Decision | null;
-    // A family whose encoder graphs the memory model cannot read: whole, or its default tiles on ranks (as before the policy).
-    if (auto && !hasMemoryModel(encoder)) {
-      if (ranks > 1) installRequestedTiling(encoder, options, size);
-      decision = null;
-    } else if (auto)
-      decision = decide(encoder, size, budget, { ranks, batch, isolated: false, strategies: ENCODE_STRATEGIES, bands, ...rankSetting });
+    // No plan option (and no queue): the memory policy's choice among the strategies it predicts for encoders; else the plan asked for.
+    const auto =
+      queue === null &&
+      options.window === undefined &&
+      options.overlap === undefined &&
+      options.full !== true &&
+      options.strategy === undefined;
+    const bands = reading === 'streamed';
+    const dealt = queue !== null || ranks > 1 || strategy === 'shard';
+    let decision: Decision | null = null;
+    if (auto && hasMemoryModel(encoder))
+      decision = decide(encoder, size, budget, { ranks, batch, isolated: false, strategies: POLICY_STRATEGIES, bands, ...rankSetting });
     else {
-      if (options.window !== undefined || options.overlap !== undefined || ranks > 1) installRequestedTiling(encoder, options, size);
-      const tiles = encodeGrid(encoder, input).tiles.length;
-      decision = exactRequest(
-        encoder,
-        size,
-        { budget, explicit: options.maxMemory !== undefined, labels, limits: null },
-        { strategy: 'tile', ranks: Math.min(ranks, tiles), batch, streamed: false, bands, strategies: ENCODE_STRATEGIES, ...rankSetting },
-        (text) => notes.push(text),
-      );
+      // Tiles when asked for (a window, or ranks or workers to deal them to); else whole, as diffusers' encode.
+      if (options.window !== undefined || options.overlap !== undefined || (dealt && options.full !== true && strategy !== 'shard'))
+        installRequestedTiling(encoder, options, size);
+      // A tile plan on local ranks is predicted (and refused over an explicit budget); row sharding, halo-exact tiles and queue workers run as asked.
+      if (!auto && strategy === 'tile' && queue === null && hasMemoryModel(encoder))
+        decision = exactRequest(
+          encoder,
+          size,
+          { budget, explicit: options.maxMemory !== undefined, labels, limits: null },
+          {
+            strategy: 'tile',
+            ranks: Math.min(ranks, encodeGrid(encoder, input).tiles.length),
+            batch,
+            streamed: false,
+            bands,
+            strategies: POLICY_STRATEGIES,
+            ...rankSetting,
+          },
+          (text) => notes.push(text),
+        );
     }
     if (decision?.toneDrift) notes.push(decision.toneDrift.message);
-    // Local ranks for a plan that deals tiles to them (at most one per tile), started once.
-    const startRanks = async (): Promise<StrategyReport | null> => {
-      const tiles = encodeGrid(encoder, input).tiles.length;
-      const n = Math.min(ranks, tiles);
-      if (group || n < 2) return report;
-      const local = localGroup({
-        ranks: n,
-        ...(options.isolation ? { isolation: options.isolation } : {}),
-        threadsPerRank: options.threads ?? 1,
-      });
-      group = local;
-      await local.start();
-      return useStrategy(encoder, options.strategy ?? 'tile', local);
-    };
+    // More ranks than latent rows is refused before any rank starts (as decoding's session does).
+    if (strategy === 'shard') splitInputBands(size.height, queue?.size ?? ranks, r);
     let report: StrategyReport | null = null;
+    // The strategy and its ranks: up front for row sharding, halo-exact tiles and queue workers; for blended tiles on local ranks when a plan is tiled.
+    const useRanks = async (tiled: boolean): Promise<void> => {
+      if (report || (strategy === 'tile' && !tiled)) return;
+      if (strategy === 'tile' && queue === null) {
+        const n = Math.min(ranks, encodeGrid(encoder, input).tiles.length);
+        if (n < 2) return;
+        local = localGroup({
+          ranks: n,
+          ...(options.isolation ? { isolation: options.isolation } : {}),
+          threadsPerRank: options.threads ?? 1,
+        });
+      } else if (queue === null && (ranks > 1 || strategy === 'shard'))
+        local = localGroup({ ranks, ...(options.isolation ? { isolation: options.isolation } : {}), threadsPerRank: options.threads ?? 1 });
+      await local?.start();
+      report = useStrategy(encoder, strategy, groupOf());
+    };
+    if (strategy !== 'tile' || queue !== null) await useRanks(true);
     let bandBytes = 0;
     const encodeOnce = async () => {
       const grid = encodeGrid(encoder, input);
       const signal = hooks.signal ? { signal: hooks.signal } : {};
-      if (!grid.tiled) {
+      if (!grid.tiled && !encoder.tiledEncode.encodesUntiled) {
         // A whole encode reads every row, its values checked as a tensor's are.
         const whole = wholeImage(input);
         checkImage(encoder.config, whole, options.image);
         return encoder.encode(whole, signal);
       }
-      report = await startRanks();
+      await useRanks(grid.tiled);
       // A tiled encode pulls its tiles' bands from the rows as it reaches them.
       const source = current;
       const latents = await encoder.encode(input, { ...signal, reopen: open, onBandBytes: (b) => (bandBytes = b) });
       // What a streamed input held: the tiles' bands and the rows the source decoded and kept (a PNG's, from the last band's start).
       const rowBytes = (4 * raw.reduce((a, b) => a * b, 1)) / raw.at(-2)!;
-      bandBytes = reading === 'streamed' ? bandBytes + source.peakRowsHeld * rowBytes : 0;
+      bandBytes = reading === 'streamed' && grid.tiled && strategy === 'tile' ? bandBytes + source.peakRowsHeld * rowBytes : 0;
       return latents;
     };
     const start = performance.now();
@@ -275,15 +336,21 @@ export async function encodeFile(
     writeLatentsFile(options.out, latents, { scaled });
     const strategyReport = report as StrategyReport | null;
     notes.push(...(strategyReport?.notes() ?? []));
-    if (ranks > 1 && !grid.tiled) notes.push(`the image fits in one window: encoded whole in this process, not on the ${ranks} ranks`);
+    if ((dealt || ranks > 1) && !grid.tiled && strategy === 'tile')
+      notes.push(`the image fits in one window: encoded whole in this process, not on the ${queue?.size ?? ranks} ranks`);
+    const shardBands = strategyReport?.shard()?.bands;
+    if (shardBands)
+      notes.push(
+        `row-sharded over ${shardBands.length} rank(s): bands of image rows ${shardBands.map((b) => `${b.start}..${b.end}`).join(', ')}`,
+      );
     const rankStats = strategyReport?.ranks() ?? [{ rank: 0, tiles: grid.tiles.map((t) => t.index), load: grid.tiles.length, seconds }];
     return {
       image: { height: raw[2]!, width: raw[3]! },
       encoded: size,
       shape: [...latents.dims],
-      tiles: grid.tiles.length,
-      plan: grid.tiled ? { window: { ...encoder.tiling.window }, overlap: { ...encoder.tiling.overlap } } : null,
-      strategy: options.strategy ?? 'tile',
+      tiles: strategy === 'shard' ? 1 : grid.tiles.length,
+      plan: grid.tiled && strategy !== 'shard' ? { window: { ...encoder.tiling.window }, overlap: { ...encoder.tiling.overlap } } : null,
+      strategy,
       seconds,
       ranks: rankStats,
       notes,
@@ -298,7 +365,7 @@ export async function encodeFile(
     };
   } finally {
     rows?.close();
-    await (group as RankGroup | null)?.close();
+    await groupOf()?.close();
     await encoder.dispose();
   }
 }

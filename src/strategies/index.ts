@@ -17,9 +17,11 @@ import { reason, refuse } from '../errors.js';
 import type { ProgramGroup, RankFailure, RankGroup } from '../ranks/group.js';
 import type { CommCounters } from '../ranks/program.js';
 import { exactTiledDecodeFor } from './exact-tile/exact-tiled-decode.js';
-import { exactTiledDecode } from './exact-tile/halo.js';
+import { exactTiledDecode, exactTiledEncode } from './exact-tile/halo.js';
+import { exactTiledEncodeFor } from './exact-tile/exact-tiled-encode.js';
 import type { Band } from './shard/bands.js';
-import { shardedDecodeFor } from './shard/sharded-decode.js';
+import { shardedDecodeFor, type ShardStats } from './shard/sharded-decode.js';
+import { shardedEncodeFor } from './shard/sharded-encode.js';
 import { tiledDecodeFor } from './tile/tiled-decode.js';
 import { tiledEncodeFor } from './tile/tiled-encode.js';
 
@@ -115,21 +117,31 @@ export function useStrategy(
 }
 
 /**
- * An encoder's strategy: 'tile' deals its tiles to the group's ranks (bitwise the one-rank tiled
- * encode). Row sharding and halo-exact tiles of encoders are not built yet: refused by name.
+ * An encoder's strategy, as for a decoder: 'tile' deals its tiles to the group's ranks (bitwise
+ * the one-rank tiled encode); 'shard' row-shards it over a local group (equal to the whole
+ * encode); 'exact-tile' encodes the plan's tiles with the analysed halo (local encoders only).
  */
 function useEncodeStrategy(encoder: Encoder, strategy: Strategy, group?: RankGroup | null): StrategyReport | null {
-  if (strategy !== 'tile')
-    refuse(
-      'UNSUPPORTED',
-      reason(
-        'STRATEGY_INVALID',
-        'strategy',
-        strategy,
-        'tile (for an encoder)',
-        `--strategy ${strategy} is not available for encoders yet; encoders take the tile strategy (blended tiles, diffusers' tiled encode) or the whole encode`,
-      ),
-    );
+  if (strategy === 'shard') {
+    const encode = shardedEncodeFor(encoder, localRanks(strategy, group));
+    encoder.tiledEncode = encode;
+    return shardReport(() => encode.lastStats);
+  }
+  if (strategy === 'exact-tile') {
+    if (!group) {
+      encoder.tiledEncode = exactTiledEncode(encoder, encoder.runner, encoder.encoderModel());
+      return null;
+    }
+    const ranks = emptyRanks(group.size);
+    const notes = new Set<string>();
+    encoder.tiledEncode = exactTiledEncodeFor(encoder, localRanks(strategy, group), {
+      onStats: (stats) => {
+        notes.add(`halo-exact tiles with a halo of ${stats.halo.rows}x${stats.halo.cols} latent units`);
+        addRanks(ranks, stats.ranks);
+      },
+    });
+    return report(ranks, [], notes);
+  }
   const ranks = emptyRanks(group?.size ?? 1);
   const failures: RankFailure[] = [];
   const notes = new Set<string>();
@@ -187,9 +199,14 @@ function localRanks(strategy: Strategy, group: RankGroup | null | undefined): Pr
 function useShard(vae: Vae, group: ProgramGroup): StrategyReport {
   const decode = shardedDecodeFor(vae, group);
   vae.tiledDecode = decode;
+  return shardReport(() => decode.lastStats);
+}
+
+/** The report of a row-sharded decode or encode: its last call's bands, ranks and collectives. */
+function shardReport(last: () => ShardStats | null): StrategyReport {
   return {
     ranks: (): ShardRankSummary[] =>
-      (decode.lastStats?.ranks ?? []).map((r) => ({
+      (last()?.ranks ?? []).map((r) => ({
         rank: r.rank,
         tiles: r.tiles,
         load: r.load,
@@ -200,6 +217,9 @@ function useShard(vae: Vae, group: ProgramGroup): StrategyReport {
       })),
     failures: () => [],
     notes: () => [],
-    shard: () => (decode.lastStats ? { bands: decode.lastStats.bands, collectives: decode.lastStats.collectives } : null),
+    shard: () => {
+      const s = last();
+      return s ? { bands: s.bands, collectives: s.collectives } : null;
+    },
   };
 }

@@ -124,7 +124,28 @@ test('encode takes the decode options: a KL encoder (PNG mapped to [-1, 1]) tile
   const refused = await cli([...args, '--window', '15x16']);
   assert.equal(refused.code, 2);
   assert.match(refused.stderr, /window\.height = 15 px is not a whole number of latent units/);
-  const shard = await cli([...args, '--strategy', 'shard', '--ranks', '2']);
-  assert.equal(shard.code, 2);
-  assert.match(shard.stderr, /--strategy shard is not available for encoders/);
+  // Row sharding: bands of whole latent rows on 2 ranks, equal to the whole encode.
+  const shard = await cli([...args, '--strategy', 'shard', '--ranks', '2', '--json']);
+  assert.equal(shard.code, 0, shard.stderr);
+  const sharded = JSON.parse(shard.stdout);
+  assert.equal(sharded.strategy, 'shard');
+  assert.equal(sharded.ranks.length, 2);
+  const whole = await loadEncoder({ config: raw, weights: 'synthetic', seed: 5 }, { threads: 1 });
+  try {
+    const expected = await whole.encode(readAllRows(openImageRows(image, 'signed')));
+    const got = await readLatents(out);
+    assert.deepEqual(got.dims, expected.dims);
+    const maxAbs = got.data.reduce((m, v, i) => Math.max(m, Math.abs(v - expected.data[i]!)), 0);
+    assert.ok(maxAbs <= 1e-4, `max abs ${maxAbs}`);
+  } finally {
+    await whole.dispose();
+  }
+  // More ranks than the image's 12 latent rows: refused before any rank starts, naming both numbers.
+  const many = await cli([...args, '--strategy', 'shard', '--ranks', '13']);
+  assert.equal(many.code, 2);
+  assert.match(many.stderr, /13 ranks cannot share 12 latent rows \(24 input rows\)/);
+  // Halo-exact tiles need a local encoder: the KL encoder's GroupNorms are named.
+  const exact = await cli([...args, '--strategy', 'exact-tile', '--window', '16x16']);
+  assert.equal(exact.code, 2);
+  assert.match(exact.stderr, /halo-exact tiling refused: the encoder has nonlocal ops: .*GroupNorm/);
 });

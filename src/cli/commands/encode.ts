@@ -2,7 +2,7 @@
 // family's encoder to latents in a .npy, .safetensors (tensor `latents`, docs/design.md §9) or
 // ComfyUI .latent file, raw or scaled as a pipeline hands them on (--latents-scaled).
 // The command reads its arguments with the decode command's own option parsers (source, family,
-// plan, runtime, strategy, ranks) into the library's encode session (encodeFile), then prints
+// plan, runtime, strategy, ranks, queue) into the library's encode session (encodeFile), then prints
 // what it reports: a line, or one JSON object.
 
 import { encodeFile, parseMemorySize, STRATEGIES, type EncodedFile, type EncodeFileOptions } from '../../index.js';
@@ -12,6 +12,7 @@ import { JSON_OPTION, type CommandSpec } from '../args.js';
 import { MEMORY_OPTIONS } from '../memory-options.js';
 import { FAMILY_OPTIONS, readTilingOptions } from '../tiling-options.js';
 import { printSourceNotes, RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
+import { REDIS_OPTIONS } from './redis-options.js';
 
 /** The flags outputPathReasons names the paths by. */
 const PATH_FLAGS: Readonly<Record<string, string>> = { out: '--out', latents: '--image', vae: '--vae', configPath: '--config' };
@@ -23,6 +24,8 @@ export const encodeCommand: CommandSpec = {
     'distvae encode --vae PATH [--family F] [--config config.json] --image IMAGE --out LATENTS.(npy|safetensors|latent) [--crop] [--latents-scaled] [--threads N] [--json]',
     'distvae encode ... --window HxW [--overlap HxW]   (tiles in input pixels, blended as diffusers tiled_encode)',
     'distvae encode ... --ranks R [--isolation thread|process]   (tiles dealt to R local ranks)',
+    'distvae encode ... --strategy shard --ranks R   (row sharding: equal to the whole encode)',
+    'distvae encode ... --redis URL [--queue NAME] [--ranks R] [--queue-timeout MS]   (tiles encoded by `distvae worker --encoder`s)',
     'distvae encode --synthetic --family F [--config config.json] [--seed N] --image IMAGE --out LATENTS.npy',
   ],
   options: [
@@ -77,16 +80,18 @@ export const encodeCommand: CommandSpec = {
     {
       name: 'strategy',
       kind: 'string',
-      value: 'tile',
-      description: "tile: the plan's tiles, blended (diffusers' tiled encode); shard and exact-tile are not built for encoders yet",
+      value: 'tile|shard|exact-tile',
+      description:
+        "tile: the plan's tiles, blended (diffusers' tiled encode); shard: row sharding on --ranks local ranks (equal to the whole encode; the plan is ignored); exact-tile: the plan's tiles with the analysed halo (local encoders, e.g. TAESD)",
       defaultText: 'tile',
     },
     {
       name: 'ranks',
       kind: 'string',
       value: 'R',
-      description: 'local ranks the tiles are dealt to (by work); --threads is per rank',
-      defaultText: '1',
+      description:
+        'ranks the tiles (or bands) are dealt to (by work): local ranks, or with --redis the runs (jobs) workers take; --threads is per rank',
+      defaultText: '1; with --redis the workers listening, at least 2',
     },
     {
       name: 'isolation',
@@ -97,6 +102,14 @@ export const encodeCommand: CommandSpec = {
     },
     // --max-memory only: encoders have no GPU buffer limits or device budget of their own yet.
     MEMORY_OPTIONS.find((o) => o.name === 'max-memory')!,
+    ...REDIS_OPTIONS,
+    {
+      name: 'queue-timeout',
+      kind: 'string',
+      value: 'MS',
+      description: 'with --redis: fail when no worker takes or finishes a tile for this long',
+      defaultText: '120000',
+    },
     JSON_OPTION,
   ],
   details: [
@@ -109,11 +122,15 @@ export const encodeCommand: CommandSpec = {
     'the fastest blended tiles that fit; with --ranks R the whole encode runs here with R x --threads threads when it fits',
     'and is predicted faster, else tiles dealt to the R local ranks (bitwise the one-rank tiled encode). Nothing fits: exit',
     '2. An attempt that runs out of memory is retried with the next plan that fits (LADDER_EXHAUSTED, exit 3). A plan',
-    'option over an explicit --max-memory is refused (exit 2). PNG and .npy images are read band by band: a tiled encode',
-    'holds the rows of the tiles in flight, never the float image; JPEG is read whole. --json prints { image: {height,',
-    'width}, encoded: {height, width}, shape, tiles, plan, strategy, seconds, ranks, notes, out, className, reading,',
-    'scaled, decision, memory, attempts, bandBytes }, seconds being the encode time without loading, reading how the',
-    'image was read (streamed or whole). A .latent holds raw latents (ComfyUI scales them itself), so --latents-scaled refuses it.',
+    'option over an explicit --max-memory is refused (exit 2). With --redis URL the tiles go to `distvae worker --encoder`',
+    'processes serving the same --queue and encoder (bitwise too). --strategy shard row-shards the encoder over the local',
+    'ranks and exact-tile encodes halo-exact tiles (local encoders only), both equal to the whole encode (run as asked: the',
+    'policy does not choose them for encoders yet). PNG and .npy images are read band by band: a tiled encode holds the',
+    'rows of the tiles in flight, never the float image (row sharding and halo-exact tiles read it whole); JPEG is read',
+    'whole. --json prints { image: {height, width}, encoded: {height, width}, shape, tiles, plan, strategy, seconds, ranks,',
+    'notes, out, className, reading, scaled, decision, memory, attempts, bandBytes }, seconds being the encode time without',
+    'loading, reading how the image was read (streamed or whole). A .latent holds raw latents (ComfyUI scales them',
+    'itself), so --latents-scaled refuses it.',
   ],
   async run(args, io) {
     const imagePath = args.string('image', { required: true });
@@ -122,6 +139,9 @@ export const encodeCommand: CommandSpec = {
     const strategy = args.choice('strategy', STRATEGIES);
     const ranks = args.int('ranks', { min: 1, max: 1024 });
     const isolation = args.choice('isolation', ISOLATIONS);
+    const redis = args.string('redis');
+    const queue = args.string('queue');
+    const queueTimeoutMs = args.int('queue-timeout', { min: 1 });
     const sample = args.flag('sample');
     // --seed seeds synthetic weights, and --sample's draw (our generator: it cannot reproduce torch's stream).
     const vae = readVaeSourceOptions(args, { seedSeedsMore: sample });
@@ -149,6 +169,9 @@ export const encodeCommand: CommandSpec = {
       ...(ranks !== undefined ? { ranks } : {}),
       ...(isolation !== undefined ? { isolation } : {}),
       ...(maxMemory !== undefined ? { maxMemory: parseMemorySize(maxMemory, '--max-memory') } : {}),
+      ...(redis !== undefined ? { redis } : {}),
+      ...(queue !== undefined ? { queue } : {}),
+      ...(queueTimeoutMs !== undefined ? { queueTimeoutMs } : {}),
       ...(load.threads !== undefined ? { threads: load.threads } : {}),
       ...(load.provider !== undefined ? { provider: load.provider } : {}),
       ...(load.deviceId !== undefined ? { deviceId: load.deviceId } : {}),

@@ -4,8 +4,8 @@
 
 import { hasMemoryModel, predictTileRun } from '../../entries/memory.js';
 import { DEFAULT_QUEUE, redacted } from '../../entries/ranks.js';
-import { formatBytes, loadVae, startQueueWorker } from '../../index.js';
-import type { CommandSpec } from '../args.js';
+import { formatBytes, loadEncoder, loadVae, startQueueWorker, type QueueWorkerOptions } from '../../index.js';
+import type { CliIO, CommandSpec } from '../args.js';
 import { MEMORY_OPTIONS, readBudgetOptions } from '../memory-options.js';
 import { FAMILY_OPTIONS } from '../tiling-options.js';
 import { printSourceNotes, RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
@@ -17,12 +17,18 @@ export const workerCommand: CommandSpec = {
   usage: [
     'distvae worker --redis URL [--queue NAME] --vae PATH [--family F] [--threads N] [--device ID] [--concurrency N]',
     'distvae worker --redis URL --synthetic --family F [--config config.json] [--seed N]',
+    'distvae worker --redis URL --encoder --vae PATH [--family F] ...   (serves the tiles of encode --redis)',
   ],
   options: [
     ...REDIS_OPTIONS,
     ...VAE_SOURCE_OPTIONS,
     ...FAMILY_OPTIONS,
     ...RUNTIME_OPTIONS,
+    {
+      name: 'encoder',
+      kind: 'boolean',
+      description: "serve encoder tiles (distvae encode --redis) with the source's encoder instead of decoder tiles",
+    },
     {
       name: 'concurrency',
       kind: 'string',
@@ -70,7 +76,9 @@ export const workerCommand: CommandSpec = {
     printSourceNotes(source, io);
     const loadOptions = readLoadOptions(args);
     const { budget } = readBudgetOptions(args);
+    const encoder = args.flag('encoder');
     args.done();
+    if (encoder) return serve(io, redis!, queue, concurrency, lockDurationMs, stalledIntervalMs, await encoderRef(source, loadOptions));
     // Loaded here only for its content hash (and to fail early on a bad source); the decoder
     // threads load their own copies.
     const loaded = await loadVae(source, loadOptions);
@@ -88,25 +96,58 @@ export const workerCommand: CommandSpec = {
             ).peakBytes,
         }
       : undefined;
-    const worker = await startQueueWorker({
-      connection: redis!,
+    return serve(
+      io,
+      redis!,
       queue,
-      vae,
       concurrency,
       lockDurationMs,
       stalledIntervalMs,
-      ...(memoryBudget ? { memoryBudget } : {}),
-      log: (line) => io.stderr(`distvae worker: ${line}\n`),
-    });
-    io.stdout(
-      `distvae worker ${worker.name}: serving queue "${queue}" at ${redacted(redis!)} with VAE ${worker.vaeHash.slice(0, 12)}…${memoryBudget ? `, memory budget ${formatBytes(budget.bytes)}` : ''} (SIGTERM drains)\n`,
+      vae,
+      memoryBudget && { memoryBudget, text: formatBytes(budget.bytes) },
     );
-    await new Promise<void>((resolve) => {
-      if (io.signal === undefined || io.signal.aborted) return resolve();
-      io.signal.addEventListener('abort', () => resolve(), { once: true });
-    });
-    await worker.close();
-    io.stdout(`distvae worker ${worker.name}: stopped after ${worker.tilesDecoded} tile(s)\n`);
-    return 0;
   },
 };
+
+type VaeRef = QueueWorkerOptions['vae'];
+
+/** The encoder a worker serves: loaded here only for its content hash (and to fail early on a bad source). */
+async function encoderRef(source: VaeRef['source'], loadOptions: VaeRef['loadOptions']): Promise<VaeRef> {
+  const loaded = await loadEncoder(source, loadOptions);
+  const hash = loaded.contentHash();
+  await loaded.dispose();
+  return { source, loadOptions, hash, part: 'encoder' };
+}
+
+/** Serves `vae`'s tiles from the queue until the command is signalled, then drains. */
+async function serve(
+  io: CliIO,
+  redis: string,
+  queue: string,
+  concurrency: number,
+  lockDurationMs: number,
+  stalledIntervalMs: number,
+  vae: VaeRef,
+  budget?: { memoryBudget: NonNullable<QueueWorkerOptions['memoryBudget']>; text: string },
+): Promise<number> {
+  const worker = await startQueueWorker({
+    connection: redis,
+    queue,
+    vae,
+    concurrency,
+    lockDurationMs,
+    stalledIntervalMs,
+    ...(budget ? { memoryBudget: budget.memoryBudget } : {}),
+    log: (line) => io.stderr(`distvae worker: ${line}\n`),
+  });
+  io.stdout(
+    `distvae worker ${worker.name}: serving queue "${queue}" at ${redacted(redis)} with ${vae.part === 'encoder' ? 'encoder' : 'VAE'} ${worker.vaeHash.slice(0, 12)}…${budget ? `, memory budget ${budget.text}` : ''} (SIGTERM drains)\n`,
+  );
+  await new Promise<void>((resolve) => {
+    if (io.signal === undefined || io.signal.aborted) return resolve();
+    io.signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  await worker.close();
+  io.stdout(`distvae worker ${worker.name}: stopped after ${worker.tilesDecoded} tile(s)\n`);
+  return 0;
+}

@@ -1,5 +1,6 @@
-// The rank program of a halo-exact tile decode: load the VAE (cached by the rank), decode each
-// dealt tile (core + halo) with the rank's own runner, and return only the tiles' cores.
+// The rank program of a halo-exact tile decode or encode: load the VAE's decoder or its encoder
+// (`VaeRef.part`, cached by the rank), run each dealt tile (core + halo) through the rank's own
+// runner, and return only the tiles' cores.
 
 import { throwIfAborted } from '../../errors.js';
 import { asPlanes } from '../../decode/engine.js';
@@ -10,6 +11,7 @@ import { copyBlock, corePlacement, type ExactTile, type PlaneBlock } from './hal
 export interface ExactTileWork {
   index: number;
   tile: ExactTile;
+  /** The tile's input: a latent slice, or an encoder's image slice (read × r pixels). */
   latent: Tensor;
 }
 
@@ -28,12 +30,13 @@ export interface ExactTileRankResult {
 
 export async function exactTileRank(ctx: RankContext, input: ExactTileRankInput): Promise<ExactTileRankResult> {
   const started = performance.now();
-  const vae = await ctx.loadVae(input.vae);
+  // An encoder's tiles are image slices through its runner, a decoder's latent slices through its.
+  const { runner } = input.vae.part === 'encoder' ? await ctx.loadEncoder(input.vae) : await ctx.loadVae(input.vae);
   const loaded = performance.now();
   const cores: ExactTileRankResult['cores'] = [];
   for (const w of input.work) {
     throwIfAborted(ctx.signal);
-    const raw = await vae.runner.decode(w.latent, ctx.signal);
+    const raw = await runner.decode(w.latent, ctx.signal);
     const planes = asPlanes(raw);
     const c = corePlacement(w.tile, input.perLatent);
     const core: PlaneBlock = { planes: planes.planes, height: c.h, width: c.w, data: new Float32Array(planes.planes * c.h * c.w) };

@@ -1,6 +1,8 @@
 // Band arithmetic of row sharding (docs/design.md §6): the latent's rows split into one contiguous band
 // per rank, as even as possible, at least one latent row each — so every band edge is a whole
 // multiple of the spatial scale factor in output rows, and of every intermediate resolution.
+// An encoder's bands are the same split of the latent rows its image encodes to, counted in
+// input rows (multiples of r): "latent rows" below then means the graph input's rows.
 // A value at s rows per latent row holds rows [start·s, end·s) of a band; a stage with a halo of
 // H latent rows reads [start·s − H·s, end·s + H·s), clamped to the image. Everything here is
 // integer arithmetic on latent rows and exact ratios.
@@ -15,8 +17,12 @@ export interface Band {
   end: number;
 }
 
-/** Splits `latentRows` into `ranks` bands (the first `latentRows mod ranks` one row taller). */
-export function splitBands(latentRows: number, ranks: number, spatialRatio: number): Band[] {
+/**
+ * Splits `latentRows` into `ranks` bands (the first `latentRows mod ranks` one row taller).
+ * `pixels` names what a latent row spans in the refusal: a decoder's output rows, or an
+ * encoder's input rows.
+ */
+export function splitBands(latentRows: number, ranks: number, spatialRatio: number, pixels: 'output' | 'input' = 'output'): Band[] {
   if (!Number.isSafeInteger(ranks) || ranks < 1) {
     refuse('INVALID_ARGUMENT', reason('RANKS_INVALID', 'ranks', ranks, 'an integer ≥ 1'));
   }
@@ -27,8 +33,8 @@ export function splitBands(latentRows: number, ranks: number, spatialRatio: numb
         'TOO_MANY_RANKS',
         'ranks',
         ranks,
-        `at most ${latentRows} (one latent row, ${spatialRatio} output rows, per rank)`,
-        `${ranks} ranks cannot share ${latentRows} latent rows (${latentRows * spatialRatio} output rows): row sharding needs at least one latent row (${spatialRatio} output rows) per rank`,
+        `at most ${latentRows} (one latent row, ${spatialRatio} ${pixels} rows, per rank)`,
+        `${ranks} ranks cannot share ${latentRows} latent rows (${latentRows * spatialRatio} ${pixels} rows): row sharding needs at least one latent row (${spatialRatio} ${pixels} rows) per rank`,
       ),
     );
   }
@@ -42,6 +48,19 @@ export function splitBands(latentRows: number, ranks: number, spatialRatio: numb
     start = end;
   }
   return bands;
+}
+
+/**
+ * The bands of an encoder's input: `splitBands` over the latent rows the image encodes to, each
+ * edge then in input rows (× r). Every band is whole latent rows, so every stride-2
+ * down-sampler of the encoder (and the bottom pad before it) splits exactly between bands.
+ */
+export function splitInputBands(inputRows: number, ranks: number, spatialRatio: number): Band[] {
+  return splitBands(inputRows / spatialRatio, ranks, spatialRatio, 'input').map((b) => ({
+    rank: b.rank,
+    start: b.start * spatialRatio,
+    end: b.end * spatialRatio,
+  }));
 }
 
 /** Rows [from, to) of a value at `scale` rows per latent row. */

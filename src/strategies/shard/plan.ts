@@ -3,14 +3,15 @@
 // application in-graph), the locality report that gives every stage its halo and every value
 // crossing a step its row layout, when each value is last read, and the collectives a run will
 // make (so a run's counters can be checked against the analysis). Refuses — naming the ops — a
-// model whose nonlocal ops are not all sync regions, or whose values are not at whole multiples
-// of the latent resolution.
+// model whose nonlocal ops are not all sync regions. The graph's input may be a decoder's latent
+// or an encoder's image: bands count the input's rows, and the plan's granule says which band
+// edges land on whole rows of every value (an encoder's down-sampled ones included).
 
 import type { CommCounters } from '../../ranks/program.js';
 import { DistVaeError, reason, refuse } from '../../errors.js';
 import { analyzeLocality, type LocalityReport, type SpatialFact } from '../../graph/locality.js';
 import type { ModelProto } from '../../graph/onnx-proto.js';
-import { formatRatio, wholeTimes, type Ratio } from '../../graph/ratio.js';
+import { wholeTimes, type Ratio } from '../../graph/ratio.js';
 import { stageGraph, type StagedGraph, type StagedStep } from '../../graph/stages.js';
 import type { GroupNormRegion } from '../../graph/sync.js';
 import { tensorProtoValues } from '../../graph/tensor-proto.js';
@@ -35,6 +36,8 @@ export interface ShardPlan {
   halos: boolean;
   /** Index of the last step that reads each value (the graph output is never dropped). */
   lastUse: Map<string, number>;
+  /** Band edges (graph input rows) and the input's columns must be multiples of these (checkBandsAligned). */
+  granule: { rows: number; cols: number };
 }
 
 /** The values a step reads (band-model inputs, merged statistics, attention operands). */
@@ -63,20 +66,6 @@ export function shardPlan(model: ModelProto, options: ShardPlanOptions = {}): Sh
       reason('NONLOCAL_OP', 'graph', b, 'local ops or sync regions (GroupNorm, attention)', `row sharding cannot synchronise ${b}`),
     );
     throw new DistVaeError('UNSUPPORTED', `row sharding refused: ${locality.sharding.blockers.join('; ')}`, { reasons });
-  }
-  for (const [name, f] of locality.values) {
-    if (f.scale.rows.den !== 1 || f.scale.cols.den !== 1) {
-      refuse(
-        'UNSUPPORTED',
-        reason(
-          'FRACTIONAL_SCALE',
-          'graph',
-          name,
-          'values at whole multiples of the latent resolution',
-          `value ${name} is at ${formatRatio(f.scale.rows)} rows per latent row: bands of whole latent rows do not land on its rows`,
-        ),
-      );
-    }
   }
   const staged = stageGraph(model);
   for (const step of staged.steps) {
@@ -125,7 +114,50 @@ export function shardPlan(model: ModelProto, options: ShardPlanOptions = {}): Sh
     for (const v of stepReads(step)) lastUse.set(v, i);
   });
   lastUse.set(staged.output, Number.POSITIVE_INFINITY);
-  return { staged, locality, steps, lastUse, halos: options.halos !== false };
+  return { staged, locality, steps, lastUse, halos: options.halos !== false, granule: granuleOf(locality) };
+}
+
+/**
+ * The input rows and columns every band edge must be a multiple of: the least common multiple
+ * of the denominators of every value's scale, so each value's band starts on a whole row of it.
+ * 1 for a decoder (its values are at whole multiples of the latent); r for an encoder, whose
+ * stride-2 down-samplers take its values to 1/2, 1/4, … of the input — bands of whole latent
+ * rows then split every down-sampler (and the bottom pad before it) exactly.
+ */
+function granuleOf(locality: LocalityReport): { rows: number; cols: number } {
+  const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+  const lcm = (a: number, b: number) => (a / gcd(a, b)) * b;
+  let rows = 1;
+  let cols = 1;
+  for (const f of locality.values.values()) {
+    rows = lcm(rows, f.scale.rows.den);
+    cols = lcm(cols, f.scale.cols.den);
+  }
+  return { rows, cols };
+}
+
+/**
+ * Refuses (FRACTIONAL_SCALE) bands whose edges do not land on whole rows of every value: each
+ * band edge must be a multiple of the plan's row granule (graph input rows), the input's
+ * columns a multiple of its column granule.
+ */
+export function checkBandsAligned(plan: Pick<ShardPlan, 'granule'>, bands: readonly Band[], inputCols: number): void {
+  const { rows, cols } = plan.granule;
+  const off = bands.find((b) => b.start % rows !== 0 || b.end % rows !== 0);
+  if (off || inputCols % cols !== 0) {
+    refuse(
+      'UNSUPPORTED',
+      reason(
+        'FRACTIONAL_SCALE',
+        'graph',
+        off ? `band ${off.rank} rows [${off.start}, ${off.end})` : `${inputCols} columns`,
+        `band edges at multiples of ${rows} input rows, columns a multiple of ${cols}`,
+        off
+          ? `band ${off.rank} starts or ends between rows of a value ${rows}× coarser than the input: its rows would not split exactly`
+          : `${inputCols} input columns do not land on whole columns of a value ${cols}× coarser than the input`,
+      ),
+    );
+  }
 }
 
 /**

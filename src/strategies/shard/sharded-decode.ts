@@ -10,18 +10,19 @@
 import { checkLatents, sliceLatent } from '../../decode/latents.js';
 import type { RankStats, TiledDecode } from '../../decode/types.js';
 import { rankFailed, type ProgramGroup, type RankOutcome } from '../../ranks/group.js';
-import { programRef, type CommCounters } from '../../ranks/program.js';
+import { programRef, type CommCounters, type VaeRef } from '../../ranks/program.js';
+import type { Tensor } from '../../tensor.js';
 import type { AnalyzableVae } from '../distributable.js';
 import { DistVaeError, reason, refuse, throwIfAborted } from '../../errors.js';
 import { splitBands, type Band } from './bands.js';
-import { predictCollectives, shardPlan, type ShardPlan } from './plan.js';
+import { checkBandsAligned, predictCollectives, shardPlan, type ShardPlan } from './plan.js';
 import type { ShardRankInput, ShardRankResult } from './rank-program.js';
 import { concatAxis } from './rows.js';
 import { checkFiniteOutput } from '../../tile/finite.js';
 
 export const SHARD_RANK_PROGRAM = programRef(new URL('./rank-program.js', import.meta.url), 'shardRank');
 
-/** One rank of a row-sharded decode: its band, what it sent, and its times. */
+/** One rank of a row-sharded decode or encode: its band (rows of the graph input), what it sent, and its times. */
 export interface ShardRankStats extends RankStats {
   band: Band;
   /** What the rank sent, by kind of operation (calls and payload bytes). */
@@ -85,6 +86,60 @@ async function runBands(
 }
 
 /**
+ * One row-sharded run of `plan`'s graph over `input` (B, C, rows, cols of the graph input) on
+ * `group`, one band of input rows per rank (`bands`, aligned to the plan's granule): every rank
+ * loads `ref` (a decoder, or an encoder by `part`) and runs its band; the output bands are
+ * checked finite (`where` names a band's input rows) and stacked. Also the run's statistics.
+ */
+export async function runSharded(
+  group: ProgramGroup,
+  plan: ShardPlan,
+  ref: VaeRef,
+  input: Tensor,
+  bands: Band[],
+  signal: AbortSignal | undefined,
+  where: (band: Band) => string,
+): Promise<{ output: Tensor; stats: ShardStats }> {
+  const [batch, , rows, cols] = input.dims as [number, number, number, number];
+  checkBandsAligned(plan, bands, cols);
+  const geometry = { latentRows: rows, latentCols: cols, bands };
+  const inputs = bands.map((b) => ({ vae: ref, latent: sliceLatent(input, { y0: b.start, y1: b.end, x0: 0, x1: cols }), geometry }));
+  const started = performance.now();
+  const outcomes = await runBands(group, inputs, signal);
+  const results = outcomes.map((o) => o.result as ShardRankResult);
+  // Each rank's band of output rows, as it is stacked (positions in output rows).
+  let row = 0;
+  for (const [rank, r] of results.entries()) {
+    const [h, w] = r.output.dims.slice(-2) as [number, number];
+    checkFiniteOutput(r.output, `band ${rank} (rank ${rank}, ${where(bands[rank]!)})`, { sy: 0, sx: 0, h, w, y: row, x: 0 });
+    row += h;
+  }
+  const output = concatAxis(
+    results.map((r) => r.output),
+    2,
+  );
+  const ranks = outcomes.map((o, rank): ShardRankStats => ({
+    rank,
+    tiles: [],
+    band: bands[rank]!,
+    load: (bands[rank]!.end - bands[rank]!.start) * cols,
+    seconds: results[rank]!.seconds,
+    loadSeconds: results[rank]!.loadSeconds,
+    counters: results[rank]!.counters,
+    ...(o.peakRssBytes !== undefined ? { peakRssBytes: o.peakRssBytes } : {}),
+  }));
+  const stats: ShardStats = {
+    transport: group.transport,
+    bands,
+    ranks,
+    collectives: sumCounters(ranks.map((r) => r.counters)),
+    predicted: predictCollectives(plan, bands, rows, cols, batch),
+    seconds: (performance.now() - started) / 1000,
+  };
+  return { output, stats };
+}
+
+/**
  * The row-sharded decode of `vae` on `group` (any size, 1 included). Usage:
  * `vae.tiledDecode = shardedDecodeFor(vae, group)`; `lastStats` then holds the bands, per-rank
  * times, peak memory (process isolation) and collectives of the last call.
@@ -108,46 +163,17 @@ export function shardedDecodeFor(vae: AnalyzableVae, group: ProgramGroup, option
     throwIfAborted(decodeOptions.signal);
     const latent = checkLatents(vae, latents);
     const bands = splitBands(latent.height, group.size, vae.geometry.spatialRatio);
-    const geometry = { latentRows: latent.height, latentCols: latent.width, bands };
     const ref = { source: vae.source, loadOptions: vae.loadOptions, hash: vae.contentHash() };
-    const inputs = bands.map((b) => ({
-      vae: ref,
-      latent: sliceLatent(latents, { y0: b.start, y1: b.end, x0: 0, x1: latent.width }),
-      geometry,
-    }));
-    const started = performance.now();
-    const outcomes = await runBands(group, inputs, decodeOptions.signal);
-    const results = outcomes.map((o) => o.result as ShardRankResult);
-    // Each rank's band of output rows, as it is stacked (positions in output rows).
-    let row = 0;
-    for (const [rank, r] of results.entries()) {
-      const [h, w] = r.output.dims.slice(-2) as [number, number];
-      const b = bands[rank]!;
-      checkFiniteOutput(r.output, `band ${rank} (rank ${rank}, latent rows ${b.start}..${b.end})`, { sy: 0, sx: 0, h, w, y: row, x: 0 });
-      row += h;
-    }
-    const output = concatAxis(
-      results.map((r) => r.output),
-      2,
-    );
-    const ranks = outcomes.map((o, rank): ShardRankStats => ({
-      rank,
-      tiles: [],
-      band: bands[rank]!,
-      load: (bands[rank]!.end - bands[rank]!.start) * latent.width,
-      seconds: results[rank]!.seconds,
-      loadSeconds: results[rank]!.loadSeconds,
-      counters: results[rank]!.counters,
-      ...(o.peakRssBytes !== undefined ? { peakRssBytes: o.peakRssBytes } : {}),
-    }));
-    lastStats = {
-      transport: group.transport,
+    const { output, stats } = await runSharded(
+      group,
+      plan,
+      ref,
+      latents,
       bands,
-      ranks,
-      collectives: sumCounters(ranks.map((r) => r.counters)),
-      predicted: predictCollectives(plan, bands, latent.height, latent.width, latents.dims[0]!),
-      seconds: (performance.now() - started) / 1000,
-    };
+      decodeOptions.signal,
+      (b) => `latent rows ${b.start}..${b.end}`,
+    );
+    lastStats = stats;
     options.onStats?.(lastStats);
     return output;
   };

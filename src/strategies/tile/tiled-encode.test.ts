@@ -50,12 +50,3 @@ for (const [label, overlap] of [
     }
   });
 }
-
-test('encoders refuse the strategies not built for them by name', async () => {
-  const encoder = await loadEncoder({ config: CONFIG, weights: 'synthetic', seed: 6 }, { threads: 1 });
-  try {
-    assert.throws(() => useStrategy(encoder, 'shard', groups.get(2)), /--strategy shard is not available for encoders/);
-  } finally {
-    await encoder.dispose();
-  }
-});

@@ -1,0 +1,71 @@
+// `shardedEncodeFor(encoder, group)`: row sharding of an encoder, a drop-in for
+// `encoder.tiledEncode` (docs/design.md §6). The image's rows are split into one band per rank,
+// each whole latent rows (r input rows apiece: bands.ts splitInputBands), so every stride-2
+// down-sampler — and diffusers' bottom pad before it — splits exactly between bands; every rank
+// runs the encoder's stages on its band with the halos the locality analysis gives, GroupNorm
+// statistics merged by Chan's formula and the mid-block attention's keys and values gathered
+// (staged-decoder.ts, the same machinery as a sharded decode); the coordinator stacks the latent
+// bands. Equal to the whole encode within float32 tolerance, whatever the tile plan. The
+// encoder's graph is analysed before any rank starts: nonlocal ops that are not sync regions
+// are refused by name, and so are more ranks than the image has latent rows.
+
+import type { Encoder } from '../../encode/encoder.js';
+import { wholeImage, type TiledEncode } from '../../encode/engine.js';
+import { reason, refuse, throwIfAborted } from '../../errors.js';
+import type { ProgramGroup } from '../../ranks/group.js';
+import { splitInputBands } from './bands.js';
+import { shardPlan } from './plan.js';
+import { runSharded, type ShardStats } from './sharded-decode.js';
+
+/** A row-sharded encode through a rank group, with the statistics of its last call. */
+export type ShardedEncode = TiledEncode & { readonly lastStats: ShardStats | null };
+
+/**
+ * The row-sharded encode of `encoder` on `group` (any size, 1 included). Usage:
+ * `encoder.tiledEncode = shardedEncodeFor(encoder, group)` (or `useStrategy(encoder, 'shard',
+ * group)`); `lastStats` then holds the bands (in input rows), per-rank times and collectives,
+ * with the analysis' prediction of the collectives beside them.
+ */
+export function shardedEncodeFor(
+  encoder: Encoder,
+  group: ProgramGroup,
+  options: { onStats?: (s: ShardStats) => void } = {},
+): ShardedEncode {
+  if (encoder.geometry.fiveDimLatents) {
+    refuse(
+      'UNSUPPORTED',
+      reason(
+        'SHARD_VIDEO',
+        'family',
+        encoder.family.name,
+        'an image family (4-D images)',
+        `row sharding encodes images; ${encoder.family.name} takes video`,
+      ),
+    );
+  }
+  const plan = shardPlan(encoder.encoderModel());
+  let lastStats: ShardStats | null = null;
+  const encode = async (image: Parameters<TiledEncode>[0], encodeOptions: Parameters<TiledEncode>[1]) => {
+    throwIfAborted(encodeOptions.signal);
+    const r = encoder.geometry.spatialRatio;
+    const bands = splitInputBands(image.dims[2]!, group.size, r);
+    const ref = { source: encoder.source, loadOptions: encoder.loadOptions, hash: encoder.contentHash(), part: 'encoder' as const };
+    const { output, stats } = await runSharded(
+      group,
+      plan,
+      ref,
+      // The rank bands are cut from the whole image (not read band by band yet).
+      wholeImage(image),
+      bands,
+      encodeOptions.signal,
+      (b) => `image rows ${b.start}..${b.end}`,
+    );
+    lastStats = stats;
+    options.onStats?.(stats);
+    return output;
+  };
+  return Object.defineProperties(encode, {
+    encodesUntiled: { value: true, enumerable: true },
+    lastStats: { get: () => lastStats, enumerable: true },
+  }) as ShardedEncode;
+}
