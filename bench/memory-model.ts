@@ -1,6 +1,8 @@
 // Accuracy and calibration of the memory model (src/memory/): each case decodes through the CLI
-// (`distvae decode --json`, process ranks) and compares the model's predicted peak of every
-// process with the measured peak RSS (VmHWM) of every rank and of the coordinator.
+// (`distvae decode --json`, process ranks) — or, for an encode case, encodes an image
+// (`distvae encode --json`: the encoder's own graphs, the image read band by band) — and compares
+// the model's predicted peak of every process with the measured peak RSS (VmHWM) of every rank
+// and of the coordinator.
 //
 //   npx tsx bench/memory-model.ts [--cases all|quick|NAME,NAME] [--jobs N] [--repeat N] [--out bench/results/memory-model.json]
 //   npx tsx bench/memory-model.ts predict [--cases ...]
@@ -34,7 +36,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { planningVae } from '../src/families/registry.js';
 import type { VaeSpec } from '../src/families/types.js';
-import { calibrationLatentFile } from './latent-file.js';
+import { calibrationImageFile, calibrationLatentFile } from './latent-file.js';
 import { CALIBRATIONS, type RuntimeCalibration } from '../src/memory/calibration.js';
 import { peakOfTerms, predictMemory, type MemoryPlan, type MemoryTerms } from '../src/memory/model.js';
 import { describePlan } from '../src/memory/policy.js';
@@ -43,7 +45,11 @@ import { latentShapeOf } from '../src/plan/shapes.js';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 // The trained TAEF2 decoder, from the shared folder beside the checkout (DISTVAE_SHARED overrides it,
 // e.g. for a git worktree whose parent folder has none).
-const TAEF2 = join(process.env['DISTVAE_SHARED'] ?? join(ROOT, '..', 'shared'), 'models', 'taef2', 'taef2_decoder.pth');
+const SHARED = process.env['DISTVAE_SHARED'] ?? join(ROOT, '..', 'shared');
+const TAEF2 = join(SHARED, 'models', 'taef2', 'taef2_decoder.pth');
+// Its encoder, and the shared photo the TAEF2 encode cases read (a JPEG: read whole).
+const TAEF2_ENCODER = join(SHARED, 'models', 'taef2', 'taef2_encoder.pth');
+const PHOTO = join(SHARED, 'data', 'photo-2048x768.jpg');
 // Latents and outputs of this run (its own folder: other runs on the machine clean up theirs).
 const TMP = join(tmpdir(), `distvae-memory-model-${process.pid}`);
 const BIG_LOCK = '/work/meas/bigmem.lock';
@@ -76,6 +82,11 @@ interface Case {
   late?: boolean;
   /** Queued before the other cases (kinds the fit lacked): a matrix cut short keeps these. */
   first?: boolean;
+  /**
+   * An encode of an image of height × width (`distvae encode`): the shared photo (`photo`, a JPEG
+   * read whole) or a PNG of the fixed stream (read band by band); the plan in input pixels.
+   */
+  encode?: { photo?: boolean };
 }
 
 const tile = (ranks: number, w: number, o: number): Pick<MemoryPlan, 'strategy' | 'ranks' | 'window' | 'overlap'> => ({
@@ -296,6 +307,40 @@ const CASES: Case[] = [
     frames: 22,
     plan: tile(1, 128, 32),
   },
+  // Encodes (issue 28): the SD-architecture encoder (synthetic weights) on a PNG read band by band —
+  // whole at 512², 256-px tiles in this process and on 2 process ranks — and the trained TAEF2
+  // encoder on the shared photo (a JPEG, read whole), whole and in 512-px tiles on 2 ranks.
+  {
+    name: 'sd-encode-whole-512',
+    family: 'autoencoder-kl',
+    height: 512,
+    width: 512,
+    plan: { strategy: 'whole', ranks: 1 },
+    encode: {},
+    first: true,
+  },
+  { name: 'sd-encode-tile256-512-r1', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(1, 256, 64), encode: {}, first: true },
+  { name: 'sd-encode-tile256-512-r2', family: 'autoencoder-kl', height: 512, width: 512, plan: tile(2, 256, 64), encode: {}, first: true },
+  {
+    name: 'taef2-encode-photo-whole',
+    family: 'tae',
+    taef2: true,
+    height: 768,
+    width: 2048,
+    plan: { strategy: 'whole', ranks: 1 },
+    encode: { photo: true },
+    first: true,
+  },
+  {
+    name: 'taef2-encode-photo-tile512-r2',
+    family: 'tae',
+    taef2: true,
+    height: 768,
+    width: 2048,
+    plan: tile(2, 512, 128),
+    encode: { photo: true },
+    first: true,
+  },
 ];
 
 interface ProcessResult {
@@ -327,9 +372,9 @@ interface CaseResult {
   allocator?: 'default' | 'inherit';
 }
 
-function cliArgs(c: Case, latents: string): string[] {
+function cliArgs(c: Case, input: string): string[] {
   const source = c.taef2
-    ? ['--vae', TAEF2, '--family', 'tae']
+    ? ['--vae', c.encode ? TAEF2_ENCODER : TAEF2, '--family', 'tae']
     : ['--synthetic', '--family', c.family, ...(c.config ? ['--config', join(ROOT, c.config)] : [])];
   const plan = c.plan;
   const planArgs: string[] = c.auto
@@ -347,10 +392,10 @@ function cliArgs(c: Case, latents: string): string[] {
           ];
   const ranks = plan.ranks > 1 || plan.strategy === 'shard' ? ['--ranks', String(plan.ranks), '--isolation', 'process'] : [];
   return [
-    'decode',
+    c.encode ? 'encode' : 'decode',
     ...source,
-    '--latents',
-    latents,
+    c.encode ? '--image' : '--latents',
+    input,
     '--out',
     // Each case its own output: with --jobs N two decodes write at once.
     join(TMP, `out-${c.name}.${c.png ? 'png' : 'npy'}`),
@@ -365,8 +410,16 @@ function cliArgs(c: Case, latents: string): string[] {
 }
 
 function vaeOf(c: Case): VaeSpec {
-  if (c.config) return planningVae(c.family, JSON.parse(readFileSync(join(ROOT, c.config), 'utf8')) as Record<string, unknown>);
-  return planningVae(c.family, c.taef2 ? { variant: 'taef2' } : undefined);
+  const vae = c.config
+    ? planningVae(c.family, JSON.parse(readFileSync(join(ROOT, c.config), 'utf8')) as Record<string, unknown>)
+    : planningVae(c.family, c.taef2 ? { variant: 'taef2' } : undefined);
+  return c.encode ? { ...vae, part: 'encoder' } : vae;
+}
+
+/** The file a case reads: an encode's image, else the latents it decodes. */
+function inputFile(vae: VaeSpec, c: Case): string {
+  if (!c.encode) return latentFile(vae, c);
+  return c.encode.photo ? PHOTO : calibrationImageFile(TMP, c.height, c.width);
 }
 
 function latentFile(vae: VaeSpec, c: Case): string {
@@ -388,7 +441,9 @@ function predict(
   // Image cases write .npy band by band (tiles dealt round-robin); the auto cases decode on a ladder, whole.
   // Each case's decode is given --threads (cliArgs): c.threads, default 1.
   const prediction = predictMemory(vaeOf(c), c.plan, sampleOf(c), {
-    streamed: !c.auto && !c.frames,
+    streamed: !c.auto && !c.frames && !c.encode,
+    // An encode's PNG is read band by band (a JPEG whole).
+    bands: c.encode !== undefined && !c.encode.photo,
     rankAllocator,
     threads: c.threads ?? 1,
   });
@@ -404,7 +459,7 @@ async function runCase(c: Case, repeat: number): Promise<CaseResult> {
   const base = baseOf(c);
   // A case with a process predicted over 3 GiB (or all its processes over 6 GiB) takes the
   // machine's big-memory lock, so two never overlap.
-  const command = [process.execPath, join(ROOT, 'bin', 'distvae.js'), ...cliArgs(c, latentFile(vae, c))];
+  const command = [process.execPath, join(ROOT, 'bin', 'distvae.js'), ...cliArgs(c, inputFile(vae, c))];
   const largest = Math.max(...predicted.map((p) => p.predictedBytes));
   const total = predicted.reduce((a, p) => a + p.predictedBytes, 0);
   const big = largest > BIG_BYTES || total > 2 * BIG_BYTES;
@@ -451,7 +506,7 @@ function baseOf(c: Case): Pick<CaseResult, 'name' | 'family' | 'weights' | 'size
     family: c.family,
     weights: c.taef2 ? 'taef2 (trained)' : 'synthetic',
     size: `${c.height}x${c.width}${c.frames ? `x${c.frames}` : ''}`,
-    plan: describePlan(c.plan),
+    plan: `${c.encode ? 'encode ' : ''}${describePlan(c.plan)}`,
   };
 }
 
@@ -461,7 +516,7 @@ function baseOf(c: Case): Pick<CaseResult, 'name' | 'family' | 'weights' | 'size
  * the graph's, and is left out (it would count every heap allocation, not what stays resident).
  */
 function activationBytes(t: MemoryTerms): number {
-  return t.activation + t.pattern + t.growth + t.shard;
+  return t.activation + t.encoderActivation + t.pattern + t.growth + t.shard;
 }
 
 /** Errors and activation shares of a case's processes from their predictions and measured peaks. */
@@ -555,6 +610,12 @@ const CALIBRATION_TERMS: [keyof RuntimeCalibration, keyof MemoryTerms | null, st
   ],
   ['holdingWeightCopies', 'holdingWeights', 'weight bytes of the loaded VAE a coordinator holds'],
   ['activationFactor', 'activation', "each session's largest run's liveness peak (the arena's first-run regions)"],
+  ['encoderActivationFactor', 'encoderActivation', "an encoder's sessions' largest runs' liveness peaks (its arenas)"],
+  [
+    'inputImageCopies',
+    'inputImage',
+    "an encode's image held whole by the assembling process (a JPEG decoded, mapped to the input range, copied)",
+  ],
   ['patternFactor', 'pattern', 'the liveness peak of the largest shape a session runs twice (its memory-pattern block)'],
   [
     'recurrentFactor',

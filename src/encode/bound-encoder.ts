@@ -15,7 +15,9 @@ import {
   type EncoderDeclaration,
   type EncodingVae,
   type TiledEncode,
+  type TileInputOptions,
 } from './engine.js';
+import type { ImageInput } from './tile-bands.js';
 import { checkImage } from './image-check.js';
 
 /**
@@ -29,6 +31,8 @@ export class BoundEncoder implements EncodingVae {
   tiling: TilingState;
   /** The spatial tiling operation; a rank group's replaces it to deal tiles to ranks. */
   tiledEncode: TiledEncode;
+  /** The half of the VAE this runs: what the planner and the memory and time models read (VaeSpec.part). */
+  readonly part = 'encoder' as const;
 
   /** The resolved config, its tiling defaults in input pixels (`encoderConfig`). */
   readonly config: ResolvedConfig;
@@ -55,8 +59,13 @@ export class BoundEncoder implements EncodingVae {
     return this.config.geometry;
   }
 
-  /** Latents of `image` (or video), whole or tiled as `tiling` decides; an input the encoder cannot take is refused first (`checkImage`). */
-  async encode(image: Tensor, options: EncodeOptions = {}): Promise<Tensor> {
+  /**
+   * Latents of `image` (or video) — a tensor, or rows read band by band (a RowSource: tiles pull
+   * their bands, so the float image is never held) — whole or tiled as `tiling` decides; an input
+   * the encoder cannot take is refused first (`checkImage`; a streamed image's values are checked
+   * band by band).
+   */
+  async encode(image: ImageInput, options: EncodeOptions & TileInputOptions = {}): Promise<Tensor> {
     checkImage(this.config, image, 'image', this.encoding.frames ? { frames: this.encoding.frames } : {});
     return encodeImage(this, image, options);
   }

@@ -60,9 +60,6 @@ export class Encoder extends BoundEncoder {
     return this.runtime.graph(this.config, this.weights).toModel();
   }
 
-  /** Which half ranks load for this source: the encoder. */
-  readonly part = 'encoder' as const;
-
   /** SHA-256 of the resolved config and the bound encoder weights: what a rank checks it loaded. */
   contentHash(): string {
     this.hash ??= contentHashOf(this.family, this.config, this.weights);

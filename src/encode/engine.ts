@@ -13,6 +13,9 @@
 // `temporalTiling` (diffusers' `_temporal_tiled_encode`): input chunks of window + 1 frames,
 // each through the spatial operation, assembled by the decode's TemporalAssembler on latent
 // frames (tile/temporal.ts).
+//
+// The image is a tensor or rows read band by band (tile-bands.ts): a tiled encode pulls each
+// tile's band as it reaches it; only a whole encode reads every row at once.
 
 import { throwIfAborted } from '../errors.js';
 import { encodedFrames } from '../families/encode-frames.js';
@@ -28,6 +31,7 @@ import { tileLayout } from '../tile/layout.js';
 import { TemporalAssembler } from '../tile/temporal.js';
 import { asPlanes } from '../decode/engine.js';
 import { sliceFrames } from '../decode/latents.js';
+import { inMemory, TileBands, type ImageInput, type ImageRows } from './tile-bands.js';
 import { ProgressCounter, type DecodeProgress } from '../decode/types.js';
 
 /** Options of one encode. */
@@ -38,10 +42,21 @@ export interface EncodeOptions {
 }
 
 /** The spatial tiling operation of an encode: the image's latents from its tiles (one rank's loop, or a rank group's). */
-export type TiledEncode = ((image: Tensor, options: EncodeOptions & { progress?: ProgressCounter }) => Promise<Tensor>) & {
+export type TiledEncode = ((
+  image: ImageInput,
+  options: EncodeOptions & TileInputOptions & { progress?: ProgressCounter },
+) => Promise<Tensor>) & {
   /** Set by operations that also take untiled images (row sharding): the engine calls them whatever the plan. */
   readonly encodesUntiled?: boolean;
 };
+
+/** How a tiled encode reads tiles of rows read band by band. */
+export interface TileInputOptions {
+  /** A fresh source of the same rows, for a tile asked for again after its band was dropped (a failed rank's tiles dealt again). */
+  reopen?: () => ImageRows & { close?(): void };
+  /** Told the most bytes of input bands held at once, when the tiles are done. */
+  onBandBytes?: (bytes: number) => void;
+}
 
 /** What the engine reads of a family's encoder declaration (FamilyEncoder; `framesFor` is read into `frames` when an encoder is made). */
 export type EncoderDeclaration = Pick<FamilyEncoder, 'frames' | 'framesFor' | 'temporalTiling' | 'patchifiedTiles'>;
@@ -62,7 +77,7 @@ export interface EncodingSpec extends VaeSpec {
  * (B, C, F, H, W) whose frames the declaration maps (`encodedFrames`). H, W and F are ones the
  * encoder takes (`checkImage`).
  */
-export function encodedShape(vae: Pick<EncodingSpec, 'geometry' | 'encoding'>, image: Tensor): LatentShape {
+export function encodedShape(vae: Pick<EncodingSpec, 'geometry' | 'encoding'>, image: Pick<Tensor, 'dims'>): LatentShape {
   const r = vae.geometry.spatialRatio;
   const [h, w] = image.dims.slice(-2) as [number, number];
   const frames = vae.encoding.frames;
@@ -75,7 +90,7 @@ export function encodedShape(vae: Pick<EncodingSpec, 'geometry' | 'encoding'>, i
  * (GridOptions.encode), tiling past window/p when diffusers counts the encoder's tiles in
  * patchified pixels (FamilyEncoder.patchifiedTiles).
  */
-export function encodeGrid(vae: EncodingSpec, image: Tensor): TileGrid {
+export function encodeGrid(vae: EncodingSpec, image: Pick<Tensor, 'dims'>): TileGrid {
   const { spatialRatio: r, patchSize: p } = vae.geometry;
   const w = vae.tiling.window;
   const above = vae.encoding.patchifiedTiles ? { tilesAbove: { height: w.height / (r * p), width: w.width / (r * p) } } : {};
@@ -87,7 +102,7 @@ export function encodeGrid(vae: EncodingSpec, image: Tensor): TileGrid {
  * latent blend and keep; null when time is not cut (no declaration, frame tiling off, or no more
  * frames than the window — diffusers' `num_frames > tile_sample_min_num_frames`).
  */
-export function encodeChunks(vae: EncodingSpec, image: Tensor): { chunks: Span[]; blend: number; keep: number } | null {
+export function encodeChunks(vae: EncodingSpec, image: Pick<Tensor, 'dims'>): { chunks: Span[]; blend: number; keep: number } | null {
   const frames = vae.tiling.frames;
   if (!vae.encoding.temporalTiling || !frames?.enabled || image.dims.length !== 5) return null;
   const f = image.dims[2]!;
@@ -97,7 +112,7 @@ export function encodeChunks(vae: EncodingSpec, image: Tensor): { chunks: Span[]
   return { chunks: axisSpans(f, frames.window + 1, stride), blend: frames.overlap / rt, keep: stride / rt };
 }
 
-/** The input pixels of a tile: rows [y0·r, y1·r), cols [x0·r, x1·r) of every plane — every frame of a video (copied). */
+/** The input pixels of a tile of an image in memory: rows [y0·r, y1·r), cols [x0·r, x1·r) of every plane — every frame of a video (copied). */
 export function sliceImage(image: Tensor, tile: Pick<Tile, 'y0' | 'y1' | 'x0' | 'x1'>, r: number): Tensor {
   const whole = asPlanes(image);
   const rows = sliceRows(whole, tile.y0 * r, Math.min(tile.y1 * r, whole.height));
@@ -105,28 +120,35 @@ export function sliceImage(image: Tensor, tile: Pick<Tile, 'y0' | 'y1' | 'x0' | 
   return { dims: [...image.dims.slice(0, -2), block.height, block.width], data: block.data };
 }
 
+/** Every row of an image input (a whole encode takes the image at once). */
+export function wholeImage(image: ImageInput): Tensor {
+  return inMemory(image) ? image : image.rows(0, image.dims.at(-2)!);
+}
+
 /**
  * `encoder.encode`: whole, spatially tiled, and for encoders that tile time, in temporal chunks —
- * as the encoder's tiling and the input size decide.
+ * as the encoder's tiling and the input size decide. Rows read band by band are pulled by the
+ * tiles; a whole encode, and a video's temporal chunks, take the input whole.
  */
-export async function encodeImage(vae: EncodingVae, image: Tensor, options: EncodeOptions = {}): Promise<Tensor> {
+export async function encodeImage(vae: EncodingVae, image: ImageInput, options: EncodeOptions & TileInputOptions = {}): Promise<Tensor> {
   throwIfAborted(options.signal);
   const grid = encodeGrid(vae, image);
   const time = encodeChunks(vae, image);
   const progress = new ProgressCounter(grid.tiles.length * (time?.chunks.length ?? 1), options.onProgress);
-  const encodeChunk = async (input: Tensor, chunk?: number): Promise<Tensor> => {
+  const encodeChunk = async (input: ImageInput, chunk?: number): Promise<Tensor> => {
     throwIfAborted(options.signal);
     if (grid.tiled || vae.tiledEncode.encodesUntiled) return vae.tiledEncode(input, { ...options, progress });
-    const latents = await vae.runner.decode(input, options.signal);
+    const latents = await vae.runner.decode(wholeImage(input), options.signal);
     checkFiniteOutput(latents, chunk === undefined ? 'the encode' : `the encode of temporal chunk ${chunk}`);
     progress.tileDone(chunk === undefined ? {} : { chunk });
     return latents;
   };
   if (!time) return encodeChunk(image);
-  const outFrames = encodedShape(vae, image).frames;
+  const video = wholeImage(image);
+  const outFrames = encodedShape(vae, video).frames;
   let assembler: TemporalAssembler | null = null;
   for (const [i, span] of time.chunks.entries()) {
-    const out = await encodeChunk(sliceFrames(image, span), i);
+    const out = await encodeChunk(sliceFrames(video, span), i);
     const [b, c, , h, w] = out.dims as number[];
     assembler ??= new TemporalAssembler(
       { chunks: time.chunks.length, blend: time.blend, keep: time.keep, dropFrame: vae.encoding.temporalTiling!.dropFrame, outFrames },
@@ -142,12 +164,12 @@ export function localTiledEncode(vae: EncodingSpec, runner: TileRunner): TiledEn
   return async (image, options) => {
     const grid = encodeGrid(vae, image);
     const layout = tileLayout(grid);
-    const r = vae.geometry.spatialRatio;
+    const bands = new TileBands(image, grid.tiles, vae.geometry.spatialRatio, options.reopen);
     let assembler: RasterAssembler | null = null;
     let leading: number[] = [];
     for (const tile of grid.tiles) {
       throwIfAborted(options.signal);
-      const latents = await runner.decode(sliceImage(image, tile, r), options.signal);
+      const latents = await runner.decode(bands.tile(tile.index), options.signal);
       checkFiniteOutput(latents, `encoder tile ${tile.index}`);
       const tilePlanes = asPlanes(latents);
       if (!assembler) {
@@ -157,6 +179,7 @@ export function localTiledEncode(vae: EncodingSpec, runner: TileRunner): TiledEn
       assembler.add(tile.index, tilePlanes);
       options.progress?.tileDone();
     }
+    options.onBandBytes?.(bands.peakBytesHeld);
     return { dims: [...leading, layout.outHeight, layout.outWidth], data: assembler!.output.data };
   };
 }

@@ -7,6 +7,7 @@ import { encodeFrameStep, encodeFramesProblem, type EncodeFrames } from '../fami
 import type { ResolvedConfig } from '../families/types.js';
 import { nearestMultiples } from '../plan/shapes.js';
 import type { Tensor } from '../tensor.js';
+import type { ImageRows } from './tile-bands.js';
 
 /**
  * Refuses an image the encoder cannot take: rank, channels, sizes (multiples of r), non-finite
@@ -16,7 +17,7 @@ import type { Tensor } from '../tensor.js';
  */
 export function checkImage(
   config: ResolvedConfig,
-  image: Tensor,
+  image: Pick<Tensor, 'dims'> & { data?: Float32Array },
   source = 'image',
   options: { crop?: string; frames?: EncodeFrames } = {},
 ): void {
@@ -75,16 +76,16 @@ export function checkImage(
     if (dims[0]! < 1) reasons.push(reason('IMAGE_EMPTY', `${source}.batch`, dims[0], 'at least 1 image', `${source} holds no image`));
   }
   if (reasons.length > 0) refuse('TENSOR_INVALID', reasons);
-  const bad = image.data.findIndex((v) => !Number.isFinite(v));
-  if (bad >= 0) throw new DistVaeError('TENSOR_INVALID', `${source} holds a non-finite value (${image.data[bad]}) at flat index ${bad}`);
+  // Rows read band by band (no data here) are checked as each band is read (tile-bands.ts).
+  const bad = image.data?.findIndex((v) => !Number.isFinite(v)) ?? -1;
+  if (bad >= 0) throw new DistVaeError('TENSOR_INVALID', `${source} holds a non-finite value (${image.data![bad]}) at flat index ${bad}`);
 }
 
-/** The centred crop of an image (…, H, W) to the largest multiples of `multiple` that fit. */
-export function cropToMultiple(image: Tensor, multiple: number): Tensor {
-  const [h, w] = image.dims.slice(-2) as [number, number];
+/** The centred crop of (…, H, W) to the largest multiples of `multiple` that fit: its size and offset (refused when nothing is left). */
+function cropOf(dims: readonly number[], multiple: number): { th: number; tw: number; y0: number; x0: number } {
+  const [h, w] = dims.slice(-2) as [number, number];
   const th = h - (h % multiple);
   const tw = w - (w % multiple);
-  if (th === h && tw === w) return image;
   if (th === 0 || tw === 0) {
     refuse(
       'TENSOR_INVALID',
@@ -97,8 +98,14 @@ export function cropToMultiple(image: Tensor, multiple: number): Tensor {
       ),
     );
   }
-  const y0 = Math.floor((h - th) / 2);
-  const x0 = Math.floor((w - tw) / 2);
+  return { th, tw, y0: Math.floor((h - th) / 2), x0: Math.floor((w - tw) / 2) };
+}
+
+/** The centred crop of an image (…, H, W) to the largest multiples of `multiple` that fit. */
+export function cropToMultiple(image: Tensor, multiple: number): Tensor {
+  const [h, w] = image.dims.slice(-2) as [number, number];
+  const { th, tw, y0, x0 } = cropOf(image.dims, multiple);
+  if (th === h && tw === w) return image;
   const planes = image.data.length / (h * w);
   const data = new Float32Array(planes * th * tw);
   for (let p = 0; p < planes; p++) {
@@ -108,4 +115,27 @@ export function cropToMultiple(image: Tensor, multiple: number): Tensor {
     }
   }
   return { dims: [...image.dims.slice(0, -2), th, tw], data };
+}
+
+/** The same centred crop of rows read band by band: each band asked for is cut from the source's rows. */
+export function cropRowsToMultiple<T extends ImageRows>(rows: T, multiple: number): ImageRows {
+  const [h, w] = rows.dims.slice(-2) as [number, number];
+  const { th, tw, y0, x0 } = cropOf(rows.dims, multiple);
+  if (th === h && tw === w) return rows;
+  return {
+    dims: [...rows.dims.slice(0, -2), th, tw],
+    rows(a, b) {
+      const band = rows.rows(y0 + a, y0 + b);
+      return tw === w ? band : cutCols(band, x0, tw);
+    },
+  };
+}
+
+function cutCols(band: Tensor, x0: number, tw: number): Tensor {
+  const [bh, w] = band.dims.slice(-2) as [number, number];
+  const planes = band.data.length / (bh * w);
+  const data = new Float32Array(planes * bh * tw);
+  for (let p = 0; p < planes; p++)
+    for (let y = 0; y < bh; y++) data.set(band.data.subarray((p * bh + y) * w + x0, (p * bh + y) * w + x0 + tw), (p * bh + y) * tw);
+  return { dims: [...band.dims.slice(0, -1), tw], data };
 }

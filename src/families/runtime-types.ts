@@ -103,6 +103,12 @@ export interface FamilyEncoder {
   graph?(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): GraphBuilder;
   /** The graph's input and output names (with `graph`). */
   io?: { input: string; output: string };
+  /**
+   * What the memory model reads of one tile encode, for encoders whose runner is not one run of
+   * `graph` (the KL encoder chunks its attention by the tile's size): as `FamilyRuntime.memoryRuns`,
+   * for an image tile of these dims (B, C, H, W) in input pixels. Absent: one run of `graph`.
+   */
+  memoryRuns?(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, tileDims: readonly number[]): TileMemoryRuns;
   createRunner(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, session: SessionOptions): Promise<TileRunner>;
   /** Reads the config a bare encoder weights file implies, if the family can (from shapes alone). */
   configFromWeights?(weights: ReadonlyMap<string, Shaped>): RawConfig;

@@ -170,4 +170,10 @@ export interface VaeSpec {
   tiling: TilingState;
   /** The precision the decoder computes in (a loaded Vae's; absent: fp32): the memory model sizes float16 tensors at 2 bytes. */
   readonly precision?: 'fp32' | 'fp16';
+  /**
+   * Which half of the VAE runs (absent: the decoder). An encoder's plan tiles its input image
+   * (windows in input pixels, latent-unit grid as for decoding) and the memory and time models
+   * read its encoder graphs (image tiles in, latents out).
+   */
+  readonly part?: 'decoder' | 'encoder';
 }

@@ -28,6 +28,10 @@ export interface RuntimeCalibration {
   holdingWeightCopies: number;
   /** Resident bytes per byte of the sessions' activation peaks (each arena keeps its largest run's plan). */
   activationFactor: number;
+  /** Resident bytes per byte of an encoder's sessions' activation peaks (MemoryTerms.encoderActivation). */
+  encoderActivationFactor: number;
+  /** Copies of an encode's image held whole in the assembling process (MemoryTerms.inputImage: a JPEG decoded, mapped, copied). */
+  inputImageCopies: number;
   /** Resident bytes per byte of the memory-pattern block of a shape run again (sessions with memory patterns on). */
   patternFactor: number;
   /** Resident bytes per byte of the activation peak of a session run again on the history it keeps (its arena grows over the runs). */
@@ -61,7 +65,7 @@ export interface RuntimeCalibration {
 /**
 /**
  * Per-provider calibration. `cpu`: fitted to the accuracy matrix of bench/results/memory-model.json
- * (41 cases, 86 processes: process ranks, the median VmHWM of 3 runs (5 for row sharding) of each
+ * (46 cases, 97 processes, 5 of them encodes: process ranks, the median VmHWM of 3 runs (5 for row sharding) of each
  * rank and of the coordinator, onnxruntime-node 1.30 CPU EP, Node 20, glibc, linux x64); see that
  * report for each case's error and which cells were measured under which rank allocator. The
  * weights: a session holds a prepacked copy of its 2-D convolution weights (packedWeightCopies
@@ -84,34 +88,41 @@ export interface RuntimeCalibration {
  * up — so every decode of the matrix measured within predicted × 1.18. The 2- and 1-thread cases
  * of the same plan measured alike in rank processes (one glibc arena: TAEF2 tile ranks 433 MiB at
  * 2 threads, within 4 % of the model); tiles decoded in the coordinator (glibc's per-thread
- * arenas) with 2 threads hold one activation peak more (threadArenaFactor 0.961, fitted on
+ * arenas) with 2 threads hold one activation peak more (threadArenaFactor 0.952, fitted on
  * taef2-tile512x560-768x2048-t2-png: 737 MiB, 530 without the term; bench/results/budget-cap.md).
  * 1×1 kernels are not in the packed term (fitted on the DC-AE cases; runs.ts conv2dWeightBytes).
+ * Encodes (2026-12-05): an encoder's activation peaks have their own factor (0.383 against the
+ * decoders' 0.679: under the decoders' factor the whole SD and TAEF2 encodes measured 22 % and 17 %
+ * over), and an image held whole by the assembling process counts 5.9 copies (the JPEG photo:
+ * jpeg-js's decode buffers, the RGBA pixels, the float image and its input-range copy — the
+ * coordinator of a TAEF2 encode on ranks measured 274 MiB against 181 with one copy).
  */
 export const CALIBRATIONS: Readonly<Record<string, RuntimeCalibration>> = {
   cpu: {
     provider: 'cpu',
-    fixedBytes: 167836366,
-    decodingWeightCopies: 0.139,
+    fixedBytes: 170453591,
+    decodingWeightCopies: 0.095,
     sessionWeightCopies: 0,
-    packedWeightCopies: 0.887,
-    heapWeightCopies: 0.812,
+    packedWeightCopies: 0.894,
+    heapWeightCopies: 0.858,
     mappedWeightCopies: 1,
-    holdingWeightCopies: 0.119,
-    activationFactor: 0.698,
+    holdingWeightCopies: 0.117,
+    activationFactor: 0.679,
+    encoderActivationFactor: 0.383,
+    inputImageCopies: 5.945,
     patternFactor: 0.864,
-    recurrentFactor: 0.949,
+    recurrentFactor: 0.871,
     growthFactor: 0,
-    shardFactor: 0.222,
-    heapFactor: 0.541,
-    relayCopies: 3.372,
-    outputCopies: 0.891,
-    largestTensorCopies: 2.163,
-    rankThreadBytes: 51044929,
-    threadArenaFactor: 0.961,
+    shardFactor: 0.211,
+    heapFactor: 0.528,
+    relayCopies: 3.276,
+    outputCopies: 0.834,
+    largestTensorCopies: 2.223,
+    rankThreadBytes: 51285660,
+    threadArenaFactor: 0.952,
     boundFactor: 1.18,
     measured:
-      'fitted by `npx tsx bench/memory-model.ts calibrate` (non-negative least squares, Lawson–Hanson) to 86 processes of bench/results/memory-model.json (2026-12-05, linux x64, 23.5 GiB, 2 cores, Node 20.20.2, onnxruntime-node 1.30 CPU EP, glibc malloc): the 2026-12-03 cells (main at f951a9c, rank processes under glibc defaults, predicted so), the cells remeasured on 2026-12-05 with the rank allocator settings (2 intra-op threads, PNG output, HunyuanImage 2.1 weights, SD tile ranks, SD row-sharded ranks), SANA DC-AE whole at 256² and tiled at 768², and TAEF2 512x560 tiles decoded in the coordinator with 2 threads',
+      'fitted by `npx tsx bench/memory-model.ts calibrate` (non-negative least squares, Lawson–Hanson) to 97 processes of bench/results/memory-model.json (2026-12-05, linux x64, 23.5 GiB, 2 cores, Node 20.20.2, onnxruntime-node 1.30 CPU EP, glibc malloc): the 86 decode processes of the previous fit as they were measured, and the encode cases measured 2026-12-05 12:47-12:59 UTC (1 run each, load average 17-23: SD encoder 512² whole, 256-px tiles here and on 2 process ranks; the trained TAEF2 encoder on the shared 2048x768 photo, whole and in 512-px tiles on 2 ranks)',
   },
 };
 

@@ -6,12 +6,15 @@
 // plan's steps over its band and halo (shard.ts). Weights, the runtime's fixed cost and the
 // copies it adds come from the provider's calibration (calibration.ts); latent, tile and output
 // buffers from the plan's grid. Families that describe no decoder graphs are refused by name.
+// An encoder's plan (VaeSpec.part 'encoder') is read the same way from its encoder graphs: image
+// tiles in (input pixels, the latent grid × r), latents out; the image (or, streamed, the bands
+// its tiles read) is the coordinator's input buffer.
 
 import { decoderModelOf } from '../decode/decoder-model.js';
 import { modelInPrecision, type Precision } from '../graph/precision.js';
 import { DistVaeError, reason } from '../errors.js';
 import { familyNamesWhere, runtimeOf } from '../families/registry.js';
-import type { FamilyRuntime } from '../families/runtime-types.js';
+import type { FamilyRuntime, TileMemoryRuns } from '../families/runtime-types.js';
 import type { FrameTiling, Size2, VaeSpec } from '../families/types.js';
 import type { ModelProto } from '../graph/onnx-proto.js';
 import { tileGrid, type TileGrid } from '../plan/grid.js';
@@ -92,6 +95,13 @@ export interface MemoryTerms {
   holdingWeights: number;
   /** Sum over its sessions of their largest run's activation peak (graph liveness): what each arena keeps. */
   activation: number;
+  /**
+   * The same for an encoder's sessions (their own factor: an encoder's largest tensors come first,
+   * at full resolution, and measure under the decoder's factor — sd-encode-whole-512: +22 %).
+   */
+  encoderActivation: number;
+  /** An encode's image held whole in the assembling process (a JPEG, or a whole encode): decoded, mapped to the input range, copied. */
+  inputImage: number;
   /** `activation` with every buffer as onnxruntime's WebGPU provider sizes it (its buckets): a GPU rank's device term (device-memory.ts); not a host term. */
   deviceActivation: number;
   /** The memory pattern's block of the largest shape each session runs at least twice (runs.ts). */
@@ -164,6 +174,8 @@ export function peakOfTerms(t: MemoryTerms, cal: RuntimeCalibration): number {
       cal.mappedWeightCopies * t.mappedWeights +
       cal.holdingWeightCopies * t.holdingWeights +
       cal.activationFactor * t.activation +
+      cal.encoderActivationFactor * t.encoderActivation +
+      cal.inputImageCopies * t.inputImage +
       cal.patternFactor * t.pattern +
       cal.recurrentFactor * t.recurrent +
       cal.growthFactor * t.growth +
@@ -195,14 +207,27 @@ export interface MemoryModelOptions {
    */
   rankAllocator?: 'default' | 'inherit';
   /**
+   * An encode whose tiles read their input band by band (a PNG or .npy through io/row-source.ts):
+   * the coordinator holds the bands of the tiles in flight, not the float image. Default false
+   * (the image read whole: JPEG, or a whole encode).
+   */
+  bands?: boolean;
+  /**
    * Intra-op threads of each decoding process where the plan does not set them (its `threads`
    * wins); default: this machine's cores, the CLI's default.
    */
   threads?: number;
 }
 
+/** The half of a VAE a plan runs (VaeSpec.part; absent: the decoder). */
+function partOf(vae: Pick<VaeSpec, 'part'>): 'decoder' | 'encoder' {
+  return vae.part ?? 'decoder';
+}
+
 interface ArchitectureMemory {
   runtime: FamilyRuntime;
+  /** The half whose graphs these are. */
+  part: 'decoder' | 'encoder';
   config: VaeSpec['config'];
   precision: Precision;
   /** Every weight a view of one shared zero buffer (shapes only). */
@@ -230,7 +255,7 @@ interface ArchitectureMemory {
 const architectures = new Map<string, ArchitectureMemory>();
 
 function architectureKey(vae: VaeSpec): string {
-  return `${vae.family.name}:${vae.precision ?? 'fp32'}:${JSON.stringify(vae.config.fields)}`;
+  return `${vae.family.name}:${partOf(vae)}:${vae.precision ?? 'fp32'}:${JSON.stringify(vae.config.fields)}`;
 }
 
 /** What the memory model reads of an architecture: its graphs with zero weights (shapes only). */
@@ -239,17 +264,19 @@ function architectureOf(vae: VaeSpec): ArchitectureMemory {
   const known = architectures.get(key);
   if (known) return known;
   const runtime = runtimeOf(vae.family);
+  const part = partOf(vae);
   if (!hasMemoryModel(vae)) {
     const r = reason(
       'NO_MEMORY_MODEL',
       'family',
       vae.family.name,
-      `a family that describes its decoder graphs (${familyNamesWhere(describesDecoderGraphs).join(', ')})`,
-      `the memory model reads the decoder's graphs, which the ${vae.family.name} family does not describe; its default plan is used`,
+      `a family that describes its ${part} graphs (${familyNamesWhere((x) => describesGraphs(x, part)).join(', ')})`,
+      `the memory model reads the ${part}'s graphs, which the ${vae.family.name} family does not describe; its default plan is used`,
     );
     throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
   }
-  const params = runtime.decoderParams(vae.config);
+  const encoder = part === 'encoder' ? runtime.encoder! : null;
+  const params = encoder ? encoder.params(vae.config) : runtime.decoderParams(vae.config);
   const precision = vae.precision ?? 'fp32';
   let largest = 0;
   let weightBytes = 0;
@@ -273,10 +300,15 @@ function architectureOf(vae: VaeSpec): ArchitectureMemory {
     ]),
   );
   // The graphs as the sessions run them: in float16 with their Casts, so tensors are sized by their element type.
-  const fused = runtime.decoderGraph ? decoderModelOf(vae.family, runtime, vae.config, weights) : null;
+  const fused = encoder
+    ? (encoder.graph?.(vae.config, weights).toModel() ?? null)
+    : runtime.decoderGraph
+      ? decoderModelOf(vae.family, runtime, vae.config, weights)
+      : null;
   const model = fused && modelInPrecision(fused, precision);
   const entry: ArchitectureMemory = {
     runtime,
+    part,
     config: vae.config,
     precision,
     weights,
@@ -304,15 +336,21 @@ function graphOf(arch: ArchitectureMemory, vae: VaeSpec): ModelProto {
   throw new DistVaeError('UNSUPPORTED', r.message, { reasons: [r] });
 }
 
-/** The session runs of one tile decode on latent tile dims (memoised). */
+/** The runs the family describes for one tile of its half (its `memoryRuns`), if it describes them. */
+function describedRuns(arch: ArchitectureMemory, dims: readonly number[]): TileMemoryRuns | undefined {
+  const own = arch.part === 'encoder' ? arch.runtime.encoder!.memoryRuns : arch.runtime.memoryRuns;
+  return own?.(arch.config, arch.weights, dims);
+}
+
+/** The session runs of one tile decode (or encode) on its tile dims (latent, or an encoder's image: `tileInputDims`) (memoised). */
 function runsFor(arch: ArchitectureMemory, dims: readonly number[]): SessionRun[] {
   const key = dims.join('x');
   let runs = arch.runs.get(key);
   if (!runs) {
-    const own = arch.runtime.memoryRuns?.(arch.config, arch.weights, dims);
+    const own = describedRuns(arch, dims);
     const description = own
       ? { ...own, sessions: own.sessions.map((s) => ({ ...s, model: modelInPrecision(s.model, arch.precision) })) }
-      : { sessions: [{ key: 'decoder', model: arch.model!, runs: 1 }] };
+      : { sessions: [{ key: arch.part, model: arch.model!, runs: 1 }] };
     runs = sessionRuns(description, dims);
     arch.runs.set(key, runs);
   }
@@ -340,13 +378,14 @@ export function analysisModelOf(vae: VaeSpec): ModelProto | null {
   return architectureOf(vae).model;
 }
 
-/** Whether the memory model can read this VAE's decoder (its family describes its graphs). */
+/** Whether the memory model can read this VAE's half (its family describes that half's graphs). */
 export function hasMemoryModel(vae: VaeSpec): boolean {
-  return describesDecoderGraphs(runtimeOf(vae.family));
+  return describesGraphs(runtimeOf(vae.family), partOf(vae));
 }
 
-/** The memory model reads a runtime's fused decoder graph or the graphs its runner opens. */
-function describesDecoderGraphs(runtime: FamilyRuntime): boolean {
+/** The memory model reads a half's fused graph or the graphs its runner opens. */
+function describesGraphs(runtime: FamilyRuntime, part: 'decoder' | 'encoder'): boolean {
+  if (part === 'encoder') return runtime.encoder?.graph !== undefined || runtime.encoder?.memoryRuns !== undefined;
   return runtime.decoderGraph !== undefined || runtime.memoryRuns !== undefined;
 }
 
@@ -364,12 +403,18 @@ export function withPlanTiling(vae: VaeSpec, plan: MemoryPlan): VaeSpec {
         frames,
       }
     : { ...vae.tiling, enabled: false, frames: plan.strategy === 'whole' && frames ? { ...frames, enabled: false } : frames };
-  return { family: vae.family, config: vae.config, geometry: vae.geometry, tiling };
+  return { family: vae.family, config: vae.config, geometry: vae.geometry, tiling, ...(vae.part ? { part: vae.part } : {}) };
 }
 
-function latentDims(vae: VaeSpec, batch: number, h: number, w: number, frames: number): number[] {
-  const c = vae.geometry.latentChannels;
-  return vae.geometry.fiveDimLatents ? [batch, c, frames, h, w] : [batch, c, h, w];
+/**
+ * The dims one session run of a tile of h × w latent units takes: the latent tile (a decoder),
+ * or the image tile of h·r × w·r input pixels (an encoder).
+ */
+export function tileInputDims(vae: Pick<VaeSpec, 'geometry' | 'part'>, batch: number, h: number, w: number, frames: number): number[] {
+  const g = vae.geometry;
+  if (partOf(vae) === 'encoder') return [batch, g.outChannels, h * g.spatialRatio, w * g.spatialRatio];
+  const c = g.latentChannels;
+  return g.fiveDimLatents ? [batch, c, frames, h, w] : [batch, c, h, w];
 }
 
 function sampleBytes(vae: VaeSpec, batch: number, sample: Required<SampleShape>): number {
@@ -390,6 +435,8 @@ const NO_TERMS: MemoryTerms = {
   mappedWeights: 0,
   holdingWeights: 0,
   activation: 0,
+  encoderActivation: 0,
+  inputImage: 0,
   deviceActivation: 0,
   pattern: 0,
   recurrent: 0,
@@ -419,10 +466,31 @@ export function predictMemory(
   const batch = options.batch ?? 1;
   const latent = latentShapeOf(vae.geometry, sample);
   const probe = withPlanTiling(vae, plan);
-  const grid = tileGrid(probe, latent);
+  const encoding = partOf(vae) === 'encoder';
+  // An encode's grid: the same tiles, blended on the latent it writes (plan/grid.ts `encode`).
+  const grid = tileGrid(probe, latent, encoding ? { encode: true, spatialOnly: true } : {});
   const outFrames = vae.geometry.fiveDimLatents ? (sample.frames ?? 1) : 1;
-  const output = sampleBytes(vae, batch, { height: sample.height, width: sample.width, frames: outFrames });
+  const imageBytes = sampleBytes(vae, batch, { height: sample.height, width: sample.width, frames: outFrames });
   const latentBytes = 4 * batch * vae.geometry.latentChannels * latent.frames * latent.height * latent.width;
+  // A decode reads the latent and writes the sample; an encode reads the image and writes latents.
+  const output = encoding ? latentBytes : imageBytes;
+  const r = vae.geometry.spatialRatio;
+  // An encode's image tile, the input a rank receives for each (the largest).
+  const inputTileBytes = encoding
+    ? Math.max(...grid.tiles.map((t) => 4 * batch * vae.geometry.outChannels * (t.y1 - t.y0) * r * (t.x1 - t.x0) * r))
+    : 0;
+  // What the assembling process holds of the input: a decode's latent; an encode's image, or, read
+  // band by band for tiles, the rows of one tile row in the source and one copy handed on
+  // (encode/tile-bands.ts).
+  const bandRows = Math.max(...grid.tiles.map((t) => (t.y1 - t.y0) * r));
+  const streamedInput = encoding && options.bands === true && grid.tiled;
+  const input = !encoding
+    ? latentBytes
+    : streamedInput
+      ? Math.min(imageBytes, 2 * 4 * batch * vae.geometry.outChannels * bandRows * sample.width)
+      : 0;
+  // An encode's image read whole (a JPEG, a whole encode): its own term (the decode and its copies).
+  const inputImage = encoding && !streamedInput ? imageBytes : 0;
   // Temporal chunks run one after another through the same sessions, each on every tile.
   const chunkFrames = grid.chunks.map((c) => c.end - c.start);
   const tileRuns = (g: TileGrid): Run[] => {
@@ -470,7 +538,8 @@ export function predictMemory(
       packedWeights: hold.packedWeightBytes,
       heapWeights: hold.heapWeightBytes,
       mappedWeights: hold.mappedWeightBytes,
-      activation: hold.activation,
+      activation: encoding ? 0 : hold.activation,
+      encoderActivation: encoding ? hold.activation : 0,
       deviceActivation: hold.deviceActivation,
       pattern: hold.pattern,
       recurrent: hold.recurrent,
@@ -481,7 +550,7 @@ export function predictMemory(
     };
   };
   const holding: MemoryTerms = { ...NO_TERMS, holdingWeights: arch.weightBytes };
-  const assembling = (t: MemoryTerms): MemoryTerms => ({ ...t, output, buffers: t.buffers + latentBytes });
+  const assembling = (t: MemoryTerms): MemoryTerms => ({ ...t, output, inputImage, buffers: t.buffers + input });
   const done = (coordinator: MemoryTerms, ranks: { rank: number; terms: MemoryTerms }[]) =>
     finish(coordinator, ranks, maxTensorBytes, arch.weightBytes, cal);
 
@@ -489,7 +558,7 @@ export function predictMemory(
     // The float32 graph, as a rank plans it: its steps, and the band values held between them
     // (a stage's inputs and outputs stay float32); each stage's own work in the precision (shard.ts).
     const model = graphOf(arch, vae);
-    const dims = latentDims(vae, batch, latent.height, latent.width, latent.frames);
+    const dims = tileInputDims(vae, batch, latent.height, latent.width, latent.frames);
     const key = dims.join('x');
     let whole = arch.shapes.get(key);
     if (!whole) {
@@ -528,17 +597,19 @@ export function predictMemory(
   const runs = tileRuns(grid);
   // Decoding in this process: on a rank thread, next to the coordinator's own loaded VAE, and
   // assembling here.
+  // An encode runs in the coordinator's own thread on the encoder it loaded (encodeFile).
+  if (encoding && plan.ranks <= 1 && !plan.isolated) return done(assembling(decoding(runs, 0, { bytes: MMAP_THRESHOLD_START })), []);
   if (plan.ranks <= 1 && !plan.isolated)
     return done(assembling({ ...decoding(runs, 0, { bytes: MMAP_THRESHOLD_START }), holdingWeights: arch.weightBytes, rankThread: 1 }), []);
   const schedule =
-    options.streamed && !vae.geometry.fiveDimLatents
+    options.streamed && !encoding && !vae.geometry.fiveDimLatents
       ? scheduleInterleaved(tileWork(grid), Math.max(1, plan.ranks))
       : scheduleGrid(grid, Math.max(1, plan.ranks));
   const ranks = schedule.ranks.map((tiles, rank) => {
     if (tiles.length === 0) return { rank, terms: holding };
     const mine = [...tiles].sort((a, b) => a - b).map((i) => runs[i]!);
     const owned = mine.reduce((s, r) => s + r.outBytes, 0);
-    return { rank, terms: decoding(mine, Math.min(owned, output)) };
+    return { rank, terms: decoding(mine, Math.min(owned, output) + inputTileBytes) };
   });
   return done(assembling(holding), ranks);
 }
@@ -559,7 +630,7 @@ function runOf(
   coreH = h,
   coreW = w,
 ): Run {
-  return { dims: latentDims(vae, batch, h, w, frames), outBytes: (output * (coreH * coreW)) / (latent.height * latent.width) };
+  return { dims: tileInputDims(vae, batch, h, w, frames), outBytes: (output * (coreH * coreW)) / (latent.height * latent.width) };
 }
 
 function finish(
@@ -620,9 +691,9 @@ export function predictTileRun(vae: VaeSpec, tiles: readonly (readonly number[])
  */
 export function tileGraphs(vae: VaeSpec, dims: readonly number[]): { model: ModelProto; runs: number }[] {
   const arch = architectureOf(vae);
-  const description = arch.runtime.memoryRuns?.(arch.config, arch.weights, dims) ?? {
+  const description = describedRuns(arch, dims) ?? {
     // The precision's graph: its arithmetic and the bytes it writes are the sessions'.
-    sessions: [{ key: 'decoder', model: arch.model ?? graphOf(arch, vae), runs: 1 }],
+    sessions: [{ key: arch.part, model: arch.model ?? graphOf(arch, vae), runs: 1 }],
   };
   return description.sessions.map((s) => ({ model: s.model, runs: s.runs }));
 }

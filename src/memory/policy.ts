@@ -30,6 +30,7 @@ import {
 } from './model.js';
 import { formatSeconds, predictTime, type TimeModelOptions, type TimePrediction } from './time-model.js';
 import { hostCores } from '../runtime/host-memory.js';
+import type { Strategy } from '../strategies/index.js';
 
 /** A memory budget: total resident bytes of the coordinator and its local ranks, and optionally the largest single tensor. */
 export interface MemoryBudget {
@@ -89,6 +90,16 @@ export interface ChooseOptions extends MemoryModelOptions, Omit<TimeModelOptions
   more?: number;
   /** Run every attempt in rank processes (a fallback ladder), so a one-rank plan counts a rank process. */
   isolated?: boolean;
+  /**
+   * The strategies the engine can run for this VAE's half (default: every one): an encode takes
+   * only 'tile' so far, so the policy offers it the whole encode and blended tiles.
+   */
+  strategies?: readonly Strategy[];
+}
+
+/** Whether the engine runs `strategy` for the choice (ChooseOptions.strategies). */
+function offers(options: Pick<ChooseOptions, 'strategies'>, strategy: Strategy): boolean {
+  return options.strategies === undefined || options.strategies.includes(strategy);
 }
 
 /** Whether row sharding can run this decoder on `ranks` ranks (image latents, a graph, a latent row per rank). */
@@ -191,7 +202,7 @@ export function* policyPlans(vae: VaeSpec, sample: SampleShape, options: ChooseO
   // Fastest first; a sort is stable, so equal times keep the order of expected agreement.
   const fastest = (plans: PolicyPlan[]) => plans.sort((a, b) => a.time.seconds - b.time.seconds);
   const exact: PolicyPlan[] = [];
-  if (ranks > 1 && canShard(vae, sample, ranks))
+  if (ranks > 1 && offers(options, 'shard') && canShard(vae, sample, ranks))
     exact.push(timed({ strategy: 'shard', ranks }, 'exact', `exact: row sharding on ${ranks} ranks`));
   // Ranks that share this machine's cores: the whole decode is one rank with all their threads.
   // Without --threads, ranks beyond the cores would only oversubscribe them: the one rank takes the cores.
@@ -207,7 +218,7 @@ export function* policyPlans(vae: VaeSpec, sample: SampleShape, options: ChooseO
     ),
   );
   yield* fastest(exact);
-  if (!vae.geometry.fiveDimLatents && exactHaloOf(vae)) {
+  if (!vae.geometry.fiveDimLatents && offers(options, 'exact-tile') && exactHaloOf(vae)) {
     yield* fastest(
       tileCandidates(vae, sample, { overlap: false }).map((c) =>
         timed(
@@ -376,7 +387,11 @@ export function positionReadingOps(vae: VaeSpec): Record<string, number> {
   let ops = nonlocalOps.get(model);
   if (!ops) {
     ops = {};
-    for (const n of analyzeLocality(model).nonlocal) ops[n.op] = (ops[n.op] ?? 0) + 1;
+    try {
+      for (const n of analyzeLocality(model).nonlocal) ops[n.op] = (ops[n.op] ?? 0) + 1;
+    } catch {
+      // A graph the locality analysis does not read (an encoder's down-samplers land values between latent rows): no note.
+    }
     nonlocalOps.set(model, ops);
   }
   return ops;
@@ -408,7 +423,7 @@ export function toneDrift(vae: VaeSpec, sample: SampleShape, budget: MemoryBudge
     },
   ];
   for (const r of [...new Set([ranks, 2, 3, TONE_SHARD_RANKS])].sort((a, b) => a - b))
-    if (r > 1 && canShard(vae, sample, r))
+    if (r > 1 && offers(options, 'shard') && canShard(vae, sample, r))
       candidates.push({ plan: { strategy: 'shard', ranks: r }, options: `--strategy shard --ranks ${r}` });
   let best: ToneDrift['alternative'] = null;
   for (const c of candidates) {

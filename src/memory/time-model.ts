@@ -33,7 +33,7 @@ import { hostCores } from '../runtime/host-memory.js';
 import { splitBands } from '../strategies/shard/bands.js';
 import { predictCollectives } from '../strategies/shard/plan.js';
 import { exactTilingHalo, exactTiles } from '../strategies/exact-tile/halo.js';
-import { decoderGraphOf, decoderWeightBytes, exactHaloOf, tileGraphs, withPlanTiling, type MemoryPlan } from './model.js';
+import { decoderGraphOf, decoderWeightBytes, exactHaloOf, tileGraphs, tileInputDims, withPlanTiling, type MemoryPlan } from './model.js';
 import { inputDimsOf } from './runs.js';
 import { planOf } from './shard.js';
 import { inferShapes } from './shapes.js';
@@ -211,15 +211,14 @@ interface AreaFit {
 
 const fits = new Map<string, AreaFit>();
 
-/** Latent tile dims of `h` × `w` with a batch and (video) frames. */
+/** A tile's run dims for `h` × `w` latent units with a batch and (video) frames (an encoder's: its image tile). */
 function dimsOf(vae: VaeSpec, batch: number, frames: number, h: number, w: number): number[] {
-  const c = vae.geometry.latentChannels;
-  return vae.geometry.fiveDimLatents ? [batch, c, frames, h, w] : [batch, c, h, w];
+  return tileInputDims(vae, batch, h, w, frames);
 }
 
 /** The area fit of one tile decode (every graph it runs, times its runs), from three reference tiles (memoised per architecture, batch and frames). */
 function areaFit(vae: VaeSpec, batch: number, frames: number): AreaFit {
-  const key = `${vae.family.name}:${JSON.stringify(vae.config.fields)}:${batch}:${frames}`;
+  const key = `${vae.family.name}:${vae.part ?? 'decoder'}:${JSON.stringify(vae.config.fields)}:${batch}:${frames}`;
   const known = fits.get(key);
   if (known) return known;
   const m = Math.max(8, vae.family.minWindowLatent);

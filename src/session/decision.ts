@@ -66,7 +66,7 @@ export function decide(
   vae: VaeSpec,
   sample: SampleShape,
   budget: MemoryBudget,
-  options: { ranks: number; batch: number; isolated: boolean } & RankSetting,
+  options: { ranks: number; batch: number; isolated: boolean } & RankSetting & Pick<ChooseOptions, 'strategies' | 'bands'>,
 ): Decision {
   if (!hasMemoryModel(vae)) {
     setTiling(vae);
@@ -141,7 +141,8 @@ export function exactRequest(
   vae: VaeSpec,
   sample: SampleShape,
   budget: { budget: MemoryBudget; explicit: boolean; labels: OptionLabels; limits?: BufferLimits | null },
-  plan: { strategy: Strategy; ranks: number; batch: number; streamed: boolean } & RankSetting,
+  plan: { strategy: Strategy; ranks: number; batch: number; streamed: boolean; bands?: boolean } & RankSetting &
+    Pick<ChooseOptions, 'strategies'>,
   warn: (text: string) => void,
 ): Decision | null {
   if (!hasMemoryModel(vae)) return null;
@@ -149,7 +150,8 @@ export function exactRequest(
   const requested = planOfTiling(vae, plan.strategy, plan.ranks);
   // --threads where given (else the cores, the CLI's default): a multi-tile decode in this process holds an arena per thread.
   const threads = plan.threads !== undefined ? { threads: plan.threads } : {};
-  const prediction = predictMemory(vae, requested, sample, { batch: plan.batch, streamed: plan.streamed, ...threads });
+  const bands = plan.bands ? { bands: true } : {};
+  const prediction = predictMemory(vae, requested, sample, { batch: plan.batch, streamed: plan.streamed, ...bands, ...threads });
   // The bound, not the median: a budget is a cap on what the decode measures.
   const over = prediction.boundBytes > budget.budget.bytes;
   const tensorOver = budget.budget.maxTensorBytes !== undefined && prediction.maxTensorBytes > budget.budget.maxTensorBytes;

@@ -4,12 +4,17 @@
 // latents file (.npy, .safetensors with the tensor `latents`, or a ComfyUI .latent), raw or
 // scaled as a pipeline hands them on — the counterpart of decodeFiles for one file. It takes the decode session's plan, strategy, rank and runtime options and reads them
 // the same way: the exact planner (installRequestedTiling, windows in input pixels), the strategy
-// table (`useStrategy`: tile, shard or exact-tile), local ranks started for the encode and closed
-// after it. Without a plan option the encode is whole, as diffusers' `encode` is; with
-// --ranks R > 1 and no window, the family's default tiles are dealt to the ranks (row
-// sharding ignores the plan: bands of whole latent rows, one per rank).
+// table (`useStrategy`: tile, shard or exact-tile; tiles also on queue workers), local ranks
+// started for the encode and closed after it. Without a plan option the memory policy chooses
+// the plan within the budget (`maxMemory`, else the default one) exactly as for a decode
+// (session/decision.ts `decide`: the whole encode first, then blended tiles, the fastest of a
+// class first — row sharding and halo-exact tiles run when asked for, the policy does not choose
+// them for encoders yet), tried down its fallback ladder when an attempt runs out of memory; a
+// requested tile plan is predicted and refused over an explicit budget. The image is read band by
+// band (PNG, .npy), so a tiled encode pulls each tile's rows as it reaches it and never holds the
+// float image; JPEG, a whole encode, row sharding and halo-exact tiles read it whole.
 
-import { checkImage, cropToMultiple } from '../encode/image-check.js';
+import { checkImage, cropRowsToMultiple, cropToMultiple } from '../encode/image-check.js';
 import { loadEncoder } from '../encode/encoder.js';
 import { DistVaeError, reason, refuse, type Reason } from '../errors.js';
 import { resolveFamily, runtimeOf } from '../families/registry.js';
@@ -23,21 +28,31 @@ import { openImageRows, readAllRows, type RowSource } from '../io/row-source.js'
 import { readNpy } from '../io/npy.js';
 import { openVideoInput } from '../io/video-input.js';
 import type { SampleRange } from '../io/sample-range.js';
+import { encodeGrid, wholeImage } from '../encode/engine.js';
+import type { ImageInput, ImageRows } from '../encode/tile-bands.js';
 import { readLatentBatchNorm } from '../sources/latent-statistics.js';
-import { encodeGrid } from '../encode/engine.js';
-import type { RankGroup } from '../ranks/group.js';
 import { localGroup } from '../ranks/local/index.js';
 import { queueGroup } from '../ranks/queue/index.js';
 import type { QueueGroup } from '../ranks/queue/queue-group.js';
-import type { Isolation } from '../ranks/local/local-group.js';
+import type { Isolation, LocalGroup } from '../ranks/local/local-group.js';
+import type { StrategyReport } from '../strategies/index.js';
 import { sourceConfig, type VaeSource } from '../sources/vae-source.js';
 import { STRATEGIES, useStrategy, type Strategy } from '../strategies/index.js';
 import { splitInputBands } from '../strategies/shard/bands.js';
 import type { RankStats } from '../decode/types.js';
 import type { Tensor } from '../tensor.js';
-import { installRequestedTiling } from './decision.js';
+import { decide, exactRequest, installRequestedTiling, type Decision } from './decision.js';
 import type { DecodeFilesOptions } from './options.js';
+import { describePlan } from '../memory/policy.js';
+import { hasMemoryModel } from '../memory/model.js';
+import { ladderRungs, runLadder, type LadderAttempt } from '../memory/ladder.js';
+import { defaultMemoryBudget, peakRssBytes } from '../runtime/memory-budget.js';
+import { memoryJson, type MemoryReport } from './report.js';
+import type { RankGroup } from '../ranks/group.js';
 import type { LoadOptions } from '../decode/vae.js';
+
+/** The strategies the memory policy chooses among for encoders (it predicts row sharding and halo-exact tiles for decoders only so far). */
+const POLICY_STRATEGIES: readonly Strategy[] = ['tile'];
 
 /** Latents files `encodeFile` writes. */
 export const ENCODE_OUTPUT_EXTENSIONS = LATENT_OUTPUT_EXTENSIONS;
@@ -79,6 +94,12 @@ export interface EncodeFileOptions
   ranks?: number;
   isolation?: Isolation;
   /**
+   * Memory budget of this process and its local ranks, in bytes: a hard cap. Without plan options
+   * the memory policy chooses the plan that fits it; a requested plan over it is refused
+   * (BUDGET_EXCEEDED). Default: 80 % of what this process tree may use, which only warns.
+   */
+  maxMemory?: number;
+  /**
    * Redis URL of a queue whose workers serve this encoder (`distvae worker --encoder`): the tiles
    * (the family's default without a window) go to them, blended here — bitwise the one-rank
    * tiled encode. Tile strategy only (workers cannot exchange halos).
@@ -117,6 +138,17 @@ export interface EncodedFile {
   reading: 'streamed' | 'whole' | 'chunks';
   /** Whether the latents were written scaled. */
   scaled: boolean;
+  /** The plan encoded and why (the policy's choice within the budget, or 'as requested'); null where the family has no encoder memory model. */
+  decision: { plan: string; reason: string } | null;
+  /** The budget, the plan's predicted peak (median and bound) and each process's measured peak. */
+  memory: MemoryReport;
+  /** The fallback ladder's attempts (a policy choice), else null. */
+  attempts: LadderAttempt[] | null;
+  /**
+   * The most bytes of the input a tiled encode of a streamed image held at once: its tiles' bands
+   * plus the rows the source kept (0: read whole).
+   */
+  bandBytes: number;
 }
 
 /** The options' own refusals (before any file is read), every reason at once. */
@@ -180,6 +212,7 @@ export interface EncodeFileLabels {
   frameWindow?: string;
   frameOverlap?: string;
   frameTiling?: string;
+  maxMemory?: string;
 }
 
 /** The family and encoder a source declares, from its config alone (no weights read); null where only the weights tell (a bare file without a family). */
@@ -318,15 +351,6 @@ async function connectQueue(options: EncodeFileOptions): Promise<QueueGroup> {
   return q;
 }
 
-/** Every row of an opened image, in the family's input range (PNG / .npy streamed, JPEG whole); closes it. */
-function readInput(rows: RowSource): { image: Tensor; reading: 'streamed' | 'whole' } {
-  try {
-    return { image: readAllRows(rows), reading: rows.reading };
-  } finally {
-    rows.close();
-  }
-}
-
 /**
  * Encodes one image file to a latents file as `options` ask (see the header), and reports it.
  *
@@ -343,11 +367,12 @@ export async function encodeFile(
   // What the family declares, checked before the encoder's weights are read (its image opened
   // first: a .npy's header tells its rank); a bare weights file's family is known only after.
   const declared = declaredEncoder(options.vae);
-  let rows: RowSource | null = null;
+  let opened: RowSource | null = null;
+  let rows: { close(): void } | null = null;
   if (declared) {
-    if (options.image !== undefined) rows = openImageRows(options.image, declared.family.sampleRange);
+    if (options.image !== undefined) rows = opened = openImageRows(options.image, declared.family.sampleRange);
     try {
-      refuseUnfitRequest(declared.family, declared.encoder, options, rows?.dims ?? null, hooks);
+      refuseUnfitRequest(declared.family, declared.encoder, options, opened?.dims ?? null, hooks);
     } catch (e) {
       rows?.close();
       throw e;
@@ -362,8 +387,10 @@ export async function encodeFile(
           throw e;
         })
       : null;
+  // With local ranks, this process's session runs only a whole encode: it takes their threads (the policy's pooled whole plan).
+  const threads = options.threads !== undefined && ranks > 1 && queue === null ? ranks * options.threads : options.threads;
   const encoder = await loadEncoder(options.vae, {
-    ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(threads !== undefined ? { threads } : {}),
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
     ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
     ...(options.precision !== undefined ? { precision: options.precision } : {}),
@@ -373,13 +400,9 @@ export async function encodeFile(
     await queue?.close();
     throw e;
   });
-  // Row sharding runs on ranks even when there is one (as decoding's does).
-  const local =
-    queue === null && (ranks > 1 || strategy === 'shard')
-      ? localGroup({ ranks, ...(options.isolation ? { isolation: options.isolation } : {}), threadsPerRank: options.threads ?? 1 })
-      : null;
-  const group: RankGroup | null = queue ?? local;
-  const distributed = group !== null && (group.size > 1 || strategy !== 'tile');
+  // Local ranks start when the plan deals work to them (tiles: at most one per tile; row sharding runs on ranks even when there is one).
+  let local: LocalGroup | null = null;
+  const groupOf = (): RankGroup | null => queue ?? local;
   try {
     if (options.sample) {
       refuseSamplingWithout(encoder.family, hooks.sample ?? 'sample');
@@ -389,71 +412,206 @@ export async function encodeFile(
       );
     }
     const r = encoder.geometry.spatialRatio;
+    const range = encoder.family.sampleRange;
     const frameLoop = encoder.encoding.frames;
-    if (options.image !== undefined) rows ??= openImageRows(options.image, encoder.family.sampleRange);
-    if (!declared) refuseUnfitRequest(encoder.family, encoder.encoding, options, rows?.dims ?? null, hooks);
+    const frameCheck = frameLoop ? { frames: frameLoop } : {};
+    if (options.image !== undefined && !opened) rows = opened = openImageRows(options.image, range);
+    if (!declared) refuseUnfitRequest(encoder.family, encoder.encoding, options, opened?.dims ?? null, hooks);
     const path = options.video ?? options.image!;
-    const opened = rows;
-    rows = null; // readInput closes it, thrown or not
-    const read = opened ? readInput(opened) : await readVideo(path, encoder.family.sampleRange);
-    // A video encoder takes an image as its one frame (Qwen-Image's images; diffusers' F = 1).
-    const raw = frameLoop ? asOneFrame(read.image) : read.image;
-    const reading = read.reading;
-    if (!options.crop)
-      checkImage(encoder.config, raw, path, { crop: hooks.crop ?? 'crop: true', ...(frameLoop ? { frames: frameLoop } : {}) });
-    const input = options.crop ? cropToMultiple(raw, r) : raw;
-    const size = { height: input.dims.at(-2)!, width: input.dims.at(-1)! };
-    // Tiles when asked for (a window, or ranks to deal them to); else whole, as diffusers' encode.
-    // Time is cut as the family defaults (HunyuanVideo on, LTX-2 off) unless a frame option says otherwise; --full: neither.
-    if (options.window !== undefined || options.overlap !== undefined || (distributed && options.full !== true && strategy !== 'shard'))
-      installRequestedTiling(encoder, options, size);
-    else if (options.full === true) setTiling(encoder, 'off');
-    else {
-      const frames = requestedFrames(encoder.tiling.frames, options);
-      if (frames !== undefined) {
-        const refusals = frames ? explainTileFramePlan(encoder, frames.window, frames.overlap) : [];
-        if (refusals.length > 0) refuse('PLAN_REFUSED', refusals);
-        setTiling(encoder, tileFramePlan(encoder, frames)!);
-      }
+    // An image encoder's rows are read band by band (opened again for a ladder's next attempt and
+    // for a tile dealt again); a video encoder takes its input whole — a video (a tile holds every
+    // frame), or an image as its one frame (Qwen-Image's images; diffusers' F = 1).
+    let first: RowSource | null = frameLoop ? null : opened;
+    let current: RowSource | null = first;
+    const open = (): ImageRows & { close(): void } => {
+      const source = first ?? openImageRows(options.image!, range);
+      first = null;
+      current = source;
+      const cropped = options.crop ? cropRowsToMultiple(source, r) : source;
+      return cropped === source ? source : { dims: cropped.dims, rows: (y0, y1) => cropped.rows(y0, y1), close: () => source.close() };
+    };
+    let input: ImageInput;
+    let raw: readonly number[];
+    let reading: EncodedFile['reading'];
+    if (frameLoop) {
+      let read: { image: Tensor; reading: EncodedFile['reading'] };
+      if (opened) {
+        rows = null;
+        try {
+          read = { image: readAllRows(opened), reading: opened.reading };
+        } finally {
+          opened.close();
+        }
+      } else read = await readVideo(path, range);
+      const video = asOneFrame(read.image);
+      raw = video.dims;
+      reading = read.reading;
+      if (!options.crop) checkImage(encoder.config, video, path, { crop: hooks.crop ?? 'crop: true', ...frameCheck });
+      input = options.crop ? cropToMultiple(video, r) : video;
+    } else {
+      raw = opened!.dims;
+      reading = opened!.reading;
+      if (!options.crop) checkImage(encoder.config, { dims: raw }, path, { crop: hooks.crop ?? 'crop: true' });
+      const bandInput = open();
+      rows = bandInput;
+      input = bandInput;
+      if (options.crop) checkImage(encoder.config, { dims: input.dims }, path);
     }
-    const grid = encodeGrid(encoder, input);
+    const size = { height: input.dims.at(-2)!, width: input.dims.at(-1)! };
+    const batch = input.dims[0] ?? 1;
+    const budget = { bytes: options.maxMemory ?? defaultMemoryBudget() };
+    const labels = (o: string) => (o === 'maxMemory' ? (hooks.maxMemory ?? 'maxMemory') : o);
+    const rankSetting = {
+      ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      ...(options.provider !== undefined ? { provider: options.provider } : {}),
+      devices: 'shared' as const,
+    };
+    const notes: string[] = [];
+    const frameOption = options.frameWindow !== undefined || options.frameOverlap !== undefined || options.frameTiling !== undefined;
+    // No plan option (and no queue): the memory policy's choice among the strategies it predicts for encoders; else the plan asked for.
+    const auto =
+      queue === null &&
+      options.window === undefined &&
+      options.overlap === undefined &&
+      options.full !== true &&
+      options.strategy === undefined &&
+      !frameOption;
+    const bands = reading === 'streamed';
+    const dealt = queue !== null || ranks > 1 || strategy === 'shard';
+    let decision: Decision | null = null;
+    if (auto && hasMemoryModel(encoder))
+      decision = decide(encoder, size, budget, { ranks, batch, isolated: false, strategies: POLICY_STRATEGIES, bands, ...rankSetting });
+    else {
+      // Tiles when asked for (a window, or ranks or workers to deal them to); else whole, as diffusers' encode.
+      // Time is cut as the family defaults (HunyuanVideo on, LTX-2 off) unless a frame option says otherwise; --full: neither.
+      if (options.window !== undefined || options.overlap !== undefined || (dealt && options.full !== true && strategy !== 'shard'))
+        installRequestedTiling(encoder, options, size);
+      else if (options.full === true) setTiling(encoder, 'off');
+      else {
+        const frames = requestedFrames(encoder.tiling.frames, options);
+        if (frames !== undefined) {
+          const refusals = frames ? explainTileFramePlan(encoder, frames.window, frames.overlap) : [];
+          if (refusals.length > 0) refuse('PLAN_REFUSED', refusals);
+          setTiling(encoder, tileFramePlan(encoder, frames)!);
+        }
+      }
+      // A tile plan on local ranks is predicted (and refused over an explicit budget); row sharding, halo-exact tiles and queue workers run as asked.
+      if (!auto && strategy === 'tile' && queue === null && hasMemoryModel(encoder))
+        decision = exactRequest(
+          encoder,
+          size,
+          { budget, explicit: options.maxMemory !== undefined, labels, limits: null },
+          {
+            strategy: 'tile',
+            ranks: Math.min(ranks, encodeGrid(encoder, input).tiles.length),
+            batch,
+            streamed: false,
+            bands,
+            strategies: POLICY_STRATEGIES,
+            ...rankSetting,
+          },
+          (text) => notes.push(text),
+        );
+    }
+    if (decision?.toneDrift) notes.push(decision.toneDrift.message);
     // More ranks than latent rows is refused before any rank starts (as decoding's session does).
-    if (strategy === 'shard') splitInputBands(size.height, group!.size, r);
-    await local?.start();
-    const report = group || strategy !== 'tile' ? useStrategy(encoder, strategy, group) : null;
+    if (strategy === 'shard') splitInputBands(size.height, queue?.size ?? ranks, r);
+    let report: StrategyReport | null = null;
+    // The strategy and its ranks: up front for row sharding, halo-exact tiles and queue workers; for blended tiles on local ranks when a plan is tiled.
+    const useRanks = async (tiled: boolean): Promise<void> => {
+      if (report || (strategy === 'tile' && !tiled)) return;
+      if (strategy === 'tile' && queue === null) {
+        const n = Math.min(ranks, encodeGrid(encoder, input).tiles.length);
+        if (n < 2) return;
+        local = localGroup({
+          ranks: n,
+          ...(options.isolation ? { isolation: options.isolation } : {}),
+          threadsPerRank: options.threads ?? 1,
+        });
+      } else if (queue === null && (ranks > 1 || strategy === 'shard'))
+        local = localGroup({ ranks, ...(options.isolation ? { isolation: options.isolation } : {}), threadsPerRank: options.threads ?? 1 });
+      await local?.start();
+      report = useStrategy(encoder, strategy, groupOf());
+    };
+    if (strategy !== 'tile' || queue !== null) await useRanks(true);
+    let bandBytes = 0;
+    const encodeOnce = async () => {
+      const grid = encodeGrid(encoder, input);
+      const signal = hooks.signal ? { signal: hooks.signal } : {};
+      if (!grid.tiled && !encoder.tiledEncode.encodesUntiled) {
+        // A whole encode reads every row, its values checked as a tensor's are.
+        const whole = wholeImage(input);
+        checkImage(encoder.config, whole, path, frameCheck);
+        return encoder.encode(whole, signal);
+      }
+      await useRanks(grid.tiled);
+      // A tiled encode pulls its tiles' bands from the rows as it reaches them.
+      const source = current;
+      const latents = await encoder.encode(input, { ...signal, ...(source ? { reopen: open } : {}), onBandBytes: (b) => (bandBytes = b) });
+      // What a streamed input held: the tiles' bands and the rows the source decoded and kept (a PNG's, from the last band's start).
+      const rowBytes = (4 * raw.reduce((a, b) => a * b, 1)) / raw.at(-2)!;
+      bandBytes = source && reading === 'streamed' && grid.tiled && strategy === 'tile' ? bandBytes + source.peakRowsHeld * rowBytes : 0;
+      return latents;
+    };
     const start = performance.now();
-    const mean = await encoder.encode(input, hooks.signal ? { signal: hooks.signal } : {});
+    let mean: Tensor;
+    let attempts: LadderAttempt[] | null = null;
+    if (auto && decision?.choice) {
+      // Down the policy's ladder when an attempt runs out of memory (an allocation failure: the encode runs in this process).
+      const outcome = await runLadder(ladderRungs(decision.alternatives, decision.choice), async (alt, i) => {
+        setTiling(encoder, alt.tiling);
+        if (i > 0 && !frameLoop) {
+          rows?.close();
+          const again = open();
+          rows = again;
+          input = again;
+        }
+        return encodeOnce();
+      });
+      mean = outcome.result;
+      attempts = outcome.attempts;
+      decision = { ...decision, plan: outcome.rung.plan, prediction: outcome.rung.prediction };
+    } else mean = await encodeOnce();
     const seconds = (performance.now() - start) / 1000;
+    const grid = encodeGrid(encoder, input);
     const scaled = options.scaled === true;
     const fields = encoder.config.fields;
     const batchNorm = scaled && typeof fields['batch_norm_eps'] === 'number' ? await readLatentBatchNorm(options.vae) : undefined;
     const latents = scaled ? scaleLatents(mean, latentScalingOf(fields, encoder.family.name, batchNorm ? { batchNorm } : {})) : mean;
     writeLatentsFile(options.out, latents, { scaled });
-    const notes = report?.notes() ?? [];
-    if (group && !grid.tiled && strategy === 'tile')
-      notes.push(`the image fits in one window: encoded whole in this process, not on the ${group.size} ranks`);
-    const bands = report?.shard()?.bands;
-    if (bands)
-      notes.push(`row-sharded over ${bands.length} rank(s): bands of image rows ${bands.map((b) => `${b.start}..${b.end}`).join(', ')}`);
+    const strategyReport = report as StrategyReport | null;
+    notes.push(...(strategyReport?.notes() ?? []));
+    if ((dealt || ranks > 1) && !grid.tiled && strategy === 'tile')
+      notes.push(`the image fits in one window: encoded whole in this process, not on the ${queue?.size ?? ranks} ranks`);
+    const shardBands = strategyReport?.shard()?.bands;
+    if (shardBands)
+      notes.push(
+        `row-sharded over ${shardBands.length} rank(s): bands of image rows ${shardBands.map((b) => `${b.start}..${b.end}`).join(', ')}`,
+      );
+    const rankStats = strategyReport?.ranks() ?? [{ rank: 0, tiles: grid.tiles.map((t) => t.index), load: grid.tiles.length, seconds }];
     return {
-      image: { height: raw.dims.at(-2)!, width: raw.dims.at(-1)! },
-      frames: frameLoop ? raw.dims[2]! : null,
+      image: { height: raw.at(-2)!, width: raw.at(-1)! },
+      frames: frameLoop ? raw[2]! : null,
       encoded: size,
       shape: [...latents.dims],
       tiles: strategy === 'shard' ? 1 : grid.tiles.length,
       plan: grid.tiled && strategy !== 'shard' ? { window: { ...encoder.tiling.window }, overlap: { ...encoder.tiling.overlap } } : null,
       strategy,
       seconds,
-      ranks: report?.ranks() ?? [{ rank: 0, tiles: grid.tiles.map((t) => t.index), load: grid.tiles.length, seconds }],
+      ranks: rankStats,
       notes,
       out: options.out,
       className: encoder.config.className,
       reading,
       scaled,
+      decision: decision?.plan ? { plan: describePlan(decision.plan), reason: decision.reason } : null,
+      memory: memoryJson(budget, decision?.prediction ?? null, { coordinator: peakRssBytes(), ranks: strategyReport ? rankStats : [] }),
+      attempts,
+      bandBytes,
     };
   } finally {
     rows?.close();
-    await group?.close();
+    await groupOf()?.close();
     await encoder.dispose();
   }
 }

@@ -6,11 +6,12 @@
 // plan, runtime, strategy, ranks, queue) into the library's encode session (encodeFile), then prints
 // what it reports: a line, or one JSON object.
 
-import { encodeFile, STRATEGIES, type EncodedFile, type EncodeFileOptions } from '../../index.js';
+import { encodeFile, parseMemorySize, STRATEGIES, type EncodedFile, type EncodeFileOptions } from '../../index.js';
 import { ISOLATIONS } from '../../entries/ranks.js';
 import { latentsOutputReasons, outputPathReasons } from '../../entries/io.js';
 import { reason } from '../../errors.js';
 import { JSON_OPTION, type CommandSpec } from '../args.js';
+import { MEMORY_OPTIONS } from '../memory-options.js';
 import { FAMILY_OPTIONS, readTilingOptions, TILING_OPTIONS } from '../tiling-options.js';
 import { printSourceNotes, RUNTIME_OPTIONS, VAE_SOURCE_OPTIONS, readLoadOptions, readVaeSourceOptions } from '../vae-options.js';
 import { REDIS_OPTIONS } from './redis-options.js';
@@ -118,6 +119,8 @@ export const encodeCommand: CommandSpec = {
       description: 'ranks as worker threads, or as child processes',
       defaultText: 'thread',
     },
+    // --max-memory only: encoders have no GPU buffer limits or device budget of their own yet.
+    MEMORY_OPTIONS.find((o) => o.name === 'max-memory')!,
     ...REDIS_OPTIONS,
     {
       name: 'queue-timeout',
@@ -138,14 +141,20 @@ export const encodeCommand: CommandSpec = {
     "numbers diffusers' tile_sample_min takes). Encoders that diffusers tiles over time (HunyuanVideo: on by default, 16",
     'frames overlapping 4; LTX-2: off) take --frame-window/--frame-overlap (input frames, multiples of the temporal',
     'ratio) and --no-frame-tiling; other families refuse them.',
-    'With --ranks R > 1 the tiles (the family default without --window) are dealt to R local ranks, each loading the',
-    'encoder once: bitwise the one-rank tiled encode; with --redis URL they go to `distvae worker --encoder` processes',
-    'serving the same --queue and encoder (bitwise too). --strategy shard row-shards the encoder over the local ranks and',
-    'exact-tile encodes halo-exact tiles (local encoders only), both equal to the whole encode. --json prints',
-    '{ image: {height, width}, encoded: {height, width}, frames, shape, tiles, plan, strategy, seconds, ranks, notes, out,',
-    'className, reading, scaled }, seconds being the encode time without loading, frames the input frames (null for image',
-    'families), reading how the input was read (streamed, whole, or chunks: a video through ffmpeg). A .latent holds raw',
-    'latents (ComfyUI scales them',
+    "Without any plan option (--window, --overlap, --full, --strategy) the encode takes the memory policy's choice, as",
+    "decode does: the whole encode when it fits --max-memory (else 80% of this process tree's memory) at its bound, else",
+    'the fastest blended tiles that fit; with --ranks R the whole encode runs here with R x --threads threads when it fits',
+    'and is predicted faster, else tiles dealt to the R local ranks (bitwise the one-rank tiled encode). Nothing fits: exit',
+    '2. An attempt that runs out of memory is retried with the next plan that fits (LADDER_EXHAUSTED, exit 3). A plan',
+    'option over an explicit --max-memory is refused (exit 2). With --redis URL the tiles go to `distvae worker --encoder`',
+    'processes serving the same --queue and encoder (bitwise too). --strategy shard row-shards the encoder over the local',
+    'ranks and exact-tile encodes halo-exact tiles (local encoders only), both equal to the whole encode (run as asked: the',
+    'policy does not choose them for encoders yet). PNG and .npy images are read band by band: a tiled encode holds the',
+    'rows of the tiles in flight, never the float image (row sharding and halo-exact tiles read it whole); JPEG is read',
+    'whole. --json prints { image: {height, width}, encoded: {height, width}, frames, shape, tiles, plan, strategy, seconds,',
+    'ranks, notes, out, className, reading, scaled, decision, memory, attempts, bandBytes }, seconds being the encode time',
+    'without loading, frames the input frames (null for image families), reading how the input was read (streamed, whole,',
+    'or chunks: a video through ffmpeg). A .latent holds raw latents (ComfyUI scales them',
     'itself), so --latents-scaled refuses it.',
   ],
   async run(args, io) {
@@ -175,6 +184,7 @@ export const encodeCommand: CommandSpec = {
     const vae = readVaeSourceOptions(args, { seedSeedsMore: sample });
     const load = readLoadOptions(args);
     const scaled = args.flag('latents-scaled');
+    const maxMemory = args.string('max-memory');
     if (out !== undefined) {
       args.add(...latentsOutputReasons(out, { scaled }, '--out', '--latents-scaled'));
       args.add(
@@ -200,6 +210,7 @@ export const encodeCommand: CommandSpec = {
       ...(strategy !== undefined ? { strategy } : {}),
       ...(ranks !== undefined ? { ranks } : {}),
       ...(isolation !== undefined ? { isolation } : {}),
+      ...(maxMemory !== undefined ? { maxMemory: parseMemorySize(maxMemory, '--max-memory') } : {}),
       ...(redis !== undefined ? { redis } : {}),
       ...(queue !== undefined ? { queue } : {}),
       ...(queueTimeoutMs !== undefined ? { queueTimeoutMs } : {}),
@@ -218,6 +229,7 @@ export const encodeCommand: CommandSpec = {
       frameWindow: '--frame-window',
       frameOverlap: '--frame-overlap',
       frameTiling: '--no-frame-tiling',
+      maxMemory: '--max-memory',
       ...(io.signal ? { signal: io.signal } : {}),
     });
     io.stdout(args.flag('json') ? JSON.stringify(report) + '\n' : describeEncoded(inputPath!, report));
@@ -235,6 +247,7 @@ function describeEncoded(imagePath: string, report: EncodedFile): string {
     : ' whole';
   const lines = [
     `encoded ${imagePath} (${frames !== null && frames > 1 ? `${frames} frames of ` : ''}${image.height}x${image.width})${cropped} with ${report.className}${tiles} -> latents [${shape.join(', ')}] in ${seconds.toFixed(2)} s: ${out}`,
+    ...(report.decision ? [`plan: ${report.decision.plan} (${report.decision.reason})`] : []),
     ...report.notes,
   ];
   return lines.map((l) => `${l}\n`).join('');

@@ -89,6 +89,12 @@ export interface ChunkedAttentionEncoder {
   ignoredKeyPrefixes: readonly string[];
 }
 
+/** The (B, Cz, h, w) an encoder's mid-block attention runs at for an image (B, C, H, W): the latent's. */
+function encoderAttentionDims(config: ResolvedConfig, [b, , h, w]: readonly number[]): number[] {
+  const r = config.geometry.spatialRatio;
+  return [b!, config.geometry.latentChannels, Math.ceil(h! / r), Math.ceil(w! / r)];
+}
+
 /** The FamilyEncoder of a chunked-attention encoder: its fused graph, and a runner that chunks the attention as the decoder's does. */
 export function chunkedAttentionEncoder(e: ChunkedAttentionEncoder): FamilyEncoder {
   return {
@@ -96,14 +102,22 @@ export function chunkedAttentionEncoder(e: ChunkedAttentionEncoder): FamilyEncod
     graph: (config, weights) => e.graph(config, weights),
     io: ENCODER_GRAPH_IO,
     ignoredKeyPrefixes: e.ignoredKeyPrefixes,
+    // The graph the runner opens for this image tile (its attention, at the latent resolution, chunked by size).
+    memoryRuns: (config, weights, dims) => {
+      const chunks = e.hasAttention(config) ? attentionChunksFor(encoderAttentionDims(config, dims)) : 1;
+      return {
+        sessions: [
+          { key: `encoder/${chunks}`, slot: 'encoder', model: e.graph(config, weights, { attentionChunks: chunks }).toModel(), runs: 1 },
+        ],
+      };
+    },
     async createRunner(config, weights, session) {
       const bound = bindWeights(e.params(config), weights, { source: 'the weights given to the encoder' });
-      const r = config.geometry.spatialRatio;
       return chunkedAttentionRunner({
         graph: (chunks) => e.graph(config, bound, { attentionChunks: chunks }),
         io: ENCODER_GRAPH_IO,
         attention: e.hasAttention(config),
-        latentDims: ([b, , h, w]) => [b!, config.geometry.latentChannels, Math.ceil(h! / r), Math.ceil(w! / r)],
+        latentDims: (dims) => encoderAttentionDims(config, dims),
         session,
       });
     },

@@ -93,6 +93,7 @@ export const taeRuntime: FamilyRuntime = {
   configFromWeights: (weights) => taeConfigFromWeights(weights, 'decoder'),
   encoder: {
     params: (config) => layersParams(encoderLayers(taeArchitecture(config))),
+    // The one graph its runner opens (what the memory and time models read).
     graph: (config, weights) => buildEncoderGraph(taeArchitecture(config), weights),
     io: ENCODER_IO,
     createRunner: (config, weights, session) => graphRunner(buildEncoderGraph(taeArchitecture(config), weights), ENCODER_IO, session),

@@ -6,7 +6,7 @@
 // (GroupNorm, attention) is refused before any rank works, naming them.
 
 import type { Encoder } from '../../encode/encoder.js';
-import { encodeGrid, sliceImage, type TiledEncode } from '../../encode/engine.js';
+import { encodeGrid, sliceImage, wholeImage, type TiledEncode } from '../../encode/engine.js';
 import { throwIfAborted } from '../../errors.js';
 import type { ProgramGroup } from '../../ranks/group.js';
 import { runExactTiles, type ExactTileStats } from './exact-tiled-decode.js';
@@ -21,8 +21,10 @@ export function exactTiledEncodeFor(
   const halo = exactTilingHalo(encoder.encoderModel());
   const r = encoder.geometry.spatialRatio;
   let lastStats: ExactTileStats | null = null;
-  const encode = async (image: Parameters<TiledEncode>[0], encodeOptions: Parameters<TiledEncode>[1]) => {
+  const encode = async (input: Parameters<TiledEncode>[0], encodeOptions: Parameters<TiledEncode>[1]) => {
     throwIfAborted(encodeOptions.signal);
+    // Halo-exact tiles read the image whole (their reads overlap by the halo; not band by band yet).
+    const image = wholeImage(input);
     const ref = { source: encoder.source, loadOptions: encoder.loadOptions, hash: encoder.contentHash(), part: 'encoder' as const };
     const grid = encodeGrid(encoder, image);
     const { output, stats } = await runExactTiles(group, ref, grid, halo, (read) => sliceImage(image, read, r), encodeOptions);

@@ -11,7 +11,7 @@ import { asPlanes } from '../../decode/engine.js';
 import { checkLatents, sliceLatent } from '../../decode/latents.js';
 import type { TileRunner } from '../../families/runtime-types.js';
 import type { ProgressCounter, TiledDecode } from '../../decode/types.js';
-import { encodeGrid, sliceImage, type EncodingSpec, type TiledEncode } from '../../encode/engine.js';
+import { encodeGrid, sliceImage, wholeImage, type EncodingSpec, type TiledEncode } from '../../encode/engine.js';
 import { compareRatio, ONE, wholeTimes, type Ratio } from '../../graph/ratio.js';
 import type { Tensor } from '../../tensor.js';
 import { DistVaeError, reason, throwIfAborted } from '../../errors.js';
@@ -133,8 +133,11 @@ export function exactTiledDecode(vae: VaeSpec, runner: TileRunner, model: ModelP
 export function exactTiledEncode(encoder: EncodingSpec, runner: TileRunner, model: ModelProto): TiledEncode {
   const halo = exactTilingHalo(model);
   const r = encoder.geometry.spatialRatio;
-  return async (image, options) =>
-    runExactTilesHere(runner, encodeGrid(encoder, image), halo, (read) => sliceImage(image, read, r), options);
+  // Halo-exact tiles read the image whole (their reads overlap by the halo; not band by band yet).
+  return async (input, options) => {
+    const image = wholeImage(input);
+    return runExactTilesHere(runner, encodeGrid(encoder, image), halo, (read) => sliceImage(image, read, r), options);
+  };
 }
 
 /** `grid`'s tiles with `halo` around their cores through `runner`, cores written into the output in raster order. */

@@ -10,7 +10,7 @@
 // are refused by name, and so are more ranks than the image has latent rows.
 
 import type { Encoder } from '../../encode/encoder.js';
-import type { TiledEncode } from '../../encode/engine.js';
+import { wholeImage, type TiledEncode } from '../../encode/engine.js';
 import { throwIfAborted } from '../../errors.js';
 import type { ProgramGroup } from '../../ranks/group.js';
 import { splitInputBands } from './bands.js';
@@ -36,13 +36,14 @@ export function shardedEncodeFor(
   const encode = async (image: Parameters<TiledEncode>[0], encodeOptions: Parameters<TiledEncode>[1]) => {
     throwIfAborted(encodeOptions.signal);
     const r = encoder.geometry.spatialRatio;
-    const bands = splitInputBands(image.dims[2]!, group.size, r);
+    const bands = splitInputBands(image.dims.at(-2)!, group.size, r);
     const ref = { source: encoder.source, loadOptions: encoder.loadOptions, hash: encoder.contentHash(), part: 'encoder' as const };
     const { output, stats } = await runSharded(
       group,
       plan,
       ref,
-      image,
+      // The rank bands are cut from the whole image (not read band by band yet).
+      wholeImage(image),
       bands,
       encodeOptions.signal,
       (b) => `image rows ${b.start}..${b.end}`,

@@ -2,10 +2,12 @@
 // The encode grid (plan/grid.ts, `encode`: windows in input pixels, blend overlap/r latent units)
 // goes through the same dealing, tile program, edge exchange and assembly as a tiled decode
 // (`distributeTiles`); each rank loads the encoder (`VaeRef.part`) and encodes the image tiles it
-// is dealt — local ranks, or queue workers serving the encoder (raw tiles back, blended here).
-// Bitwise identical to `localTiledEncode` of the same plan.
+// is dealt — local ranks, or queue workers serving the encoder (raw tiles back, blended here) —
+// its input band pulled from the image (rows read band by band, or a tensor) as the tile is
+// handed out. Bitwise identical to `localTiledEncode` of the same plan.
 
-import { encodeGrid, sliceImage, type EncodeOptions, type TiledEncode } from '../../encode/engine.js';
+import { encodeGrid, type EncodeOptions, type TiledEncode, type TileInputOptions } from '../../encode/engine.js';
+import { TileBands } from '../../encode/tile-bands.js';
 import type { Encoder } from '../../encode/encoder.js';
 import type { ProgressCounter } from '../../decode/types.js';
 import { throwIfAborted } from '../../errors.js';
@@ -26,18 +28,14 @@ export interface TiledEncodeForOptions {
  */
 export function tiledEncodeFor(encoder: Encoder, group: RankGroup, options: TiledEncodeForOptions = {}): TiledEncode | null {
   if (group.size < 2 || !encoder.tiling.enabled) return null;
-  return async (image, encodeOptions: EncodeOptions & { progress?: ProgressCounter }) => {
+  return async (image, encodeOptions: EncodeOptions & TileInputOptions & { progress?: ProgressCounter }) => {
     throwIfAborted(encodeOptions.signal);
     const grid = encodeGrid(encoder, image);
-    const r = encoder.geometry.spatialRatio;
+    // Each tile's band pulled from the input as the dealer hands the tile out (encode/tile-bands.ts).
+    const bands = new TileBands(image, grid.tiles, encoder.geometry.spatialRatio, encodeOptions.reopen);
     const ref = { source: encoder.source, loadOptions: encoder.loadOptions, hash: encoder.contentHash(), part: 'encoder' as const };
-    const { dims, output, stats } = await distributeTiles(
-      group,
-      ref,
-      grid,
-      (index) => sliceImage(image, grid.tiles[index]!, r),
-      encodeOptions,
-    );
+    const { dims, output, stats } = await distributeTiles(group, ref, grid, (index) => bands.tile(index), encodeOptions);
+    encodeOptions.onBandBytes?.(bands.peakBytesHeld);
     options.onStats?.(stats);
     return { dims, data: output!.data };
   };
