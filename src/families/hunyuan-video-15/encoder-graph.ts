@@ -108,7 +108,8 @@ function downsample(m: Module, x: Value, cin: number, cout: number, temporal: bo
   const factor = temporal ? 8 : 4;
   const group = (factor * cin) / cout;
   const h = hunyuanCausalConv3d.apply(m.child('conv'), x, cin, cout / factor, 3);
-  if (!temporal) return sc.add(spaceToPacked(sc, h, cout / 4, [1, 2, 2]), channelGroupMean(sc, spaceToPacked(sc, x, cin, [1, 2, 2]), cout, group));
+  if (!temporal)
+    return sc.add(spaceToPacked(sc, h, cout / 4, [1, 2, 2]), channelGroupMean(sc, spaceToPacked(sc, x, cin, [1, 2, 2]), cout, group));
   const withFirst = (v: Value) => sc.concat([frames(sc, v, 0, 1), v], 2);
   const packed = spaceToPacked(sc, withFirst(h), cout / 8, [2, 2, 2]);
   const first = channelGroupMean(sc, spaceToPacked(sc, frames(sc, x, 0, 1), cin, [1, 2, 2]), cout, group / 2);
