@@ -49,6 +49,8 @@ interface Cell {
   vsWhole: number | null;
   vsDiffusers: number | null;
   predictedPeakMiB?: number | null;
+  /** The coordinator's peak plus every rank process's (distvae's `memory.measuredPeakBytes`). */
+  measuredPeakMiB?: number | null;
   error?: string;
 }
 
@@ -80,8 +82,9 @@ for (const size of sizes) {
     env,
     stdio: 'ignore',
   });
-  // diffusers' default tiles (512 px, overlap factor 0.25 → 128 px) at 1024²; 256 / 64 at 512² (one default tile would be the whole image).
-  const tile = size >= 1024 ? 512 : 256;
+  // diffusers' default tiles (512 px, overlap factor 0.25 → 128 px) at 1024²; 256 / 64 at 512² (one default tile would be the whole image);
+  // half the image below that (a quick check of the bench at --sizes 64 still tiles).
+  const tile = size >= 1024 ? 512 : size >= 512 ? 256 : size / 2;
   const overlap = tile / 4;
   const refs: Record<string, Tensor> = {};
   const diffusers = (tiled: boolean): Cell => {
@@ -132,6 +135,7 @@ for (const size of sizes) {
       seconds: number;
       memory: {
         predictedPeakBytes: number | null;
+        measuredPeakBytes: number | null;
         coordinator: { measuredPeakBytes: number | null };
         ranks: { rank: number; measuredPeakBytes: number | null }[];
       };
@@ -148,6 +152,7 @@ for (const size of sizes) {
         ...json.memory.ranks.map((x) => ({ process: `rank ${x.rank}`, mib: mib(x.measuredPeakBytes) })),
       ],
       predictedPeakMiB: mib(json.memory.predictedPeakBytes),
+      measuredPeakMiB: mib(json.memory.measuredPeakBytes),
       vsWhole: refs['ours'] ? relDiff(latents, refs['ours']) : null,
       vsDiffusers: refs['diffusers'] ? relDiff(latents, refs['diffusers']) : null,
     };
@@ -199,17 +204,17 @@ function save(after?: string): void {
   writeFileSync(outPath, JSON.stringify(report, null, 2) + '\n');
   const rows = cells.map(
     (c) =>
-      `| ${c.size}² | ${c.engine} | ${c.plan} | ${c.seconds === null ? '–' : c.seconds.toFixed(2)} | ${c.peakMiB.map((p) => `${p.process} ${p.mib ?? '–'}`).join(', ') || '–'} | ${c.predictedPeakMiB ?? '–'} | ${c.vsWhole === null ? '–' : c.vsWhole.toExponential(1)} | ${c.vsDiffusers === null ? '–' : c.vsDiffusers.toExponential(1)} |${c.error ? ` failed: ${c.error.replace(/\s+/g, ' ').replace(/\|/g, '/').slice(-160)}` : ''}`,
+      `| ${c.size}² | ${c.engine} | ${c.plan} | ${c.seconds === null ? '–' : c.seconds.toFixed(2)} | ${c.peakMiB.map((p) => `${p.process} ${p.mib ?? '–'}`).join(', ') || '–'} | ${c.measuredPeakMiB ?? '–'} | ${c.predictedPeakMiB ?? '–'} | ${c.vsWhole === null ? '–' : c.vsWhole.toExponential(1)} | ${c.vsDiffusers === null ? '–' : c.vsDiffusers.toExponential(1)} |${c.error ? ` failed: ${c.error.replace(/\s+/g, ' ').replace(/\|/g, '/').slice(-160)}` : ''}`,
   );
   const md = [
     '# Encode cells: SD-architecture encoder (synthetic weights), distvae beside diffusers',
     '',
     `\`${report.ran.command}\` at ${commit}, ${report.ran.date}, ${report.ran.machine}. Uptime before: ${before}${after ? `; after: ${after}` : ''}. ${report.ran.note}.`,
     '',
-    "Seconds: the encode without loading (distvae `encode --json`; diffusers: ref_encode.py `--time 1`, one timed run). Peak: VmHWM of each process (distvae: coordinator and rank processes; diffusers: /usr/bin/time -f %M). Agreement: max |Δ| / max |whole| against our whole encode and against diffusers' whole encode, on the same weights (difref make_vae.py kl --seed 1) and the same input .npy.",
+    "Seconds: the encode without loading (distvae `encode --json`; diffusers: ref_encode.py `--time 1`, one timed run). Peak: VmHWM of each process (distvae: the coordinator and every rank process, for tiles and row sharding alike; diffusers: /usr/bin/time -f %M). Agreement: max |Δ| / max |whole| against our whole encode and against diffusers' whole encode, on the same weights (difref make_vae.py kl --seed 1) and the same input .npy.",
     '',
-    '| size | engine | plan | seconds | peak MiB | predicted MiB (all processes) | vs our whole | vs diffusers whole |',
-    '|---|---|---|---|---|---|---|---|',
+    '| size | engine | plan | seconds | peak MiB | measured MiB (all processes) | predicted MiB (all processes) | vs our whole | vs diffusers whole |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ];
   writeFileSync(outPath.replace(/\.json$/, '.md'), md.join('\n') + '\n');

@@ -43,3 +43,22 @@ test('a measured peak within the budget, or none measured, gives no warning', ()
   assert.equal(overBudgetWarning(100, 100), null);
   assert.equal(overBudgetWarning(100, 101)?.measuredPeakBytes, 101);
 });
+
+test('ranks measured without a prediction (row-sharded encodes) are listed with their peaks, after the predicted ones', () => {
+  const none = memoryJson({ bytes: 2 ** 30 }, null, {
+    coordinator: 100,
+    ranks: [{ rank: 0, peakRssBytes: 30 }, { rank: 1, peakRssBytes: 40 }, { rank: 2 }],
+  });
+  assert.deepEqual(none.ranks, [
+    { rank: 0, predictedPeakBytes: null, measuredPeakBytes: 30 },
+    { rank: 1, predictedPeakBytes: null, measuredPeakBytes: 40 },
+  ]);
+  assert.equal(none.measuredPeakBytes, 170);
+  // A predicted rank keeps its prediction and is not listed twice.
+  const p = prediction();
+  const both = memoryJson({ bytes: 2 ** 30 }, p, { coordinator: 100, ranks: [{ rank: 0, peakRssBytes: 30 }] });
+  assert.deepEqual(
+    both.ranks.map((r) => [r.rank, r.predictedPeakBytes, r.measuredPeakBytes]),
+    p.ranks.map((r) => [r.rank, r.peakBytes, r.rank === 0 ? 30 : null]),
+  );
+});

@@ -39,7 +39,8 @@ export interface MemoryReport {
   /** The coordinator's peak RSS plus each rank process's (process isolation). */
   measuredPeakBytes: number | null;
   coordinator: { predictedPeakBytes: number | null; measuredPeakBytes: number | null };
-  ranks: { rank: number; predictedPeakBytes: number; measuredPeakBytes: number | null }[];
+  /** The predicted ranks, then any rank measured without a prediction (a row-sharded or halo-exact encode: predictedPeakBytes null). */
+  ranks: { rank: number; predictedPeakBytes: number | null; measuredPeakBytes: number | null }[];
   /** Present when the measured peak exceeded the budget anyway: said, never silent. */
   warning?: OverBudgetWarning;
 }
@@ -156,6 +157,7 @@ export function memoryJson(
       ? measured.coordinator + [...rankMeasured.values()].reduce<number>((s, v) => s + (v ?? 0), 0)
       : null;
   const warning = overBudgetWarning(budget.bytes, total);
+  const predicted = prediction?.ranks ?? [];
   return {
     budgetBytes: budget.bytes,
     ...(budget.maxTensorBytes !== undefined ? { maxTensorBytes: budget.maxTensorBytes } : {}),
@@ -164,11 +166,13 @@ export function memoryJson(
     predictedMaxTensorBytes: prediction?.maxTensorBytes ?? null,
     measuredPeakBytes: total,
     coordinator: { predictedPeakBytes: prediction?.coordinatorBytes ?? null, measuredPeakBytes: measured?.coordinator ?? null },
-    ranks: (prediction?.ranks ?? []).map((r) => ({
-      rank: r.rank,
-      predictedPeakBytes: r.peakBytes,
-      measuredPeakBytes: rankMeasured.get(r.rank) ?? null,
-    })),
+    ranks: [
+      ...predicted.map((r) => ({ rank: r.rank, predictedPeakBytes: r.peakBytes, measuredPeakBytes: rankMeasured.get(r.rank) ?? null })),
+      // Strategies the model does not predict still had rank processes whose peaks were measured: listed, never dropped.
+      ...[...rankMeasured]
+        .filter(([rank, peak]) => peak !== undefined && !predicted.some((r) => r.rank === rank))
+        .map(([rank, peak]) => ({ rank, predictedPeakBytes: null, measuredPeakBytes: peak ?? null })),
+    ],
     ...(warning ? { warning } : {}),
   };
 }

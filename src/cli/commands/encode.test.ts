@@ -149,3 +149,55 @@ test('encode takes the decode options: a KL encoder (PNG mapped to [-1, 1]) tile
   assert.equal(exact.code, 2);
   assert.match(exact.stderr, /halo-exact tiling refused: the encoder has nonlocal ops: .*GroupNorm/);
 });
+
+test('encode --json lists every rank process measured peak for row-sharded and halo-exact encodes (no prediction for them)', async () => {
+  type Memory = { measuredPeakBytes: number | null; coordinator: { measuredPeakBytes: number | null } };
+  type Ranks = { rank: number; predictedPeakBytes: number | null; measuredPeakBytes: number | null }[];
+  const check = (run: { code: number; stdout: string; stderr: string }, what: string) => {
+    assert.equal(run.code, 0, run.stderr);
+    const memory = (JSON.parse(run.stdout) as { memory: Memory & { ranks: Ranks } }).memory;
+    assert.deepEqual(
+      memory.ranks.map((r) => r.rank),
+      [0, 1],
+      what,
+    );
+    for (const r of memory.ranks) assert.ok((r.measuredPeakBytes ?? 0) > 10 * 2 ** 20, `${what} rank ${r.rank}: ${r.measuredPeakBytes}`);
+    // The total is the coordinator's peak plus both ranks'.
+    const sum = memory.coordinator.measuredPeakBytes! + memory.ranks.reduce((s, r) => s + r.measuredPeakBytes!, 0);
+    assert.equal(memory.measuredPeakBytes, sum, what);
+  };
+  // Row sharding of a KL encoder on 2 rank processes.
+  const image = writePng('kl-peaks.png', 24, 40);
+  const config = join(dir, 'kl-peaks-config.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      _class_name: 'AutoencoderKL',
+      block_out_channels: [8, 8],
+      layers_per_block: 1,
+      norm_num_groups: 4,
+      latent_channels: 4,
+    }),
+  );
+  const kl = ['--synthetic', '--config', config, '--seed', '5', '--image', image, '--out', join(dir, 'kl-peaks.npy'), '--threads', '1'];
+  check(await cli([...kl, '--strategy', 'shard', '--ranks', '2', '--isolation', 'process', '--json']), 'shard');
+  // Halo-exact tiles of the (local) TAE encoder on 2 rank processes.
+  const tae = ['--vae', encoderPath, '--family', 'tae', '--image', writePng('tae-peaks.png', 64, 64), '--out', join(dir, 'tae-peaks.npy')];
+  check(
+    await cli([
+      ...tae,
+      '--strategy',
+      'exact-tile',
+      '--window',
+      '32x32',
+      '--ranks',
+      '2',
+      '--isolation',
+      'process',
+      '--threads',
+      '1',
+      '--json',
+    ]),
+    'exact-tile',
+  );
+});
