@@ -78,14 +78,20 @@ export class Encoder extends BoundEncoder {
 /**
  * Loads an encoder: `loadEncoder('taef2_encoder.pth', { family: 'tae' })`, a diffusers
  * AutoencoderTiny folder, or `loadEncoder({ family: 'tae', config, weights: 'synthetic', seed })`.
+ * `moments: true` (families whose encoder declares `moments`; ignored by others, so check
+ * `runtime.encoder.moments` first) makes `encode` return the distribution's moments, (B, 2Cz, …).
  */
-export async function loadEncoder(source: string | VaeSource, options: LoadOptions & { family?: string } = {}): Promise<Encoder> {
+export async function loadEncoder(
+  source: string | VaeSource,
+  options: LoadOptions & { family?: string; moments?: boolean } = {},
+): Promise<Encoder> {
   const resolved = vaeSourceOf(source, options.family);
   const { family, config, runtime, weights, release } = await readVaeSource(resolved, 'encoder');
   const runner = await runtime.encoder!.createRunner(
     config,
     weights,
     sessionOptionsOf(options, resolvePrecision(config, options).precision),
+    options.moments === true ? { moments: true } : {},
   );
   return new Encoder(family, config, runner, resolved, rankLoadOptions(options), weights, release, runtime.encoder!);
 }

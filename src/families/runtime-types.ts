@@ -103,7 +103,18 @@ export interface FamilyEncoder {
   graph?(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): GraphBuilder;
   /** The graph's input and output names (with `graph`). */
   io?: { input: string; output: string };
-  createRunner(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, session: SessionOptions): Promise<TileRunner>;
+  /** The runner; `moments: true` (only where `moments` is declared) makes it return the distribution's moments, (B, 2Cz, …). */
+  createRunner(
+    config: ResolvedConfig,
+    weights: ReadonlyMap<string, Tensor>,
+    session: SessionOptions,
+    options?: { moments?: boolean },
+  ): Promise<TileRunner>;
+  /**
+   * The runner returns the moments (mean then log-variance on axis 1) when asked: what `--sample`
+   * draws from. Absent: the encoder gives the mean only, and sampling is refused for the family.
+   */
+  moments?: boolean;
   /** Reads the config a bare encoder weights file implies, if the family can (from shapes alone). */
   configFromWeights?(weights: ReadonlyMap<string, Shaped>): RawConfig;
   /** Key prefixes of a full checkpoint that the encoder does not own (e.g. `decoder.`). */

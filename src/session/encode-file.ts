@@ -17,7 +17,7 @@ import type { FamilyEncoder } from '../families/runtime-types.js';
 import type { FamilySpec, Size2 } from '../families/types.js';
 import { explainTileFramePlan, setTiling, tileFramePlan } from '../plan/planner.js';
 import { latentScalingOf, scaleLatents } from '../io/latent-scaling.js';
-import { refuseSamplingWithout } from '../io/latent-sample.js';
+import { refuseSamplingWithout, sampleLatents } from '../io/latent-sample.js';
 import { LATENT_OUTPUT_EXTENSIONS, latentsOutputReasons, writeLatentsFile } from '../io/latents-out.js';
 import { openImageRows, readAllRows, type RowSource } from '../io/row-source.js';
 import { readNpy } from '../io/npy.js';
@@ -60,8 +60,14 @@ export interface EncodeFileOptions
   out: string;
   /** Write the latents as a pipeline hands them to its denoiser (what decode's latentsScaled undoes). */
   scaled?: boolean;
-  /** Draw from the latent distribution instead of taking its mean (refused where the family has none). */
+  /**
+   * Draw from the latent distribution instead of taking its mean (refused where the family has
+   * none, or its encoder here gives the mean only): mean + exp(logvar/2)·ε, the moments tiled and
+   * blended as the mean is, ε from our seeded normal stream (io/latent-sample.ts; never torch's).
+   */
   sample?: boolean;
+  /** The seed of `sample`'s ε (a non-negative integer; default 0). */
+  seed?: number;
   /** Tile window and overlap in input pixels (exact: refused, never rounded). */
   window?: Size2;
   overlap?: Size2;
@@ -180,6 +186,46 @@ export interface EncodeFileLabels {
   frameWindow?: string;
   frameOverlap?: string;
   frameTiling?: string;
+}
+
+/**
+ * Refuses `sample` where it cannot be drawn: a family with no distribution (TAE, DC-AE), an
+ * encoder that returns the mean only (its FamilyEncoder does not declare `moments`), or a
+ * distributed encode (ranks load the mean-only encoder; row sharding reads the mean-only graph).
+ */
+function refuseUnsampleable(
+  family: FamilySpec,
+  encoder: Pick<FamilyEncoder, 'moments'>,
+  options: EncodeFileOptions,
+  labels: EncodeFileLabels,
+): void {
+  if (!options.sample) return;
+  const option = labels.sample ?? 'sample';
+  refuseSamplingWithout(family, option);
+  const reasons: Reason[] = [];
+  if (encoder.moments !== true)
+    reasons.push(
+      reason(
+        'NO_LATENT_DISTRIBUTION',
+        option,
+        family.name,
+        'autoencoder-kl, flux2 (the families whose encoder returns its moments here)',
+        `${option}: the ${family.name} encoder here returns the latent mean only, not the moments a sample is drawn from`,
+      ),
+    );
+  const ranks = options.ranks ?? 1;
+  const strategy = options.strategy ?? 'tile';
+  if (ranks > 1 || strategy !== 'tile' || options.redis !== undefined)
+    reasons.push(
+      reason(
+        'STRATEGY_INVALID',
+        option,
+        options.redis !== undefined ? `--redis` : `strategy ${strategy} on ${ranks} rank(s)`,
+        'one process (strategy tile, 1 rank, no queue)',
+        `${option} is drawn in one process for now: drop the ranks, strategy and queue options`,
+      ),
+    );
+  if (reasons.length > 0) refuse('UNSUPPORTED', reasons);
 }
 
 /** The family and encoder a source declares, from its config alone (no weights read); null where only the weights tell (a bare file without a family). */
@@ -348,6 +394,7 @@ export async function encodeFile(
     if (options.image !== undefined) rows = openImageRows(options.image, declared.family.sampleRange);
     try {
       refuseUnfitRequest(declared.family, declared.encoder, options, rows?.dims ?? null, hooks);
+      refuseUnsampleable(declared.family, declared.encoder, options, hooks);
     } catch (e) {
       rows?.close();
       throw e;
@@ -363,6 +410,7 @@ export async function encodeFile(
         })
       : null;
   const encoder = await loadEncoder(options.vae, {
+    ...(options.sample ? { moments: true } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
     ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
@@ -381,13 +429,7 @@ export async function encodeFile(
   const group: RankGroup | null = queue ?? local;
   const distributed = group !== null && (group.size > 1 || strategy !== 'tile');
   try {
-    if (options.sample) {
-      refuseSamplingWithout(encoder.family, hooks.sample ?? 'sample');
-      throw new DistVaeError(
-        'UNSUPPORTED',
-        `${hooks.sample ?? 'sample'}: the ${encoder.family.name} encoder here returns the latent mean only, not the moments a sample is drawn from`,
-      );
-    }
+    if (!declared) refuseUnsampleable(encoder.family, runtimeOf(encoder.family).encoder ?? {}, options, hooks);
     const r = encoder.geometry.spatialRatio;
     const frameLoop = encoder.encoding.frames;
     if (options.image !== undefined) rows ??= openImageRows(options.image, encoder.family.sampleRange);
@@ -422,8 +464,10 @@ export async function encodeFile(
     await local?.start();
     const report = group || strategy !== 'tile' ? useStrategy(encoder, strategy, group) : null;
     const start = performance.now();
-    const mean = await encoder.encode(input, hooks.signal ? { signal: hooks.signal } : {});
+    const encoded = await encoder.encode(input, hooks.signal ? { signal: hooks.signal } : {});
     const seconds = (performance.now() - start) / 1000;
+    // With sample, the encoder returned the moments (tiled and blended as the mean is, as diffusers' tiled_encode blends them).
+    const mean = options.sample ? sampleLatents(encoded, options.seed ?? 0) : encoded;
     const scaled = options.scaled === true;
     const fields = encoder.config.fields;
     const batchNorm = scaled && typeof fields['batch_norm_eps'] === 'number' ? await readLatentBatchNorm(options.vae) : undefined;

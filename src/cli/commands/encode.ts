@@ -173,6 +173,7 @@ export const encodeCommand: CommandSpec = {
     const sample = args.flag('sample');
     // --seed seeds synthetic weights, and --sample's draw (our generator: it cannot reproduce torch's stream).
     const vae = readVaeSourceOptions(args, { seedSeedsMore: sample });
+    const seed = sample ? args.int('seed', { min: 0 }) : undefined;
     const load = readLoadOptions(args);
     const scaled = args.flag('latents-scaled');
     if (out !== undefined) {
@@ -189,7 +190,7 @@ export const encodeCommand: CommandSpec = {
       ...(videoPath !== undefined ? { video: videoPath } : { image: imagePath! }),
       out: out!,
       ...(scaled ? { scaled: true } : {}),
-      ...(sample ? { sample: true } : {}),
+      ...(sample ? { sample: true, ...(seed !== undefined ? { seed } : {}) } : {}),
       ...(tiling.window ? { window: tiling.window } : {}),
       ...(tiling.overlap ? { overlap: tiling.overlap } : {}),
       ...(tiling.full ? { full: true } : {}),
