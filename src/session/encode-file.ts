@@ -476,6 +476,10 @@ export async function encodeFile(
     const notes = report?.notes() ?? [];
     if (group && !grid.tiled && strategy === 'tile')
       notes.push(`the image fits in one window: encoded whole in this process, not on the ${group.size} ranks`);
+    if (options.sample)
+      notes.push(
+        `sampled from the latent distribution with seed ${options.seed ?? 0} (distvae's normal stream: not torch's, so not diffusers' draw for that seed)`,
+      );
     const bands = report?.shard()?.bands;
     if (bands)
       notes.push(`row-sharded over ${bands.length} rank(s): bands of image rows ${bands.map((b) => `${b.start}..${b.end}`).join(', ')}`);
