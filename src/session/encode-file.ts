@@ -12,7 +12,7 @@
 import { checkImage, cropToMultiple } from '../encode/image-check.js';
 import { loadEncoder } from '../encode/encoder.js';
 import { DistVaeError, reason, refuse, type Reason } from '../errors.js';
-import { resolveFamily, runtimeOf } from '../families/registry.js';
+import { familyNamesWhere, resolveFamily, runtimeOf } from '../families/registry.js';
 import type { FamilyEncoder } from '../families/runtime-types.js';
 import type { FamilySpec, Size2 } from '../families/types.js';
 import { explainTileFramePlan, setTiling, tileFramePlan } from '../plan/planner.js';
@@ -209,7 +209,7 @@ function refuseUnsampleable(
         'NO_LATENT_DISTRIBUTION',
         option,
         family.name,
-        'autoencoder-kl, flux2 (the families whose encoder returns its moments here)',
+        `one of ${familyNamesWhere((r) => r.encoder?.moments === true).join(', ')} (the families whose encoder returns its moments here)`,
         `${option}: the ${family.name} encoder here returns the latent mean only, not the moments a sample is drawn from`,
       ),
     );
