@@ -31,7 +31,7 @@ export class Encoder extends BoundEncoder {
     config: ResolvedConfig,
     runner: TileRunner,
     readonly source: VaeSource,
-    readonly loadOptions: LoadOptions,
+    readonly loadOptions: LoadOptions & { moments?: boolean },
     private readonly weights: ReadonlyMap<string, Tensor>,
     private readonly release: () => void = () => undefined,
     private readonly runtime?: FamilyEncoder,
@@ -93,5 +93,7 @@ export async function loadEncoder(
     sessionOptionsOf(options, resolvePrecision(config, options).precision),
     options.moments === true ? { moments: true } : {},
   );
-  return new Encoder(family, config, runner, resolved, rankLoadOptions(options), weights, release, runtime.encoder!);
+  // Ranks load the same half the same way: with the moments where this one returns them (tile strategy).
+  const rankOptions = { ...rankLoadOptions(options), ...(options.moments === true ? { moments: true } : {}) };
+  return new Encoder(family, config, runner, resolved, rankOptions, weights, release, runtime.encoder!);
 }

@@ -190,8 +190,9 @@ export interface EncodeFileLabels {
 
 /**
  * Refuses `sample` where it cannot be drawn: a family with no distribution (TAE, DC-AE), an
- * encoder that returns the mean only (its FamilyEncoder does not declare `moments`), or a
- * distributed encode (ranks load the mean-only encoder; row sharding reads the mean-only graph).
+ * encoder that returns the mean only (its FamilyEncoder does not declare `moments`), a queue
+ * (its workers start with the mean-only encoder) or a strategy other than tile (row sharding and
+ * halo-exact tiles read the mean-only graph). Local ranks of the tile strategy load the moments.
  */
 function refuseUnsampleable(
   family: FamilySpec,
@@ -213,16 +214,15 @@ function refuseUnsampleable(
         `${option}: the ${family.name} encoder here returns the latent mean only, not the moments a sample is drawn from`,
       ),
     );
-  const ranks = options.ranks ?? 1;
   const strategy = options.strategy ?? 'tile';
-  if (ranks > 1 || strategy !== 'tile' || options.redis !== undefined)
+  if (strategy !== 'tile' || options.redis !== undefined)
     reasons.push(
       reason(
         'STRATEGY_INVALID',
         option,
-        options.redis !== undefined ? `--redis` : `strategy ${strategy} on ${ranks} rank(s)`,
-        'one process (strategy tile, 1 rank, no queue)',
-        `${option} is drawn in one process for now: drop the ranks, strategy and queue options`,
+        options.redis !== undefined ? 'a queue' : `strategy ${strategy}`,
+        'the tile strategy on local ranks (or none)',
+        `${option} needs the encoder's moments on every rank: local ranks load them (tile strategy), but queue workers start with the mean-only encoder and row sharding / halo-exact tiles read the mean-only graph`,
       ),
     );
   if (reasons.length > 0) refuse('UNSUPPORTED', reasons);

@@ -92,12 +92,12 @@ test('encodeFile --sample draws mean + std·ε(seed) of the moments exactly; sam
   assert.deepEqual(await run('mean.npy', {}), latentMean(whole), 'without sample: the mean half of the same moments');
 });
 
-test('--sample is refused before work where it cannot be drawn: ranks, a strategy, a family whose encoder here gives the mean only', async () => {
+test('--sample is refused before work where it cannot be drawn: row sharding, a family whose encoder here gives the mean only', async () => {
   const input = join(dir, 'y.npy');
   writeNpy(input, image);
-  await assert.rejects(encodeFile({ vae: SOURCE, image: input, out: join(dir, 'r.npy'), sample: true, ranks: 2 }), {
+  await assert.rejects(encodeFile({ vae: SOURCE, image: input, out: join(dir, 'r.npy'), sample: true, ranks: 2, strategy: 'shard' }), {
     code: 'UNSUPPORTED',
-    message: /sample is drawn in one process/,
+    message: /sample needs the encoder's moments on every rank/,
   });
   // A family with a distribution whose encoder here returns the mean only (while one is left).
   const meanOnly = FAMILIES.find(
@@ -114,4 +114,20 @@ test('--sample is refused before work where it cannot be drawn: ranks, a strateg
         message: new RegExp(`the ${meanOnly.name} encoder here returns the latent mean only`),
       },
     );
+});
+
+test('encodeFile --sample with tiles dealt to 2 local ranks: bitwise the one-process tiled draw (the ranks load the moments)', async () => {
+  const input = join(dir, 'z.npy');
+  writeNpy(input, image);
+  const plan = { window: { height: 32, width: 32 }, overlap: { height: 0, width: 8 } };
+  const one = join(dir, 'one.npy');
+  const two = join(dir, 'two.npy');
+  await encodeFile({ vae: SOURCE, image: input, out: one, sample: true, seed: 5, threads: 1, ...plan });
+  const report = await encodeFile({ vae: SOURCE, image: input, out: two, sample: true, seed: 5, threads: 1, ranks: 2, ...plan });
+  assert.equal(report.tiles, 2);
+  assert.deepEqual(
+    report.ranks.map((r) => r.tiles.length),
+    [1, 1],
+  );
+  assert.deepEqual(await readLatents(two), await readLatents(one));
 });
