@@ -31,7 +31,7 @@ export class Encoder extends BoundEncoder {
     config: ResolvedConfig,
     runner: TileRunner,
     readonly source: VaeSource,
-    readonly loadOptions: LoadOptions,
+    readonly loadOptions: LoadOptions & { moments?: boolean },
     private readonly weights: ReadonlyMap<string, Tensor>,
     private readonly release: () => void = () => undefined,
     private readonly runtime?: FamilyEncoder,
@@ -75,14 +75,22 @@ export class Encoder extends BoundEncoder {
 /**
  * Loads an encoder: `loadEncoder('taef2_encoder.pth', { family: 'tae' })`, a diffusers
  * AutoencoderTiny folder, or `loadEncoder({ family: 'tae', config, weights: 'synthetic', seed })`.
+ * `moments: true` (families whose encoder declares `moments`; ignored by others, so check
+ * `runtime.encoder.moments` first) makes `encode` return the distribution's moments, (B, 2Cz, …).
  */
-export async function loadEncoder(source: string | VaeSource, options: LoadOptions & { family?: string } = {}): Promise<Encoder> {
+export async function loadEncoder(
+  source: string | VaeSource,
+  options: LoadOptions & { family?: string; moments?: boolean } = {},
+): Promise<Encoder> {
   const resolved = vaeSourceOf(source, options.family);
   const { family, config, runtime, weights, release } = await readVaeSource(resolved, 'encoder');
   const runner = await runtime.encoder!.createRunner(
     config,
     weights,
     sessionOptionsOf(options, resolvePrecision(config, options).precision),
+    options.moments === true ? { moments: true } : {},
   );
-  return new Encoder(family, config, runner, resolved, rankLoadOptions(options), weights, release, runtime.encoder!);
+  // Ranks load the same half the same way: with the moments where this one returns them (tile strategy).
+  const rankOptions = { ...rankLoadOptions(options), ...(options.moments === true ? { moments: true } : {}) };
+  return new Encoder(family, config, runner, resolved, rankOptions, weights, release, runtime.encoder!);
 }

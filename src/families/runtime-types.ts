@@ -109,7 +109,18 @@ export interface FamilyEncoder {
    * for an image tile of these dims (B, C, H, W) in input pixels. Absent: one run of `graph`.
    */
   memoryRuns?(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, tileDims: readonly number[]): TileMemoryRuns;
-  createRunner(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, session: SessionOptions): Promise<TileRunner>;
+  /** The runner; `moments: true` (only where `moments` is declared) makes it return the distribution's moments, (B, 2Cz, …). */
+  createRunner(
+    config: ResolvedConfig,
+    weights: ReadonlyMap<string, Tensor>,
+    session: SessionOptions,
+    options?: { moments?: boolean },
+  ): Promise<TileRunner>;
+  /**
+   * The runner returns the moments (mean then log-variance on axis 1) when asked: what `--sample`
+   * draws from. Absent: the encoder gives the mean only, and sampling is refused for the family.
+   */
+  moments?: boolean;
   /** Reads the config a bare encoder weights file implies, if the family can (from shapes alone). */
   configFromWeights?(weights: ReadonlyMap<string, Shaped>): RawConfig;
   /** Key prefixes of a full checkpoint that the encoder does not own (e.g. `decoder.`). */

@@ -49,6 +49,22 @@ export function latentMean(moments: Tensor): Tensor {
   return { dims: [b, c, ...moments.dims.slice(2)], data: out };
 }
 
+/** diffusers' `std` of one log-variance: exp(clamp(logvar, −30, 20) / 2). */
+function stdOfLogvar(logvar: number): number {
+  return Math.exp(0.5 * Math.min(Math.max(logvar, LOGVAR_MIN), LOGVAR_MAX));
+}
+
+/** `latent_dist.std`: exp(clamp(logvar, −30, 20) / 2) of the log-variance half of (B, 2C, …) moments, (B, C, …). */
+export function latentStd(moments: Tensor): Tensor {
+  const { b, c, plane } = halves(moments);
+  const out = new Float32Array(b * c * plane);
+  for (let bi = 0; bi < b; bi++) {
+    const logvar = moments.data.subarray((bi * 2 + 1) * c * plane, (bi * 2 + 2) * c * plane);
+    for (let i = 0; i < c * plane; i++) out[bi * c * plane + i] = stdOfLogvar(logvar[i]!);
+  }
+  return { dims: [b, c, ...moments.dims.slice(2)], data: out };
+}
+
 /**
  * Standard normal values from `seed`: a SplitMix32-style stream of 32-bit integers, paired by
  * Box–Muller (float64, then rounded to float32). Deterministic per seed on every machine; not torch's.
@@ -86,9 +102,8 @@ export function sampleLatents(moments: Tensor, seed: number): Tensor {
   for (let bi = 0; bi < b; bi++) {
     const base = bi * 2 * c * plane;
     for (let i = 0; i < c * plane; i++) {
-      const logvar = Math.min(Math.max(moments.data[base + c * plane + i]!, LOGVAR_MIN), LOGVAR_MAX);
       const o = bi * c * plane + i;
-      out[o] = moments.data[base + i]! + Math.fround(Math.exp(0.5 * logvar)) * eps[o]!;
+      out[o] = moments.data[base + i]! + Math.fround(stdOfLogvar(moments.data[base + c * plane + i]!)) * eps[o]!;
     }
   }
   return { dims: [b, c, ...moments.dims.slice(2)], data: out };

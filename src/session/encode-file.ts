@@ -17,12 +17,12 @@
 import { checkImage, cropRowsToMultiple, cropToMultiple } from '../encode/image-check.js';
 import { loadEncoder } from '../encode/encoder.js';
 import { DistVaeError, reason, refuse, type Reason } from '../errors.js';
-import { resolveFamily, runtimeOf } from '../families/registry.js';
+import { familyNamesWhere, resolveFamily, runtimeOf } from '../families/registry.js';
 import type { FamilyEncoder } from '../families/runtime-types.js';
 import type { FamilySpec, Size2 } from '../families/types.js';
 import { explainTileFramePlan, setTiling, tileFramePlan } from '../plan/planner.js';
 import { latentScalingOf, scaleLatents } from '../io/latent-scaling.js';
-import { refuseSamplingWithout } from '../io/latent-sample.js';
+import { refuseSamplingWithout, sampleLatents } from '../io/latent-sample.js';
 import { LATENT_OUTPUT_EXTENSIONS, latentsOutputReasons, writeLatentsFile } from '../io/latents-out.js';
 import { openImageRows, readAllRows, type RowSource } from '../io/row-source.js';
 import { readNpy } from '../io/npy.js';
@@ -75,8 +75,14 @@ export interface EncodeFileOptions
   out: string;
   /** Write the latents as a pipeline hands them to its denoiser (what decode's latentsScaled undoes). */
   scaled?: boolean;
-  /** Draw from the latent distribution instead of taking its mean (refused where the family has none). */
+  /**
+   * Draw from the latent distribution instead of taking its mean (refused where the family has
+   * none, or its encoder here gives the mean only): mean + exp(logvar/2)·ε, the moments tiled and
+   * blended as the mean is, ε from our seeded normal stream (io/latent-sample.ts; never torch's).
+   */
   sample?: boolean;
+  /** The seed of `sample`'s ε (a non-negative integer; default 0). */
+  seed?: number;
   /** Tile window and overlap in input pixels (exact: refused, never rounded). */
   window?: Size2;
   overlap?: Size2;
@@ -213,6 +219,46 @@ export interface EncodeFileLabels {
   frameOverlap?: string;
   frameTiling?: string;
   maxMemory?: string;
+}
+
+/**
+ * Refuses `sample` where it cannot be drawn: a family with no distribution (TAE, DC-AE), an
+ * encoder that returns the mean only (its FamilyEncoder does not declare `moments`), a queue
+ * (its workers start with the mean-only encoder) or a strategy other than tile (row sharding and
+ * halo-exact tiles read the mean-only graph). Local ranks of the tile strategy load the moments.
+ */
+function refuseUnsampleable(
+  family: FamilySpec,
+  encoder: Pick<FamilyEncoder, 'moments'>,
+  options: EncodeFileOptions,
+  labels: EncodeFileLabels,
+): void {
+  if (!options.sample) return;
+  const option = labels.sample ?? 'sample';
+  refuseSamplingWithout(family, option);
+  const reasons: Reason[] = [];
+  if (encoder.moments !== true)
+    reasons.push(
+      reason(
+        'NO_LATENT_DISTRIBUTION',
+        option,
+        family.name,
+        `one of ${familyNamesWhere((r) => r.encoder?.moments === true).join(', ')} (the families whose encoder returns its moments here)`,
+        `${option}: the ${family.name} encoder here returns the latent mean only, not the moments a sample is drawn from`,
+      ),
+    );
+  const strategy = options.strategy ?? 'tile';
+  if (strategy !== 'tile' || options.redis !== undefined)
+    reasons.push(
+      reason(
+        'STRATEGY_INVALID',
+        option,
+        options.redis !== undefined ? 'a queue' : `strategy ${strategy}`,
+        'the tile strategy on local ranks (or none)',
+        `${option} needs the encoder's moments on every rank: local ranks load them (tile strategy), but queue workers start with the mean-only encoder and row sharding / halo-exact tiles read the mean-only graph`,
+      ),
+    );
+  if (reasons.length > 0) refuse('UNSUPPORTED', reasons);
 }
 
 /** The family and encoder a source declares, from its config alone (no weights read); null where only the weights tell (a bare file without a family). */
@@ -373,6 +419,7 @@ export async function encodeFile(
     if (options.image !== undefined) rows = opened = openImageRows(options.image, declared.family.sampleRange);
     try {
       refuseUnfitRequest(declared.family, declared.encoder, options, opened?.dims ?? null, hooks);
+      refuseUnsampleable(declared.family, declared.encoder, options, hooks);
     } catch (e) {
       rows?.close();
       throw e;
@@ -390,6 +437,7 @@ export async function encodeFile(
   // With local ranks, this process's session runs only a whole encode: it takes their threads (the policy's pooled whole plan).
   const threads = options.threads !== undefined && ranks > 1 && queue === null ? ranks * options.threads : options.threads;
   const encoder = await loadEncoder(options.vae, {
+    ...(options.sample ? { moments: true } : {}),
     ...(threads !== undefined ? { threads } : {}),
     ...(options.provider !== undefined ? { provider: options.provider } : {}),
     ...(options.deviceId !== undefined ? { deviceId: options.deviceId } : {}),
@@ -404,13 +452,7 @@ export async function encodeFile(
   let local: LocalGroup | null = null;
   const groupOf = (): RankGroup | null => queue ?? local;
   try {
-    if (options.sample) {
-      refuseSamplingWithout(encoder.family, hooks.sample ?? 'sample');
-      throw new DistVaeError(
-        'UNSUPPORTED',
-        `${hooks.sample ?? 'sample'}: the ${encoder.family.name} encoder here returns the latent mean only, not the moments a sample is drawn from`,
-      );
-    }
+    if (!declared) refuseUnsampleable(encoder.family, runtimeOf(encoder.family).encoder ?? {}, options, hooks);
     const r = encoder.geometry.spatialRatio;
     const range = encoder.family.sampleRange;
     const frameLoop = encoder.encoding.frames;
@@ -554,7 +596,7 @@ export async function encodeFile(
       return latents;
     };
     const start = performance.now();
-    let mean: Tensor;
+    let encoded: Tensor;
     let attempts: LadderAttempt[] | null = null;
     if (auto && decision?.choice) {
       // Down the policy's ladder when an attempt runs out of memory (an allocation failure: the encode runs in this process).
@@ -568,12 +610,14 @@ export async function encodeFile(
         }
         return encodeOnce();
       });
-      mean = outcome.result;
+      encoded = outcome.result;
       attempts = outcome.attempts;
       decision = { ...decision, plan: outcome.rung.plan, prediction: outcome.rung.prediction };
-    } else mean = await encodeOnce();
+    } else encoded = await encodeOnce();
     const seconds = (performance.now() - start) / 1000;
     const grid = encodeGrid(encoder, input);
+    // With sample, the encoder returned the moments (tiled and blended as the mean is, as diffusers' tiled_encode blends them).
+    const mean = options.sample ? sampleLatents(encoded, options.seed ?? 0) : encoded;
     const scaled = options.scaled === true;
     const fields = encoder.config.fields;
     const batchNorm = scaled && typeof fields['batch_norm_eps'] === 'number' ? await readLatentBatchNorm(options.vae) : undefined;
@@ -589,6 +633,10 @@ export async function encodeFile(
         `row-sharded over ${shardBands.length} rank(s): bands of image rows ${shardBands.map((b) => `${b.start}..${b.end}`).join(', ')}`,
       );
     const rankStats = strategyReport?.ranks() ?? [{ rank: 0, tiles: grid.tiles.map((t) => t.index), load: grid.tiles.length, seconds }];
+    if (options.sample)
+      notes.push(
+        `sampled from the latent distribution with seed ${options.seed ?? 0} (distvae's normal stream: not torch's, so not diffusers' draw for that seed)`,
+      );
     return {
       image: { height: raw.at(-2)!, width: raw.at(-1)! },
       frames: frameLoop ? raw[2]! : null,

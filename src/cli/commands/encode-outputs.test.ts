@@ -1,6 +1,7 @@
 // `distvae encode`'s inputs and outputs (issue 28 items 5, 6) end to end on a synthetic TAESD
 // encoder: a .npy input encodes like the PNG it holds, a PNG is streamed, latents go to a ComfyUI
-// .latent, --latents-scaled writes scaleLatents of the mean, and the refusals come before work.
+// .latent, --latents-scaled writes scaleLatents of the mean, --sample --seed draws (on a synthetic
+// KL encoder, which has a distribution), and the refusals come before work.
 
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,6 +17,8 @@ import { writeNpy } from '../../io/npy.js';
 import { writeSafetensors } from '../../weights/safetensors.js';
 import { syntheticWeights } from '../../weights/synthetic.js';
 import { cli } from '../testing/in-process.js';
+import { encodeFile } from '../../session/encode-file.js';
+import { difference } from '../../graph/testing/compare.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'distvae-encode-io-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -66,4 +69,28 @@ test('refused before any work: a scaled .latent, --sample for tae, --seed with -
   const over = await encode('--image', npyInput, '--out', npyInput);
   assert.equal(over.code, 2);
   assert.match(over.stderr, /--out .*self\.npy is the --image file: writing would overwrite the input/);
+});
+
+test('distvae encode --sample --seed 3 (a KL encoder) writes what encodeFile draws with seed 3, says so, and differs from the mean', async () => {
+  const config = join(dir, 'kl.json');
+  const kl = { _class_name: 'AutoencoderKL', block_out_channels: [8, 16], layers_per_block: 1, norm_num_groups: 4, sample_size: 32 };
+  writeFileSync(config, JSON.stringify(kl));
+  const klEncode = (out: string, ...rest: string[]) =>
+    cli('encode', '--synthetic', '--family', 'autoencoder-kl', '--config', config, '--image', png, '--out', out, '--threads', '1', ...rest);
+  const sampled = await klEncode(join(dir, 'kl-s.npy'), '--sample', '--seed', '3');
+  assert.equal(sampled.code, 0, sampled.stderr);
+  assert.match(sampled.stdout, /sampled from the latent distribution with seed 3/);
+  const direct = join(dir, 'kl-direct.npy');
+  await encodeFile({
+    vae: { family: 'autoencoder-kl', config: kl, weights: 'synthetic', seed: 3 },
+    image: png,
+    out: direct,
+    sample: true,
+    seed: 3,
+    threads: 1,
+  });
+  const sample = await readLatents(join(dir, 'kl-s.npy'));
+  assert.deepEqual(sample, await readLatents(direct));
+  assert.equal((await klEncode(join(dir, 'kl-mean.npy'), '--seed', '3')).code, 0);
+  assert.ok(difference(sample, await readLatents(join(dir, 'kl-mean.npy'))).maxAbs > 0.01, 'the draw is not the mean');
 });

@@ -66,7 +66,7 @@ export const encodeCommand: CommandSpec = {
       name: 'sample',
       kind: 'boolean',
       description:
-        "draw the latents from the encoder's distribution instead of taking its mean, seeded by --seed (our generator: it cannot reproduce torch's stream; refused for tae and dc-ae, which have none)",
+        "draw the latents from the encoder's distribution instead of taking its mean, seeded by --seed (default 0; our generator: it cannot reproduce torch's stream); refused for tae and dc-ae, which have none, for minimax-h3 (mean only here), and with --redis or --strategy shard / exact-tile",
     },
     {
       name: 'crop',
@@ -182,6 +182,7 @@ export const encodeCommand: CommandSpec = {
     const sample = args.flag('sample');
     // --seed seeds synthetic weights, and --sample's draw (our generator: it cannot reproduce torch's stream).
     const vae = readVaeSourceOptions(args, { seedSeedsMore: sample });
+    const seed = sample ? args.int('seed', { min: 0 }) : undefined;
     const load = readLoadOptions(args);
     const scaled = args.flag('latents-scaled');
     const maxMemory = args.string('max-memory');
@@ -199,7 +200,7 @@ export const encodeCommand: CommandSpec = {
       ...(videoPath !== undefined ? { video: videoPath } : { image: imagePath! }),
       out: out!,
       ...(scaled ? { scaled: true } : {}),
-      ...(sample ? { sample: true } : {}),
+      ...(sample ? { sample: true, ...(seed !== undefined ? { seed } : {}) } : {}),
       ...(tiling.window ? { window: tiling.window } : {}),
       ...(tiling.overlap ? { overlap: tiling.overlap } : {}),
       ...(tiling.full ? { full: true } : {}),

@@ -2,7 +2,8 @@
 // `block_out_channels`) as an ONNX graph built from the config: conv_in, the down blocks
 // (DownEncoderBlock2D: `layers_per_block` resnets, then Downsample2D except on the last level),
 // the mid block, GroupNorm + SiLU, conv_out to 2·latent channels (double_z), quant_conv when
-// configured — then the mean half of the moments, which is `latent_dist.mode()`. The same
+// configured — then the mean half of the moments, which is `latent_dist.mode()` (or, built with
+// `moments` for --sample, the moments whole). The same
 // resnet, mid-block and attention pieces as the decoder (blocks/blocks.ts), so the two cannot
 // spell an op differently. Also the encoder's parameter list (what building the graph reads).
 
@@ -56,7 +57,8 @@ export const klEncoderParams = klEncoder.params;
 
 /**
  * The encoder graph: input `image` (batch, in_channels, height, width) in [−1, 1], output
- * `latents` (batch, latent_channels, height/r, width/r), the distribution's mean, with the bound
+ * `latents` (batch, latent_channels, height/r, width/r), the distribution's mean (with
+ * `moments: true`, its moments: 2·latent_channels, mean then log-variance), with the bound
  * weights as initializers under their checkpoint keys. `attentionChunks` splits the mid-block
  * attention's queries (the runner's choice for large images).
  */
@@ -72,7 +74,7 @@ export function downsampler2d(m: Module, x: Value, channels: number): Value {
   return m.scope.conv(x, weight, bias, { kernelShape: [3, 3], pads: [0, 0, 1, 1], strides: 2 });
 }
 
-function klEncoderGraph(config: ResolvedConfig, source: ParamSource, attentionChunks: number): GraphBuilder {
+function klEncoderGraph(config: ResolvedConfig, source: ParamSource, attentionChunks: number, moments: boolean): GraphBuilder {
   const a = klEncoderArchitecture(config);
   const g = new GraphBuilder(config.className, { docString: `${config.className} encoder built by distvae` });
   const root = new Module(g, source);
@@ -91,6 +93,11 @@ function klEncoderGraph(config: ResolvedConfig, source: ParamSource, attentionCh
   x = midBlock(encoder.child('mid_block'), x, width, a.midAttention, s, attentionChunks);
   x = normSiluConv(encoder.child('conv_norm_out'), encoder.child('conv_out'), x, width, 2 * z, s);
   if (a.quantConv) x = conv2d.apply(root.child('quant_conv'), x, 2 * z, 2 * z, 1);
+  // Sampling needs both halves (mean, log-variance): the engine tiles and blends them as it does the mean.
+  if (moments) {
+    g.output(ENCODER_GRAPH_IO.output, x, ['batch', 2 * z, 'latent_height', 'latent_width']);
+    return g;
+  }
   // DiagonalGaussianDistribution's mean is the first half of the moments; mode() returns it.
   const mean = g.slice(x, { starts: [0], ends: [z], axes: [1] });
   g.output(ENCODER_GRAPH_IO.output, mean, ['batch', z, 'latent_height', 'latent_width']);

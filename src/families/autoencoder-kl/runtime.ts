@@ -14,7 +14,7 @@ import { buildKlDecoderGraph, klDecoderArchitecture, klDecoderParams, renameLega
 import type { GraphBuilder } from '../../graph/builder.js';
 import type { ParamSpec } from '../../weights/synthetic.js';
 import type { FamilyEncoder, FamilyRuntime, ShardExchange, TileRunner } from '../runtime-types.js';
-import type { UpsamplerForm } from '../blocks/blocks.js';
+import type { GraphOptions, UpsamplerForm } from '../blocks/blocks.js';
 import { buildKlEncoderGraph, ENCODER_GRAPH_IO, klEncoderArchitecture, klEncoderParams } from './encoder-graph.js';
 import type { ResolvedConfig } from '../types.js';
 
@@ -83,8 +83,10 @@ export interface ChunkedAttentionDecoder {
 /** An encoder that is one graph with one chunkable mid-block attention: image (B, C, H, W) → latents (B, Cz, H/r, W/r). */
 export interface ChunkedAttentionEncoder {
   params(config: ResolvedConfig): ParamSpec[];
-  graph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, options?: { attentionChunks?: number }): GraphBuilder;
+  graph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, options?: GraphOptions): GraphBuilder;
   hasAttention(config: ResolvedConfig): boolean;
+  /** The graph takes `moments: true` (outputs mean and log-variance, 2·Cz channels): FamilyEncoder.moments. */
+  moments?: boolean;
   /** Key prefixes of a full checkpoint that the encoder does not own (the decoder's). */
   ignoredKeyPrefixes: readonly string[];
 }
@@ -111,10 +113,12 @@ export function chunkedAttentionEncoder(e: ChunkedAttentionEncoder): FamilyEncod
         ],
       };
     },
-    async createRunner(config, weights, session) {
+    ...(e.moments ? { moments: true } : {}),
+    async createRunner(config, weights, session, options = {}) {
       const bound = bindWeights(e.params(config), weights, { source: 'the weights given to the encoder' });
+      const moments = options.moments === true && e.moments === true;
       return chunkedAttentionRunner({
-        graph: (chunks) => e.graph(config, bound, { attentionChunks: chunks }),
+        graph: (chunks) => e.graph(config, bound, { attentionChunks: chunks, moments }),
         io: ENCODER_GRAPH_IO,
         attention: e.hasAttention(config),
         latentDims: (dims) => encoderAttentionDims(config, dims),
@@ -233,6 +237,7 @@ export const klRuntime: FamilyRuntime = {
       params: klEncoderParams,
       graph: buildKlEncoderGraph,
       hasAttention: (config) => klEncoderArchitecture(config).midAttention,
+      moments: true,
       // Flux.2's batch-norm statistics are the pipeline's, like the decoder's halves.
       ignoredKeyPrefixes: ['decoder.', 'post_quant_conv.', 'bn.'],
     },

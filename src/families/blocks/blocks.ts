@@ -100,18 +100,28 @@ export interface GraphOf {
   params(config: ResolvedConfig): ParamSpec[];
   /**
    * The graph with the bound weights as initializers under their checkpoint keys, refusing weights
-   * it left unread; `attentionChunks` splits attention queries (the runner's choice for large inputs).
+   * it left unread; `attentionChunks` splits attention queries (the runner's choice for large inputs);
+   * `moments` (only graphs that take it: the FamilyEncoder's `moments` says which) outputs the
+   * distribution's moments (B, 2C, …) instead of its mean.
    */
-  build(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, options?: { attentionChunks?: number }): GraphBuilder;
+  build(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, options?: GraphOptions): GraphBuilder;
+}
+
+/** What a `GraphOf` builds beyond the weights: attention chunking, and an encoder's moments instead of its mean. */
+export interface GraphOptions {
+  attentionChunks?: number;
+  moments?: boolean;
 }
 
 /** `GraphOf` an encoder graph function (its refusals name the class's encoder). */
-export function encoderGraphOf(graph: (config: ResolvedConfig, source: ParamSource, attentionChunks: number) => GraphBuilder): GraphOf {
+export function encoderGraphOf(
+  graph: (config: ResolvedConfig, source: ParamSource, attentionChunks: number, moments: boolean) => GraphBuilder,
+): GraphOf {
   return {
-    params: (config) => recordParams((source) => graph(config, source, 1)),
+    params: (config) => recordParams((source) => graph(config, source, 1, false)),
     build: (config, weights, options = {}) => {
       const table = new WeightTable(weights);
-      const g = graph(config, table, options.attentionChunks ?? 1);
+      const g = graph(config, table, options.attentionChunks ?? 1, options.moments === true);
       table.assertAllTaken(`${config.className} encoder`);
       return g;
     },

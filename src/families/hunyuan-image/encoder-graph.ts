@@ -69,7 +69,8 @@ export const hunyuanImageEncoderParams = hunyuanImageEncoder.params;
 
 /**
  * The encoder graph: input `image` (batch, in_channels, height, width) in [−1, 1], output
- * `latents` (batch, latent_channels, height/r, width/r), the distribution's mean.
+ * `latents` (batch, latent_channels, height/r, width/r), the distribution's mean (with
+ * `moments: true`, its moments: 2·latent_channels, mean then log-variance).
  */
 export const buildHunyuanImageEncoderGraph = hunyuanImageEncoder.build;
 
@@ -88,7 +89,7 @@ function downsample(m: Module, x: Value, cin: number, cout: number): Value {
   return sc.add(h, shortcut);
 }
 
-function encoderGraph(config: ResolvedConfig, source: ParamSource, attentionChunks: number): GraphBuilder {
+function encoderGraph(config: ResolvedConfig, source: ParamSource, attentionChunks: number, moments: boolean): GraphBuilder {
   const f = hunyuanImageFields(config.fields);
   const g = new GraphBuilder(config.className, { docString: `${config.className} encoder built by distvae` });
   const encoder = new Module(g, source).child('encoder');
@@ -117,6 +118,11 @@ function encoderGraph(config: ResolvedConfig, source: ParamSource, attentionChun
   const residual =
     group === 1 || source.listing ? x : groupMeanConv(encoder, x, 2 * z, (o, c) => (Math.floor(c / group) === o ? 1 / group : 0), top, 1);
   x = g.add(normSiluConv(encoder.child('norm_out'), encoder.child('conv_out'), x, top, 2 * z, s), residual);
+  // Sampling needs both halves (mean, log-variance), tiled and blended as the mean is.
+  if (moments) {
+    g.output(ENCODER_GRAPH_IO.output, x, ['batch', 2 * z, 'latent_height', 'latent_width']);
+    return g;
+  }
   const mean = g.slice(x, { starts: [0], ends: [z], axes: [1] });
   g.output(ENCODER_GRAPH_IO.output, mean, ['batch', z, 'latent_height', 'latent_width']);
   return g;

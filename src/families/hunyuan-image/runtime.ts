@@ -18,6 +18,7 @@ export const hunyuanImageRuntime: FamilyRuntime = chunkedAttentionRuntime({
     params: hunyuanImageEncoderParams,
     graph: buildHunyuanImageEncoderGraph,
     hasAttention: () => true,
+    moments: true,
     ignoredKeyPrefixes: ['decoder.'],
   },
 });

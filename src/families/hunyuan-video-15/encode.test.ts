@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { loadEncoder } from '../../encode/encoder.js';
 import { DistVaeError } from '../../errors.js';
+import { latentMean, latentStd } from '../../io/latent-sample.js';
 import { diffusersEquivalent } from '../../plan/equivalence.js';
 import { setTiling } from '../../plan/planner.js';
 import { seededTensor } from '../../tensor.js';
@@ -90,6 +91,23 @@ test('hunyuan-video-1.5 tiny: tiled encodes (16 × 16 and 16 × 32 px tiles, ove
     }
     // No temporal tiling in the class: a frame plan is refused.
     assert.throws(() => setTiling(encoder, { frames: { window: 8, overlap: 4 } }), DistVaeError);
+  } finally {
+    await encoder.dispose();
+  }
+});
+
+test("hunyuan-video-1.5 tiny --sample: the tiled moments give diffusers' std (≤ 1e-4 relative) and the tiled mean", async () => {
+  const encoder = await loadEncoder({ config: HUNYUAN_VIDEO_15_TINY, weights: 'synthetic', seed: 4 }, { threads: 1, moments: true });
+  try {
+    setTiling(encoder, { window: { height: 16, width: 16 }, overlap: { height: 4, width: 4 } });
+    const moments = await encoder.encode(seededTensor([1, 3, 9, 32, 48], 11));
+    const std = latentStd(moments);
+    const expected = golden('tiny-encode-std-tiled');
+    assert.deepEqual(std.dims, expected.dims);
+    let worst = 0;
+    for (let i = 0; i < std.data.length; i++) worst = Math.max(worst, Math.abs(std.data[i]! - expected.data[i]!) / expected.data[i]!);
+    assert.ok(worst <= 1e-4, `std relative error ${worst}`);
+    assertMatchesGolden(latentMean(moments), golden('tiny-encode-tiled'), 'mean half');
   } finally {
     await encoder.dispose();
   }

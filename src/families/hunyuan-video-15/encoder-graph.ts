@@ -83,7 +83,8 @@ export const hunyuanVideo15EncoderParams = hunyuanVideo15Encoder.params;
 
 /**
  * The encoder graph: input `image` (batch, in_channels, frames, height, width) in [−1, 1], output
- * `latents` (batch, latent_channels, 1 + (frames − 1)/rt, height/r, width/r), the mean.
+ * `latents` (batch, latent_channels, 1 + (frames − 1)/rt, height/r, width/r), the mean (with
+ * `moments: true`, the moments: 2·latent_channels, mean then log-variance).
  */
 export const buildHunyuanVideo15EncoderGraph = hunyuanVideo15Encoder.build;
 
@@ -117,7 +118,7 @@ function downsample(m: Module, x: Value, cin: number, cout: number, temporal: bo
   return sc.add(packed, sc.concat([first, rest], 2));
 }
 
-function encoderGraph(config: ResolvedConfig, source: ParamSource): GraphBuilder {
+function encoderGraph(config: ResolvedConfig, source: ParamSource, _attentionChunks: number, moments: boolean): GraphBuilder {
   const levels = hunyuanVideo15DownLevels(config);
   const layers = config.fields['layers_per_block'] as number;
   const g = new GraphBuilder(config.className, { docString: `${config.className} encoder built by distvae` });
@@ -144,6 +145,11 @@ function encoderGraph(config: ResolvedConfig, source: ParamSource): GraphBuilder
   const shortcut = channelGroupMean(g, x, 2 * z, top / (2 * z));
   x = encoder.scope.silu(rmsNorm(encoder.child('norm_out'), x, top));
   x = g.add(hunyuanCausalConv3d.apply(encoder.child('conv_out'), x, top, 2 * z, 3, GAIN_AFTER_SILU), shortcut);
+  // Sampling needs both halves (mean, log-variance), tiled and blended as the mean is.
+  if (moments) {
+    g.output(ENCODER_GRAPH_IO.output, x, ['batch', 2 * z, 'latent_frames', 'latent_height', 'latent_width']);
+    return g;
+  }
   // DiagonalGaussianDistribution's mean is the first half of the moments; mode() returns it.
   const mean = g.slice(x, { starts: [0], ends: [z], axes: [1] });
   g.output(ENCODER_GRAPH_IO.output, mean, ['batch', z, 'latent_frames', 'latent_height', 'latent_width']);

@@ -46,9 +46,10 @@ export const hunyuanVideo15Runtime: FamilyRuntime = {
     ignoredKeyPrefixes: ['decoder.'],
     // One causal pass over all frames (F = 1 + 4k); diffusers has no temporal tiling for the class.
     frames: { kind: 'causal' },
-    async createRunner(config, weights, session) {
+    moments: true,
+    async createRunner(config, weights, session, options = {}) {
       const bound = bindWeights(hunyuanVideo15EncoderParams(config), weights, { source: 'the weights given to the encoder' });
-      return graphRunner(buildHunyuanVideo15EncoderGraph(config, bound), ENCODER_GRAPH_IO, session);
+      return graphRunner(buildHunyuanVideo15EncoderGraph(config, bound, { moments: options.moments === true }), ENCODER_GRAPH_IO, session);
     },
   },
 };

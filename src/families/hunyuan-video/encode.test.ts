@@ -2,12 +2,13 @@
 // difref tiny config, synthetic encoder weights seed 4, a seeded video in [−1, 1]
 // (testing/goldens/README.md): whole (diffusers' framewise encoding off, as ref_encode.py runs it),
 // and tiled through loadEncoder and the planner — spatial tiles, temporal chunks
-// (`_temporal_tiled_encode`), and both.
+// (`_temporal_tiled_encode`), and both; --sample's moments against diffusers' std.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { difference } from '../../graph/testing/compare.js';
+import { latentMean, latentStd } from '../../io/latent-sample.js';
 import { readNpy } from '../../io/npy.js';
 import { loadEncoder } from '../../encode/encoder.js';
 import { setTiling, tileShapePlan } from '../../plan/planner.js';
@@ -88,6 +89,24 @@ test('hunyuan-video tiny: spatial, temporal and temporal-of-spatial tiled encode
     check(await encoder.encode(x17), 'tiny-encode-frames-tiled');
     // An exact request is refused, never rounded: 18 px is not a multiple of r = 4.
     assert.equal(tileShapePlan(encoder, 18, 16), null);
+  } finally {
+    await encoder.dispose();
+  }
+});
+
+test("hunyuan-video tiny --sample: moments blended over temporal chunks and spatial tiles give diffusers' std (≤ 1e-4 relative)", async () => {
+  const encoder = await loadEncoder({ config: HUNYUAN_VIDEO_DIFREF_TINY, weights: 'synthetic', seed: 4 }, { threads: 1, moments: true });
+  try {
+    setTiling(encoder, { window: { height: 16, width: 24 }, overlap: { height: 4, width: 8 }, frames: { window: 8, overlap: 4 } });
+    const moments = await encoder.encode(seededTensor([1, 3, 17, 32, 48], 12));
+    assert.deepEqual(moments.dims, [1, 32, 5, 8, 12]);
+    const std = latentStd(moments);
+    const expected = golden('tiny-encode-std-frames-tiled');
+    let worst = 0;
+    for (let i = 0; i < std.data.length; i++) worst = Math.max(worst, Math.abs(std.data[i]! - expected.data[i]!) / expected.data[i]!);
+    assert.ok(worst <= 1e-4, `std relative error ${worst}`);
+    const d = difference(latentMean(moments), golden('tiny-encode-frames-tiled'));
+    assert.ok(d.maxAbs <= 1e-4 * d.scale, `mean half: ${d.maxAbs}`);
   } finally {
     await encoder.dispose();
   }

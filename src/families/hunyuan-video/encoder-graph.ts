@@ -57,7 +57,8 @@ export const hunyuanVideoEncoderParams = hunyuanVideoEncoder.params;
 
 /**
  * The encoder graph: input `image` (batch, in_channels, frames, height, width) in [−1, 1], output
- * `latents` (batch, latent_channels, 1 + (frames − 1)/4, height/r, width/r), the mean.
+ * `latents` (batch, latent_channels, 1 + (frames − 1)/4, height/r, width/r), the mean (with
+ * `moments: true`, the moments: 2·latent_channels, mean then log-variance).
  */
 export const buildHunyuanVideoEncoderGraph = hunyuanVideoEncoder.build;
 
@@ -72,7 +73,7 @@ function downsampleCausal(m: Module, x: Value, channels: number, strides: Factor
   return sc.conv(padded, weight, bias, { strides: [...strides] });
 }
 
-function encoderGraph(config: ResolvedConfig, source: ParamSource): GraphBuilder {
+function encoderGraph(config: ResolvedConfig, source: ParamSource, _attentionChunks: number, moments: boolean): GraphBuilder {
   const f = config.fields;
   const blocks = hunyuanVideoDownBlocks(config);
   const layers = f['layers_per_block'] as number;
@@ -100,6 +101,11 @@ function encoderGraph(config: ResolvedConfig, source: ParamSource): GraphBuilder
   x = resnetBlock(mid.child('resnets.1'), x, top, top, s);
   x = normSiluConv(encoder.child('conv_norm_out'), encoder.child('conv_out'), x, top, 2 * z, s);
   x = conv3d.apply(root.child('quant_conv'), x, 2 * z, 2 * z, 1);
+  // Sampling needs both halves (mean, log-variance): tiles and temporal chunks blend them as the mean.
+  if (moments) {
+    g.output(ENCODER_GRAPH_IO.output, x, ['batch', 2 * z, 'latent_frames', 'latent_height', 'latent_width']);
+    return g;
+  }
   // DiagonalGaussianDistribution's mean is the first half of the moments; mode() returns it.
   const mean = g.slice(x, { starts: [0], ends: [z], axes: [1] });
   g.output(ENCODER_GRAPH_IO.output, mean, ['batch', z, 'latent_frames', 'latent_height', 'latent_width']);

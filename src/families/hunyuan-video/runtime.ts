@@ -56,9 +56,10 @@ export const hunyuanVideoRuntime: FamilyRuntime = {
     // One causal pass over all frames (F = 1 + 4k); diffusers' `_temporal_tiled_encode` drops the first latent frame of later chunks.
     frames: { kind: 'causal' },
     temporalTiling: { dropFrame: 'first' },
-    async createRunner(config, weights, session) {
+    moments: true,
+    async createRunner(config, weights, session, options = {}) {
       const bound = bindWeights(hunyuanVideoEncoderParams(config), weights, { source: 'the weights given to the encoder' });
-      return graphRunner(buildHunyuanVideoEncoderGraph(config, bound), ENCODER_GRAPH_IO, session);
+      return graphRunner(buildHunyuanVideoEncoderGraph(config, bound, { moments: options.moments === true }), ENCODER_GRAPH_IO, session);
     },
   },
 };

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loadEncoder } from '../../encode/encoder.js';
 import { DistVaeError } from '../../errors.js';
+import { latentMean, latentStd } from '../../io/latent-sample.js';
 import { setTiling } from '../../plan/planner.js';
 import { seededTensor } from '../../tensor.js';
 import { syntheticWeights } from '../../weights/synthetic.js';
@@ -88,4 +89,24 @@ test('ltx2 encoder: the published down-samplers as diffusers builds them; config
   );
   // The decoder of the same config still loads: encoder fields never refuse a decode.
   assert.doesNotThrow(() => ltx2Runtime.decoderParams(conv));
+});
+
+test("ltx2 tiny --sample: the moments (conv_out's last channel repeated into the log-variance), blended over chunks and tiles, give diffusers' std (≤ 1e-4 relative)", async () => {
+  const encoder = await loadEncoder({ config: LTX2_DIFREF_TINY, weights: 'synthetic', seed: 4 }, { threads: 1, moments: true });
+  try {
+    setTiling(encoder, { window: { height: 32, width: 48 }, overlap: { height: 16, width: 16 }, frames: { window: 8, overlap: 4 } });
+    const moments = await encoder.encode(seededTensor([1, 3, 17, 64, 96], 12));
+    const std = latentStd(moments);
+    const expected = golden('tiny-encode-std-frames-tiled');
+    assert.deepEqual(std.dims, expected.dims);
+    let worst = 0;
+    for (let i = 0; i < std.data.length; i++) worst = Math.max(worst, Math.abs(std.data[i]! - expected.data[i]!) / expected.data[i]!);
+    assert.ok(worst <= 1e-4, `std relative error ${worst}`);
+    // Every log-variance channel is the same one (diffusers' repeat).
+    const plane = std.data.length / std.dims[1]!;
+    assert.deepEqual(std.data.subarray(0, plane), std.data.subarray(std.data.length - plane));
+    assertMatchesGolden(latentMean(moments), golden('tiny-encode-frames-tiled'), 'mean half');
+  } finally {
+    await encoder.dispose();
+  }
 });

@@ -138,7 +138,8 @@ export const ltx2EncoderParams = ltx2Encoder.params;
 
 /**
  * The encoder graph: input `image` (batch, in_channels, frames, height, width) in [−1, 1], output
- * `latents` (batch, latent_channels, 1 + (frames − 1)/rt, height/r, width/r), the mean.
+ * `latents` (batch, latent_channels, 1 + (frames − 1)/rt, height/r, width/r), the mean (with
+ * `moments: true`, the moments: 2·latent_channels, the log-variance half conv_out's last channel repeated).
  */
 export const buildLtx2EncoderGraph = ltx2Encoder.build;
 
@@ -156,7 +157,7 @@ function packingDownsampler(m: Module, x: Value, cin: number, cout: number, stri
   return sc.add(h, residual);
 }
 
-function encoderGraph(config: ResolvedConfig, source: ParamSource): GraphBuilder {
+function encoderGraph(config: ResolvedConfig, source: ParamSource, _attentionChunks: number, moments: boolean): GraphBuilder {
   const a = ltx2EncoderArchitecture(config);
   const conv = ltx2Conv3d({ causal: a.causal, spatialPadding: a.spatialPadding });
   const g = new GraphBuilder(config.className, { docString: `${config.className} encoder built by distvae` });
@@ -182,6 +183,18 @@ function encoderGraph(config: ResolvedConfig, source: ParamSource): GraphBuilder
   for (let j = 0; j < a.midResnets; j++) x = resnet(mid.child(`resnets.${j}`), x, a.top, a.top, conv, null, a.layerNormEpsilon);
   x = conv.apply(encoder.child('conv_out'), g.silu(rmsNorm(g, x)), a.top, z + 1, 3, GAIN_AFTER_SILU);
   // The moments are conv_out's z + 1 channels with the last repeated z − 1 times: the mean is the first z.
+  if (moments) {
+    // diffusers' torch.cat([h, h[:, -1:].repeat(1, z − 1, 1, 1, 1)], 1): every log-variance channel is conv_out's last.
+    const last = g.slice(x, { starts: [z], ends: [z + 1], axes: [1] });
+    g.output(ENCODER_GRAPH_IO.output, g.concat([x, ...Array<Value>(z - 1).fill(last)], 1), [
+      'batch',
+      2 * z,
+      'latent_frames',
+      'latent_height',
+      'latent_width',
+    ]);
+    return g;
+  }
   const mean = g.slice(x, { starts: [0], ends: [z], axes: [1] });
   g.output(ENCODER_GRAPH_IO.output, mean, ['batch', z, 'latent_frames', 'latent_height', 'latent_width']);
   return g;

@@ -62,9 +62,10 @@ export const ltx2Runtime: FamilyRuntime = {
     // One causal pass over all frames (F = 1 + rt·k); `_temporal_tiled_encode` drops the first latent frame of later chunks.
     frames: { kind: 'causal' },
     temporalTiling: { dropFrame: 'first' },
-    async createRunner(config, weights, session) {
+    moments: true,
+    async createRunner(config, weights, session, options = {}) {
       const bound = bindWeights(ltx2EncoderParams(config), weights, { source: 'the weights given to the encoder' });
-      return graphRunner(buildLtx2EncoderGraph(config, bound), ENCODER_GRAPH_IO, session);
+      return graphRunner(buildLtx2EncoderGraph(config, bound, { moments: options.moments === true }), ENCODER_GRAPH_IO, session);
     },
   },
 };

@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { loadEncoder } from '../../encode/encoder.js';
 import { difference } from '../../graph/testing/compare.js';
+import { latentMean, latentStd } from '../../io/latent-sample.js';
 import { readNpy } from '../../io/npy.js';
 import { setTiling } from '../../plan/planner.js';
 import { seededTensor } from '../../tensor.js';
@@ -147,3 +148,25 @@ test('a batch of two videos encodes as each alone (per-element caches, latents i
     await encoder.dispose();
   }
 });
+
+// --sample: the moments, tiled as diffusers' tiled_encode blends them, give its posterior std (difref --save-std).
+for (const c of CASES.filter((c) => ['wan', 'wan22', 'qwenimage'].includes(c.name))) {
+  test(`${c.label} --sample: the tiled moments' std equals diffusers' (≤ 1e-4 relative), their mean half the tiled mean`, async () => {
+    const encoder = await loadEncoder({ config: c.config, weights: 'synthetic', seed: 4 }, { threads: 1, moments: true });
+    try {
+      setTiling(encoder, { window: { height: c.window, width: c.window }, overlap: { height: c.overlap, width: c.overlap } });
+      const moments = await encoder.encode(seededTensor(c.dims, 11));
+      const std = latentStd(moments);
+      const expected = golden(`${c.name}-encode-std-tiled.npy`);
+      assert.deepEqual(std.dims, expected.dims);
+      let worst = 0;
+      for (let i = 0; i < std.data.length; i++) worst = Math.max(worst, Math.abs(std.data[i]! - expected.data[i]!) / expected.data[i]!);
+      assert.ok(worst <= 1e-4, `std relative error ${worst}`);
+      const mode = golden(`${c.name}-encode-tiled.npy`);
+      const { maxAbs, scale } = difference(latentMean(moments), mode);
+      assert.ok(maxAbs <= 1e-4 * scale, `mean half: ${maxAbs}`);
+    } finally {
+      await encoder.dispose();
+    }
+  });
+}

@@ -268,7 +268,7 @@ function downPath(root: Module, x: Chunk, a: WanEncoderArchitecture, ctx: ChunkC
   return x;
 }
 
-function encoderChunkGraph(config: ResolvedConfig, source: ParamSource, step: WanStep): GraphBuilder {
+function encoderChunkGraph(config: ResolvedConfig, source: ParamSource, step: WanStep, moments = false): GraphBuilder {
   const a = wanEncoderArchitecture(config);
   const g = new GraphBuilder(`${config.className}.encoder.${step}`, {
     docString: `${config.className} encoder for the ${step} chunk of diffusers' _encode loop, built by distvae`,
@@ -286,9 +286,14 @@ function encoderChunkGraph(config: ResolvedConfig, source: ParamSource, step: Wa
   x = residualBlock(mid.child('resnets.1'), x, a.top, a.top, ctx);
   const normed = g.silu(rmsNorm(encoder.child('norm_out'), x.value, a.top, 'video'));
   x = causalConv(encoder.child('conv_out'), { ...x, value: normed }, a.top, 2 * z, ctx, GAIN_AFTER_SILU);
-  const moments = pointwiseConv(root.child('quant_conv'), x.value, 2 * z, 2 * z);
+  const both = pointwiseConv(root.child('quant_conv'), x.value, 2 * z, 2 * z);
+  // Sampling needs both halves (mean, log-variance): frames, tiles and chunks carry them as they carry the mean.
+  if (moments) {
+    g.output(ENCODER_CHUNK_OUTPUT, both, ['latent_frames', 2 * z, levelDim('height', x.level), levelDim('width', x.level)]);
+    return g;
+  }
   // DiagonalGaussianDistribution's mean is the first half of the moments; mode() returns it.
-  const mean = g.slice(moments, { starts: [0], ends: [z], axes: [1] });
+  const mean = g.slice(both, { starts: [0], ends: [z], axes: [1] });
   g.output(ENCODER_CHUNK_OUTPUT, mean, ['latent_frames', z, levelDim('height', x.level), levelDim('width', x.level)]);
   return g;
 }
@@ -303,11 +308,17 @@ export function wanEncoderParams(config: ResolvedConfig): ParamSpec[] {
  * The graph encoding one chunk with the bound encoder weights as initializers under their
  * checkpoint keys: input `x` (n, C·p², H/p, W/p) — the chunk's patchified frames on the batch
  * axis — and, for `next`, the caches `past:<key>`; output `y` (n/rt·…, z, h, w), the latent
- * frames' means, and, unless `only`, the caches `present:<key>`.
+ * frames' means (with `moments`, their moments: 2z channels, mean then log-variance), and,
+ * unless `only`, the caches `present:<key>`.
  */
-export function buildWanEncoderGraph(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, step: WanStep): GraphBuilder {
+export function buildWanEncoderGraph(
+  config: ResolvedConfig,
+  weights: ReadonlyMap<string, Tensor>,
+  step: WanStep,
+  options: { moments?: boolean } = {},
+): GraphBuilder {
   const table = new WeightTable(weights);
-  const g = encoderChunkGraph(config, table, step);
+  const g = encoderChunkGraph(config, table, step, options.moments === true);
   if (step === 'next') table.assertAllTaken(`${config.className} encoder`);
   return g;
 }

@@ -98,10 +98,16 @@ const memoryRuns: FamilyRuntime['memoryRuns'] = (config, weights, dims) => {
  */
 export const wanEncoder: FamilyEncoder = {
   params: wanEncoderParams,
-  createRunner: async (config, weights, session) => {
+  createRunner: async (config, weights, session, options = {}) => {
     const bound = bindWeights(wanEncoderParams(config), weights, { source: 'the weights given to the encoder' });
-    return new ChunkEncoderRunner((step) => buildWanEncoderGraph(config, bound, step).toModel(), session, config.geometry.patchSize);
+    const moments = options.moments === true;
+    return new ChunkEncoderRunner(
+      (step) => buildWanEncoderGraph(config, bound, step, { moments }).toModel(),
+      session,
+      config.geometry.patchSize,
+    );
   },
+  moments: true,
   ignoredKeyPrefixes: ['decoder.', 'post_quant_conv.'],
   frames: { kind: 'first-then-chunks', chunk: WAN_ENCODE_CHUNK },
   patchifiedTiles: true,
