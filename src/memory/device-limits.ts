@@ -80,7 +80,11 @@ export function planTensorBytes(
   if (mode !== 'whole') {
     const grid = tileGrid(vae, latent, { spatialOnly: true });
     const reads = mode === 'exact' ? exactTiles(grid, exactTilingHalo(model)).map((t) => t.read) : grid.tiles;
-    tile = { height: Math.max(...reads.map((t) => t.y1 - t.y0)), width: Math.max(...reads.map((t) => t.x1 - t.x0)) };
+    // Reduced, not spread: a grid may hold hundreds of thousands of tiles.
+    tile = reads.reduce((m, t) => ({ height: Math.max(m.height, t.y1 - t.y0), width: Math.max(m.width, t.x1 - t.x0) }), {
+      height: 0,
+      width: 0,
+    });
     tiles = reads.length;
   }
   const input = graphIO(model).input;

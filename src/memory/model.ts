@@ -476,13 +476,14 @@ export function predictMemory(
   const output = encoding ? latentBytes : imageBytes;
   const r = vae.geometry.spatialRatio;
   // An encode's image tile, the input a rank receives for each (the largest).
+  // (Reduced, not spread: a grid may hold hundreds of thousands of tiles.)
   const inputTileBytes = encoding
-    ? Math.max(...grid.tiles.map((t) => 4 * batch * vae.geometry.outChannels * (t.y1 - t.y0) * r * (t.x1 - t.x0) * r))
+    ? grid.tiles.reduce((m, t) => Math.max(m, 4 * batch * vae.geometry.outChannels * (t.y1 - t.y0) * r * (t.x1 - t.x0) * r), 0)
     : 0;
   // What the assembling process holds of the input: a decode's latent; an encode's image, or, read
   // band by band for tiles, the rows of one tile row in the source and one copy handed on
   // (encode/tile-bands.ts).
-  const bandRows = Math.max(...grid.tiles.map((t) => (t.y1 - t.y0) * r));
+  const bandRows = grid.tiles.reduce((m, t) => Math.max(m, (t.y1 - t.y0) * r), 0);
   const streamedInput = encoding && options.bands === true && grid.tiled;
   const input = !encoding
     ? latentBytes
