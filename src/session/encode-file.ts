@@ -265,7 +265,8 @@ function refuseUnsampleable(
 function declaredEncoder(source: VaeSource): { family: FamilySpec; encoder: FamilyEncoder } | null {
   const explicit = source.family;
   const config = sourceConfig(source);
-  if (explicit === undefined && config === undefined) return null;
+  // Without a family or a config naming its class (a single file with --config of fields only), the weights' keys tell.
+  if (explicit === undefined && typeof config?.['_class_name'] !== 'string') return null;
   const family = resolveFamily(explicit, config);
   const encoder = runtimeOf(family).encoder;
   return encoder ? { family, encoder } : null;
