@@ -48,6 +48,8 @@ interface Cell {
   /** Max |Δ| / max |whole| against our whole encode and against diffusers' whole encode. */
   vsWhole: number | null;
   vsDiffusers: number | null;
+  /** Tile cells: max |Δ| / max |theirs| against diffusers' `tiled_encode` at the same tiles. */
+  vsDiffusersTiled?: number | null;
   predictedPeakMiB?: number | null;
   /** The coordinator's peak plus every rank process's (distvae's `memory.measuredPeakBytes`). */
   measuredPeakMiB?: number | null;
@@ -98,7 +100,7 @@ for (const size of sizes) {
     const json = JSON.parse(r.stdout.trim().split('\n').pop()!) as { time_median_s?: number };
     const peak = Math.round(Number(r.stderr.trim().split('\n').pop()) / 1024);
     const latents = readNpy(out);
-    if (!tiled) refs['diffusers'] = latents;
+    refs[tiled ? 'diffusersTiled' : 'diffusers'] = latents;
     const seconds = json.time_median_s ?? null;
     return {
       size,
@@ -182,6 +184,10 @@ for (const size of sizes) {
   for (const { cell, out } of ourLatents) if (cell.error === undefined) cell.vsDiffusers = relDiff(readNpy(out), refs['diffusers']!);
   save();
   run(() => diffusers(true));
+  for (const { cell, out } of ourLatents)
+    if (cell.error === undefined && cell.plan.startsWith('tile') && refs['diffusersTiled'])
+      cell.vsDiffusersTiled = relDiff(readNpy(out), refs['diffusersTiled']);
+  save();
 }
 
 function save(after?: string): void {
@@ -204,7 +210,7 @@ function save(after?: string): void {
   writeFileSync(outPath, JSON.stringify(report, null, 2) + '\n');
   const rows = cells.map(
     (c) =>
-      `| ${c.size}² | ${c.engine} | ${c.plan} | ${c.seconds === null ? '–' : c.seconds.toFixed(2)} | ${c.peakMiB.map((p) => `${p.process} ${p.mib ?? '–'}`).join(', ') || '–'} | ${c.measuredPeakMiB ?? '–'} | ${c.predictedPeakMiB ?? '–'} | ${c.vsWhole === null ? '–' : c.vsWhole.toExponential(1)} | ${c.vsDiffusers === null ? '–' : c.vsDiffusers.toExponential(1)} |${c.error ? ` failed: ${c.error.replace(/\s+/g, ' ').replace(/\|/g, '/').slice(-160)}` : ''}`,
+      `| ${c.size}² | ${c.engine} | ${c.plan} | ${c.seconds === null ? '–' : c.seconds.toFixed(2)} | ${c.peakMiB.map((p) => `${p.process} ${p.mib ?? '–'}`).join(', ') || '–'} | ${c.measuredPeakMiB ?? '–'} | ${c.predictedPeakMiB ?? '–'} | ${c.vsWhole === null ? '–' : c.vsWhole.toExponential(1)} | ${c.vsDiffusers === null ? '–' : c.vsDiffusers.toExponential(1)} | ${c.vsDiffusersTiled == null ? '–' : c.vsDiffusersTiled.toExponential(1)} |${c.error ? ` failed: ${c.error.replace(/\s+/g, ' ').replace(/\|/g, '/').slice(-160)}` : ''}`,
   );
   const md = [
     '# Encode cells: SD-architecture encoder (synthetic weights), distvae beside diffusers',
@@ -213,8 +219,8 @@ function save(after?: string): void {
     '',
     "Seconds: the encode without loading (distvae `encode --json`; diffusers: ref_encode.py `--time 1`, one timed run). Peak: VmHWM of each process (distvae: the coordinator and every rank process, for tiles and row sharding alike; diffusers: /usr/bin/time -f %M). Agreement: max |Δ| / max |whole| against our whole encode and against diffusers' whole encode, on the same weights (difref make_vae.py kl --seed 1) and the same input .npy.",
     '',
-    '| size | engine | plan | seconds | peak MiB | measured MiB (all processes) | predicted MiB (all processes) | vs our whole | vs diffusers whole |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| size | engine | plan | seconds | peak MiB | measured MiB (all processes) | predicted MiB (all processes) | vs our whole | vs diffusers whole | vs diffusers tiled (same tiles) |',
+    '|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ];
   writeFileSync(outPath.replace(/\.json$/, '.md'), md.join('\n') + '\n');
