@@ -185,8 +185,7 @@ function encoderGraph(config: ResolvedConfig, source: ParamSource, _attentionChu
   // The moments are conv_out's z + 1 channels with the last repeated z − 1 times (diffusers'
   // torch.cat([h, h[:, -1:].repeat(1, z − 1, 1, 1, 1)], 1)): the mean is the first z channels,
   // every log-variance channel is conv_out's last.
-  const last = (): Value => g.slice(x, { starts: [z], ends: [z + 1], axes: [1] });
-  const posterior = moments ? g.concat([x, ...Array<Value>(z - 1).fill(last())], 1) : x;
+  const posterior = moments ? g.concat([x, ...Array<Value>(z - 1).fill(g.slice(x, { starts: [z], ends: [z + 1], axes: [1] }))], 1) : x;
   outputPosterior(g, posterior, z, moments, (c) => ['batch', c, 'latent_frames', 'latent_height', 'latent_width']);
   return g;
 }
