@@ -60,6 +60,14 @@ export class Encoder extends BoundEncoder {
     return this.runtime.graph(this.config, this.weights).toModel();
   }
 
+  /**
+   * What a rank loads to run this encoder (a `VaeRef` with `part: 'encoder'`): its source, its
+   * load options and the content hash the rank's copy must have.
+   */
+  rankRef(): { source: VaeSource; loadOptions: LoadOptions; hash: string; part: 'encoder' } {
+    return { source: this.source, loadOptions: this.loadOptions, hash: this.contentHash(), part: 'encoder' };
+  }
+
   /** SHA-256 of the resolved config and the bound encoder weights: what a rank checks it loaded. */
   contentHash(): string {
     this.hash ??= contentHashOf(this.family, this.config, this.weights);

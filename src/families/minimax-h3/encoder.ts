@@ -20,7 +20,7 @@ import { createSession } from '../../runtime/session.js';
 import type { Session } from '../../runtime/session-types.js';
 import type { Tensor } from '../../tensor.js';
 import { bindWeights } from '../../weights/bind.js';
-import { ENCODER_GRAPH_IO } from '../autoencoder-kl/encoder-graph.js';
+import { ENCODER_GRAPH_IO, outputPosterior } from '../autoencoder-kl/encoder-graph.js';
 import { convWeights, encoderGraphOf, GAIN_AFTER_SILU, groupNorm, Module, type NormSettings, type ParamSource } from '../blocks/blocks.js';
 import type { FamilyEncoder } from '../runtime-types.js';
 import type { ResolvedConfig } from '../types.js';
@@ -141,9 +141,7 @@ function encoderGraph(config: ResolvedConfig, source: ParamSource): GraphBuilder
   x = g.silu(frameGroupNorm(encoder.child('norm_out'), x, width, f.norm));
   x = causalConv(encoder.child('conv_out'), x, width, 2 * z, 3, f, GAIN_AFTER_SILU);
   const [weight, bias] = convWeights(root.child('quant_conv'), 2 * z, 2 * z, [1, 1, 1]);
-  const moments = g.conv(x, weight, bias);
-  const mean = g.slice(moments, { starts: [0], ends: [z], axes: [1] });
-  g.output(ENCODER_GRAPH_IO.output, mean, ['batch', z, 'latent_frames', 'latent_height', 'latent_width']);
+  outputPosterior(g, g.conv(x, weight, bias), z, false, (c) => ['batch', c, 'latent_frames', 'latent_height', 'latent_width']);
   return g;
 }
 

@@ -48,7 +48,7 @@ else
       setTiling(encoder, tileOverlapPlan(encoder, 4, 4)!);
       image = seededTensor([1, 3, 40, 24], 8);
       expected = await localTiledEncode(encoder, encoder.runner)(image, {});
-      const ref = { source: encoder.source, loadOptions: encoder.loadOptions, hash: encoder.contentHash(), part: 'encoder' as const };
+      const ref = encoder.rankRef();
       workers = await Promise.all(
         [0, 1].map((i) => startQueueWorker({ connection: server.url, queue: 'encode', vae: ref, name: `encoder-worker-${i}` })),
       );
