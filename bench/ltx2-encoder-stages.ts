@@ -8,7 +8,12 @@
 
 import { parseArgs } from 'node:util';
 import { resolveFamilyConfig } from '../src/families/registry.js';
-import { buildLtx2EncoderGraph, buildLtx2EncoderStages, ltx2EncoderParams, ltx2EncoderStagePlan } from '../src/families/ltx2/encoder-graph.js';
+import {
+  buildLtx2EncoderGraph,
+  buildLtx2EncoderStages,
+  ltx2EncoderParams,
+  ltx2EncoderStagePlan,
+} from '../src/families/ltx2/encoder-graph.js';
 import { ltx2 } from '../src/families/ltx2/spec.js';
 import { encodeModel } from '../src/graph/onnx-proto.js';
 import { createStagedSession } from '../src/runtime/staged-session.js';
