@@ -8,14 +8,20 @@
 // mid block's resnets, RMS norm + SiLU and conv_out to latent_channels + 1. diffusers repeats the
 // last channel into the log-variance, so the mean (`latent_dist.mode()`) is the first
 // latent_channels channels. No attention, no quant_conv. One call encodes every frame it is
-// given: F = 1 + rt·k frames → 1 + k latent frames. Also the encoder's parameter list (what
-// building the graph reads); the encoder's fields are checked here, when an encoder is asked for.
+// given: F = 1 + rt·k frames → 1 + k latent frames. Built as a chain of links (blocks/stages.ts)
+// cut into stage graphs of at most 1 GiB of float32 weights each: the published encoder's 2.59 GiB
+// would pass protobuf's 2 GiB as one model wherever its weights are embedded (a page, weights
+// passed in memory); a smaller encoder is one stage, the fused graph. Also the encoder's parameter
+// list (what building the graph reads); the encoder's fields are checked here, when an encoder is
+// asked for.
 
 import { DistVaeError } from '../../errors.js';
-import { GraphBuilder, type Value } from '../../graph/builder.js';
+import type { GraphBuilder, Value } from '../../graph/builder.js';
+import type { Tensor } from '../../tensor.js';
 import { ENCODER_GRAPH_IO, outputPosterior } from '../autoencoder-kl/encoder-graph.js';
-import { encoderGraphOf, GAIN_AFTER_SILU, Module, type ConvFlavour, type ParamSource } from '../blocks/blocks.js';
+import { encoderGraphOf, GAIN_AFTER_SILU, WeightTable, type ConvFlavour, type Module } from '../blocks/blocks.js';
 import { channelGroupMean, ltx2Conv3d, spaceToChannels3d, type Factors3, type SpatialPadding } from '../blocks/blocks3d.js';
+import { buildChain, MAX_STAGE_WEIGHT_BYTES, planStages, type Chain, type ChainLink, type StagePlan } from '../blocks/stages.js';
 import type { ResolvedConfig } from '../types.js';
 import { resnet, rmsNorm } from './graph.js';
 
@@ -131,17 +137,56 @@ export function ltx2EncoderArchitecture(config: ResolvedConfig): Ltx2EncoderArch
   };
 }
 
-const ltx2Encoder = encoderGraphOf(encoderGraph);
+const ltx2Encoder = encoderGraphOf((config, source, _attentionChunks, moments) => {
+  const chain = encoderChain(config, moments);
+  return buildChain({ ...chain, stageSizes: [chain.links.length] }, source)[0]!;
+});
 
 /** Every encoder parameter (encoder.*) with its checkpoint key, shape and synthetic init. */
 export const ltx2EncoderParams = ltx2Encoder.params;
 
 /**
- * The encoder graph: input `image` (batch, in_channels, frames, height, width) in [−1, 1], output
- * `latents` (batch, latent_channels, 1 + (frames − 1)/rt, height/r, width/r), the mean (with
- * `moments: true`, the moments: 2·latent_channels, the log-variance half conv_out's last channel repeated).
+ * The fused encoder graph (one model, whatever its size): input `image` (batch, in_channels,
+ * frames, height, width) in [−1, 1], output `latents` (batch, latent_channels, 1 + (frames − 1)/rt,
+ * height/r, width/r), the mean (with `moments: true`, the moments: 2·latent_channels, the
+ * log-variance half conv_out's last channel repeated). What the runner opens is
+ * `buildLtx2EncoderStages`, the same graph cut where the weights need it.
  */
 export const buildLtx2EncoderGraph = ltx2Encoder.build;
+
+/**
+ * How the encoder is cut into stages of at most `maxStageBytes` float32 weight bytes, from the
+ * config alone (no weight is read): one stage — the fused graph — while its weights fit. The
+ * published LTX-2 encoder (2.59 GiB, 1.69 of them the mid block's two 2048-channel resnets) is
+ * three: conv_in … down_blocks.3, mid_block.resnets.0, mid_block.resnets.1 + conv_out.
+ */
+export function ltx2EncoderStagePlan(config: ResolvedConfig, maxStageBytes = MAX_STAGE_WEIGHT_BYTES): StagePlan[] {
+  return planStages(
+    encoderChain(config, false).links.map((l) => l.path),
+    ltx2EncoderParams(config),
+    maxStageBytes,
+  );
+}
+
+/**
+ * The encoder as a chain of stage graphs (runtime/staged-session.ts runs them), cut as
+ * `ltx2EncoderStagePlan` says: the first takes `image`, the last outputs `latents` (as
+ * `buildLtx2EncoderGraph`, which it is when one stage suffices). Staged because every weight a
+ * page holds, or a caller passes in memory, is embedded in the model, and the published encoder's
+ * 2.59 GiB would pass protobuf's 2 GiB.
+ */
+export function buildLtx2EncoderStages(
+  config: ResolvedConfig,
+  weights: ReadonlyMap<string, Tensor>,
+  options: { moments?: boolean; maxStageBytes?: number } = {},
+): GraphBuilder[] {
+  const chain = encoderChain(config, options.moments === true);
+  const stageSizes = ltx2EncoderStagePlan(config, options.maxStageBytes).map((s) => s.links.length);
+  const table = new WeightTable(weights);
+  const stages = buildChain({ ...chain, stageSizes }, table);
+  table.assertAllTaken(`${config.className} encoder`);
+  return stages;
+}
 
 /**
  * LTX2VideoDownsampler3d (cin → cout, strides (st, sh, sw)): the first st − 1 frames repeated in
@@ -157,35 +202,47 @@ function packingDownsampler(m: Module, x: Value, cin: number, cout: number, stri
   return sc.add(h, residual);
 }
 
-function encoderGraph(config: ResolvedConfig, source: ParamSource, _attentionChunks: number, moments: boolean): GraphBuilder {
+/**
+ * The encoder as links: patchify + conv_in, every resnet and down-sampler, the mid block's
+ * resnets, then norm + SiLU + conv_out, which the last stage follows with the mean or the moments.
+ */
+function encoderChain(config: ResolvedConfig, moments: boolean): Omit<Chain, 'stageSizes'> {
   const a = ltx2EncoderArchitecture(config);
   const conv = ltx2Conv3d({ causal: a.causal, spatialPadding: a.spatialPadding });
-  const g = new GraphBuilder(config.className, { docString: `${config.className} encoder built by distvae` });
-  const encoder = new Module(g, source).child('encoder');
   const z = a.latentChannels;
   const p = a.patchSize;
-  let x: Value = g.input(ENCODER_GRAPH_IO.input, ['batch', a.inChannels, 'frames', 'height', 'width']);
-  x = spaceToChannels3d(g, x, a.inChannels, [1, p, p], true);
-  x = conv.apply(encoder.child('conv_in'), x, a.inChannels * p * p, z, 3);
+  const links: ChainLink[] = [];
+  const link = (path: string, channels: number, apply: (m: Module, x: Value) => Value) =>
+    links.push({ path: `encoder.${path}`, channels, apply: (root, x) => apply(root.child('encoder').child(path), x) });
+  link('conv_in', z, (m, x) => conv.apply(m, spaceToChannels3d(m.scope, x, a.inChannels, [1, p, p], true), a.inChannels * p * p, z, 3));
   for (const [i, block] of a.blocks.entries()) {
-    const m = encoder.child(`down_blocks.${i}`);
     const c = block.channels;
-    for (let j = 0; j < block.resnets; j++) x = resnet(m.child(`resnets.${j}`), x, c, c, conv, null, a.layerNormEpsilon);
+    for (let j = 0; j < block.resnets; j++)
+      link(`down_blocks.${i}.resnets.${j}`, c, (m, x) => resnet(m, x, c, c, conv, null, a.layerNormEpsilon));
     const down = block.downsample;
     if (!down) continue;
-    const sampler = m.child('downsamplers.0');
-    x =
+    link(`down_blocks.${i}.downsamplers.0`, down.to, (m, x) =>
       down.type === 'conv'
-        ? ltx2Conv3d({ causal: a.causal, spatialPadding: a.spatialPadding, strides: down.stride }).apply(sampler, x, c, c, 3)
-        : packingDownsampler(sampler, x, c, down.to, down.stride, conv);
+        ? ltx2Conv3d({ causal: a.causal, spatialPadding: a.spatialPadding, strides: down.stride }).apply(m, x, c, c, 3)
+        : packingDownsampler(m, x, c, down.to, down.stride, conv),
+    );
   }
-  const mid = encoder.child('mid_block');
-  for (let j = 0; j < a.midResnets; j++) x = resnet(mid.child(`resnets.${j}`), x, a.top, a.top, conv, null, a.layerNormEpsilon);
-  x = conv.apply(encoder.child('conv_out'), g.silu(rmsNorm(g, x)), a.top, z + 1, 3, GAIN_AFTER_SILU);
-  // The moments are conv_out's z + 1 channels with the last repeated z − 1 times (diffusers'
-  // torch.cat([h, h[:, -1:].repeat(1, z − 1, 1, 1, 1)], 1)): the mean is the first z channels,
-  // every log-variance channel is conv_out's last.
-  const posterior = moments ? g.concat([x, ...Array<Value>(z - 1).fill(g.slice(x, { starts: [z], ends: [z + 1], axes: [1] }))], 1) : x;
-  outputPosterior(g, posterior, z, moments, (c) => ['batch', c, 'latent_frames', 'latent_height', 'latent_width']);
-  return g;
+  for (let j = 0; j < a.midResnets; j++)
+    link(`mid_block.resnets.${j}`, a.top, (m, x) => resnet(m, x, a.top, a.top, conv, null, a.layerNormEpsilon));
+  link('conv_out', z + 1, (m, x) => conv.apply(m, m.scope.silu(rmsNorm(m.scope, x)), a.top, z + 1, 3, GAIN_AFTER_SILU));
+  const latentDims = (channels: number) => ['batch', channels, 'latent_frames', 'latent_height', 'latent_width'];
+  return {
+    name: config.className,
+    docString: `${config.className} encoder built by distvae`,
+    input: { name: ENCODER_GRAPH_IO.input, dims: ['batch', a.inChannels, 'frames', 'height', 'width'] },
+    links,
+    activationDims: (channels) => ['batch', channels, 'frames', 'height', 'width'],
+    finish(g, x) {
+      // The moments are conv_out's z + 1 channels with the last repeated z − 1 times (diffusers'
+      // torch.cat([h, h[:, -1:].repeat(1, z − 1, 1, 1, 1)], 1)): the mean is the first z channels,
+      // every log-variance channel is conv_out's last.
+      const posterior = moments ? g.concat([x, ...Array<Value>(z - 1).fill(g.slice(x, { starts: [z], ends: [z + 1], axes: [1] }))], 1) : x;
+      outputPosterior(g, posterior, z, moments, latentDims);
+    },
+  };
 }

@@ -1,8 +1,9 @@
 // The runtime of LTX-2: the decoder's stage graphs chained in one staged session, fed the decode
 // timestep (config `decode_timestep`) when the decoder is conditioned; the encoder
-// (encoder-graph.ts) one session, built only when an encoder is asked for.
+// (encoder-graph.ts) its stage graphs chained the same way (one stage unless its weights pass
+// 1 GiB, as the published encoder's do), built only when an encoder is asked for.
 
-import { reason, refuse } from '../../errors.js';
+import { reason, refuse, throwIfAborted } from '../../errors.js';
 import type { SessionOptions } from '../../runtime/session-types.js';
 import { createStagedSession } from '../../runtime/staged-session.js';
 import type { Tensor } from '../../tensor.js';
@@ -10,8 +11,7 @@ import { bindWeights } from '../../weights/bind.js';
 import { buildLtx2DecoderStages, ltx2Architecture, ltx2DecoderParams } from './graph.js';
 import type { FamilyRuntime } from '../runtime-types.js';
 import { ENCODER_GRAPH_IO } from '../autoencoder-kl/encoder-graph.js';
-import { graphRunner } from '../graph-runner.js';
-import { buildLtx2EncoderGraph, ltx2EncoderParams } from './encoder-graph.js';
+import { buildLtx2EncoderStages, ltx2EncoderParams } from './encoder-graph.js';
 import type { ResolvedConfig } from '../types.js';
 
 /** The decode timestep a conditioned decoder is fed (config `decode_timestep`, diffusers' pipeline default 0). */
@@ -65,7 +65,14 @@ export const ltx2Runtime: FamilyRuntime = {
     moments: true,
     async createRunner(config, weights, session, options = {}) {
       const bound = bindWeights(ltx2EncoderParams(config), weights, { source: 'the weights given to the encoder' });
-      return graphRunner(buildLtx2EncoderGraph(config, bound, { moments: options.moments === true }), ENCODER_GRAPH_IO, session);
+      const s = await createStagedSession(buildLtx2EncoderStages(config, bound, { moments: options.moments === true }), session);
+      return {
+        async decode(video, signal) {
+          throwIfAborted(signal);
+          return (await s.run({ [ENCODER_GRAPH_IO.input]: video }))[ENCODER_GRAPH_IO.output]!;
+        },
+        dispose: () => s.dispose(),
+      };
     },
   },
 };
