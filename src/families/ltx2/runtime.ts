@@ -57,6 +57,9 @@ export const ltx2Runtime: FamilyRuntime = {
   postprocess: (raw) => raw,
   encoder: {
     params: ltx2EncoderParams,
+    // Not exposed as one graph for row sharding: the decoder is staged, and the encoder's graph is not analysed yet.
+    graphWithheld:
+      'its encoder graph is not exposed to the locality analysis (the family runs staged graphs; encoder row sharding is not analysed for LTX-2)',
     // latents_mean / latents_std are the pipeline's normalisation buffers.
     ignoredKeyPrefixes: ['decoder.', 'latents_mean', 'latents_std'],
     // One causal pass over all frames (F = 1 + rt·k); `_temporal_tiled_encode` drops the first latent frame of later chunks.
