@@ -231,11 +231,11 @@ const WAN21_DIFREF_TINY: RawConfig = {
   z_dim: 16,
 };
 
-test('encoders that are not one graph are refused up front, naming why (frame-stepped, clip loop, staged, packing down-samplers)', async () => {
+test('encoders that are not one graph are refused up front, naming why (frame-stepped, clip loop, packing down-samplers)', async () => {
   for (const [config, why] of [
     [WAN21_DIFREF_TINY, /frame-stepped/],
     [MINIMAX_H3_TINY, /loops over clips/],
-    [LTX2_DIFREF_TINY, /not exposed to the locality analysis/],
+    [LTX2_DIFREF_TINY, /pack rows, columns and frames into channels/],
     [HUNYUAN_VIDEO_15_TINY, /pack rows, columns and frames into channels/],
   ] as const) {
     const encoder = await loadEncoder({ config, weights: 'synthetic', seed: 4 }, { threads: 1 });
