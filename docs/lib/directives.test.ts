@@ -72,24 +72,31 @@ test('generated sections, instruments and includes', () => {
   assert.match(page.blocks[6]!, /<figure class="scaling"/);
 });
 
-test('the families table says what a tile is and whether row sharding works, and why, as the registry answers', () => {
+test('the families table says what a tile is and whether row sharding works for the decoder and the encoder, and why, as the registry answers', () => {
   const html = expand('{{families}}').blocks[0]!;
   const row = (name: string) => new RegExp(`<th scope="row"><code>${name.replace('.', '\\.')}</code></th>(.*?)</tr>`).exec(html)?.[1] ?? '';
   assert.match(html, /<th scope="col">a tile is<\/th><th scope="col">row sharding<\/th>/);
-  // Sharded families name what their ranks exchange; the others the reason their refusal gives.
+  // Sharded families name what their ranks exchange; the others the reason their refusal gives; then the encoder's answer.
   assert.match(
     row('autoencoder-kl'),
-    /<td>yes: exchanges halo rows, GroupNorm statistics \(all-gather\), attention keys and values \(gather\)<\/td>/,
+    /<td>decoder yes: exchanges halo rows, GroupNorm statistics \(all-gather\), attention keys and values \(gather\)<br>encoder yes<\/td>/,
   );
-  assert.match(row('dc-ae'), /yes: exchanges halo rows, linear-attention K·Vᵀ and K sums \(all-reduce\)/);
+  assert.match(row('dc-ae'), /decoder yes: exchanges halo rows, linear-attention K·Vᵀ and K sums \(all-reduce\)<br>encoder yes/);
   assert.match(
     row('hunyuan-video-1.5'),
-    /latent rows × cols with every frame, in one decoder call<\/td><td>yes: .*causal attention keys and values of frames ≤ f/,
+    /latent rows × cols with every frame, in one decoder call<\/td><td>decoder yes: .*causal attention keys and values of frames ≤ f \(gather\)<br>encoder no \(<code>NO_ENCODER_GRAPH<\/code>\): .*pack rows, columns and frames into channels/,
   );
+  assert.match(row('hunyuan-video'), /<br>encoder yes<\/td>/);
   for (const name of ['wan', 'qwen-image'])
-    assert.match(row(name), /<td>no \(<code>NO_DECODER_GRAPH<\/code>\): its decoder runs frame by frame .*causal cache/);
-  assert.match(row('ltx2'), /one temporal chunk .*<td>no \(<code>NO_DECODER_GRAPH<\/code>\): .*stage graphs/);
-  assert.match(row('minimax-h3'), /clips of \d+ latent frames .*<td>no \(<code>NO_DECODER_GRAPH<\/code>\): .*register tokens/);
+    assert.match(
+      row(name),
+      /<td>decoder no \(<code>NO_DECODER_GRAPH<\/code>\): its decoder runs frame by frame .*causal cache.*<br>encoder no \(<code>NO_ENCODER_GRAPH<\/code>\): its encoder runs frame-stepped/,
+    );
+  assert.match(row('ltx2'), /one temporal chunk .*<td>decoder no \(<code>NO_DECODER_GRAPH<\/code>\): .*stage graphs.*<br>encoder no/);
+  assert.match(
+    row('minimax-h3'),
+    /clips of \d+ latent frames .*<td>decoder no \(<code>NO_DECODER_GRAPH<\/code>\): .*register tokens.*<br>encoder no \(<code>NO_ENCODER_GRAPH<\/code>\): .*loops over clips/,
+  );
 });
 
 test('the build fails, naming page and line, when a page no longer matches the code', () => {

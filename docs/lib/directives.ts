@@ -17,7 +17,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { escapeXml, formatPercent, formatRatio, formatSize, planFigureSvg } from '../../src/bench/plan-figure.js';
-import { FAMILIES, FAMILY_NAMES, planningVae, rowShardingOf } from '../../src/families/registry.js';
+import { encoderRowShardingOf, FAMILIES, FAMILY_NAMES, planningVae, rowShardingOf } from '../../src/families/registry.js';
 import type { ShardExchange } from '../../src/families/runtime-types.js';
 import type { FamilySpec, Size2, VaeSpec } from '../../src/families/types.js';
 import { isDistVaeError, type Reason } from '../../src/errors.js';
@@ -226,11 +226,15 @@ const EXCHANGE_WORDS: Record<ShardExchange, string> = {
   'frame-causal-keys-values': 'causal attention keys and values of frames ≤ f (gather)',
 };
 
-/** The families table's row-sharding cell: yes with what the ranks exchange, or no with the reason the refusal gives. */
+/** The families table's row-sharding cell: yes with what the ranks exchange, or no with the reason the refusal gives; then the encoder's answer. */
 function rowShardingCell(f: FamilySpec): string {
   const answer = rowShardingOf(f);
-  if (answer.sharded) return `yes: exchanges ${answer.exchanges.map((e) => EXCHANGE_WORDS[e]).join(', ')}`;
-  return `no (<code>NO_DECODER_GRAPH</code>): ${escapeXml(answer.why)}`;
+  const decoder = answer.sharded
+    ? `yes: exchanges ${answer.exchanges.map((e) => EXCHANGE_WORDS[e]).join(', ')}`
+    : `no (<code>NO_DECODER_GRAPH</code>): ${escapeXml(answer.why)}`;
+  const e = encoderRowShardingOf(f);
+  const encoder = !e ? 'no encoder' : e.sharded ? 'yes' : `no (<code>NO_ENCODER_GRAPH</code>): ${escapeXml(e.why)}`;
+  return `decoder ${decoder}<br>encoder ${encoder}`;
 }
 
 function familiesHtml(): string {
@@ -263,7 +267,7 @@ function familiesHtml(): string {
   ]
     .map((h) => `<th scope="col">${h}</th>`)
     .join('');
-  return `<div class="table-scroll"><table class="families"><caption>Families with their published default configs, read from <code>src/families/</code>; row sharding as each family's runtime declares it, checked against the locality analysis</caption><thead><tr>${head}</tr></thead><tbody>${rows.join('')}</tbody></table></div>`;
+  return `<div class="table-scroll"><table class="families"><caption>Families with their published default configs, read from <code>src/families/</code>; row sharding of the decoder and of the encoder as each family's runtime declares it, checked against the locality analysis</caption><thead><tr>${head}</tr></thead><tbody>${rows.join('')}</tbody></table></div>`;
 }
 
 const INSTRUMENTS = ['explorer', 'quadratic'];

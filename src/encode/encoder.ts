@@ -45,15 +45,16 @@ export class Encoder extends BoundEncoder {
    * whose encoder does not expose it.
    */
   encoderModel(): ModelProto {
-    if (!this.runtime?.graph) {
+    const withheld = this.runtime?.graphWithheld;
+    if (!this.runtime?.graph || withheld !== undefined) {
       refuse(
         'UNSUPPORTED',
         reason(
           'NO_ENCODER_GRAPH',
           'family',
           this.family.name,
-          'a family whose encoder exposes its graph',
-          `the ${this.family.name} encoder does not expose its graph: row sharding and halo-exact tiles need it`,
+          'a family whose encoder is one graph',
+          `the ${this.family.name} encoder is not one graph${withheld ? ` (${withheld})` : ''}: row sharding and halo-exact tiles need it`,
         ),
       );
     }

@@ -65,6 +65,21 @@ export function rowShardingOf(
   return { sharded: false, why: runtime.graphWithheld ?? 'its runtime exposes no fused decoder graph' };
 }
 
+/**
+ * Whether a registered family's encoder can be row-sharded, and why not (null: the family has no
+ * encoder): sharded where the encoder exposes its fused `graph` and withholds nothing
+ * (`FamilyEncoder.graphWithheld` names what keeps the encode from one graph — a frame-stepped
+ * encode, a clip loop around the graph, a graph the analysis cannot read yet). The docs'
+ * families table shows it; strategies/shard/family-support.test.ts checks it against the shard
+ * plan of each family's tiny encoder and the refusal.
+ */
+export function encoderRowShardingOf(family: FamilySpec): { sharded: true } | { sharded: false; why: string } | null {
+  const encoder = runtimeOf(family).encoder;
+  if (!encoder) return null;
+  if (encoder.graph && encoder.graphWithheld === undefined) return { sharded: true };
+  return { sharded: false, why: encoder.graphWithheld ?? 'its encoder exposes no fused graph' };
+}
+
 /** The runtime (graph builders, tile runner, post-processing) of a registered family. */
 export function runtimeOf(family: FamilySpec): FamilyRuntime {
   const registered = REGISTERED.find((f) => f.spec.name === family.name);

@@ -104,6 +104,14 @@ export interface FamilyEncoder {
   /** The graph's input and output names (with `graph`). */
   io?: { input: string; output: string };
   /**
+   * Why row sharding and halo-exact tiles cannot run this encoder as one graph, in words (named
+   * in their NO_ENCODER_GRAPH refusal, up front): set where there is no `graph` (an encode
+   * stepped frame by frame in JS, a chain of stage graphs, a graph the analysis cannot read yet)
+   * and where `graph` is one step of a loop the runner runs around it (so the graph alone is not
+   * the encode; `graph` then still serves the memory model).
+   */
+  graphWithheld?: string;
+  /**
    * What the memory model reads of one tile encode, for encoders whose runner is not one run of
    * `graph` (the KL encoder chunks its attention by the tile's size): as `FamilyRuntime.memoryRuns`,
    * for an image tile of these dims (B, C, H, W) in input pixels. Absent: one run of `graph`.

@@ -70,13 +70,13 @@ export interface SpatialFact {
    * tokens are then one block of rows per frame). Null for images.
    */
   frameAxis: number | null;
-  /** The frame count as a·F + b of the latent's F frames (null: images, or not known). */
+  /** The frame count as a·F + b of the graph input's F frames (null: images, or not known). */
   frames: Affine | null;
   /** Rows and columns of padding beyond the band on each side (a Pad of a spatial axis, read only by a Conv). */
   margin?: Depth;
 }
 
-/** a·F + b for the latent's frame count F. */
+/** a·F + b for the graph input's frame count F (a decoder's latent, an encoder's video); a and b may be fractions after a strided conv in time. */
 export interface Affine {
   a: number;
   b: number;
@@ -608,7 +608,11 @@ class Interpreter {
     let frames = x.frames;
     if (video && frames) {
       const reach = dilations[0]! * (kernel[0]! - 1);
-      frames = strides[0] === 1 ? { a: frames.a, b: frames.b + pads[0]! + pads[n]! - reach } : null;
+      // A stride s in time (an encoder's temporal down-sampler) maps P padded frames to
+      // (P − reach − 1)/s + 1: still affine in F, with fractional coefficients (exact binary
+      // fractions for s = 2); a frame count that is not whole for the F given is refused (plan.ts framesOf).
+      const s = strides[0]!;
+      frames = { a: frames.a / s, b: (frames.b + pads[0]! + pads[n]! - reach - 1) / s + 1 };
     }
     const axis = (spatialIndex: 0 | 1, before: number, after: number) => {
       const i = n - 2 + spatialIndex;

@@ -522,7 +522,11 @@ export async function encodeFile(
     const bands = reading === 'streamed';
     const dealt = queue !== null || ranks > 1 || strategy === 'shard';
     let decision: Decision | null = null;
-    if (auto && hasMemoryModel(encoder))
+    // The memory model reads an encode as (B, C, H, W) image tiles: a video input runs the plan
+    // asked for or the default one, as for a family it does not describe (a video encoder that
+    // exposes its graph for row sharding — HunyuanVideo, MiniMax-H3 — would otherwise reach it).
+    const modelled = hasMemoryModel(encoder) && input.dims.length === 4;
+    if (auto && modelled)
       decision = decide(encoder, size, budget, { ranks, batch, isolated: false, strategies: POLICY_STRATEGIES, bands, ...rankSetting });
     else {
       // Tiles when asked for (a window, or ranks or workers to deal them to); else whole, as diffusers' encode.
@@ -539,7 +543,7 @@ export async function encodeFile(
         }
       }
       // A tile plan on local ranks is predicted (and refused over an explicit budget); row sharding, halo-exact tiles and queue workers run as asked.
-      if (!auto && strategy === 'tile' && queue === null && hasMemoryModel(encoder))
+      if (!auto && strategy === 'tile' && queue === null && modelled)
         decision = exactRequest(
           encoder,
           size,

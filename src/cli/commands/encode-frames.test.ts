@@ -4,7 +4,9 @@
 // default) turned on — each bitwise the library's encode with the same frame plan, and different
 // from the whole encode (so a flag that is dropped fails). Families whose encoders never cut time
 // refuse a frame plan with exit 2 naming the flag; a video, or a 5-D .npy image, given to an image
-// family is refused before the encoder's weights are read.
+// family is refused before the encoder's weights are read. `--strategy shard` row-shards
+// HunyuanVideo's video encoder, whole and per temporal chunk; MiniMax-H3 (a video encoder with a
+// graph) encodes without the memory model reading it, and refuses --strategy shard naming why.
 
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,6 +16,7 @@ import { after, test } from 'node:test';
 import { loadEncoder } from '../../encode/encoder.js';
 import { HUNYUAN_VIDEO_15_TINY } from '../../families/hunyuan-video-15/testing/configs.js';
 import { LTX2_DIFREF_TINY } from '../../families/ltx2/testing/configs.js';
+import { MINIMAX_H3_TINY } from '../../families/minimax-h3/testing/configs.js';
 import { HUNYUAN_VIDEO_TINY, WAN21_TINY } from '../../families/testing/video-configs.js';
 import { readLatents } from '../../io/latents.js';
 import { writeNpy } from '../../io/npy.js';
@@ -86,6 +89,58 @@ test('HunyuanVideo: the default framewise encode, --no-frame-tiling and --frame-
   const bad = await cli(...synthetic('hunyuan-video', config), '--video', input, '--out', join(dir, 'x.npy'), '--frame-window', '6');
   assert.equal(bad.code, 2, bad.stderr);
   assert.match(bad.stderr, /multiple of 4/);
+});
+
+test('HunyuanVideo: --strategy shard --ranks 2 row-shards the video encoder (bands of rows of every frame), whole and in its temporal chunks, equal to the library encodes within 1e-4', async () => {
+  const config = writeConfig('hv-shard.json', HUNYUAN_VIDEO_TINY);
+  // 21 frames of 12 × 8 (3 latent rows): the default 16/4 frame plan cuts time; each chunk is row-sharded.
+  const video = seededTensor([1, 3, 21, 12, 8], 13, 0.8);
+  const input = join(dir, 'hv-shard.npy');
+  writeNpy(input, video);
+  const close = (got: Tensor, expected: Tensor, what: string) => {
+    assert.deepEqual(got.dims, expected.dims, what);
+    const maxAbs = got.data.reduce((m, v, i) => Math.max(m, Math.abs(v - expected.data[i]!)), 0);
+    const largest = expected.data.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+    assert.ok(maxAbs <= 1e-4 * largest, `${what}: max |Δ| ${maxAbs} vs max |whole| ${largest}`);
+  };
+  for (const [name, flags, frames] of [
+    ['hv-shard-whole', ['--no-frame-tiling'], null],
+    ['hv-shard-chunks', [], undefined],
+  ] as const) {
+    const out = join(dir, `${name}.npy`);
+    const r = await cli(
+      ...synthetic('hunyuan-video', config),
+      '--video',
+      input,
+      '--out',
+      out,
+      '--strategy',
+      'shard',
+      '--ranks',
+      '2',
+      '--json',
+      ...flags,
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const summary = JSON.parse(r.stdout);
+    assert.equal(summary.strategy, 'shard');
+    assert.equal(summary.ranks.length, 2);
+    close(await readLatents(out), await libraryEncode('hunyuan-video', HUNYUAN_VIDEO_TINY, video, frames), name);
+  }
+});
+
+test('a video encoder with a graph is not read by the memory model (image tiles only): MiniMax-H3 encodes with no plan option; --strategy shard is refused naming its clip loop', async () => {
+  const config = writeConfig('minimax.json', MINIMAX_H3_TINY);
+  const video = seededTensor([1, 3, 5, 16, 16], 14, 0.8);
+  const input = join(dir, 'minimax.npy');
+  writeNpy(input, video);
+  const out = join(dir, 'minimax-out.npy');
+  const r = await cli(...synthetic('minimax-h3', config), '--video', input, '--out', out);
+  assert.equal(r.code, 0, r.stderr);
+  assertSameBits(await readLatents(out), await libraryEncode('minimax-h3', MINIMAX_H3_TINY, video), 'the default encode');
+  const shard = await cli(...synthetic('minimax-h3', config), '--video', input, '--out', out, '--strategy', 'shard', '--ranks', '2');
+  assert.equal(shard.code, 2, shard.stderr);
+  assert.match(shard.stderr, /the minimax-h3 encoder is not one graph \(its graph encodes one clip/);
 });
 
 test('LTX-2: --frame-window turns its temporal tiling on (off by default)', async () => {

@@ -41,6 +41,9 @@ export const hunyuanVideo15Runtime: FamilyRuntime = {
   postprocess: (raw) => raw,
   encoder: {
     params: hunyuanVideo15EncoderParams,
+    // Not exposed to the analysis: it does not model the down-samplers' space-to-channel packing yet.
+    graphWithheld:
+      'its down-samplers pack rows, columns and frames into channels (`_dcae_downsample_rearrange`: a Reshape to shapes divided in-graph, then a Transpose), which the locality analysis does not model yet',
     // A full original-layout file implies its config through the decoder's shapes, as for decoding.
     configFromWeights: hunyuanVideo15ConfigFromWeights,
     ignoredKeyPrefixes: ['decoder.'],

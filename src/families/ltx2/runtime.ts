@@ -57,6 +57,9 @@ export const ltx2Runtime: FamilyRuntime = {
   postprocess: (raw) => raw,
   encoder: {
     params: ltx2EncoderParams,
+    // One graph, but not one the locality analysis reads yet: refused up front rather than failing inside the analysis.
+    graphWithheld:
+      'its encoder patchifies the input and its down-samplers pack rows, columns and frames into channels (space-to-channel reshapes), which the locality analysis does not model yet',
     // latents_mean / latents_std are the pipeline's normalisation buffers.
     ignoredKeyPrefixes: ['decoder.', 'latents_mean', 'latents_std'],
     // One causal pass over all frames (F = 1 + rt·k); `_temporal_tiled_encode` drops the first latent frame of later chunks.

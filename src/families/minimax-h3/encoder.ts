@@ -186,6 +186,10 @@ export const miniMaxH3Encoder: FamilyEncoder = {
   params: miniMaxEncoderParams,
   graph: (config, weights) => buildMiniMaxEncoderGraph(config, weights),
   io: ENCODER_GRAPH_IO,
+  // The graph is one clip; the runner loops clips (and drops tokens) in JS, so sharding the graph
+  // would encode the video as one clip — refused rather than silently wrong.
+  graphWithheld:
+    'its graph encodes one clip of clip_length frames; the runner loops over clips in JS and drops the last token_drop latent frames, so the graph alone is not the encode',
   ignoredKeyPrefixes: ['decoder.', 'post_quant_conv.'],
   framesFor: (config) => {
     const { clipLength, tokenDrop } = config.geometry.clips!;

@@ -98,6 +98,8 @@ const memoryRuns: FamilyRuntime['memoryRuns'] = (config, weights, dims) => {
  */
 export const wanEncoder: FamilyEncoder = {
   params: wanEncoderParams,
+  graphWithheld:
+    'its encoder runs frame-stepped: one graph per chunk of frames, each temporal conv’s causal cache carried between calls in JS, so no single graph covers the video',
   createRunner: async (config, weights, session, options = {}) => {
     const bound = bindWeights(wanEncoderParams(config), weights, { source: 'the weights given to the encoder' });
     const moments = options.moments === true;

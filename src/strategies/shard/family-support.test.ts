@@ -4,18 +4,23 @@
 // analysis accepts (shardedDecodeFor builds the same plan before any rank starts), exchanging
 // what its runtime declares (halo rows, GroupNorm statistics, attention keys/values…); a family
 // said not to is refused NO_DECODER_GRAPH, the message naming the family and the reason the
-// table gives. A new family must appear here, so the table cannot drift from the code.
+// table gives. A new family must appear here, so the table cannot drift from the code. The same
+// for each family's encoder (`encoderRowShardingOf`): its shard plan builds on the tiny encoder,
+// or `encoderModel()` — what the sharded encode reads before any rank starts — is refused
+// NO_ENCODER_GRAPH with the reason the table gives.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { architectureModel } from '../../decode/decoder-model.js';
 import { isDistVaeError } from '../../errors.js';
-import { FAMILY_NAMES, planningVae, rowShardingOf, runtimeOf } from '../../families/registry.js';
+import { loadEncoder } from '../../encode/encoder.js';
+import { encoderRowShardingOf, FAMILY_NAMES, planningVae, rowShardingOf, runtimeOf } from '../../families/registry.js';
 import type { RawConfig } from '../../families/types.js';
 import { KL_SMALL, TAE_SMALL } from '../../families/testing/config-files.js';
 import { DCAE_TINY } from '../../families/dc-ae/testing/configs.js';
 import { HUNYUAN_IMAGE_TINY } from '../../families/hunyuan-image/testing/configs.js';
 import { HUNYUAN_VIDEO_15_TINY } from '../../families/hunyuan-video-15/testing/configs.js';
+import { LTX2_DIFREF_TINY } from '../../families/ltx2/testing/configs.js';
 import { MINIMAX_H3_TINY } from '../../families/minimax-h3/testing/configs.js';
 import { HUNYUAN_VIDEO_TINY, LTX2_TINY, QWEN_IMAGE_TINY, WAN21_TINY } from '../../families/testing/video-configs.js';
 import { shardExchanges, shardPlan } from './plan.js';
@@ -34,6 +39,9 @@ const TINY: Record<string, RawConfig> = {
   'hunyuan-video-1.5': HUNYUAN_VIDEO_15_TINY,
   'minimax-h3': MINIMAX_H3_TINY,
 };
+
+/** Where the decoder's tiny config has no buildable encoder (LTX2_TINY's ratios), the encoder's. */
+const ENCODER_TINY: Record<string, RawConfig> = { ...TINY, ltx2: LTX2_DIFREF_TINY };
 
 test('every family has a tiny config here (a new family must be checked too)', () => {
   assert.deepEqual(Object.keys(TINY).sort(), [...FAMILY_NAMES].sort());
@@ -70,3 +78,28 @@ test('Wan, Qwen-Image and LTX-2 are refused naming why: frame-by-frame with a ca
   const ltx = rowShardingOf(planningVae('ltx2', LTX2_TINY).family);
   assert.ok(!ltx.sharded && /stage graphs/.test(ltx.why) && /timestep/.test(ltx.why));
 });
+
+for (const name of FAMILY_NAMES) {
+  test(`${name}: the families table's encoder row-sharding answer is what the shard plan and the refusal say`, async () => {
+    const family = planningVae(name, ENCODER_TINY[name]).family;
+    const answer = encoderRowShardingOf(family);
+    if (!answer) return;
+    const encoder = await loadEncoder({ family: name, config: ENCODER_TINY[name]!, weights: 'synthetic', seed: 1 }, { threads: 1 });
+    try {
+      if (answer.sharded) {
+        assert.ok(shardPlan(encoder.encoderModel()).steps.length > 0);
+        return;
+      }
+      assert.throws(
+        () => encoder.encoderModel(),
+        (e: unknown) =>
+          isDistVaeError(e) &&
+          e.reasons.some((r) => r.code === 'NO_ENCODER_GRAPH') &&
+          e.message.includes(`the ${name} encoder`) &&
+          e.message.includes(answer.why),
+      );
+    } finally {
+      await encoder.dispose();
+    }
+  });
+}

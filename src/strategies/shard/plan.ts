@@ -235,7 +235,14 @@ export function framesOf(f: SpatialFact, latentFrames: number): number {
   if (f.frameAxis === null) return 1;
   if (!f.frames)
     throw new DistVaeError('INVALID_ARGUMENT', 'a video value crosses a step with a frame count the locality analysis does not know');
-  return f.frames.a * latentFrames + f.frames.b;
+  const frames = f.frames.a * latentFrames + f.frames.b;
+  // Strided convs in time make a and b fractions: F must be one the down-samplers divide evenly (1 + 4k for HunyuanVideo's encoders).
+  if (!Number.isInteger(frames) || frames < 1)
+    throw new DistVaeError(
+      'INVALID_ARGUMENT',
+      `a video value of ${f.frames.a}·F + ${f.frames.b} frames has no whole frame count for F = ${latentFrames} input frames`,
+    );
+  return frames;
 }
 
 /** Entries of one row of a value along its row axis: 1 for images, the row's tokens when flattened. */

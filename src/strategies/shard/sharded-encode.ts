@@ -1,5 +1,6 @@
 // `shardedEncodeFor(encoder, group)`: row sharding of an encoder, a drop-in for
-// `encoder.tiledEncode` (docs/design.md §6). The image's rows are split into one band per rank,
+// `encoder.tiledEncode` (docs/design.md §6). The image's rows (a video's: rows of every frame,
+// frames never split) are split into one band per rank,
 // each whole latent rows (r input rows apiece: bands.ts splitInputBands), so every stride-2
 // down-sampler — and diffusers' bottom pad before it — splits exactly between bands; every rank
 // runs the encoder's stages on its band with the halos the locality analysis gives, GroupNorm
