@@ -1,7 +1,8 @@
 // AutoencoderKLMiniMaxH3's encoder: diffusers' MiniMaxH3VideoEncoder3d (a causal 3-D CNN) and
 // quant_conv as one ONNX graph over a clip — conv_in, per level `layers_per_block` resnets and,
 // where the level's factors multiply past 1, a strided down-sampler; GroupNorm + SiLU; conv_out
-// to 2·latent channels; quant_conv; the mean half of the moments (`latent_dist.mode()`) — and a
+// to 2·latent channels; quant_conv; the mean half of the moments (`latent_dist.mode()`; the moments whole
+// when asked, which `--sample` draws from) — and a
 // runner that runs the class's `_encode` time loop around it: one frame alone; otherwise the
 // frames padded by repeating the last to a whole number of `clip_length` clips, each clip through
 // the graph, the latents concatenated and the last `token_drop` dropped (⌈F/17⌉·⌈17/4⌉ − 3 latent
@@ -120,7 +121,7 @@ function downsample(m: Module, x: Value, c: number, t: number, s: number, f: Enc
   return sc.conv(h, weight, bias, { pads: [2, 0, 0, 0, spatialEnd, spatialEnd], strides: [t, s, s] });
 }
 
-function encoderGraph(config: ResolvedConfig, source: ParamSource): GraphBuilder {
+function encoderGraph(config: ResolvedConfig, source: ParamSource, _attentionChunks: number, moments: boolean): GraphBuilder {
   const f = encoderFields(config);
   const z = config.geometry.latentChannels;
   const g = new GraphBuilder(config.className, { docString: `${config.className} encoder built by distvae` });
@@ -141,8 +142,13 @@ function encoderGraph(config: ResolvedConfig, source: ParamSource): GraphBuilder
   x = g.silu(frameGroupNorm(encoder.child('norm_out'), x, width, f.norm));
   x = causalConv(encoder.child('conv_out'), x, width, 2 * z, 3, f, GAIN_AFTER_SILU);
   const [weight, bias] = convWeights(root.child('quant_conv'), 2 * z, 2 * z, [1, 1, 1]);
-  const moments = g.conv(x, weight, bias);
-  const mean = g.slice(moments, { starts: [0], ends: [z], axes: [1] });
+  const both = g.conv(x, weight, bias);
+  // Sampling needs both halves (mean, log-variance): the clip loop concatenates and drops frames of the moments, as `_encode` does.
+  if (moments) {
+    g.output(ENCODER_GRAPH_IO.output, both, ['batch', 2 * z, 'latent_frames', 'latent_height', 'latent_width']);
+    return g;
+  }
+  const mean = g.slice(both, { starts: [0], ends: [z], axes: [1] });
   g.output(ENCODER_GRAPH_IO.output, mean, ['batch', z, 'latent_frames', 'latent_height', 'latent_width']);
   return g;
 }
@@ -155,7 +161,8 @@ export const miniMaxEncoderParams = miniMaxEncoder.params;
 /**
  * The graph over one clip: input `image` (batch, in_channels, frames, height, width) in the
  * family's sample range, output `latents` (batch, latent_channels, latent_frames, height/r,
- * width/r), the distribution's mean.
+ * width/r), the distribution's mean (with `moments: true`, the moments: 2·latent_channels, mean
+ * then log-variance).
  */
 export const buildMiniMaxEncoderGraph = miniMaxEncoder.build;
 
@@ -193,10 +200,12 @@ export const miniMaxH3Encoder: FamilyEncoder = {
     const { clipLength, tokenDrop } = config.geometry.clips!;
     return { kind: 'clips', clipLength, tokenDrop };
   },
-  async createRunner(config, weights, options) {
+  moments: true,
+  async createRunner(config, weights, options, runner = {}) {
     const bound = bindWeights(miniMaxEncoderParams(config), weights, { source: 'the weights given to the encoder' });
+    const graphOptions = { moments: runner.moments === true };
     let session: Promise<Session> | null = null;
-    const open = () => (session ??= createSession(buildMiniMaxEncoderGraph(config, bound).toModel(), options));
+    const open = () => (session ??= createSession(buildMiniMaxEncoderGraph(config, bound, graphOptions).toModel(), options));
     return {
       async decode(video, signal) {
         return encodeClips(
