@@ -41,8 +41,9 @@ export class Encoder extends BoundEncoder {
 
   /**
    * The fused encoder graph with the bound weights (image in, latents out), which locality
-   * analysis, row sharding and halo-exact tiles read; refused (NO_ENCODER_GRAPH) for a family
-   * whose encoder does not expose it.
+   * analysis, row sharding and halo-exact tiles read — the moments graph where this encoder was
+   * loaded with `moments` (ranks load with the same options, so they run what the runner runs);
+   * refused (NO_ENCODER_GRAPH) for a family whose encoder does not expose it.
    */
   encoderModel(): ModelProto {
     if (!this.runtime?.graph) {
@@ -57,7 +58,7 @@ export class Encoder extends BoundEncoder {
         ),
       );
     }
-    return this.runtime.graph(this.config, this.weights).toModel();
+    return this.runtime.graph(this.config, this.weights, this.loadOptions.moments === true ? { moments: true } : {}).toModel();
   }
 
   /** SHA-256 of the resolved config and the bound encoder weights: what a rank checks it loaded. */
@@ -90,7 +91,7 @@ export async function loadEncoder(
     sessionOptionsOf(options, resolvePrecision(config, options).precision),
     options.moments === true ? { moments: true } : {},
   );
-  // Ranks load the same half the same way: with the moments where this one returns them (tile strategy).
+  // Ranks load the same half the same way: with the moments where this one returns them (every strategy).
   const rankOptions = { ...rankLoadOptions(options), ...(options.moments === true ? { moments: true } : {}) };
   return new Encoder(family, config, runner, resolved, rankOptions, weights, release, runtime.encoder!);
 }

@@ -223,9 +223,10 @@ export interface EncodeFileLabels {
 
 /**
  * Refuses `sample` where it cannot be drawn: a family with no distribution (TAE, DC-AE), an
- * encoder that returns the mean only (its FamilyEncoder does not declare `moments`), a queue
- * (its workers start with the mean-only encoder) or a strategy other than tile (row sharding and
- * halo-exact tiles read the mean-only graph). Local ranks of the tile strategy load the moments.
+ * encoder that returns the mean only (its FamilyEncoder does not declare `moments`) or a queue
+ * (its workers start with the mean-only encoder). Local ranks load the encoder with the moments
+ * whatever the strategy: tiles return them, and row sharding and halo-exact tiles run the
+ * moments graph (`Encoder.encoderModel`).
  */
 function refuseUnsampleable(
   family: FamilySpec,
@@ -247,15 +248,14 @@ function refuseUnsampleable(
         `${option}: the ${family.name} encoder here returns the latent mean only, not the moments a sample is drawn from`,
       ),
     );
-  const strategy = options.strategy ?? 'tile';
-  if (strategy !== 'tile' || options.redis !== undefined)
+  if (options.redis !== undefined)
     reasons.push(
       reason(
         'STRATEGY_INVALID',
         option,
-        options.redis !== undefined ? 'a queue' : `strategy ${strategy}`,
-        'the tile strategy on local ranks (or none)',
-        `${option} needs the encoder's moments on every rank: local ranks load them (tile strategy), but queue workers start with the mean-only encoder and row sharding / halo-exact tiles read the mean-only graph`,
+        'a queue',
+        'local ranks (any strategy) or none',
+        `${option} needs the encoder's moments on every rank: local ranks load them, but queue workers start with the mean-only encoder`,
       ),
     );
   if (reasons.length > 0) refuse('UNSUPPORTED', reasons);

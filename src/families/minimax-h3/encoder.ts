@@ -193,7 +193,7 @@ export async function encodeClips(
 /** MiniMax-H3's encoder: the clip graph (dynamic frames and size: one session) under the `_encode` loop. */
 export const miniMaxH3Encoder: FamilyEncoder = {
   params: miniMaxEncoderParams,
-  graph: (config, weights) => buildMiniMaxEncoderGraph(config, weights),
+  graph: (config, weights, options = {}) => buildMiniMaxEncoderGraph(config, weights, { moments: options.moments === true }),
   io: ENCODER_GRAPH_IO,
   ignoredKeyPrefixes: ['decoder.', 'post_quant_conv.'],
   framesFor: (config) => {
