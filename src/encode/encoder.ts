@@ -8,6 +8,7 @@
 // than padded, since padding would put content into the latents that the image does not have
 // (the CLI's --crop cuts to a valid size instead; `cropToMultiple` does it here).
 
+import { createHash } from 'node:crypto';
 import { BoundEncoder } from './bound-encoder.js';
 import { contentHashOf, rankLoadOptions, resolvePrecision, sessionOptionsOf, type LoadOptions } from '../decode/vae.js';
 import type { Tensor } from '../tensor.js';
@@ -61,9 +62,17 @@ export class Encoder extends BoundEncoder {
     return this.runtime.graph(this.config, this.weights, this.loadOptions.moments === true ? { moments: true } : {}).toModel();
   }
 
-  /** SHA-256 of the resolved config and the bound encoder weights: what a rank checks it loaded. */
+  /**
+   * SHA-256 of the resolved config and the bound encoder weights — and, loaded with `moments`, of
+   * that too: what a rank or queue worker checks it loaded. The moments and the mean are other
+   * tensors from the same weights, so a worker holding the mean-only encoder refuses a `--sample`
+   * run (and the reverse) instead of returning tiles of the wrong width.
+   */
   contentHash(): string {
-    this.hash ??= contentHashOf(this.family, this.config, this.weights);
+    if (this.hash === null) {
+      const weights = contentHashOf(this.family, this.config, this.weights);
+      this.hash = this.loadOptions.moments === true ? createHash('sha256').update(`${weights}:moments`).digest('hex') : weights;
+    }
     return this.hash;
   }
 
