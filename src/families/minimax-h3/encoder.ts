@@ -18,12 +18,13 @@
 import { DistVaeError, throwIfAborted } from '../../errors.js';
 import { GraphBuilder, type Value } from '../../graph/builder.js';
 import { createSession } from '../../runtime/session.js';
-import type { Session } from '../../runtime/session-types.js';
+import type { Session, SessionOptions } from '../../runtime/session-types.js';
+import type { ModelProto } from '../../graph/onnx-proto.js';
 import type { Tensor } from '../../tensor.js';
 import { bindWeights } from '../../weights/bind.js';
 import { ENCODER_GRAPH_IO } from '../autoencoder-kl/encoder-graph.js';
 import { convWeights, encoderGraphOf, GAIN_AFTER_SILU, groupNorm, Module, type NormSettings, type ParamSource } from '../blocks/blocks.js';
-import type { FamilyEncoder } from '../runtime-types.js';
+import type { FamilyEncoder, TileRunner } from '../runtime-types.js';
 import type { ResolvedConfig } from '../types.js';
 import { concatFrames, framesOf, padFrames } from './frames.js';
 
@@ -190,7 +191,44 @@ export async function encodeClips(
   return tokenDrop > 0 ? framesOf(latents, 0, latents.dims[2]! - tokenDrop) : latents;
 }
 
-/** MiniMax-H3's encoder: the clip graph (dynamic frames and size: one session) under the `_encode` loop. */
+/**
+ * The runner: the clip graph (dynamic frames and size: one session, opened by the first clip)
+ * under the `_encode` loop; `moments` makes the graph return the moments, which the loop
+ * concatenates and drops frames of as it does the mean. `open` makes the session (onnxruntime-node's
+ * here, onnxruntime-web's in a page through the browser map; tests pass the web one in Node).
+ */
+export function clipEncoderRunner(
+  config: ResolvedConfig,
+  weights: ReadonlyMap<string, Tensor>,
+  options: SessionOptions,
+  runner: { moments?: boolean } = {},
+  open: (model: ModelProto, options: SessionOptions) => Promise<Session> = createSession,
+): TileRunner {
+  const bound = bindWeights(miniMaxEncoderParams(config), weights, { source: 'the weights given to the encoder' });
+  const graphOptions = { moments: runner.moments === true };
+  let session: Promise<Session> | null = null;
+  const opened = () => (session ??= open(buildMiniMaxEncoderGraph(config, bound, graphOptions).toModel(), options));
+  return {
+    async decode(video, signal) {
+      return encodeClips(
+        config,
+        video,
+        async (clip) => (await (await opened()).run({ [ENCODER_GRAPH_IO.input]: clip }))[ENCODER_GRAPH_IO.output]!,
+        signal,
+      );
+    },
+    async dispose() {
+      const s = session;
+      session = null;
+      await s?.then(
+        (x) => x.dispose(),
+        () => undefined,
+      );
+    },
+  };
+}
+
+/** MiniMax-H3's encoder: the clip graph under the `_encode` loop (`clipEncoderRunner`). */
 export const miniMaxH3Encoder: FamilyEncoder = {
   params: miniMaxEncoderParams,
   graph: (config, weights, options = {}) => buildMiniMaxEncoderGraph(config, weights, { moments: options.moments === true }),
@@ -201,28 +239,5 @@ export const miniMaxH3Encoder: FamilyEncoder = {
     return { kind: 'clips', clipLength, tokenDrop };
   },
   moments: true,
-  async createRunner(config, weights, options, runner = {}) {
-    const bound = bindWeights(miniMaxEncoderParams(config), weights, { source: 'the weights given to the encoder' });
-    const graphOptions = { moments: runner.moments === true };
-    let session: Promise<Session> | null = null;
-    const open = () => (session ??= createSession(buildMiniMaxEncoderGraph(config, bound, graphOptions).toModel(), options));
-    return {
-      async decode(video, signal) {
-        return encodeClips(
-          config,
-          video,
-          async (clip) => (await (await open()).run({ [ENCODER_GRAPH_IO.input]: clip }))[ENCODER_GRAPH_IO.output]!,
-          signal,
-        );
-      },
-      async dispose() {
-        const s = session;
-        session = null;
-        await s?.then(
-          (x) => x.dispose(),
-          () => undefined,
-        );
-      },
-    };
-  },
+  createRunner: (config, weights, options, runner = {}) => Promise.resolve(clipEncoderRunner(config, weights, options, runner)),
 };
