@@ -63,6 +63,14 @@ export class Encoder extends BoundEncoder {
   }
 
   /**
+   * What a rank loads to run this encoder (a `VaeRef` with `part: 'encoder'`): its source, its
+   * load options and the content hash the rank's copy must have.
+   */
+  rankRef(): { source: VaeSource; loadOptions: LoadOptions; hash: string; part: 'encoder' } {
+    return { source: this.source, loadOptions: this.loadOptions, hash: this.contentHash(), part: 'encoder' };
+  }
+
+  /**
    * SHA-256 of the resolved config and the bound encoder weights — and, loaded with `moments`, of
    * that too: what a rank or queue worker checks it loaded. The moments and the mean are other
    * tensors from the same weights, so a worker holding the mean-only encoder refuses a `--sample`

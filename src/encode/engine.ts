@@ -50,6 +50,20 @@ export type TiledEncode = ((
   readonly encodesUntiled?: boolean;
 };
 
+/** A tiling operation that also takes untiled images (`encodesUntiled`), with the statistics of its last call. */
+export type UntiledEncode<S> = TiledEncode & { readonly lastStats: S | null };
+
+/**
+ * `encode` marked `encodesUntiled` (the engine calls it whatever the plan), its `lastStats` read
+ * through `stats`: how row sharding and halo-exact tiles present their encodes.
+ */
+export function untiledEncode<S>(encode: TiledEncode, stats: () => S | null): UntiledEncode<S> {
+  return Object.defineProperties(encode, {
+    encodesUntiled: { value: true, enumerable: true },
+    lastStats: { get: stats, enumerable: true },
+  }) as UntiledEncode<S>;
+}
+
 /** How a tiled encode reads tiles of rows read band by band. */
 export interface TileInputOptions {
   /** A fresh source of the same rows, for a tile asked for again after its band was dropped (a failed rank's tiles dealt again). */

@@ -174,14 +174,14 @@ export class ConfigReader {
     return (this.fields[key] = this.present(key) ? this.raw[key] : fallback);
   }
 
-  /** Refuses a decoder of more than MAX_DECODER_BLOCKS repeated blocks; `fields` names what multiplies into `blocks`. */
-  blocks(blocks: number, fields: string, value: unknown): void {
+  /** Refuses a decoder (or encoder) of more than MAX_DECODER_BLOCKS repeated blocks; `fields` names what multiplies into `blocks`. */
+  blocks(blocks: number, fields: string, value: unknown, half: 'decoder' | 'encoder' = 'decoder'): void {
     this.check(
       blocks <= MAX_DECODER_BLOCKS,
       fields,
       value,
-      `at most ${MAX_DECODER_BLOCKS} decoder blocks in all`,
-      `${fields} = ${JSON.stringify(value)} make a decoder of ${blocks} repeated blocks, more than ${MAX_DECODER_BLOCKS} (published VAEs have a few dozen): its parameter list and graph alone would exhaust memory`,
+      `at most ${MAX_DECODER_BLOCKS} ${half} blocks in all`,
+      `${fields} = ${JSON.stringify(value)} make ${half === 'encoder' ? 'an' : 'a'} ${half} of ${blocks} repeated blocks, more than ${MAX_DECODER_BLOCKS} (published VAEs have a few dozen): its parameter list and graph alone would exhaust memory`,
     );
   }
 

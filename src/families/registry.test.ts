@@ -1,13 +1,16 @@
 // Families: geometry and tiling defaults from published defaults and from config.json contents
-// written by diffusers itself (the tiny test configs of the reference harness, copied here as
-// literals), family inference from _class_name, and refusals. Expected ratios are computed
-// here from each config the way diffusers does, not read back from the code.
+// written by diffusers itself (the tiny test configs of the reference harness: literals here, and
+// the LTX-2 and HunyuanVideo ones their families' encoder tests share), family inference from
+// _class_name, and refusals. Expected ratios are computed here from each config the way diffusers
+// does, not read back from the code.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DistVaeError } from '../errors.js';
 import { FAMILY_NAMES, planningVae, familyForClassName, getFamily, resolveFamily } from './registry.js';
 import type { RawConfig } from './types.js';
+import { HUNYUAN_VIDEO_DIFREF_TINY } from './hunyuan-video/testing/configs.js';
+import { LTX2_DIFREF_TINY } from './ltx2/testing/configs.js';
 import { WAN22_PUBLISHED, WAN_TINY_SAVED } from './testing/video-configs.js';
 
 // --- diffusers-written configs (diffusers 0.40.0.dev0 `save_config`, tiny harness VAEs) -------
@@ -105,56 +108,9 @@ const QWEN_TINY: RawConfig = {
   temperal_downsample: [true],
   z_dim: 16,
 };
-const HUNYUAN_TINY: RawConfig = {
-  _class_name: 'AutoencoderKLHunyuanVideo',
-  _diffusers_version: '0.40.0.dev0',
-  act_fn: 'silu',
-  block_out_channels: [16, 32, 32],
-  down_block_types: ['HunyuanVideoDownBlock3D', 'HunyuanVideoDownBlock3D', 'HunyuanVideoDownBlock3D'],
-  in_channels: 3,
-  latent_channels: 16,
-  layers_per_block: 1,
-  mid_block_add_attention: true,
-  norm_num_groups: 8,
-  out_channels: 3,
-  scaling_factor: 0.476986,
-  spatial_compression_ratio: 4,
-  temporal_compression_ratio: 4,
-  up_block_types: ['HunyuanVideoUpBlock3D', 'HunyuanVideoUpBlock3D', 'HunyuanVideoUpBlock3D'],
-};
-const LTX2_TINY: RawConfig = {
-  _class_name: 'AutoencoderKLLTX2Video',
-  _diffusers_version: '0.40.0.dev0',
-  block_out_channels: [16, 32],
-  decoder_block_out_channels: [16, 32],
-  decoder_causal: false,
-  decoder_inject_noise: [false, false, false],
-  decoder_layers_per_block: [1, 1, 1],
-  decoder_spatial_padding_mode: 'reflect',
-  decoder_spatio_temporal_scaling: [true, true],
-  down_block_types: ['LTX2VideoDownBlock3D', 'LTX2VideoDownBlock3D'],
-  downsample_type: ['spatiotemporal', 'spatiotemporal'],
-  encoder_causal: true,
-  encoder_spatial_padding_mode: 'zeros',
-  in_channels: 3,
-  latent_channels: 16,
-  layers_per_block: [1, 1, 1],
-  out_channels: 3,
-  patch_size: 4,
-  patch_size_t: 1,
-  resnet_norm_eps: 1e-6,
-  scaling_factor: 1.0,
-  spatial_compression_ratio: 16,
-  spatio_temporal_scaling: [true, true],
-  temporal_compression_ratio: 4,
-  timestep_conditioning: false,
-  upsample_factor: [2, 2],
-  upsample_residual: [true, true],
-  upsample_type: ['spatiotemporal', 'spatiotemporal'],
-};
-const LTX2_TEMB_TINY: RawConfig = { ...LTX2_TINY, timestep_conditioning: true };
+const LTX2_TEMB_TINY: RawConfig = { ...LTX2_DIFREF_TINY, timestep_conditioning: true };
 const LTX23_TINY: RawConfig = {
-  ...LTX2_TINY,
+  ...LTX2_DIFREF_TINY,
   decoder_spatial_padding_mode: 'zeros',
   downsample_type: ['spatial', 'temporal'],
   spatial_compression_ratio: 8,
@@ -268,8 +224,13 @@ const CASES: { name: string; family: string; config?: RawConfig; expect: Expect 
   { name: 'wan 2.2 tiny', family: 'wan', config: WAN22_TINY, expect: videoExpect(8, 2, 2, 48) },
   // Qwen-Image: spatial 2^len(temperal_downsample), temporal 2^count(true).
   { name: 'qwen-image tiny', family: 'qwen-image', config: QWEN_TINY, expect: videoExpect(2, 2, 1, 16) },
-  { name: 'hunyuan-video tiny', family: 'hunyuan-video', config: HUNYUAN_TINY, expect: videoExpect(4, 4, 1, 16, HUNYUAN_TILING) },
-  { name: 'ltx2 tiny', family: 'ltx2', config: LTX2_TINY, expect: videoExpect(16, 4, 1, 16, LTX2_TILING) },
+  {
+    name: 'hunyuan-video tiny',
+    family: 'hunyuan-video',
+    config: HUNYUAN_VIDEO_DIFREF_TINY,
+    expect: videoExpect(4, 4, 1, 16, HUNYUAN_TILING),
+  },
+  { name: 'ltx2 tiny', family: 'ltx2', config: LTX2_DIFREF_TINY, expect: videoExpect(16, 4, 1, 16, LTX2_TILING) },
   { name: 'ltx2 tiny with timestep conditioning', family: 'ltx2', config: LTX2_TEMB_TINY, expect: videoExpect(16, 4, 1, 16, LTX2_TILING) },
   { name: 'ltx 2.3 tiny (mixed up-sampling)', family: 'ltx2', config: LTX23_TINY, expect: videoExpect(8, 2, 1, 16, LTX2_TILING) },
 ];
@@ -432,13 +393,13 @@ test('cross-field inconsistencies are refused with the derived value and the one
     ['block_out_channels[1]'],
   );
   // LTX-2: explicit ratios must agree with the decoder's up-sampling (16 here).
-  const ltx = refusal(() => planningVae('ltx2', { ...LTX2_TINY, spatial_compression_ratio: 32 }));
+  const ltx = refusal(() => planningVae('ltx2', { ...LTX2_DIFREF_TINY, spatial_compression_ratio: 32 }));
   assert.deepEqual(
     ltx.reasons.map((r) => [r.field, r.value]),
     [['spatial_compression_ratio', 32]],
   );
   // HunyuanVideo's decoder only supports temporal ratio 4.
-  const hv = refusal(() => planningVae('hunyuan-video', { ...HUNYUAN_TINY, temporal_compression_ratio: 8 }));
+  const hv = refusal(() => planningVae('hunyuan-video', { ...HUNYUAN_VIDEO_DIFREF_TINY, temporal_compression_ratio: 8 }));
   assert.deepEqual(
     hv.reasons.map((r) => [r.field, r.value]),
     [['temporal_compression_ratio', 8]],
@@ -447,7 +408,7 @@ test('cross-field inconsistencies are refused with the derived value and the one
 
 test('a config without explicit LTX-2 ratios falls back the way diffusers does (patch · 2^count(spatio_temporal_scaling))', () => {
   // Encoder flags [true, true] → 4·2² = 16 spatial and 1·2² = 4 temporal: consistent with the tiny decoder.
-  const { spatial_compression_ratio: _s, temporal_compression_ratio: _t, ...rest } = LTX2_TINY;
+  const { spatial_compression_ratio: _s, temporal_compression_ratio: _t, ...rest } = LTX2_DIFREF_TINY;
   const vae = planningVae('ltx2', rest);
   assert.deepEqual([vae.geometry.spatialRatio, vae.geometry.temporalRatio], [16, 4]);
 });

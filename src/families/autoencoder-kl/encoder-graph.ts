@@ -7,7 +7,7 @@
 // resnet, mid-block and attention pieces as the decoder (blocks/blocks.ts), so the two cannot
 // spell an op differently. Also the encoder's parameter list (what building the graph reads).
 
-import { GraphBuilder, type Value } from '../../graph/builder.js';
+import { GraphBuilder, type Dim, type Value } from '../../graph/builder.js';
 import {
   conv2d,
   convWeights,
@@ -24,6 +24,24 @@ import type { ResolvedConfig } from '../types.js';
 
 /** Graph input and output names of every encoder graph built here. */
 export const ENCODER_GRAPH_IO = { input: 'image', output: 'latents' } as const;
+
+/**
+ * Outputs an encoder's posterior from `moments` (the diagonal Gaussian's mean and log-variance,
+ * 2z channels on axis 1): all of them when `withMoments` (sampling needs both halves; tiles,
+ * frames and chunks carry them as they carry the mean), else the first half, the mean
+ * (DiagonalGaussianDistribution's `mode()`). `dims` names the output's axes for its channel count.
+ */
+export function outputPosterior(
+  g: GraphBuilder,
+  moments: Value,
+  z: number,
+  withMoments: boolean,
+  dims: (channels: number) => readonly Dim[],
+  name: string = ENCODER_GRAPH_IO.output,
+): void {
+  if (withMoments) g.output(name, moments, dims(2 * z));
+  else g.output(name, g.slice(moments, { starts: [0], ends: [z], axes: [1] }), dims(z));
+}
 
 /** The encoder's architecture, read from a resolved AutoencoderKL / Flux.2 config. */
 export interface KlEncoderArchitecture {
@@ -93,13 +111,6 @@ function klEncoderGraph(config: ResolvedConfig, source: ParamSource, attentionCh
   x = midBlock(encoder.child('mid_block'), x, width, a.midAttention, s, attentionChunks);
   x = normSiluConv(encoder.child('conv_norm_out'), encoder.child('conv_out'), x, width, 2 * z, s);
   if (a.quantConv) x = conv2d.apply(root.child('quant_conv'), x, 2 * z, 2 * z, 1);
-  // Sampling needs both halves (mean, log-variance): the engine tiles and blends them as it does the mean.
-  if (moments) {
-    g.output(ENCODER_GRAPH_IO.output, x, ['batch', 2 * z, 'latent_height', 'latent_width']);
-    return g;
-  }
-  // DiagonalGaussianDistribution's mean is the first half of the moments; mode() returns it.
-  const mean = g.slice(x, { starts: [0], ends: [z], axes: [1] });
-  g.output(ENCODER_GRAPH_IO.output, mean, ['batch', z, 'latent_height', 'latent_width']);
+  outputPosterior(g, x, z, moments, (c) => ['batch', c, 'latent_height', 'latent_width']);
   return g;
 }

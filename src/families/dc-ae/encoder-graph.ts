@@ -44,7 +44,7 @@ function checkEncoder(f: DcaeEncoderFields, latentChannels: number): void {
       refuse(
         `encoder level ${l.index} (width ${l.channels}) has ⌊${l.channels}/${f.headDim}⌋ = 0 attention heads (attention_head_dim ${f.headDim})`,
       );
-    const to = l.downsampleTo;
+    const to = l.deeper;
     if (to === null) continue;
     if ((4 * l.channels) % to !== 0)
       refuse(
@@ -95,7 +95,7 @@ function encoderGraph(config: ResolvedConfig, source: ParamSource): GraphBuilder
   for (const l of f.levels) {
     const level = downs.child(`${l.index}`);
     for (let j = 0; j < l.layers; j++) x = dcaeBlock(level.child(`${j}`), x, l, f.headDim);
-    if (l.downsampleTo !== null) x = downBlock(level.child(`${l.layers}`), x, l.channels, l.downsampleTo, f.pixelUnshuffle);
+    if (l.deeper !== null) x = downBlock(level.child(`${l.layers}`), x, l.channels, l.deeper, f.pixelUnshuffle);
   }
   const top = f.levels[f.levels.length - 1]!.channels;
   const out = conv2d.apply(encoder.child('conv_out'), x, top, z, 3);

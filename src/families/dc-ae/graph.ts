@@ -178,7 +178,7 @@ export function dcaeBlock(m: Module, x: Value, l: Pick<DcaeLevel, 'block' | 'cha
 
 function level(m: Module, x: Value, l: DcaeLevel, headDim: number, interpolate: boolean): Value {
   let first = 0;
-  if (l.upsampleFrom !== null) x = upBlock(m.child(`${first++}`), x, l.upsampleFrom, l.channels, interpolate);
+  if (l.deeper !== null) x = upBlock(m.child(`${first++}`), x, l.deeper, l.channels, interpolate);
   for (let j = 0; j < l.layers; j++) x = dcaeBlock(m.child(`${first + j}`), x, l, headDim);
   return x;
 }

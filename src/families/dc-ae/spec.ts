@@ -5,7 +5,7 @@
 // diffusers' tiling defaults (tile_sample_min 512 px, tile_sample_stride 448 px: the Family B
 // window-and-stride loop, blend 64 px).
 
-import { ConfigReader, MAX_DECODER_BLOCKS, MAX_WIDTH } from '../config-fields.js';
+import { ConfigReader, MAX_WIDTH } from '../config-fields.js';
 import { defineFamily, diffusersLayout, squareTiling, type FamilyLayout } from '../layout.js';
 import type { ResolvedConfig } from '../types.js';
 
@@ -49,7 +49,13 @@ export const DCAE_PUBLISHED = {
   scaling_factor: 0.41407,
 } as const;
 
-/** One decoder level as the graph builds it (`decoder.up_blocks.<index>`). */
+/** Which half's levels a per-level field counts. */
+type Side = 'decoder' | 'encoder';
+
+/**
+ * One level as the graph builds it, the decoder's (`decoder.up_blocks.<index>`) or the encoder's
+ * (`encoder.down_blocks.<index>`).
+ */
 export interface DcaeLevel {
   index: number;
   channels: number;
@@ -58,8 +64,12 @@ export interface DcaeLevel {
   act: DcaeActivation;
   /** Kernel sizes of the EfficientViT attention's extra q/k/v scales. */
   scales: number[];
-  /** Width of the level above it, entered through a DCUpBlock2d (module 0 of the level); null for the top level. */
-  upsampleFrom: number | null;
+  /**
+   * Width of the next deeper level (index + 1), null for the deepest: the decoder enters this
+   * level from it through a DCUpBlock2d (module 0 of the level), the encoder leaves this level
+   * to it through a 2× down block (the module after its blocks).
+   */
+  deeper: number | null;
 }
 
 /** The decoder's fields, normalised once by the reader (per-level lists), for the graph. */
@@ -71,22 +81,37 @@ export interface DcaeFields {
   convAct: DcaeActivation;
 }
 
+/** The encoder's fields, normalised by the reader, for the encoder graph (which makes its own structural checks). */
+export interface DcaeEncoderFields {
+  levels: DcaeLevel[];
+  headDim: number;
+  /** `downsample_block_type == "pixel_unshuffle"`: a 3×3 conv to a quarter of the width, then pixel_unshuffle; else a stride-2 3×3 conv. */
+  pixelUnshuffle: boolean;
+  outShortcut: boolean;
+}
+
+/** One half's levels from the per-level fields `read` normalised (`<side>_block_out_channels`, `_block_types`, …). */
+function dcaeLevels(fields: Readonly<Record<string, unknown>>, side: Side): DcaeLevel[] {
+  const widths = fields[`${side}_block_out_channels`] as number[];
+  const types = fields[`${side}_block_types`] as DcaeBlockType[];
+  const layers = fields[`${side}_layers_per_block`] as number[];
+  const scales = fields[`${side}_qkv_multiscales`] as number[][];
+  // diffusers' Encoder builds every block with norm "rms_norm" and act "silu"; the decoder's act is per level.
+  const acts = side === 'decoder' ? (fields['decoder_act_fns'] as DcaeActivation[]) : null;
+  return widths.map((channels, index) => ({
+    index,
+    channels,
+    block: types[index]!,
+    layers: layers[index]!,
+    act: acts ? acts[index]! : 'silu',
+    scales: scales[index]!,
+    deeper: index < widths.length - 1 ? widths[index + 1]! : null,
+  }));
+}
+
 export function dcaeFields(fields: Readonly<Record<string, unknown>>): DcaeFields {
-  const widths = fields['decoder_block_out_channels'] as number[];
-  const types = fields['decoder_block_types'] as DcaeBlockType[];
-  const layers = fields['decoder_layers_per_block'] as number[];
-  const acts = fields['decoder_act_fns'] as DcaeActivation[];
-  const scales = fields['decoder_qkv_multiscales'] as number[][];
   return {
-    levels: widths.map((channels, index) => ({
-      index,
-      channels,
-      block: types[index]!,
-      layers: layers[index]!,
-      act: acts[index]!,
-      scales: scales[index]!,
-      upsampleFrom: index < widths.length - 1 ? widths[index + 1]! : null,
-    })),
+    levels: dcaeLevels(fields, 'decoder'),
     headDim: fields['attention_head_dim'] as number,
     interpolate: fields['upsample_block_type'] === 'interpolate',
     inShortcut: fields['decoder_in_shortcut'] as boolean,
@@ -94,39 +119,9 @@ export function dcaeFields(fields: Readonly<Record<string, unknown>>): DcaeField
   };
 }
 
-/** Which half's levels a per-level field counts. */
-type Side = 'decoder' | 'encoder';
-
-/** One encoder level as the graph builds it (`encoder.down_blocks.<index>`): its blocks, then a 2× down block to `downsampleTo` (null for the last level). */
-export interface DcaeEncoderLevel extends Omit<DcaeLevel, 'upsampleFrom'> {
-  downsampleTo: number | null;
-}
-
-/** The encoder's fields, normalised by the reader, for the encoder graph (which makes its own structural checks). */
-export interface DcaeEncoderFields {
-  levels: DcaeEncoderLevel[];
-  headDim: number;
-  /** `downsample_block_type == "pixel_unshuffle"`: a 3×3 conv to a quarter of the width, then pixel_unshuffle; else a stride-2 3×3 conv. */
-  pixelUnshuffle: boolean;
-  outShortcut: boolean;
-}
-
 export function dcaeEncoderFields(fields: Readonly<Record<string, unknown>>): DcaeEncoderFields {
-  const widths = fields['encoder_block_out_channels'] as number[];
-  const types = fields['encoder_block_types'] as DcaeBlockType[];
-  const layers = fields['encoder_layers_per_block'] as number[];
-  const scales = fields['encoder_qkv_multiscales'] as number[][];
   return {
-    levels: widths.map((channels, index) => ({
-      index,
-      channels,
-      block: types[index]!,
-      layers: layers[index]!,
-      // diffusers' Encoder builds every block with norm "rms_norm" and act "silu".
-      act: 'silu',
-      scales: scales[index]!,
-      downsampleTo: index < widths.length - 1 ? widths[index + 1]! : null,
-    })),
+    levels: dcaeLevels(fields, 'encoder'),
     headDim: fields['attention_head_dim'] as number,
     pixelUnshuffle: fields['downsample_block_type'] === 'pixel_unshuffle',
     outShortcut: fields['encoder_out_shortcut'] as boolean,
@@ -205,13 +200,11 @@ function read(r: ConfigReader): Omit<ResolvedConfig, 'fields'> {
   // so a decoder loads whatever they say.
   const ne = encoderWidths.length;
   const encoderLayers = r.intOrIntList('encoder_layers_per_block', P.encoder_layers_per_block, ne, 0);
-  const encoderBlocks = encoderLayers.reduce((a, b) => a + b, 0);
-  r.check(
-    encoderBlocks <= MAX_DECODER_BLOCKS,
+  r.blocks(
+    encoderLayers.reduce((a, b) => a + b, 0),
     'encoder_layers_per_block',
     encoderLayers,
-    `at most ${MAX_DECODER_BLOCKS} encoder blocks in all`,
-    `encoder_layers_per_block = ${JSON.stringify(encoderLayers)} make an encoder of ${encoderBlocks} blocks, more than ${MAX_DECODER_BLOCKS}: its parameter list and graph alone would exhaust memory`,
+    'encoder',
   );
   perLevel(r, 'encoder_block_types', P.encoder_block_types, ne, DCAE_BLOCK_TYPES, 'encoder');
   multiscales(r, ne, 'encoder');

@@ -16,7 +16,7 @@
 
 import { DistVaeError } from '../../errors.js';
 import { GraphBuilder, type Value } from '../../graph/builder.js';
-import { ENCODER_GRAPH_IO } from '../autoencoder-kl/encoder-graph.js';
+import { ENCODER_GRAPH_IO, outputPosterior } from '../autoencoder-kl/encoder-graph.js';
 import {
   attentionBlock,
   conv2d,
@@ -118,12 +118,6 @@ function encoderGraph(config: ResolvedConfig, source: ParamSource, attentionChun
   const residual =
     group === 1 || source.listing ? x : groupMeanConv(encoder, x, 2 * z, (o, c) => (Math.floor(c / group) === o ? 1 / group : 0), top, 1);
   x = g.add(normSiluConv(encoder.child('norm_out'), encoder.child('conv_out'), x, top, 2 * z, s), residual);
-  // Sampling needs both halves (mean, log-variance), tiled and blended as the mean is.
-  if (moments) {
-    g.output(ENCODER_GRAPH_IO.output, x, ['batch', 2 * z, 'latent_height', 'latent_width']);
-    return g;
-  }
-  const mean = g.slice(x, { starts: [0], ends: [z], axes: [1] });
-  g.output(ENCODER_GRAPH_IO.output, mean, ['batch', z, 'latent_height', 'latent_width']);
+  outputPosterior(g, x, z, moments, (c) => ['batch', c, 'latent_height', 'latent_width']);
   return g;
 }

@@ -16,7 +16,7 @@
 
 import { DistVaeError } from '../../errors.js';
 import { GraphBuilder, type Scope, type Value } from '../../graph/builder.js';
-import { ENCODER_GRAPH_IO } from '../autoencoder-kl/encoder-graph.js';
+import { ENCODER_GRAPH_IO, outputPosterior } from '../autoencoder-kl/encoder-graph.js';
 import { encoderGraphOf, Module, GAIN_AFTER_SILU, type ParamSource } from '../blocks/blocks.js';
 import { channelGroupMean, hunyuanCausalConv3d } from '../blocks/blocks3d.js';
 import type { ResolvedConfig } from '../types.js';
@@ -145,13 +145,6 @@ function encoderGraph(config: ResolvedConfig, source: ParamSource, _attentionChu
   const shortcut = channelGroupMean(g, x, 2 * z, top / (2 * z));
   x = encoder.scope.silu(rmsNorm(encoder.child('norm_out'), x, top));
   x = g.add(hunyuanCausalConv3d.apply(encoder.child('conv_out'), x, top, 2 * z, 3, GAIN_AFTER_SILU), shortcut);
-  // Sampling needs both halves (mean, log-variance), tiled and blended as the mean is.
-  if (moments) {
-    g.output(ENCODER_GRAPH_IO.output, x, ['batch', 2 * z, 'latent_frames', 'latent_height', 'latent_width']);
-    return g;
-  }
-  // DiagonalGaussianDistribution's mean is the first half of the moments; mode() returns it.
-  const mean = g.slice(x, { starts: [0], ends: [z], axes: [1] });
-  g.output(ENCODER_GRAPH_IO.output, mean, ['batch', z, 'latent_frames', 'latent_height', 'latent_width']);
+  outputPosterior(g, x, z, moments, (c) => ['batch', c, 'latent_frames', 'latent_height', 'latent_width']);
   return g;
 }

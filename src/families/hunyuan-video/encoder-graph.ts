@@ -9,7 +9,7 @@
 // encoder's parameter list (what building the graph reads).
 
 import { GraphBuilder, type Value } from '../../graph/builder.js';
-import { ENCODER_GRAPH_IO } from '../autoencoder-kl/encoder-graph.js';
+import { ENCODER_GRAPH_IO, outputPosterior } from '../autoencoder-kl/encoder-graph.js';
 import {
   attentionBlock,
   convWeights,
@@ -101,13 +101,6 @@ function encoderGraph(config: ResolvedConfig, source: ParamSource, _attentionChu
   x = resnetBlock(mid.child('resnets.1'), x, top, top, s);
   x = normSiluConv(encoder.child('conv_norm_out'), encoder.child('conv_out'), x, top, 2 * z, s);
   x = conv3d.apply(root.child('quant_conv'), x, 2 * z, 2 * z, 1);
-  // Sampling needs both halves (mean, log-variance): tiles and temporal chunks blend them as the mean.
-  if (moments) {
-    g.output(ENCODER_GRAPH_IO.output, x, ['batch', 2 * z, 'latent_frames', 'latent_height', 'latent_width']);
-    return g;
-  }
-  // DiagonalGaussianDistribution's mean is the first half of the moments; mode() returns it.
-  const mean = g.slice(x, { starts: [0], ends: [z], axes: [1] });
-  g.output(ENCODER_GRAPH_IO.output, mean, ['batch', z, 'latent_frames', 'latent_height', 'latent_width']);
+  outputPosterior(g, x, z, moments, (c) => ['batch', c, 'latent_frames', 'latent_height', 'latent_width']);
   return g;
 }

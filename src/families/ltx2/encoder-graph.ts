@@ -13,7 +13,7 @@
 
 import { DistVaeError } from '../../errors.js';
 import { GraphBuilder, type Value } from '../../graph/builder.js';
-import { ENCODER_GRAPH_IO } from '../autoencoder-kl/encoder-graph.js';
+import { ENCODER_GRAPH_IO, outputPosterior } from '../autoencoder-kl/encoder-graph.js';
 import { encoderGraphOf, GAIN_AFTER_SILU, Module, type ConvFlavour, type ParamSource } from '../blocks/blocks.js';
 import { channelGroupMean, ltx2Conv3d, spaceToChannels3d, type Factors3, type SpatialPadding } from '../blocks/blocks3d.js';
 import type { ResolvedConfig } from '../types.js';
@@ -182,20 +182,10 @@ function encoderGraph(config: ResolvedConfig, source: ParamSource, _attentionChu
   const mid = encoder.child('mid_block');
   for (let j = 0; j < a.midResnets; j++) x = resnet(mid.child(`resnets.${j}`), x, a.top, a.top, conv, null, a.layerNormEpsilon);
   x = conv.apply(encoder.child('conv_out'), g.silu(rmsNorm(g, x)), a.top, z + 1, 3, GAIN_AFTER_SILU);
-  // The moments are conv_out's z + 1 channels with the last repeated z − 1 times: the mean is the first z.
-  if (moments) {
-    // diffusers' torch.cat([h, h[:, -1:].repeat(1, z − 1, 1, 1, 1)], 1): every log-variance channel is conv_out's last.
-    const last = g.slice(x, { starts: [z], ends: [z + 1], axes: [1] });
-    g.output(ENCODER_GRAPH_IO.output, g.concat([x, ...Array<Value>(z - 1).fill(last)], 1), [
-      'batch',
-      2 * z,
-      'latent_frames',
-      'latent_height',
-      'latent_width',
-    ]);
-    return g;
-  }
-  const mean = g.slice(x, { starts: [0], ends: [z], axes: [1] });
-  g.output(ENCODER_GRAPH_IO.output, mean, ['batch', z, 'latent_frames', 'latent_height', 'latent_width']);
+  // The moments are conv_out's z + 1 channels with the last repeated z − 1 times (diffusers'
+  // torch.cat([h, h[:, -1:].repeat(1, z − 1, 1, 1, 1)], 1)): the mean is the first z channels,
+  // every log-variance channel is conv_out's last.
+  const posterior = moments ? g.concat([x, ...Array<Value>(z - 1).fill(g.slice(x, { starts: [z], ends: [z + 1], axes: [1] }))], 1) : x;
+  outputPosterior(g, posterior, z, moments, (c) => ['batch', c, 'latent_frames', 'latent_height', 'latent_width']);
   return g;
 }

@@ -22,7 +22,7 @@ import type { Session, SessionOptions } from '../../runtime/session-types.js';
 import type { ModelProto } from '../../graph/onnx-proto.js';
 import type { Tensor } from '../../tensor.js';
 import { bindWeights } from '../../weights/bind.js';
-import { ENCODER_GRAPH_IO } from '../autoencoder-kl/encoder-graph.js';
+import { ENCODER_GRAPH_IO, outputPosterior } from '../autoencoder-kl/encoder-graph.js';
 import { convWeights, encoderGraphOf, GAIN_AFTER_SILU, groupNorm, Module, type NormSettings, type ParamSource } from '../blocks/blocks.js';
 import type { FamilyEncoder, TileRunner } from '../runtime-types.js';
 import type { ResolvedConfig } from '../types.js';
@@ -143,14 +143,8 @@ function encoderGraph(config: ResolvedConfig, source: ParamSource, _attentionChu
   x = g.silu(frameGroupNorm(encoder.child('norm_out'), x, width, f.norm));
   x = causalConv(encoder.child('conv_out'), x, width, 2 * z, 3, f, GAIN_AFTER_SILU);
   const [weight, bias] = convWeights(root.child('quant_conv'), 2 * z, 2 * z, [1, 1, 1]);
-  const both = g.conv(x, weight, bias);
-  // Sampling needs both halves (mean, log-variance): the clip loop concatenates and drops frames of the moments, as `_encode` does.
-  if (moments) {
-    g.output(ENCODER_GRAPH_IO.output, both, ['batch', 2 * z, 'latent_frames', 'latent_height', 'latent_width']);
-    return g;
-  }
-  const mean = g.slice(both, { starts: [0], ends: [z], axes: [1] });
-  g.output(ENCODER_GRAPH_IO.output, mean, ['batch', z, 'latent_frames', 'latent_height', 'latent_width']);
+  // With moments (--sample) both halves: the clip loop concatenates and drops frames of the moments, as `_encode` does.
+  outputPosterior(g, g.conv(x, weight, bias), z, moments, (c) => ['batch', c, 'latent_frames', 'latent_height', 'latent_width']);
   return g;
 }
 

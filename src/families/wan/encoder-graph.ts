@@ -32,6 +32,7 @@ import {
   type ParamSource,
 } from '../blocks/blocks.js';
 import type { ResolvedConfig } from '../types.js';
+import { outputPosterior } from '../autoencoder-kl/encoder-graph.js';
 import { attentionBlock, pointwiseConv, rmsNorm, type WanStep } from './blocks.js';
 
 export const ENCODER_CHUNK_INPUT = 'x';
@@ -287,14 +288,14 @@ function encoderChunkGraph(config: ResolvedConfig, source: ParamSource, step: Wa
   const normed = g.silu(rmsNorm(encoder.child('norm_out'), x.value, a.top, 'video'));
   x = causalConv(encoder.child('conv_out'), { ...x, value: normed }, a.top, 2 * z, ctx, GAIN_AFTER_SILU);
   const both = pointwiseConv(root.child('quant_conv'), x.value, 2 * z, 2 * z);
-  // Sampling needs both halves (mean, log-variance): frames, tiles and chunks carry them as they carry the mean.
-  if (moments) {
-    g.output(ENCODER_CHUNK_OUTPUT, both, ['latent_frames', 2 * z, levelDim('height', x.level), levelDim('width', x.level)]);
-    return g;
-  }
-  // DiagonalGaussianDistribution's mean is the first half of the moments; mode() returns it.
-  const mean = g.slice(both, { starts: [0], ends: [z], axes: [1] });
-  g.output(ENCODER_CHUNK_OUTPUT, mean, ['latent_frames', z, levelDim('height', x.level), levelDim('width', x.level)]);
+  outputPosterior(
+    g,
+    both,
+    z,
+    moments,
+    (c) => ['latent_frames', c, levelDim('height', x.level), levelDim('width', x.level)],
+    ENCODER_CHUNK_OUTPUT,
+  );
   return g;
 }
 

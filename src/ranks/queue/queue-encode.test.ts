@@ -49,7 +49,7 @@ else
       setTiling(encoder, tileOverlapPlan(encoder, 4, 4)!);
       image = seededTensor([1, 3, 40, 24], 8);
       expected = await localTiledEncode(encoder, encoder.runner)(image, {});
-      const ref = { source: encoder.source, loadOptions: encoder.loadOptions, hash: encoder.contentHash(), part: 'encoder' as const };
+      const ref = encoder.rankRef();
       workers = await Promise.all(
         [0, 1].map((i) => startQueueWorker({ connection: server.url, queue: 'encode', vae: ref, name: `encoder-worker-${i}` })),
       );
@@ -144,12 +144,7 @@ else
       const dir = mkdtempSync(join(tmpdir(), 'distvae-queue-sample-'));
       const vae = { family: 'autoencoder-kl', ...SOURCE };
       const moments = await loadEncoder(vae, { threads: 1, moments: true });
-      const momentsRef = {
-        source: moments.source,
-        loadOptions: moments.loadOptions,
-        hash: moments.contentHash(),
-        part: 'encoder' as const,
-      };
+      const momentsRef = moments.rankRef();
       await moments.dispose();
       assert.notEqual(momentsRef.hash, encoder.contentHash(), 'the moments encoder is another content hash than the mean-only one');
       const served = await Promise.all(

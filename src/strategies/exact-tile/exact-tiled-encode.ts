@@ -6,7 +6,7 @@
 // (GroupNorm, attention) is refused before any rank works, naming them.
 
 import type { Encoder } from '../../encode/encoder.js';
-import { encodeGrid, sliceImage, wholeImage, type TiledEncode } from '../../encode/engine.js';
+import { encodeGrid, sliceImage, untiledEncode, wholeImage, type TiledEncode, type UntiledEncode } from '../../encode/engine.js';
 import { throwIfAborted } from '../../errors.js';
 import type { ProgramGroup } from '../../ranks/group.js';
 import { runExactTiles, type ExactTileStats } from './exact-tiled-decode.js';
@@ -17,7 +17,7 @@ export function exactTiledEncodeFor(
   encoder: Encoder,
   group: ProgramGroup,
   options: { onStats?: (s: ExactTileStats) => void } = {},
-): TiledEncode & { readonly lastStats: ExactTileStats | null } {
+): UntiledEncode<ExactTileStats> {
   const halo = exactTilingHalo(encoder.encoderModel());
   const r = encoder.geometry.spatialRatio;
   let lastStats: ExactTileStats | null = null;
@@ -25,15 +25,12 @@ export function exactTiledEncodeFor(
     throwIfAborted(encodeOptions.signal);
     // Halo-exact tiles read the image whole (their reads overlap by the halo; not band by band yet).
     const image = wholeImage(input);
-    const ref = { source: encoder.source, loadOptions: encoder.loadOptions, hash: encoder.contentHash(), part: 'encoder' as const };
+    const ref = encoder.rankRef();
     const grid = encodeGrid(encoder, image);
     const { output, stats } = await runExactTiles(group, ref, grid, halo, (read) => sliceImage(image, read, r), encodeOptions);
     lastStats = stats;
     options.onStats?.(stats);
     return output;
   };
-  return Object.defineProperties(encode, {
-    encodesUntiled: { value: true, enumerable: true },
-    lastStats: { get: () => lastStats, enumerable: true },
-  }) as TiledEncode & { readonly lastStats: ExactTileStats | null };
+  return untiledEncode(encode, () => lastStats);
 }

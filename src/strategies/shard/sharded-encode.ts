@@ -10,7 +10,7 @@
 // are refused by name, and so are more ranks than the image has latent rows.
 
 import type { Encoder } from '../../encode/encoder.js';
-import { wholeImage, type TiledEncode } from '../../encode/engine.js';
+import { untiledEncode, wholeImage, type TiledEncode, type UntiledEncode } from '../../encode/engine.js';
 import { throwIfAborted } from '../../errors.js';
 import type { ProgramGroup } from '../../ranks/group.js';
 import { splitInputBands } from './bands.js';
@@ -18,7 +18,7 @@ import { shardPlan } from './plan.js';
 import { runSharded, type ShardStats } from './sharded-decode.js';
 
 /** A row-sharded encode through a rank group, with the statistics of its last call. */
-export type ShardedEncode = TiledEncode & { readonly lastStats: ShardStats | null };
+export type ShardedEncode = UntiledEncode<ShardStats>;
 
 /**
  * The row-sharded encode of `encoder` on `group` (any size, 1 included). Usage:
@@ -37,7 +37,7 @@ export function shardedEncodeFor(
     throwIfAborted(encodeOptions.signal);
     const r = encoder.geometry.spatialRatio;
     const bands = splitInputBands(image.dims.at(-2)!, group.size, r);
-    const ref = { source: encoder.source, loadOptions: encoder.loadOptions, hash: encoder.contentHash(), part: 'encoder' as const };
+    const ref = encoder.rankRef();
     const { output, stats } = await runSharded(
       group,
       plan,
@@ -52,8 +52,5 @@ export function shardedEncodeFor(
     options.onStats?.(stats);
     return output;
   };
-  return Object.defineProperties(encode, {
-    encodesUntiled: { value: true, enumerable: true },
-    lastStats: { get: () => lastStats, enumerable: true },
-  }) as ShardedEncode;
+  return untiledEncode(encode, () => lastStats);
 }

@@ -33,8 +33,7 @@ export function tiledEncodeFor(encoder: Encoder, group: RankGroup, options: Tile
     const grid = encodeGrid(encoder, image);
     // Each tile's band pulled from the input as the dealer hands the tile out (encode/tile-bands.ts).
     const bands = new TileBands(image, grid.tiles, encoder.geometry.spatialRatio, encodeOptions.reopen);
-    const ref = { source: encoder.source, loadOptions: encoder.loadOptions, hash: encoder.contentHash(), part: 'encoder' as const };
-    const { dims, output, stats } = await distributeTiles(group, ref, grid, (index) => bands.tile(index), encodeOptions);
+    const { dims, output, stats } = await distributeTiles(group, encoder.rankRef(), grid, (index) => bands.tile(index), encodeOptions);
     encodeOptions.onBandBytes?.(bands.peakBytesHeld);
     options.onStats?.(stats);
     return { dims, data: output!.data };
