@@ -9,7 +9,16 @@ export { DistVaeError, isDistVaeError, type Reason } from './errors.js';
 export type { Tensor } from './tensor.js';
 export type { Size2, RawConfig, VaeSpec } from './families/types.js';
 export { planningVae, FAMILY_NAMES } from './families/registry.js';
-export { explainTileOverlapPlan, explainTileShapePlan, setTiling, tileOverlapPlan, tileShapePlan } from './plan/planner.js';
+export {
+  explainTileFramePlan,
+  explainTileOverlapPlan,
+  explainTileShapePlan,
+  setTiling,
+  tileFramePlan,
+  tileOverlapPlan,
+  tileShapePlan,
+} from './plan/planner.js';
+export { latentMean, latentStd, normalStream, sampleLatents } from './io/latent-sample.js';
 export { planReport, type PlanReport } from './plan/report.js';
 export { parseNpy, encodeNpy } from './io/npy.js';
 export { sampleToImage, type SampleRange } from './io/sample-range.js';

@@ -8,6 +8,7 @@
 // than padded, since padding would put content into the latents that the image does not have
 // (the CLI's --crop cuts to a valid size instead; `cropToMultiple` does it here).
 
+import { createHash } from 'node:crypto';
 import { BoundEncoder } from './bound-encoder.js';
 import { contentHashOf, rankLoadOptions, resolvePrecision, sessionOptionsOf, type LoadOptions } from '../decode/vae.js';
 import type { Tensor } from '../tensor.js';
@@ -41,8 +42,9 @@ export class Encoder extends BoundEncoder {
 
   /**
    * The fused encoder graph with the bound weights (image in, latents out), which locality
-   * analysis, row sharding and halo-exact tiles read; refused (NO_ENCODER_GRAPH) for a family
-   * whose encoder does not expose it.
+   * analysis, row sharding and halo-exact tiles read — the moments graph where this encoder was
+   * loaded with `moments` (ranks load with the same options, so they run what the runner runs);
+   * refused (NO_ENCODER_GRAPH) for a family whose encoder does not expose it.
    */
   encoderModel(): ModelProto {
     const withheld = this.runtime?.graphWithheld;
@@ -58,7 +60,7 @@ export class Encoder extends BoundEncoder {
         ),
       );
     }
-    return this.runtime.graph(this.config, this.weights).toModel();
+    return this.runtime.graph(this.config, this.weights, this.loadOptions.moments === true ? { moments: true } : {}).toModel();
   }
 
   /**
@@ -69,9 +71,17 @@ export class Encoder extends BoundEncoder {
     return { source: this.source, loadOptions: this.loadOptions, hash: this.contentHash(), part: 'encoder' };
   }
 
-  /** SHA-256 of the resolved config and the bound encoder weights: what a rank checks it loaded. */
+  /**
+   * SHA-256 of the resolved config and the bound encoder weights — and, loaded with `moments`, of
+   * that too: what a rank or queue worker checks it loaded. The moments and the mean are other
+   * tensors from the same weights, so a worker holding the mean-only encoder refuses a `--sample`
+   * run (and the reverse) instead of returning tiles of the wrong width.
+   */
   contentHash(): string {
-    this.hash ??= contentHashOf(this.family, this.config, this.weights);
+    if (this.hash === null) {
+      const weights = contentHashOf(this.family, this.config, this.weights);
+      this.hash = this.loadOptions.moments === true ? createHash('sha256').update(`${weights}:moments`).digest('hex') : weights;
+    }
     return this.hash;
   }
 
@@ -99,7 +109,7 @@ export async function loadEncoder(
     sessionOptionsOf(options, resolvePrecision(config, options).precision),
     options.moments === true ? { moments: true } : {},
   );
-  // Ranks load the same half the same way: with the moments where this one returns them (tile strategy).
+  // Ranks load the same half the same way: with the moments where this one returns them (every strategy).
   const rankOptions = { ...rankLoadOptions(options), ...(options.moments === true ? { moments: true } : {}) };
   return new Encoder(family, config, runner, resolved, rankOptions, weights, release, runtime.encoder!);
 }

@@ -99,8 +99,10 @@ export interface FamilyEncoder {
   /**
    * The fused encoder graph (one input `io.input`, one output `io.output`) with these (bound)
    * weights, for locality analysis and row sharding; encoders without it run only whole tiles.
+   * `moments: true` (only where `moments` is declared) outputs the moments, as the runner does:
+   * the graph ranks run when they row-shard or halo-tile a `--sample` encode.
    */
-  graph?(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>): GraphBuilder;
+  graph?(config: ResolvedConfig, weights: ReadonlyMap<string, Tensor>, options?: { moments?: boolean }): GraphBuilder;
   /** The graph's input and output names (with `graph`). */
   io?: { input: string; output: string };
   /**

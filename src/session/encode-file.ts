@@ -108,7 +108,8 @@ export interface EncodeFileOptions
   /**
    * Redis URL of a queue whose workers serve this encoder (`distvae worker --encoder`): the tiles
    * (the family's default without a window) go to them, blended here — bitwise the one-rank
-   * tiled encode. Tile strategy only (workers cannot exchange halos).
+   * tiled encode. Tile strategy only (workers cannot exchange halos). With `sample`, the workers
+   * must serve the moments (`distvae worker --encoder --moments`): a mean-only one refuses the run.
    */
   redis?: string;
   /** Queue name (default 'distvae'; coordinator and workers must agree). */
@@ -222,10 +223,12 @@ export interface EncodeFileLabels {
 }
 
 /**
- * Refuses `sample` where it cannot be drawn: a family with no distribution (TAE, DC-AE), an
- * encoder that returns the mean only (its FamilyEncoder does not declare `moments`), a queue
- * (its workers start with the mean-only encoder) or a strategy other than tile (row sharding and
- * halo-exact tiles read the mean-only graph). Local ranks of the tile strategy load the moments.
+ * Refuses `sample` where it cannot be drawn: a family with no distribution (TAE, DC-AE) or an
+ * encoder that returns the mean only (its FamilyEncoder does not declare `moments`). Local ranks
+ * load the encoder with the moments whatever the strategy: tiles return them, and row sharding
+ * and halo-exact tiles run the moments graph (`Encoder.encoderModel`); queue workers started with
+ * `--moments` serve them (the run's content hash names the moments encoder, so a mean-only worker
+ * refuses it).
  */
 function refuseUnsampleable(
   family: FamilySpec,
@@ -245,17 +248,6 @@ function refuseUnsampleable(
         family.name,
         `one of ${familyNamesWhere((r) => r.encoder?.moments === true).join(', ')} (the families whose encoder returns its moments here)`,
         `${option}: the ${family.name} encoder here returns the latent mean only, not the moments a sample is drawn from`,
-      ),
-    );
-  const strategy = options.strategy ?? 'tile';
-  if (strategy !== 'tile' || options.redis !== undefined)
-    reasons.push(
-      reason(
-        'STRATEGY_INVALID',
-        option,
-        options.redis !== undefined ? 'a queue' : `strategy ${strategy}`,
-        'the tile strategy on local ranks (or none)',
-        `${option} needs the encoder's moments on every rank: local ranks load them (tile strategy), but queue workers start with the mean-only encoder and row sharding / halo-exact tiles read the mean-only graph`,
       ),
     );
   if (reasons.length > 0) refuse('UNSUPPORTED', reasons);

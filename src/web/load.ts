@@ -16,6 +16,7 @@ import { BoundEncoder } from '../encode/bound-encoder.js';
 import type { EncoderDeclaration } from '../encode/engine.js';
 import type { Tensor } from '../tensor.js';
 import { readBoundHalf } from '../sources/bind-half.js';
+import { refuseSamplingWithout } from '../io/latent-sample.js';
 import { blobSource, bytesSource, httpRangeSource, type ByteSource } from '../bytes/byte-source.js';
 import { openWeights } from '../sources/weights-file.js';
 import { startWebRuntime, type WebRuntime, type WebRuntimeOptions } from './backend.js';
@@ -136,10 +137,23 @@ export class WebEncoder extends BoundEncoder {
   }
 }
 
-/** Loads an encoder in a page: `await loadWebEncoder({ weights: file, family: 'tae' })`, or a diffusers VAE's file with its config. */
-export async function loadWebEncoder(source: WebVaeSource, options: WebLoadOptions = {}): Promise<WebEncoder> {
+/**
+ * Loads an encoder in a page: `await loadWebEncoder({ weights: file, family: 'tae' })`, or a
+ * diffusers VAE's file with its config. Plans are the Node encoder's: `setTiling(encoder, { window,
+ * overlap, frames })` (frames: a video family's temporal window / overlap in input frames, null
+ * off), `setTiling(encoder, 'off')` for a whole encode. `moments: true` (refused for TAE and DC-AE,
+ * which have no distribution) makes `encode` return the moments, which `sampleLatents(moments,
+ * seed)` draws from as `encode --sample` does.
+ */
+export async function loadWebEncoder(source: WebVaeSource, options: WebLoadOptions & { moments?: boolean } = {}): Promise<WebEncoder> {
   const web = await startWebRuntime(options);
   const { family, runtime, config, weights } = await readHalf(source, 'encoder', options.signal);
-  const runner = await runtime.encoder!.createRunner(config, weights, { provider: web.backend });
+  if (options.moments === true) refuseSamplingWithout(family, 'moments');
+  const runner = await runtime.encoder!.createRunner(
+    config,
+    weights,
+    { provider: web.backend },
+    options.moments === true ? { moments: true } : {},
+  );
   return new WebEncoder(family, config, runner, web, runtime.encoder!);
 }

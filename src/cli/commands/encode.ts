@@ -66,7 +66,7 @@ export const encodeCommand: CommandSpec = {
       name: 'sample',
       kind: 'boolean',
       description:
-        "draw the latents from the encoder's distribution instead of taking its mean, seeded by --seed (default 0; our generator: it cannot reproduce torch's stream); refused for tae and dc-ae, which have none, for minimax-h3 (mean only here), and with --redis or --strategy shard / exact-tile",
+        "draw the latents from the encoder's distribution instead of taking its mean, seeded by --seed (default 0; our generator: it cannot reproduce torch's stream); refused for tae and dc-ae, which have none; local ranks (any --strategy) load the moments, queue workers need `distvae worker --encoder --moments`",
     },
     {
       name: 'crop',

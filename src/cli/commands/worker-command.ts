@@ -3,8 +3,9 @@
 // finishes the tile in hand, hands the rest of its run back to the queue, and exits 0.
 
 import { hasMemoryModel, predictTileRun } from '../../entries/memory.js';
+import { refuseSamplingWithout } from '../../entries/io.js';
 import { DEFAULT_QUEUE, redacted } from '../../entries/ranks.js';
-import { formatBytes, loadEncoder, loadVae, startQueueWorker, type QueueWorkerOptions } from '../../index.js';
+import { DistVaeError, formatBytes, loadEncoder, loadVae, startQueueWorker, type QueueWorkerOptions } from '../../index.js';
 import type { CliIO, CommandSpec } from '../args.js';
 import { MEMORY_OPTIONS, readBudgetOptions } from '../memory-options.js';
 import { FAMILY_OPTIONS } from '../tiling-options.js';
@@ -18,6 +19,7 @@ export const workerCommand: CommandSpec = {
     'distvae worker --redis URL [--queue NAME] --vae PATH [--family F] [--threads N] [--device ID] [--concurrency N]',
     'distvae worker --redis URL --synthetic --family F [--config config.json] [--seed N]',
     'distvae worker --redis URL --encoder --vae PATH [--family F] ...   (serves the tiles of encode --redis)',
+    'distvae worker --redis URL --encoder --moments --vae PATH ...        (serves the tiles of encode --redis --sample)',
   ],
   options: [
     ...REDIS_OPTIONS,
@@ -28,6 +30,12 @@ export const workerCommand: CommandSpec = {
       name: 'encoder',
       kind: 'boolean',
       description: "serve encoder tiles (distvae encode --redis) with the source's encoder instead of decoder tiles",
+    },
+    {
+      name: 'moments',
+      kind: 'boolean',
+      description:
+        "with --encoder: return the encoder's moments (mean and log-variance), which encode --redis --sample draws from; a worker serves one or the other (the runs name which by content hash)",
     },
     {
       name: 'concurrency',
@@ -77,8 +85,23 @@ export const workerCommand: CommandSpec = {
     const loadOptions = readLoadOptions(args);
     const { budget } = readBudgetOptions(args);
     const encoder = args.flag('encoder');
+    const moments = args.flag('moments');
     args.done();
-    if (encoder) return serve(io, redis!, queue, concurrency, lockDurationMs, stalledIntervalMs, await encoderRef(source, loadOptions));
+    if (moments && !encoder)
+      throw new DistVaeError(
+        'INVALID_ARGUMENT',
+        '--moments: only with --encoder (a decoder has no moments); add --encoder or drop --moments',
+      );
+    if (encoder)
+      return serve(
+        io,
+        redis!,
+        queue,
+        concurrency,
+        lockDurationMs,
+        stalledIntervalMs,
+        await encoderRef(source, moments ? { ...loadOptions, moments: true } : loadOptions),
+      );
     // Loaded here only for its content hash (and to fail early on a bad source); the decoder
     // threads load their own copies.
     const loaded = await loadVae(source, loadOptions);
@@ -111,9 +134,17 @@ export const workerCommand: CommandSpec = {
 
 type VaeRef = QueueWorkerOptions['vae'];
 
-/** The encoder a worker serves: loaded here only for its content hash (and to fail early on a bad source). */
-async function encoderRef(source: VaeRef['source'], loadOptions: VaeRef['loadOptions']): Promise<VaeRef> {
+/** The encoder a worker serves: loaded here only for its content hash (and to fail early on a bad source); `moments`, refused where the family has none. */
+async function encoderRef(source: VaeRef['source'], loadOptions: VaeRef['loadOptions'] & { moments?: boolean }): Promise<VaeRef> {
   const loaded = await loadEncoder(source, loadOptions);
+  // TAE and DC-AE return latents directly: no moments to serve.
+  if (loadOptions.moments === true)
+    try {
+      refuseSamplingWithout(loaded.family, '--moments');
+    } catch (e) {
+      await loaded.dispose();
+      throw e;
+    }
   const hash = loaded.contentHash();
   await loaded.dispose();
   return { source, loadOptions, hash, part: 'encoder' };

@@ -3,7 +3,8 @@
 // blends them before forming the distribution); its std = exp(clamp(logvar, −30, 20) / 2) is
 // compared with difref's `--save-std` (diffusers 58eb52c0, the tiny config and seeds of
 // encode-golden.test.ts; commands in testing/goldens/README.md), its mean half with the mode()
-// goldens. Then encodeFile's draw is exactly mean + std·ε(seed) of those moments.
+// goldens. Then encodeFile's draw is exactly mean + std·ε(seed) of those moments, bitwise the
+// same with tiles dealt to local ranks, within 1e-4 row-sharded (the ranks run the moments graph).
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -92,13 +93,9 @@ test('encodeFile --sample draws mean + std·ε(seed) of the moments exactly; sam
   assert.deepEqual(await run('mean.npy', {}), latentMean(whole), 'without sample: the mean half of the same moments');
 });
 
-test('--sample is refused before work where it cannot be drawn: row sharding, a family whose encoder here gives the mean only', async () => {
+test('--sample is refused before work where it cannot be drawn: a family whose encoder here gives the mean only', async () => {
   const input = join(dir, 'y.npy');
   writeNpy(input, image);
-  await assert.rejects(encodeFile({ vae: SOURCE, image: input, out: join(dir, 'r.npy'), sample: true, ranks: 2, strategy: 'shard' }), {
-    code: 'UNSUPPORTED',
-    message: /sample needs the encoder's moments on every rank/,
-  });
   // A family with a distribution whose encoder here returns the mean only (while one is left).
   const meanOnly = FAMILIES.find(
     (f) =>
@@ -130,4 +127,51 @@ test('encodeFile --sample with tiles dealt to 2 local ranks: bitwise the one-pro
     [1, 1],
   );
   assert.deepEqual(await readLatents(two), await readLatents(one));
+});
+
+test('encodeFile --sample row-sharded on 1 and 2 local ranks (the ranks run the moments graph): within 1e-4 of the one-process whole draw', async () => {
+  const input = join(dir, 's.npy');
+  writeNpy(input, image);
+  const whole = join(dir, 'whole-s.npy');
+  await encodeFile({ vae: SOURCE, image: input, out: whole, sample: true, seed: 6, threads: 1, full: true });
+  const expected = await readLatents(whole);
+  const scale = expected.data.reduce((a, v) => Math.max(a, Math.abs(v)), 0);
+  for (const ranks of [1, 2]) {
+    const out = join(dir, `shard-${ranks}.npy`);
+    const report = await encodeFile({ vae: SOURCE, image: input, out, sample: true, seed: 6, threads: 1, ranks, strategy: 'shard' });
+    assert.equal(report.strategy, 'shard');
+    assert.equal(report.ranks.length, ranks);
+    const got = await readLatents(out);
+    assert.deepEqual(got.dims, expected.dims);
+    assert.ok(difference(got, expected).maxAbs <= 1e-4 * scale, `${ranks} rank(s): ${difference(got, expected).maxAbs} (scale ${scale})`);
+  }
+  // The mean would not pass: the shard really drew (the std is ~1 here).
+  assert.ok(difference(await readLatents(whole), latentMean(await moments(false))).maxAbs > 0.1, 'a draw, not the mean');
+});
+
+test('encodeFile --sample with halo-exact tiles: refused for the GroupNorm in the moments graph, as without --sample (never for sampling)', async () => {
+  const input = join(dir, 'e.npy');
+  writeNpy(input, image);
+  const plan = { window: { height: 32, width: 32 }, overlap: { height: 0, width: 8 } };
+  const refusal = async (sample: boolean) => {
+    const e = await encodeFile({
+      vae: SOURCE,
+      image: input,
+      out: join(dir, 'e-out.npy'),
+      sample,
+      threads: 1,
+      strategy: 'exact-tile',
+      ...plan,
+    }).then(
+      () => null,
+      (err: unknown) => err as Error & { code: string },
+    );
+    assert.ok(e, `exact-tile${sample ? ' --sample' : ''} must be refused for this encoder`);
+    return e;
+  };
+  const withSample = await refusal(true);
+  const without = await refusal(false);
+  assert.equal(withSample.code, without.code);
+  assert.match(withSample.message, /GroupNormalization|group ?norm/i);
+  assert.doesNotMatch(withSample.message, /sample/);
 });

@@ -101,7 +101,7 @@ function encoderAttentionDims(config: ResolvedConfig, [b, , h, w]: readonly numb
 export function chunkedAttentionEncoder(e: ChunkedAttentionEncoder): FamilyEncoder {
   return {
     params: e.params,
-    graph: (config, weights) => e.graph(config, weights),
+    graph: (config, weights, options = {}) => e.graph(config, weights, { moments: options.moments === true && e.moments === true }),
     io: ENCODER_GRAPH_IO,
     ignoredKeyPrefixes: e.ignoredKeyPrefixes,
     // The graph the runner opens for this image tile (its attention, at the latent resolution, chunked by size).

@@ -12,10 +12,11 @@ import { test } from 'node:test';
 import { loadEncoder } from '../../encode/encoder.js';
 import { encodeGrid } from '../../encode/engine.js';
 import { DistVaeError } from '../../errors.js';
+import { latentMean, latentStd, normalStream, sampleLatents } from '../../io/latent-sample.js';
 import { difference } from '../../graph/testing/compare.js';
 import { setTiling, tileOverlapPlan, tileShapePlan } from '../../plan/planner.js';
 import { seededTensor } from '../../tensor.js';
-import { assertMatchesGolden, goldensBeside } from '../testing/golden-compare.js';
+import { assertMatchesGolden, goldensBeside, subsample } from '../testing/golden-compare.js';
 import { encodeClips } from './encoder.js';
 import { MINIMAX_H3_SMALL, MINIMAX_H3_TINY } from './testing/configs.js';
 import { resolveFamilyConfig } from '../registry.js';
@@ -74,6 +75,35 @@ test('minimax-h3 tiny encoder: whole (two clips, padded, token_drop; one frame a
     const tiled = await encoder.encode(x);
     assertMatchesGolden(tiled, golden('encode-tiny-tiled-every2'), 'tiny tiled', 2);
     assert.ok(difference(whole, tiled).maxAbs > 0.01, 'tiling must change the latents');
+  } finally {
+    await encoder.dispose();
+  }
+});
+
+test("minimax-h3 tiny --sample: the clips' concatenated, token-dropped, tiled moments give diffusers' std (≤ 1e-4 relative) and mean; sample = mean + std·ε", async () => {
+  const encoder = await loadEncoder({ config: MINIMAX_H3_TINY, weights: 'synthetic', seed: 4 }, { threads: 1, moments: true });
+  try {
+    setTiling(encoder, tileShapePlan(encoder, 32, 32)!);
+    setTiling(encoder, tileOverlapPlan(encoder, 8, 8)!);
+    const moments = await encoder.encode(seededTensor([1, 3, 20, 48, 72], 11));
+    assert.deepEqual(moments.dims, [1, 48, 7, 12, 18], '2·Cz channels, 7 latent frames (two clips, 3 dropped)');
+    const std = latentStd(moments);
+    const ours = subsample(std, 2);
+    const expected = golden('encode-tiny-std-tiled-every2');
+    assert.deepEqual(ours.dims, expected.dims);
+    let worst = 0;
+    for (let i = 0; i < expected.data.length; i++) worst = Math.max(worst, Math.abs(ours.data[i]! - expected.data[i]!) / expected.data[i]!);
+    assert.ok(worst <= 1e-4, `std relative error ${worst}`);
+    assertMatchesGolden(latentMean(moments), golden('encode-tiny-tiled-every2'), 'mean half', 2);
+    // The draw: mean + std·ε, ε our seeded stream in the output's C order.
+    const sample = sampleLatents(moments, 5);
+    const mean = latentMean(moments);
+    const eps = normalStream(5, sample.data.length);
+    for (const i of [0, 1, 777, sample.data.length - 1])
+      assert.ok(
+        Math.abs(sample.data[i]! - (mean.data[i]! + std.data[i]! * eps[i]!)) <= 1e-6 * (1 + Math.abs(sample.data[i]!)),
+        `sample[${i}]`,
+      );
   } finally {
     await encoder.dispose();
   }

@@ -1,7 +1,8 @@
 // AutoencoderKLMiniMaxH3's encoder: diffusers' MiniMaxH3VideoEncoder3d (a causal 3-D CNN) and
 // quant_conv as one ONNX graph over a clip — conv_in, per level `layers_per_block` resnets and,
 // where the level's factors multiply past 1, a strided down-sampler; GroupNorm + SiLU; conv_out
-// to 2·latent channels; quant_conv; the mean half of the moments (`latent_dist.mode()`) — and a
+// to 2·latent channels; quant_conv; the mean half of the moments (`latent_dist.mode()`; the moments whole
+// when asked, which `--sample` draws from) — and a
 // runner that runs the class's `_encode` time loop around it: one frame alone; otherwise the
 // frames padded by repeating the last to a whole number of `clip_length` clips, each clip through
 // the graph, the latents concatenated and the last `token_drop` dropped (⌈F/17⌉·⌈17/4⌉ − 3 latent
@@ -17,12 +18,13 @@
 import { DistVaeError, throwIfAborted } from '../../errors.js';
 import { GraphBuilder, type Value } from '../../graph/builder.js';
 import { createSession } from '../../runtime/session.js';
-import type { Session } from '../../runtime/session-types.js';
+import type { Session, SessionOptions } from '../../runtime/session-types.js';
+import type { ModelProto } from '../../graph/onnx-proto.js';
 import type { Tensor } from '../../tensor.js';
 import { bindWeights } from '../../weights/bind.js';
 import { ENCODER_GRAPH_IO, outputPosterior } from '../autoencoder-kl/encoder-graph.js';
 import { convWeights, encoderGraphOf, GAIN_AFTER_SILU, groupNorm, Module, type NormSettings, type ParamSource } from '../blocks/blocks.js';
-import type { FamilyEncoder } from '../runtime-types.js';
+import type { FamilyEncoder, TileRunner } from '../runtime-types.js';
 import type { ResolvedConfig } from '../types.js';
 import { concatFrames, framesOf, padFrames } from './frames.js';
 
@@ -120,7 +122,7 @@ function downsample(m: Module, x: Value, c: number, t: number, s: number, f: Enc
   return sc.conv(h, weight, bias, { pads: [2, 0, 0, 0, spatialEnd, spatialEnd], strides: [t, s, s] });
 }
 
-function encoderGraph(config: ResolvedConfig, source: ParamSource): GraphBuilder {
+function encoderGraph(config: ResolvedConfig, source: ParamSource, _attentionChunks: number, moments: boolean): GraphBuilder {
   const f = encoderFields(config);
   const z = config.geometry.latentChannels;
   const g = new GraphBuilder(config.className, { docString: `${config.className} encoder built by distvae` });
@@ -141,7 +143,8 @@ function encoderGraph(config: ResolvedConfig, source: ParamSource): GraphBuilder
   x = g.silu(frameGroupNorm(encoder.child('norm_out'), x, width, f.norm));
   x = causalConv(encoder.child('conv_out'), x, width, 2 * z, 3, f, GAIN_AFTER_SILU);
   const [weight, bias] = convWeights(root.child('quant_conv'), 2 * z, 2 * z, [1, 1, 1]);
-  outputPosterior(g, g.conv(x, weight, bias), z, false, (c) => ['batch', c, 'latent_frames', 'latent_height', 'latent_width']);
+  // With moments (--sample) both halves: the clip loop concatenates and drops frames of the moments, as `_encode` does.
+  outputPosterior(g, g.conv(x, weight, bias), z, moments, (c) => ['batch', c, 'latent_frames', 'latent_height', 'latent_width']);
   return g;
 }
 
@@ -153,7 +156,8 @@ export const miniMaxEncoderParams = miniMaxEncoder.params;
 /**
  * The graph over one clip: input `image` (batch, in_channels, frames, height, width) in the
  * family's sample range, output `latents` (batch, latent_channels, latent_frames, height/r,
- * width/r), the distribution's mean.
+ * width/r), the distribution's mean (with `moments: true`, the moments: 2·latent_channels, mean
+ * then log-variance).
  */
 export const buildMiniMaxEncoderGraph = miniMaxEncoder.build;
 
@@ -181,10 +185,47 @@ export async function encodeClips(
   return tokenDrop > 0 ? framesOf(latents, 0, latents.dims[2]! - tokenDrop) : latents;
 }
 
-/** MiniMax-H3's encoder: the clip graph (dynamic frames and size: one session) under the `_encode` loop. */
+/**
+ * The runner: the clip graph (dynamic frames and size: one session, opened by the first clip)
+ * under the `_encode` loop; `moments` makes the graph return the moments, which the loop
+ * concatenates and drops frames of as it does the mean. `open` makes the session (onnxruntime-node's
+ * here, onnxruntime-web's in a page through the browser map; tests pass the web one in Node).
+ */
+export function clipEncoderRunner(
+  config: ResolvedConfig,
+  weights: ReadonlyMap<string, Tensor>,
+  options: SessionOptions,
+  runner: { moments?: boolean } = {},
+  open: (model: ModelProto, options: SessionOptions) => Promise<Session> = createSession,
+): TileRunner {
+  const bound = bindWeights(miniMaxEncoderParams(config), weights, { source: 'the weights given to the encoder' });
+  const graphOptions = { moments: runner.moments === true };
+  let session: Promise<Session> | null = null;
+  const opened = () => (session ??= open(buildMiniMaxEncoderGraph(config, bound, graphOptions).toModel(), options));
+  return {
+    async decode(video, signal) {
+      return encodeClips(
+        config,
+        video,
+        async (clip) => (await (await opened()).run({ [ENCODER_GRAPH_IO.input]: clip }))[ENCODER_GRAPH_IO.output]!,
+        signal,
+      );
+    },
+    async dispose() {
+      const s = session;
+      session = null;
+      await s?.then(
+        (x) => x.dispose(),
+        () => undefined,
+      );
+    },
+  };
+}
+
+/** MiniMax-H3's encoder: the clip graph under the `_encode` loop (`clipEncoderRunner`). */
 export const miniMaxH3Encoder: FamilyEncoder = {
   params: miniMaxEncoderParams,
-  graph: (config, weights) => buildMiniMaxEncoderGraph(config, weights),
+  graph: (config, weights, options = {}) => buildMiniMaxEncoderGraph(config, weights, { moments: options.moments === true }),
   io: ENCODER_GRAPH_IO,
   // The graph is one clip; the runner loops clips (and drops tokens) in JS, so sharding the graph
   // would encode the video as one clip — refused rather than silently wrong.
@@ -195,27 +236,6 @@ export const miniMaxH3Encoder: FamilyEncoder = {
     const { clipLength, tokenDrop } = config.geometry.clips!;
     return { kind: 'clips', clipLength, tokenDrop };
   },
-  async createRunner(config, weights, options) {
-    const bound = bindWeights(miniMaxEncoderParams(config), weights, { source: 'the weights given to the encoder' });
-    let session: Promise<Session> | null = null;
-    const open = () => (session ??= createSession(buildMiniMaxEncoderGraph(config, bound).toModel(), options));
-    return {
-      async decode(video, signal) {
-        return encodeClips(
-          config,
-          video,
-          async (clip) => (await (await open()).run({ [ENCODER_GRAPH_IO.input]: clip }))[ENCODER_GRAPH_IO.output]!,
-          signal,
-        );
-      },
-      async dispose() {
-        const s = session;
-        session = null;
-        await s?.then(
-          (x) => x.dispose(),
-          () => undefined,
-        );
-      },
-    };
-  },
+  moments: true,
+  createRunner: (config, weights, options, runner = {}) => Promise.resolve(clipEncoderRunner(config, weights, options, runner)),
 };

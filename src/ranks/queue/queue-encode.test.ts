@@ -21,6 +21,7 @@ import { decodeLeftovers, redisServerPath, startRedisServer, type RedisServer } 
 import { runCli } from '../../cli/main.js';
 import { readLatents } from '../../io/latents.js';
 import { writeNpy } from '../../io/npy.js';
+import { encodeFile } from '../../session/encode-file.js';
 import { startWorkerProcess } from '../testing/queue-workers.js';
 import { queueGroup } from './index.js';
 import { startQueueWorker, type QueueWorker } from './queue-worker.js';
@@ -134,6 +135,63 @@ else
         assert.match(refusal, /strategy shard needs a local rank group; queue workers cannot exchange halos/);
       } finally {
         await worker.stop();
+        rmSync(dir, { recursive: true, force: true });
+      }
+      assert.deepEqual(await decodeLeftovers(server.client), []);
+    });
+
+    test('encodeFile --sample --redis: workers holding the moments encoder give the one-process tiled draw bitwise; a mean-only worker refuses the run naming both hashes', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'distvae-queue-sample-'));
+      const vae = { family: 'autoencoder-kl', ...SOURCE };
+      const moments = await loadEncoder(vae, { threads: 1, moments: true });
+      const momentsRef = moments.rankRef();
+      await moments.dispose();
+      assert.notEqual(momentsRef.hash, encoder.contentHash(), 'the moments encoder is another content hash than the mean-only one');
+      const served = await Promise.all(
+        [0, 1].map((i) => startQueueWorker({ connection: server.url, queue: 'sample', vae: momentsRef, name: `moments-worker-${i}` })),
+      );
+      try {
+        const npy = join(dir, 'image.npy');
+        writeNpy(npy, image);
+        const plan = { window: { height: 16, width: 16 }, overlap: { height: 4, width: 4 }, threads: 1, sample: true, seed: 7 };
+        const one = join(dir, 'one.npy');
+        await encodeFile({ vae, image: npy, out: one, ...plan });
+        const queued = join(dir, 'queued.npy');
+        const report = await encodeFile({ vae, image: npy, out: queued, ...plan, redis: server.url, queue: 'sample', ranks: 2 });
+        assert.equal(report.tiles, 8);
+        assert.equal(
+          served.reduce((n, w) => n + w.tilesDecoded, 0),
+          8,
+          'the moments workers encoded every tile',
+        );
+        assertSameBits(await readLatents(queued), await readLatents(one), 'queue --sample draw');
+        // `distvae worker --moments` is the encoder's option: refused without --encoder, before Redis is reached.
+        let refusal = '';
+        const code = await runCli(['worker', '--redis', 'redis://127.0.0.1:1', '--moments', '--synthetic', '--family', 'tae'], {
+          stdout: () => undefined,
+          stderr: (t) => (refusal += t),
+          stderrIsTTY: false,
+        });
+        assert.equal(code, 2);
+        assert.match(refusal, /--moments: only with --encoder/);
+        // The mean-only workers of this suite hold the other hash: the run is refused, never blended at the wrong width.
+        await assert.rejects(
+          encodeFile({
+            vae,
+            image: npy,
+            out: join(dir, 'refused.npy'),
+            ...plan,
+            redis: server.url,
+            queue: 'encode',
+            ranks: 2,
+            queueTimeoutMs: 30000,
+          }),
+          (e: unknown) =>
+            e instanceof Error &&
+            new RegExp(`${encoder.contentHash().slice(0, 12)}.*${momentsRef.hash.slice(0, 12)}.*--encoder --moments`).test(e.message),
+        );
+      } finally {
+        await Promise.all(served.map((w) => w.close()));
         rmSync(dir, { recursive: true, force: true });
       }
       assert.deepEqual(await decodeLeftovers(server.client), []);

@@ -194,7 +194,7 @@ class RunServer implements QueueWorker {
   private refuseForeignVae(data: RunJobData): void {
     if (data.vaeHash === this.vaeHash) return;
     throw new UnrecoverableError(
-      `worker ${this.name} holds the VAE with content hash ${this.vaeHash.slice(0, 12)}… but the decode needs ${String(data.vaeHash).slice(0, 12)}…: start workers with the coordinator's VAE (same --vae/--config/--family/--seed)`,
+      `worker ${this.name} holds the VAE with content hash ${this.vaeHash.slice(0, 12)}… but the decode needs ${String(data.vaeHash).slice(0, 12)}…: start workers with the coordinator's VAE (same --vae/--config/--family/--seed; for encode --sample, --encoder --moments)`,
     );
   }
 
