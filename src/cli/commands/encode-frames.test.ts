@@ -129,6 +129,26 @@ test('HunyuanVideo: --strategy shard --ranks 2 row-shards the video encoder (ban
   }
 });
 
+test('HunyuanVideo: --sample row-sharded on 2 ranks draws from the moments graph the ranks run, within 1e-4 of the whole draw (not the mean)', async () => {
+  const config = writeConfig('hv-sample.json', HUNYUAN_VIDEO_TINY);
+  const input = join(dir, 'hv-sample.npy');
+  writeNpy(input, seededTensor([1, 3, 5, 12, 8], 15, 0.8));
+  const encode = async (name: string, ...flags: string[]) => {
+    const out = join(dir, `${name}.npy`);
+    const r = await cli(...synthetic('hunyuan-video', config), '--video', input, '--out', out, '--no-frame-tiling', ...flags);
+    assert.equal(r.code, 0, r.stderr);
+    return readLatents(out);
+  };
+  const whole = await encode('hv-sample-whole', '--sample');
+  const sharded = await encode('hv-sample-shard', '--sample', '--strategy', 'shard', '--ranks', '2');
+  const mean = await encode('hv-sample-mean');
+  const largest = whole.data.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+  const maxAbs = (a: Tensor, b: Tensor) => a.data.reduce((m, v, i) => Math.max(m, Math.abs(v - b.data[i]!)), 0);
+  assert.deepEqual(sharded.dims, whole.dims);
+  assert.ok(maxAbs(sharded, whole) <= 1e-4 * largest, `shard vs whole draw: ${maxAbs(sharded, whole)} (largest ${largest})`);
+  assert.ok(maxAbs(whole, mean) > 0.1, 'a draw, not the mean');
+});
+
 test('a video encoder with a graph is not read by the memory model (image tiles only): MiniMax-H3 encodes with no plan option; --strategy shard is refused naming its clip loop', async () => {
   const config = writeConfig('minimax.json', MINIMAX_H3_TINY);
   const video = seededTensor([1, 3, 5, 16, 16], 14, 0.8);

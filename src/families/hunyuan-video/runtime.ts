@@ -48,11 +48,11 @@ export const hunyuanVideoRuntime: FamilyRuntime = {
     };
   },
   postprocess: (raw) => raw,
-  // Video (B, C, F, H, W) in [−1, 1] → the mean latents. The fused graph is exposed, as the
+  // Video (B, C, F, H, W) in [−1, 1] → the mean latents (the moments with --sample). The fused graph is exposed, as the
   // decoder's is: row sharding runs it over bands of rows of every frame (docs/design.md §6).
   encoder: {
     params: hunyuanVideoEncoderParams,
-    graph: (config, weights) => buildHunyuanVideoEncoderGraph(config, weights),
+    graph: (config, weights, options = {}) => buildHunyuanVideoEncoderGraph(config, weights, { moments: options.moments === true }),
     io: ENCODER_GRAPH_IO,
     ignoredKeyPrefixes: ['decoder.', 'post_quant_conv.'],
     // One causal pass over all frames (F = 1 + 4k); diffusers' `_temporal_tiled_encode` drops the first latent frame of later chunks.
