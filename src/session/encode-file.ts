@@ -15,7 +15,7 @@
 // float image; JPEG, a whole encode, row sharding and halo-exact tiles read it whole.
 
 import { checkImage, cropRowsToMultiple, cropToMultiple } from '../encode/image-check.js';
-import { loadEncoder } from '../encode/encoder.js';
+import { loadEncoder, type Encoder } from '../encode/encoder.js';
 import { DistVaeError, reason, refuse, type Reason } from '../errors.js';
 import { familyNamesWhere, resolveFamily, runtimeOf } from '../families/registry.js';
 import type { FamilyEncoder } from '../families/runtime-types.js';
@@ -41,7 +41,7 @@ import { STRATEGIES, useStrategy, type Strategy } from '../strategies/index.js';
 import { splitInputBands } from '../strategies/shard/bands.js';
 import type { RankStats } from '../decode/types.js';
 import type { Tensor } from '../tensor.js';
-import { decide, exactRequest, installRequestedTiling, type Decision } from './decision.js';
+import { decide, exactRequest, installRequestedTiling, strategyOf, type Decision } from './decision.js';
 import type { DecodeFilesOptions } from './options.js';
 import { describePlan } from '../memory/policy.js';
 import { hasMemoryModel } from '../memory/model.js';
@@ -51,8 +51,16 @@ import { memoryJson, type MemoryReport } from './report.js';
 import type { RankGroup } from '../ranks/group.js';
 import type { LoadOptions } from '../decode/vae.js';
 
-/** The strategies the memory policy chooses among for encoders (it predicts row sharding and halo-exact tiles for decoders only so far). */
-const POLICY_STRATEGIES: readonly Strategy[] = ['tile'];
+/**
+ * The strategies the memory policy chooses among for an encode: every one for an image encoder
+ * (the model predicts its row sharding and halo-exact tiles as it does a decoder's), blended tiles
+ * only where the exact strategies cannot run it — a sample (the moments are loaded on the tile
+ * path only: refuseUnsampleable) and a video encoder (its frame loop; row sharding of 5-D
+ * encoders is not offered by the policy).
+ */
+function policyStrategies(encoder: Encoder, options: Pick<EncodeFileOptions, 'sample'>): readonly Strategy[] {
+  return options.sample || encoder.encoding.frames ? ['tile'] : STRATEGIES;
+}
 
 /** Latents files `encodeFile` writes. */
 export const ENCODE_OUTPUT_EXTENSIONS = LATENT_OUTPUT_EXTENSIONS;
@@ -426,7 +434,8 @@ export async function encodeFile(
       throw e;
     }
   }
-  const strategy = options.strategy ?? 'tile';
+  // The strategy asked for; without plan options, the memory policy's choice (set below, and per attempt of its ladder).
+  let strategy: Strategy = options.strategy ?? 'tile';
   // A queue is reached before any weights are read (an unreachable one is reported first).
   const queue =
     options.redis !== undefined
@@ -520,10 +529,21 @@ export async function encodeFile(
       options.strategy === undefined &&
       !frameOption;
     const bands = reading === 'streamed';
+    // A sample's encoder returns the moments (2·C channels): the model counts them.
+    const sampling = options.sample ? { moments: true } : {};
     const dealt = queue !== null || ranks > 1 || strategy === 'shard';
     let decision: Decision | null = null;
     if (auto && hasMemoryModel(encoder))
-      decision = decide(encoder, size, budget, { ranks, batch, isolated: false, strategies: POLICY_STRATEGIES, bands, ...rankSetting });
+      decision = decide(encoder, size, budget, {
+        ranks,
+        batch,
+        isolated: false,
+        strategies: policyStrategies(encoder, options),
+        bands,
+        ...sampling,
+        ...rankSetting,
+      });
+    if (decision?.choice) strategy = strategyOf(decision.choice.plan);
     else {
       // Tiles when asked for (a window, or ranks or workers to deal them to); else whole, as diffusers' encode.
       // Time is cut as the family defaults (HunyuanVideo on, LTX-2 off) unless a frame option says otherwise; --full: neither.
@@ -538,19 +558,21 @@ export async function encodeFile(
           setTiling(encoder, tileFramePlan(encoder, frames)!);
         }
       }
-      // A tile plan on local ranks is predicted (and refused over an explicit budget); row sharding, halo-exact tiles and queue workers run as asked.
-      if (!auto && strategy === 'tile' && queue === null && hasMemoryModel(encoder))
+      // A plan on local ranks is predicted (and refused over an explicit budget); queue workers run as asked.
+      if (!auto && queue === null && hasMemoryModel(encoder))
         decision = exactRequest(
           encoder,
           size,
           { budget, explicit: options.maxMemory !== undefined, labels, limits: null },
           {
-            strategy: 'tile',
-            ranks: Math.min(ranks, encodeGrid(encoder, input).tiles.length),
+            strategy,
+            // Tiles go to at most one rank each; row sharding and halo-exact tiles run on the ranks asked for.
+            ranks: strategy === 'tile' ? Math.min(ranks, encodeGrid(encoder, input).tiles.length) : ranks,
             batch,
             streamed: false,
             bands,
-            strategies: POLICY_STRATEGIES,
+            ...sampling,
+            strategies: policyStrategies(encoder, options),
             ...rankSetting,
           },
           (text) => notes.push(text),
@@ -576,7 +598,7 @@ export async function encodeFile(
       await local?.start();
       report = useStrategy(encoder, strategy, groupOf());
     };
-    if (strategy !== 'tile' || queue !== null) await useRanks(true);
+    if ((strategy !== 'tile' && !decision?.choice) || queue !== null) await useRanks(true);
     let bandBytes = 0;
     const encodeOnce = async () => {
       const grid = encodeGrid(encoder, input);
@@ -600,8 +622,19 @@ export async function encodeFile(
     let encoded: Tensor;
     let attempts: LadderAttempt[] | null = null;
     if (auto && decision?.choice) {
-      // Down the policy's ladder when an attempt runs out of memory (an allocation failure: the encode runs in this process).
+      // Down the policy's ladder when an attempt runs out of memory (an allocation failure in this
+      // process, an OOM-killed rank): each attempt runs its plan's strategy, on ranks of its own.
       const outcome = await runLadder(ladderRungs(decision.alternatives, decision.choice), async (alt, i) => {
+        const next = strategyOf(alt.plan);
+        if (i > 0 || next !== strategy) {
+          const previous = strategy;
+          await local?.close();
+          local = null;
+          report = null;
+          strategy = next;
+          // Back to the encoder's own tiled encode after another strategy's (tiles dealt to ranks install theirs).
+          if (previous !== 'tile' && next === 'tile') useStrategy(encoder, 'tile', null);
+        }
         setTiling(encoder, alt.tiling);
         if (i > 0 && !frameLoop) {
           rows?.close();
@@ -609,6 +642,7 @@ export async function encodeFile(
           rows = again;
           input = again;
         }
+        if (strategy !== 'tile') await useRanks(true);
         return encodeOnce();
       });
       encoded = outcome.result;
