@@ -581,6 +581,16 @@ export function predictMemory(
       buffers: buffers + hold.kept + chunkOutput,
     };
   };
+  // Halo-exact tiles of an encode on ranks: the coordinator cuts every tile's read (core + halo)
+  // from the image when it deals the work, before any rank returns (exact-tiled-decode.ts
+  // runExactTiles), so it holds all those image slices at once.
+  const exactSlices =
+    encoding && plan.strategy === 'exact-tile' && plan.ranks > 1
+      ? exactTiles(grid, exactHaloOf(vae) ?? exactTilingHalo(graphOf(arch, vae))).reduce(
+          (s, t) => s + 4 * batch * vae.geometry.outChannels * (t.read.y1 - t.read.y0) * r * (t.read.x1 - t.read.x0) * r,
+          0,
+        )
+      : 0;
   const holding: MemoryTerms = { ...NO_TERMS, holdingWeights: arch.weightBytes };
   const assembling = (t: MemoryTerms): MemoryTerms => ({ ...t, output, inputImage, buffers: t.buffers + input + drawn });
   const done = (coordinator: MemoryTerms, ranks: { rank: number; terms: MemoryTerms }[]) =>
@@ -647,7 +657,7 @@ export function predictMemory(
     const owned = mine.reduce((s, r) => s + r.outBytes, 0);
     return { rank, terms: decoding(mine, Math.min(owned, output) + inputTileBytes) };
   });
-  return done(assembling(holding), ranks);
+  return done(assembling({ ...holding, buffers: exactSlices }), ranks);
 }
 
 /** A tile's latent dims with a temporal chunk's frames. */
