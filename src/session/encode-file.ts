@@ -7,10 +7,12 @@
 // table (`useStrategy`: tile, shard or exact-tile; tiles also on queue workers), local ranks
 // started for the encode and closed after it. Without a plan option the memory policy chooses
 // the plan within the budget (`maxMemory`, else the default one) exactly as for a decode
-// (session/decision.ts `decide`: the whole encode first, then blended tiles, the fastest of a
-// class first — row sharding and halo-exact tiles run when asked for, the policy does not choose
-// them for encoders yet), tried down its fallback ladder when an attempt runs out of memory; a
-// requested tile plan is predicted and refused over an explicit budget. The image is read band by
+// (session/decision.ts `decide`: exact first — the whole encode or row sharding on the ranks —
+// then halo-exact tiles of a local encoder, then blended tiles, the fastest of a class first; a
+// sample or a video encoder is offered the whole encode and blended tiles only:
+// `policyStrategies`), tried down its fallback ladder when an attempt runs out of memory, each
+// attempt on its own strategy and ranks; a requested plan is predicted and refused over an
+// explicit budget. The image is read band by
 // band (PNG, .npy), so a tiled encode pulls each tile's rows as it reaches it and never holds the
 // float image; JPEG, a whole encode, row sharding and halo-exact tiles read it whole.
 
