@@ -341,6 +341,36 @@ const CASES: Case[] = [
     encode: { photo: true },
     first: true,
   },
+  // Exact encodes the memory policy offers (row sharding: the encoder's bands in input rows, its
+  // GroupNorm statistics merged, its attention gathered; halo-exact tiles of a local encoder).
+  {
+    name: 'sd-encode-shard-512-r2',
+    family: 'autoencoder-kl',
+    height: 512,
+    width: 512,
+    plan: { strategy: 'shard', ranks: 2 },
+    encode: {},
+    first: true,
+  },
+  {
+    name: 'taef2-encode-photo-shard-r2',
+    family: 'tae',
+    taef2: true,
+    height: 768,
+    width: 2048,
+    plan: { strategy: 'shard', ranks: 2 },
+    encode: { photo: true },
+    first: true,
+  },
+  {
+    name: 'taesd-encode-exact512-1024-r2',
+    family: 'tae',
+    height: 1024,
+    width: 1024,
+    plan: { strategy: 'exact-tile', ranks: 2, window: { height: 512, width: 512 }, overlap: { height: 0, width: 0 } },
+    encode: {},
+    first: true,
+  },
 ];
 
 interface ProcessResult {

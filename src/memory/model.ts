@@ -22,7 +22,7 @@ import { scheduleGrid, tileWork } from '../plan/metrics.js';
 import { scheduleInterleaved } from '../plan/scheduler.js';
 import { latentShapeOf, type SampleShape } from '../plan/shapes.js';
 import type { Strategy } from '../strategies/index.js';
-import { splitBands } from '../strategies/shard/bands.js';
+import { splitBands, splitInputBands } from '../strategies/shard/bands.js';
 import { exactTilingHalo, exactTiles, type Halo } from '../strategies/exact-tile/halo.js';
 import type { Tensor } from '../tensor.js';
 import { calibrationOf, type RuntimeCalibration } from './calibration.js';
@@ -41,7 +41,7 @@ import {
 import type { ValueShape } from '../graph/ops.js';
 import { inferShapes } from './shapes.js';
 import { hostCores } from '../runtime/host-memory.js';
-import { shardRankHold, shardRelayBytes } from './shard.js';
+import { planOf, shardRankHold, shardRelayBytes } from './shard.js';
 
 /** The kinds of plan the memory model predicts: the whole decode in one call, or a `useStrategy` strategy. */
 export type MemoryStrategy = 'whole' | Strategy;
@@ -213,6 +213,13 @@ export interface MemoryModelOptions {
    */
   bands?: boolean;
   /**
+   * An encode that returns the latent distribution's moments (`encodeFile`'s `sample`: the encoder
+   * built without the mean's slice, FamilyEncoder.moments): its latents out are 2·C channels — the
+   * tiles a rank returns and the blended moments the assembling process holds — and the sample
+   * drawn from them is one more latent of C. Default false (the mean).
+   */
+  moments?: boolean;
+  /**
    * Intra-op threads of each decoding process where the plan does not set them (its `threads`
    * wins); default: this machine's cores, the CLI's default.
    */
@@ -378,6 +385,23 @@ export function analysisModelOf(vae: VaeSpec): ModelProto | null {
   return architectureOf(vae).model;
 }
 
+/**
+ * Whether row sharding can run this VAE's half: its fused graph exists and the shard plan builds
+ * on it (every nonlocal op a sync region the staged runner merges: GroupNorm, attention).
+ * Memoised with the plan (shard.ts planOf).
+ */
+export function shardable(vae: VaeSpec): boolean {
+  if (!hasMemoryModel(vae)) return false;
+  const arch = architectureOf(vae);
+  if (!arch.structural) return false;
+  try {
+    planOf(arch.structural);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Whether the memory model can read this VAE's half (its family describes that half's graphs). */
 export function hasMemoryModel(vae: VaeSpec): boolean {
   return describesGraphs(runtimeOf(vae.family), partOf(vae));
@@ -472,8 +496,11 @@ export function predictMemory(
   const outFrames = vae.geometry.fiveDimLatents ? (sample.frames ?? 1) : 1;
   const imageBytes = sampleBytes(vae, batch, { height: sample.height, width: sample.width, frames: outFrames });
   const latentBytes = 4 * batch * vae.geometry.latentChannels * latent.frames * latent.height * latent.width;
-  // A decode reads the latent and writes the sample; an encode reads the image and writes latents.
-  const output = encoding ? latentBytes : imageBytes;
+  // A decode reads the latent and writes the sample; an encode reads the image and writes latents
+  // (the moments, 2·C channels, when it samples; the sample drawn from them is one latent more).
+  const moments = encoding && options.moments === true;
+  const output = encoding ? (moments ? 2 : 1) * latentBytes : imageBytes;
+  const drawn = moments ? latentBytes : 0;
   const r = vae.geometry.spatialRatio;
   // An encode's image tile, the input a rank receives for each (the largest).
   // (Reduced, not spread: a grid may hold hundreds of thousands of tiles.)
@@ -484,7 +511,8 @@ export function predictMemory(
   // band by band for tiles, the rows of one tile row in the source and one copy handed on
   // (encode/tile-bands.ts).
   const bandRows = grid.tiles.reduce((m, t) => Math.max(m, (t.y1 - t.y0) * r), 0);
-  const streamedInput = encoding && options.bands === true && grid.tiled;
+  // Blended tiles only: halo-exact tiles and row sharding cut their reads from the image read whole.
+  const streamedInput = encoding && options.bands === true && grid.tiled && plan.strategy === 'tile';
   const input = !encoding
     ? latentBytes
     : streamedInput
@@ -527,7 +555,10 @@ export function predictMemory(
   const decoding = (runs: readonly Run[], buffers: number, threshold: MallocThreshold = rankThreshold): MemoryTerms => {
     const sequence = chunkFrames.flatMap((frames) => runs.map((r) => runsFor(arch, framesOf(vae, r.dims, frames))));
     // glibc's default arenas (the threshold not fixed): one per allocating thread (MemoryTerms.threadArena).
-    const arenas = !threshold.fixed && sequence.length > 1 ? Math.max(0, threads - 1) : 0;
+    // Not for an encode: its tiles in the coordinator with 2 threads measured no such excess (SD
+    // encoder 512² in 256-px tiles: 484 MiB against 522 predicted without the term, 644 with it;
+    // 1024² in 512-px tiles: 880 against 892 and 1379; bench/results/encode-sd.md).
+    const arenas = !encoding && !threshold.fixed && sequence.length > 1 ? Math.max(0, threads - 1) : 0;
     const hold = decodingHold(sequence, { mmapThreshold: weightLimit(threshold) });
     maxTensorBytes = Math.max(maxTensorBytes, hold.maxTensorBytes);
     // A temporally chunked decode also holds one chunk's raw output while it assembles.
@@ -550,8 +581,18 @@ export function predictMemory(
       buffers: buffers + hold.kept + chunkOutput,
     };
   };
+  // Halo-exact tiles of an encode on ranks: the coordinator cuts every tile's read (core + halo)
+  // from the image when it deals the work, before any rank returns (exact-tiled-decode.ts
+  // runExactTiles), so it holds all those image slices at once.
+  const exactSlices =
+    encoding && plan.strategy === 'exact-tile' && plan.ranks > 1
+      ? exactTiles(grid, exactHaloOf(vae) ?? exactTilingHalo(graphOf(arch, vae))).reduce(
+          (s, t) => s + 4 * batch * vae.geometry.outChannels * (t.read.y1 - t.read.y0) * r * (t.read.x1 - t.read.x0) * r,
+          0,
+        )
+      : 0;
   const holding: MemoryTerms = { ...NO_TERMS, holdingWeights: arch.weightBytes };
-  const assembling = (t: MemoryTerms): MemoryTerms => ({ ...t, output, inputImage, buffers: t.buffers + input });
+  const assembling = (t: MemoryTerms): MemoryTerms => ({ ...t, output, inputImage, buffers: t.buffers + input + drawn });
   const done = (coordinator: MemoryTerms, ranks: { rank: number; terms: MemoryTerms }[]) =>
     finish(coordinator, ranks, maxTensorBytes, arch.weightBytes, cal);
 
@@ -566,10 +607,14 @@ export function predictMemory(
       whole = inferShapes(model, { [model.graph!.input![0]!.name!]: dims });
       arch.shapes.set(key, whole);
     }
-    const bands = splitBands(latent.height, plan.ranks, vae.geometry.spatialRatio);
+    // The graph's input rows: an encoder's plan is in input rows (its values at 1/2, 1/4, … of
+    // the image), its bands whole latent rows of them (sharded-encode.ts); a decoder's in latent rows.
+    const rows = encoding ? latent.height * r : latent.height;
+    const cols = encoding ? latent.width * r : latent.width;
+    const bands = encoding ? splitInputBands(rows, plan.ranks, r) : splitBands(rows, plan.ranks, r);
     const ranks = bands.map((b) => {
-      const share = (b.end - b.start) / latent.height;
-      const hold = shardRankHold(model, whole, b, latent.height, {
+      const share = (b.end - b.start) / rows;
+      const hold = shardRankHold(model, whole, b, rows, {
         heapWeight: cal.shardFactor > 0 ? cal.heapFactor / cal.shardFactor : 0,
         start: rankThreshold,
         precision: arch.precision,
@@ -592,7 +637,7 @@ export function predictMemory(
         },
       };
     });
-    const relay = plan.ranks > 1 ? shardRelayBytes(model, bands, latent.height, latent.width, batch) : 0;
+    const relay = plan.ranks > 1 ? shardRelayBytes(model, bands, rows, cols, batch) : 0;
     return done({ ...assembling(holding), relay }, ranks);
   }
   const runs = tileRuns(grid);
@@ -612,7 +657,7 @@ export function predictMemory(
     const owned = mine.reduce((s, r) => s + r.outBytes, 0);
     return { rank, terms: decoding(mine, Math.min(owned, output) + inputTileBytes) };
   });
-  return done(assembling(holding), ranks);
+  return done(assembling({ ...holding, buffers: exactSlices }), ranks);
 }
 
 /** A tile's latent dims with a temporal chunk's frames. */

@@ -24,6 +24,7 @@ import {
   exactHaloOf,
   hasMemoryModel,
   predictMemory,
+  shardable,
   type MemoryModelOptions,
   type MemoryPlan,
   type MemoryPrediction,
@@ -91,8 +92,8 @@ export interface ChooseOptions extends MemoryModelOptions, Omit<TimeModelOptions
   /** Run every attempt in rank processes (a fallback ladder), so a one-rank plan counts a rank process. */
   isolated?: boolean;
   /**
-   * The strategies the engine can run for this VAE's half (default: every one): an encode takes
-   * only 'tile' so far, so the policy offers it the whole encode and blended tiles.
+   * The strategies the engine can run for this VAE's half (default: every one): an encode that
+   * samples, or a video encoder's, takes only 'tile' (session/encode-file.ts `policyStrategies`).
    */
   strategies?: readonly Strategy[];
 }
@@ -102,10 +103,14 @@ function offers(options: Pick<ChooseOptions, 'strategies'>, strategy: Strategy):
   return options.strategies === undefined || options.strategies.includes(strategy);
 }
 
-/** Whether row sharding can run this decoder on `ranks` ranks (image latents, a graph, a latent row per rank). */
+/**
+ * Whether row sharding can run this decoder or encoder on `ranks` ranks: image latents, a latent
+ * row per rank, and a graph the shard plan builds on (model.ts `shardable`: an encoder whose
+ * nonlocal ops are not sync regions is left to the other classes).
+ */
 function canShard(vae: VaeSpec, sample: SampleShape, ranks: number): boolean {
   if (vae.geometry.fiveDimLatents) return false;
-  return latentShapeOf(vae.geometry, sample).height >= ranks;
+  return latentShapeOf(vae.geometry, sample).height >= ranks && shardable(vae);
 }
 
 function windowReasons(vae: VaeSpec, window: Size2, overlap: Size2, sample: SampleShape): boolean {

@@ -312,11 +312,15 @@ export function timeTerms(vae: VaeSpec, plan: MemoryPlan, sample: SampleShape, o
     const model = decoderGraphOf(vae);
     const shardPlan = planOf(model, plan.ranks > 1);
     const bands = splitBands(latent.height, plan.ranks, vae.geometry.spatialRatio);
+    // An encoder's shard plan counts input rows (its values at 1/2, 1/4, … of the image: the
+    // bands sharded-encode.ts cuts are these latent bands × r); a decoder's counts latent rows.
+    const unit = vae.part === 'encoder' ? vae.geometry.spatialRatio : 1;
+    const planBands = bands.map((b) => ({ ...b, start: b.start * unit, end: b.end * unit }));
     let halo = 0;
-    for (const step of shardPlan.steps) if (step.kind === 'stage') halo = Math.max(halo, step.halo.num / step.halo.den);
+    for (const step of shardPlan.steps) if (step.kind === 'stage') halo = Math.max(halo, step.halo.num / step.halo.den / unit);
     const fit = areaFit(vae, batch, latent.frames);
     const area = latent.height * latent.width;
-    const sent = predictCollectives(shardPlan, bands, latent.height, latent.width, batch).map(
+    const sent = predictCollectives(shardPlan, planBands, latent.height * unit, latent.width * unit, batch).map(
       (c) => c.send.bytes + c.allGather.bytes + c.allReduce.bytes + c.broadcast.bytes + c.neighbourExchange.bytes,
     );
     let worst = { gmacs: 0, gbytes: 0, convGbytes: 0, spilledGmacs: 0, exchanged: 0 };

@@ -66,7 +66,7 @@ export function decide(
   vae: VaeSpec,
   sample: SampleShape,
   budget: MemoryBudget,
-  options: { ranks: number; batch: number; isolated: boolean } & RankSetting & Pick<ChooseOptions, 'strategies' | 'bands'>,
+  options: { ranks: number; batch: number; isolated: boolean } & RankSetting & Pick<ChooseOptions, 'strategies' | 'bands' | 'moments'>,
 ): Decision {
   if (!hasMemoryModel(vae)) {
     setTiling(vae);
@@ -141,7 +141,7 @@ export function exactRequest(
   vae: VaeSpec,
   sample: SampleShape,
   budget: { budget: MemoryBudget; explicit: boolean; labels: OptionLabels; limits?: BufferLimits | null },
-  plan: { strategy: Strategy; ranks: number; batch: number; streamed: boolean; bands?: boolean } & RankSetting &
+  plan: { strategy: Strategy; ranks: number; batch: number; streamed: boolean; bands?: boolean; moments?: boolean } & RankSetting &
     Pick<ChooseOptions, 'strategies'>,
   warn: (text: string) => void,
 ): Decision | null {
@@ -151,7 +151,14 @@ export function exactRequest(
   // --threads where given (else the cores, the CLI's default): a multi-tile decode in this process holds an arena per thread.
   const threads = plan.threads !== undefined ? { threads: plan.threads } : {};
   const bands = plan.bands ? { bands: true } : {};
-  const prediction = predictMemory(vae, requested, sample, { batch: plan.batch, streamed: plan.streamed, ...bands, ...threads });
+  const moments = plan.moments ? { moments: true } : {};
+  const prediction = predictMemory(vae, requested, sample, {
+    batch: plan.batch,
+    streamed: plan.streamed,
+    ...bands,
+    ...moments,
+    ...threads,
+  });
   // The bound, not the median: a budget is a cap on what the decode measures.
   const over = prediction.boundBytes > budget.budget.bytes;
   const tensorOver = budget.budget.maxTensorBytes !== undefined && prediction.maxTensorBytes > budget.budget.maxTensorBytes;

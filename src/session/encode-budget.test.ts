@@ -1,7 +1,9 @@
 // The encode session's memory policy and band-wise input (issue 28 items 4, 5): a budget under the
 // whole encode's bound makes the policy choose tiles — bitwise the library's tiled encode of that
 // plan — and one under every plan's bound is refused before any work; a tall PNG encodes in tiles
-// holding only the bands of the tiles in flight, bitwise the tiled encode of the image in memory.
+// holding only the bands of the tiles in flight, bitwise the tiled encode of the image in memory; on
+// ranks the policy chooses among every class (row sharding included) as for a decoder, and a
+// sample is predicted with its moments.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -13,7 +15,9 @@ import { loadEncoder } from '../encode/encoder.js';
 import { isDistVaeError } from '../errors.js';
 import { readLatents } from '../io/latents.js';
 import { openImageRows, readAllRows } from '../io/row-source.js';
+import { CALIBRATIONS } from '../memory/calibration.js';
 import { predictMemory } from '../memory/model.js';
+import { chooseWithinBudget, describePlan } from '../memory/policy.js';
 import { setTiling, tileOverlapPlan, tileShapePlan } from '../plan/planner.js';
 import { encodeFile } from './encode-file.js';
 
@@ -100,4 +104,56 @@ test('a tall PNG encodes in tiles holding only the bands of its tiles, bitwise t
     const expected = await tiledReference(image, window, overlap);
     assert.deepEqual((await readLatents(out)).data, expected.data);
   }
+});
+
+test('encode --ranks 2 without plan options: the policy chooses among every class for the encoder, as decide does for its Encoder, and an exact choice equals the whole encode', async () => {
+  const image = writePng('ranks.png', 64, 64);
+  const size = { height: 64, width: 64 };
+  const encoder = await loadEncoder(vae, { threads: 1 });
+  const options = { ranks: 2, threads: 1, bands: true, devices: 'shared' as const, more: 100 };
+  const shard = predictMemory(encoder, { strategy: 'shard', ranks: 2 }, size, { threads: 1 });
+  const whole = predictMemory(encoder, { strategy: 'whole', ranks: 1 }, size, { threads: 1 });
+  // Every exact plan fits: the faster of the whole encode and row sharding, by the time model.
+  const ample = Math.max(shard.boundBytes, whole.boundBytes);
+  const expected = chooseWithinBudget(encoder, size, { bytes: ample }, options);
+  await encoder.dispose();
+  assert.ok(expected.alternatives.some((a) => a.plan.strategy === 'shard' && a.class === 'exact' && a.fits));
+  assert.equal(expected.choice?.class, 'exact');
+  const out = join(dir, 'ranks.npy');
+  const report = await encodeFile({ vae, image, out, threads: 1, ranks: 2, maxMemory: ample });
+  assert.equal(report.decision?.plan, describePlan(expected.choice!.plan));
+  assert.equal(report.strategy, expected.choice!.plan.strategy === 'shard' ? 'shard' : 'tile');
+  assert.equal(report.memory.predictedPeakBytes, expected.choice!.prediction.peakBytes);
+  const reference = await encodeFile({ vae, image, out: join(dir, 'ranks-whole.npy'), threads: 1, full: true });
+  assert.equal(reference.tiles, 1);
+  const got = (await readLatents(out)).data;
+  const want = (await readLatents(join(dir, 'ranks-whole.npy'))).data;
+  const scale = Math.max(...Array.from(want, Math.abs));
+  assert.ok(Math.max(...Array.from(got, (v, i) => Math.abs(v - want[i]!))) <= 1e-4 * scale);
+});
+
+test('encode --sample: the policy offers only what loads the moments (the whole encode, blended tiles), predicted with twice the latents out', async () => {
+  const image = writePng('sample.png', 64, 64);
+  const report = await encodeFile({
+    vae,
+    image,
+    out: join(dir, 'sample.npy'),
+    threads: 1,
+    ranks: 2,
+    sample: true,
+    maxMemory: 64 * 2 ** 30,
+  });
+  assert.equal(report.strategy, 'tile');
+  assert.match(report.decision!.plan, /^whole/);
+  const encoder = await loadEncoder(vae, { threads: 1 });
+  const plan = { strategy: 'whole' as const, ranks: 1, threads: 2 };
+  const mean = predictMemory(encoder, plan, { height: 64, width: 64 }, { threads: 1, bands: true });
+  await encoder.dispose();
+  // 4 latent channels of 32 x 32: the moments are 8 (one more latent out), and the sample drawn is one more buffer.
+  const latent = 4 * 4 * 32 * 32;
+  const extra = CALIBRATIONS['cpu']!.outputCopies * latent + latent;
+  assert.ok(
+    Math.abs(report.memory.predictedPeakBytes! - mean.peakBytes - extra) <= 1,
+    `${report.memory.predictedPeakBytes! - mean.peakBytes} vs ${extra}`,
+  );
 });

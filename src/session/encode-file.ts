@@ -7,15 +7,17 @@
 // table (`useStrategy`: tile, shard or exact-tile; tiles also on queue workers), local ranks
 // started for the encode and closed after it. Without a plan option the memory policy chooses
 // the plan within the budget (`maxMemory`, else the default one) exactly as for a decode
-// (session/decision.ts `decide`: the whole encode first, then blended tiles, the fastest of a
-// class first — row sharding and halo-exact tiles run when asked for, the policy does not choose
-// them for encoders yet), tried down its fallback ladder when an attempt runs out of memory; a
-// requested tile plan is predicted and refused over an explicit budget. The image is read band by
+// (session/decision.ts `decide`: exact first — the whole encode or row sharding on the ranks —
+// then halo-exact tiles of a local encoder, then blended tiles, the fastest of a class first; a
+// sample or a video encoder is offered the whole encode and blended tiles only:
+// `policyStrategies`), tried down its fallback ladder when an attempt runs out of memory, each
+// attempt on its own strategy and ranks; a requested plan is predicted and refused over an
+// explicit budget. The image is read band by
 // band (PNG, .npy), so a tiled encode pulls each tile's rows as it reaches it and never holds the
 // float image; JPEG, a whole encode, row sharding and halo-exact tiles read it whole.
 
 import { checkImage, cropRowsToMultiple, cropToMultiple } from '../encode/image-check.js';
-import { loadEncoder } from '../encode/encoder.js';
+import { loadEncoder, type Encoder } from '../encode/encoder.js';
 import { DistVaeError, reason, refuse, type Reason } from '../errors.js';
 import { familyNamesWhere, resolveFamily, runtimeOf } from '../families/registry.js';
 import type { FamilyEncoder } from '../families/runtime-types.js';
@@ -41,7 +43,7 @@ import { STRATEGIES, useStrategy, type Strategy } from '../strategies/index.js';
 import { splitInputBands } from '../strategies/shard/bands.js';
 import type { RankStats } from '../decode/types.js';
 import type { Tensor } from '../tensor.js';
-import { decide, exactRequest, installRequestedTiling, type Decision } from './decision.js';
+import { decide, exactRequest, installRequestedTiling, strategyOf, type Decision } from './decision.js';
 import type { DecodeFilesOptions } from './options.js';
 import { describePlan } from '../memory/policy.js';
 import { hasMemoryModel } from '../memory/model.js';
@@ -51,8 +53,15 @@ import { memoryJson, type MemoryReport } from './report.js';
 import type { RankGroup } from '../ranks/group.js';
 import type { LoadOptions } from '../decode/vae.js';
 
-/** The strategies the memory policy chooses among for encoders (it predicts row sharding and halo-exact tiles for decoders only so far). */
-const POLICY_STRATEGIES: readonly Strategy[] = ['tile'];
+/**
+ * The strategies the memory policy chooses among for an encode: every one for an image encoder
+ * (the model predicts its row sharding and halo-exact tiles as it does a decoder's, the moments of
+ * a sample included: ranks load the encoder as this process did), blended tiles only for a video
+ * encoder (its frame loop; row sharding of 5-D encoders is not offered by the policy).
+ */
+function policyStrategies(encoder: Encoder): readonly Strategy[] {
+  return encoder.encoding.frames ? ['tile'] : STRATEGIES;
+}
 
 /** Latents files `encodeFile` writes. */
 export const ENCODE_OUTPUT_EXTENSIONS = LATENT_OUTPUT_EXTENSIONS;
@@ -418,7 +427,8 @@ export async function encodeFile(
       throw e;
     }
   }
-  const strategy = options.strategy ?? 'tile';
+  // The strategy asked for; without plan options, the memory policy's choice (set below, and per attempt of its ladder).
+  let strategy: Strategy = options.strategy ?? 'tile';
   // A queue is reached before any weights are read (an unreachable one is reported first).
   const queue =
     options.redis !== undefined
@@ -512,6 +522,8 @@ export async function encodeFile(
       options.strategy === undefined &&
       !frameOption;
     const bands = reading === 'streamed';
+    // A sample's encoder returns the moments (2·C channels): the model counts them.
+    const sampling = options.sample ? { moments: true } : {};
     const dealt = queue !== null || ranks > 1 || strategy === 'shard';
     let decision: Decision | null = null;
     // The memory model reads an encode as (B, C, H, W) image tiles: a video input runs the plan
@@ -519,7 +531,16 @@ export async function encodeFile(
     // exposes its graph for row sharding — HunyuanVideo, MiniMax-H3 — would otherwise reach it).
     const modelled = hasMemoryModel(encoder) && input.dims.length === 4;
     if (auto && modelled)
-      decision = decide(encoder, size, budget, { ranks, batch, isolated: false, strategies: POLICY_STRATEGIES, bands, ...rankSetting });
+      decision = decide(encoder, size, budget, {
+        ranks,
+        batch,
+        isolated: false,
+        strategies: policyStrategies(encoder),
+        bands,
+        ...sampling,
+        ...rankSetting,
+      });
+    if (decision?.choice) strategy = strategyOf(decision.choice.plan);
     else {
       // Tiles when asked for (a window, or ranks or workers to deal them to); else whole, as diffusers' encode.
       // Time is cut as the family defaults (HunyuanVideo on, LTX-2 off) unless a frame option says otherwise; --full: neither.
@@ -534,19 +555,21 @@ export async function encodeFile(
           setTiling(encoder, tileFramePlan(encoder, frames)!);
         }
       }
-      // A tile plan on local ranks is predicted (and refused over an explicit budget); row sharding, halo-exact tiles and queue workers run as asked.
-      if (!auto && strategy === 'tile' && queue === null && modelled)
+      // A plan on local ranks is predicted (and refused over an explicit budget); queue workers run as asked.
+      if (!auto && queue === null && modelled)
         decision = exactRequest(
           encoder,
           size,
           { budget, explicit: options.maxMemory !== undefined, labels, limits: null },
           {
-            strategy: 'tile',
-            ranks: Math.min(ranks, encodeGrid(encoder, input).tiles.length),
+            strategy,
+            // Tiles go to at most one rank each; row sharding and halo-exact tiles run on the ranks asked for.
+            ranks: strategy === 'tile' ? Math.min(ranks, encodeGrid(encoder, input).tiles.length) : ranks,
             batch,
             streamed: false,
             bands,
-            strategies: POLICY_STRATEGIES,
+            ...sampling,
+            strategies: policyStrategies(encoder),
             ...rankSetting,
           },
           (text) => notes.push(text),
@@ -572,7 +595,7 @@ export async function encodeFile(
       await local?.start();
       report = useStrategy(encoder, strategy, groupOf());
     };
-    if (strategy !== 'tile' || queue !== null) await useRanks(true);
+    if ((strategy !== 'tile' && !decision?.choice) || queue !== null) await useRanks(true);
     let bandBytes = 0;
     const encodeOnce = async () => {
       const grid = encodeGrid(encoder, input);
@@ -596,8 +619,19 @@ export async function encodeFile(
     let encoded: Tensor;
     let attempts: LadderAttempt[] | null = null;
     if (auto && decision?.choice) {
-      // Down the policy's ladder when an attempt runs out of memory (an allocation failure: the encode runs in this process).
+      // Down the policy's ladder when an attempt runs out of memory (an allocation failure in this
+      // process, an OOM-killed rank): each attempt runs its plan's strategy, on ranks of its own.
       const outcome = await runLadder(ladderRungs(decision.alternatives, decision.choice), async (alt, i) => {
+        const next = strategyOf(alt.plan);
+        if (i > 0 || next !== strategy) {
+          const previous = strategy;
+          await local?.close();
+          local = null;
+          report = null;
+          strategy = next;
+          // Back to the encoder's own tiled encode after another strategy's (tiles dealt to ranks install theirs).
+          if (previous !== 'tile' && next === 'tile') useStrategy(encoder, 'tile', null);
+        }
         setTiling(encoder, alt.tiling);
         if (i > 0 && !frameLoop) {
           rows?.close();
@@ -605,6 +639,7 @@ export async function encodeFile(
           rows = again;
           input = again;
         }
+        if (strategy !== 'tile') await useRanks(true);
         return encodeOnce();
       });
       encoded = outcome.result;
