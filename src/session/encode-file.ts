@@ -530,16 +530,17 @@ export async function encodeFile(
     // asked for or the default one, as for a family it does not describe (a video encoder that
     // exposes its graph for row sharding — HunyuanVideo, MiniMax-H3 — would otherwise reach it).
     const modelled = hasMemoryModel(encoder) && input.dims.length === 4;
-    if (auto && modelled)
-      decision = decide(encoder, size, budget, {
-        ranks,
-        batch,
-        isolated: false,
-        strategies: policyStrategies(encoder),
-        bands,
-        ...sampling,
-        ...rankSetting,
-      });
+    if (auto && modelled) {
+      const decideAmong = (strategies: readonly Strategy[]) =>
+        decide(encoder, size, budget, { ranks, batch, isolated: false, strategies, bands, ...sampling, ...rankSetting });
+      // The whole encode when it fits; the exact strategies only when it does not. The time model is
+      // fitted to decodes, and a row-sharded encode measured 4–6× the whole encode's seconds here
+      // (bench/results/encode-sd.md) where the model ranks it faster, so among exact plans it would
+      // pick the slower one.
+      decision = decideAmong(['tile']);
+      if (decision.choice?.plan.strategy !== 'whole' && policyStrategies(encoder).length > 1)
+        decision = decideAmong(policyStrategies(encoder));
+    }
     if (decision?.choice) strategy = strategyOf(decision.choice.plan);
     else {
       // Tiles when asked for (a window, or ranks or workers to deal them to); else whole, as diffusers' encode.
