@@ -581,18 +581,17 @@ export async function encodeFile(
     if (strategy === 'shard') splitInputBands(size.height, queue?.size ?? ranks, r);
     let report: StrategyReport | null = null;
     // The strategy and its ranks: up front for row sharding, halo-exact tiles and queue workers; for blended tiles on local ranks when a plan is tiled.
+    // A plan the policy chose runs its ranks as processes, as the memory model prices them and as
+    // decoding's ladder does (an OOM-killed rank moves the ladder on); else the isolation asked for.
+    const isolation = options.isolation ?? (auto && decision?.choice ? 'process' : undefined);
     const useRanks = async (tiled: boolean): Promise<void> => {
       if (report || (strategy === 'tile' && !tiled)) return;
       if (strategy === 'tile' && queue === null) {
         const n = Math.min(ranks, encodeGrid(encoder, input).tiles.length);
         if (n < 2) return;
-        local = localGroup({
-          ranks: n,
-          ...(options.isolation ? { isolation: options.isolation } : {}),
-          threadsPerRank: options.threads ?? 1,
-        });
+        local = localGroup({ ranks: n, ...(isolation ? { isolation } : {}), threadsPerRank: options.threads ?? 1 });
       } else if (queue === null && (ranks > 1 || strategy === 'shard'))
-        local = localGroup({ ranks, ...(options.isolation ? { isolation: options.isolation } : {}), threadsPerRank: options.threads ?? 1 });
+        local = localGroup({ ranks, ...(isolation ? { isolation } : {}), threadsPerRank: options.threads ?? 1 });
       await local?.start();
       report = useStrategy(encoder, strategy, groupOf());
     };
