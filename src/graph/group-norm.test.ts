@@ -54,7 +54,7 @@ async function drift(form: GroupNormForm): Promise<number> {
     form,
   });
   g.output('y', y, [1, C, H, W]);
-  const session = await createSession(g.toModel(), { threads: 1 });
+  const session = await createSession(g.toModel(), { intraOpThreads: 1 });
   const out = (await session.run({ x: { dims: [1, C, H, W], data: x } }))['y']!;
   await session.dispose();
   const ref = reference(x, scale, bias, 1e-6);
