@@ -19,6 +19,7 @@ import { HUNYUAN_VIDEO_DIFREF_TINY } from '../../families/hunyuan-video/testing/
 import { HUNYUAN_VIDEO_15_TINY } from '../../families/hunyuan-video-15/testing/configs.js';
 import { LTX2_DIFREF_TINY } from '../../families/ltx2/testing/configs.js';
 import { MINIMAX_H3_TINY } from '../../families/minimax-h3/testing/configs.js';
+import { WAN_TINY_SAVED } from '../../families/testing/video-configs.js';
 import type { RawConfig } from '../../families/types.js';
 import { difference } from '../../graph/testing/compare.js';
 import { setTiling } from '../../plan/planner.js';
@@ -215,27 +216,9 @@ test('DC-AE encoder (ReLU linear attention, per-pixel RMS norms): 2–3 ranks eq
   }
 });
 
-/** difref's `make_vae.py wan --tiny` (as src/families/wan/encode.test.ts spells it). */
-const WAN21_DIFREF_TINY: RawConfig = {
-  _class_name: 'AutoencoderKLWan',
-  attn_scales: [],
-  base_dim: 8,
-  decoder_base_dim: null,
-  dim_mult: [1, 2],
-  in_channels: 3,
-  is_residual: false,
-  num_res_blocks: 1,
-  out_channels: 3,
-  patch_size: null,
-  scale_factor_spatial: 2,
-  scale_factor_temporal: 2,
-  temperal_downsample: [true],
-  z_dim: 16,
-};
-
 test('encoders that are not one graph are refused up front, naming why (frame-stepped, clip loop, packing down-samplers)', async () => {
   for (const [config, why] of [
-    [WAN21_DIFREF_TINY, /frame-stepped/],
+    [WAN_TINY_SAVED, /frame-stepped/],
     [MINIMAX_H3_TINY, /loops over clips/],
     [LTX2_DIFREF_TINY, /pack rows, columns and frames into channels/],
     [HUNYUAN_VIDEO_15_TINY, /pack rows, columns and frames into channels/],
