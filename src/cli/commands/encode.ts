@@ -117,7 +117,7 @@ export const encodeCommand: CommandSpec = {
       kind: 'string',
       value: 'thread|process',
       description: 'ranks as worker threads, or as child processes',
-      defaultText: 'thread',
+      defaultText: 'thread; process when the memory policy chose the plan',
     },
     // --max-memory only: encoders have no GPU buffer limits or device budget of their own yet.
     MEMORY_OPTIONS.find((o) => o.name === 'max-memory')!,
